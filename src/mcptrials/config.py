@@ -1,0 +1,304 @@
+"""Load and check the benchmark matrix: config.yaml and the scenario files it names.
+
+Every problem is reported before any job runs, as a `ConfigError` that names the
+file, the field and what would fix it. Defaults come from the JSON schemas in
+`workflow/schemas/`, so the schema is the single place a default is written.
+"""
+
+from __future__ import annotations
+
+import copy
+import glob
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .paths import SCHEMA_DIR
+
+BASELINE = "baseline"
+
+
+class ConfigError(Exception):
+    """A bad input: the message names the file, the field and the fix."""
+
+
+def canonical_hash(obj) -> str:
+    """sha256 of an object's canonical JSON (sorted keys, no spaces)."""
+    data = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(data.encode()).hexdigest()
+
+
+def file_sha256(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# --- schema validation with defaults ---------------------------------------
+
+_SCHEMAS: dict[str, dict] = {}
+
+
+def _schema(name: str) -> dict:
+    if name not in _SCHEMAS:
+        with open(SCHEMA_DIR / name) as f:
+            _SCHEMAS[name] = yaml.safe_load(f)
+    return _SCHEMAS[name]
+
+
+def _validator(schema_name: str):
+    import jsonschema
+    from referencing import Registry, Resource
+
+    def fill_defaults(validator_cls):
+        # The jsonschema FAQ recipe: set each property's default before validating it.
+        validate_props = validator_cls.VALIDATORS["properties"]
+
+        def props(validator, properties, instance, schema):
+            if isinstance(instance, dict):
+                for name, sub in properties.items():
+                    if isinstance(sub, dict) and "default" in sub and name not in instance:
+                        instance[name] = copy.deepcopy(sub["default"])
+            yield from validate_props(validator, properties, instance, schema)
+
+        return jsonschema.validators.extend(validator_cls, {"properties": props})
+
+    registry = Registry().with_resources(
+        (n, Resource.from_contents(_schema(n)))
+        for n in ("config.schema.yaml", "tool.schema.yaml", "scenario.schema.yaml")
+    )
+    cls = fill_defaults(jsonschema.Draft202012Validator)
+    return cls(_schema(schema_name), registry=registry)
+
+
+def _field_path(err) -> str:
+    parts = [str(p) for p in err.absolute_path]
+    return ".".join(parts) if parts else "(top level)"
+
+
+def _explain(err) -> str:
+    """Turn a jsonschema error into 'what is wrong; what is allowed'."""
+    v = err.validator
+    schema = err.schema
+    if v == "additionalProperties" and isinstance(schema.get("properties"), dict):
+        allowed = ", ".join(sorted(schema["properties"]))
+        return f"{err.message}; allowed keys: {allowed}"
+    if v == "enum":
+        return f"{err.instance!r} is not allowed; use one of: {', '.join(map(str, schema['enum']))}"
+    if v == "pattern" and "commit" in [str(p) for p in err.absolute_path]:
+        return f"{err.instance!r} is not a full commit id; give all 40 lowercase hex digits (git rev-parse <ref>)"
+    if v == "pattern":
+        return f"{err.instance!r} does not match {schema['pattern']}"
+    if v == "required":
+        return err.message + " (add it)"
+    return err.message
+
+
+def validate_against(schema_name: str, data, source: str) -> None:
+    """Validate `data` in place (filling defaults); raise ConfigError naming `source`."""
+    errors = sorted(_validator(schema_name).iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        lines = [f"{source}: field {_field_path(e)}: {_explain(e)}" for e in errors[:10]]
+        raise ConfigError("\n".join(lines))
+
+
+# --- the loaded matrix ------------------------------------------------------
+
+
+@dataclass
+class Scenario:
+    id: str
+    path: Path
+    data: dict
+    sha256: str
+
+    @property
+    def repo(self) -> str:
+        return self.data["repo"]
+
+    @property
+    def split(self) -> str:
+        return self.data["split"]
+
+    def task_part(self) -> dict:
+        """What the agent's run depends on: a change here reruns its trials."""
+        return {
+            "repo": self.data["repo"],
+            "limits": self.data.get("limits", {}),
+            "steps": [
+                {"name": s["name"], "prompt": s["prompt"], "state_check": (s.get("state_check") or {}).get("command")}
+                for s in self.data["steps"]
+            ],
+        }
+
+    def grading_part(self) -> dict:
+        """What the deterministic graders depend on: a change here rescoring only."""
+        keys = ("checks", "citations", "exact_answer", "state_check", "expected_tools")
+        return {"steps": [{k: s.get(k) for k in keys} for s in self.data["steps"]]}
+
+    def rubric_part(self) -> dict:
+        """What the judge depends on: a change here re-judges only."""
+        return {
+            "rubric": self.data.get("rubric"),
+            "steps": [
+                {"name": s["name"], "prompt": s["prompt"], "rubric": s.get("rubric"),
+                 "key_points": s.get("key_points", []), "gold": (s.get("citations") or {}).get("gold", [])}
+                for s in self.data["steps"]
+            ],
+        }
+
+
+@dataclass
+class Matrix:
+    path: Path
+    base_dir: Path
+    config: dict
+    scenarios: dict[str, Scenario] = field(default_factory=dict)
+
+    @property
+    def tools(self) -> dict:
+        return self.config["tools"]
+
+    @property
+    def repos(self) -> dict:
+        return self.config["repos"]
+
+    @property
+    def models(self) -> dict:
+        return self.config["models"]
+
+    @property
+    def trials(self) -> int:
+        return self.config["trials"]
+
+    def run_scenarios(self) -> list[Scenario]:
+        splits = set(self.config["splits"])
+        return [s for s in self.scenarios.values() if s.split in splits]
+
+    def server_tools(self) -> list[str]:
+        return [t for t, spec in self.tools.items() if spec["transport"] != "none"]
+
+    def tool_hash(self, tool: str) -> str:
+        return canonical_hash(self.tools[tool])
+
+    def model_hash(self, model: str) -> str:
+        spec = dict(self.models[model])
+        return canonical_hash({"spec": spec, "limits": self.config["limits"]})
+
+    def repo_source(self, repo: str) -> str:
+        """Where to clone from: a mirror if one is set, else the url (relative paths from the config's folder)."""
+        url = self.repos[repo]["url"]
+        src = self.config["mirrors"].get(url, url)
+        if "://" not in src and not src.startswith("git@"):
+            src = str((self.base_dir / src).resolve())
+        return src
+
+    def cells(self):
+        """Every (model, tool, repo, scenario, trial) of the run, trial counted from 1."""
+        for model in self.models:
+            for tool in self.tools:
+                for sc in self.run_scenarios():
+                    for trial in range(1, self.trials + 1):
+                        yield model, tool, sc.repo, sc.id, trial
+
+
+def _read_yaml(path: Path, what: str):
+    try:
+        with open(path) as f:
+            return yaml.safe_load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: {what} not found; check the path") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{path}: does not parse as YAML{where}: {getattr(e, 'problem', e)}; fix the syntax") from None
+
+
+def load_scenario(path: Path) -> Scenario:
+    data = _read_yaml(path, "scenario file")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a scenario must be a mapping with at least `repo` and `steps`")
+    validate_against("scenario.schema.yaml", data, str(path))
+    names = [s["name"] for s in data["steps"]]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise ConfigError(f"{path}: field steps: step names must be unique; rename {sorted(dup)}")
+    for i, step in enumerate(data["steps"]):
+        if not step.get("rubric") and not data.get("rubric"):
+            raise ConfigError(f"{path}: field steps.{i}.rubric: no rubric for step {step['name']!r}; add a top-level `rubric` or one on the step")
+    return Scenario(id=path.stem, path=path, data=data, sha256=file_sha256(path))
+
+
+def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
+    """Read config.yaml (plus optional overrides, e.g. Snakemake's merged config), check everything."""
+    path = Path(config_path).resolve()
+    if overrides is not None:
+        data = copy.deepcopy(overrides)
+    else:
+        data = _read_yaml(path, "config file")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the config must be a mapping with tools, repos, scenarios and models")
+    validate_against("config.schema.yaml", data, str(path))
+    m = Matrix(path=path, base_dir=path.parent, config=data)
+
+    if BASELINE in data["tools"] and data["tools"][BASELINE]["transport"] != "none":
+        raise ConfigError(f"{path}: field tools.{BASELINE}.transport: `baseline` is built in and has no server; set transport: none or rename the tool")
+    for name, spec in data["tools"].items():
+        where = f"{path}: field tools.{name}"
+        if spec["transport"] == "none":
+            if name != BASELINE and (spec.get("command") or spec.get("install")):
+                raise ConfigError(f"{where}.transport: 'none' means no server; remove command/install or set transport: stdio")
+            continue
+        if not spec.get("command"):
+            raise ConfigError(f"{where}.command: a {spec['transport']} server needs a command to start it; add `command:`")
+        if spec["transport"] == "http" and not spec.get("url"):
+            raise ConfigError(f"{where}.url: an http server needs `url:` (its MCP endpoint)")
+        inst = spec.get("install", {})
+        if inst.get("pip") and inst.get("npm"):
+            raise ConfigError(f"{where}.install: give either pip or npm, not both")
+
+    for model, spec in data["models"].items():
+        if spec["provider"] != "reference" and not spec.get("model"):
+            raise ConfigError(f"{path}: field models.{model}.model: provider {spec['provider']} needs a model id; add `model:`")
+
+    w = data["weights"]
+    total = sum(w.values())
+    if abs(total - 1.0) > 1e-6:
+        raise ConfigError(f"{path}: field weights: the fairness weights sum to {total:.3f}; make them sum to 1")
+
+    globs = data["scenarios"] if isinstance(data["scenarios"], list) else [data["scenarios"]]
+    files: list[Path] = []
+    for g in globs:
+        hits = sorted(glob.glob(str(m.base_dir / g), recursive=True))
+        if not hits:
+            raise ConfigError(f"{path}: field scenarios: {g!r} matches no file; fix the glob (relative to {m.base_dir})")
+        files += [Path(h) for h in hits]
+    for f in files:
+        sc = load_scenario(f)
+        if sc.id in m.scenarios:
+            raise ConfigError(f"{f}: scenario id {sc.id!r} is also {m.scenarios[sc.id].path}; rename one file")
+        if sc.repo not in data["repos"]:
+            known = ", ".join(sorted(data["repos"]))
+            raise ConfigError(f"{f}: field repo: {sc.repo!r} is not a repo of {path.name}; use one of: {known}")
+        m.scenarios[sc.id] = sc
+    if not m.run_scenarios():
+        raise ConfigError(f"{path}: field splits: no scenario is in splits {data['splits']}; add scenarios or change `splits`")
+    return m
+
+
+def check_api_keys(m: Matrix, environ=os.environ) -> list[str]:
+    """Names of missing API keys for the models and judge that need one (empty when all are set)."""
+    missing = []
+    for name, spec in m.models.items():
+        if spec["provider"] == "anthropic" and not environ.get(spec["api_key_env"]):
+            missing.append(f"{m.path}: field models.{name}: provider anthropic needs ${spec['api_key_env']}; export it or use provider: reference")
+    j = m.config["judge"]
+    if j["provider"] == "anthropic" and not environ.get(j["api_key_env"]):
+        missing.append(f"{m.path}: field judge: provider anthropic needs ${j['api_key_env']}; export it or use provider: reference")
+    return missing

@@ -1,0 +1,1 @@
+"""Model providers: each turns (system, messages, tools) into one assistant reply."""
