@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+import importlib
+
 from .config import ConfigError
+
+# Modules that add their own subcommands: each has `register(subparsers)`, whose
+# parsers set `func` to a function taking the parsed args and returning an exit code.
+SUBCOMMAND_MODULES = [
+]
 
 
 def cmd_validate(args) -> int:
@@ -28,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="check a config and its scenarios without running anything")
     v.add_argument("config", nargs="?", default="config.yaml")
     v.set_defaults(func=cmd_validate)
+    for name in SUBCOMMAND_MODULES:
+        importlib.import_module(f"mcptrials.{name}").register(sub)
     return p
 
 
