@@ -12,6 +12,13 @@ from .config import ConfigError
 # Modules that add their own subcommands: each has `register(subparsers)`, whose
 # parsers set `func` to a function taking the parsed args and returning an exit code.
 SUBCOMMAND_MODULES = [
+    "checkout",
+    "install",
+    "index",
+    "snapshot",
+    "runner",
+    "judge",
+    "lock",
 ]
 
 

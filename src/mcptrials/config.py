@@ -48,13 +48,18 @@ _SCHEMAS: dict[str, dict] = {}
 def _schema(name: str) -> dict:
     if name not in _SCHEMAS:
         with open(SCHEMA_DIR / name) as f:
-            _SCHEMAS[name] = yaml.safe_load(f)
+            schema = yaml.safe_load(f)
+        # jsonschema's evolve() picks a validator class from `$schema`, which would
+        # drop our default-filling class inside referenced files: the class is fixed below.
+        schema.pop("$schema", None)
+        _SCHEMAS[name] = schema
     return _SCHEMAS[name]
 
 
 def _validator(schema_name: str):
     import jsonschema
-    from referencing import Registry, Resource
+    from referencing import Registry
+    from referencing.jsonschema import DRAFT202012
 
     def fill_defaults(validator_cls):
         # The jsonschema FAQ recipe: set each property's default before validating it.
@@ -70,7 +75,7 @@ def _validator(schema_name: str):
         return jsonschema.validators.extend(validator_cls, {"properties": props})
 
     registry = Registry().with_resources(
-        (n, Resource.from_contents(_schema(n)))
+        (n, DRAFT202012.create_resource(_schema(n)))
         for n in ("config.schema.yaml", "tool.schema.yaml", "scenario.schema.yaml")
     )
     cls = fill_defaults(jsonschema.Draft202012Validator)

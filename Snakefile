@@ -1,0 +1,26 @@
+# mcptrials: tools x repos x scenarios x models x trials -> transcripts -> scores -> report.
+# The rules are thin: each stage is a `mcptrials <stage>` command of the library.
+from snakemake.utils import min_version
+
+min_version("9.27")
+
+
+configfile: "config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/checkout.smk"
+include: "workflow/rules/install.smk"
+include: "workflow/rules/index.smk"
+include: "workflow/rules/snapshot.smk"
+include: "workflow/rules/transcript.smk"
+include: "workflow/rules/score.smk"
+include: "workflow/rules/judge.smk"
+include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        final_outputs(),
+    default_target: True

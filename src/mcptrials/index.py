@@ -1,0 +1,55 @@
+"""The optional per-repo index step of a tool (e.g. a code indexer), run once and reused."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .config import ConfigError
+from .records import read_json, write_json
+
+
+def build_index(tool: str, spec: dict, tree: str, out: Path, forbidden: set[str], log) -> dict:
+    from .servers import resolve_command, server_environment, substitute
+
+    idx = spec["index"]
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="mcptrials-index-") as sandbox:
+        work, home, tmp = Path(sandbox, "repo"), Path(sandbox, "home"), Path(sandbox, "tmp")
+        shutil.copytree(tree, work, symlinks=True)
+        home.mkdir()
+        tmp.mkdir()
+        values = {"repo": str(work), "workspace": str(work), "index": str(out.resolve()), "home": str(home),
+                  "tmp": str(tmp)}
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin"} | server_environment(spec, values, forbidden)
+        cmd = [resolve_command(tool, idx["command"])] + [substitute(a, values) for a in idx.get("args", [])]
+        p = subprocess.run(cmd, cwd=work, env=env, stdout=log, stderr=log)
+        if p.returncode != 0:
+            raise RuntimeError(f"tools.{tool}.index: {' '.join(cmd)} exited {p.returncode}; see the log")
+    rec = {"tool": tool, "command": cmd}
+    write_json(out / "index.json", rec)
+    return rec
+
+
+def register(sub) -> None:
+    p = sub.add_parser("index", help="run a tool's index command once for a repo")
+    p.add_argument("--config", default="config.yaml")
+    p.add_argument("--tool", required=True)
+    p.add_argument("--checkout", required=True)
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_cmd)
+
+
+def _cmd(args) -> int:
+    from .config import load_matrix
+    from .snapshot import forbidden_env_names
+
+    m = load_matrix(args.config)
+    spec = m.tools.get(args.tool)
+    if not spec or not spec.get("index"):
+        raise ConfigError(f"{m.path}: field tools.{args.tool}.index: the tool has no index step")
+    build_index(args.tool, spec, read_json(args.checkout)["tree"], Path(args.out), forbidden_env_names(m), sys.stderr)
+    return 0

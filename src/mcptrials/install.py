@@ -1,0 +1,88 @@
+"""Installing a server's pinned packages into its own environment under .tools/<tool>/.
+
+Each server gets its own venv (pip) or npm prefix, never the project's: third-party
+servers pin conflicting `mcp` versions (code-index-mcp needs mcp 1.x, we use 2.x).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .config import ConfigError
+from .records import write_json
+from .servers import tool_env_dir
+
+
+def _run(cmd: list[str], log) -> str:
+    log.write("$ " + " ".join(cmd) + "\n")
+    log.flush()
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"command failed ({p.returncode}): {' '.join(cmd)}; see the log")
+    return p.stdout
+
+
+def install_tool(tool: str, spec: dict, log) -> dict:
+    """Install (or re-install) the tool's packages; return the resolved versions."""
+    inst = spec.get("install") or {}
+    env_dir = tool_env_dir(tool)
+    t0 = time.monotonic()
+    resolved: dict[str, str] = {}
+    kind = "none"
+    if inst.get("pip"):
+        kind = "pip"
+        if env_dir.exists():
+            shutil.rmtree(env_dir)
+        _run([sys.executable, "-m", "venv", str(env_dir)], log)
+        pip = str(env_dir / "bin" / "pip")
+        _run([pip, "install", "--disable-pip-version-check", *inst["pip"]], log)
+        for row in json.loads(_run([pip, "list", "--format", "json", "--disable-pip-version-check"], log)):
+            resolved[row["name"]] = row["version"]
+    elif inst.get("npm"):
+        kind = "npm"
+        if env_dir.exists():
+            shutil.rmtree(env_dir)
+        env_dir.mkdir(parents=True)
+        _run(["npm", "install", "--no-fund", "--no-audit", "--prefix", str(env_dir), *inst["npm"]], log)
+        tree = json.loads(_run(["npm", "ls", "--all", "--json", "--prefix", str(env_dir)], log) or "{}")
+
+        def walk(deps):
+            for name, d in (deps or {}).items():
+                if "version" in d:
+                    resolved[name] = d["version"]
+                walk(d.get("dependencies"))
+
+        walk(tree.get("dependencies"))
+    return {
+        "tool": tool,
+        "kind": kind,
+        "requested": inst.get("pip") or inst.get("npm") or [],
+        "env_dir": str(env_dir) if kind != "none" else None,
+        "resolved": resolved,
+        "seconds": round(time.monotonic() - t0, 2),
+        "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def register(sub) -> None:
+    p = sub.add_parser("install-tool", help="install a tool's server into .tools/<tool>/")
+    p.add_argument("--config", default="config.yaml")
+    p.add_argument("--tool", required=True)
+    p.add_argument("--out", required=True, help="results/tools/<tool>/install.json")
+    p.set_defaults(func=_cmd)
+
+
+def _cmd(args) -> int:
+    from .config import load_matrix
+
+    m = load_matrix(args.config)
+    if args.tool not in m.tools:
+        raise ConfigError(f"{m.path}: field tools: no tool {args.tool!r}")
+    rec = install_tool(args.tool, m.tools[args.tool], sys.stderr)
+    write_json(Path(args.out), rec)
+    return 0

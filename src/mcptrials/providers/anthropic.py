@@ -1,0 +1,86 @@
+"""Provider `anthropic`: the real Messages API through the official SDK.
+
+Retries on 408/409/429/5xx (529 included) are the SDK's own, which honour
+`retry-after`; `max_retries` from the config caps them. Prompt caching: a breakpoint
+on the system prompt, one on the last tool definition, and a moving one on the
+newest message block, so each turn reads the previous turn's prefix from cache.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from .base import Provider, ProviderError, Reply, Usage
+
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def with_cache_breakpoints(system: list[dict], tools: list[dict], messages: list[dict]):
+    """Copies of the request parts with cache_control set where caching pays."""
+    system = copy.deepcopy(system)
+    tools = copy.deepcopy(tools)
+    messages = copy.deepcopy(messages)
+    if system:
+        system[-1]["cache_control"] = EPHEMERAL
+    if tools:
+        tools[-1]["cache_control"] = EPHEMERAL
+    if messages:
+        content = messages[-1]["content"]
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+            messages[-1]["content"] = content
+        if content:
+            content[-1]["cache_control"] = EPHEMERAL
+    return system, tools, messages
+
+
+class AnthropicProvider(Provider):
+    name = "anthropic"
+
+    def __init__(self, model: str, api_key: str, base_url: str | None = None, max_retries: int = 4,
+                 temperature: float | None = None, timeout: float = 600):
+        import anthropic
+
+        self._anthropic = anthropic
+        self.model = model
+        self.temperature = temperature
+        self.client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=max_retries,
+                                               timeout=timeout)
+
+    async def complete(self, system, messages, tools, max_tokens) -> Reply:
+        a = self._anthropic
+        system, tools, messages = with_cache_breakpoints(system, tools, messages)
+        kwargs = dict(model=self.model, max_tokens=max_tokens, system=system, messages=messages)
+        if tools:
+            kwargs["tools"] = tools
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        try:
+            raw = await self.client.messages.with_raw_response.create(**kwargs)
+            msg = raw.parse()
+        except a.APIStatusError as e:
+            retried = e.status_code in (408, 409, 429) or e.status_code >= 500
+            raise ProviderError(f"{e.status_code}: {_short(e)}", status=e.status_code,
+                                retries=self.client.max_retries if retried else 0) from None
+        except a.APIConnectionError as e:
+            raise ProviderError(f"connection: {_short(e)}", retries=self.client.max_retries) from None
+        except a.APIResponseValidationError as e:
+            raise ProviderError(f"malformed response: {_short(e)}", retries=0) from None
+        u = msg.usage
+        usage = Usage(
+            input_tokens=u.input_tokens or 0,
+            output_tokens=u.output_tokens or 0,
+            cache_creation_input_tokens=getattr(u, "cache_creation_input_tokens", None) or 0,
+            cache_read_input_tokens=getattr(u, "cache_read_input_tokens", None) or 0,
+        )
+        content = [b.model_dump(exclude_none=True, include={"type", "text", "id", "name", "input"}) for b in msg.content
+                   if b.type in ("text", "tool_use")]
+        return Reply(content=content, stop_reason=msg.stop_reason or "end_turn", usage=usage,
+                     retries=getattr(raw, "retries_taken", 0))
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+def _short(e) -> str:
+    return str(e).replace("\n", " ")[:300]

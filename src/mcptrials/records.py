@@ -1,0 +1,29 @@
+"""Writing result records: JSON, atomically, so a killed job never leaves a half file."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_json(path, obj) -> None:
+    """Write obj as indented JSON to a temp file in the same folder, then rename it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=1, ensure_ascii=False, default=str)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)

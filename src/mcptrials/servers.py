@@ -1,0 +1,199 @@
+"""Starting an MCP server under test, with only the environment its config allows.
+
+One `ServerSession` = one fresh server process and one `mcp` 2.x client connected
+to it. Used by the tools snapshot and by every trial.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .paths import ROOT
+
+TOOLS_DIR = ROOT / ".tools"
+
+
+def tool_env_dir(tool: str) -> Path:
+    return TOOLS_DIR / tool
+
+
+def resolve_command(tool: str, command: str) -> str:
+    """A bare command is looked up in the tool's own environment first, then on PATH."""
+    if os.sep in command:
+        p = Path(command)
+        return str(p if p.is_absolute() else (ROOT / p))
+    env_dir = tool_env_dir(tool)
+    for cand in (env_dir / "bin" / command, env_dir / "node_modules" / ".bin" / command):
+        if cand.exists():
+            return str(cand)
+    found = shutil.which(command)
+    if not found:
+        raise FileNotFoundError(
+            f"tools.{tool}.command: {command!r} is neither in {env_dir} nor on PATH; "
+            "add an `install:` entry for it or give a full path"
+        )
+    return found
+
+
+def substitute(text: str, values: dict[str, str]) -> str:
+    for k, v in values.items():
+        text = text.replace("{" + k + "}", v)
+    return text
+
+
+def server_environment(spec: dict, values: dict[str, str], forbidden: set[str], environ=os.environ) -> dict[str, str]:
+    """The variables a server may see: its config's `env` (literal or passed through by
+    name) plus HOME/TMPDIR of the sandbox. Names in `forbidden` (API keys) never pass."""
+    env = {"HOME": values["home"], "TMPDIR": values["tmp"]}
+    for name, val in (spec.get("env") or {}).items():
+        if name in forbidden:
+            continue
+        if val is None:
+            if name in environ:
+                env[name] = environ[name]
+        else:
+            env[name] = substitute(val, values)
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def process_tree_peak_rss_kb(root_pid: int) -> int | None:
+    """Sum of VmHWM (peak resident set) over the process tree under root_pid, from /proc."""
+    try:
+        import psutil
+        procs = psutil.Process(root_pid).children(recursive=True)
+    except Exception:
+        return None
+    total = 0
+    for p in procs:
+        try:
+            with open(f"/proc/{p.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        total += int(line.split()[1])
+        except OSError:
+            pass
+    return total or None
+
+
+@dataclass
+class ServerSession:
+    """A connected server. Use `async with open_server(...) as s:`."""
+
+    client: object
+    startup_seconds: float
+    errlog_path: Path
+    pid_root: int = field(default_factory=os.getpid)
+
+    @property
+    def server_name(self) -> str | None:
+        info = self.client.server_info
+        return info.name if info else None
+
+    @property
+    def server_version(self) -> str | None:
+        info = self.client.server_info
+        return info.version if info else None
+
+    @property
+    def protocol_version(self) -> str | None:
+        return self.client.protocol_version
+
+    @property
+    def instructions(self) -> str | None:
+        return self.client.instructions
+
+    async def list_tools(self) -> list[dict]:
+        result = await self.client.list_tools()
+        return [
+            {"name": t.name, "description": t.description or "", "input_schema": t.input_schema}
+            for t in result.tools
+        ]
+
+    def peak_rss_kb(self) -> int | None:
+        return process_tree_peak_rss_kb(self.pid_root)
+
+
+@contextlib.asynccontextmanager
+async def open_server(tool: str, spec: dict, values: dict[str, str], errlog_path: Path,
+                      forbidden_env: set[str], cwd: str | None = None):
+    """Start the tool's server and connect. `values` fills {workspace} {repo} {index} {home} {tmp}."""
+    from mcp import Client, StdioServerParameters, stdio_client
+
+    values = dict(values)
+    env = server_environment(spec, values, forbidden_env)
+    errlog_path.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    with open(errlog_path, "a") as errlog, contextlib.ExitStack() as stack:
+        if spec["transport"] == "stdio":
+            params = StdioServerParameters(
+                command=resolve_command(tool, spec["command"]),
+                args=[substitute(a, values) for a in spec.get("args", [])],
+                env=env,
+                cwd=cwd or values.get("workspace"),
+            )
+            target = stdio_client(params, errlog=errlog)
+        else:  # http: we start the process, then connect to its URL
+            values["port"] = str(_free_port())
+            full_env = {k: os.environ[k] for k in ("PATH", "LANG") if k in os.environ} | env
+            proc = subprocess.Popen(
+                [resolve_command(tool, spec["command"])] + [substitute(a, values) for a in spec.get("args", [])],
+                env=full_env, cwd=cwd or values.get("workspace"), stdout=errlog, stderr=errlog,
+                stdin=subprocess.DEVNULL, start_new_session=True,
+            )
+            stack.callback(_stop_process, proc)
+            url = substitute(spec["url"], values)
+            _wait_for_port(url, spec.get("startup_timeout", 60), proc)
+            target = url
+        client = Client(target, mode="auto", read_timeout_seconds=spec.get("call_timeout", 60), cache=None)
+        async with client:
+            yield ServerSession(client=client, startup_seconds=time.monotonic() - t0, errlog_path=errlog_path)
+
+
+def _wait_for_port(url: str, timeout: float, proc) -> None:
+    from urllib.parse import urlparse
+
+    u = urlparse(url)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise ConnectionError(f"http server exited with status {proc.returncode} before listening on {url}")
+        with socket.socket() as s:
+            if s.connect_ex((u.hostname or "127.0.0.1", u.port or 80)) == 0:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"http server did not listen on {url} within {timeout} s")
+
+
+def _stop_process(proc) -> None:
+    import signal
+
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def stderr_tail(path: Path, lines: int = 30) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return ""

@@ -1,0 +1,122 @@
+"""The tools snapshot: what a server offers against one repo, and a hash of it.
+
+Per-trial rules take `tools.json` as input, so a new server version or a changed
+tool description reruns that server's trials and nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from . import __version__
+from .config import canonical_hash, load_matrix, ConfigError
+from .records import read_json, write_json
+
+
+def forbidden_env_names(m) -> set[str]:
+    """API key variables of every model and the judge: never passed to a server."""
+    names = {spec.get("api_key_env", "ANTHROPIC_API_KEY") for spec in m.models.values()}
+    names.add(m.config["judge"].get("api_key_env", "ANTHROPIC_API_KEY"))
+    return names | {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"}
+
+
+def tools_hash(tools: list[dict]) -> str:
+    """sha256 of the canonical tool list (sorted by name; name, description, input schema)."""
+    canon = sorted(
+        ({"name": t["name"], "description": t.get("description", ""), "input_schema": t.get("input_schema")} for t in tools),
+        key=lambda t: t["name"],
+    )
+    return canonical_hash(canon)
+
+
+async def snapshot_server(tool: str, spec: dict, workspace: Path, index_dir: Path | None,
+                          forbidden: set[str], errlog: Path) -> dict:
+    from .servers import open_server, stderr_tail
+
+    with tempfile.TemporaryDirectory(prefix="mcptrials-snap-") as sandbox:
+        home, tmp = Path(sandbox, "home"), Path(sandbox, "tmp")
+        home.mkdir()
+        tmp.mkdir()
+        values = {"workspace": str(workspace), "repo": str(workspace), "home": str(home), "tmp": str(tmp),
+                  "index": str(index_dir or "")}
+        t0 = time.monotonic()
+        async with open_server(tool, spec, values, errlog, forbidden) as s:
+            startup = s.startup_seconds
+            t1 = time.monotonic()
+            tools = await s.list_tools()
+            list_ms = (time.monotonic() - t1) * 1000
+            return {
+                "server_name": s.server_name,
+                "server_version": s.server_version,
+                "protocol_version": s.protocol_version,
+                "instructions": s.instructions,
+                "startup_seconds": round(startup, 3),
+                "list_tools_ms": round(list_ms, 2),
+                "total_seconds": round(time.monotonic() - t0, 3),
+                "tools": tools,
+                "stderr_tail": stderr_tail(errlog),
+            }
+
+
+def make_snapshot(config_path: str, tool: str, repo: str, checkout_json: Path, install_json: Path | None,
+                  index_dir: Path | None, out: Path) -> dict:
+    m = load_matrix(config_path)
+    if tool not in m.tools:
+        raise ConfigError(f"{m.path}: field tools: no tool {tool!r}")
+    spec = m.tools[tool]
+    co = read_json(checkout_json)
+    rec = {
+        "harness_version": __version__,
+        "tool": tool,
+        "repo": repo,
+        "repo_url": co["url"],
+        "commit": co["commit"],
+        "tool_spec_sha256": m.tool_hash(tool),
+        "install": read_json(install_json)["resolved"] if install_json else {},
+    }
+    if spec["transport"] == "none":
+        from .builtins import BUILTIN_TOOLS
+
+        rec.update(server_name=None, server_version=None, protocol_version=None, instructions=None,
+                   startup_seconds=0.0, tools=[])
+        rec["builtin_tools"] = BUILTIN_TOOLS
+    else:
+        # A scratch copy: some servers write into the repo they are pointed at.
+        with tempfile.TemporaryDirectory(prefix="mcptrials-snapws-") as ws:
+            work = Path(ws, "repo")
+            shutil.copytree(co["tree"], work, symlinks=True)
+            data = asyncio.run(snapshot_server(tool, spec, work, index_dir, forbidden_env_names(m),
+                                               out.parent / "server.stderr.log"))
+        rec.update(data)
+        from .builtins import BUILTIN_TOOLS
+
+        rec["builtin_tools"] = BUILTIN_TOOLS
+    rec["tools_sha256"] = tools_hash(rec["tools"])
+    rec["version_label"] = spec.get("version")
+    write_json(out, rec)
+    return rec
+
+
+def register(sub) -> None:
+    p = sub.add_parser("snapshot", help="start a tool's server against a checkout and record tools/list")
+    p.add_argument("--config", default="config.yaml")
+    p.add_argument("--tool", required=True)
+    p.add_argument("--repo", required=True)
+    p.add_argument("--checkout", required=True, help="results/checkouts/<repo>/checkout.json")
+    p.add_argument("--install", help="results/tools/<tool>/install.json")
+    p.add_argument("--index", help="results/index/<tool>/<repo>/ (when the tool has an index step)")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_cmd)
+
+
+def _cmd(args) -> int:
+    rec = make_snapshot(args.config, args.tool, args.repo, Path(args.checkout),
+                        Path(args.install) if args.install else None,
+                        Path(args.index) if args.index else None, Path(args.out))
+    print(f"{args.tool}/{args.repo}: {len(rec['tools'])} tools, sha256 {rec['tools_sha256'][:12]}, "
+          f"server {rec.get('server_name')} {rec.get('server_version')}")
+    return 0

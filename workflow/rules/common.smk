@@ -1,0 +1,59 @@
+# Config validation and the matrix, through the library (the same checks as `mcptrials validate`).
+import sys
+
+from mcptrials.config import ConfigError, canonical_hash, load_matrix
+
+CONFIG_PATH = (workflow.overwrite_configfiles or ["config.yaml"])[-1]
+try:
+    M = load_matrix(CONFIG_PATH, overrides=config)
+except ConfigError as e:
+    sys.exit(f"mcptrials: error: {e}")
+
+# Content hashes, computed once at parse time: params that rerun exactly what changed.
+TASK_HASH = {s: canonical_hash(sc.task_part()) for s, sc in M.scenarios.items()}
+GRADING_HASH = {s: canonical_hash(sc.grading_part()) for s, sc in M.scenarios.items()}
+RUBRIC_HASH = {s: canonical_hash(sc.rubric_part()) for s, sc in M.scenarios.items()}
+TOOL_HASH = {t: M.tool_hash(t) for t in M.tools}
+INSTALL_HASH = {t: canonical_hash(spec.get("install") or {}) for t, spec in M.tools.items()}
+INDEX_HASH = {t: canonical_hash(spec.get("index")) for t, spec in M.tools.items()}
+MODEL_HASH = {m: M.model_hash(m) for m in M.models}
+JUDGE_HASH = canonical_hash(M.config["judge"])
+MODEL_CALLS = {m: 0 if spec["provider"] == "reference" else 1 for m, spec in M.models.items()}
+
+
+wildcard_constraints:
+    model="[^/]+",
+    tool="[^/]+",
+    repo="[^/]+",
+    scenario="[^/]+",
+    trial="[0-9]+",
+
+
+def trial_dirs():
+    return [
+        f"results/runs/{model}/{tool}/{repo}/{scenario}/{trial}"
+        for model, tool, repo, scenario, trial in M.cells()
+    ]
+
+
+def install_input(wc):
+    if M.tools[wc.tool]["transport"] == "none":
+        return []
+    return f"results/tools/{wc.tool}/install.json"
+
+
+def index_input(wc):
+    if M.tools[wc.tool].get("index"):
+        return f"results/index/{wc.tool}/{wc.repo}"
+    return []
+
+
+def index_arg(wc, input):
+    return f"--index {input.index}" if input.get("index") else ""
+
+
+def final_outputs():
+    return [
+        "results/report/index.html",
+        "results/report/report.md",
+    ]

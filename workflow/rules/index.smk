@@ -1,0 +1,14 @@
+# Only for tools that declare `index:`: run once per repo, reused by every trial of that repo.
+rule index:
+    input:
+        checkout="results/checkouts/{repo}/checkout.json",
+        install="results/tools/{tool}/install.json",
+    output:
+        directory("results/index/{tool}/{repo}"),
+    params:
+        cfg=CONFIG_PATH,
+        index=lambda wc: INDEX_HASH[wc.tool],
+    log:
+        "results/logs/index/{tool}/{repo}.log",
+    shell:
+        "mcptrials index --config {params.cfg} --tool {wildcards.tool} --checkout {input.checkout} --out {output} > {log} 2>&1"
