@@ -297,8 +297,7 @@ def make_provider(m: Matrix, model: str, workspace: Path) -> Provider:
         key = os.environ.get(spec["api_key_env"])
         if not key:
             raise ConfigError(f"{m.path}: field models.{model}: ${spec['api_key_env']} is not set; export it")
-        return AnthropicProvider(spec["model"], key, base_url=spec.get("base_url"), max_retries=spec["max_retries"],
-                                 temperature=spec["params"].get("temperature"))
+        return AnthropicProvider(spec["model"], key, base_url=spec.get("base_url"), max_retries=spec["max_retries"])
     raise ConfigError(f"{m.path}: field models.{model}.provider: unknown provider {spec['provider']!r}")
 
 
@@ -309,10 +308,9 @@ def step_limits(m: Matrix, scenario: Scenario) -> dict:
 
 
 def trial_cost(m: Matrix, model: str, usage: Usage):
-    from .pricing import cost_usd
+    from .graders.cost import cost_usd
 
-    model_id = m.models[model].get("model") or model
-    return cost_usd(usage, m.config["pricing"].get(model_id))
+    return cost_usd(m.config["pricing"], m.models[model].get("model") or model, usage)
 
 
 def run_trial(m: Matrix, model: str, tool: str, scenario_id: str, trial: int, checkout: dict,

@@ -4,6 +4,8 @@ Retries on 408/409/429/5xx (529 included) are the SDK's own, which honour
 `retry-after`; `max_retries` from the config caps them. Prompt caching: a breakpoint
 on the system prompt, one on the last tool definition, and a moving one on the
 newest message block, so each turn reads the previous turn's prefix from cache.
+No sampling parameters: API version 2026-10-21 (sent by anthropic 2.x) rejects
+temperature/top_p/top_k with a 400, and the SDK no longer takes them.
 """
 
 from __future__ import annotations
@@ -38,12 +40,11 @@ class AnthropicProvider(Provider):
     name = "anthropic"
 
     def __init__(self, model: str, api_key: str, base_url: str | None = None, max_retries: int = 4,
-                 temperature: float | None = None, timeout: float = 600):
+                 timeout: float = 600):
         import anthropic
 
         self._anthropic = anthropic
         self.model = model
-        self.temperature = temperature
         self.client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=max_retries,
                                                timeout=timeout)
 
@@ -53,11 +54,9 @@ class AnthropicProvider(Provider):
         kwargs = dict(model=self.model, max_tokens=max_tokens, system=system, messages=messages)
         if tools:
             kwargs["tools"] = tools
-        if self.temperature is not None:
-            kwargs["temperature"] = self.temperature
         try:
             raw = await self.client.messages.with_raw_response.create(**kwargs)
-            msg = raw.parse()
+            msg = await raw.parse()
         except a.APIStatusError as e:
             retried = e.status_code in (408, 409, 429) or e.status_code >= 500
             raise ProviderError(f"{e.status_code}: {_short(e)}", status=e.status_code,

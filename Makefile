@@ -1,0 +1,32 @@
+# The two set-up commands on a fresh machine: `make demo` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+JOBS ?= 2
+SNAKEMAKE := $(BIN)/python -m snakemake --scheduler greedy --rerun-incomplete
+
+.PHONY: demo test install dry-run clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --disable-pip-version-check -q -e .
+	touch $@
+
+install: $(VENV)/.installed
+
+# Runs the whole demo matrix with the reference model (no API key needed).
+demo: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(SNAKEMAKE) -j $(JOBS)
+	@echo "report: $(CURDIR)/results/report/index.html"
+	@echo "report: $(CURDIR)/results/report/report.md"
+
+dry-run: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(SNAKEMAKE) -n -q
+
+test: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+clean:
+	rm -rf results .snakemake
