@@ -257,8 +257,9 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
     for name, spec in data["tools"].items():
         where = f"{path}: field tools.{name}"
         if spec["transport"] == "none":
-            if name != BASELINE and (spec.get("command") or spec.get("install")):
-                raise ConfigError(f"{where}.transport: 'none' means no server; remove command/install or set transport: stdio")
+            if name != BASELINE:
+                raise ConfigError(f"{where}: unknown tool {name!r}: only `{BASELINE}` is built in (transport: none); "
+                                  "give this tool transport: stdio or http and a command")
             continue
         if not spec.get("command"):
             raise ConfigError(f"{where}.command: a {spec['transport']} server needs a command to start it; add `command:`")
@@ -267,6 +268,13 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
         inst = spec.get("install", {})
         if inst.get("pip") and inst.get("npm"):
             raise ConfigError(f"{where}.install: give either pip or npm, not both")
+
+    keys = {spec.get("api_key_env") for spec in data["models"].values()} | {data["judge"]["api_key_env"]}
+    for name, spec in data["tools"].items():
+        leaked = sorted(k for k in (spec.get("env") or {}) if k in keys)
+        if leaked:
+            raise ConfigError(f"{path}: field tools.{name}.env: {leaked} is an API key of the models or judge; "
+                              "a server never sees those: remove it")
 
     for model, spec in data["models"].items():
         if spec["provider"] != "reference" and not spec.get("model"):

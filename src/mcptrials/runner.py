@@ -86,7 +86,15 @@ class Recorder:
                                   "status": status, "retries": retries})
 
 
+def _leaf_error(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups, as anyio raises them."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
 def _mcp_error_code(exc) -> int | None:
+    exc = _leaf_error(exc)
     code = getattr(exc, "code", None)
     if code is None:
         err = getattr(exc, "error", None)
@@ -130,12 +138,14 @@ class Trial:
         self.mcp_names: dict[str, str] = {}  # model-facing name -> server tool name
         self.live_tools: list[dict] = []
 
+    async def list_server_tools(self) -> None:
+        self.live_tools = await self.server.list_tools()
+
     async def tool_definitions(self) -> list[dict]:
         from .builtins import BUILTIN_TOOLS
 
         defs = [dict(t) for t in BUILTIN_TOOLS]
         if self.server is not None:
-            self.live_tools = await self.server.list_tools()
             for t in self.live_tools:
                 name = model_tool_name(self.tool, t["name"])
                 self.mcp_names[name] = t["name"]
@@ -397,10 +407,11 @@ async def _run_async(trial: Trial, spec: dict, values: dict, system_text: str, o
             cm = open_server(trial.tool, spec, values, errlog, _forbidden(trial.m))
             server = await cm.__aenter__()
         except Exception as e:  # the server did not come up: recorded, not raised
-            trial.rec.error("protocol_error", f"server failed to start: {type(e).__name__}: {e}",
-                            code=_mcp_error_code(e))
+            leaf = _leaf_error(e)
+            msg = f"server failed to start: {type(leaf).__name__}: {leaf}"
+            trial.rec.error("protocol_error", msg, code=_mcp_error_code(e))
             meta["server_stderr_tail"] = stderr_tail(errlog)
-            return "server_crashed", f"server failed to start: {type(e).__name__}: {e}"
+            return "server_crashed", msg
         exc_info = (None, None, None)
         try:
             trial.server = server
@@ -408,6 +419,13 @@ async def _run_async(trial: Trial, spec: dict, values: dict, system_text: str, o
             meta["server_protocol_version"] = server.protocol_version
             if spec.get("instructions", True) and server.instructions:
                 system_text = system_text + "\n\n# Instructions from the MCP server\n\n" + server.instructions
+            try:
+                await trial.list_server_tools()
+            except Exception as e:  # an unusable tools/list (e.g. an invalid input schema)
+                leaf = _leaf_error(e)
+                msg = f"tools/list failed: {type(leaf).__name__}: {str(leaf)[:500]}"
+                trial.rec.error("protocol_error", msg, code=_mcp_error_code(e))
+                return "server_crashed", msg
             try:
                 return await trial.run(system_text), None
             except TrialAbort as e:

@@ -63,8 +63,10 @@ class AnthropicProvider(Provider):
                                 retries=self.client.max_retries if retried else 0) from None
         except a.APIConnectionError as e:
             raise ProviderError(f"connection: {_short(e)}", retries=self.client.max_retries) from None
-        except a.APIResponseValidationError as e:
-            raise ProviderError(f"malformed response: {_short(e)}", retries=0) from None
+        except (a.APIResponseValidationError, ValueError) as e:  # ValueError: a body that is not JSON
+            raise ProviderError(f"malformed response: {type(e).__name__}: {_short(e)}", retries=0) from None
+        if not hasattr(msg, "usage"):  # a non-JSON content type parses to a plain str
+            raise ProviderError(f"malformed response: expected a message, got {type(msg).__name__}", retries=0)
         u = msg.usage
         usage = Usage(
             input_tokens=u.input_tokens or 0,

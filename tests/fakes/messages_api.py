@@ -1,0 +1,519 @@
+"""A fake Anthropic Messages API for tests, speaking the real wire protocol.
+
+Stdlib only, so it also runs as a separate process next to a Snakemake run:
+
+    python tests/fakes/messages_api.py --script script.json --log requests.jsonl \
+        --port-file port.txt [--port 0] [--exhausted default|repeat] [--default-text TEXT]
+
+or from a test: ``proc, url = spawn(script_json, log_jsonl, port_txt)``. In-process:
+
+    with FakeMessagesAPI([reply(tool_use("grep", {"pattern": "x"})), reply(text("done"))]) as api:
+        client = anthropic.Anthropic(api_key="test", base_url=api.url)
+
+Endpoints: ``POST /v1/messages`` (``?beta=true`` too; JSON, or SSE when the body has
+``"stream": true``) and ``POST /v1/messages/count_tokens`` (chars/4 estimate).
+
+The script is a list of entries, consumed one per ``/v1/messages`` request:
+
+- a reply: ``{"content": [blocks], "stop_reason": ..., "usage": {...}}``; blocks are
+  ``{"type": "text", "text"}`` or ``{"type": "tool_use", "id", "name", "input"}`` (several
+  allowed, zero text blocks allowed). ``stop_reason`` defaults to ``tool_use`` when a
+  tool_use block is present, else ``end_turn``; unset usage fields are estimated (chars/4)
+  and cache fields default to 0.
+- a fault: ``{"fault": "status", "status": 429|529|500|..., "retry_after": seconds,
+  "message": ...}`` (the API's JSON error body), ``{"fault": "malformed", "content_type": ...}``
+  (a 200 whose body is not JSON, sent as application/json unless told; for a stream, an
+  SSE event whose data is not JSON),
+  ``{"fault": "hang"}`` (never answers; released by ``stop()``).
+- any entry may carry ``"delay": seconds`` (a slow reply or slow fault).
+- a callable ``fn(request_body) -> entry`` (in-process only), e.g. to echo tool results.
+
+When the script is exhausted the server answers ``exhausted="default"`` (an ``end_turn``
+text ``default_text``) or ``exhausted="repeat"`` (the last entry again, whatever it is).
+
+Every request is appended to ``requests`` (in arrival order) and, when finished, written as
+one JSON line to the log file: method, path, headers without the auth values
+(``auth_present`` says whether a key was sent), the JSON body, ``arrived`` and ``finished``
+(epoch seconds), the answer's status and kind. ``max_in_flight`` is the highest number of
+requests being served at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+# Header names whose values are secrets; they are never logged.
+AUTH_HEADERS = {"authorization", "x-api-key", "proxy-authorization", "cookie"}
+
+# The API's error "type" for each status it uses (docs: "Errors", HTTP errors table).
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+Entry = dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]
+
+
+# ---- builders for script entries (plain dicts, so a script can also be a JSON file) ----
+
+def text(s: str) -> dict[str, Any]:
+    return {"type": "text", "text": s}
+
+
+def tool_use(name: str, input: dict[str, Any] | None = None, id: str | None = None) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_use", "name": name, "input": input or {}}
+    if id is not None:
+        block["id"] = id
+    return block
+
+
+def reply(*blocks: dict[str, Any], stop_reason: str | None = None,
+          usage: dict[str, int] | None = None, delay: float | None = None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"content": list(blocks)}
+    if stop_reason is not None:
+        entry["stop_reason"] = stop_reason
+    if usage is not None:
+        entry["usage"] = usage
+    if delay is not None:
+        entry["delay"] = delay
+    return entry
+
+
+def error(status: int, retry_after: float | None = None, message: str | None = None,
+          delay: float | None = None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"fault": "status", "status": status}
+    if retry_after is not None:
+        entry["retry_after"] = retry_after
+    if message is not None:
+        entry["message"] = message
+    if delay is not None:
+        entry["delay"] = delay
+    return entry
+
+
+def malformed(content_type: str = "application/json") -> dict[str, Any]:
+    return {"fault": "malformed", "content_type": content_type}
+
+
+def hang() -> dict[str, Any]:
+    return {"fault": "hang"}
+
+
+def estimate_tokens(obj: Any) -> int:
+    """Crude token estimate: characters of the compact JSON (or of the string) / 4, at least 1."""
+    s = obj if isinstance(obj, str) else json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    return max(1, len(s) // 4)
+
+
+def _prompt_tokens(body: dict[str, Any]) -> int:
+    return estimate_tokens({k: body.get(k) for k in ("system", "tools", "messages") if k in body})
+
+
+def check_tool_pairing(messages: list[Any]) -> str | None:
+    """The API's rule: every tool_use of an assistant turn is answered by a tool_result in the
+    very next (user) turn, and every tool_result answers a tool_use of the turn before it.
+    Returns the API's 400 message, or None."""
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, dict) or msg.get("role") != "assistant" or not isinstance(msg.get("content"), list):
+            continue
+        ids = [b.get("id") for b in msg["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
+        if not ids:
+            continue
+        nxt = messages[i + 1] if i + 1 < len(messages) else None
+        content = nxt.get("content") if isinstance(nxt, dict) else None
+        answered = {b.get("tool_use_id") for b in content if isinstance(b, dict)
+                    and b.get("type") == "tool_result"} if isinstance(content, list) else set()
+        missing = [x for x in ids if x not in answered]
+        if missing and nxt is not None:
+            return (f"messages.{i + 1}: `tool_use` ids were found without `tool_result` blocks "
+                    f"immediately after: {', '.join(missing)}. Each `tool_use` block must have a "
+                    f"corresponding `tool_result` block in the next message.")
+    for i, msg in enumerate(messages):
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if not isinstance(content, list):
+            continue
+        prev = messages[i - 1] if i > 0 and isinstance(messages[i - 1], dict) else {}
+        prev_ids = {b.get("id") for b in prev.get("content", []) if isinstance(b, dict)
+                    and b.get("type") == "tool_use"} if isinstance(prev.get("content"), list) else set()
+        for j, b in enumerate(content):
+            if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") not in prev_ids:
+                return (f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` "
+                        f"blocks: {b.get('tool_use_id')}. Each `tool_result` block must have a "
+                        f"corresponding `tool_use` block in the previous message.")
+    return None
+
+
+class FakeMessagesAPI:
+    """The fake API server. Start with ``start()`` or ``with``; ``url`` is the base_url."""
+
+    def __init__(self, script: list[Entry] | None = None, *, log_path: str | os.PathLike | None = None,
+                 exhausted: str = "default", default_text: str = "Done.",
+                 host: str = "127.0.0.1", port: int = 0,
+                 validate: bool = True, require_auth: bool = False) -> None:
+        if exhausted not in ("default", "repeat"):
+            raise ValueError(f"exhausted must be 'default' or 'repeat', got {exhausted!r}")
+        self.script: list[Entry] = list(script or [])
+        self.exhausted = exhausted
+        self.default_text = default_text
+        self.log_path = Path(log_path) if log_path else None
+        self.validate = validate  # answer 400 for unpaired tool_use/tool_result, as the API does
+        self.require_auth = require_auth
+        self.requests: list[dict[str, Any]] = []
+        self.max_in_flight = 0
+        self._in_flight = 0
+        self._next = 0  # index of the next script entry
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._ids = itertools.count(1)
+        self._httpd = ThreadingHTTPServer((host, port), _Handler)
+        self._httpd.daemon_threads = True
+        self._httpd.api = self  # type: ignore[attr-defined]
+        self._thread: threading.Thread | None = None
+
+    # ---- lifecycle ----
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://{self._httpd.server_address[0]}:{self.port}"
+
+    def start(self) -> "FakeMessagesAPI":
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="fake-messages-api", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # releases hanging and delayed handlers
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> "FakeMessagesAPI":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- helpers for tests ----
+    def message_requests(self) -> list[dict[str, Any]]:
+        """Logged requests to /v1/messages (not count_tokens)."""
+        return [r for r in self.requests if r["path"] == "/v1/messages"]
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    # ---- internals used by the handler ----
+    def _take_entry(self, body: dict[str, Any]) -> tuple[int | None, dict[str, Any]]:
+        with self._lock:
+            if self._next < len(self.script):
+                index, entry = self._next, self.script[self._next]
+                self._next += 1
+            elif self.exhausted == "repeat" and self.script:
+                index, entry = len(self.script) - 1, self.script[-1]
+            else:
+                index, entry = None, reply(text(self.default_text), stop_reason="end_turn")
+        if callable(entry):
+            entry = entry(body)
+        return index, entry
+
+    def _arrive(self, record: dict[str, Any]) -> None:
+        with self._lock:
+            self.requests.append(record)
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+
+    def _finish(self, record: dict[str, Any]) -> None:
+        record["finished"] = time.time()
+        with self._lock:
+            self._in_flight -= 1
+            if self.log_path is not None:
+                with self.log_path.open("a", encoding="utf-8") as f:
+                    f.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+    def _message(self, entry: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+        """The full Message object for a reply entry, as the API returns it."""
+        seq = next(self._ids)
+        content = []
+        for k, block in enumerate(entry.get("content", [])):
+            block = dict(block)
+            if block.get("type") == "tool_use":
+                block.setdefault("id", f"toolu_fake{seq:04d}{k:02d}{uuid.uuid4().hex[:8]}")
+                block.setdefault("input", {})
+            content.append(block)
+        has_tool = any(b.get("type") == "tool_use" for b in content)
+        usage = dict(entry.get("usage") or {})
+        usage.setdefault("input_tokens", _prompt_tokens(body))
+        usage.setdefault("output_tokens", estimate_tokens(content) if content else 1)
+        usage.setdefault("cache_creation_input_tokens", 0)
+        usage.setdefault("cache_read_input_tokens", 0)
+        usage.setdefault("cache_creation", {"ephemeral_5m_input_tokens": usage["cache_creation_input_tokens"],
+                                            "ephemeral_1h_input_tokens": 0})
+        usage.setdefault("service_tier", "standard")
+        return {
+            "id": f"msg_fake{seq:06d}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "claude-fake"),
+            "content": content,
+            "stop_reason": entry.get("stop_reason") or ("tool_use" if has_tool else "end_turn"),
+            "stop_sequence": None,
+            "usage": usage,
+        }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as the SDK's connection pool expects
+    server_version = "fake-messages-api"
+
+    @property
+    def api(self) -> FakeMessagesAPI:
+        return self.server.api  # type: ignore[attr-defined]
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: the JSONL log is the record
+        pass
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    def do_POST(self) -> None:
+        self._serve()
+
+    def _serve(self) -> None:
+        url = urlsplit(self.path)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        raw = self.rfile.read(int(headers.get("content-length") or 0))
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        record: dict[str, Any] = {
+            "method": self.command,
+            "path": url.path,
+            "query": url.query,
+            "headers": {k: v for k, v in headers.items() if k not in AUTH_HEADERS},
+            "auth_present": any(k in headers for k in ("authorization", "x-api-key")),
+            "body": body if body is not None else (raw.decode("utf-8", "replace") if raw else None),
+            "arrived": time.time(),
+        }
+        self.api._arrive(record)
+        try:
+            self._route(url.path, body, record)
+        except (BrokenPipeError, ConnectionResetError):
+            record["client_gone"] = True
+            self.close_connection = True
+        finally:
+            self.api._finish(record)
+
+    def _route(self, path: str, body: Any, record: dict[str, Any]) -> None:
+        api = self.api
+        if self.command != "POST" or path not in ("/v1/messages", "/v1/messages/count_tokens"):
+            return self._error(record, 404, f"{self.command} {path}: not found")
+        if api.require_auth and not record["auth_present"]:
+            return self._error(record, 401, "x-api-key header is required")
+        if not isinstance(body, dict):
+            return self._error(record, 400, "There was an issue with the request body: not a JSON object")
+        missing = [k for k in ("model", "messages") + (("max_tokens",) if path == "/v1/messages" else ())
+                   if k not in body]
+        if missing:
+            return self._error(record, 400, f"{missing[0]}: Field required")
+        if api.validate and (problem := check_tool_pairing(body["messages"])):
+            return self._error(record, 400, problem)
+        if path == "/v1/messages/count_tokens":
+            record["kind"] = "count_tokens"
+            return self._json(record, 200, {"input_tokens": _prompt_tokens(body)})
+
+        index, entry = api._take_entry(body)
+        record["script_index"] = index
+        if entry.get("delay"):
+            api._stopping.wait(float(entry["delay"]))
+        fault = entry.get("fault")
+        if fault == "hang":
+            record["kind"] = "hang"
+            api._stopping.wait()
+            self.close_connection = True
+            return
+        if fault == "status":
+            status = int(entry.get("status", 500))
+            extra = {"retry-after": _num(entry["retry_after"])} if entry.get("retry_after") is not None else {}
+            return self._error(record, status, entry.get("message"), extra, kind="status")
+        if fault == "malformed":
+            record["kind"] = "malformed"
+            if body.get("stream"):
+                return self._sse(record, [("message_start", None)], malformed=True)
+            return self._send(record, 200, entry.get("content_type", "application/json"),
+                              b"<html>upstream proxy error: this is not JSON</html>")
+        if fault is not None:
+            return self._error(record, 500, f"fake server: script entry {index} has unknown fault {fault!r}; "
+                                            "use status, malformed or hang")
+
+        message = api._message(entry, body)
+        record["kind"] = "reply"
+        record["reply"] = {"id": message["id"], "stop_reason": message["stop_reason"],
+                           "usage": message["usage"]}
+        if body.get("stream"):
+            return self._sse(record, _stream_events(message))
+        return self._json(record, 200, message)
+
+    # ---- writers ----
+    def _send(self, record: dict[str, Any], status: int, ctype: str, data: bytes,
+              extra: dict[str, str] | None = None) -> None:
+        record["status"] = status
+        self.send_response(status)
+        self.send_header("content-type", ctype)
+        self.send_header("content-length", str(len(data)))
+        self.send_header("request-id", f"req_fake{uuid.uuid4().hex[:20]}")
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _json(self, record: dict[str, Any], status: int, obj: Any, extra: dict[str, str] | None = None) -> None:
+        self._send(record, status, "application/json", json.dumps(obj).encode(), extra)
+
+    def _error(self, record: dict[str, Any], status: int, message: str | None,
+               extra: dict[str, str] | None = None, kind: str = "error") -> None:
+        etype = ERROR_TYPES.get(status, "api_error")
+        record["kind"] = kind
+        self._json(record, status, {
+            "type": "error",
+            "error": {"type": etype, "message": message or {
+                "rate_limit_error": "Number of request tokens has exceeded your per-minute rate limit",
+                "overloaded_error": "Overloaded",
+                "api_error": "Internal server error"}.get(etype, etype)},
+            "request_id": f"req_fake{uuid.uuid4().hex[:20]}",
+        }, extra)
+
+    def _sse(self, record: dict[str, Any], events: list[tuple[str, Any]], malformed: bool = False) -> None:
+        """Server-sent events over chunked transfer encoding, one flush per event."""
+        record["status"] = 200
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
+        self.send_header("request-id", f"req_fake{uuid.uuid4().hex[:20]}")
+        self.end_headers()
+        for name, data in events:
+            payload = "{not json" if malformed else json.dumps(data)
+            chunk = f"event: {name}\ndata: {payload}\n\n".encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+def _num(x: Any) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _stream_events(message: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The SSE events the API sends for ``message``, in order (docs: "Streaming Messages")."""
+    usage = message["usage"]
+    start_usage = dict(usage, output_tokens=1)  # message_start carries the input side only
+    start = dict(message, content=[], stop_reason=None, stop_sequence=None, usage=start_usage)
+    events: list[tuple[str, Any]] = [("message_start", {"type": "message_start", "message": start}),
+                                     ("ping", {"type": "ping"})]
+    for i, block in enumerate(message["content"]):
+        if block["type"] == "tool_use":
+            head = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            arg = json.dumps(block.get("input", {}))
+            pieces = [arg[j:j + 16] for j in range(0, len(arg), 16)]
+            deltas = [{"type": "input_json_delta", "partial_json": ""}] + \
+                     [{"type": "input_json_delta", "partial_json": p} for p in pieces]
+        elif block["type"] == "text":
+            head = {"type": "text", "text": ""}
+            s = block.get("text", "")
+            deltas = [{"type": "text_delta", "text": s[j:j + 24]} for j in range(0, len(s), 24)]
+        else:  # any other block type is sent whole
+            head, deltas = block, []
+        events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": head}))
+        for d in deltas:
+            events.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": d}))
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+    events.append(("message_delta", {
+        "type": "message_delta",
+        "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+        "usage": {k: usage[k] for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens",
+                                        "cache_read_input_tokens")},
+    }))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return events
+
+
+def spawn(script: str | os.PathLike, log: str | os.PathLike, port_file: str | os.PathLike,
+          *extra_args: str, timeout: float = 10.0) -> tuple[subprocess.Popen, str]:
+    """Run this file as a separate process; returns (process, base_url) once it listens.
+    Stop it with ``process.terminate()`` (it exits 0 after writing its last log line)."""
+    port_file = Path(port_file)
+    port_file.unlink(missing_ok=True)
+    proc = subprocess.Popen([sys.executable, __file__, "--script", str(script), "--log", str(log),
+                             "--port-file", str(port_file), *extra_args])
+    deadline = time.monotonic() + timeout
+    while not port_file.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"fake messages api did not start (exit code {proc.poll()}); see its stderr")
+        time.sleep(0.05)
+    return proc, f"http://127.0.0.1:{port_file.read_text().strip()}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="Fake Anthropic Messages API for tests.")
+    p.add_argument("--script", help="JSON file: a list of script entries (see the module docstring)")
+    p.add_argument("--log", help="JSONL file; one line per request")
+    p.add_argument("--port-file", help="file to write the chosen port to, once listening")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--exhausted", choices=["default", "repeat"], default="default")
+    p.add_argument("--default-text", default="Done.")
+    p.add_argument("--no-validate", action="store_true", help="do not check tool_use/tool_result pairing")
+    args = p.parse_args(argv)
+
+    script: list[Entry] = []
+    if args.script:
+        script = json.loads(Path(args.script).read_text(encoding="utf-8"))
+        if not isinstance(script, list):
+            p.error(f"{args.script}: the script must be a JSON list of entries")
+    api = FakeMessagesAPI(script, log_path=args.log, exhausted=args.exhausted, default_text=args.default_text,
+                          host=args.host, port=args.port, validate=not args.no_validate)
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
+    api.start()
+    if args.port_file:  # written atomically, so a reader never sees a partial number
+        tmp = Path(args.port_file + ".tmp")
+        tmp.write_text(str(api.port))
+        tmp.replace(args.port_file)
+    print(f"fake messages api listening on {api.url}", flush=True)
+    done.wait()
+    api.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

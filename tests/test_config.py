@@ -1,0 +1,95 @@
+"""Bad input fails before any job, naming the file, the field and the fix."""
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from matrix_helpers import SCENARIO, faulty_tool, write_matrix
+from mcptrials.config import ConfigError, check_api_keys, load_matrix
+
+
+def edit(path, fn):
+    data = yaml.safe_load(path.read_text())
+    fn(data)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_valid_matrix_fills_defaults(tmp_path):
+    cfg = write_matrix(tmp_path, tools={"baseline": {"transport": "none"}, "echo": faulty_tool()}, trials=3)
+    m = load_matrix(cfg)
+    assert m.tools["echo"]["transport"] == "stdio"          # default from tool.schema.yaml
+    assert m.config["limits"]["max_result_tokens"] == 25000  # default from config.schema.yaml
+    assert m.scenarios["find-helper"].data["split"] == "train"
+    assert len(list(m.cells())) == 2 * 1 * 3
+
+
+@pytest.mark.parametrize("mutate, needles", [
+    (lambda d: d["tools"]["baseline"].update(transprt="x"), ["tools.baseline", "transprt", "allowed keys"]),
+    (lambda d: d["repos"]["tiny"].update(commit=d["repos"]["tiny"]["commit"][:39]),
+     ["repos.tiny.commit", "40"]),
+    (lambda d: d.update(trials=0), ["trials"]),
+    (lambda d: d["models"]["reference"].update(provider="gpt"), ["models.reference.provider", "reference, anthropic"]),
+    (lambda d: d["tools"].update(serena={"transport": "none"}), ["tools.serena", "unknown tool", "stdio"]),
+    (lambda d: d["tools"].update(x={"transport": "stdio"}), ["tools.x.command", "command"]),
+    (lambda d: d.update(weights={"keyword": 0.5, "quality": 0.55, "citation": 0.15, "efficiency": 0.2}),
+     ["weights", "sum to 1"]),
+    (lambda d: d.update(scenarios="nothing/*.yaml"), ["scenarios", "matches no file"]),
+    (lambda d: d["tools"].update(leaky=faulty_tool(env={"ANTHROPIC_API_KEY": None})),
+     ["tools.leaky.env", "API key"]),
+    (lambda d: d["models"].update(claude={"provider": "anthropic"}), ["models.claude.model"]),
+])
+def test_bad_config_names_file_and_field(tmp_path, mutate, needles):
+    cfg = write_matrix(tmp_path)
+    edit(cfg, mutate)
+    with pytest.raises(ConfigError) as e:
+        load_matrix(cfg)
+    msg = str(e.value)
+    assert str(cfg) in msg
+    for n in needles:
+        assert n in msg, msg
+
+
+def test_scenario_naming_unknown_repo(tmp_path):
+    sc = dict(SCENARIO, repo="nope")
+    cfg = write_matrix(tmp_path, scenarios={"bad": sc})
+    with pytest.raises(ConfigError, match=r"bad\.yaml: field repo: 'nope' is not a repo.*use one of: tiny"):
+        load_matrix(cfg)
+
+
+def test_scenario_that_does_not_parse(tmp_path):
+    cfg = write_matrix(tmp_path)
+    (tmp_path / "scenarios" / "broken.yaml").write_text("repo: tiny\nsteps: [\n  {name: a, prompt: 'x'\n")
+    with pytest.raises(ConfigError, match=r"broken\.yaml: does not parse as YAML at line \d+"):
+        load_matrix(cfg)
+
+
+def test_scenario_schema_error_names_step_field(tmp_path):
+    sc = yaml.safe_load(yaml.safe_dump(SCENARIO))
+    sc["steps"][0]["checks"][0]["type"] = "contains"
+    cfg = write_matrix(tmp_path, scenarios={"s": sc})
+    with pytest.raises(ConfigError, match=r"s\.yaml: field steps\.0\.checks\.0\.type: 'contains' is not allowed; "
+                                          r"use one of: word, phrase, regex"):
+        load_matrix(cfg)
+
+
+def test_missing_api_key_reported(tmp_path):
+    cfg = write_matrix(tmp_path)
+    edit(cfg, lambda d: d["models"].update(claude={"provider": "anthropic", "model": "claude-sonnet-4-6",
+                                                   "api_key_env": "MCPTRIALS_TEST_KEY"}))
+    m = load_matrix(cfg)
+    problems = check_api_keys(m, environ={})
+    assert len(problems) == 1 and "models.claude" in problems[0] and "$MCPTRIALS_TEST_KEY" in problems[0]
+    assert check_api_keys(m, environ={"MCPTRIALS_TEST_KEY": "k"}) == []
+
+
+def test_validate_command_exit_codes(tmp_path):
+    cfg = write_matrix(tmp_path)
+    ok = subprocess.run([sys.executable, "-m", "mcptrials.cli", "validate", str(cfg)], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert "1 model(s) x 1 tool(s) x 1 scenario(s) x 1 trial(s) = 1 trials" in ok.stdout
+    edit(cfg, lambda d: d.update(trails=2))
+    bad = subprocess.run([sys.executable, "-m", "mcptrials.cli", "validate", str(cfg)], capture_output=True, text=True)
+    assert bad.returncode == 2
+    assert f"{cfg}: field (top level): Additional properties are not allowed ('trails' was unexpected)" in bad.stderr
