@@ -1,0 +1,400 @@
+"""Every formula of mcptrials.stats against a small case worked out by hand in the comments."""
+
+import json
+import math
+
+import pytest
+
+from mcptrials import stats
+
+approx = pytest.approx
+
+
+# ---------------------------------------------------------------- pass@k, pass^k
+
+def test_pass_at_k_hand_case():
+    # n=5, c=2, k=2: C(3,2)/C(5,2) = 3/10, so pass@2 = 1 - 0.3 = 0.7
+    assert stats.pass_at_k(5, 2, 2) == approx(0.7)
+    # k = n with a single pass: C(3,4) = 0, so pass@4 = 1
+    assert stats.pass_at_k(4, 1, 4) == 1.0
+    # no pass: C(5,2)/C(5,2) = 1, so pass@2 = 0
+    assert stats.pass_at_k(5, 0, 2) == 0.0
+
+
+def test_pass_hat_k_hand_case():
+    # n=5, c=2, k=2: C(2,2)/C(5,2) = 1/10
+    assert stats.pass_hat_k(5, 2, 2) == approx(0.1)
+    # n=4, c=3, k=4: C(3,4) = 0
+    assert stats.pass_hat_k(4, 3, 4) == 0.0
+    # all pass: C(4,3)/C(4,3) = 1
+    assert stats.pass_hat_k(4, 4, 3) == 1.0
+
+
+@pytest.mark.parametrize("n,c", [(1, 0), (1, 1), (5, 2), (7, 3), (10, 10)])
+def test_pass_at_1_equals_pass_hat_1_equals_c_over_n(n, c):
+    # C(n-c,1)/C(n,1) = (n-c)/n, so pass@1 = c/n; C(c,1)/C(n,1) = c/n
+    assert stats.pass_at_k(n, c, 1) == approx(c / n)
+    assert stats.pass_hat_k(n, c, 1) == approx(c / n)
+
+
+@pytest.mark.parametrize("fn", [stats.pass_at_k, stats.pass_hat_k])
+@pytest.mark.parametrize("n,c,k", [(3, 1, 4), (0, 0, 1), (3, 4, 1), (3, -1, 1), (3, 1, 0), (3.0, 1, 1), (3, 1, True)])
+def test_pass_k_rejects_bad_inputs(fn, n, c, k):
+    with pytest.raises(ValueError):
+        fn(n, c, k)
+
+
+def test_pass_k_large_n_is_finite():
+    # exact integer binomials: no overflow; pass@1 still c/n
+    assert stats.pass_at_k(2000, 700, 1) == approx(0.35)
+    assert 0.0 < stats.pass_hat_k(2000, 1990, 100) < 1.0
+
+
+def test_mean_pass_k_over_tasks_skips_short_tasks():
+    tasks = {"t1": (5, 2), "t2": (3, 3), "t3": (1, 1)}
+    # k=2: t1 -> 0.7 (above); t2 -> 1 - C(0,2)/C(3,2) = 1; t3 has n=1 < 2: skipped
+    # mean pass@2 = (0.7 + 1) / 2 = 0.85
+    at = stats.mean_pass_at_k(tasks, 2)
+    assert at == {"mean": approx(0.85), "k": 2, "n_tasks": 2, "skipped": ["t3"]}
+    # pass^2: t1 -> 0.1; t2 -> C(3,2)/C(3,2) = 1; mean = 0.55
+    hat = stats.mean_pass_hat_k(tasks, 2)
+    assert hat == {"mean": approx(0.55), "k": 2, "n_tasks": 2, "skipped": ["t3"]}
+    # nothing has 6 trials: mean None, every task listed
+    assert stats.mean_pass_at_k(tasks, 6) == {"mean": None, "k": 6, "n_tasks": 0, "skipped": ["t1", "t2", "t3"]}
+
+
+# ---------------------------------------------------------------- mean_ci
+
+def test_mean_ci_naive_hand_case():
+    # scores 1,2,3,4: m = 2.5; sum (s-m)^2 = 2.25+0.25+0.25+2.25 = 5
+    # SE = sqrt(5 / (4*3)) = sqrt(0.416667) = 0.645497
+    # t(0.975, df=3) = 3.182446 (table); half width = 3.182446 * 0.645497 = 2.054259
+    # -> [0.445741, 4.554259]
+    r = stats.mean_ci([1, 2, 3, 4])
+    assert r["mean"] == approx(2.5)
+    assert r["se"] == approx(0.645497, abs=1e-6)
+    assert r["lo"] == approx(0.445741, abs=1e-5)
+    assert r["hi"] == approx(4.554259, abs=1e-5)
+    assert (r["n"], r["n_clusters"]) == (4, None)
+    assert "naive" in r["method"] and "df=3" in r["method"]
+
+
+def test_mean_ci_clustered_hand_case_bigger_than_naive():
+    # scores 1,1,0,0 in clusters a,a,b,b: m = 0.5
+    # naive: sum (s-m)^2 = 4 * 0.25 = 1; SE = sqrt(1/12) = 0.288675
+    # clustered: residual sums a: 0.5+0.5 = 1, b: -1; sum of squares = 2
+    #   SE = sqrt(C/(C-1)) * sqrt(2) / n = sqrt(2) * 1.414214 / 4 = 0.5
+    # df = C-1 = 1: t(0.975, 1) = tan(pi * 0.475) = 12.706205; interval 0.5 -/+ 6.353102
+    naive = stats.mean_ci([1, 1, 0, 0])
+    clus = stats.mean_ci([1, 1, 0, 0], clusters=["a", "a", "b", "b"])
+    assert naive["se"] == approx(0.288675, abs=1e-6)
+    assert clus["se"] == approx(0.5)
+    assert clus["se"] > naive["se"]
+    assert clus["lo"] == approx(0.5 - 6.353102, abs=1e-5)
+    assert clus["hi"] == approx(0.5 + 6.353102, abs=1e-5)
+    assert clus["n_clusters"] == 2
+    assert "clustered" in clus["method"] and "C/(C-1)" in clus["method"] and "df=1" in clus["method"]
+
+
+def test_mean_ci_clustered_anticorrelated_cancels():
+    # 1,0 in a and 1,0 in b: each cluster's residual sum is 0.5 - 0.5 = 0, so clustered SE = 0
+    r = stats.mean_ci([1, 0, 1, 0], clusters=["a", "a", "b", "b"])
+    assert r["se"] == 0.0
+    assert r["lo"] == r["hi"] == r["mean"] == 0.5
+
+
+def test_mean_ci_edge_cases():
+    one = stats.mean_ci([0.7])
+    assert one["mean"] == 0.7 and one["se"] is None and one["lo"] is None and one["hi"] is None
+    assert one["n"] == 1 and "n=1" in one["method"]
+    single_cluster = stats.mean_ci([1, 0, 1], clusters=["s", "s", "s"])
+    assert single_cluster["se"] is None and single_cluster["n_clusters"] == 1
+    constant = stats.mean_ci([0.5, 0.5, 0.5])
+    assert constant["se"] == 0.0 and constant["lo"] == constant["hi"] == 0.5
+    with pytest.raises(ValueError):
+        stats.mean_ci([])
+    with pytest.raises(ValueError, match="one cluster label per score"):
+        stats.mean_ci([1, 2], clusters=["a"])
+    with pytest.raises(ValueError):
+        stats.mean_ci([1, float("nan")])
+    json.dumps(one)  # None, not NaN: JSON-friendly
+
+
+def test_mean_ci_level():
+    # 90% interval for 1,2,3,4: t(0.95, 3) = 2.353363 (table); half = 2.353363 * 0.645497 = 1.519089
+    r = stats.mean_ci([1, 2, 3, 4], level=0.90)
+    assert r["hi"] - r["mean"] == approx(1.519089, abs=1e-5)
+
+
+# ---------------------------------------------------------------- paired difference
+
+def test_paired_difference_hand_case():
+    # shared s1..s3: d = 1, 2, 3 (a - b); s4 only in a, s5 only in b: dropped
+    a = {"s1": 1.5, "s2": 3.0, "s3": 3.5, "s4": 9.0}
+    b = {"s1": 0.5, "s2": 1.0, "s3": 0.5, "s5": 0.0}
+    # mean d = 2; sd(d) = 1; SE = 1/sqrt(3) = 0.577350
+    # t(0.975, 2) = 0.95 / sqrt(2 * 0.975 * 0.025) = 4.302653 (closed form for df=2)
+    # half = 2.484138 -> [-0.484138, 4.484138]
+    # paired t = 2 / 0.577350 = 3.464102, df=2: two-sided p = 1 - t/sqrt(2 + t^2)
+    #   = 1 - 3.464102/3.741657 = 0.074180
+    # Wilcoxon: 3 positive differences, W- = 0; exact two-sided p = 2 * (1/2^3) = 0.25
+    r = stats.paired_difference(a, b)
+    assert r["mean_diff"] == approx(2.0)
+    assert r["se"] == approx(0.577350, abs=1e-6)
+    assert r["lo"] == approx(-0.484138, abs=1e-5)
+    assert r["hi"] == approx(4.484138, abs=1e-5)
+    assert r["t_p"] == approx(0.074180, abs=1e-5)
+    assert r["wilcoxon_p"] == approx(0.25)
+    assert r["n"] == 3 and r["scenarios"] == ["s1", "s2", "s3"]
+    assert r["dropped"] == {"only_a": ["s4"], "only_b": ["s5"]}
+    json.dumps(r)
+
+
+def test_paired_difference_wilcoxon_five_positive():
+    # 5 positive differences of distinct size: exact two-sided p = 2/2^5 = 0.0625
+    a = {f"s{i}": float(i) for i in range(1, 6)}
+    b = {f"s{i}": 0.0 for i in range(1, 6)}
+    assert stats.paired_difference(a, b)["wilcoxon_p"] == approx(0.0625)
+
+
+def test_paired_difference_edge_cases():
+    same = {"s1": 0.4, "s2": 0.6, "s3": 0.9}
+    r = stats.paired_difference(same, dict(same))
+    # every d = 0: SE 0, interval collapses, no t p, no Wilcoxon p
+    assert r["mean_diff"] == 0.0 and r["se"] == 0.0 and r["lo"] == r["hi"] == 0.0
+    assert r["t_p"] is None and r["wilcoxon_p"] is None
+    one = stats.paired_difference({"s1": 0.9}, {"s1": 0.4, "s2": 0.1})
+    assert one["mean_diff"] == approx(0.5) and one["se"] is None and one["t_p"] is None
+    assert one["wilcoxon_p"] is None and one["dropped"] == {"only_a": [], "only_b": ["s2"]}
+    with pytest.raises(ValueError, match="share no scenario"):
+        stats.paired_difference({"x": 1.0}, {"y": 1.0})
+
+
+# ---------------------------------------------------------------- Holm
+
+def test_holm_hand_example():
+    # sorted: a 0.01, c 0.03, b 0.04, m = 3
+    # a: 3 * 0.01 = 0.03; c: max(0.03, 2 * 0.03) = 0.06; b: max(0.06, 1 * 0.04) = 0.06 (monotone)
+    adj = stats.holm_adjust({"a": 0.01, "b": 0.04, "c": 0.03})
+    assert adj == {"a": approx(0.03), "b": approx(0.06), "c": approx(0.06)}
+    assert list(adj) == ["a", "b", "c"]  # input order kept
+
+
+def test_holm_caps_at_one_and_keeps_none():
+    # x: 2 * 0.5 = 1.0; y: max(1.0, 0.6) = 1.0; z has no p-value: not counted in m
+    assert stats.holm_adjust({"x": 0.5, "y": 0.6, "z": None}) == {"x": 1.0, "y": 1.0, "z": None}
+    assert stats.holm_adjust({}) == {}
+    assert stats.holm_adjust({"only": 0.02}) == {"only": 0.02}
+    with pytest.raises(ValueError):
+        stats.holm_adjust({"bad": 1.5})
+
+
+# ---------------------------------------------------------------- power
+
+SCORES_A = {"s1": [1.0, 0.6], "s2": [0.4, 0.4], "s3": [0.9, 0.5]}
+SCORES_B = {"s1": [0.5, 0.5], "s2": [0.2, 0.4], "s3": [0.1, 0.1], "s4": [1.0, 1.0]}
+
+
+def test_variance_components_hand_case():
+    # A: means .8 .4 .7; within variances (n-1): .08, 0, .08 -> sigma2_a = .16/3 = .053333
+    # B: means .5 .3 .1; within variances: 0, .02, 0 -> sigma2_b = .02/3 = .006667 (s4 dropped)
+    # d = .3, .1, .6; mean .333333; squared deviations .001111 + .054444 + .071111 = .126667
+    # var_d = .126667 / 2 = .063333
+    # omega2 = var_d - sigma2_a/2 - sigma2_b/2 = .063333 - .026667 - .003333 = .033333
+    r = stats.variance_components(SCORES_A, SCORES_B)
+    assert r["sigma2_a"] == approx(0.16 / 3)
+    assert r["sigma2_b"] == approx(0.02 / 3)
+    assert r["var_d"] == approx(0.19 / 3)
+    assert r["omega2"] == approx(0.1 / 3)
+    assert (r["k_a"], r["k_b"], r["n"]) == (approx(2.0), approx(2.0), 3)
+    assert r["dropped"] == {"only_a": [], "only_b": ["s4"]} and r["note"] is None
+    json.dumps(r)
+
+
+def test_variance_components_unbalanced_and_single_trial():
+    # trials per scenario 1 and 3: harmonic mean 2 / (1 + 1/3) = 1.5
+    r = stats.variance_components({"s1": [1.0], "s2": [0.0, 0.5, 1.0]}, {"s1": [0.0], "s2": [0.0]})
+    assert r["k_a"] == approx(1.5) and r["k_b"] == approx(1.0)
+    # A: only s2 has 2+ trials, var(0, .5, 1) = .25; B: one trial everywhere -> 0 and a note
+    assert r["sigma2_a"] == approx(0.25) and r["sigma2_b"] == 0.0
+    assert "one trial per scenario" in r["note"]
+    # d = 1 - 0 = 1 and .5 - 0 = .5: var_d = .125; omega2 = max(0, .125 - .25/1.5) = 0
+    assert r["var_d"] == approx(0.125) and r["omega2"] == 0.0
+    few = stats.variance_components({"s1": [1.0, 0.0]}, {"s1": [0.5, 0.5]})
+    assert few["omega2"] is None and few["var_d"] is None and few["n"] == 1
+
+
+def test_min_detectable_effect_hand_case():
+    # z(0.975) + z(0.8) = 1.959964 + 0.841621 = 2.801585
+    # V = 0.02 + 0.04/2 + 0.02/2 = 0.05; sqrt(0.05/10) = 0.0707107; delta = 0.198101
+    assert stats.min_detectable_effect(0.02, 0.04, 0.02, 2, 2, 10) == approx(0.198101, abs=1e-6)
+
+
+def test_min_detectable_effect_is_2_80_paired_se():
+    # with the components above, V = omega2 + sigma2_a/2 + sigma2_b/2 = var_d = .063333, n = 3,
+    # so delta = 2.801585 * sqrt(.021111) = 2.801585 * 0.1452966 = 0.407061 = 2.80 * SE_d
+    vc = stats.variance_components(SCORES_A, SCORES_B)
+    delta = stats.min_detectable_effect(vc["omega2"], vc["sigma2_a"], vc["sigma2_b"], vc["k_a"], vc["k_b"], vc["n"])
+    assert delta == approx(0.407061, abs=1e-6)
+    means = lambda s: {k: sum(v) / len(v) for k, v in s.items()}
+    se_d = stats.paired_difference(means(SCORES_A), means(SCORES_B))["se"]
+    assert delta == approx(2.801585 * se_d, abs=1e-6)
+
+
+def test_scenarios_needed_hand_case():
+    # (2.801585)^2 = 7.848879; V = 0.05; delta = 0.1: 7.848879 * 0.05 / 0.01 = 39.24 -> 40
+    assert stats.scenarios_needed(0.1, 0.02, 0.04, 0.02, 2, 2) == 40
+    # round trip: the MDE at the n we need is at most delta
+    assert stats.min_detectable_effect(0.02, 0.04, 0.02, 2, 2, 40) <= 0.1
+    assert stats.min_detectable_effect(0.02, 0.04, 0.02, 2, 2, 39) > 0.1
+    # a huge effect still needs two scenarios
+    assert stats.scenarios_needed(10.0, 0.02, 0.04, 0.02, 2, 2) == 2
+    for bad in ({"delta": 0}, {"alpha": 0}, {"power": 1.0}):
+        args = {"delta": 0.1, "omega2": 0.02, "sigma2_a": 0.04, "sigma2_b": 0.02, "k_a": 2, "k_b": 2} | bad
+        with pytest.raises(ValueError):
+            stats.scenarios_needed(**args)
+    with pytest.raises(ValueError):
+        stats.min_detectable_effect(None, 0.04, 0.02, 2, 2, 10)
+
+
+# ---------------------------------------------------------------- judge agreement
+
+def test_judge_spread_hand_case():
+    # item 1: .8 .6 .7 -> mean .7, squares .01+.01+0 = .02, var .01, sd .1, range .2
+    # item 2: .5 .5 .5 -> sd 0, range 0
+    # item 3: .2 .6   -> mean .4, squares .04+.04 = .08, var .08, sd .282843, range .4
+    # mean sd = .382843/3 = .127614; mean range = .6/3 = .2
+    r = stats.judge_spread([[0.8, 0.6, 0.7], [0.5, 0.5, 0.5], [0.2, 0.6]])
+    assert r["mean_sd"] == approx(0.127614, abs=1e-6)
+    assert r["max_sd"] == approx(0.282843, abs=1e-6)
+    assert r["mean_range"] == approx(0.2)
+    assert r["max_range"] == approx(0.4)
+    assert (r["n_items"], r["min_repeats"], r["max_repeats"]) == (3, 2, 3)
+    single = stats.judge_spread([[0.5], [0.9]])
+    assert single["mean_sd"] is None and single["max_range"] == 0.0
+    with pytest.raises(ValueError):
+        stats.judge_spread([[0.5], []])
+
+
+def test_icc_hand_case():
+    # items (1,2), (3,4), (5,6); k = 2, n = 3; item means 1.5 3.5 5.5, grand 3.5
+    # MSB = 2 * (4 + 0 + 4) / 2 = 8; MSW = (6 * 0.25) / (3 * 1) = 0.5
+    # ICC(1,1) = (8 - 0.5) / (8 + 1 * 0.5) = 7.5 / 8.5 = 0.882353
+    assert stats.icc([[1, 2], [3, 4], [5, 6]]) == approx(0.882353, abs=1e-6)
+
+
+def test_icc_edge_cases():
+    # perfect repeats: MSW = 0 -> 1
+    assert stats.icc([[0.2, 0.2], [0.9, 0.9]]) == approx(1.0)
+    # everything equal: 0/0, documented as 1.0
+    assert stats.icc([[0.5, 0.5], [0.5, 0.5]]) == 1.0
+    # repeats disagree, items equal on average: MSB = 0, MSW = (4 * .25) / 2 = .5 -> -.5/.5 = -1
+    assert stats.icc([[0, 1], [1, 0]]) == approx(-1.0)
+    assert stats.icc([[0.5], [0.7]]) is None  # k < 2
+    assert stats.icc([[0.5, 0.6]]) is None  # n < 2
+    with pytest.raises(ValueError, match="same number of repeats"):
+        stats.icc([[0.5, 0.6], [0.7]])
+
+
+def test_spearman_hand_case():
+    # x = 1..5, y = 2 1 4 3 5: rank differences -1 1 -1 1 0, sum d^2 = 4
+    # rho = 1 - 6*4 / (5 * 24) = 0.8
+    # p (t approximation): t = .8 * sqrt(3 / .36) = 2.309401, df 3; for df=3,
+    #   F(t) = 1/2 + (1/pi) (t/sqrt3 / (1 + t^2/3) + atan(t/sqrt3)) = 1/2 + (0.48 + 0.927295)/pi = 0.947960
+    #   two-sided p = 2 (1 - 0.947960) = 0.104081
+    r = stats.spearman_with_ci([1, 2, 3, 4, 5], [2, 1, 4, 3, 5], n_boot=500)
+    assert r["rho"] == approx(0.8)
+    assert r["p"] == approx(0.104081, abs=1e-5)
+    assert r["n"] == 5 and r["n_boot"] == 500
+    assert -1 <= r["lo"] <= r["rho"] <= r["hi"] <= 1
+    json.dumps(r)
+
+
+def test_spearman_bootstrap_perfect_order_and_determinism():
+    x, y = [0.1, 0.3, 0.2, 0.9, 0.5, 0.7], [1, 3, 2, 9, 5, 7]
+    # same order: every defined resample has rho = 1, so the interval is [1, 1]
+    r = stats.spearman_with_ci(x, y, n_boot=400, seed=3)
+    assert r["rho"] == approx(1.0) and r["lo"] == 1.0 and r["hi"] == 1.0
+    # undefined resamples (one distinct pair drawn 6 times) are counted, not used
+    assert 0 <= r["skipped"] < 400
+    # a noisy relation: same seed -> same interval; another seed -> another interval
+    x2, y2 = [1, 2, 3, 4, 5, 6, 7, 8], [2, 1, 4, 3, 7, 5, 8, 6]
+    first = stats.spearman_with_ci(x2, y2, n_boot=300, seed=7)
+    assert stats.spearman_with_ci(x2, y2, n_boot=300, seed=7) == first
+    other = stats.spearman_with_ci(x2, y2, n_boot=300, seed=8)
+    assert (other["lo"], other["hi"]) != (first["lo"], first["hi"])
+
+
+def test_spearman_skips_constant_resamples():
+    # two distinct x values among 3 points: a resample is constant in x when it draws only the
+    # two x=0 points or only the x=1 point; these are skipped and counted
+    r = stats.spearman_with_ci([0, 0, 1], [0, 1, 2], n_boot=1000, seed=0)
+    # P(all from {p1,p2}) = (2/3)^3 = 8/27; P(all p3) = 1/27: expected 9/27 * 1000 = 333 skipped
+    assert 250 < r["skipped"] < 420
+
+
+def test_spearman_edge_cases():
+    const = stats.spearman_with_ci([1, 2, 3], [4, 4, 4])
+    assert const["rho"] is None and const["lo"] is None and const["p"] is None
+    short = stats.spearman_with_ci([1, 2], [1, 2])
+    assert short["rho"] is None and short["n"] == 2
+    with pytest.raises(ValueError, match="one y per x"):
+        stats.spearman_with_ci([1, 2, 3], [1, 2])
+
+
+# ---------------------------------------------------------------- scores
+
+def test_relative_efficiency_hand_case():
+    # cost 2 vs baseline 1: min(1, 1/2) = .5; wall 10 vs 20: min(1, 2) = 1 -> .25 + .5 = .75
+    assert stats.relative_efficiency(2.0, 10.0, 1.0, 20.0) == approx(0.75)
+    # as cheap and as fast as the baseline: 1
+    assert stats.relative_efficiency(1.0, 5.0, 1.0, 5.0) == 1.0
+    # 4x cost, 4x wall: .5 * .25 + .5 * .25 = .25
+    assert stats.relative_efficiency(4.0, 40.0, 1.0, 10.0) == approx(0.25)
+
+
+def test_relative_efficiency_edge_cases():
+    # unknown cost (no prices) or both zero: cost ratio 1; wall 20 vs 10 -> .5 * .5 = .25
+    assert stats.relative_efficiency(None, 20.0, 1.0, 10.0) == approx(0.75)
+    assert stats.relative_efficiency(0.0, 20.0, 0.0, 10.0) == approx(0.75)
+    assert stats.relative_efficiency(1.0, 20.0, None, 10.0) == approx(0.75)
+    # free baseline, paid trial: cost ratio 0 -> 0 + .5 * 1 = .5
+    assert stats.relative_efficiency(1.0, 10.0, 0.0, 10.0) == approx(0.5)
+    with pytest.raises(ValueError):
+        stats.relative_efficiency(-1.0, 10.0, 1.0, 10.0)
+
+
+def test_fairness_hand_case():
+    # .10*.5 + .55*.8 + .15*1 + .20*.75 = .05 + .44 + .15 + .15 = .79
+    assert stats.fairness(0.5, 0.8, 1.0, 0.75) == approx(0.79)
+    # None counts as 0: .55*.8 + .20*.75 = .44 + .15 = .59
+    assert stats.fairness(None, 0.8, None, 0.75) == approx(0.59)
+    # config weights: .25 each -> (.5 + .8 + 1 + .75) / 4 = .7625
+    w = {"keyword": 0.25, "quality": 0.25, "citation": 0.25, "efficiency": 0.25}
+    assert stats.fairness(0.5, 0.8, 1.0, 0.75, w) == approx(0.7625)
+    assert stats.fairness(1, 1, 1, 1) == approx(1.0)  # defaults sum to 1
+    with pytest.raises(ValueError, match="unknown key"):
+        stats.fairness(1, 1, 1, 1, {"speed": 1.0})
+
+
+def test_adoption_hand_case():
+    # .60*.5 + .40*1 = .3 + .4 = .7
+    assert stats.adoption(0.5, 1.0) == approx(0.7)
+    assert stats.adoption(0.5, None) == approx(0.3)  # missing discoverability counts as 0
+    assert stats.adoption(None, 1.0) is None  # the baseline has no tool to adopt
+    assert stats.adoption(1.0, 0.0, {"fluency": 0.5, "discoverability": 0.5}) == approx(0.5)
+
+
+def test_module_import_is_light():
+    # importing mcptrials.stats must not pull in scipy (imported inside the functions)
+    import subprocess
+    import sys
+    code = "import sys, mcptrials.stats; print('scipy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_math_constants_used_in_comments():
+    # the hand values above rest on these; check them once against closed forms
+    assert math.tan(math.pi * 0.475) == approx(12.706205, abs=1e-5)
+    assert 0.95 / math.sqrt(2 * 0.975 * 0.025) == approx(4.302653, abs=1e-5)
