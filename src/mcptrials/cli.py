@@ -19,6 +19,8 @@ SUBCOMMAND_MODULES = [
     "runner",
     "judge",
     "lock",
+    "graders.cli",
+    "demo_repo",
 ]
 
 

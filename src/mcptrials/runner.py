@@ -234,7 +234,9 @@ class Trial:
                     texts = [b["text"] for b in reply.content if b.get("type") == "text" and b.get("text")]
                     uses = [b for b in reply.content if b.get("type") == "tool_use"]
                     if not uses:
-                        answer, feedback = split_feedback("\n\n".join(texts))
+                        # The sandbox path means nothing after the trial: cite relative to the repo.
+                        joined = "\n\n".join(texts).replace(f"{self.workspace}/", "")
+                        answer, feedback = split_feedback(joined)
                         rec["answer_text"] = answer
                         if feedback:
                             self.rec.feedback = feedback

@@ -1,0 +1,10 @@
+"""Deterministic graders: they turn one transcript into scored.json without calling a model.
+
+Each grader reads only `steps[i].answer_text` (the prose a developer gets), never the
+tool calls or the audit text. Modules: keywords, citations (with gittree: the repository
+read from git objects at the pinned commit), exact, state, usage (efficiency figures and
+adoption), cost (the pricing formula), scoring (one trial's record) and cli (commands).
+This package imports no pandas, scipy or matplotlib.
+"""
+
+GRADER_VERSION = "1"

@@ -1,0 +1,81 @@
+"""`mcptrials score` (one transcript -> scored.json) and `mcptrials citations` (debug one answer)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def register(sub) -> None:
+    s = sub.add_parser("score", help="grade one transcript deterministically and write scored.json")
+    s.add_argument("--transcript", required=True, help="transcript.json of the trial")
+    s.add_argument("--scenario", required=True, help="the scenario YAML file")
+    s.add_argument("--repo-dir", required=True, help="a clone of the repository (read at --commit, from git objects)")
+    s.add_argument("--commit", required=True, help="the pinned commit")
+    s.add_argument("--config", help="config.yaml, for `pricing` and `citation_extensions`")
+    s.add_argument("--out", required=True, help="where to write scored.json")
+    s.set_defaults(func=cmd_score)
+
+    c = sub.add_parser("citations", help="list the citations of one answer and how they ground at a commit")
+    c.add_argument("--repo", required=True, help="a git repository")
+    c.add_argument("--commit", required=True, help="a commit (or any revision) of it")
+    c.add_argument("--extensions", help="comma-separated citation extensions (default: the built-in list)")
+    c.add_argument("file", help="a text file holding the answer, or - for stdin")
+    c.set_defaults(func=cmd_citations)
+
+
+def _read_config_bits(path: str) -> tuple[dict, list | None]:
+    """pricing and citation_extensions of a config, without checking its scenarios."""
+    import yaml
+
+    from ..config import ConfigError, validate_against
+
+    try:
+        with open(path) as f:
+            data = yaml.safe_load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found; check --config") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the config must be a mapping")
+    validate_against("config.schema.yaml", data, path)
+    return data.get("pricing", {}), data.get("citation_extensions")
+
+
+def cmd_score(args) -> int:
+    from pathlib import Path
+
+    from ..config import ConfigError, load_scenario
+    from ..records import read_json, write_json
+    from .scoring import score_trial
+
+    try:
+        transcript = read_json(args.transcript)
+    except FileNotFoundError:
+        raise ConfigError(f"{args.transcript}: transcript not found; check --transcript") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{args.transcript}: not valid JSON ({e}); rerun the trial") from None
+    scenario = load_scenario(Path(args.scenario))
+    pricing, extensions = _read_config_bits(args.config) if args.config else (None, None)
+    record = score_trial(transcript, scenario.data, args.repo_dir, args.commit, pricing, extensions)
+    record["scenario_sha256"] = scenario.sha256
+    write_json(args.out, record)
+    return 0
+
+
+def cmd_citations(args) -> int:
+    from .citations import analyse, public_view
+    from .gittree import commit_tree
+
+    from ..config import ConfigError
+
+    try:
+        text = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()
+    except FileNotFoundError:
+        raise ConfigError(f"{args.file}: answer file not found; give a text file or - for stdin") from None
+    exts = [e for e in args.extensions.split(",") if e] if args.extensions else None
+    tree = commit_tree(args.repo, args.commit)
+    items = [public_view(c) for c in analyse(text, tree, exts)]
+    keys = ("path_as_cited", "resolved_path", "lines", "symbol", "bucket", "verification", "candidates")
+    json.dump([{k: c[k] for k in keys} for c in items], sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0

@@ -1,0 +1,32 @@
+"""The price of a run: the one place the cost formula lives (the runner reuses it)."""
+
+from __future__ import annotations
+
+CACHE_WRITE_FACTOR = 1.25  # 5-minute cache writes cost 1.25x base input (Anthropic prompt-caching pricing)
+CACHE_READ_FACTOR = 0.10   # cache hits cost 0.1x base input (same source)
+
+
+def _get(usage, key: str) -> int:
+    value = usage.get(key, 0) if isinstance(usage, dict) else getattr(usage, key, 0)
+    return int(value or 0)
+
+
+def cost_usd(pricing: dict | None, model_id: str | None, usage) -> float | None:
+    """USD for `usage` (a transcript usage dict or a providers.base.Usage) at `model_id`'s prices.
+
+    cost = (input_tokens * input + cache_creation_input_tokens * cache_write
+            + cache_read_input_tokens * cache_read + output_tokens * output) / 1e6
+    with prices in USD per million tokens from the config's `pricing`; cache_write
+    defaults to 1.25 x input and cache_read to 0.1 x input when absent. None (not 0)
+    when the model has no pricing entry: an unknown cost must not look free.
+    """
+    if not pricing or not model_id or model_id not in pricing:
+        return None
+    p = pricing[model_id]
+    cache_write = p.get("cache_write", CACHE_WRITE_FACTOR * p["input"])
+    cache_read = p.get("cache_read", CACHE_READ_FACTOR * p["input"])
+    total = (_get(usage, "input_tokens") * p["input"]
+             + _get(usage, "cache_creation_input_tokens") * cache_write
+             + _get(usage, "cache_read_input_tokens") * cache_read
+             + _get(usage, "output_tokens") * p["output"])
+    return total / 1_000_000

@@ -1,0 +1,85 @@
+"""A repository as it was at one commit, read from git objects (never the working copy).
+
+The working copy may have been edited by an agent or by hand after the commit was pinned,
+so grounding a citation against it would be wrong (the reference bench's flaw). Listings
+and file texts are cached per (repository, commit) for the life of the process.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+from ..config import ConfigError
+
+
+class CommitTree:
+    """The files of `repo_dir` at `commit`: paths, line counts and texts."""
+
+    def __init__(self, repo_dir: str, commit: str):
+        import git  # gitpython; imported here so `mcptrials --help` stays fast
+
+        try:
+            self.repo = git.Repo(repo_dir)
+        except (git.NoSuchPathError, git.InvalidGitRepositoryError):
+            raise ConfigError(f"{repo_dir}: not a git repository; give --repo the folder of a clone") from None
+        try:  # repo.commit() is lazy: rev-parse --verify makes a missing commit fail here
+            sha = self.repo.git.rev_parse("--verify", "--end-of-options", f"{commit}^{{commit}}")
+        except git.GitCommandError:
+            raise ConfigError(f"{repo_dir}: commit {commit!r} is not in this repository; "
+                              "give a commit it has (git -C <repo> rev-parse <ref>) or fetch it") from None
+        self.repo_dir = repo_dir
+        self.commit = sha.strip()
+        self._blobs: dict[str, str] = {}
+        out = self.repo.git.ls_tree("-r", "-z", "--full-tree", self.commit)
+        for entry in out.split("\0"):
+            if not entry:
+                continue
+            meta, path = entry.split("\t", 1)
+            _mode, kind, sha = meta.split()
+            if kind == "blob":  # submodules (kind commit) have no lines to cite
+                self._blobs[path] = sha
+        self._texts: dict[str, str] = {}
+
+    @property
+    def paths(self) -> list[str]:
+        return list(self._blobs)
+
+    def has(self, path: str) -> bool:
+        return path in self._blobs
+
+    def text(self, path: str) -> str:
+        if path not in self._texts:
+            data = self.repo.odb.stream(bytes.fromhex(self._blobs[path])).read()
+            self._texts[path] = data.decode("utf-8", errors="replace")
+        return self._texts[path]
+
+    def lines(self, path: str) -> list[str]:
+        """Lines as git and editors number them: split on \n only (str.splitlines would also
+        split on form feeds and other separators that old sources contain), and a final
+        newline does not start a new line."""
+        text = self.text(path)
+        if not text:
+            return []
+        parts = text.split("\n")
+        if parts[-1] == "":
+            parts.pop()
+        return [p.rstrip("\r") for p in parts]
+
+    def line_count(self, path: str) -> int:
+        return len(self.lines(path))
+
+    def suffix_matches(self, cited: str) -> list[str]:
+        """Files whose path ends with `cited` on a component boundary."""
+        tail = "/" + cited
+        return sorted(p for p in self._blobs if p.endswith(tail))
+
+
+@lru_cache(maxsize=16)
+def _cached(repo_dir: str, commit: str) -> CommitTree:
+    return CommitTree(repo_dir, commit)
+
+
+def commit_tree(repo_dir, commit: str) -> CommitTree:
+    """The cached CommitTree of (repo_dir, commit); a full 40-hex id hits the cache directly."""
+    return _cached(os.path.realpath(str(repo_dir)), commit)

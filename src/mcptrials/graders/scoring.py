@@ -1,0 +1,82 @@
+"""One trial's scored.json: every deterministic grader, with its evidence, and the pass.
+
+A trial passes when its outcome is `completed` and, in every step, every required keyword
+check hit, the exact answer matched (when required) and the state check passed (when
+required). Citations, efficiency and adoption are measured, never part of the pass.
+"""
+
+from __future__ import annotations
+
+from ..config import Scenario, canonical_hash
+from . import GRADER_VERSION, citations, keywords
+from .exact import grade_exact
+from .gittree import commit_tree
+from .state import grade_state
+from .usage import adoption, efficiency
+
+SCHEMA = "mcptrials/scored/1"
+
+
+def _step(i: int, spec: dict, tstep: dict | None, tree, extensions) -> dict:
+    where = f"scenario field steps.{i}"
+    answer = (tstep or {}).get("answer_text") or ""
+    kw = keywords.grade_keywords(spec.get("checks") or [], answer, f"{where}.checks")
+    cit = citations.grade_citations(answer, tree, (spec.get("citations") or {}).get("gold", []), extensions)
+    ex = grade_exact(spec["exact_answer"], answer, f"{where}.exact_answer") if spec.get("exact_answer") else None
+    st = grade_state(spec["state_check"], (tstep or {}).get("state_check")) if spec.get("state_check") else None
+
+    failures = [f"step {i} ({spec['name']}): required {r['type']} check {r['value']!r} not in the answer"
+                for r in kw["checks"] if r["required"] and not r["hit"]]
+    if ex and ex["required"] and not ex["passed"]:
+        failures.append(f"step {i} ({spec['name']}): exact answer {ex['expected']!r} not found")
+    if st and st["required"] and not st["passed"]:
+        failures.append(f"step {i} ({spec['name']}): state check: {st['reason']}")
+    if tstep is None:
+        failures.append(f"step {i} ({spec['name']}): the transcript has no such step")
+    return {
+        "index": i, "name": spec["name"], "present": tstep is not None,
+        "outcome": (tstep or {}).get("outcome"), "answer_chars": len(answer),
+        "keywords": kw, "citations": cit, "exact": ex, "state": st,
+        "required_passed": not failures, "failures": failures,
+    }
+
+
+def score_trial(transcript: dict, scenario: dict, repo_dir: str, commit: str,
+                pricing: dict | None, extensions: list | None) -> dict:
+    """The scored.json record of one transcript (see workflow/schemas/scored.schema.yaml).
+
+    pricing: the config's `pricing` table, or None to keep the transcript's own cost.
+    extensions: the config's `citation_extensions`, or None for the defaults.
+    """
+    tree = commit_tree(repo_dir, commit)
+    by_index = {s["index"]: s for s in transcript.get("steps", [])}
+    steps = [_step(i, spec, by_index.get(i), tree, extensions) for i, spec in enumerate(scenario["steps"])]
+
+    failures = []
+    if transcript["outcome"] != "completed":
+        failures.append(f"outcome {transcript['outcome']}: only a completed trial can pass")
+    for s in steps:
+        failures += s["failures"]
+    exacts = [s["exact"] for s in steps if s["exact"]]
+    states = [s["state"] for s in steps if s["state"]]
+    return {
+        "schema": SCHEMA,
+        "grader_version": GRADER_VERSION,
+        "cell": dict(transcript["cell"]),
+        "provider": transcript.get("provider"),
+        "model_id": transcript.get("model_id"),
+        "outcome": transcript["outcome"],
+        "outcome_detail": transcript.get("outcome_detail"),
+        "repo_commit": tree.commit,
+        "grading_sha256": canonical_hash(Scenario(id="", path=None, data=scenario, sha256="").grading_part()),
+        "citation_extensions": list(extensions) if extensions else None,
+        "passed": not failures,
+        "failures": failures,
+        "keywords": keywords.pool([s["keywords"] for s in steps]),
+        "citations": citations.pool([s["citations"] for s in steps]),
+        "exact": {"steps": len(exacts), "passed": sum(1 for e in exacts if e["passed"])},
+        "state": {"steps": len(states), "passed": sum(1 for e in states if e["passed"])},
+        "steps": steps,
+        "efficiency": efficiency(transcript, pricing),
+        "adoption": adoption(transcript, scenario),
+    }
