@@ -1,0 +1,543 @@
+"""The rubric judge: scores each step's answer on its rubric criteria, blind to the tool.
+
+Two providers (config `judge.provider`):
+- `reference`: offline and deterministic; a criterion's score is the share of its checkable
+  items the answer has (key points present, plus gold citations cited when the criterion
+  has `citations: true`). See `reference_criterion` for the exact rule.
+- `anthropic`: a language model through the real Messages API (no sampling parameters:
+  API version 2026-10-21, sent by anthropic 2.x, rejects temperature with a 400; the
+  judge's own noise is measured with `judge.repeats` instead), with the
+  versioned prompt file prompts/judge.md (its sha256 goes into every record), JSON output
+  checked against a schema, one retry on a malformed reply, then `JudgeError`.
+
+Formulas (the issue's rubric, after the Sense bench's rubric):
+    step quality     q_step = sum_c w_c * s_c / sum_c w_c      (weighted mean of criteria)
+    scenario quality q      = mean over the scenario's steps of q_step
+Both are computed per repeat (`judge.repeats: R` judges every answer R times); the record
+keeps every repeat and their mean.
+
+Blindness: before any judging, names of MCP tools (`mcp__server__tool`), the tool names the
+trial called, and every configured tool/server name are replaced by "[tool]" in the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+from .config import ConfigError, Scenario, canonical_hash, file_sha256
+from .graders.cost import cost_usd
+from .paths import PROMPT_DIR
+
+SCHEMA = "mcptrials/judged/1"
+PROMPT_FILE = PROMPT_DIR / "judge.md"
+MASK = "[tool]"
+NOTE_SAMPLING = ("API 2026-10-21 takes no temperature: the judge runs at the model's default "
+                 "sampling; its spread is measured by judge.repeats")
+MAX_TOKENS = 2048
+CONCURRENCY = 4          # judge calls in flight at once (per trial)
+
+
+class JudgeError(Exception):
+    """The judge could not produce a valid score (never turned into a silent zero)."""
+
+
+# --- rubric and quality -----------------------------------------------------
+
+
+def step_criteria(scenario: Scenario, step: dict) -> list[dict]:
+    """The step's own rubric criteria, else the scenario's top-level rubric."""
+    rubric = step.get("rubric") or scenario.data.get("rubric")
+    if not rubric:
+        raise ConfigError(f"{scenario.path}: field steps.{step['name']}.rubric: no rubric; add a top-level `rubric` or one on the step")
+    return rubric["criteria"]
+
+
+def weighted_quality(scores: dict[str, float], criteria: list[dict]) -> float:
+    """Step quality: sum_c w_c s_c / sum_c w_c over the step's rubric criteria."""
+    total = sum(c["weight"] for c in criteria)
+    return sum(c["weight"] * scores[c["name"]] for c in criteria) / total
+
+
+# --- blindness ----------------------------------------------------------------
+
+MCP_NAME_RE = re.compile(r"mcp__[A-Za-z0-9_.-]+")
+
+
+def identity_names(tool_names, transcript: dict | None = None) -> list[str]:
+    """Names that would reveal the tool: the configured tool/server names, plus the names
+    (e.g. mcp__git__git_log) and server-side names (git_log) of the MCP tools the trial called.
+    Built-in tool names (read_file, grep, ...) are left alone: every tool has them."""
+    names = set(n for n in tool_names if n)
+    for call in (transcript or {}).get("tool_calls", []):
+        if call.get("source") == "mcp":
+            names.update(n for n in (call.get("name"), call.get("tool")) if n)
+    return sorted(names, key=lambda n: (-len(n), n))  # longest first, so no partial masks
+
+
+def mask_identities(text: str, names) -> tuple[str, int]:
+    """Replace every `mcp__...` name and every whole-word occurrence (case-insensitive) of
+    `names` by "[tool]" in one pass; returns the masked text and the number of replacements.
+    A name counts as a whole word when no letter, digit or underscore touches it, so
+    `git` is masked in "the git server" but not in "github" or "git_log"."""
+    words = sorted({n for n in names if n}, key=lambda n: (-len(n), n))  # longest first
+    pattern = MCP_NAME_RE.pattern
+    if words:
+        pattern += r"|(?<![A-Za-z0-9_])(?:" + "|".join(map(re.escape, words)) + r")(?![A-Za-z0-9_])"
+    return re.compile(pattern, re.IGNORECASE).subn(MASK, text)
+
+
+# --- the reference judge ------------------------------------------------------
+
+STOPWORDS = frozenset("""
+a an the and or but nor not no yes of to in on at by for with from into onto over under as is are was
+were be been being am do does did doing has have had having it its this that these those there here
+then than so such very can could will would shall should may might must which who whom whose what when
+where why how all any both each few more most other some own same too only just also about above
+below after before between through during again further once out off up down we you they he she them
+his her our your their my me us i if while because until via per
+""".split())
+
+_WORD_RE = re.compile(r"[a-z0-9_]+")
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words (runs of letters, digits, `_`) that carry content: at least 3
+    characters and not a stopword, or any word with a digit in it (numbers matter)."""
+    words = _WORD_RE.findall(text.lower())
+    return {w for w in words if (len(w) >= 3 and w not in STOPWORDS) or any(ch.isdigit() for ch in w)}
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def key_point_present(key_point: str, answer: str) -> bool:
+    """A key point is present when every one of its content words occurs as a word in the
+    answer (case-insensitive, order and inflection-free: `commit` does not match `commits`).
+    A key point with no content words is present when its whitespace-normalised text occurs
+    in the answer's."""
+    need = content_words(key_point)
+    if not need:
+        return _normalise(key_point) in _normalise(answer)
+    return need <= set(_WORD_RE.findall(answer.lower()))
+
+
+def _same_path(a: str, b: str) -> bool:
+    """Equal, or one ends with the other on a `/` boundary (src/app.py ~ app.py)."""
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+def gold_cited(gold: str, answer: str) -> bool:
+    """Whether the answer cites a gold location, without the repository (the graders'
+    citation parser, mcptrials.graders.citations.extract_citations, finds the citations).
+    path:N or path:N-M: the answer cites the same path (or one ending with it, or it with
+    that ending) at a line or range at most RECALL_WINDOW (5) lines from [N, M].
+    path:Symbol: the answer cites that path and names every part of the symbol as a word."""
+    from .graders.citations import RECALL_WINDOW, extract_citations
+
+    parsed = extract_citations(gold)
+    if not parsed:
+        return False
+    g = parsed[0]
+    same = [c for c in extract_citations(answer) if _same_path(c["path"], g["path"])]
+    if g["lines"] is not None:
+        lo, hi = min(g["lines"]), max(g["lines"])
+        return any(c["lines"] is not None and max(0, min(c["lines"]) - hi, lo - max(c["lines"])) <= RECALL_WINDOW
+                   for c in same)
+    parts = re.split(r"\.|::|#", g["symbol"])
+    return bool(same) and all(re.search(r"(?<![A-Za-z0-9_])" + re.escape(p) + r"(?![A-Za-z0-9_])", answer)
+                              for p in parts)
+
+
+def criterion_key_points(criterion: dict, step: dict) -> list[str]:
+    """The key points a criterion covers: its own list, else all the step's key points."""
+    own = criterion.get("key_points")
+    return list(own) if own is not None else list(step.get("key_points") or [])
+
+
+def step_gold(step: dict) -> list[str]:
+    return list((step.get("citations") or {}).get("gold") or [])
+
+
+def reference_criterion(answer: str, criterion: dict, step: dict) -> tuple[float, str]:
+    """Reference score of one criterion: the pooled share of its items the answer has,
+        s = (key points present + gold citations cited) / (key points + gold citations),
+    where gold citations count only when the criterion has `citations: true`. With no items
+    to check, a non-empty answer scores 1.0 (nothing required is missing); an empty one 0."""
+    kps = criterion_key_points(criterion, step)
+    gold = step_gold(step) if criterion.get("citations") else []
+    kp_hit = [k for k in kps if key_point_present(k, answer)]
+    gold_hit = [g for g in gold if gold_cited(g, answer)]
+    n = len(kps) + len(gold)
+    if n == 0:
+        score = 1.0 if answer.strip() else 0.0
+        return score, "no key points or gold citations to check: full marks for a non-empty answer"
+    score = (len(kp_hit) + len(gold_hit)) / n
+    parts = []
+    if kps:
+        missing = [k for k in kps if k not in kp_hit]
+        parts.append(f"key points {len(kp_hit)}/{len(kps)}" + (f" (missing: {'; '.join(missing)})" if missing else ""))
+    if gold:
+        missing = [g for g in gold if g not in gold_hit]
+        parts.append(f"gold citations {len(gold_hit)}/{len(gold)}" + (f" (missing: {', '.join(missing)})" if missing else ""))
+    return score, "; ".join(parts)
+
+
+# --- the anthropic judge ------------------------------------------------------
+
+_REPLY_SCHEMA = {
+    "type": "object",
+    "required": ["criteria"],
+    "properties": {
+        "criteria": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "score", "rationale"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "score": {"type": "number", "minimum": 0, "maximum": 1},
+                    "rationale": {"type": "string"},
+                },
+            },
+        }
+    },
+}
+
+
+class MalformedReply(ValueError):
+    """The judge's reply is not the JSON the prompt asks for."""
+
+
+def load_prompt(path) -> tuple[str, str]:
+    """Split the prompt file into its fixed system part and its per-step user template."""
+    text = Path(path).read_text()
+    try:
+        _, rest = text.split("=== SYSTEM ===", 1)
+        system, user = rest.split("=== USER ===", 1)
+    except ValueError:
+        raise ConfigError(f"{path}: the judge prompt needs a '=== SYSTEM ===' line and then a '=== USER ===' line; restore them") from None
+    return system.strip(), user.strip()
+
+
+def render_user(template: str, step_prompt: str, criteria: list[dict], step: dict, answer: str) -> str:
+    """Fill the user template: the step's prompt, criteria (weight, question, the key points
+    each covers), key points, gold citations and the masked answer."""
+    crit_lines = []
+    for c in criteria:
+        crit_lines.append(f"- {c['name']} (weight {c['weight']:g}): {c['question']}")
+        if c.get("key_points") is not None:
+            crit_lines.append(f"  covers these key points: {'; '.join(c['key_points']) or '(none)'}")
+        if c.get("citations"):
+            crit_lines.append("  also judge whether the answer cites the gold locations")
+    kps = list(step.get("key_points") or [])
+    for c in criteria:
+        kps += [k for k in c.get("key_points") or [] if k not in kps]
+    gold = step_gold(step)
+    fill = {
+        "step_prompt": step_prompt,
+        "criteria": "\n".join(crit_lines),
+        "key_points": "\n".join(f"{i}. {k}" for i, k in enumerate(kps, 1)) or "(none given)",
+        "gold_citations": "\n".join(f"- {g}" for g in gold) or "(none given)",
+        "answer": answer,
+        "criterion_names": ", ".join(c["name"] for c in criteria),
+    }
+    out = template
+    for key, value in fill.items():
+        out = out.replace("{{" + key + "}}", value)
+    return out
+
+
+def parse_reply(text: str, names: list[str]) -> list[dict]:
+    """Parse and check a judge reply: a JSON object (optionally in a ```json fence) with one
+    {name, score 0..1, rationale} per criterion in `names`. Raises MalformedReply."""
+    import jsonschema
+
+    body = text.strip()
+    fence = re.search(r"```(?:json)?\s*(.*?)```", body, re.DOTALL)
+    if fence:
+        body = fence.group(1).strip()
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError:
+        start, end = body.find("{"), body.rfind("}")
+        try:
+            data = json.loads(body[start:end + 1]) if 0 <= start < end else None
+        except json.JSONDecodeError:
+            data = None
+        if data is None:
+            raise MalformedReply("the reply is not a JSON object") from None
+    try:
+        jsonschema.validate(data, _REPLY_SCHEMA)
+    except jsonschema.ValidationError as e:
+        where = "/".join(map(str, e.absolute_path)) or "(top level)"
+        raise MalformedReply(f"at {where}: {e.message}") from None
+    got = [c["name"] for c in data["criteria"]]
+    if any(isinstance(c["score"], bool) for c in data["criteria"]):
+        raise MalformedReply("a score is true/false; give a number from 0 to 1")
+    dup = sorted({n for n in got if got.count(n) > 1})
+    missing = [n for n in names if n not in got]
+    extra = [n for n in got if n not in names]
+    if dup or missing or extra:
+        raise MalformedReply(f"criteria must be exactly {names}; missing {missing}, unknown {extra}, repeated {dup}")
+    by_name = {c["name"]: c for c in data["criteria"]}
+    return [{"name": n, "score": float(by_name[n]["score"]), "rationale": by_name[n]["rationale"]} for n in names]
+
+
+def _empty_usage() -> dict:
+    return {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0, "api_calls": 0, "retries": 0, "malformed_replies": 0}
+
+
+class AnthropicJudge:
+    """One AsyncAnthropic client; `score` judges one answer once (with one retry on a
+    malformed reply). The API key is read from the env var and never stored elsewhere."""
+
+    def __init__(self, judge_cfg: dict, prompt_path):
+        from anthropic import AsyncAnthropic
+
+        env = judge_cfg.get("api_key_env", "ANTHROPIC_API_KEY")
+        key = os.environ.get(env)
+        if not key:
+            raise ConfigError(f"judge: provider anthropic needs ${env}; export it or set judge.provider: reference")
+        if not judge_cfg.get("model"):
+            raise ConfigError("judge.model: provider anthropic needs a model id (e.g. claude-sonnet-4-6); add `model:` under `judge`")
+        self.model = judge_cfg["model"]
+        self.system, self.template = load_prompt(prompt_path)
+        self.client = AsyncAnthropic(api_key=key, base_url=judge_cfg.get("base_url") or None,
+                                     max_retries=judge_cfg.get("max_retries", 4))
+        self.usage = _empty_usage()
+        self.temperature = None
+        self.note = NOTE_SAMPLING
+
+    async def _call(self, messages: list[dict]) -> str:
+        import anthropic
+
+        try:
+            raw = await self.client.messages.with_raw_response.create(
+                model=self.model, max_tokens=MAX_TOKENS,
+                # The fixed instructions are the cached prefix shared by every judge call.
+                system=[{"type": "text", "text": self.system, "cache_control": {"type": "ephemeral"}}],
+                messages=messages,
+            )
+            msg = await raw.parse()
+        except anthropic.APIStatusError as e:
+            raise JudgeError(f"judge API call failed with HTTP {e.status_code}: {e.message}") from None
+        except anthropic.APIError as e:
+            raise JudgeError(f"judge API call failed: {e}") from None
+        u = msg.usage
+        self.usage["input_tokens"] += u.input_tokens or 0
+        self.usage["output_tokens"] += u.output_tokens or 0
+        self.usage["cache_creation_input_tokens"] += u.cache_creation_input_tokens or 0
+        self.usage["cache_read_input_tokens"] += u.cache_read_input_tokens or 0
+        self.usage["api_calls"] += 1
+        self.usage["retries"] += raw.retries_taken
+        return "".join(b.text for b in msg.content if getattr(b, "type", None) == "text")
+
+    async def score(self, step_prompt: str, criteria: list[dict], step: dict, answer: str) -> list[dict]:
+        names = [c["name"] for c in criteria]
+        messages = [{"role": "user", "content": render_user(self.template, step_prompt, criteria, step, answer)}]
+        text = await self._call(messages)
+        try:
+            return parse_reply(text, names)
+        except MalformedReply as first:
+            self.usage["malformed_replies"] += 1
+            messages += [
+                {"role": "assistant", "content": text.strip() or "(no text)"},
+                {"role": "user", "content": f"Your reply could not be used: {first}. Reply again with only the "
+                                            f"JSON object, one entry for each of: {', '.join(names)}."},
+            ]
+        text = await self._call(messages)
+        try:
+            return parse_reply(text, names)
+        except MalformedReply as second:
+            self.usage["malformed_replies"] += 1
+            raise JudgeError(f"judge model {self.model} gave a malformed reply twice (last: {second}); "
+                             f"the step is not scored. Reply began: {text[:200]!r}") from None
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+# --- judging a trial ------------------------------------------------------------
+
+
+def judge_settings(judge_cfg: dict) -> dict:
+    """What the scores depend on besides the rubric and prompt (the model only for a model judge)."""
+    s = {"provider": judge_cfg.get("provider", "reference"), "repeats": int(judge_cfg.get("repeats", 1)),
+         "record": SCHEMA}
+    if s["provider"] == "anthropic":
+        s.update(model=judge_cfg.get("model"), max_tokens=MAX_TOKENS)
+    return s
+
+
+def judge_settings_hash(judge_cfg: dict) -> str:
+    return canonical_hash(judge_settings(judge_cfg))
+
+
+async def ajudge_trial(transcript: dict, scenario: Scenario, judge_cfg: dict, prompt_path=PROMPT_FILE,
+                       tool_names=(), pricing: dict | None = None) -> dict:
+    """Judge every step of one transcript; return the judged.json record (see `judge_trial`)."""
+    settings = judge_settings(judge_cfg)
+    provider, repeats = settings["provider"], settings["repeats"]
+    if provider not in ("reference", "anthropic"):
+        raise ConfigError(f"judge.provider: {provider!r} is not allowed; use reference or anthropic")
+    names = identity_names(tool_names, transcript)
+    answers = {s.get("name"): s for s in transcript.get("steps", [])}
+
+    model_judge = AnthropicJudge(judge_cfg, prompt_path) if provider == "anthropic" else None
+    gate = asyncio.Semaphore(CONCURRENCY)
+
+    async def one(step: dict, criteria: list[dict], answer: str) -> list[dict]:
+        if provider == "reference":
+            return [dict(zip(("score", "rationale"), reference_criterion(answer, c, step)), name=c["name"])
+                    for c in criteria]
+        async with gate:
+            return await model_judge.score(step["prompt"], criteria, step, answer)
+
+    steps_out = []
+    try:
+        jobs: list = []
+        for i, step in enumerate(scenario.data["steps"]):
+            criteria = step_criteria(scenario, step)
+            t_step = answers.get(step["name"])
+            masked, n_masked = mask_identities((t_step or {}).get("answer_text") or "", names)
+            empty = not masked.strip()
+            steps_out.append({"index": i, "name": step["name"], "answered": t_step is not None,
+                              "answer_chars": len(masked), "masked_names": n_masked, "empty": empty,
+                              "criteria": criteria})
+            for r in range(repeats):
+                if not empty:
+                    jobs.append((i, r, (step, criteria, masked)))
+        tasks = [asyncio.ensure_future(one(*j[2])) for j in jobs]
+        try:
+            results = await asyncio.gather(*tasks)
+        except BaseException:
+            # One failure fails the trial: stop the other calls before the client closes.
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+    finally:
+        if model_judge is not None:
+            await model_judge.aclose()
+    by_key = {(i, r): res for (i, r, _), res in zip(jobs, results)}
+
+    for s in steps_out:
+        criteria = s.pop("criteria")
+        per_repeat = []
+        for r in range(repeats):
+            if s["empty"]:
+                per_repeat.append({c["name"]: (0.0, "empty answer: 0 by the rubric's anchors (no judge call)")
+                                   for c in criteria})
+            else:
+                per_repeat.append({x["name"]: (x["score"], x["rationale"]) for x in by_key[(s["index"], r)]})
+        s["criteria"] = [{"name": c["name"], "weight": c["weight"], "citations": bool(c.get("citations")),
+                          "scores": [pr[c["name"]][0] for pr in per_repeat],
+                          "rationales": [pr[c["name"]][1] for pr in per_repeat],
+                          "mean": sum(pr[c["name"]][0] for pr in per_repeat) / repeats} for c in criteria]
+        s["quality"] = [weighted_quality({k: v[0] for k, v in pr.items()}, criteria) for pr in per_repeat]
+        s["quality_mean"] = sum(s["quality"]) / repeats
+        s["model_calls"] = 0 if (s["empty"] or provider == "reference") else repeats
+
+    quality = [sum(s["quality"][r] for s in steps_out) / len(steps_out) for r in range(repeats)]
+    usage = model_judge.usage if model_judge else _empty_usage()
+    usage = dict(usage, cost_usd=cost_usd(pricing, settings.get("model"), usage) if model_judge else 0.0)
+    return {
+        "schema": SCHEMA,
+        "cell": transcript.get("cell"),
+        "transcript_outcome": transcript.get("outcome"),
+        "judge": {"provider": provider, "model": settings.get("model"), "repeats": repeats,
+                  "temperature": model_judge.temperature if model_judge else None,
+                  "note": model_judge.note if model_judge else None,
+                  "settings_hash": canonical_hash(settings),
+                  "prompt_file": Path(prompt_path).name, "prompt_sha256": file_sha256(prompt_path)},
+        "scenario": {"id": scenario.id, "rubric_hash": canonical_hash(scenario.rubric_part())},
+        "masking": {"replacement": MASK, "names_masked": sum(s["masked_names"] for s in steps_out)},
+        "steps": steps_out,
+        "quality": quality,
+        "quality_mean": sum(quality) / repeats,
+        "usage": usage,
+    }
+
+
+def judge_trial(transcript: dict, scenario: Scenario, judge_cfg: dict, prompt_path=PROMPT_FILE,
+                tool_names=(), pricing: dict | None = None) -> dict:
+    """Judge one transcript against its scenario's rubric; returns the judged.json record:
+    per step and criterion every repeat's score and rationale, step and scenario quality per
+    repeat and their means, the judge (provider, model, settings hash, prompt sha256), the
+    rubric hash, usage and cost, and the transcript's cell. A transcript that did not complete
+    is judged on the answers it has; a missing or empty answer scores 0 without a judge call.
+    `tool_names`: the configured tool/server names, masked in every answer."""
+    return asyncio.run(ajudge_trial(transcript, scenario, judge_cfg, prompt_path, tool_names, pricing))
+
+
+# --- judge variance over many records -----------------------------------------------
+
+
+def judge_variance(records: list[dict]) -> dict:
+    """The judge's noise across judged.json records with R repeats each: the spread
+    (mcptrials.stats.judge_spread: SD and range of the R scores of an item) and ICC(1,1)
+    (mcptrials.stats.icc) per scenario (items: records), per step (items: judged steps) and
+    per criterion (items: judged steps, one criterion). Empty answers are left out of the
+    step and criterion levels: they were not judged. A difference smaller than the spread
+    is inside the judge's noise."""
+    from .stats import icc, judge_spread
+
+    def summary(items: list[list[float]]) -> dict | None:
+        if not items:
+            return None
+        try:
+            agreement = icc(items)
+        except ValueError:  # records with different repeats: no ICC over them
+            agreement = None
+        return dict(judge_spread(items), icc=agreement)
+
+    judged_steps = [s for r in records for s in r["steps"] if not s["empty"]]
+    names = sorted({c["name"] for s in judged_steps for c in s["criteria"]})
+    return {
+        "records": len(records),
+        "scenario": summary([r["quality"] for r in records]),
+        "step": summary([s["quality"] for s in judged_steps]),
+        "criteria": {n: summary([c["scores"] for s in judged_steps for c in s["criteria"] if c["name"] == n])
+                     for n in names},
+    }
+
+
+# --- command ----------------------------------------------------------------------
+
+
+def cmd_judge(args) -> int:
+    from .config import load_matrix, load_scenario
+    from .records import read_json, write_json
+
+    m = load_matrix(args.config)
+    scenario = load_scenario(Path(args.scenario))
+    try:
+        transcript = read_json(args.transcript)
+    except (OSError, json.JSONDecodeError) as e:
+        raise ConfigError(f"{args.transcript}: cannot read the transcript ({e}); re-run its trial") from None
+    try:
+        record = judge_trial(transcript, scenario, m.config["judge"], args.prompt,
+                             tool_names=list(m.tools), pricing=m.config.get("pricing"))
+    except JudgeError as e:
+        print(f"mcptrials judge: {args.transcript}: {e}", file=sys.stderr)
+        return 1
+    write_json(args.out, record)
+    print(f"{args.out}: quality {record['quality_mean']:.3f} ({record['judge']['provider']} judge, {record['judge']['repeats']} repeat(s))")
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("judge", help="judge one transcript against its scenario's rubric (blind to the tool)")
+    p.add_argument("--transcript", required=True, help="transcript.json of one trial")
+    p.add_argument("--scenario", required=True, help="the scenario file with its rubric")
+    p.add_argument("--config", default="config.yaml", help="config.yaml (its `judge` settings and tool names)")
+    p.add_argument("--prompt", default=str(PROMPT_FILE), help="the judge prompt file (default prompts/judge.md)")
+    p.add_argument("--out", required=True, help="judged.json to write")
+    p.set_defaults(func=cmd_judge)
