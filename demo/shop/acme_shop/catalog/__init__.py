@@ -1,0 +1,6 @@
+"""The product catalog."""
+
+from .models import Category, Product
+from .repository import ProductNotFound, ProductRepository
+
+__all__ = ["Category", "Product", "ProductNotFound", "ProductRepository"]

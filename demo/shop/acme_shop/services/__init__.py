@@ -1,0 +1,1 @@
+"""Application services: each wraps one business capability."""
