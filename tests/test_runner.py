@@ -83,7 +83,7 @@ def test_multi_step_is_one_conversation_and_empty_final_reply(tmp_path, fake_api
     assert [s["answer_text"] for s in t["steps"]] == ["In `src/util.py:1`.", ""]
     req2 = api.message_requests()[1]["body"]["messages"]
     assert [mm["role"] for mm in req2] == ["user", "assistant", "user"]
-    assert "last question" in req2[-1]["content"][0]["text"]
+    assert "last step" in req2[-1]["content"][0]["text"]
 
 
 def test_limits_max_turns_and_budget(tmp_path, fake_api):

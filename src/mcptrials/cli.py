@@ -3,25 +3,30 @@
 from __future__ import annotations
 
 import argparse
-import sys
-
 import importlib
+import sys
 
 from .config import ConfigError
 
-# Modules that add their own subcommands: each has `register(subparsers)`, whose
-# parsers set `func` to a function taking the parsed args and returning an exit code.
-SUBCOMMAND_MODULES = [
-    "checkout",
-    "install",
-    "index",
-    "snapshot",
-    "runner",
-    "judge",
-    "lock",
-    "graders.cli",
-    "demo_repo",
-]
+# Subcommand -> the module that defines it (its `register(subparsers)` adds the parser and
+# sets `func`). Only the module of the command being run is imported: a per-trial job
+# should not pay for the report's imports.
+COMMANDS = {
+    "checkout": "checkout",
+    "install-tool": "install",
+    "index": "index",
+    "snapshot": "snapshot",
+    "run-trial": "runner",
+    "score": "graders.cli",
+    "citations": "graders.cli",
+    "judge": "judge",
+    "verify-lock": "lock",
+    "lock": "lock",
+    "heldout": "lock",
+    "aggregate": "aggregate",
+    "report": "report",
+    "demo-bundle": "demo_repo",
+}
 
 
 def cmd_validate(args) -> int:
@@ -37,20 +42,23 @@ def cmd_validate(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mcptrials", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
     v = sub.add_parser("validate", help="check a config and its scenarios without running anything")
     v.add_argument("config", nargs="?", default="config.yaml")
     v.set_defaults(func=cmd_validate)
-    for name in SUBCOMMAND_MODULES:
+    modules = [COMMANDS[only]] if only in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
+    for name in modules:
         importlib.import_module(f"mcptrials.{name}").register(sub)
     return p
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    only = argv[0] if argv and argv[0] in COMMANDS else ("validate" if argv[:1] == ["validate"] else None)
+    args = build_parser(only).parse_args(argv)
     try:
         return args.func(args)
     except ConfigError as e:

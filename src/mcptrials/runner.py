@@ -27,7 +27,7 @@ from .providers.base import Provider, ProviderError, Usage
 
 SYSTEM_PROMPT = PROMPT_DIR / "system.md"
 HOST = "loop"  # the harness's own agent loop (other hosts come later)
-LAST_STEP_NOTE = "\n\n(This is the last question.)"
+LAST_STEP_NOTE = "\n\n(This is the last step: end with brief feedback on the tools.)"
 FEEDBACK_RE = re.compile(r"^\W*feedback on the tools\s*:", re.I | re.M)
 CHARS_PER_TOKEN = 4  # a rough estimate, the same Claude Code uses for its cap
 

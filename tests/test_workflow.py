@@ -1,0 +1,118 @@
+"""The Snakemake DAG on a temporary copy: bad input stops it before any job, and reruns
+follow content (hashes in params and inputs), not file ages."""
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from matrix_helpers import ROOT, SCENARIO, faulty_tool, write_matrix
+
+pytestmark = pytest.mark.slow
+
+
+def copy_workflow(dest: Path) -> None:
+    shutil.copy(ROOT / "Snakefile", dest / "Snakefile")
+    shutil.copytree(ROOT / "workflow", dest / "workflow")
+    shutil.copytree(ROOT / "prompts", dest / "prompts")
+    if (ROOT / "locked").exists():
+        shutil.copytree(ROOT / "locked", dest / "locked")
+
+
+def snakemake(wd: Path, *args, check=True):
+    env_path = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
+    p = subprocess.run([sys.executable, "-m", "snakemake", "--directory", str(wd), "--snakefile",
+                        str(wd / "Snakefile"), "--configfile", str(wd / "config.yaml"), "--scheduler", "greedy",
+                        *args], capture_output=True, text=True, env={"PATH": env_path, "HOME": str(wd)})
+    if check and p.returncode != 0:
+        logs = "\n".join(f"--- {f}\n{f.read_text()[-1500:]}" for f in (wd / "results" / "logs").rglob("*.log"))
+        raise AssertionError(f"snakemake {args} failed:\n{p.stdout[-3000:]}\n{p.stderr[-5000:]}\n{logs[-6000:]}")
+    return p
+
+
+def planned(wd: Path, *targets) -> dict[str, int]:
+    """Job counts per rule of a dry run ({} when nothing is to be done)."""
+    p = snakemake(wd, "-n", *targets)
+    out = p.stdout + p.stderr
+    counts = {}
+    if "Job stats:" in out:
+        table = out.split("Job stats:")[1]
+        for line in table.splitlines()[3:]:
+            m = re.match(r"^(\w+)\s+(\d+)$", line.strip())
+            if not m:
+                break
+            counts[m.group(1)] = int(m.group(2))
+    counts.pop("total", None)
+    return counts
+
+
+@pytest.fixture
+def project(tmp_path):
+    sc2 = yaml.safe_load(yaml.safe_dump(SCENARIO))
+    sc2["title"] = "Who calls the helper"
+    sc2["steps"][0]["prompt"] = "Which function calls `helper`? Cite file:line."
+    write_matrix(tmp_path, tools={"baseline": {"transport": "none"}, "echo": faulty_tool("ok")}, trials=2,
+                 scenarios={"find-helper": SCENARIO, "callers": sc2})
+    copy_workflow(tmp_path)
+    return tmp_path
+
+
+def judged_targets(wd: Path) -> list[str]:
+    cfg = yaml.safe_load((wd / "config.yaml").read_text())
+    return [f"results/runs/reference/{tool}/tiny/{sc}/{t}/{stage}.json"
+            for tool in cfg["tools"] for sc in ("find-helper", "callers") for t in range(1, cfg["trials"] + 1)
+            for stage in ("scored", "judged")]
+
+
+def edit_yaml(path: Path, fn) -> None:
+    data = yaml.safe_load(path.read_text())
+    fn(data)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def test_bad_config_fails_before_any_job(project):
+    edit_yaml(project / "config.yaml", lambda d: d["repos"]["tiny"].update(commit="a" * 39))
+    p = snakemake(project, "-n", check=False)
+    assert p.returncode != 0
+    assert "config.yaml: field repos.tiny.commit" in p.stderr and "40" in p.stderr
+    assert not (project / "results").exists()
+
+
+def test_missing_commit_fails_in_checkout_naming_it(project):
+    edit_yaml(project / "config.yaml", lambda d: d["repos"]["tiny"].update(commit="b" * 40))
+    p = snakemake(project, "-j1", "results/checkouts/tiny/checkout.json", check=False)
+    assert p.returncode != 0
+    log = (project / "results/logs/checkout/tiny.log").read_text()
+    assert f"repos.tiny.commit: commit {'b' * 40} does not exist" in log
+
+
+def test_reruns_follow_content(project):
+    targets = judged_targets(project)
+    full = planned(project, *targets)
+    assert full.get("transcript") == 8 and full.get("scored") == 8 and full.get("judged") == 8, str(full)
+    snakemake(project, "-j2", *targets)
+    assert planned(project, *targets) == {}                      # a second run does nothing
+
+    # a touched file without a content change reruns nothing
+    (project / "prompts" / "judge.md").touch()
+    assert planned(project, *targets) == {}
+
+    # a changed rubric of one scenario: only that scenario's judged targets
+    edit_yaml(project / "scenarios" / "callers.yaml",
+              lambda d: d["rubric"]["criteria"][0].update(question="Does it name the caller?"))
+    assert planned(project, *targets) == {"judged": 4}
+    snakemake(project, "-j2", *targets)
+
+    # a changed tool (args): only that tool's snapshot and trials
+    edit_yaml(project / "config.yaml", lambda d: d["tools"]["echo"]["args"].append("--slow-seconds=0"))
+    assert planned(project, *targets) == {"tools_snapshot": 1, "transcript": 4, "scored": 4, "judged": 4}
+    snakemake(project, "-j2", *targets)
+
+    # trials 2 -> 3: only the new trials
+    edit_yaml(project / "config.yaml", lambda d: d.update(trials=3))
+    new = planned(project, *judged_targets(project))
+    assert new == {"transcript": 4, "scored": 4, "judged": 4}
