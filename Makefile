@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 JOBS ?= 2
 SNAKEMAKE := $(BIN)/python -m snakemake --scheduler greedy --rerun-incomplete
 
-.PHONY: demo test install dry-run clean
+.PHONY: demo test install dry-run clean chromium
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -25,7 +25,11 @@ demo: install
 dry-run: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(SNAKEMAKE) -n -q
 
-test: install
+# The browser test needs Debian's chromium; install it when missing (CI runs as root).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+
+test: install chromium
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 clean:

@@ -16,7 +16,9 @@ def build_index(tool: str, spec: dict, tree: str, out: Path, forbidden: set[str]
     from .servers import resolve_command, server_environment, substitute
 
     idx = spec["index"]
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists():  # a rerun starts from an empty index folder
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
     with tempfile.TemporaryDirectory(prefix="mcptrials-index-") as sandbox:
         work, home, tmp = Path(sandbox, "repo"), Path(sandbox, "home"), Path(sandbox, "tmp")
         shutil.copytree(tree, work, symlinks=True)

@@ -1,9 +1,9 @@
 # Config validation and the matrix, through the library (the same checks as `mcptrials validate`).
 import sys
 
-from mcptrials.config import ConfigError, canonical_hash, load_matrix
+from mcptrials.config import ConfigError, canonical_hash, file_sha256, load_matrix
 
-CONFIG_PATH = (workflow.overwrite_configfiles or ["config.yaml"])[-1]
+CONFIG_PATH = str((workflow.overwrite_configfiles or ["config.yaml"])[-1])
 try:
     M = load_matrix(CONFIG_PATH, overrides=config)
 except ConfigError as e:
@@ -19,6 +19,26 @@ INDEX_HASH = {t: canonical_hash(spec.get("index")) for t, spec in M.tools.items(
 MODEL_HASH = {m: M.model_hash(m) for m in M.models}
 JUDGE_HASH = canonical_hash(M.config["judge"])
 MODEL_CALLS = {m: 0 if spec["provider"] == "reference" else 1 for m, spec in M.models.items()}
+SYSTEM_PROMPT_HASH = file_sha256("prompts/system.md")
+JUDGE_PROMPT_HASH = file_sha256("prompts/judge.md")
+ANY_INDEX = any(spec.get("index") for spec in M.tools.values())
+
+# One params dict per rule and wildcard value: each input function or params lambda costs
+# Snakemake ~0.2 ms a job at DAG time, so per-trial rules get a single lookup each. A
+# changed value (a hash) reruns exactly the jobs it belongs to.
+SCORED_PARAMS = {
+    s: {"grading": GRADING_HASH[s], "scenario": str(sc.path), "commit": M.repos[sc.repo]["commit"]}
+    for s, sc in M.scenarios.items()
+}
+JUDGED_PARAMS = {
+    s: {"rubric": RUBRIC_HASH[s], "scenario": str(sc.path), "judge": JUDGE_HASH, "prompt": JUDGE_PROMPT_HASH}
+    for s, sc in M.scenarios.items()
+}
+TRANSCRIPT_PARAMS = {
+    (m, s): {"task": TASK_HASH[s], "model": MODEL_HASH[m], "system_prompt": SYSTEM_PROMPT_HASH}
+    for m in M.models
+    for s in M.scenarios
+}
 
 
 wildcard_constraints:
@@ -44,12 +64,12 @@ def install_input(wc):
 
 def index_input(wc):
     if M.tools[wc.tool].get("index"):
-        return f"results/index/{wc.tool}/{wc.repo}"
+        return f"results/index/{wc.tool}/{wc.repo}/index.json"
     return []
 
 
 def index_arg(wc, input):
-    return f"--index {input.index}" if input.get("index") else ""
+    return f"--index {Path(input.index).parent}" if input.get("index") else ""
 
 
 def final_outputs():

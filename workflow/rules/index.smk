@@ -4,11 +4,11 @@ rule index:
         checkout="results/checkouts/{repo}/checkout.json",
         install="results/tools/{tool}/install.json",
     output:
-        directory("results/index/{tool}/{repo}"),
+        "results/index/{tool}/{repo}/index.json",
     params:
         cfg=CONFIG_PATH,
         index=lambda wc: INDEX_HASH[wc.tool],
     log:
         "results/logs/index/{tool}/{repo}.log",
     shell:
-        "mcptrials index --config {params.cfg} --tool {wildcards.tool} --checkout {input.checkout} --out {output} > {log} 2>&1"
+        "mcptrials index --config {params.cfg} --tool {wildcards.tool} --checkout {input.checkout} --out results/index/{wildcards.tool}/{wildcards.repo} > {log} 2>&1"

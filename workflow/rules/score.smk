@@ -2,16 +2,12 @@
 rule scored:
     input:
         transcript="results/runs/{model}/{tool}/{repo}/{scenario}/{trial}/transcript.json",
-        checkout="results/checkouts/{repo}/checkout.json",
     output:
         "results/runs/{model}/{tool}/{repo}/{scenario}/{trial}/scored.json",
     params:
-        cfg=CONFIG_PATH,
-        grading=lambda wc: GRADING_HASH[wc.scenario],
-        scenario=lambda wc: M.scenarios[wc.scenario].path,
-        commit=lambda wc: M.repos[wc.repo]["commit"],
+        p=lambda wc: SCORED_PARAMS[wc.scenario],
     log:
         "results/logs/scored/{model}/{tool}/{repo}/{scenario}/{trial}.log",
     shell:
-        "mcptrials score --config {params.cfg} --transcript {input.transcript} --scenario {params.scenario}"
-        " --repo-dir results/checkouts/{wildcards.repo}/tree --commit {params.commit} --out {output} > {log} 2>&1"
+        "mcptrials score --config " + CONFIG_PATH + " --transcript {input.transcript} --scenario {params.p[scenario]}"
+        " --repo-dir results/checkouts/{wildcards.repo}/tree --commit {params.p[commit]} --out {output} > {log} 2>&1"

@@ -1,0 +1,546 @@
+"""Every trial's records into tables: one row per trial, per (model, tool, scenario) cell
+and per (model, tool), plus summary.json with everything the report needs.
+
+Reads only files (results/runs/{model}/{tool}/{repo}/{scenario}/{trial}/transcript.json,
+run_meta.json, scored.json, judged.json) and only the trials of the config's current matrix
+(`Matrix.cells()`): leftovers of an older matrix in results/runs are ignored. Nothing is
+rerun. Every formula is in mcptrials.stats; this module only picks the inputs:
+
+- fairness   = stats.fairness(keyword coverage, judge quality, citation grounding,
+               efficiency, config weights); 0 for a trial whose outcome is not `completed`
+               (it counts as a fail, it is never dropped);
+- efficiency = stats.relative_efficiency against the mean cost and wall time of the
+               completed `baseline` trials of the same model and scenario (1.0 when there
+               is no baseline tool, said in summary.json `notes`);
+- adoption   = stats.adoption(tool fluency, discoverability): reported apart, never in
+               fairness; None for the baseline (it has no server to adopt).
+- citation grounding = grounded citations / all citations (scored.citations.rates.grounded_rate);
+  an answer without citations has no grounding (None, which fairness counts as 0).
+- discoverability = 1 when the trial called a server tool within the first
+  `window_turns` model calls, else 0 (scored.adoption.discoverability.used_within_window).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from .config import BASELINE, ConfigError, Matrix, canonical_hash
+
+COMPLETED = "completed"
+ERROR_KINDS = ("tool_error", "protocol_error", "api_error", "harness_error")
+OUTCOMES = ("completed", "max_turns", "budget_exceeded", "server_crashed", "timed_out", "api_failed",
+            "harness_failed")
+FILES = ("transcript.json", "run_meta.json", "scored.json", "judged.json")
+
+
+def trial_dir(runs, model, tool, repo, scenario, trial) -> Path:
+    return Path(runs) / model / tool / repo / scenario / str(trial)
+
+
+def trial_page(model, tool, scenario, trial) -> str:
+    """The trial's page, relative to the report folder."""
+    return f"trials/{model}/{tool}/{scenario}/{trial}.html"
+
+
+def _read(path: Path) -> dict:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}: not valid JSON ({e}); delete it and rerun its stage (snakemake rebuilds it)") from None
+
+
+def load_records(m: Matrix, runs) -> list[dict]:
+    """The four records of every trial of the current matrix, in matrix order.
+    A missing file is an error naming it: a trial is never silently dropped."""
+    out, missing = [], []
+    for model, tool, repo, scenario, trial in m.cells():
+        d = trial_dir(runs, model, tool, repo, scenario, trial)
+        paths = {name: d / name for name in FILES}
+        gone = [p for p in paths.values() if not p.is_file()]
+        if gone:
+            missing += gone
+            continue
+        rec = {name.removesuffix(".json"): _read(p) for name, p in paths.items()}
+        rec["key"] = {"model": model, "tool": tool, "repo": repo, "scenario": scenario, "trial": trial}
+        out.append(rec)
+    if missing:
+        shown = "\n  ".join(str(p) for p in missing[:10])
+        more = f"\n  ... and {len(missing) - 10} more" if len(missing) > 10 else ""
+        raise ConfigError(f"{runs}: {len(missing)} record file(s) of the current matrix are missing:\n  {shown}{more}\n"
+                          "Run the workflow first (make demo, or snakemake) so every trial is run, scored and judged.")
+    return out
+
+
+def _mean(values):
+    vals = [v for v in values if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+# --- one row per trial ----------------------------------------------------------
+
+
+def raw_row(rec: dict, m: Matrix) -> dict:
+    """Every figure of one trial that needs no other trial (efficiency and fairness come later)."""
+    from .stats import adoption
+
+    k, t, s, j, meta = rec["key"], rec["transcript"], rec["scored"], rec["judged"], rec["run_meta"]
+    eff, ad, cit = s["efficiency"], s["adoption"], s["citations"]
+    outcome = t["outcome"]
+    used = ad["discoverability"].get("used_within_window")
+    disc = None if used is None else float(bool(used))
+    fluency = None if k["tool"] == BASELINE else ad.get("tool_fluency")
+    row = dict(k)
+    row.update({
+        "suite": m.scenarios[k["scenario"]].data.get("suite", "capability"),
+        "provider": t.get("provider"), "model_id": t.get("model_id"),
+        "outcome": outcome, "completed": outcome == COMPLETED,
+        "passed": bool(s["passed"]) and outcome == COMPLETED,
+        "keyword_coverage": s["keywords"]["coverage"],
+        "citation_grounding": cit["rates"]["grounded_rate"],
+        "citations": cit["counts"]["total"], "grounded": cit["counts"]["grounded"],
+        "hallucinated": cit["counts"]["hallucinated"], "unresolved": cit["counts"]["unresolved"],
+        "verified_rate": cit["rates"]["verified_rate"], "cited_recall": cit["rates"]["cited_recall"],
+        "exact_steps": s["exact"]["steps"], "exact_passed": s["exact"]["passed"],
+        "state_steps": s["state"]["steps"], "state_passed": s["state"]["passed"],
+        "quality": j["quality_mean"], "quality_repeats": len(j["quality"]),
+        "efficiency": None, "fairness": None,
+        "tool_fluency": fluency, "discoverability": disc, "adoption": adoption(fluency, disc),
+        "cost_usd": eff["cost_usd"],
+        "tokens_input_uncached": eff["tokens"]["input_uncached"], "tokens_cache_write": eff["tokens"]["cache_write"],
+        "tokens_cache_read": eff["tokens"]["cache_read"], "tokens_output": eff["tokens"]["output"],
+        "tokens_total": eff["tokens"]["total"],
+        "turns": eff["turns"], "api_calls": eff.get("api_calls"), "retries": eff.get("retries"),
+        "wall_seconds": eff["wall_seconds"],
+        "tool_calls": eff["tool_calls"], "tool_calls_mcp": eff["tool_calls_mcp"],
+        "tool_calls_builtin": eff["tool_calls_builtin"],
+        **{k2: int(t["errors"].get(k2, 0)) for k2 in ERROR_KINDS},
+        "tool_error_rate": ad.get("tool_error_rate"),
+        "judge_cost_usd": j["usage"].get("cost_usd"),
+        "server_startup_seconds": meta.get("server_startup_seconds"),
+        "server_peak_rss_kb": meta.get("server_peak_rss_kb"),
+        "page": trial_page(k["model"], k["tool"], k["scenario"], k["trial"]),
+    })
+    return row
+
+
+def baseline_means(rows: list[dict]) -> dict:
+    """(model, scenario) -> (mean cost, mean wall) of its completed baseline trials.
+    Failed baseline trials are left out: a crash is quick and cheap, not efficient."""
+    out = {}
+    for key in {(r["model"], r["scenario"]) for r in rows if r["tool"] == BASELINE}:
+        done = [r for r in rows if r["tool"] == BASELINE and (r["model"], r["scenario"]) == key and r["completed"]]
+        if done:
+            out[key] = (_mean(r["cost_usd"] for r in done), _mean(r["wall_seconds"] for r in done))
+    return out
+
+
+def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]:
+    """Fill efficiency and fairness in place; returns notes for the summary."""
+    from .stats import fairness, relative_efficiency
+
+    notes = []
+    base = baseline_means(rows)
+    lacking = set()
+    for r in rows:
+        if not has_baseline:
+            r["efficiency"] = 1.0
+        elif (r["model"], r["scenario"]) in base:
+            bc, bw = base[(r["model"], r["scenario"])]
+            r["efficiency"] = relative_efficiency(r["cost_usd"], r["wall_seconds"], bc, bw)
+        else:
+            lacking.add((r["model"], r["scenario"]))
+            r["efficiency"] = 1.0
+        if r["completed"]:
+            r["fairness"] = fairness(r["keyword_coverage"], r["quality"], r["citation_grounding"], r["efficiency"],
+                                     weights)
+        else:
+            r["fairness"] = 0.0  # a failed trial scores 0 and counts as a fail
+    if not has_baseline:
+        notes.append("no tool named `baseline` in the config: efficiency is 1.0 for every trial and there are "
+                     "no paired differences")
+    for model, scenario in sorted(lacking):
+        notes.append(f"model {model}, scenario {scenario}: no completed baseline trial, so efficiency is 1.0 there")
+    return notes
+
+
+# --- cells and tools ------------------------------------------------------------------
+
+
+MEAN_FIELDS = ("fairness", "quality", "keyword_coverage", "citation_grounding", "efficiency", "adoption",
+               "tool_fluency", "discoverability", "cost_usd", "wall_seconds", "tokens_total", "turns", "tool_calls",
+               "cited_recall")
+
+
+def cell_rows(rows: list[dict], k: int) -> list[dict]:
+    """One row per (model, tool, scenario): means, the fairness interval over its trials,
+    pass counts and pass@1 / pass@k / pass^k with k = trials per cell."""
+    from .stats import mean_ci, pass_at_k, pass_hat_k
+
+    out = []
+    keys = list(dict.fromkeys((r["model"], r["tool"], r["scenario"]) for r in rows))
+    for model, tool, scenario in keys:
+        rs = [r for r in rows if (r["model"], r["tool"], r["scenario"]) == (model, tool, scenario)]
+        n, c = len(rs), sum(r["passed"] for r in rs)
+        ci = mean_ci([r["fairness"] for r in rs])
+        row = {"model": model, "tool": tool, "scenario": scenario, "repo": rs[0]["repo"], "suite": rs[0]["suite"],
+               "n": n, "passes": c, "completed": sum(r["completed"] for r in rs),
+               "fairness_se": ci["se"], "fairness_lo": ci["lo"], "fairness_hi": ci["hi"],
+               "pass_at_1": pass_at_k(n, c, 1), "k": min(k, n),
+               "pass_at_k": pass_at_k(n, c, min(k, n)), "pass_hat_k": pass_hat_k(n, c, min(k, n))}
+        row.update({f: _mean(r[f] for r in rs) for f in MEAN_FIELDS})
+        row.update({e: sum(r[e] for r in rs) for e in ERROR_KINDS})
+        row["outcomes"] = ";".join(f"{o}={sum(r['outcome'] == o for r in rs)}" for o in OUTCOMES
+                                   if any(r["outcome"] == o for r in rs))
+        row["pages"] = " ".join(r["page"] for r in rs)
+        out.append(row)
+    return out
+
+
+def per_scenario(rows, model, tool, field="fairness") -> dict:
+    """scenario -> list of the trials' values (None kept out)."""
+    out: dict = {}
+    for r in rows:
+        if r["model"] == model and r["tool"] == tool and r[field] is not None:
+            out.setdefault(r["scenario"], []).append(r[field])
+    return out
+
+
+def tool_rows(rows: list[dict], k: int, noise: float | None, has_baseline: bool) -> list[dict]:
+    """One row per (model, tool): fairness with a 95% interval clustered by scenario, the paired
+    difference against the baseline (interval, t and Wilcoxon p, Holm-adjusted across the tools
+    of a model), pass@1 / pass@k / pass^k averaged over scenarios, cost and time per trial,
+    adoption apart, and the minimum detectable effect of this design.
+
+    `noise` is the judge's spread in fairness units (w_quality x mean SD of repeated judgements),
+    or None when the judge ran once. A difference whose interval contains 0 or whose size is below
+    that spread is `within noise` and not ranked."""
+    from .stats import (holm_adjust, mean_ci, mean_pass_at_k, mean_pass_hat_k, min_detectable_effect,
+                        paired_difference, variance_components)
+
+    out = []
+    for model in dict.fromkeys(r["model"] for r in rows):
+        tools = list(dict.fromkeys(r["tool"] for r in rows if r["model"] == model))
+        base_fair = per_scenario(rows, model, BASELINE)
+        for tool in tools:
+            rs = [r for r in rows if r["model"] == model and r["tool"] == tool]
+            scen = list(dict.fromkeys(r["scenario"] for r in rs))
+            fair = mean_ci([r["fairness"] for r in rs], clusters=[r["scenario"] for r in rs])
+            ad_vals = [(r["adoption"], r["scenario"]) for r in rs if r["adoption"] is not None]
+            ad = mean_ci([a for a, _ in ad_vals], clusters=[s for _, s in ad_vals]) if ad_vals else None
+            tasks = {s: (sum(1 for r in rs if r["scenario"] == s), sum(r["passed"] for r in rs if r["scenario"] == s))
+                     for s in scen}
+            kk = min(min(n for n, _ in tasks.values()), k)
+            row = {"model": model, "tool": tool, "n_scenarios": len(scen), "n_trials": len(rs),
+                   "passes": sum(r["passed"] for r in rs), "failed_outcomes": sum(not r["completed"] for r in rs),
+                   "fairness": fair["mean"], "fairness_se": fair["se"], "fairness_lo": fair["lo"],
+                   "fairness_hi": fair["hi"], "fairness_method": fair["method"],
+                   "diff": None, "diff_se": None, "diff_lo": None, "diff_hi": None, "t_p": None, "wilcoxon_p": None,
+                   "holm_t_p": None, "holm_wilcoxon_p": None, "diff_n": None, "mde": None, "variance": None, "verdict": "",
+                   "rank": None,
+                   "pass_at_1": mean_pass_at_k(tasks, 1)["mean"], "k": kk,
+                   "pass_at_k": mean_pass_at_k(tasks, kk)["mean"], "pass_hat_k": mean_pass_hat_k(tasks, kk)["mean"],
+                   "cost_per_trial": _mean(r["cost_usd"] for r in rs),
+                   "wall_per_trial": _mean(r["wall_seconds"] for r in rs),
+                   "tokens_per_trial": _mean(r["tokens_total"] for r in rs),
+                   "adoption": ad["mean"] if ad else None, "adoption_lo": ad["lo"] if ad else None,
+                   "adoption_hi": ad["hi"] if ad else None}
+            row.update({f: _mean(r[f] for r in rs) for f in ("quality", "keyword_coverage", "citation_grounding",
+                                                               "efficiency", "tool_fluency", "discoverability")})
+            row.update({e: sum(r[e] for r in rs) for e in ERROR_KINDS})
+            if tool == BASELINE:
+                row["verdict"] = "baseline"
+            elif has_baseline and base_fair:
+                mine = per_scenario(rows, model, tool)
+                pd_ = paired_difference({s: _mean(v) for s, v in mine.items()},
+                                        {s: _mean(v) for s, v in base_fair.items()})
+                row.update(diff=pd_["mean_diff"], diff_se=pd_["se"], diff_lo=pd_["lo"], diff_hi=pd_["hi"],
+                           t_p=pd_["t_p"], wilcoxon_p=pd_["wilcoxon_p"], diff_n=pd_["n"])
+                vc = variance_components(mine, base_fair)
+                if vc["omega2"] is not None:
+                    row["variance"] = {k2: vc[k2] for k2 in ("omega2", "sigma2_a", "sigma2_b", "k_a", "k_b", "n")}
+                    row["mde"] = min_detectable_effect(vc["omega2"], vc["sigma2_a"], vc["sigma2_b"], vc["k_a"],
+                                                       vc["k_b"], vc["n"])
+                row["verdict"] = verdict(row, noise)
+            out.append(row)
+        # Holm across the tools compared with this model's baseline.
+        mine = [r for r in out if r["model"] == model and r["tool"] != BASELINE]
+        for pkey, hkey in (("t_p", "holm_t_p"), ("wilcoxon_p", "holm_wilcoxon_p")):
+            adj = holm_adjust({r["tool"]: r[pkey] for r in mine})
+            for r in mine:
+                r[hkey] = adj[r["tool"]]
+        ranked = sorted((r for r in mine if r["verdict"] in ("better", "worse")), key=lambda r: -r["diff"])
+        for i, r in enumerate(ranked, 1):
+            r["rank"] = i
+    return out
+
+
+def verdict(row: dict, noise: float | None) -> str:
+    """better / worse than the baseline, or `within noise` (not ranked): the interval contains 0
+    or cannot be computed, or |difference| is below the judge's spread."""
+    if row["diff_lo"] is None or row["diff_hi"] is None:
+        return "within noise"
+    if row["diff_lo"] <= 0 <= row["diff_hi"]:
+        return "within noise"
+    if noise is not None and abs(row["diff"]) < noise:
+        return "within noise"
+    return "better" if row["diff"] > 0 else "worse"
+
+
+# --- judge noise, errors, server profile, scenarios -------------------------------------
+
+
+def judge_noise(records: list[dict], w_quality: float) -> dict:
+    """The judge's spread and ICC (mcptrials.judge.judge_variance) over all trials, per scenario
+    (with its steps) and per criterion; `fairness_noise` = w_quality x the mean SD of repeated
+    scenario-quality judgements (None with one repeat: the noise was not measured)."""
+    from .judge import judge_variance
+
+    judged = [r["judged"] for r in records]
+    overall = judge_variance(judged)
+    by_scenario = {}
+    for sc in dict.fromkeys(r["key"]["scenario"] for r in records):
+        sub = [r["judged"] for r in records if r["key"]["scenario"] == sc]
+        v = judge_variance(sub)
+        steps = {}
+        for name in dict.fromkeys(s["name"] for j in sub for s in j["steps"]):
+            steps[name] = judge_variance([dict(j, steps=[s for s in j["steps"] if s["name"] == name]) for j in sub])["step"]
+        by_scenario[sc] = {"scenario": v["scenario"], "steps": steps}
+    sd = (overall["scenario"] or {}).get("mean_sd")
+    repeats = sorted({len(j["quality"]) for j in judged})
+    return {"repeats": repeats, "overall": overall, "by_scenario": by_scenario,
+            "fairness_noise": None if sd is None else w_quality * sd,
+            "note": None if sd is not None else "the judge ran once per answer (judge.repeats: 1): its spread "
+                                                "is not measured; set judge.repeats >= 2 to measure it"}
+
+
+def _percentile(values, q):
+    import numpy as np
+
+    return float(np.percentile(values, q)) if values else None
+
+
+def server_profile(records: list[dict]) -> list[dict]:
+    """Per tool: server name/version, start-up time, tool-call latency p50/p95, result sizes,
+    peak memory (run_meta and the transcripts' tool calls)."""
+    out = []
+    for tool in dict.fromkeys(r["key"]["tool"] for r in records):
+        rs = [r for r in records if r["key"]["tool"] == tool]
+        metas = [r["run_meta"] for r in rs]
+        source = "builtin" if tool == BASELINE else "mcp"
+        calls = [c for r in rs for c in r["transcript"]["tool_calls"] if c["source"] == source]
+        lat = [c["latency_ms"] for c in calls]
+        sizes = [c["result_chars"] for c in calls]
+        starts = [m["server_startup_seconds"] for m in metas if m.get("server_startup_seconds") is not None]
+        rss = [m["server_peak_rss_kb"] for m in metas if m.get("server_peak_rss_kb") is not None]
+        out.append({
+            "tool": tool,
+            "server_name": sorted({str(m.get("server_name")) for m in metas if m.get("server_name")}),
+            "server_version": sorted({str(m.get("server_version")) for m in metas if m.get("server_version")}),
+            "version_label": sorted({str(m.get("tool_version_label")) for m in metas if m.get("tool_version_label")}),
+            "tools_sha256": sorted({m["tools_sha256"] for m in metas if m.get("tools_sha256")}),
+            "calls_measured": source, "calls": len(calls),
+            "startup_median_s": statistics.median(starts) if starts else None,
+            "startup_max_s": max(starts) if starts else None,
+            "latency_p50_ms": _percentile(lat, 50), "latency_p95_ms": _percentile(lat, 95),
+            "result_chars_mean": _mean(sizes), "result_chars_p95": _percentile(sizes, 95),
+            "result_chars_max": max(sizes) if sizes else None,
+            "truncated_results": sum(1 for c in calls if c.get("truncated")),
+            "peak_rss_kb_max": max(rss) if rss else None,
+        })
+    return out
+
+
+def error_taxonomy(rows: list[dict]) -> list[dict]:
+    """Per (model, tool): each error kind summed and each outcome counted."""
+    out = []
+    for model, tool in dict.fromkeys((r["model"], r["tool"]) for r in rows):
+        rs = [r for r in rows if (r["model"], r["tool"]) == (model, tool)]
+        row = {"model": model, "tool": tool, "trials": len(rs)}
+        row.update({e: sum(r[e] for r in rs) for e in ERROR_KINDS})
+        row["trials_with_errors"] = sum(1 for r in rs if any(r[e] for e in ERROR_KINDS))
+        row["outcomes"] = {o: sum(r["outcome"] == o for r in rs) for o in OUTCOMES if any(r["outcome"] == o for r in rs)}
+        out.append(row)
+    return out
+
+
+def scenario_flags(rows: list[dict], m: Matrix) -> list[dict]:
+    """Per scenario: saturated (every trial of every tool and model passes: ready for the
+    regression suite) or never passed (no trial passes: likely a defect in the task or grader)."""
+    out = []
+    for sc in dict.fromkeys(r["scenario"] for r in rows):
+        rs = [r for r in rows if r["scenario"] == sc]
+        passes = sum(r["passed"] for r in rs)
+        flag = "saturated" if passes == len(rs) else "never_passed" if passes == 0 else None
+        data = m.scenarios[sc].data
+        out.append({"scenario": sc, "title": data.get("title"), "suite": data.get("suite", "capability"),
+                    "split": data.get("split"), "repo": data["repo"], "steps": len(data["steps"]),
+                    "sha256": m.scenarios[sc].sha256, "trials": len(rs), "passes": passes, "flag": flag})
+    return out
+
+
+def pass_hat_curve(rows: list[dict], k_max: int) -> list[dict]:
+    """pass^k for k = 1..K per (model, tool), averaged over scenarios (for the plot)."""
+    from .stats import mean_pass_hat_k
+
+    out = []
+    for model, tool in dict.fromkeys((r["model"], r["tool"]) for r in rows):
+        rs = [r for r in rows if (r["model"], r["tool"]) == (model, tool)]
+        tasks = {}
+        for r in rs:
+            n, c = tasks.get(r["scenario"], (0, 0))
+            tasks[r["scenario"]] = (n + 1, c + int(r["passed"]))
+        out.append({"model": model, "tool": tool,
+                    "points": [[k, mean_pass_hat_k(tasks, k)["mean"]] for k in range(1, k_max + 1)]})
+    return out
+
+
+# --- identity -----------------------------------------------------------------------------
+
+
+REFERENCE_MODEL_LABEL = "reference (deterministic agent, no language model)"
+REFERENCE_JUDGE_LABEL = "reference (deterministic judge: key points and gold citations, no language model)"
+
+
+def identity(m: Matrix, records: list[dict]) -> dict:
+    """Who and what ran: models, hosts, tools and versions, repos and commits, scenarios and
+    the hash of the set, trials, judge, weights."""
+    models = {}
+    for name, spec in m.models.items():
+        label = REFERENCE_MODEL_LABEL if spec["provider"] == "reference" else f"{spec.get('model')} ({spec['provider']})"
+        models[name] = {"provider": spec["provider"], "model_id": spec.get("model"), "label": label}
+    tools = {}
+    for name, spec in m.tools.items():
+        metas = [r["run_meta"] for r in records if r["key"]["tool"] == name]
+        tools[name] = {"transport": spec["transport"], "version_label": spec.get("version"),
+                       "server_name": sorted({str(x.get("server_name")) for x in metas if x.get("server_name")}),
+                       "server_version": sorted({str(x.get("server_version")) for x in metas if x.get("server_version")}),
+                       "tools_sha256": sorted({x["tools_sha256"] for x in metas if x.get("tools_sha256")}),
+                       "spec_sha256": m.tool_hash(name)}
+    repos = {}
+    for name, spec in m.repos.items():
+        seen = sorted({r["run_meta"].get("commit") for r in records if r["key"]["repo"] == name} - {None})
+        repos[name] = {"url": spec["url"], "commit": spec["commit"], "commits_seen": seen}
+    scen = {s.id: {"sha256": s.sha256, "suite": s.data.get("suite", "capability"), "split": s.split,
+                   "repo": s.repo, "title": s.data.get("title")} for s in m.run_scenarios()}
+    jcfg = m.config["judge"]
+    judge_recs = [r["judged"]["judge"] for r in records]
+    judge = {"provider": jcfg["provider"], "model": jcfg.get("model"), "repeats": jcfg["repeats"],
+             "threshold": jcfg["threshold"],
+             "label": REFERENCE_JUDGE_LABEL if jcfg["provider"] == "reference" else f"{jcfg.get('model')} (anthropic)",
+             "prompt_sha256": sorted({j["prompt_sha256"] for j in judge_recs}),
+             "settings_hash": sorted({j["settings_hash"] for j in judge_recs}),
+             "temperature": sorted({str(j.get("temperature")) for j in judge_recs})}
+    return {
+        "config": str(m.path), "models": models,
+        "hosts": sorted({str(r["run_meta"].get("host")) for r in records if r["run_meta"].get("host")}),
+        "harness_versions": sorted({str(r["run_meta"].get("harness_version")) for r in records
+                                    if r["run_meta"].get("harness_version")}),
+        "tools": tools, "repos": repos, "scenarios": scen,
+        "scenario_set_sha256": canonical_hash({k: v["sha256"] for k, v in scen.items()}),
+        "splits": m.config["splits"], "trials": m.trials, "judge": judge, "weights": m.config["weights"],
+        "baseline": BASELINE if BASELINE in m.tools else None,
+        "started": min((r["run_meta"].get("started_at") or "" for r in records), default=None),
+        "ended": max((r["run_meta"].get("ended_at") or "" for r in records), default=None),
+    }
+
+
+POWER_TARGET = 0.05  # the difference the power line says how many scenarios would detect
+
+
+def power_line(model: str, tools: list[dict], n: int, trials: int) -> dict:
+    """The report's power sentence for one model, from the tools' minimum detectable effects
+    (stats.min_detectable_effect) and, for the noisiest tool, stats.scenarios_needed for
+    POWER_TARGET with the same variance components."""
+    from .stats import scenarios_needed
+
+    rows = [r for r in tools if r["model"] == model and r["mde"] is not None]
+    text = f"with {n} scenario(s) and {trials} trial(s) the smallest difference this run can detect is "
+    needed = None
+    if rows:
+        lo, hi = min(rows, key=lambda r: r["mde"]), max(rows, key=lambda r: r["mde"])
+        text += f"{hi['mde']:.3f}" if lo is hi else f"{lo['mde']:.3f} ({lo['tool']}) to {hi['mde']:.3f} ({hi['tool']})"
+        text += " in fairness (0-1; alpha 0.05 two-sided, 80% power)"
+        vc = hi["variance"]
+        if vc["omega2"] + vc["sigma2_a"] + vc["sigma2_b"] > 0:
+            needed = scenarios_needed(POWER_TARGET, vc["omega2"], vc["sigma2_a"], vc["sigma2_b"], vc["k_a"], vc["k_b"])
+            text += f"; detecting a difference of {POWER_TARGET} would need about {needed} scenarios"
+    else:
+        text += "not estimable (needs a baseline and at least 2 scenarios)"
+    return {"model": model, "n_scenarios": n, "trials": trials, "text": text,
+            "mde": {r["tool"]: r["mde"] for r in rows}, "target": POWER_TARGET, "scenarios_needed": needed}
+
+
+# --- everything ---------------------------------------------------------------------------
+
+
+def aggregate(m: Matrix, runs) -> dict:
+    """Read every trial of the matrix and compute the tables and the summary (no writing)."""
+    records = load_records(m, runs)
+    rows = [raw_row(r, m) for r in records]
+    has_baseline = BASELINE in m.tools
+    weights = m.config["weights"]
+    notes = score_rows(rows, weights, has_baseline)
+    noise = judge_noise(records, weights.get("quality", 0.55))
+    if noise["note"]:
+        notes.append(noise["note"])
+    tools = tool_rows(rows, m.trials, noise["fairness_noise"], has_baseline)
+    cells = cell_rows(rows, m.trials)
+    power = [power_line(model, tools, len(m.run_scenarios()), m.trials) for model in m.models]
+    return {
+        "schema": "mcptrials/summary/1",
+        "identity": identity(m, records),
+        "notes": notes,
+        "trials": rows, "cells": cells, "tools": tools,
+        "judge_noise": noise, "errors": error_taxonomy(rows), "server_profile": server_profile(records),
+        "scenarios": scenario_flags(rows, m), "pass_hat_curve": pass_hat_curve(rows, m.trials), "power": power,
+    }
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    fields = list(dict.fromkeys(k for r in rows for k in r))
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if v is None else json.dumps(v) if isinstance(v, (dict, list)) else v)
+                        for k, v in r.items()})
+
+
+def write_aggregate(result: dict, out_dir) -> dict[str, Path]:
+    from .records import write_json
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"trials": out / "trials.csv", "cells": out / "cells.csv", "tools": out / "tools.csv",
+             "summary": out / "summary.json"}
+    write_csv(paths["trials"], result["trials"])
+    write_csv(paths["cells"], result["cells"])
+    write_csv(paths["tools"], result["tools"])
+    write_json(paths["summary"], result)
+    return paths
+
+
+def cmd_aggregate(args) -> int:
+    from .config import load_matrix
+
+    m = load_matrix(args.config)
+    result = aggregate(m, args.runs)
+    paths = write_aggregate(result, args.out_dir)
+    print(f"{paths['summary']}: {len(result['trials'])} trial(s), {len(result['cells'])} cell(s), "
+          f"{len(result['tools'])} (model, tool) row(s)")
+    for note in result["notes"]:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("aggregate", help="every trial's scores into trials.csv, cells.csv, tools.csv and summary.json")
+    p.add_argument("--config", default="config.yaml")
+    p.add_argument("--runs", default="results/runs", help="the trial records (results/runs)")
+    p.add_argument("--out-dir", default="results/aggregate")
+    p.set_defaults(func=cmd_aggregate)

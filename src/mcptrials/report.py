@@ -1,0 +1,639 @@
+"""The report: results/report/report.md and a self-contained index.html (inline CSS, plots as
+base64 PNG, no network), plus one page per trial under trials/<model>/<tool>/<scenario>/<trial>.html.
+
+Inputs are files only: results/aggregate/summary.json (mcptrials.aggregate), the held-out
+agreement (results/heldout/agreement.json) and lock state (lock_verified.json beside it), and
+the trial records under results/runs for the trial pages. Everything that comes from a
+transcript or a record is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+from .config import BASELINE, ConfigError
+
+FOLD_CHARS = 600  # longer texts are folded into <details>
+NOISE_TEXT = ("within noise: the 95% interval contains 0, or the difference is smaller than the judge's "
+              "spread; such tools are not ranked")
+
+
+# --- formatting ----------------------------------------------------------------------
+
+
+def f3(v) -> str:
+    return "–" if v is None else f"{v:.3f}"
+
+
+def fp(v) -> str:
+    if v is None:
+        return "–"
+    return f"{v:.3f}" if v >= 0.001 else f"{v:.1e}"
+
+
+def fci(mean, lo, hi) -> str:
+    if mean is None:
+        return "–"
+    return f3(mean) if lo is None else f"{mean:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def fsigned_ci(mean, lo, hi) -> str:
+    if mean is None:
+        return "–"
+    return f"{mean:+.3f}" if lo is None else f"{mean:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+
+
+def fusd(v) -> str:
+    return "–" if v is None else f"${v:.4f}"
+
+
+def fsec(v) -> str:
+    return "–" if v is None else f"{v:.1f} s"
+
+
+def fnum(v, unit="") -> str:
+    if v is None:
+        return "–"
+    return (f"{v:,.0f}" if abs(v) >= 100 else f"{v:.1f}") + unit
+
+
+def esc(v) -> str:
+    return html.escape("" if v is None else str(v), quote=True)
+
+
+# --- a table both renderers understand -------------------------------------------------
+
+
+@dataclass
+class Cell:
+    text: str
+    href: str | None = None
+    cls: str | None = None
+
+
+@dataclass
+class Table:
+    headers: list[str]
+    rows: list[list] = field(default_factory=list)
+    caption: str | None = None
+    cls: str | None = None
+
+    def add(self, *cells) -> None:
+        self.rows.append([c if isinstance(c, Cell) else Cell("" if c is None else str(c)) for c in cells])
+
+
+def md_table(t: Table) -> str:
+    def cell(c: Cell) -> str:
+        text = c.text.replace("|", "\\|").replace("\n", " ")
+        return f"[{text}]({c.href})" if c.href else text
+
+    out = []
+    if t.caption:
+        out += [t.caption, ""]
+    out.append("| " + " | ".join(h.replace("|", "\\|") for h in t.headers) + " |")
+    out.append("|" + "---|" * len(t.headers))
+    out += ["| " + " | ".join(cell(c) for c in r) + " |" for r in t.rows]
+    return "\n".join(out) + "\n"
+
+
+def html_table(t: Table, table_id: str | None = None) -> str:
+    def cell(c: Cell) -> str:
+        inner = f'<a href="{esc(c.href)}">{esc(c.text)}</a>' if c.href else esc(c.text)
+        cls = f' class="{esc(c.cls)}"' if c.cls else ""
+        return f"<td{cls}>{inner}</td>"
+
+    attrs = (f' id="{esc(table_id)}"' if table_id else "") + (f' class="{esc(t.cls)}"' if t.cls else "")
+    out = [f"<table{attrs}>"]
+    if t.caption:
+        out.append(f"<caption>{esc(t.caption)}</caption>")
+    if any(t.headers):
+        out.append("<thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in t.headers) + "</tr></thead>")
+    out.append("<tbody>")
+    out += ["<tr>" + "".join(cell(c) for c in r) + "</tr>" for r in t.rows]
+    out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+class Doc:
+    """A report written once and rendered twice: Markdown and HTML."""
+
+    def __init__(self):
+        self.md: list[str] = []
+        self.html: list[str] = []
+
+    def h(self, level: int, text: str, anchor: str | None = None) -> None:
+        self.md.append("#" * level + " " + text + "\n")
+        a = f' id="{esc(anchor)}"' if anchor else ""
+        self.html.append(f"<h{level}{a}>{esc(text)}</h{level}>")
+
+    def p(self, text: str, cls: str | None = None) -> None:
+        self.md.append(("> **" + text + "**" if cls == "warning" else text) + "\n")
+        c = f' class="{esc(cls)}"' if cls else ""
+        self.html.append(f"<p{c}>{esc(text)}</p>")
+
+    def table(self, t: Table, table_id: str | None = None) -> None:
+        self.md.append(md_table(t))
+        self.html.append(html_table(t, table_id))
+
+    def image(self, name: str, png: bytes | None, alt: str) -> str | None:
+        if png is None:
+            return None
+        self.md.append(f"![{alt}](plots/{name}.png)\n")
+        data = base64.b64encode(png).decode("ascii")
+        self.html.append(f'<figure><img class="plot" alt="{esc(alt)}" src="data:image/png;base64,{data}">'
+                         f"<figcaption>{esc(alt)}</figcaption></figure>")
+        return name
+
+
+CSS = """
+body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222;line-height:1.4}
+h1{border-bottom:2px solid #333}h2{border-bottom:1px solid #ccc;margin-top:2em}
+table{border-collapse:collapse;margin:0.8em 0;font-size:0.9em}
+th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f0f0f0}caption{text-align:left;font-style:italic;padding:4px 0;color:#555}
+td.pass{background:#e3f6e3}td.fail{background:#fbe3e3}td.noise{color:#777}td.better{background:#e3f6e3}td.worse{background:#fbe3e3}
+p.warning{background:#fff3cd;border:1px solid #e0b400;padding:8px;font-weight:bold}
+p.note{color:#555}
+img.plot{max-width:100%;border:1px solid #ddd}figure{margin:1em 0}figcaption{color:#555;font-size:0.9em}
+pre{background:#f7f7f7;border:1px solid #ddd;padding:6px;white-space:pre-wrap;word-break:break-word;max-height:40em;overflow:auto}
+details summary{cursor:pointer;color:#0645ad}
+.kv th{width:16em}
+a{color:#0645ad}
+"""
+
+
+def page(title: str, body: str) -> str:
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{esc(title)}</title><style>{CSS}</style></head><body>\n{body}\n</body></html>\n")
+
+
+def href(rel: str) -> str:
+    """A relative link with each path part percent-encoded."""
+    return "/".join(quote(p) for p in rel.split("/"))
+
+
+# --- inputs ------------------------------------------------------------------------------
+
+
+def read_optional(path) -> dict | None:
+    if path is None:
+        return None
+    p = Path(path)
+    if not p.is_file():
+        return None
+    try:
+        return json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{p}: not valid JSON ({e}); delete it and rerun its stage") from None
+
+
+def load_summary(aggregate_dir) -> dict:
+    path = Path(aggregate_dir) / "summary.json"
+    if not path.is_file():
+        raise ConfigError(f"{path}: not found; run `mcptrials aggregate --out-dir {aggregate_dir}` first")
+    return json.loads(path.read_text())
+
+
+def heldout_state(agreement: dict | None, lock: dict | None, threshold: float) -> dict:
+    """What the report says about the held-out check: a line, and warnings for the top."""
+    warnings = []
+    if agreement is None:
+        line = "not computed (no agreement file): the judge has not been checked against gold"
+        warnings.append("The held-out agreement was not computed: the judge is unchecked against gold (run `mcptrials heldout`).")
+    else:
+        rho = agreement.get("rho")
+        ci = "" if agreement.get("lo") is None else f", 95% interval [{agreement['lo']:.2f}, {agreement['hi']:.2f}]"
+        thr = agreement.get("threshold", threshold)
+        line = (f"Spearman rho {f3(rho)} (n={agreement.get('n')}{ci}) against gold; threshold {thr}: "
+                + ("passes" if agreement.get("passes") else "BELOW the threshold"))
+        if rho is None or rho < thr:
+            warnings.append(f"Held-out judge agreement rho = {f3(rho)} (n={agreement.get('n')}) is below the threshold "
+                            f"{thr}: the judge's quality scores may not be trusted.")
+    if lock is None:
+        lock_line = "not verified (no lock_verified.json): the held-out set may have drifted"
+        warnings.append("The held-out lock was not verified (run `mcptrials verify-lock`).")
+    else:
+        lock_line = f"verified: {len(lock.get('files', {}))} file(s) match the lockfile (sha256 {str(lock.get('lockfile_sha256'))[:12]})"
+        if agreement and agreement.get("lockfile_sha256") and agreement["lockfile_sha256"] != lock.get("lockfile_sha256"):
+            lock_line += "; but the agreement was computed on a different lockfile"
+            warnings.append("The held-out agreement was computed on a different lockfile than the one verified: rerun `mcptrials heldout`.")
+    return {"line": line, "lock_line": lock_line, "warnings": warnings}
+
+
+# --- the main report ------------------------------------------------------------------------
+
+
+def _identity(doc: Doc, s: dict, held: dict) -> None:
+    ident = s["identity"]
+    doc.h(2, "The run", "identity")
+    t = Table(["", ""], cls="kv")
+    for name, mdl in ident["models"].items():
+        t.add("model " + name, mdl["label"])
+    t.add("hosts", ", ".join(ident["hosts"]) or "–")
+    t.add("harness", ", ".join(ident["harness_versions"]) or "–")
+    for name, tl in ident["tools"].items():
+        if tl["transport"] == "none":
+            desc = "no server: the harness's read_file / grep / list_files only"
+        else:
+            server = " ".join(tl["server_name"]) or "(server name not reported)"
+            ver = ", ".join(tl["server_version"]) or "?"
+            desc = f"{server} {ver} (configured version {tl['version_label'] or '–'}, {tl['transport']})"
+            if len(tl["tools_sha256"]) > 1:
+                desc += f"; WARNING: {len(tl['tools_sha256'])} different tool lists seen"
+        t.add("tool " + name, desc)
+    for name, rp in ident["repos"].items():
+        seen = "" if rp["commits_seen"] in ([], [rp["commit"]]) else f" (records show {', '.join(rp['commits_seen'])})"
+        t.add("repo " + name, f"{rp['url']} @ {rp['commit']}{seen}")
+    t.add("scenarios", f"{len(ident['scenarios'])} ({', '.join(ident['scenarios'])}); splits {', '.join(ident['splits'])}")
+    t.add("scenario set sha256", ident["scenario_set_sha256"])
+    t.add("trials per cell", ident["trials"])
+    j = ident["judge"]
+    temp = "n/a" if j["provider"] == "reference" else ", ".join(j["temperature"]) or "–"
+    t.add("judge", f"{j['label']}, {j['repeats']} repeat(s), temperature {temp}, "
+                   f"prompt sha256 {', '.join(p[:12] for p in j['prompt_sha256']) or '–'}")
+    w = ident["weights"]
+    t.add("fairness", " + ".join(f"{w[k]:.2f} {k}" for k in ("keyword", "quality", "citation", "efficiency") if k in w))
+    t.add("held-out agreement", held["line"])
+    t.add("held-out lock", held["lock_line"])
+    if ident.get("started"):
+        t.add("time", f"{ident['started']} to {ident['ended']}")
+    doc.table(t, "identity-table")
+
+
+def _headline(doc: Doc, s: dict) -> None:
+    ident = s["identity"]
+    doc.h(2, "Headline: does the server make the answers better than no server?", "headline")
+    doc.p("Fairness = " + " + ".join(f"{v:.2f} × {k}" for k, v in ident["weights"].items())
+          + " (0-1). Difference = paired over scenarios against the baseline of the same model; p-values Holm-adjusted "
+          "across the tools of a model. " + NOISE_TEXT + ".", "note")
+    k = ident["trials"]
+    for model, mdl in ident["models"].items():
+        rows = [r for r in s["tools"] if r["model"] == model]
+        t = Table(["tool", "fairness [95% CI]", "Δ vs baseline [95% CI]", "Holm p (t)", "Holm p (Wilcoxon)",
+                   "verdict", "rank", "pass@1", f"pass@{k}", f"pass^{k}", "cost / trial", "time / trial", "trials"],
+                  caption=f"model {model}: {mdl['label']}", cls="headline")
+        for r in rows:
+            vcls = {"better": "better", "worse": "worse", "within noise": "noise"}.get(r["verdict"])
+            t.add(r["tool"], fci(r["fairness"], r["fairness_lo"], r["fairness_hi"]),
+                  Cell(fsigned_ci(r["diff"], r["diff_lo"], r["diff_hi"]), cls=vcls),
+                  fp(r["holm_t_p"]), fp(r["holm_wilcoxon_p"]), Cell(r["verdict"] or "–", cls=vcls),
+                  "–" if r["rank"] is None else r["rank"], f3(r["pass_at_1"]), f3(r["pass_at_k"]),
+                  f3(r["pass_hat_k"]), fusd(r["cost_per_trial"]), fsec(r["wall_per_trial"]),
+                  f"{r['n_trials']} ({r['failed_outcomes']} failed)")
+        doc.table(t, f"headline-{model}")
+        comp = Table(["tool", "judge quality", "keyword coverage", "citation grounding", "efficiency",
+                      "tokens / trial"], caption=f"model {model}: the components of fairness (means over trials)")
+        for r in rows:
+            comp.add(r["tool"], f3(r["quality"]), f3(r["keyword_coverage"]), f3(r["citation_grounding"]),
+                     f3(r["efficiency"]), fnum(r["tokens_per_trial"]))
+        doc.table(comp)
+    for pw in s["power"]:
+        doc.p(f"Power ({pw['model']}): {pw['text']}.")
+
+
+def _adoption(doc: Doc, s: dict) -> None:
+    doc.h(2, "Adoption (reported apart, never part of fairness)", "adoption")
+    doc.p("adoption = 0.60 tool fluency (server calls / (server calls + built-in searches)) + 0.40 "
+          "discoverability (a server tool called within the first model calls).", "note")
+    t = Table(["model", "tool", "adoption [95% CI]", "tool fluency", "discoverability"])
+    for r in s["tools"]:
+        if r["tool"] == BASELINE:
+            continue
+        t.add(r["model"], r["tool"], fci(r["adoption"], r["adoption_lo"], r["adoption_hi"]), f3(r["tool_fluency"]),
+              f3(r["discoverability"]))
+    doc.table(t, "adoption-table")
+
+
+def _plots(doc: Doc, s: dict, plot_dir: Path) -> list[str]:
+    from . import plots
+
+    doc.h(2, "Plots", "plots")
+    noise = s["judge_noise"]["fairness_noise"]
+    made = []
+    for name, png, alt in (
+        ("fairness", plots.fairness_by_tool(s["tools"]), "Fairness by tool with 95% intervals"),
+        ("forest", plots.forest(s["tools"], noise), "Paired differences against the baseline (forest plot)"),
+        ("cost_quality", plots.cost_vs_quality(s["trials"]), "Cost against judge quality"),
+        ("grounding", plots.grounding_buckets(s["trials"]), "Citation grounding buckets"),
+        ("pass_hat_k", plots.pass_hat_k_curve(s["pass_hat_curve"]), "pass^k against k"),
+    ):
+        if png is None:
+            continue
+        plot_dir.mkdir(parents=True, exist_ok=True)
+        (plot_dir / f"{name}.png").write_bytes(png)
+        made.append(doc.image(name, png, alt))
+    return made
+
+
+def _scenarios(doc: Doc, s: dict) -> None:
+    doc.h(2, "Scenarios", "scenarios")
+    t = Table(["scenario", "title", "suite", "repo", "steps", "passes", "flag"])
+    for sc in s["scenarios"]:
+        flag = {"saturated": "saturated: every tool passes every trial — ready for the regression suite",
+                "never_passed": "no trial passes — likely a defect in the task or its grader"}.get(sc["flag"], "")
+        t.add(sc["scenario"], sc["title"] or "", sc["suite"], sc["repo"], sc["steps"], f"{sc['passes']}/{sc['trials']}",
+              Cell(flag, cls="pass" if sc["flag"] == "saturated" else "fail" if sc["flag"] else None))
+    doc.table(t, "scenario-flags")
+    for model in s["identity"]["models"]:
+        for sc in s["scenarios"]:
+            cells = [c for c in s["cells"] if c["model"] == model and c["scenario"] == sc["scenario"]]
+            if not cells:
+                continue
+            k = max(c["k"] for c in cells)
+            n_trials = max(c["n"] for c in cells)
+            t = Table(["tool", "fairness [95% CI]", "quality", "keyword", "grounding", "efficiency", "adoption",
+                       "passes", f"pass^{k}", "cost", "time", "errors"] + [f"trial {i}" for i in range(1, n_trials + 1)],
+                      caption=f"model {model}, scenario {sc['scenario']}")
+            for c in cells:
+                trials = [r for r in s["trials"] if (r["model"], r["tool"], r["scenario"]) == (model, c["tool"], sc["scenario"])]
+                links = [Cell(f"#{r['trial']} {'pass' if r['passed'] else 'fail'}"
+                              + ("" if r["outcome"] == "completed" else f" ({r['outcome']})"),
+                              href=href(r["page"]), cls="pass" if r["passed"] else "fail") for r in trials]
+                links += [Cell("")] * (n_trials - len(links))
+                t.add(c["tool"], fci(c["fairness"], c["fairness_lo"], c["fairness_hi"]), f3(c["quality"]),
+                      f3(c["keyword_coverage"]), f3(c["citation_grounding"]), f3(c["efficiency"]), f3(c["adoption"]),
+                      f"{c['passes']}/{c['n']}", f3(c["pass_hat_k"]), fusd(c["cost_usd"]), fsec(c["wall_seconds"]),
+                      sum(c[e] for e in ("tool_error", "protocol_error", "api_error", "harness_error")), *links)
+            doc.table(t, f"scenario-{model}-{sc['scenario']}")
+
+
+def _errors(doc: Doc, s: dict) -> None:
+    doc.h(2, "Errors per tool", "errors")
+    doc.p("tool_error: the server answered with isError; protocol_error: MCP/JSON-RPC failures (time-outs, "
+          "closed connections, bad replies); api_error: the model API; harness_error: a fault of the harness.", "note")
+    t = Table(["model", "tool", "trials", "tool_error", "protocol_error", "api_error", "harness_error",
+               "trials with errors", "outcomes"])
+    for e in s["errors"]:
+        t.add(e["model"], e["tool"], e["trials"], e["tool_error"], e["protocol_error"], e["api_error"],
+              e["harness_error"], e["trials_with_errors"], ", ".join(f"{k} {v}" for k, v in e["outcomes"].items()))
+    doc.table(t, "errors-table")
+
+
+def _profile(doc: Doc, s: dict) -> None:
+    doc.h(2, "Server profile per tool", "profile")
+    t = Table(["tool", "server", "start-up (median / max)", "calls", "latency p50", "latency p95",
+               "result chars (mean / p95 / max)", "truncated", "peak memory"])
+    for p in s["server_profile"]:
+        server = " ".join(p["server_name"] + p["server_version"]) or ("built-in tools" if p["tool"] == BASELINE else "–")
+        t.add(p["tool"], server, f"{fsec(p['startup_median_s'])} / {fsec(p['startup_max_s'])}",
+              f"{p['calls']} {p['calls_measured']}", fnum(p["latency_p50_ms"], " ms"), fnum(p["latency_p95_ms"], " ms"),
+              f"{fnum(p['result_chars_mean'])} / {fnum(p['result_chars_p95'])} / {fnum(p['result_chars_max'])}",
+              p["truncated_results"], "–" if p["peak_rss_kb_max"] is None else f"{p['peak_rss_kb_max'] / 1024:.1f} MiB")
+    doc.table(t, "profile-table")
+
+
+def _spread_row(t: Table, name: str, sp: dict | None) -> None:
+    if sp is None:
+        t.add(name, "–", "–", "–", "–", "–")
+        return
+    t.add(name, sp["n_items"], f"{sp['min_repeats']}-{sp['max_repeats']}" if sp["min_repeats"] != sp["max_repeats"]
+          else sp["min_repeats"], f3(sp["mean_sd"]), f3(sp["max_range"]), f3(sp.get("icc")))
+
+
+def _judge(doc: Doc, s: dict) -> None:
+    jn = s["judge_noise"]
+    doc.h(2, "Judge noise", "judge-noise")
+    if jn["note"]:
+        doc.p(jn["note"], "note")
+    else:
+        doc.p(f"The judge's spread in fairness units is {f3(jn['fairness_noise'])} (quality weight × mean SD of "
+              "repeated scenario judgements): smaller differences are not ranked.", "note")
+    t = Table(["item", "items", "repeats", "mean SD", "max range", "ICC(1,1)"], caption="per criterion, overall")
+    _spread_row(t, "scenario quality (all trials)", jn["overall"]["scenario"])
+    _spread_row(t, "step quality (all steps)", jn["overall"]["step"])
+    for name, sp in jn["overall"]["criteria"].items():
+        _spread_row(t, f"criterion {name}", sp)
+    doc.table(t, "judge-criteria")
+    t = Table(["item", "items", "repeats", "mean SD", "max range", "ICC(1,1)"], caption="per scenario and step")
+    for sc, v in jn["by_scenario"].items():
+        _spread_row(t, f"{sc}", v["scenario"])
+        for step, sp in v["steps"].items():
+            _spread_row(t, f"{sc} / {step}", sp)
+    doc.table(t, "judge-scenarios")
+
+
+def _heldout(doc: Doc, agreement: dict | None, held: dict) -> None:
+    doc.h(2, "Held-out judge agreement", "heldout")
+    doc.p(held["line"])
+    doc.p("Lock: " + held["lock_line"])
+    if agreement and agreement.get("items"):
+        t = Table(["item", "scenario", "gold", "judged"])
+        for it in agreement["items"]:
+            t.add(it["id"], it["scenario"], f3(it["gold"]), f3(it["judged"]))
+        doc.table(t, "heldout-items")
+
+
+def build_report(summary: dict, agreement: dict | None, lock: dict | None, runs, out_dir,
+                 current_set_sha256: str | None = None) -> dict:
+    """Write report.md, index.html, plots/*.png and the trial pages under out_dir.
+    Returns {"html", "md", "pages"} paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    ident = summary["identity"]
+    held = heldout_state(agreement, lock, ident["judge"]["threshold"])
+    doc = Doc()
+    doc.h(1, "mcptrials report")
+    doc.p("Models: " + "; ".join(f"{n} = {m['label']}" for n, m in ident["models"].items())
+          + f". Judge: {ident['judge']['label']}.")
+    warnings = list(held["warnings"])
+    if current_set_sha256 and current_set_sha256 != ident["scenario_set_sha256"]:
+        warnings.append("The aggregate was built from a different scenario set than the config's current one: "
+                        "rerun `mcptrials aggregate`.")
+    for w in warnings:
+        doc.p("WARNING: " + w, "warning")
+    for n in summary["notes"]:
+        doc.p("Note: " + n, "note")
+    _headline(doc, summary)
+    _identity(doc, summary, held)
+    _adoption(doc, summary)
+    _plots(doc, summary, out / "plots")
+    _scenarios(doc, summary)
+    _errors(doc, summary)
+    _profile(doc, summary)
+    _judge(doc, summary)
+    _heldout(doc, agreement, held)
+
+    md_path, html_path = out / "report.md", out / "index.html"
+    md_path.write_text("\n".join(doc.md))
+    html_path.write_text(page("mcptrials report", "\n".join(doc.html)))
+    pages = [write_trial_page(r, runs, out, summary) for r in summary["trials"]]
+    return {"html": html_path, "md": md_path, "pages": pages}
+
+
+# --- one page per trial ------------------------------------------------------------------------
+
+
+def _pre(text, fold_label: str | None = None) -> str:
+    """Escaped preformatted text; folded into <details> when fold_label is given and it is long."""
+    text = "" if text is None else str(text)
+    block = f"<pre>{esc(text)}</pre>"
+    if fold_label and len(text) > FOLD_CHARS:
+        label = fold_label
+        return f"<details><summary>{esc(label)} ({len(text):,} characters)</summary>{block}</details>"
+    return block
+
+
+def _json(v) -> str:
+    return json.dumps(v, indent=1, ensure_ascii=False, default=str)
+
+
+def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
+    from .aggregate import trial_dir
+
+    d = trial_dir(runs, row["model"], row["tool"], row["repo"], row["scenario"], row["trial"])
+    recs = {}
+    for name in ("transcript", "scored", "judged", "run_meta"):
+        p = d / f"{name}.json"
+        recs[name] = json.loads(p.read_text()) if p.is_file() else None
+    path = out / row["page"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    up = "../" * (row["page"].count("/"))
+    title = f"{row['model']} / {row['tool']} / {row['scenario']} / trial {row['trial']}"
+    b = [f'<p><a href="{up}index.html">back to the report</a></p>', f"<h1>{esc(title)}</h1>"]
+    t, sc, j, meta = recs["transcript"] or {}, recs["scored"] or {}, recs["judged"] or {}, recs["run_meta"] or {}
+    model_label = summary["identity"]["models"].get(row["model"], {}).get("label", row["model"])
+
+    verdict = "PASS" if row["passed"] else "FAIL"
+    kv = Table(["", ""], cls="kv")
+    kv.add("model", model_label)
+    kv.add("tool", f"{row['tool']} {meta.get('server_name') or ''} {meta.get('server_version') or ''}".strip())
+    kv.add("repo", f"{row['repo']} @ {meta.get('commit') or sc.get('repo_commit') or '–'}")
+    kv.add("outcome", f"{row['outcome']}" + (f": {t.get('outcome_detail')}" if t.get("outcome_detail") else ""))
+    kv.add("result", Cell(verdict, cls="pass" if row["passed"] else "fail"))
+    if sc.get("failures"):
+        kv.add("why not passed", "; ".join(sc["failures"]))
+    w = summary["identity"]["weights"]
+    kv.add("fairness", f"{f3(row['fairness'])} = {w['keyword']:.2f}×keyword {f3(row['keyword_coverage'])} + "
+                       f"{w['quality']:.2f}×quality {f3(row['quality'])} + {w['citation']:.2f}×grounding "
+                       f"{f3(row['citation_grounding'])} + {w['efficiency']:.2f}×efficiency {f3(row['efficiency'])}"
+                       + ("" if row["completed"] else " — scored 0: the trial did not complete"))
+    kv.add("adoption", f"{f3(row['adoption'])} (fluency {f3(row['tool_fluency'])}, discoverability "
+                       f"{f3(row['discoverability'])})")
+    kv.add("cost / time", f"{fusd(row['cost_usd'])}, {fsec(row['wall_seconds'])}")
+    kv.add("tokens", f"input {row['tokens_input_uncached']}, cache write {row['tokens_cache_write']}, cache read "
+                     f"{row['tokens_cache_read']}, output {row['tokens_output']}")
+    kv.add("tool calls", f"{row['tool_calls']} ({row['tool_calls_mcp']} server, {row['tool_calls_builtin']} built-in)")
+    kv.add("errors", ", ".join(f"{k} {row[k]}" for k in ("tool_error", "protocol_error", "api_error", "harness_error")))
+    kv.add("citations", f"{row['citations']} ({row['grounded']} grounded, {row['hallucinated']} hallucinated, "
+                        f"{row['unresolved']} unresolved)")
+    b.append(html_table(kv, "trial-summary"))
+
+    if t.get("error_events"):
+        et = Table(["kind", "step", "message", "code"])
+        for e in t["error_events"]:
+            et.add(e.get("kind"), e.get("step"), e.get("message"), e.get("code"))
+        b += ["<h2>Errors</h2>", html_table(et)]
+
+    sc_steps = {s["index"]: s for s in sc.get("steps", [])}
+    j_steps = {s["index"]: s for s in j.get("steps", [])}
+    calls = t.get("tool_calls", [])
+    indices = sorted(set(sc_steps) | set(j_steps) | {s["index"] for s in t.get("steps", [])})
+    t_steps = {s["index"]: s for s in t.get("steps", [])}
+    for i in indices:
+        ts, ss, js = t_steps.get(i, {}), sc_steps.get(i, {}), j_steps.get(i, {})
+        name = ts.get("name") or ss.get("name") or js.get("name") or str(i)
+        b.append(f"<h2>Step {i}: {esc(name)}</h2>")
+        if not ts:
+            b.append("<p class=\"warning\">The transcript has no such step: the trial stopped before it.</p>")
+        b.append("<h3>Prompt</h3>" + _pre(ts.get("prompt")))
+        b.append(f"<h3>Answer</h3><p class=\"note\">outcome {esc(ts.get('outcome'))}, {esc(ts.get('turns'))} model "
+                 f"call(s), {esc(fsec(ts.get('wall_seconds')))}</p>" + _pre(ts.get("answer_text")))
+        step_calls = [c for c in calls if c.get("step") == i]
+        if step_calls:
+            b.append(f"<h3>Tool calls ({len(step_calls)})</h3>")
+            ct = []
+            for c in step_calls:
+                status = f"error ({c.get('error_kind') or 'is_error'})" if c.get("is_error") else "ok"
+                ct.append(f"<div class=\"call\"><p><b>{esc(c.get('name'))}</b> [{esc(c.get('source'))}] turn "
+                          f"{esc(c.get('turn'))}, {esc(fnum(c.get('latency_ms'), ' ms'))}, {esc(status)}, "
+                          f"{esc(c.get('result_chars'))} chars{' (truncated)' if c.get('truncated') else ''}</p>"
+                          f"{_pre(_json(c.get('arguments')), 'arguments')}{_pre(c.get('result_text'), 'result')}</div>")
+            b += ct
+        if ts.get("state_check"):
+            b.append("<h3>State check</h3>" + _pre(_json(ts["state_check"])))
+        if ss:
+            b.append("<h3>Grader evidence</h3>")
+            kw = ss.get("keywords") or {}
+            if kw.get("checks"):
+                kt = Table(["check", "value", "required", "hit", "matched", "snippet"],
+                           caption=f"keyword coverage {f3(kw.get('coverage'))}")
+                for c in kw["checks"]:
+                    kt.add(c["type"], c["value"], "yes" if c["required"] else "bonus",
+                           Cell("hit" if c["hit"] else "miss", cls="pass" if c["hit"] else "fail"),
+                           c.get("matched") or "", c.get("snippet") or "")
+                b.append(html_table(kt))
+            cit = ss.get("citations") or {}
+            if cit.get("items"):
+                ctab = Table(["citation", "resolved", "bucket", "verification", "reason"],
+                             caption=f"citations: grounded rate {f3((cit.get('rates') or {}).get('grounded_rate'))}")
+                for c in cit["items"]:
+                    ctab.add(c.get("text"), c.get("resolved_path") or "–",
+                             Cell(c["bucket"], cls="pass" if c["bucket"] == "grounded" else "fail"),
+                             c.get("verification"), c.get("reason"))
+                b.append(html_table(ctab))
+            if cit.get("gold"):
+                gt = Table(["gold location", "cited", "by"])
+                for g in cit["gold"]:
+                    gt.add(g["location"], Cell("yes" if g["cited"] else "no", cls="pass" if g["cited"] else "fail"),
+                           g.get("by") or "")
+                b.append(html_table(gt))
+            for label, key in (("exact answer", "exact"), ("state check", "state")):
+                if ss.get(key):
+                    b.append(f"<p><b>{label}</b>: " + ("passed" if ss[key]["passed"] else "failed") + "</p>"
+                             + _pre(_json(ss[key])))
+            if ss.get("failures"):
+                b.append("<ul>" + "".join(f"<li>{esc(f)}</li>" for f in ss["failures"]) + "</ul>")
+        if js:
+            jt = Table(["criterion", "weight", "scores (per repeat)", "mean", "rationale"],
+                       caption=f"judge: step quality {f3(js.get('quality_mean'))}"
+                               + (" (empty answer: 0 without a judge call)" if js.get("empty") else ""))
+            for c in js.get("criteria", []):
+                jt.add(c["name"], c["weight"], ", ".join(f3(x) for x in c["scores"]), f3(c["mean"]),
+                       " | ".join(f"repeat {n}: {r}" for n, r in enumerate(c.get("rationales", []), 1)))
+            b.append("<h3>Judge</h3>" + html_table(jt))
+    if t.get("feedback_text"):
+        b.append("<h2>The agent's feedback on its tools</h2>" + _pre(t["feedback_text"]))
+    if meta:
+        b.append("<h2>Run metadata</h2>" + _pre(_json(meta), "run_meta.json"))
+    path.write_text(page(title, "\n".join(b)))
+    return path
+
+
+# --- command ---------------------------------------------------------------------------------
+
+
+def cmd_report(args) -> int:
+    from .config import load_matrix
+
+    m = load_matrix(args.config)
+    summary = load_summary(args.aggregate)
+    agreement = read_optional(args.heldout)
+    lock_path = args.lock or (Path(args.heldout).parent / "lock_verified.json" if args.heldout else None)
+    lock = read_optional(lock_path)
+    from .config import canonical_hash
+
+    # the same hash as aggregate.identity's scenario_set_sha256, to catch a stale aggregate
+    current = canonical_hash({s.id: s.sha256 for s in m.run_scenarios()})
+    paths = build_report(summary, agreement, lock, args.runs, args.out_dir, current)
+    print(f"report: {Path(paths['html']).resolve()}")
+    print(f"report: {Path(paths['md']).resolve()}")
+    print(f"{len(paths['pages'])} trial page(s) under {Path(args.out_dir) / 'trials'}", file=sys.stderr)
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("report", help="write results/report/report.md, index.html and a page per trial")
+    p.add_argument("--config", default="config.yaml")
+    p.add_argument("--aggregate", default="results/aggregate", help="the folder of summary.json")
+    p.add_argument("--heldout", default="results/heldout/agreement.json", help="the held-out agreement (optional)")
+    p.add_argument("--lock", default=None, help="lock_verified.json (default: beside --heldout)")
+    p.add_argument("--runs", default="results/runs")
+    p.add_argument("--out-dir", default="results/report")
+    p.set_defaults(func=cmd_report)

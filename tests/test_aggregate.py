@@ -1,0 +1,159 @@
+"""mcptrials aggregate on a hand-made results/runs tree (tests/runs_fixture.py), checked against
+numbers computed by hand from the fixture's figures."""
+
+import csv
+import json
+import shutil
+
+import pytest
+
+from mcptrials.aggregate import verdict
+from mcptrials.cli import main
+
+import runs_fixture as fx
+
+W = {"keyword": 0.10, "quality": 0.55, "citation": 0.15, "efficiency": 0.20}
+
+
+def run_aggregate(cfg, runs, out):
+    assert main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(out)]) == 0
+    read = lambda name: list(csv.DictReader(open(out / name)))  # noqa: E731
+    return read("trials.csv"), read("cells.csv"), read("tools.csv"), json.loads((out / "summary.json").read_text())
+
+
+def find(rows, **key):
+    hits = [r for r in rows if all(str(r[k]) == str(v) for k, v in key.items())]
+    assert len(hits) == 1, (key, len(hits))
+    return hits[0]
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("agg")
+    cfg, runs = fx.build(tmp)
+    # Leftovers of an older matrix: a third trial and a removed tool. They must be ignored.
+    shutil.copytree(runs / "reference/git/tiny/s1/1", runs / "reference/git/tiny/s1/3")
+    shutil.copytree(runs / "reference/git", runs / "reference/old-tool")
+    return run_aggregate(cfg, runs, tmp / "aggregate")
+
+
+def test_only_the_current_matrix_is_read(tables):
+    trials, cells, tools, summary = tables
+    # 2 models x 2 tools x 3 scenarios x 2 trials
+    assert len(trials) == 24
+    assert {r["tool"] for r in trials} == {"baseline", "git"}
+    assert {r["trial"] for r in trials} == {"1", "2"}
+    assert len(cells) == 12 and len(tools) == 4
+
+
+def test_fairness_of_one_trial_by_hand(tables):
+    trials = tables[0]
+    r = find(trials, model="reference", tool="git", scenario="s1", trial=1)
+    # baseline s1 wall 10 s, this trial 20 s, no cost (reference): efficiency 0.5*1 + 0.5*(10/20)
+    assert float(r["efficiency"]) == pytest.approx(0.75)
+    # keyword 1.0, quality mean(0.8, 0.6) = 0.7, grounding 3/4
+    assert float(r["quality"]) == pytest.approx(0.7)
+    assert float(r["citation_grounding"]) == pytest.approx(0.75)
+    assert float(r["fairness"]) == pytest.approx(0.10 * 1.0 + 0.55 * 0.7 + 0.15 * 0.75 + 0.20 * 0.75)  # 0.7475
+    assert r["passed"] == "True" and r["outcome"] == "completed"
+
+
+def test_efficiency_relative_to_the_baseline_with_cost(tables):
+    trials = tables[0]
+    r = find(trials, model="sonnet", tool="git", scenario="s1", trial=1)
+    # cost 0.20 vs baseline 0.10, wall 20 vs 10: 0.5*0.5 + 0.5*0.5
+    assert float(r["efficiency"]) == pytest.approx(0.5)
+    assert float(r["fairness"]) == pytest.approx(0.10 + 0.55 * 0.7 + 0.15 * 0.75 + 0.20 * 0.5)  # 0.6975
+    # s3: git as fast as the baseline but twice the cost
+    r = find(trials, model="sonnet", tool="git", scenario="s3", trial=1)
+    assert float(r["efficiency"]) == pytest.approx(0.75)
+    # the baseline against its own mean: as cheap and as fast
+    b = find(trials, model="sonnet", tool="baseline", scenario="s2", trial=1)
+    assert float(b["efficiency"]) == pytest.approx(1.0)
+    assert b["adoption"] == ""  # the baseline has nothing to adopt
+
+
+def test_crashed_trial_scores_zero_and_counts(tables):
+    trials, cells, tools, _ = tables
+    r = find(trials, model="reference", tool="git", scenario="s2", trial=2)
+    assert r["outcome"] == "server_crashed"
+    assert float(r["fairness"]) == 0.0 and r["passed"] == "False"
+    assert r["protocol_error"] == "1"
+    c = find(cells, model="reference", tool="git", scenario="s2")
+    assert c["n"] == "2" and c["passes"] == "1"
+    assert float(c["pass_at_1"]) == pytest.approx(0.5)
+    assert float(c["fairness"]) == pytest.approx(0.7475 / 2)
+    t = find(tools, model="reference", tool="git")
+    assert t["n_trials"] == "6" and t["failed_outcomes"] == "1" and t["protocol_error"] == "1"
+
+
+def test_paired_difference_against_the_baseline(tables):
+    tools = tables[2]
+    t = find(tools, model="reference", tool="git")
+    # per-scenario fairness means, git minus baseline:
+    # s1 0.7475 - 0.6; s2 (0.7475 + 0)/2 - 0.6; s3 (git 10 s: efficiency 1) 0.7975 - (0.6 + 0.49)/2
+    d = [0.7475 - 0.6, 0.37375 - 0.6, 0.7975 - 0.545]
+    assert float(t["diff"]) == pytest.approx(sum(d) / 3)
+    assert t["diff_n"] == "3"
+    assert float(t["diff_lo"]) < 0 < float(t["diff_hi"])
+    assert t["verdict"] == "within noise" and t["rank"] == ""
+    assert float(t["holm_t_p"]) == pytest.approx(float(t["t_p"]))  # one tool: Holm changes nothing
+    b = find(tools, model="reference", tool="baseline")
+    assert float(b["fairness"]) == pytest.approx((5 * 0.6 + 0.49) / 6)
+    assert b["verdict"] == "baseline" and b["diff"] == ""
+
+
+def test_pass_at_k_and_pass_hat_k_per_tool(tables):
+    t = find(tables[2], model="reference", tool="git")
+    # per scenario (n=2): s1 c=2, s2 c=1, s3 c=0
+    assert float(t["pass_at_1"]) == pytest.approx((1 + 0.5 + 0) / 3)
+    assert float(t["pass_at_k"]) == pytest.approx((1 + 1 + 0) / 3)
+    assert float(t["pass_hat_k"]) == pytest.approx((1 + 0 + 0) / 3)
+    assert t["k"] == "2"
+
+
+def test_summary_flags_noise_and_power(tables):
+    summary = tables[3]
+    flags = {s["scenario"]: s["flag"] for s in summary["scenarios"]}
+    assert flags == {"s1": "saturated", "s2": None, "s3": "never_passed"}
+    # judge noise: SD of [0.8, 0.6] = 0.1414 in the 10 completed git trials, 0 in the other 14
+    sd = (0.2 / 2 ** 0.5) * 10 / 24
+    assert summary["judge_noise"]["fairness_noise"] == pytest.approx(0.55 * sd)
+    assert summary["judge_noise"]["overall"]["scenario"]["n_items"] == 24
+    assert set(summary["judge_noise"]["by_scenario"]) == {"s1", "s2", "s3"}
+    assert "smallest difference" in summary["power"][0]["text"]
+    assert summary["power"][0]["mde"]["git"] > 0
+    ident = summary["identity"]
+    assert ident["models"]["reference"]["label"].startswith("reference (deterministic agent, no language model)")
+    assert ident["tools"]["git"]["server_version"] == ["1.2.3"]
+    prof = {p["tool"]: p for p in summary["server_profile"]}
+    assert prof["git"]["latency_p50_ms"] == pytest.approx(40.0)
+    assert prof["git"]["peak_rss_kb_max"] == 40000
+    err = {(e["model"], e["tool"]): e for e in summary["errors"]}
+    assert err[("reference", "git")]["outcomes"] == {"completed": 5, "server_crashed": 1}
+
+
+def test_no_baseline_means_efficiency_one_and_a_note(tmp_path):
+    cfg, runs = fx.build(tmp_path, tools=("git",), models=("sonnet",))
+    trials, _, tools, summary = run_aggregate(cfg, runs, tmp_path / "agg")
+    assert all(float(r["efficiency"]) == 1.0 for r in trials)
+    assert any("no tool named `baseline`" in n for n in summary["notes"])
+    assert tools[0]["diff"] == "" and tools[0]["verdict"] == ""
+
+
+def test_a_missing_record_fails_naming_the_file(tmp_path, capsys):
+    cfg, runs = fx.build(tmp_path, models=("reference",), scenarios=("s1",))
+    missing = runs / "reference/git/tiny/s1/2/judged.json"
+    missing.unlink()
+    code = main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(tmp_path / "agg")])
+    assert code == 2
+    assert str(missing) in capsys.readouterr().err
+
+
+def test_verdict_rules():
+    row = {"diff": 0.05, "diff_lo": 0.01, "diff_hi": 0.09}
+    assert verdict(row, None) == "better"
+    assert verdict(row, 0.06) == "within noise"   # outside 0 but inside the judge's spread
+    assert verdict(dict(row, diff_lo=-0.01), None) == "within noise"
+    assert verdict({"diff": -0.2, "diff_lo": -0.3, "diff_hi": -0.1}, 0.05) == "worse"
+    assert verdict({"diff": 0.2, "diff_lo": None, "diff_hi": None}, None) == "within noise"
