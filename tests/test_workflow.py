@@ -1,6 +1,7 @@
 """The Snakemake DAG on a temporary copy: bad input stops it before any job, and reruns
 follow content (hashes in params and inputs), not file ages."""
 
+import json
 import re
 import shutil
 import subprocess
@@ -116,3 +117,22 @@ def test_reruns_follow_content(project):
     edit_yaml(project / "config.yaml", lambda d: d.update(trials=3))
     new = planned(project, *judged_targets(project))
     assert new == {"transcript": 4, "scored": 4, "judged": 4}
+
+
+def test_full_pipeline_report_and_lock_drift(project):
+    snakemake(project, "-j2")
+    report = project / "results/report/index.html"
+    assert report.exists() and (project / "results/report/report.md").exists()
+    agreement = json.loads((project / "results/heldout/agreement.json").read_text())
+    assert agreement["n"] >= 6
+    assert planned(project) == {}
+
+    # one byte of a locked transcript: the lock check fails, the report is refused and stays stale
+    locked = sorted((project / "locked" / "transcripts").glob("*.json"))[0]
+    data = locked.read_bytes()
+    locked.write_bytes(data[:-2] + (b" " if data[-2:-1] != b" " else b"\t") + data[-1:])
+    p = snakemake(project, "-j2", check=False)
+    assert p.returncode != 0
+    log = (project / "results/logs/verify_lock.log").read_text()
+    assert str(locked.relative_to(project / "locked")) in log and "expected" in log and "mcptrials lock" in log
+    assert "report" in planned(project)

@@ -194,11 +194,16 @@ def load_heldout(locked_dir) -> list[dict]:
     return out
 
 
-def heldout_agreement(locked_dir, judge_cfg: dict, prompt_path=None, tool_names=(), pricing=None) -> dict:
-    """Re-judge every frozen transcript with its frozen scenario and the current judge and
-    prompt, then Spearman's rho of judged quality (mean over repeats) vs gold, with a
-    bootstrap interval and n (mcptrials.stats.spearman_with_ci). Verifies the lock first.
-    `passes` is rho >= judge.threshold (False when rho is undefined)."""
+def heldout_agreement(locked_dir, judge_cfg: dict, prompt_path=None, tool_names=(), pricing=None,
+                      current_scenarios: dict | None = None) -> dict:
+    """Re-judge every frozen transcript with the current rubric, judge and prompt, then
+    Spearman's rho of judged quality (mean over repeats) vs gold, with a bootstrap interval
+    and n (mcptrials.stats.spearman_with_ci). Verifies the lock first.
+
+    The current rubric is that of the config's scenario of the same id (`current_scenarios`,
+    id -> Scenario) when there is one, else the frozen copy in locked/scenarios/: the
+    rubric is what gets tuned, and this is the check that tuning it still agrees with the
+    hand grades. `passes` is rho >= judge.threshold (False when rho is undefined)."""
     import asyncio
 
     from .config import load_scenario
@@ -213,8 +218,13 @@ def heldout_agreement(locked_dir, judge_cfg: dict, prompt_path=None, tool_names=
         raise LockError(format_problems(problems))
     items = load_heldout(root)
 
+    current_scenarios = current_scenarios or {}
+
+    def scenario_for(it):
+        return current_scenarios.get(it["scenario"]) or load_scenario(it["scenario_path"])
+
     async def judge_all():
-        return [await ajudge_trial(read_json(it["transcript"]), load_scenario(it["scenario_path"]), judge_cfg,
+        return [await ajudge_trial(read_json(it["transcript"]), scenario_for(it), judge_cfg,
                                    prompt_path, tool_names, pricing) for it in items]
 
     records = asyncio.run(judge_all())
@@ -233,7 +243,8 @@ def heldout_agreement(locked_dir, judge_cfg: dict, prompt_path=None, tool_names=
         "threshold": threshold,
         "passes": corr["rho"] is not None and corr["rho"] >= threshold,
         "items": [{"id": it["id"], "scenario": it["scenario"], "gold": it["gold"], "judged": r["quality_mean"],
-                   "judged_repeats": r["quality"], "rubric_hash": r["scenario"]["rubric_hash"]}
+                   "judged_repeats": r["quality"], "rubric_hash": r["scenario"]["rubric_hash"],
+                   "rubric": "current" if it["scenario"] in current_scenarios else "frozen"}
                   for it, r in zip(items, records)],
         "usage": {"api_calls": sum(r["usage"]["api_calls"] for r in records),
                   "cost_usd": None if any(c is None for c in cost) else sum(cost)},
@@ -286,7 +297,7 @@ def cmd_heldout(args) -> int:
     judge_cfg = m.config["judge"]
     try:
         result = heldout_agreement(args.locked, judge_cfg, args.prompt, tool_names=list(m.tools),
-                                   pricing=m.config.get("pricing"))
+                                   pricing=m.config.get("pricing"), current_scenarios=m.scenarios)
     except LockError as e:
         print(f"mcptrials heldout: {e}", file=sys.stderr)
         return 1

@@ -77,3 +77,16 @@ def final_outputs():
         "results/report/index.html",
         "results/report/report.md",
     ]
+
+
+# The plan, printed once by the main process (`-n -q` hides the job table, not this).
+if workflow.is_main_process:
+    n_sc = len(M.run_scenarios())
+    print(
+        f"mcptrials plan: {len(M.models)} model(s) x {len(M.tools)} tool(s) x {n_sc} scenario(s) x "
+        f"{M.trials} trial(s) = {len(M.models) * len(M.tools) * n_sc * M.trials} trials "
+        f"(transcript, scored, judged each), {len(M.repos)} repo checkout(s), "
+        f"{len(M.server_tools())} server install(s) and {len(M.tools) * len(M.repos)} tool snapshot(s), "
+        "then aggregate, held-out check and report",
+        file=sys.stderr,
+    )

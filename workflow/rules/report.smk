@@ -1,4 +1,7 @@
 LOCKED_FILES = sorted(str(p) for p in Path("locked").rglob("*") if p.is_file())
+HELDOUT_SCENARIOS = sorted(
+    p.stem for p in Path("locked/scenarios").glob("*.yaml") if p.stem in M.scenarios
+)
 
 
 # Any missing, modified or unlisted file under locked/ fails this rule, and the report needs it.
@@ -24,6 +27,8 @@ rule heldout:
     params:
         cfg=CONFIG_PATH,
         judge=JUDGE_HASH,
+        # the current rubric of each held-out scenario: tuning it re-checks the agreement
+        rubrics={s: RUBRIC_HASH[s] for s in HELDOUT_SCENARIOS},
     localrule: True
     log:
         "results/logs/heldout.log",
