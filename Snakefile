@@ -20,6 +20,14 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/report.smk"
 
 
+# Before any job of a real run (dry runs skip this): a missing API key stops everything
+# here, before a single trial is spent.
+onstart:
+    missing = check_api_keys(M)
+    if missing:
+        sys.exit("mcptrials: error: " + "\n".join(missing))
+
+
 rule all:
     input:
         final_outputs(),

@@ -120,9 +120,19 @@ def test_reruns_follow_content(project):
 
 
 def test_full_pipeline_report_and_lock_drift(project):
+    # a server that dies at start: its trials are recorded as crashed, the others go on
+    edit_yaml(project / "config.yaml", lambda d: d["tools"].update(broken=faulty_tool("crash_at_start")))
     snakemake(project, "-j2")
     report = project / "results/report/index.html"
     assert report.exists() and (project / "results/report/report.md").exists()
+    crashed = list((project / "results/runs/reference/broken").rglob("transcript.json"))
+    assert len(crashed) == 4
+    assert {json.loads(t.read_text())["outcome"] for t in crashed} == {"server_crashed"}
+    assert len(list((project / "results/runs/reference/echo").rglob("judged.json"))) == 4
+    import csv
+    rows = list(csv.DictReader(open(project / "results/aggregate/trials.csv")))
+    broken = [r for r in rows if r["tool"] == "broken"]
+    assert len(broken) == 4 and all(float(r["fairness"]) == 0 for r in broken)
     agreement = json.loads((project / "results/heldout/agreement.json").read_text())
     assert agreement["n"] >= 6
     assert planned(project) == {}
@@ -136,3 +146,13 @@ def test_full_pipeline_report_and_lock_drift(project):
     log = (project / "results/logs/verify_lock.log").read_text()
     assert str(locked.relative_to(project / "locked")) in log and "expected" in log and "mcptrials lock" in log
     assert "report" in planned(project)
+
+
+def test_missing_api_key_stops_before_any_job(project):
+    edit_yaml(project / "config.yaml", lambda d: d["models"].update(
+        claude={"provider": "anthropic", "model": "claude-sonnet-4-6", "api_key_env": "MCPTRIALS_NO_SUCH_KEY"}))
+    assert planned(project).get("transcript") == 16      # a dry run plans without the key
+    p = snakemake(project, "-j2", check=False)
+    assert p.returncode != 0
+    assert "field models.claude" in p.stderr and "$MCPTRIALS_NO_SUCH_KEY" in p.stderr
+    assert not (project / "results" / "checkouts").exists()

@@ -86,11 +86,22 @@ def make_snapshot(config_path: str, tool: str, repo: str, checkout_json: Path, i
         rec["builtin_tools"] = BUILTIN_TOOLS
     else:
         # A scratch copy: some servers write into the repo they are pointed at.
+        errlog = out.parent / "server.stderr.log"
         with tempfile.TemporaryDirectory(prefix="mcptrials-snapws-") as ws:
             work = Path(ws, "repo")
             shutil.copytree(co["tree"], work, symlinks=True)
-            data = asyncio.run(snapshot_server(tool, spec, work, index_dir, forbidden_env_names(m),
-                                               out.parent / "server.stderr.log"))
+            try:
+                data = asyncio.run(snapshot_server(tool, spec, work, index_dir, forbidden_env_names(m), errlog))
+            except Exception as e:
+                # A server that does not start is a fault of that tool, not of the run: it is
+                # recorded here, and each of its trials records its own attempt as crashed.
+                from .runner import _leaf_error
+                from .servers import stderr_tail
+
+                leaf = _leaf_error(e)
+                data = {"error": f"{type(leaf).__name__}: {leaf}", "tools": [], "server_name": None,
+                        "server_version": None, "protocol_version": None, "instructions": None,
+                        "startup_seconds": None, "stderr_tail": stderr_tail(errlog)}
         rec.update(data)
         from .builtins import BUILTIN_TOOLS
 
@@ -117,6 +128,9 @@ def _cmd(args) -> int:
     rec = make_snapshot(args.config, args.tool, args.repo, Path(args.checkout),
                         Path(args.install) if args.install else None,
                         Path(args.index) if args.index else None, Path(args.out))
-    print(f"{args.tool}/{args.repo}: {len(rec['tools'])} tools, sha256 {rec['tools_sha256'][:12]}, "
-          f"server {rec.get('server_name')} {rec.get('server_version')}")
+    if rec.get("error"):
+        print(f"{args.tool}/{args.repo}: the server did not start: {rec['error']}")
+    else:
+        print(f"{args.tool}/{args.repo}: {len(rec['tools'])} tools, sha256 {rec['tools_sha256'][:12]}, "
+              f"server {rec.get('server_name')} {rec.get('server_version')}")
     return 0

@@ -1,7 +1,7 @@
 # Config validation and the matrix, through the library (the same checks as `mcptrials validate`).
 import sys
 
-from mcptrials.config import ConfigError, canonical_hash, file_sha256, load_matrix
+from mcptrials.config import ConfigError, canonical_hash, check_api_keys, file_sha256, load_matrix
 
 CONFIG_PATH = str((workflow.overwrite_configfiles or ["config.yaml"])[-1])
 try:
