@@ -81,7 +81,7 @@ def transcript(model, tool, scenario, trial, s) -> dict:
     events = [] if done else [{"kind": "protocol_error", "step": 0, "message": "connection closed", "code": -32000}]
     t = {
         "schema": "mcptrials/transcript/1",
-        "cell": {"model": model, "tool": tool, "repo": "tiny", "scenario": scenario, "trial": trial},
+        "cell": {"model": model, "host": "loop", "tool": tool, "repo": "tiny", "scenario": scenario, "trial": trial},
         "provider": "reference" if model == "reference" else "anthropic",
         "model_id": None if model == "reference" else "claude-sonnet-4-6",
         "outcome": s["outcome"], "outcome_detail": None if done else "server crashed: connection closed",
@@ -128,7 +128,7 @@ def scored(model, tool, scenario, trial, s) -> dict:
     mcp = 1 if tool == "git" else 0
     rec = {
         "schema": "mcptrials/scored/1", "grader_version": "1",
-        "cell": {"model": model, "tool": tool, "repo": "tiny", "scenario": scenario, "trial": trial},
+        "cell": {"model": model, "host": "loop", "tool": tool, "repo": "tiny", "scenario": scenario, "trial": trial},
         "provider": "reference", "model_id": None, "outcome": s["outcome"], "outcome_detail": None,
         "repo_commit": COMMIT, "grading_sha256": "c" * 64, "passed": s["passed"], "failures": failures,
         "keywords": {"coverage": cov, "required_passed": s["passed"]},
@@ -165,7 +165,7 @@ def judged(model, tool, scenario, trial, s) -> dict:
     empty = s["outcome"] != "completed"
     rec = {
         "schema": "mcptrials/judged/1",
-        "cell": {"model": model, "tool": tool, "repo": "tiny", "scenario": scenario, "trial": trial},
+        "cell": {"model": model, "host": "loop", "tool": tool, "repo": "tiny", "scenario": scenario, "trial": trial},
         "transcript_outcome": s["outcome"],
         "judge": {"provider": "reference", "model": None, "repeats": 2, "temperature": None, "note": None,
                   "settings_hash": "d" * 64, "prompt_file": "judge.md", "prompt_sha256": "e" * 64},
@@ -216,7 +216,7 @@ def write_config(tmp: Path, tools=TOOLS, scenarios=SCENARIOS, models=MODELS, tri
 
 def write_trial(runs: Path, model, tool, scenario, trial) -> None:
     s = spec(model, tool, scenario, trial)
-    d = runs / model / tool / "tiny" / scenario / str(trial)
+    d = runs / model / "loop" / tool / "tiny" / scenario / str(trial)
     d.mkdir(parents=True, exist_ok=True)
     for name, fn in (("transcript", transcript), ("scored", scored), ("judged", judged), ("run_meta", run_meta)):
         (d / f"{name}.json").write_text(json.dumps(fn(model, tool, scenario, trial, s), indent=1))

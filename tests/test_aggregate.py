@@ -32,8 +32,8 @@ def tables(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("agg")
     cfg, runs = fx.build(tmp)
     # Leftovers of an older matrix: a third trial and a removed tool. They must be ignored.
-    shutil.copytree(runs / "reference/git/tiny/s1/1", runs / "reference/git/tiny/s1/3")
-    shutil.copytree(runs / "reference/git", runs / "reference/old-tool")
+    shutil.copytree(runs / "reference/loop/git/tiny/s1/1", runs / "reference/loop/git/tiny/s1/3")
+    shutil.copytree(runs / "reference/loop/git", runs / "reference/loop/old-tool")
     return run_aggregate(cfg, runs, tmp / "aggregate")
 
 
@@ -143,7 +143,7 @@ def test_no_baseline_means_efficiency_one_and_a_note(tmp_path):
 
 def test_a_missing_record_fails_naming_the_file(tmp_path, capsys):
     cfg, runs = fx.build(tmp_path, models=("reference",), scenarios=("s1",))
-    missing = runs / "reference/git/tiny/s1/2/judged.json"
+    missing = runs / "reference/loop/git/tiny/s1/2/judged.json"
     missing.unlink()
     code = main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(tmp_path / "agg")])
     assert code == 2

@@ -88,7 +88,7 @@ def test_validate_command_exit_codes(tmp_path):
     cfg = write_matrix(tmp_path)
     ok = subprocess.run([sys.executable, "-m", "mcptrials.cli", "validate", str(cfg)], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
-    assert "1 model(s) x 1 tool(s) x 1 scenario(s) x 1 trial(s) = 1 trials" in ok.stdout
+    assert "1 model(s) x 1 host(s) x 1 tool(s) x 1 scenario(s) x 1 trial(s) = 1 trials" in ok.stdout
     edit(cfg, lambda d: d.update(trails=2))
     bad = subprocess.run([sys.executable, "-m", "mcptrials.cli", "validate", str(cfg)], capture_output=True, text=True)
     assert bad.returncode == 2

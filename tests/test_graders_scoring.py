@@ -38,7 +38,7 @@ def make_transcript(outcome="completed"):
             "truncated": False, "is_error": False, "error_kind": None, "latency_ms": 12.0, "result_tokens_est": 5}
     return {
         "schema": "mcptrials/transcript/1",
-        "cell": {"model": "m1", "tool": "code", "repo": "demo", "scenario": "sc", "trial": 1},
+        "cell": {"model": "m1", "host": "loop", "tool": "code", "repo": "demo", "scenario": "sc", "trial": 1},
         "provider": "reference", "model_id": "model-x", "outcome": outcome, "outcome_detail": None,
         "steps": [
             {"index": 0, "name": "find", "prompt": "Where?", "outcome": "completed", "turns": 2, "wall_seconds": 1.0,

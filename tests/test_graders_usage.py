@@ -14,7 +14,7 @@ def call(step, turn, tool, source, latency=10.0, chars=100, error=None, name=Non
 
 def transcript(calls, tool="git", turns=(2, 3)):
     return {
-        "cell": {"model": "m", "tool": tool, "repo": "r", "scenario": "s", "trial": 1},
+        "cell": {"model": "m", "host": "loop", "tool": tool, "repo": "r", "scenario": "s", "trial": 1},
         "model_id": "claude-x", "outcome": "completed",
         "steps": [{"index": i, "name": f"s{i}", "prompt": "", "answer_text": "", "audit_text": "",
                    "outcome": "completed", "turns": t, "wall_seconds": 1.5 * (i + 1)} for i, t in enumerate(turns)],

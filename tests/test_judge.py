@@ -48,7 +48,7 @@ FIND_QUALITY = 5 / 12
 def transcript(answers: dict, outcome="completed", tool_calls=None):
     return {
         "schema": "mcptrials/transcript/1",
-        "cell": {"model": "m", "tool": "git", "repo": "demo", "scenario": "sc", "trial": 1},
+        "cell": {"model": "m", "host": "loop", "tool": "git", "repo": "demo", "scenario": "sc", "trial": 1},
         "provider": "reference", "outcome": outcome,
         "steps": [{"index": i, "name": n, "prompt": "p", "answer_text": a, "audit_text": "", "outcome": "completed",
                    "turns": 1} for i, (n, a) in enumerate(answers.items())],

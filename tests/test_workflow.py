@@ -64,7 +64,7 @@ def project(tmp_path):
 
 def judged_targets(wd: Path) -> list[str]:
     cfg = yaml.safe_load((wd / "config.yaml").read_text())
-    return [f"results/runs/reference/{tool}/tiny/{sc}/{t}/{stage}.json"
+    return [f"results/runs/reference/loop/{tool}/tiny/{sc}/{t}/{stage}.json"
             for tool in cfg["tools"] for sc in ("find-helper", "callers") for t in range(1, cfg["trials"] + 1)
             for stage in ("scored", "judged")]
 
@@ -125,10 +125,10 @@ def test_full_pipeline_report_and_lock_drift(project):
     snakemake(project, "-j2")
     report = project / "results/report/index.html"
     assert report.exists() and (project / "results/report/report.md").exists()
-    crashed = list((project / "results/runs/reference/broken").rglob("transcript.json"))
+    crashed = list((project / "results/runs/reference/loop/broken").rglob("transcript.json"))
     assert len(crashed) == 4
     assert {json.loads(t.read_text())["outcome"] for t in crashed} == {"server_crashed"}
-    assert len(list((project / "results/runs/reference/echo").rglob("judged.json"))) == 4
+    assert len(list((project / "results/runs/reference/loop/echo").rglob("judged.json"))) == 4
     import csv
     rows = list(csv.DictReader(open(project / "results/aggregate/trials.csv")))
     broken = [r for r in rows if r["tool"] == "broken"]

@@ -37,8 +37,14 @@ OUTCOMES = ("completed", "max_turns", "budget_exceeded", "server_crashed", "time
 FILES = ("transcript.json", "run_meta.json", "scored.json", "judged.json")
 
 
-def trial_dir(runs, model, tool, repo, scenario, trial) -> Path:
-    return Path(runs) / model / tool / repo / scenario / str(trial)
+def trial_dir(runs, model, host, tool, repo, scenario, trial) -> Path:
+    return Path(runs) / model / host / tool / repo / scenario / str(trial)
+
+
+def model_label(m: Matrix, model: str, host: str) -> str:
+    """The unit every table compares within: the model, or model@host when the run has
+    several hosts (a host changes what the model sees, so each pair has its own baseline)."""
+    return model if len(m.hosts) == 1 else f"{model}@{host}"
 
 
 def trial_page(model, tool, scenario, trial) -> str:
@@ -58,15 +64,16 @@ def load_records(m: Matrix, runs) -> list[dict]:
     """The four records of every trial of the current matrix, in matrix order.
     A missing file is an error naming it: a trial is never silently dropped."""
     out, missing = [], []
-    for model, tool, repo, scenario, trial in m.cells():
-        d = trial_dir(runs, model, tool, repo, scenario, trial)
+    for model, host, tool, repo, scenario, trial in m.cells():
+        d = trial_dir(runs, model, host, tool, repo, scenario, trial)
         paths = {name: d / name for name in FILES}
         gone = [p for p in paths.values() if not p.is_file()]
         if gone:
             missing += gone
             continue
         rec = {name.removesuffix(".json"): _read(p) for name, p in paths.items()}
-        rec["key"] = {"model": model, "tool": tool, "repo": repo, "scenario": scenario, "trial": trial}
+        rec["key"] = {"model": model_label(m, model, host), "model_name": model, "host": host, "tool": tool,
+                      "repo": repo, "scenario": scenario, "trial": trial}
         out.append(rec)
     if missing:
         shown = "\n  ".join(str(p) for p in missing[:10])
@@ -123,7 +130,7 @@ def raw_row(rec: dict, m: Matrix) -> dict:
         "judge_cost_usd": j["usage"].get("cost_usd"),
         "server_startup_seconds": meta.get("server_startup_seconds"),
         "server_peak_rss_kb": meta.get("server_peak_rss_kb"),
-        "page": trial_page(k["model"], k["tool"], k["scenario"], k["trial"]),
+        "page": trial_page(k["model"], k["tool"], k["scenario"], k["trial"]),  # model = model@host when several
     })
     return row
 

@@ -37,7 +37,7 @@ def cmd_validate(args) -> int:
     if problems:
         raise ConfigError("\n".join(problems))
     cells = sum(1 for _ in m.cells())
-    print(f"{m.path}: ok: {len(m.models)} model(s) x {len(m.tools)} tool(s) x "
+    print(f"{m.path}: ok: {len(m.models)} model(s) x {len(m.hosts)} host(s) x {len(m.tools)} tool(s) x "
           f"{len(m.run_scenarios())} scenario(s) x {m.trials} trial(s) = {cells} trials")
     return 0
 

@@ -179,6 +179,10 @@ class Matrix:
         return self.config["models"]
 
     @property
+    def hosts(self) -> dict:
+        return self.config["hosts"]
+
+    @property
     def trials(self) -> int:
         return self.config["trials"]
 
@@ -205,12 +209,13 @@ class Matrix:
         return src
 
     def cells(self):
-        """Every (model, tool, repo, scenario, trial) of the run, trial counted from 1."""
+        """Every (model, host, tool, repo, scenario, trial) of the run, trial counted from 1."""
         for model in self.models:
-            for tool in self.tools:
-                for sc in self.run_scenarios():
-                    for trial in range(1, self.trials + 1):
-                        yield model, tool, sc.repo, sc.id, trial
+            for host in self.hosts:
+                for tool in self.tools:
+                    for sc in self.run_scenarios():
+                        for trial in range(1, self.trials + 1):
+                            yield model, host, tool, sc.repo, sc.id, trial
 
 
 def _read_yaml(path: Path, what: str):

@@ -487,7 +487,7 @@ def _json(v) -> str:
 def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
     from .aggregate import trial_dir
 
-    d = trial_dir(runs, row["model"], row["tool"], row["repo"], row["scenario"], row["trial"])
+    d = trial_dir(runs, row["model_name"], row["host"], row["tool"], row["repo"], row["scenario"], row["trial"])
     recs = {}
     for name in ("transcript", "scored", "judged", "run_meta"):
         p = d / f"{name}.json"

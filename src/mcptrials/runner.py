@@ -26,7 +26,6 @@ from .paths import PROMPT_DIR
 from .providers.base import Provider, ProviderError, Usage
 
 SYSTEM_PROMPT = PROMPT_DIR / "system.md"
-HOST = "loop"  # the harness's own agent loop (other hosts come later)
 LAST_STEP_NOTE = "\n\n(This is the last step: end with brief feedback on the tools.)"
 FEEDBACK_RE = re.compile(r"^\W*feedback on the tools\s*:", re.I | re.M)
 CHARS_PER_TOKEN = 4  # a rough estimate, the same Claude Code uses for its cap
@@ -326,7 +325,7 @@ def trial_cost(m: Matrix, model: str, usage: Usage):
 
 
 def run_trial(m: Matrix, model: str, tool: str, scenario_id: str, trial: int, checkout: dict,
-              snapshot: dict | None, index_dir: Path | None, out_dir: Path) -> tuple[dict, dict]:
+              snapshot: dict | None, index_dir: Path | None, out_dir: Path, host: str = "loop") -> tuple[dict, dict]:
     """Run one trial in a sandbox; always return (transcript, run_meta)."""
     scenario = m.scenarios[scenario_id]
     spec = m.tools[tool]
@@ -334,7 +333,7 @@ def run_trial(m: Matrix, model: str, tool: str, scenario_id: str, trial: int, ch
     t0 = time.monotonic()
     system_text = SYSTEM_PROMPT.read_text()
     meta = {
-        "harness_version": __version__, "host": HOST,
+        "harness_version": __version__, "host": host, "host_kind": m.hosts[host]["kind"],
         "provider": m.models[model]["provider"], "model": model, "model_id": m.models[model].get("model"),
         "model_params": m.models[model].get("params", {}), "limits": step_limits(m, scenario),
         "tool": tool, "tool_spec_sha256": m.tool_hash(tool),
@@ -386,8 +385,9 @@ def run_trial(m: Matrix, model: str, tool: str, scenario_id: str, trial: int, ch
              "api_calls": rec.api_calls, "retries": rec.retries, "cost_usd": trial_cost(m, model, rec.usage)}
     transcript = {
         "schema": "mcptrials/transcript/1",
-        "cell": {"model": model, "tool": tool, "repo": scenario.repo, "scenario": scenario_id, "trial": trial},
-        "provider": m.models[model]["provider"], "model_id": m.models[model].get("model"), "host": HOST,
+        "cell": {"model": model, "host": host, "tool": tool, "repo": scenario.repo, "scenario": scenario_id,
+                 "trial": trial},
+        "provider": m.models[model]["provider"], "model_id": m.models[model].get("model"), "host": host,
         "outcome": outcome, "outcome_detail": detail, "system_prompt_sha256": meta["system_prompt_sha256"],
         "steps": rec.steps, "tool_calls": rec.tool_calls, "errors": rec.errors, "error_events": rec.error_events,
         "usage": usage, "wall_seconds": round(time.monotonic() - t0, 3), "feedback_text": rec.feedback,
@@ -473,6 +473,7 @@ def register(sub) -> None:
     p = sub.add_parser("run-trial", help="run one trial and write transcript.json and run_meta.json")
     p.add_argument("--config", default="config.yaml")
     p.add_argument("--model", required=True)
+    p.add_argument("--host", default="loop", help="a key of the config's hosts (default loop)")
     p.add_argument("--tool", required=True)
     p.add_argument("--scenario", required=True)
     p.add_argument("--trial", type=int, required=True)
@@ -488,7 +489,7 @@ def _cmd(args) -> int:
     from .records import read_json, write_json
 
     m = load_matrix(args.config)
-    for kind, name, known in (("models", args.model, m.models), ("tools", args.tool, m.tools),
+    for kind, name, known in (("models", args.model, m.models), ("hosts", args.host, m.hosts), ("tools", args.tool, m.tools),
                               ("scenarios", args.scenario, m.scenarios)):
         if name not in known:
             raise ConfigError(f"{m.path}: field {kind}: no {kind[:-1]} {name!r}; use one of: {', '.join(sorted(known))}")
@@ -499,11 +500,11 @@ def _cmd(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     transcript, meta = run_trial(m, args.model, args.tool, args.scenario, args.trial, read_json(args.checkout),
                                  read_json(args.snapshot) if args.snapshot else None,
-                                 Path(args.index) if args.index else None, out.parent)
+                                 Path(args.index) if args.index else None, out.parent, host=args.host)
     secrets = [os.environ.get(spec.get("api_key_env", "")) for spec in m.models.values()]
     secrets.append(os.environ.get(m.config["judge"].get("api_key_env", "")))
     write_json(out.parent / "run_meta.json", scrub_secrets(meta, secrets))
     write_json(out, scrub_secrets(transcript, secrets))
-    print(f"{args.model}/{args.tool}/{args.scenario}/{args.trial}: {transcript['outcome']} "
+    print(f"{args.model}/{args.host}/{args.tool}/{args.scenario}/{args.trial}: {transcript['outcome']} "
           f"({transcript['wall_seconds']} s, {len(transcript['tool_calls'])} tool calls)")
     return 0

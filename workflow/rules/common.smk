@@ -43,6 +43,7 @@ TRANSCRIPT_PARAMS = {
 
 wildcard_constraints:
     model="[^/]+",
+    host="[^/]+",
     tool="[^/]+",
     repo="[^/]+",
     scenario="[^/]+",
@@ -51,8 +52,8 @@ wildcard_constraints:
 
 def trial_dirs():
     return [
-        f"results/runs/{model}/{tool}/{repo}/{scenario}/{trial}"
-        for model, tool, repo, scenario, trial in M.cells()
+        f"results/runs/{model}/{host}/{tool}/{repo}/{scenario}/{trial}"
+        for model, host, tool, repo, scenario, trial in M.cells()
     ]
 
 
@@ -83,8 +84,8 @@ def final_outputs():
 if workflow.is_main_process:
     n_sc = len(M.run_scenarios())
     print(
-        f"mcptrials plan: {len(M.models)} model(s) x {len(M.tools)} tool(s) x {n_sc} scenario(s) x "
-        f"{M.trials} trial(s) = {len(M.models) * len(M.tools) * n_sc * M.trials} trials "
+        f"mcptrials plan: {len(M.models)} model(s) x {len(M.hosts)} host(s) x {len(M.tools)} tool(s) x "
+        f"{n_sc} scenario(s) x {M.trials} trial(s) = {sum(1 for _ in M.cells())} trials "
         f"(transcript, scored, judged each), {len(M.repos)} repo checkout(s), "
         f"{len(M.server_tools())} server install(s) and {len(M.tools) * len(M.repos)} tool snapshot(s), "
         "then aggregate, held-out check and report",

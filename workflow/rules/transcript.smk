@@ -6,16 +6,16 @@ rule transcript:
         snapshot="results/snapshots/{tool}/{repo}/tools.json",
         index=index_input if ANY_INDEX else [],
     output:
-        transcript="results/runs/{model}/{tool}/{repo}/{scenario}/{trial}/transcript.json",
-        meta="results/runs/{model}/{tool}/{repo}/{scenario}/{trial}/run_meta.json",
+        transcript="results/runs/{model}/{host}/{tool}/{repo}/{scenario}/{trial}/transcript.json",
+        meta="results/runs/{model}/{host}/{tool}/{repo}/{scenario}/{trial}/run_meta.json",
     params:
         p=lambda wc: TRANSCRIPT_PARAMS[wc.model, wc.scenario],
         index_arg=index_arg if ANY_INDEX else "",
     resources:
         api=(lambda wc: MODEL_CALLS[wc.model]) if len(set(MODEL_CALLS.values())) > 1 else max(MODEL_CALLS.values()),
     log:
-        "results/logs/transcript/{model}/{tool}/{repo}/{scenario}/{trial}.log",
+        "results/logs/transcript/{model}/{host}/{tool}/{repo}/{scenario}/{trial}.log",
     shell:
-        "mcptrials run-trial --config " + CONFIG_PATH + " --model {wildcards.model} --tool {wildcards.tool}"
+        "mcptrials run-trial --config " + CONFIG_PATH + " --model {wildcards.model} --host {wildcards.host} --tool {wildcards.tool}"
         " --scenario {wildcards.scenario} --trial {wildcards.trial} --checkout {input.checkout}"
         " --snapshot {input.snapshot} {params.index_arg} --out {output.transcript} > {log} 2>&1"
