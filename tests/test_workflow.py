@@ -148,6 +148,18 @@ def test_full_pipeline_report_and_lock_drift(project):
     assert "report" in planned(project)
 
 
+def test_index_step_runs_once_per_repo_and_reaches_every_trial(project):
+    index = {"command": "sh", "args": ["-c", "ls -R {repo} > {index}/files.txt"]}
+    edit_yaml(project / "config.yaml", lambda d: d["tools"]["echo"].update(index=index))
+    targets = [t for t in judged_targets(project) if "/echo/" in t]
+    assert planned(project, *targets)["index"] == 1
+    snakemake(project, "-j2", *targets)
+    listing = (project / "results/index/echo/tiny/files.txt").read_text()
+    assert "util.py" in listing
+    metas = list((project / "results/runs/reference/loop/echo").rglob("run_meta.json"))
+    assert len(metas) == 4 and all(json.loads(p.read_text())["index_files"] == 2 for p in metas)
+
+
 def test_missing_api_key_stops_before_any_job(project):
     edit_yaml(project / "config.yaml", lambda d: d["models"].update(
         claude={"provider": "anthropic", "model": "claude-sonnet-4-6", "api_key_env": "MCPTRIALS_NO_SUCH_KEY"}))

@@ -358,6 +358,7 @@ def run_trial(m: Matrix, model: str, tool: str, scenario_id: str, trial: int, ch
             shutil.copytree(index_dir, idx, symlinks=True)
         else:
             idx.mkdir()
+        meta["index_files"] = sum(1 for p in idx.rglob("*") if p.is_file())
         values = {"workspace": str(workspace), "repo": str(workspace), "home": str(home), "tmp": str(tmp),
                   "index": str(idx)}
         provider = make_provider(m, model, workspace)
