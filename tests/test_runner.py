@@ -183,3 +183,22 @@ def test_workspace_is_fresh_and_removed(tmp_path, fake_api):
     import glob
     import tempfile
     assert not glob.glob(f"{tempfile.gettempdir()}/mcptrials-trial-*")
+
+
+def test_http_transport_server(tmp_path, fake_api):
+    import sys
+    from matrix_helpers import ROOT
+    tool = {"transport": "http", "command": sys.executable,
+            "args": [str(ROOT / "tests/fixtures/http_mcp_server.py"), "{port}", "{workspace}"],
+            "url": "http://127.0.0.1:{port}/mcp", "startup_timeout": 30}
+    api = fake_api([reply(tool_use("mcp__web__find_text", {"text": "def helper"}, id="f"),
+                          tool_use("mcp__web__server_env", {"name": "ANTHROPIC_API_KEY"}, id="e")),
+                    reply(text("`src/util.py:1`"))])
+    m, co = matrix(tmp_path, api, tools={"web": tool})
+    t, meta = run(m, co, "web", tmp_path)
+    assert t["outcome"] == "completed", t["outcome_detail"]
+    calls = {c["id"]: c for c in t["tool_calls"]}
+    assert calls["f"]["result_text"] == "src/util.py:1: def helper(x):"
+    assert calls["e"]["result_text"] == "unset"
+    system = api.message_requests()[0]["body"]["system"][0]["text"]
+    assert "Use find_text to search the repository." in system   # server instructions, as a host adds them
