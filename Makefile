@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 JOBS ?= 2
 SNAKEMAKE := $(BIN)/python -m snakemake --scheduler greedy --rerun-incomplete
 
-.PHONY: demo test install dry-run clean chromium
+.PHONY: demo test test-slurm install dry-run clean chromium
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -29,8 +29,14 @@ dry-run: install
 chromium:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
+# The Slurm test is left out here: it installs and starts a real Slurm (`make test-slurm`).
+PYTEST_ARGS ?= -m "not slurm"
 test: install chromium
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# A single-node Slurm on this machine (needs root: installs slurm-wlm and munge when missing).
+test-slurm: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -s -m slurm tests/test_slurm.py
 
 clean:
 	rm -rf results .snakemake

@@ -18,6 +18,7 @@ include: "workflow/rules/score.smk"
 include: "workflow/rules/judge.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/worker.smk"
 
 
 # Before any job of a real run (dry runs skip this): a missing API key stops everything
@@ -26,6 +27,15 @@ onstart:
     missing = check_api_keys(M)
     if missing:
         sys.exit("mcptrials: error: " + "\n".join(missing))
+    start_trial_worker()  # local runs: one warm process forks the trials (workflow/rules/worker.smk)
+
+
+onsuccess:
+    stop_trial_worker()
+
+
+onerror:
+    stop_trial_worker()
 
 
 rule all:

@@ -44,29 +44,32 @@ def build(tmp: Path, cells: int) -> tuple[int, int]:
     return n_scen, len(tools) * n_scen * trials
 
 
-def dry_run(tmp: Path) -> tuple[float, float, str]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+def dry_run(tmp: Path) -> tuple[float, float, float]:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before, cpu0 = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
     t0 = time.monotonic()
     p = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--directory", str(tmp), "--snakefile",
                         str(tmp / "Snakefile"), "--configfile", str(tmp / "config.yaml"), "--scheduler", "greedy", "-q"],
                        capture_output=True, text=True)
     wall = time.monotonic() - t0
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak, cpu = usage.ru_maxrss, usage.ru_utime + usage.ru_stime - cpu0
     if p.returncode != 0:
         raise SystemExit(p.stderr[-3000:])
     # ru_maxrss of children is the max over all children so far: run sizes in increasing order.
-    return wall, max(peak, before) / 1024
+    # CPU time next to wall time shows how much of the wall was waiting (a busy machine).
+    return wall, max(peak, before) / 1024, cpu
 
 
 def main(sizes: list[int]) -> None:
-    print(f"{'cells':>8} {'scenarios':>9} {'jobs':>8} {'dry run s':>10} {'peak MB':>8}")
+    print(f"{'cells':>8} {'scenarios':>9} {'jobs':>8} {'dry run s':>10} {'CPU s':>7} {'peak MB':>8}")
     for n in sorted(sizes):
         with tempfile.TemporaryDirectory(prefix="mcptrials-dag-") as d:
             tmp = Path(d)
             n_scen, cells = build(tmp, n)
-            wall, mb = dry_run(tmp)
+            wall, mb, cpu = dry_run(tmp)
             jobs = 3 * cells  # transcript, scored, judged per trial (+ a few per repo and tool)
-            print(f"{cells:>8} {n_scen:>9} {jobs:>8} {wall:>10.1f} {mb:>8.0f}", flush=True)
+            print(f"{cells:>8} {n_scen:>9} {jobs:>8} {wall:>10.1f} {cpu:>7.1f} {mb:>8.0f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,10 @@ as Snakemake runs them) with
     (one tool call, then the answer), and
   - the `reference` model,
 for the baseline (no server) and the fault-injecting test server in `ok` mode (a stdlib
-MCP server that starts in ~50 ms). Prints, per configuration, medians of:
+MCP server that starts in ~50 ms), each in-process (a cold `mcptrials run-trial` process)
+and through the warm trial worker (`mcptrials serve-trials`, env MCPTRIALS_WORKER: the
+client process forwards the command to a forked child of a process that has already
+imported anthropic and mcp). Prints, per configuration, medians of:
   process   wall time of the whole `mcptrials run-trial` process (imports included)
   trial     the trial's own wall_seconds (workspace, server, loop, records)
   startup   the server's start-up time (run_meta)
@@ -34,14 +37,17 @@ from fakes.messages_api import FakeMessagesAPI, reply, text, tool_use  # noqa: E
 from matrix_helpers import faulty_tool, write_matrix  # noqa: E402
 
 
-def run(tmp: Path, model: str, tool: str, api: FakeMessagesAPI | None, k: int) -> dict:
-    out = tmp / "runs" / model / tool / str(k)
+def run(tmp: Path, model: str, tool: str, api: FakeMessagesAPI | None, k: int, worker: Path | None) -> dict:
+    out = tmp / "runs" / ("worker" if worker else "cold") / model / tool / str(k)
+    env = {"ANTHROPIC_API_KEY": "sk-bench", "PATH": "/usr/bin:/bin"}
+    if worker:
+        env["MCPTRIALS_WORKER"] = str(worker)
     before = len(api.requests) if api else 0
     t0 = time.monotonic()
     p = subprocess.run([sys.executable, "-m", "mcptrials.cli", "run-trial", "--config", str(tmp / "config.yaml"),
                         "--model", model, "--tool", tool, "--scenario", "find-helper", "--trial", str(k),
                         "--checkout", str(tmp / "co" / "checkout.json"), "--out", str(out / "transcript.json")],
-                       capture_output=True, text=True, env={"ANTHROPIC_API_KEY": "sk-bench", "PATH": "/usr/bin:/bin"})
+                       capture_output=True, text=True, env=env)
     process = time.monotonic() - t0
     if p.returncode != 0:
         raise SystemExit(p.stderr[-2000:])
@@ -70,14 +76,25 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "mcptrials.cli", "checkout", "--config", str(tmp / "config.yaml"),
                         "--repo", "tiny", "--out", str(tmp / "co" / "checkout.json")], check=True,
                        capture_output=True)
-        print(f"{'model':<10} {'tool':<14} {'process s':>9} {'trial s':>8} {'startup s':>9} {'model s':>8} "
-              f"{'overhead s':>10} {'of 60 s':>8}")
-        for model in ("claude", "reference"):
-            for tool in ("baseline", "stdlib-server"):
-                rows = [run(tmp, model, tool, api if model == "claude" else None, k) for k in range(1, args.trials + 1)]
-                med = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
-                print(f"{model:<10} {tool:<14} {med['process']:>9.2f} {med['trial']:>8.2f} {med['startup']:>9.2f} "
-                      f"{med['model']:>8.3f} {med['overhead']:>10.2f} {100 * med['overhead'] / 60:>7.1f}%")
+        sock = tmp / "w.sock"
+        worker = subprocess.Popen([sys.executable, "-m", "mcptrials.cli", "serve-trials", "--socket", str(sock)],
+                                  stdout=subprocess.PIPE, text=True, env={"PATH": "/usr/bin:/bin"})
+        worker.stdout.readline()  # "listening": its imports are done
+        try:
+            print(f"{'model':<10} {'tool':<14} {'run':<7} {'process s':>9} {'trial s':>8} {'startup s':>9} "
+                  f"{'model s':>8} {'overhead s':>10} {'of 60 s':>8}")
+            for model in ("claude", "reference"):
+                for tool in ("baseline", "stdlib-server"):
+                    for how, w in (("cold", None), ("worker", sock)):
+                        rows = [run(tmp, model, tool, api if model == "claude" else None, k, w)
+                                for k in range(1, args.trials + 1)]
+                        med = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
+                        print(f"{model:<10} {tool:<14} {how:<7} {med['process']:>9.2f} {med['trial']:>8.2f} "
+                              f"{med['startup']:>9.2f} {med['model']:>8.3f} {med['overhead']:>10.2f} "
+                              f"{100 * med['overhead'] / 60:>7.1f}%", flush=True)
+        finally:
+            worker.terminate()
+            worker.wait()
 
 
 if __name__ == "__main__":

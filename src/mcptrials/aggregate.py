@@ -298,6 +298,61 @@ def verdict(row: dict, noise: float | None) -> str:
     return "better" if row["diff"] > 0 else "worse"
 
 
+# --- models x hosts --------------------------------------------------------------------
+
+
+def model_host_view(rows: list[dict], hosts: list[str], models: list[str]) -> dict:
+    """The same tools and scenarios under every (model, host) pair, side by side.
+
+    cells: one per (tool, model, host) that ran: fairness with its 95% interval clustered by
+    scenario (stats.mean_ci), pass@1 (share of passed trials), cost and time per trial.
+    pairs: paired differences of fairness (stats.paired_difference over per-scenario means,
+    the scenarios both sides ran) for each tool: every other host against the first host of
+    the config (its `loop` by default) for the same model, and every other model against the
+    first model for the same host. Empty when the run has one host and one model."""
+    from .stats import mean_ci, paired_difference
+
+    if len(hosts) < 2 and len(models) < 2:
+        return {"hosts": hosts, "models": models, "cells": [], "pairs": []}
+    cells, per_sc = [], {}
+    for tool in dict.fromkeys(r["tool"] for r in rows):
+        for model in models:
+            for host in hosts:
+                rs = [r for r in rows if (r["tool"], r["model_name"], r["host"]) == (tool, model, host)]
+                if not rs:
+                    continue
+                ci = mean_ci([r["fairness"] for r in rs], clusters=[r["scenario"] for r in rs])
+                cells.append({"tool": tool, "model": model, "host": host, "n_trials": len(rs),
+                              "fairness": ci["mean"], "fairness_lo": ci["lo"], "fairness_hi": ci["hi"],
+                              "pass_at_1": sum(r["passed"] for r in rs) / len(rs),
+                              "cost_per_trial": _mean(r["cost_usd"] for r in rs),
+                              "wall_per_trial": _mean(r["wall_seconds"] for r in rs)})
+                sc: dict = {}
+                for r in rs:
+                    sc.setdefault(r["scenario"], []).append(r["fairness"])
+                per_sc[tool, model, host] = {k: _mean(v) for k, v in sc.items()}
+    pairs = []
+
+    def pair(compare, tool, fixed, a, b, sa, sb):
+        if sa is None or sb is None or not set(sa) & set(sb):
+            return
+        d = paired_difference(sa, sb)
+        pairs.append({"compare": compare, "tool": tool, "fixed": fixed, "a": a, "b": b, "diff": d["mean_diff"],
+                      "diff_lo": d["lo"], "diff_hi": d["hi"], "t_p": d["t_p"], "wilcoxon_p": d["wilcoxon_p"],
+                      "n": d["n"]})
+
+    for tool in dict.fromkeys(c["tool"] for c in cells):
+        for model in models:
+            ran = [h for h in hosts if (tool, model, h) in per_sc]
+            for host in ran[1:]:
+                pair("hosts", tool, model, host, ran[0], per_sc[tool, model, host], per_sc[tool, model, ran[0]])
+        for host in hosts:
+            ran = [mo for mo in models if (tool, mo, host) in per_sc]
+            for model in ran[1:]:
+                pair("models", tool, host, model, ran[0], per_sc[tool, model, host], per_sc[tool, ran[0], host])
+    return {"hosts": hosts, "models": models, "cells": cells, "pairs": pairs}
+
+
 # --- judge noise, errors, server profile, scenarios -------------------------------------
 
 
@@ -497,7 +552,8 @@ def aggregate(m: Matrix, runs) -> dict:
         notes.append(noise["note"])
     tools = tool_rows(rows, m.trials, noise["fairness_noise"], has_baseline)
     cells = cell_rows(rows, m.trials)
-    power = [power_line(model, tools, len(m.run_scenarios()), m.trials) for model in m.models]
+    labels = list(dict.fromkeys(r["model"] for r in rows))  # model, or model@host with several hosts
+    power = [power_line(model, tools, len(m.run_scenarios()), m.trials) for model in labels]
     return {
         "schema": "mcptrials/summary/1",
         "identity": identity(m, records),
@@ -505,6 +561,7 @@ def aggregate(m: Matrix, runs) -> dict:
         "trials": rows, "cells": cells, "tools": tools,
         "judge_noise": noise, "errors": error_taxonomy(rows), "server_profile": server_profile(records),
         "scenarios": scenario_flags(rows, m), "pass_hat_curve": pass_hat_curve(rows, m.trials), "power": power,
+        "model_host": model_host_view(rows, list(m.hosts), list(m.models)),
     }
 
 

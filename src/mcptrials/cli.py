@@ -6,14 +6,13 @@ import argparse
 import importlib
 import sys
 
-from .config import ConfigError
-
 # Subcommand -> the module that defines it (its `register(subparsers)` adds the parser and
 # sets `func`). Only the module of the command being run is imported: a per-trial job
 # should not pay for the report's imports.
 COMMANDS = {
     "checkout": "checkout",
     "install-tool": "install",
+    "install-host": "hosts",
     "index": "index",
     "snapshot": "snapshot",
     "run-trial": "runner",
@@ -26,11 +25,12 @@ COMMANDS = {
     "aggregate": "aggregate",
     "report": "report",
     "demo-bundle": "demo_repo",
+    "serve-trials": "worker",
 }
 
 
 def cmd_validate(args) -> int:
-    from .config import check_api_keys, load_matrix
+    from .config import ConfigError, check_api_keys, load_matrix
 
     m = load_matrix(args.config)
     problems = check_api_keys(m)
@@ -57,6 +57,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    from .worker import delegate  # per-trial stages go to a warm worker when $MCPTRIALS_WORKER answers
+
+    code = delegate(argv)
+    if code is not None:
+        return code
+    from .config import ConfigError  # after the hand-off: a delegating client stays light
     only = argv[0] if argv and argv[0] in COMMANDS else ("validate" if argv[:1] == ["validate"] else None)
     args = build_parser(only).parse_args(argv)
     try:

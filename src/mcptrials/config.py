@@ -17,6 +17,13 @@ from pathlib import Path
 
 import yaml
 
+# libyaml's parser when present: parsing the schemas is most of a stage's start-up time.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _yaml_load(f):
+    return yaml.load(f, Loader=_Loader)
+
 from .paths import SCHEMA_DIR
 
 BASELINE = "baseline"
@@ -48,7 +55,7 @@ _SCHEMAS: dict[str, dict] = {}
 def _schema(name: str) -> dict:
     if name not in _SCHEMAS:
         with open(SCHEMA_DIR / name) as f:
-            schema = yaml.safe_load(f)
+            schema = _yaml_load(f)
         # jsonschema's evolve() picks a validator class from `$schema`, which would
         # drop our default-filling class inside referenced files: the class is fixed below.
         schema.pop("$schema", None)
@@ -94,6 +101,8 @@ def _explain(err) -> str:
     if v == "additionalProperties" and isinstance(schema.get("properties"), dict):
         allowed = ", ".join(sorted(schema["properties"]))
         return f"{err.message}; allowed keys: {allowed}"
+    if v == "not" and schema.get("description"):  # a field that another setting rules out
+        return f"{err.instance!r} is not allowed here: {schema['description']}; remove it"
     if v == "enum":
         return f"{err.instance!r} is not allowed; use one of: {', '.join(map(str, schema['enum']))}"
     if v == "pattern" and "commit" in [str(p) for p in err.absolute_path]:
@@ -208,10 +217,19 @@ class Matrix:
             src = str((self.base_dir / src).resolve())
         return src
 
+    def runs_under(self, model: str, host: str) -> bool:
+        """Whether the host can drive the model (claude-code speaks the Messages API only)."""
+        from .hosts import host_supports
+
+        return host_supports(self.hosts[host]["kind"], self.models[model]["provider"])
+
     def cells(self):
-        """Every (model, host, tool, repo, scenario, trial) of the run, trial counted from 1."""
+        """Every (model, host, tool, repo, scenario, trial) of the run, trial counted from 1;
+        a (model, host) pair the host cannot drive is left out."""
         for model in self.models:
             for host in self.hosts:
+                if not self.runs_under(model, host):
+                    continue
                 for tool in self.tools:
                     for sc in self.run_scenarios():
                         for trial in range(1, self.trials + 1):
@@ -221,7 +239,7 @@ class Matrix:
 def _read_yaml(path: Path, what: str):
     try:
         with open(path) as f:
-            return yaml.safe_load(f)
+            return _yaml_load(f)
     except FileNotFoundError:
         raise ConfigError(f"{path}: {what} not found; check the path") from None
     except yaml.YAMLError as e:
@@ -245,16 +263,59 @@ def load_scenario(path: Path) -> Scenario:
     return Scenario(id=path.stem, path=path, data=data, sha256=file_sha256(path))
 
 
+def _merge(base: dict, over: dict) -> None:
+    """Merge `over` into `base` in place: mappings recursively, anything else replaced
+    (how Snakemake merges several --configfile files)."""
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(base.get(k), dict):
+            _merge(base[k], v)
+        else:
+            base[k] = copy.deepcopy(v)
+
+
+def read_config_files(config_path) -> tuple[Path, dict]:
+    """(main file, data) of a config given as one path, or several joined by os.pathsep.
+
+    Several files are what `snakemake --configfile a.yaml b.yaml` passes to the stages
+    (`a.yaml:b.yaml`): the first is the main config (relative paths are from its folder),
+    each later one is merged over it. A later file's relative `mirrors:` paths are made
+    absolute from that file's own folder, so a machine-local mirrors file (e.g.
+    configs/mirrors.local.yaml, kept out of git) can sit anywhere.
+    """
+    parts = [p for p in str(config_path).split(os.pathsep) if p] or [str(config_path)]
+    path = Path(parts[0]).resolve()
+    data = _read_yaml(path, "config file")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the config must be a mapping with tools, repos, scenarios and models")
+    for extra in parts[1:]:
+        extra_path = Path(extra).resolve()
+        over = _read_yaml(extra_path, "config file")
+        if not isinstance(over, dict):
+            raise ConfigError(f"{extra_path}: an added config file must be a mapping (e.g. `mirrors: {{url: path}}`)")
+        mirrors = over.get("mirrors")
+        if isinstance(mirrors, dict):
+            over = dict(over, mirrors={
+                url: src if not isinstance(src, str) or "://" in src or src.startswith("git@")
+                else str((extra_path.parent / src).resolve())
+                for url, src in mirrors.items()
+            })
+        _merge(data, over)
+    return path, data
+
+
 def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
-    """Read config.yaml (plus optional overrides, e.g. Snakemake's merged config), check everything."""
-    path = Path(config_path).resolve()
+    """Read the config file(s) (see `read_config_files`), or use `overrides` as the
+    config's data with `config_path` naming it; check everything."""
     if overrides is not None:
+        path = Path(str(config_path).split(os.pathsep)[0]).resolve()
         data = copy.deepcopy(overrides)
     else:
-        data = _read_yaml(path, "config file")
+        path, data = read_config_files(config_path)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the config must be a mapping with tools, repos, scenarios and models")
     validate_against("config.schema.yaml", data, str(path))
+    for spec in data["models"].values():  # the default key variable depends on the provider
+        spec.setdefault("api_key_env", "OPENAI_API_KEY" if spec["provider"] == "openai" else "ANTHROPIC_API_KEY")
     m = Matrix(path=path, base_dir=path.parent, config=data)
 
     if BASELINE in data["tools"] and data["tools"][BASELINE]["transport"] != "none":
@@ -270,9 +331,6 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
             raise ConfigError(f"{where}.command: a {spec['transport']} server needs a command to start it; add `command:`")
         if spec["transport"] == "http" and not spec.get("url"):
             raise ConfigError(f"{where}.url: an http server needs `url:` (its MCP endpoint)")
-        inst = spec.get("install", {})
-        if inst.get("pip") and inst.get("npm"):
-            raise ConfigError(f"{where}.install: give either pip or npm, not both")
 
     keys = {spec.get("api_key_env") for spec in data["models"].values()} | {data["judge"]["api_key_env"]}
     for name, spec in data["tools"].items():
@@ -281,6 +339,10 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
             raise ConfigError(f"{path}: field tools.{name}.env: {leaked} is an API key of the models or judge; "
                               "a server never sees those: remove it")
 
+    for host, hspec in data["hosts"].items():
+        if not any(m.runs_under(model, host) for model in data["models"]):
+            raise ConfigError(f"{path}: field hosts.{host}: host kind {hspec['kind']} can drive none of the models "
+                              "(claude-code needs a model with provider anthropic); add one or remove the host")
     for model, spec in data["models"].items():
         if spec["provider"] != "reference" and not spec.get("model"):
             raise ConfigError(f"{path}: field models.{model}.model: provider {spec['provider']} needs a model id; add `model:`")
@@ -314,8 +376,8 @@ def check_api_keys(m: Matrix, environ=os.environ) -> list[str]:
     """Names of missing API keys for the models and judge that need one (empty when all are set)."""
     missing = []
     for name, spec in m.models.items():
-        if spec["provider"] == "anthropic" and not environ.get(spec["api_key_env"]):
-            missing.append(f"{m.path}: field models.{name}: provider anthropic needs ${spec['api_key_env']}; export it or use provider: reference")
+        if spec["provider"] in ("anthropic", "openai") and not environ.get(spec["api_key_env"]):
+            missing.append(f"{m.path}: field models.{name}: provider {spec['provider']} needs ${spec['api_key_env']}; export it or use provider: reference")
     j = m.config["judge"]
     if j["provider"] == "anthropic" and not environ.get(j["api_key_env"]):
         missing.append(f"{m.path}: field judge: provider anthropic needs ${j['api_key_env']}; export it or use provider: reference")

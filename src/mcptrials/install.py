@@ -33,21 +33,19 @@ def install_tool(tool: str, spec: dict, log) -> dict:
     env_dir = tool_env_dir(tool)
     t0 = time.monotonic()
     resolved: dict[str, str] = {}
-    kind = "none"
+    kinds = [k for k in ("pip", "npm") if inst.get(k)]
+    # One environment per tool; a server may need both (serena: a pip package plus an
+    # npm language server): the venv and the npm prefix share the folder.
+    if kinds and env_dir.exists():
+        shutil.rmtree(env_dir)
     if inst.get("pip"):
-        kind = "pip"
-        if env_dir.exists():
-            shutil.rmtree(env_dir)
         _run([sys.executable, "-m", "venv", str(env_dir)], log)
         pip = str(env_dir / "bin" / "pip")
         _run([pip, "install", "--disable-pip-version-check", *inst["pip"]], log)
         for row in json.loads(_run([pip, "list", "--format", "json", "--disable-pip-version-check"], log)):
             resolved[row["name"]] = row["version"]
-    elif inst.get("npm"):
-        kind = "npm"
-        if env_dir.exists():
-            shutil.rmtree(env_dir)
-        env_dir.mkdir(parents=True)
+    if inst.get("npm"):
+        env_dir.mkdir(parents=True, exist_ok=True)
         _run(["npm", "install", "--no-fund", "--no-audit", "--prefix", str(env_dir), *inst["npm"]], log)
         tree = json.loads(_run(["npm", "ls", "--all", "--json", "--prefix", str(env_dir)], log) or "{}")
 
@@ -58,10 +56,11 @@ def install_tool(tool: str, spec: dict, log) -> dict:
                 walk(d.get("dependencies"))
 
         walk(tree.get("dependencies"))
+    kind = "+".join(kinds) or "none"
     return {
         "tool": tool,
         "kind": kind,
-        "requested": inst.get("pip") or inst.get("npm") or [],
+        "requested": [*inst.get("pip", []), *inst.get("npm", [])],
         "env_dir": str(env_dir) if kind != "none" else None,
         "resolved": resolved,
         "seconds": round(time.monotonic() - t0, 2),

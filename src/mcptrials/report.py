@@ -267,6 +267,18 @@ def _identity(doc: Doc, s: dict, held: dict) -> None:
     doc.table(t, "identity-table")
 
 
+def model_labels(s: dict) -> list[str]:
+    """The units the tables compare: model names, or model@host when the run has several hosts
+    (aggregate.model_label), in matrix order."""
+    return list(dict.fromkeys(r["model"] for r in s["tools"])) or list(s["identity"]["models"])
+
+
+def model_text(s: dict, label: str) -> str:
+    name, _, host = label.partition("@")  # model names cannot hold '@' (config schema)
+    text = s["identity"]["models"].get(name, {}).get("label", name)
+    return f"{text} under host {host}" if host else text
+
+
 def _headline(doc: Doc, s: dict) -> None:
     ident = s["identity"]
     doc.h(2, "Headline: does the server make the answers better than no server?", "headline")
@@ -274,7 +286,8 @@ def _headline(doc: Doc, s: dict) -> None:
           + " (0-1). Difference = paired over scenarios against the baseline of the same model; p-values Holm-adjusted "
           "across the tools of a model. " + NOISE_TEXT + ".", "note")
     k = ident["trials"]
-    for model, mdl in ident["models"].items():
+    for model in model_labels(s):
+        mdl = {"label": model_text(s, model)}
         rows = [r for r in s["tools"] if r["model"] == model]
         t = Table(["tool", "fairness [95% CI]", "Δ vs baseline [95% CI]", "Holm p (t)", "Holm p (Wilcoxon)",
                    "verdict", "rank", "pass@1", f"pass@{k}", f"pass^{k}", "cost / trial", "time / trial", "trials"],
@@ -296,6 +309,36 @@ def _headline(doc: Doc, s: dict) -> None:
         doc.table(comp)
     for pw in s["power"]:
         doc.p(f"Power ({pw['model']}): {pw['text']}.")
+
+
+def _model_host(doc: Doc, s: dict) -> None:
+    """The model x host view: fairness per (model, host) for each tool, and paired differences."""
+    v = s.get("model_host") or {}
+    if not v.get("cells"):
+        return
+    doc.h(2, "Models × hosts: the same tools and scenarios side by side", "model-host")
+    doc.p("Each cell: fairness [95% CI] over that pair's trials, pass@1, and the trial count; – = the host "
+          "cannot drive that model (claude-code needs provider anthropic). Differences are paired over the "
+          "scenarios both sides ran: hosts against the first host of the config for the same model, models "
+          "against the first model for the same host.", "note")
+    cells = {(c["tool"], c["model"], c["host"]): c for c in v["cells"]}
+    for tool in dict.fromkeys(c["tool"] for c in v["cells"]):
+        t = Table(["model"] + v["hosts"], caption=f"tool {tool}: fairness by model and host", cls="model-host")
+        for model in v["models"]:
+            row = [model]
+            for host in v["hosts"]:
+                c = cells.get((tool, model, host))
+                row.append("–" if c is None else f"{fci(c['fairness'], c['fairness_lo'], c['fairness_hi'])}; "
+                           f"pass@1 {f3(c['pass_at_1'])}; {fusd(c['cost_per_trial'])}; n={c['n_trials']}")
+            t.add(*row)
+        doc.table(t, f"model-host-{tool}")
+    if v["pairs"]:
+        t = Table(["tool", "comparing", "for", "a − b", "Δ fairness [95% CI]", "p (t)", "p (Wilcoxon)", "scenarios"],
+                  caption="paired differences (a minus b)")
+        for p in v["pairs"]:
+            t.add(p["tool"], p["compare"], p["fixed"], f"{p['a']} − {p['b']}",
+                  fsigned_ci(p["diff"], p["diff_lo"], p["diff_hi"]), fp(p["t_p"]), fp(p["wilcoxon_p"]), p["n"])
+        doc.table(t, "model-host-pairs")
 
 
 def _adoption(doc: Doc, s: dict) -> None:
@@ -341,7 +384,7 @@ def _scenarios(doc: Doc, s: dict) -> None:
         t.add(sc["scenario"], sc["title"] or "", sc["suite"], sc["repo"], sc["steps"], f"{sc['passes']}/{sc['trials']}",
               Cell(flag, cls="pass" if sc["flag"] == "saturated" else "fail" if sc["flag"] else None))
     doc.table(t, "scenario-flags")
-    for model in s["identity"]["models"]:
+    for model in model_labels(s):
         for sc in s["scenarios"]:
             cells = [c for c in s["cells"] if c["model"] == model and c["scenario"] == sc["scenario"]]
             if not cells:
@@ -451,6 +494,7 @@ def build_report(summary: dict, agreement: dict | None, lock: dict | None, runs,
     for n in summary["notes"]:
         doc.p("Note: " + n, "note")
     _headline(doc, summary)
+    _model_host(doc, summary)
     _identity(doc, summary, held)
     _adoption(doc, summary)
     _plots(doc, summary, out / "plots")
@@ -498,7 +542,7 @@ def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
     title = f"{row['model']} / {row['tool']} / {row['scenario']} / trial {row['trial']}"
     b = [f'<p><a href="{up}index.html">back to the report</a></p>', f"<h1>{esc(title)}</h1>"]
     t, sc, j, meta = recs["transcript"] or {}, recs["scored"] or {}, recs["judged"] or {}, recs["run_meta"] or {}
-    model_label = summary["identity"]["models"].get(row["model"], {}).get("label", row["model"])
+    model_label = model_text(summary, row["model"])
 
     verdict = "PASS" if row["passed"] else "FAIL"
     kv = Table(["", ""], cls="kv")

@@ -78,6 +78,7 @@ class Recorder:
     api_calls: int = 0
     retries: int = 0
     feedback: str = ""
+    extra_usage: dict = field(default_factory=dict)  # a host's own figures, e.g. claude-code's host_cost_usd
 
     def error(self, kind: str, message: str, step=None, code=None, status=None, retries=None):
         self.errors[kind] += 1
@@ -309,6 +310,13 @@ def make_provider(m: Matrix, model: str, workspace: Path) -> Provider:
         if not key:
             raise ConfigError(f"{m.path}: field models.{model}: ${spec['api_key_env']} is not set; export it")
         return AnthropicProvider(spec["model"], key, base_url=spec.get("base_url"), max_retries=spec["max_retries"])
+    if spec["provider"] == "openai":
+        from .providers.openai import OpenAIProvider
+
+        key = os.environ.get(spec["api_key_env"])
+        if not key:
+            raise ConfigError(f"{m.path}: field models.{model}: ${spec['api_key_env']} is not set; export it")
+        return OpenAIProvider(spec["model"], key, base_url=spec.get("base_url"), max_retries=spec["max_retries"])
     raise ConfigError(f"{m.path}: field models.{model}.provider: unknown provider {spec['provider']!r}")
 
 
@@ -361,11 +369,17 @@ def run_trial(m: Matrix, model: str, tool: str, scenario_id: str, trial: int, ch
         meta["index_files"] = sum(1 for p in idx.rglob("*") if p.is_file())
         values = {"workspace": str(workspace), "repo": str(workspace), "home": str(home), "tmp": str(tmp),
                   "index": str(idx)}
-        provider = make_provider(m, model, workspace)
         lim = step_limits(m, scenario)
         max_tokens = m.models[model]["params"].get("max_tokens", lim["max_output_tokens"])
-        trial_obj = Trial(m, model, tool, scenario, trial, provider, workspace, None, lim, max_tokens)
-        outcome, detail = asyncio.run(_run_async(trial_obj, spec, values, system_text, out_dir, meta))
+        if m.hosts[host]["kind"] == "claude-code":  # the CLI runs the loop and starts the server itself
+            from .hosts.claude_code import run_claude_code
+
+            trial_obj = Trial(m, model, tool, scenario, trial, None, workspace, None, lim, max_tokens)
+            outcome, detail = run_claude_code(trial_obj, host, snapshot, values, system_text, meta)
+        else:
+            provider = make_provider(m, model, workspace)
+            trial_obj = Trial(m, model, tool, scenario, trial, provider, workspace, None, lim, max_tokens)
+            outcome, detail = asyncio.run(_run_async(trial_obj, spec, values, system_text, out_dir, meta))
     except TrialAbort as e:
         outcome, detail = e.outcome, e.detail
     except ConfigError:
@@ -383,7 +397,8 @@ def run_trial(m: Matrix, model: str, tool: str, scenario_id: str, trial: int, ch
     usage = {"input_tokens": rec.usage.input_tokens, "output_tokens": rec.usage.output_tokens,
              "cache_creation_input_tokens": rec.usage.cache_creation_input_tokens,
              "cache_read_input_tokens": rec.usage.cache_read_input_tokens,
-             "api_calls": rec.api_calls, "retries": rec.retries, "cost_usd": trial_cost(m, model, rec.usage)}
+             "api_calls": rec.api_calls, "retries": rec.retries, "cost_usd": trial_cost(m, model, rec.usage),
+             **rec.extra_usage}
     transcript = {
         "schema": "mcptrials/transcript/1",
         "cell": {"model": model, "host": host, "tool": tool, "repo": scenario.repo, "scenario": scenario_id,

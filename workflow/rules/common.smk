@@ -1,11 +1,16 @@
 # Config validation and the matrix, through the library (the same checks as `mcptrials validate`).
+import os
 import sys
 
 from mcptrials.config import ConfigError, canonical_hash, check_api_keys, file_sha256, load_matrix
 
-CONFIG_PATH = str((workflow.overwrite_configfiles or ["config.yaml"])[-1])
+# Every --configfile, joined by os.pathsep: the stages merge them as Snakemake does (the
+# first is the main config, e.g. configs/code-intel.yaml; later ones add to it, e.g. a
+# machine-local mirrors file). The DAG reads the same files as the stages, not Snakemake's
+# `config`, which would also hold the Snakefile's default config.yaml.
+CONFIG_PATH = os.pathsep.join(str(f) for f in workflow.overwrite_configfiles) or "config.yaml"
 try:
-    M = load_matrix(CONFIG_PATH, overrides=config)
+    M = load_matrix(CONFIG_PATH)
 except ConfigError as e:
     sys.exit(f"mcptrials: error: {e}")
 
@@ -34,11 +39,20 @@ JUDGED_PARAMS = {
     s: {"rubric": RUBRIC_HASH[s], "scenario": str(sc.path), "judge": JUDGE_HASH, "prompt": JUDGE_PROMPT_HASH}
     for s, sc in M.scenarios.items()
 }
+# A host's settings rerun its trials; the loop has none, so its params stay as they were.
 TRANSCRIPT_PARAMS = {
-    (m, s): {"task": TASK_HASH[s], "model": MODEL_HASH[m], "system_prompt": SYSTEM_PROMPT_HASH}
+    (m, h, s): {"task": TASK_HASH[s], "model": MODEL_HASH[m], "system_prompt": SYSTEM_PROMPT_HASH,
+                **({} if M.hosts[h]["kind"] == "loop" else {"host": canonical_hash(M.hosts[h])})}
     for m in M.models
+    for h in M.hosts
     for s in M.scenarios
 }
+# Hosts with software to install (claude-code): their trials wait for results/hosts/{host}/install.json.
+from mcptrials.hosts import needs_install
+
+HOST_INSTALL = {h: f"results/hosts/{h}/install.json" if needs_install(spec["kind"]) else [] for h, spec in M.hosts.items()}
+HOST_INSTALL_HASH = {h: canonical_hash(spec.get("version")) for h, spec in M.hosts.items()}
+ANY_HOST_INSTALL = any(HOST_INSTALL.values())
 
 
 wildcard_constraints:
@@ -61,6 +75,10 @@ def install_input(wc):
     if M.tools[wc.tool]["transport"] == "none":
         return []
     return f"results/tools/{wc.tool}/install.json"
+
+
+def host_install_input(wc):
+    return HOST_INSTALL[wc.host]
 
 
 def index_input(wc):

@@ -26,18 +26,10 @@ def register(sub) -> None:
 
 def _read_config_bits(path: str) -> tuple[dict, list | None]:
     """pricing and citation_extensions of a config, without checking its scenarios."""
-    import yaml
+    from ..config import read_config_files, validate_against
 
-    from ..config import ConfigError, validate_against
-
-    try:
-        with open(path) as f:
-            data = yaml.safe_load(f)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found; check --config") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the config must be a mapping")
-    validate_against("config.schema.yaml", data, path)
+    main, data = read_config_files(path)     # one file, or several joined by os.pathsep
+    validate_against("config.schema.yaml", data, str(main))
     return data.get("pricing", {}), data.get("citation_extensions")
 
 

@@ -1,0 +1,552 @@
+"""Host `claude-code`: the Claude Code CLI runs the agent loop; the harness records it.
+
+One trial is one Claude Code session, run in the trial's sandbox (cwd = the workspace):
+
+- step 1 runs ``claude -p --session-id <uuid> ... -- PROMPT``, every later step
+  ``claude -p --resume <uuid> ... -- PROMPT``: the session persists in a sandboxed HOME,
+  so a multi-step scenario is one conversation, as in the loop;
+- ``--output-format stream-json --verbose``; the server under test is the only MCP server
+  (``--mcp-config FILE --strict-mcp-config``); its tools are allowed by name
+  (``--allowedTools mcp__<tool>__<name>`` from the snapshot's tool list), the built-in tools
+  are the host's ``builtin_tools`` (``--tools``, each allowed); ``--setting-sources user``
+  (the empty sandbox HOME) and, by default, ``--bare``: the repository's own agent files
+  (CLAUDE.md, .claude/settings) do not change the task;
+- a stdio server is started by Claude Code through ``env -i``, with exactly the environment
+  the harness gives it in the loop: Claude Code would otherwise hand the server its own
+  environment, API key included;
+- limits: ``--max-turns`` per step; ``max_seconds`` per step (the process group is killed);
+  the output cap per reply (CLAUDE_CODE_MAX_OUTPUT_TOKENS); the tool-result cap
+  (MAX_MCP_OUTPUT_TOKENS = max_result_tokens, the same chars/4 measure); API retries
+  (CLAUDE_CODE_MAX_RETRIES = the model's max_retries); telemetry, auto-update and other
+  non-essential traffic off;
+- our system prompt (prompts/system.md) is appended to Claude Code's own
+  (``--append-system-prompt``); Claude Code adds the server's instructions itself.
+
+The stream is parsed into the loop's records (workflow/schemas/transcript.schema.yaml):
+answer_text = the step's `result` text; reasoning_text = prose of the replies that asked
+for tools; audit_text = tool inputs and results; tool calls from tool_use / tool_result
+pairs (source `mcp` for mcp__ names, else `builtin`, with `tool` set to the loop's
+equivalent built-in for Read/Grep/Glob/LS so adoption counts built-in searches alike);
+usage with cache fields from each step's `result` event; cost from our pricing (the
+runner) and Claude Code's own `total_cost_usd` (`usage.host_cost_usd`); turns = model
+calls (distinct assistant message ids); outcome from the `result` subtype and the `init`
+event's MCP server status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from . import host_env_dir
+
+PACKAGE = "@anthropic-ai/claude-code"
+# Claude Code's built-ins -> the loop's equivalent built-in (graders count grep/list_files as searches)
+BUILTIN_EQUIVALENTS = {"Read": "read_file", "Grep": "grep", "Glob": "list_files", "LS": "list_files"}
+MCP_CODE_RE = re.compile(r"MCP error (-?\d+)")
+STREAM_LIMIT = 1 << 26   # one stream-json line can hold a whole tool result
+STARTUP_TIMEOUT_MS = 60_000
+
+
+# --- install -------------------------------------------------------------------------
+
+
+def binary_path(host: str) -> Path:
+    return host_env_dir(host) / "node_modules" / ".bin" / "claude"
+
+
+def installed_version(host: str) -> str | None:
+    pkg = host_env_dir(host) / "node_modules" / "@anthropic-ai" / "claude-code" / "package.json"
+    try:
+        return json.loads(pkg.read_text())["version"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def install(host: str, spec: dict, log) -> dict:
+    """npm-install the pinned CLI into .tools/_hosts/<host>/; an install of the same
+    version already there is reused (npm would only re-check it)."""
+    from ..install import _run
+
+    env_dir, want = host_env_dir(host), spec["version"]
+    t0 = time.monotonic()
+    reused = installed_version(host) == want and binary_path(host).exists()
+    if not reused:
+        if env_dir.exists():
+            shutil.rmtree(env_dir)
+        env_dir.mkdir(parents=True)
+        _run(["npm", "install", "--no-fund", "--no-audit", "--prefix", str(env_dir), f"{PACKAGE}@{want}"], log)
+    got = installed_version(host)
+    if got != want:
+        raise RuntimeError(f"hosts.{host}: npm installed {PACKAGE} {got}, not the pinned {want}; see the log")
+    with tempfile.TemporaryDirectory() as home:  # --version must not write into the user's HOME
+        reported = subprocess.run([str(binary_path(host)), "--version"], capture_output=True, text=True, timeout=60,
+                                  env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}).stdout.strip()
+    return {"host": host, "kind": "claude-code", "package": PACKAGE, "version": want, "reported_version": reported,
+            "env_dir": str(env_dir), "binary": str(binary_path(host)), "reused": reused,
+            "resolved": {PACKAGE: got}, "seconds": round(time.monotonic() - t0, 2),
+            "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+# --- the command line -------------------------------------------------------------------
+
+
+def mcp_tool_name(tool: str, name: str) -> str:
+    """The name Claude Code gives a server tool: mcp__<server>__<tool>."""
+    return re.sub(r"[^a-zA-Z0-9_-]", "_", f"mcp__{tool}__{name}")
+
+
+def stdio_entry(tool: str, spec: dict, values: dict, forbidden: set[str]) -> dict:
+    """The server's --mcp-config entry: the same command, arguments, cwd (the workspace) and
+    environment as the loop's mcp client gives it, the environment enforced with `env -i`."""
+    from mcp.client.stdio import get_default_environment
+
+    from ..servers import resolve_command, server_environment, substitute
+
+    env = get_default_environment() | server_environment(spec, values, forbidden)
+    command = resolve_command(tool, spec["command"])
+    args = [substitute(a, values) for a in spec.get("args", [])]
+    return {"type": "stdio", "command": shutil.which("env") or "/usr/bin/env",
+            "args": ["-i", *(f"{k}={v}" for k, v in sorted(env.items())), command, *args]}
+
+
+def allowed_tools(tool: str, snapshot: dict | None, builtins: list[str], has_server: bool) -> list[str]:
+    """The built-ins plus every server tool by name; without a tool list, the whole server."""
+    names = [mcp_tool_name(tool, t["name"]) for t in (snapshot or {}).get("tools") or []]
+    if has_server and not names:
+        names = [f"mcp__{tool}"]  # a server-level rule allows all of its tools
+    return [*builtins, *names]
+
+
+def build_command(binary: str, prompt: str, *, model: str, session_id: str, resume: bool, max_turns: int,
+                  builtins: list[str], allowed: list[str], mcp_file: str | None, system_append: str,
+                  bare: bool = True, extra_args: list[str] | None = None) -> list[str]:
+    argv = [binary, "-p", "--output-format", "stream-json", "--verbose", "--model", model,
+            "--max-turns", str(max_turns), "--strict-mcp-config", "--setting-sources", "user",
+            "--tools", ",".join(builtins), "--append-system-prompt", system_append,
+            *(["--resume", session_id] if resume else ["--session-id", session_id])]
+    if mcp_file:
+        argv += ["--mcp-config", mcp_file]
+    if allowed:
+        argv += ["--allowedTools", ",".join(allowed)]
+    if bare:
+        argv.append("--bare")
+    # after `--`: a prompt is never read as an option, nor swallowed by a variadic one
+    return argv + list(extra_args or []) + ["--", prompt]
+
+
+def host_environment(home: str, tmp: str, api_key: str, base_url: str | None, max_output_tokens: int,
+                     max_result_tokens: int, max_retries: int, call_timeout: float) -> dict[str, str]:
+    """Claude Code's whole environment: nothing of ours leaks in but PATH and the locale."""
+    env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL") if k in os.environ}
+    env.update({
+        "HOME": home, "TMPDIR": tmp, "ANTHROPIC_API_KEY": api_key,
+        "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(max_output_tokens),
+        "MAX_MCP_OUTPUT_TOKENS": str(max_result_tokens),
+        "CLAUDE_CODE_MAX_RETRIES": str(max_retries),
+        "MCP_TIMEOUT": str(STARTUP_TIMEOUT_MS),
+        "MCP_TOOL_TIMEOUT": str(int(call_timeout * 1000)),
+    })
+    if base_url:
+        env["ANTHROPIC_BASE_URL"] = base_url
+    return env
+
+
+# --- parsing one step's stream -----------------------------------------------------------
+
+
+def _ts(event: dict) -> float | None:
+    try:
+        return datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def result_text(content) -> str:
+    if isinstance(content, str):
+        return content
+    parts = []
+    for b in content or []:
+        parts.append(b.get("text", "") if b.get("type") == "text" else f"[{b.get('type')} content]")
+    return "\n".join(parts)
+
+
+@dataclass
+class StepStream:
+    """What one `claude -p` run said, in the loop's shapes."""
+
+    init: dict | None = None
+    result: dict | None = None
+    messages: list = field(default_factory=list)     # Messages-API turns (assistant / user tool results)
+    calls: list = field(default_factory=list)        # tool-call records
+    replies: list = field(default_factory=list)      # [(texts, has_tool_use)] per model call
+    api_retries: int = 0
+    msg_usage: dict = field(default_factory=dict)    # message id -> usage (when no result event came)
+
+
+def parse_stream(events: list[dict], step: int) -> StepStream:
+    """Group assistant events by message id (stream-json sends one content block per event),
+    pair each tool_use with its tool_result, keep init and result apart."""
+    s = StepStream()
+    turn_of: dict[str, int] = {}        # message id -> 1-based model call in the step
+    message_of: dict[str, dict] = {}    # message id -> its assistant turn (blocks may come after tool results)
+    pending: dict[str, tuple[dict, float | None]] = {}
+    for ev in events:
+        kind = ev.get("type")
+        if kind == "system" and ev.get("subtype") == "init":
+            s.init = ev
+        elif kind == "system" and ev.get("subtype") == "api_retry":
+            s.api_retries += 1
+        elif kind == "result":
+            s.result = ev
+        elif kind == "assistant":
+            msg = ev.get("message") or {}
+            if ev.get("is_api_error_message") or msg.get("model") == "<synthetic>":
+                continue  # Claude Code's own error note, not a model reply
+            mid = msg.get("id") or ev.get("uuid")
+            if mid not in turn_of:
+                turn_of[mid] = len(turn_of) + 1
+                message_of[mid] = {"role": "assistant", "content": []}
+                s.messages.append(message_of[mid])
+                s.replies.append(([], False))
+                s.msg_usage[mid] = msg.get("usage") or {}
+            turn = turn_of[mid]
+            texts, has_tool = s.replies[turn - 1]
+            content = message_of[mid]["content"]
+            for b in msg.get("content") or []:
+                if b.get("type") == "text":
+                    texts.append(b.get("text", ""))
+                elif b.get("type") == "tool_use":
+                    has_tool = True
+                    pending[b["id"]] = ({"id": b["id"], "step": step, "turn": turn, "name": b["name"],
+                                         "arguments": b.get("input") or {}}, _ts(ev))
+                else:
+                    continue
+                content.append({k: b[k] for k in ("type", "text", "id", "name", "input") if k in b})
+            s.replies[turn - 1] = (texts, has_tool)
+        elif kind == "user":
+            content = (ev.get("message") or {}).get("content")
+            if not isinstance(content, list):
+                continue
+            results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+            if not results:
+                continue
+            if not s.messages or s.messages[-1]["role"] != "user":
+                s.messages.append({"role": "user", "content": []})
+            for b in results:
+                text = result_text(b.get("content"))
+                is_error = bool(b.get("is_error"))
+                s.messages[-1]["content"].append({"type": "tool_result", "tool_use_id": b.get("tool_use_id"),
+                                                  "content": text, "is_error": is_error})
+                call, t0 = pending.pop(b.get("tool_use_id"), (None, None))
+                if call is None:
+                    continue
+                s.calls.append(_call_record(call, text, is_error, t0, _ts(ev)))
+    if pending:  # asked for, never answered (a kill, a time-out): close the turn for the record, as the loop does
+        if not s.messages or s.messages[-1]["role"] != "user":
+            s.messages.append({"role": "user", "content": []})
+        s.messages[-1]["content"] += [{"type": "tool_result", "tool_use_id": i, "content": "[no result: the step ended]",
+                                       "is_error": True} for i in pending]
+    return s
+
+
+def _call_record(call: dict, text: str, is_error: bool, t0: float | None, t1: float | None) -> dict:
+    name = call["name"]
+    if name.startswith("mcp__"):
+        source, tool = "mcp", name.split("__", 2)[-1]
+    else:
+        source, tool = "builtin", BUILTIN_EQUIVALENTS.get(name, name)
+    kind, code = None, None
+    if is_error:
+        m = MCP_CODE_RE.search(text) if source == "mcp" else None
+        if m:
+            kind, code = "protocol_error", int(m.group(1))
+        else:
+            kind = "tool_error"
+    from ..runner import CHARS_PER_TOKEN
+
+    return dict(call, tool=tool, source=source, result_text=text, result_chars=len(text), truncated=False,
+                is_error=is_error, error_kind=kind, error_code=code,
+                latency_ms=round((t1 - t0) * 1000, 2) if t0 is not None and t1 is not None else 0.0,
+                result_tokens_est=len(text) // CHARS_PER_TOKEN)
+
+
+def mcp_log_summary(host_home: Path) -> dict:
+    """Start-up time, protocol version and the last lines of Claude Code's MCP logs."""
+    lines, startup, protocol = [], None, None
+    for f in sorted(glob.glob(str(host_home / ".cache" / "claude-cli-nodejs" / "*" / "mcp-logs-*" / "*.jsonl"))):
+        with contextlib.suppress(OSError):
+            for raw in open(f, errors="replace"):
+                try:
+                    d = json.loads(raw)
+                except ValueError:
+                    continue
+                msg = str(d.get("debug") or d.get("error") or d.get("info") or d)
+                lines.append(msg)
+                m = re.search(r"Successfully connected .*? in (\d+)ms", msg)
+                if m and startup is None:
+                    startup = int(m.group(1)) / 1000
+                m = re.search(r'"negotiatedProtocolVersion":"([^"]+)"', msg)
+                if m and protocol is None:
+                    protocol = m.group(1)
+    return {"startup_seconds": startup, "protocol_version": protocol, "tail": "\n".join(lines[-30:])}
+
+
+# --- running ---------------------------------------------------------------------------
+
+
+@dataclass
+class ProcessRun:
+    events: list
+    stderr: str
+    returncode: int | None
+    timed_out: bool
+    stopped: bool        # we stopped it (a failed MCP server at init)
+
+
+async def run_process(argv: list[str], env: dict, cwd: str, timeout: float, stop_on) -> ProcessRun:
+    """Run the CLI, reading its stream as it comes; `stop_on(event)` True ends it early."""
+    proc = await asyncio.create_subprocess_exec(*argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                                stderr=subprocess.PIPE, env=env, cwd=cwd, start_new_session=True,
+                                                limit=STREAM_LIMIT)
+    err_task = asyncio.create_task(proc.stderr.read())
+    events, timed_out, stopped = [], False, False
+    try:
+        async with asyncio.timeout(timeout):
+            async for line in proc.stdout:
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue  # a stray non-JSON line; stderr has the rest
+                events.append(ev)
+                if stop_on(ev):
+                    stopped = True
+                    break
+            if not stopped:
+                await proc.wait()
+    except TimeoutError:
+        timed_out = True
+    finally:
+        if proc.returncode is None:
+            await _kill_group(proc)
+        stderr = (await err_task).decode(errors="replace")
+    return ProcessRun(events, stderr, proc.returncode, timed_out, stopped)
+
+
+async def _kill_group(proc) -> None:
+    """The CLI and the servers it started: TERM, then KILL."""
+    for sig, wait in ((signal.SIGTERM, 3), (signal.SIGKILL, 5)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            await asyncio.wait_for(proc.wait(), wait)
+            return
+        except TimeoutError:
+            continue
+
+
+def run_claude_code(trial, host: str, snapshot: dict | None, values: dict, system_text: str,
+                    meta: dict) -> tuple[str, str | None]:
+    """Run every step of the trial under Claude Code, filling trial.rec; return (outcome, detail)."""
+    from ..config import ConfigError
+    from ..runner import TrialAbort, _forbidden
+
+    m = trial.m
+    hspec, mspec = m.hosts[host], m.models[trial.model]
+    if mspec["provider"] != "anthropic":
+        raise ConfigError(f"{m.path}: field hosts.{host}: claude-code drives provider anthropic only, not "
+                          f"models.{trial.model} ({mspec['provider']}); run that model under a loop host")
+    binary = binary_path(host)
+    if not binary.exists():
+        raise TrialAbort("harness_failed", f"{binary}: Claude Code is not installed; run `mcptrials install-host "
+                                           f"--host {host} --out results/hosts/{host}/install.json` (the workflow's install_host rule)")
+    key = os.environ.get(mspec["api_key_env"])
+    if not key:
+        raise ConfigError(f"{m.path}: field models.{trial.model}: ${mspec['api_key_env']} is not set; export it")
+    sandbox = Path(values["home"]).parent
+    host_home = sandbox / "host-home"   # Claude Code's own HOME (sessions, logs); the server keeps `home`
+    host_home.mkdir()
+    session_id = str(uuid.uuid4())
+    meta.update(host_version=installed_version(host), host_session_id=session_id,
+                host_builtin_tools=list(hspec["builtin_tools"]))
+    ctx = _Session(trial=trial, host=host, snapshot=snapshot, values=values, system_text=system_text, meta=meta,
+                   binary=str(binary), host_home=host_home, session_id=session_id, api_key=key,
+                   forbidden=_forbidden(m))
+    try:
+        return asyncio.run(ctx.run())
+    finally:
+        logs = mcp_log_summary(host_home)
+        meta["server_startup_seconds"] = logs["startup_seconds"]
+        meta["server_protocol_version"] = logs["protocol_version"]
+        meta["server_stderr_tail"] = logs["tail"]
+
+
+@dataclass
+class _Session:
+    trial: object
+    host: str
+    snapshot: dict | None
+    values: dict
+    system_text: str
+    meta: dict
+    binary: str
+    host_home: Path
+    session_id: str
+    api_key: str
+    forbidden: set
+
+    async def run(self) -> tuple[str, str | None]:
+        t = self.trial
+        tspec = t.m.tools[t.tool]
+        with contextlib.ExitStack() as stack:
+            mcp_file = None
+            if tspec["transport"] != "none":
+                try:
+                    entry = (stdio_entry(t.tool, tspec, self.values, self.forbidden) if tspec["transport"] == "stdio"
+                             else self._start_http(stack, tspec))
+                except Exception as e:  # no command, or an http server that never listened: as in the loop
+                    msg = f"server failed to start: {type(e).__name__}: {e}"
+                    t.rec.error("protocol_error", msg)
+                    return "server_crashed", msg
+                mcp_file = self.host_home.parent / "mcp-config.json"
+                mcp_file.write_text(json.dumps({"mcpServers": {t.tool: entry}}, indent=1))
+            steps = t.scenario.data["steps"]
+            for i, step in enumerate(steps):
+                outcome, detail = await self.run_step(i, step, i == len(steps) - 1, mcp_file)
+                if outcome != "completed":
+                    return outcome, detail
+        return "completed", None
+
+    def _start_http(self, stack, spec: dict) -> dict:
+        """An http server is ours to start, as in the loop; Claude Code connects to its URL."""
+        from ..servers import _free_port, _stop_process, _wait_for_port, resolve_command, server_environment, substitute
+
+        values = dict(self.values, port=str(_free_port()))
+        env = {k: os.environ[k] for k in ("PATH", "LANG") if k in os.environ} | \
+            server_environment(spec, values, self.forbidden)
+        errlog = stack.enter_context(open(self.host_home.parent / "server.stderr.log", "a"))
+        proc = subprocess.Popen([resolve_command(self.trial.tool, spec["command"])]
+                                + [substitute(a, values) for a in spec.get("args", [])],
+                                env=env, cwd=values["workspace"], stdout=errlog, stderr=errlog,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        stack.callback(_stop_process, proc)
+        url = substitute(spec["url"], values)
+        _wait_for_port(url, spec.get("startup_timeout", 60), proc)
+        return {"type": "http", "url": url}
+
+    async def run_step(self, index: int, step: dict, last: bool, mcp_file: Path | None) -> tuple[str, str | None]:
+        from ..providers.base import Usage
+        from ..runner import LAST_STEP_NOTE, run_state_check, split_feedback, step_limits
+
+        t, rec = self.trial, self.trial.rec
+        m, tool = t.m, t.tool
+        mspec, hspec = m.models[t.model], m.hosts[self.host]
+        lim = step_limits(m, t.scenario)
+        prompt = step["prompt"] + (LAST_STEP_NOTE if last else "")
+        builtins = list(hspec["builtin_tools"])
+        argv = build_command(self.binary, prompt, model=mspec["model"], session_id=self.session_id, resume=index > 0,
+                             max_turns=lim["max_turns"], builtins=builtins,
+                             allowed=allowed_tools(tool, self.snapshot, builtins, mcp_file is not None),
+                             mcp_file=str(mcp_file) if mcp_file else None, system_append=self.system_text,
+                             bare=hspec["bare"], extra_args=hspec["extra_args"])
+        env = host_environment(str(self.host_home), self.values["tmp"], self.api_key, mspec.get("base_url"),
+                               min(t.max_tokens, lim["max_output_tokens"]), lim["max_result_tokens"],
+                               mspec["max_retries"], m.tools[tool].get("call_timeout", 60))
+        failed_servers: list = []
+
+        def stop_on(ev: dict) -> bool:  # a server that did not connect: stop before spending a model call
+            if mcp_file and ev.get("type") == "system" and ev.get("subtype") == "init":
+                failed_servers.extend(s for s in ev.get("mcp_servers") or [] if s.get("status") != "connected")
+            return bool(failed_servers)
+
+        t0 = time.monotonic()
+        run = await run_process(argv, env, self.values["workspace"], lim["max_seconds"], stop_on)
+        s = parse_stream(run.events, index)
+        ws = f"{self.values['workspace']}/"
+        srec = {"index": index, "name": step["name"], "prompt": step["prompt"], "answer_text": "",
+                "reasoning_text": "", "audit_text": "", "outcome": "completed", "turns": len(s.replies),
+                "state_check": None, "wall_seconds": round(time.monotonic() - t0, 3)}
+        rec.messages.append({"role": "user", "content": [{"type": "text", "text": prompt}]})
+        rec.messages += s.messages
+        rec.tool_calls += s.calls
+        for c in s.calls:
+            if c["error_kind"]:
+                rec.error(c["error_kind"], f"{c['tool']}: {c['result_text'][:300]}", step=index, code=c["error_code"])
+        finals = [i for i, (_, has_tool) in enumerate(s.replies) if not has_tool]
+        last_final = finals[-1] if finals else None
+        srec["reasoning_text"] = "\n\n".join(x for i, (texts, _) in enumerate(s.replies) if i != last_final
+                                             for x in texts if x).replace(ws, "")
+        srec["audit_text"] = "\n\n".join(f"> {c['name']} {c['arguments']}\n{c['result_text'][:2000]}" for c in s.calls)
+        rec.api_calls += len(s.replies)
+        rec.retries += s.api_retries
+        r = s.result or {}
+        u = r.get("usage")
+        usages = [u] if u else list(s.msg_usage.values())  # no result event: the replies' own (partial) usage
+        for x in usages:
+            rec.usage.add(Usage(input_tokens=x.get("input_tokens") or 0, output_tokens=x.get("output_tokens") or 0,
+                                cache_creation_input_tokens=x.get("cache_creation_input_tokens") or 0,
+                                cache_read_input_tokens=x.get("cache_read_input_tokens") or 0))
+        if r.get("total_cost_usd") is not None:  # cumulative over the resumed session (2.1.328)
+            rec.extra_usage["host_cost_usd"] = max(rec.extra_usage.get("host_cost_usd") or 0.0, r["total_cost_usd"])
+        if r.get("permission_denials"):
+            self.meta.setdefault("host_permission_denials", []).extend(r["permission_denials"])
+        if s.init and not self.meta.get("host_reported_version"):
+            self.meta["host_reported_version"] = s.init.get("claude_code_version")
+        outcome, detail = self._outcome(run, s, index)
+        srec["outcome"] = outcome
+        if outcome == "completed" or outcome == "budget_exceeded":
+            answer, feedback = split_feedback((r.get("result") or "").replace(ws, ""))
+            srec["answer_text"] = answer
+            if feedback:
+                rec.feedback = feedback
+        rec.steps.append(srec)
+        if step.get("state_check"):
+            srec["state_check"] = run_state_check(step["state_check"]["command"], Path(self.values["workspace"]))
+        return outcome, detail
+
+    def _outcome(self, run: ProcessRun, s: StepStream, index: int) -> tuple[str, str | None]:
+        rec = self.trial.rec
+        if run.stopped:
+            msg = f"claude-code: MCP server {self.trial.tool} did not connect: {json.dumps(s.init.get('mcp_servers'))}"
+            rec.error("protocol_error", msg, step=index)
+            return "server_crashed", msg
+        if run.timed_out:
+            return "timed_out", f"step {index} ran past max_seconds; claude-code was stopped"
+        r = s.result
+        if r is None:
+            msg = f"claude-code exited {run.returncode} without a result event: {run.stderr[-2000:]}"
+            rec.error("harness_error", msg, step=index)
+            return "harness_failed", msg
+        sub = r.get("subtype")
+        if sub == "error_max_turns":
+            return "max_turns", None
+        if sub == "error_max_budget_usd":
+            return "budget_exceeded", "claude-code: error_max_budget_usd"
+        if r.get("is_error") and (r.get("api_error_status") is not None or r.get("terminal_reason") == "api_error"):
+            msg = f"{r.get('api_error_status')}: {str(r.get('result'))[:300]}"
+            rec.error("api_error", msg, step=index, status=r.get("api_error_status"), retries=s.api_retries)
+            return "api_failed", msg
+        if sub != "success" or r.get("is_error"):
+            msg = f"claude-code result {sub}: {r.get('errors') or r.get('result')}"
+            rec.error("harness_error", msg, step=index)
+            return "harness_failed", msg
+        if any(c["error_code"] == -32000 for c in s.calls):  # connection closed: the server died
+            return "server_crashed", "the MCP server's connection closed during the step"
+        if r.get("stop_reason") == "max_tokens":
+            return "budget_exceeded", None
+        return "completed", None

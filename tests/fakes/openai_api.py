@@ -1,0 +1,411 @@
+"""A fake OpenAI chat-completions API for tests, speaking the real wire protocol.
+
+Stdlib only, so it also runs as a separate process next to a Snakemake run:
+
+    python tests/fakes/openai_api.py --script script.json --log requests.jsonl \
+        --port-file port.txt [--port 0] [--exhausted default|repeat] [--default-text TEXT]
+
+or from a test: ``proc, url = spawn(script_json, log_jsonl, port_txt)`` (url ends in /v1).
+In-process:
+
+    with FakeOpenAIAPI([reply(None, tool_call("grep", {"pattern": "x"})), reply("done")]) as api:
+        client = openai.OpenAI(api_key="test", base_url=api.url)
+
+Endpoint: ``POST /v1/chat/completions``: JSON, or SSE (``chat.completion.chunk`` events, then
+``data: [DONE]``) when the body has ``"stream": true``; a usage chunk is sent when
+``stream_options.include_usage`` is true.
+
+The script is a list of entries, consumed one per request:
+
+- a reply: ``{"content": str | null, "tool_calls": [{"id", "name", "arguments"}],
+  "finish_reason": ..., "usage": {"prompt_tokens", "completion_tokens", "cached_tokens"}}``;
+  ``arguments`` is an object (sent as JSON text) or a string sent as is (to test bad JSON);
+  several tool calls allowed. ``finish_reason`` defaults to ``tool_calls`` when there are
+  tool calls, else ``stop``; unset usage is estimated (chars/4), cached_tokens defaults to 0.
+- a fault: ``{"fault": "status", "status": 429|500|..., "retry_after": seconds, "message"}``
+  (OpenAI's JSON error body), ``{"fault": "malformed"}`` (a 200 whose body is not JSON),
+  ``{"fault": "hang"}`` (never answers; released by ``stop()``).
+- any entry may carry ``"delay": seconds``; in-process, an entry may be a callable
+  ``fn(request_body) -> entry``.
+
+When the script is exhausted the server answers ``exhausted="default"`` (a ``stop`` reply
+with ``default_text``) or ``exhausted="repeat"`` (the last entry again).
+
+Like the API, it answers 400 when an assistant message's tool_calls are not each answered by
+a following ``tool`` message, or a ``tool`` message answers no such call. Every request is
+kept in ``requests`` and written as one JSON line to the log file (headers without auth
+values, the JSON body, arrival and finish times, the answer's status and kind).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+AUTH_HEADERS = {"authorization", "api-key", "proxy-authorization", "cookie"}
+ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
+               429: "rate_limit_exceeded", 500: "server_error", 503: "server_error"}
+PATH = "/v1/chat/completions"
+
+Entry = dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]
+
+
+# ---- builders for script entries ----
+
+def tool_call(name: str, arguments: dict[str, Any] | str | None = None, id: str | None = None) -> dict[str, Any]:
+    call: dict[str, Any] = {"name": name, "arguments": {} if arguments is None else arguments}
+    if id is not None:
+        call["id"] = id
+    return call
+
+
+def reply(content: str | None = None, *tool_calls: dict[str, Any], finish_reason: str | None = None,
+          usage: dict[str, int] | None = None, delay: float | None = None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"content": content, "tool_calls": list(tool_calls)}
+    for k, v in (("finish_reason", finish_reason), ("usage", usage), ("delay", delay)):
+        if v is not None:
+            entry[k] = v
+    return entry
+
+
+def error(status: int, retry_after: float | None = None, message: str | None = None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"fault": "status", "status": status}
+    if retry_after is not None:
+        entry["retry_after"] = retry_after
+    if message is not None:
+        entry["message"] = message
+    return entry
+
+
+def malformed() -> dict[str, Any]:
+    return {"fault": "malformed"}
+
+
+def hang() -> dict[str, Any]:
+    return {"fault": "hang"}
+
+
+def estimate_tokens(obj: Any) -> int:
+    s = obj if isinstance(obj, str) else json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    return max(1, len(s) // 4)
+
+
+def check_tool_pairing(messages: list[Any]) -> str | None:
+    """The API's rule, as its 400 message: the tool_calls of an assistant message are answered
+    by the `tool` messages right after it, and a `tool` message answers one of them."""
+    open_ids: set[str] = set()
+    for i, msg in enumerate(messages):
+        role = msg.get("role") if isinstance(msg, dict) else None
+        if role == "tool":
+            if msg.get("tool_call_id") not in open_ids:
+                return (f"Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+                        f"with 'tool_calls' (messages.[{i}].tool_call_id {msg.get('tool_call_id')!r}).")
+            open_ids.discard(msg["tool_call_id"])
+            continue
+        if open_ids:
+            return ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                    f"'tool_call_id'. The following tool_call_ids did not have response messages: "
+                    f"{', '.join(sorted(open_ids))}")
+        if role == "assistant":
+            open_ids = {c.get("id") for c in msg.get("tool_calls") or []}
+    return None
+
+
+class FakeOpenAIAPI:
+    """The fake server. Start with ``start()`` or ``with``; ``url`` is the base_url (ends in /v1)."""
+
+    def __init__(self, script: list[Entry] | None = None, *, log_path: str | os.PathLike | None = None,
+                 exhausted: str = "default", default_text: str = "Done.", host: str = "127.0.0.1",
+                 port: int = 0, validate: bool = True) -> None:
+        if exhausted not in ("default", "repeat"):
+            raise ValueError(f"exhausted must be 'default' or 'repeat', got {exhausted!r}")
+        self.script: list[Entry] = list(script or [])
+        self.exhausted = exhausted
+        self.default_text = default_text
+        self.log_path = Path(log_path) if log_path else None
+        self.validate = validate
+        self.requests: list[dict[str, Any]] = []
+        self._next = 0
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._ids = itertools.count(1)
+        self._httpd = ThreadingHTTPServer((host, port), _Handler)
+        self._httpd.daemon_threads = True
+        self._httpd.api = self  # type: ignore[attr-defined]
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://{self._httpd.server_address[0]}:{self.port}/v1"
+
+    def start(self) -> "FakeOpenAIAPI":
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="fake-openai-api", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> "FakeOpenAIAPI":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def completion_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["path"] == PATH]
+
+    # ---- internals ----
+    def _take_entry(self, body: dict[str, Any]) -> tuple[int | None, dict[str, Any]]:
+        with self._lock:
+            if self._next < len(self.script):
+                index, entry = self._next, self.script[self._next]
+                self._next += 1
+            elif self.exhausted == "repeat" and self.script:
+                index, entry = len(self.script) - 1, self.script[-1]
+            else:
+                index, entry = None, reply(self.default_text)
+        if callable(entry):
+            entry = entry(body)
+        return index, entry
+
+    def _log(self, record: dict[str, Any]) -> None:
+        record["finished"] = time.time()
+        with self._lock:
+            if self.log_path is not None:
+                with self.log_path.open("a", encoding="utf-8") as f:
+                    f.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+    def completion(self, entry: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+        """The ChatCompletion object for a reply entry, as the API returns it."""
+        seq = next(self._ids)
+        calls = []
+        for k, c in enumerate(entry.get("tool_calls") or []):
+            args = c.get("arguments", {})
+            calls.append({"id": c.get("id") or f"call_fake{seq:04d}{k:02d}{uuid.uuid4().hex[:8]}", "type": "function",
+                          "function": {"name": c["name"],
+                                       "arguments": args if isinstance(args, str) else json.dumps(args)}})
+        message: dict[str, Any] = {"role": "assistant", "content": entry.get("content"), "refusal": None}
+        if calls:
+            message["tool_calls"] = calls
+        u = dict(entry.get("usage") or {})
+        prompt = u.get("prompt_tokens", estimate_tokens({k: body.get(k) for k in ("messages", "tools") if k in body}))
+        completion = u.get("completion_tokens", estimate_tokens([entry.get("content") or "", calls]))
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+                 "prompt_tokens_details": {"cached_tokens": u.get("cached_tokens", 0), "audio_tokens": 0},
+                 "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0}}
+        return {"id": f"chatcmpl-fake{seq:06d}", "object": "chat.completion", "created": int(time.time()),
+                "model": body.get("model", "gpt-fake"), "system_fingerprint": "fp_fake",
+                "choices": [{"index": 0, "message": message, "logprobs": None,
+                             "finish_reason": entry.get("finish_reason") or ("tool_calls" if calls else "stop")}],
+                "usage": usage}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "fake-openai-api"
+
+    @property
+    def api(self) -> FakeOpenAIAPI:
+        return self.server.api  # type: ignore[attr-defined]
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        url = urlsplit(self.path)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        raw = self.rfile.read(int(headers.get("content-length") or 0))
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        record: dict[str, Any] = {
+            "method": "POST", "path": url.path, "query": url.query,
+            "headers": {k: v for k, v in headers.items() if k not in AUTH_HEADERS},
+            "auth_present": "authorization" in headers, "body": body, "arrived": time.time(),
+        }
+        with self.api._lock:
+            self.api.requests.append(record)
+        try:
+            self._route(url.path, body, record)
+        except (BrokenPipeError, ConnectionResetError):
+            record["client_gone"] = True
+            self.close_connection = True
+        finally:
+            self.api._log(record)
+
+    def _route(self, path: str, body: Any, record: dict[str, Any]) -> None:
+        api = self.api
+        if path != PATH:
+            return self._error(record, 404, f"Invalid URL (POST {path})")
+        if not isinstance(body, dict):
+            return self._error(record, 400, "We could not parse the JSON body of your request.")
+        for k in ("model", "messages"):
+            if k not in body:
+                return self._error(record, 400, f"Missing required parameter: '{k}'.")
+        if api.validate and (problem := check_tool_pairing(body["messages"])):
+            return self._error(record, 400, problem)
+        index, entry = api._take_entry(body)
+        record["script_index"] = index
+        if entry.get("delay"):
+            api._stopping.wait(float(entry["delay"]))
+        fault = entry.get("fault")
+        if fault == "hang":
+            record["kind"] = "hang"
+            api._stopping.wait()
+            self.close_connection = True
+            return
+        if fault == "status":
+            extra = {"retry-after": str(entry["retry_after"])} if entry.get("retry_after") is not None else {}
+            return self._error(record, int(entry.get("status", 500)), entry.get("message"), extra, kind="status")
+        if fault == "malformed":
+            record["kind"] = "malformed"
+            return self._send(record, 200, "application/json", b"<html>upstream proxy error: this is not JSON</html>")
+        if fault is not None:
+            return self._error(record, 500, f"fake server: script entry {index} has unknown fault {fault!r}")
+        completion = api.completion(entry, body)
+        record["kind"] = "reply"
+        record["reply"] = {"id": completion["id"], "finish_reason": completion["choices"][0]["finish_reason"],
+                           "usage": completion["usage"]}
+        if body.get("stream"):
+            return self._sse(record, _chunks(completion, bool((body.get("stream_options") or {}).get("include_usage"))))
+        return self._send(record, 200, "application/json", json.dumps(completion).encode())
+
+    def _send(self, record: dict[str, Any], status: int, ctype: str, data: bytes,
+              extra: dict[str, str] | None = None) -> None:
+        record["status"] = status
+        self.send_response(status)
+        self.send_header("content-type", ctype)
+        self.send_header("content-length", str(len(data)))
+        self.send_header("x-request-id", f"req_fake{uuid.uuid4().hex[:20]}")
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _error(self, record: dict[str, Any], status: int, message: str | None,
+               extra: dict[str, str] | None = None, kind: str = "error") -> None:
+        record["kind"] = kind
+        etype = ERROR_TYPES.get(status, "server_error")
+        body = {"error": {"message": message or {429: "Rate limit reached for requests",
+                                                 500: "The server had an error while processing your request."}
+                          .get(status, etype), "type": etype, "param": None, "code": None}}
+        self._send(record, status, "application/json", json.dumps(body).encode(), extra)
+
+    def _sse(self, record: dict[str, Any], chunks: list[dict[str, Any]]) -> None:
+        record["status"] = 200
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        for data in [json.dumps(c) for c in chunks] + ["[DONE]"]:
+            piece = f"data: {data}\n\n".encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+def _chunks(completion: dict[str, Any], include_usage: bool) -> list[dict[str, Any]]:
+    """The stream the API sends for `completion`: role, content pieces, tool-call pieces (by
+    index: id and name first, then the arguments in parts), finish reason, usage."""
+    base = {k: completion[k] for k in ("id", "created", "model", "system_fingerprint")}
+    base["object"] = "chat.completion.chunk"
+
+    def chunk(delta, finish=None, usage=None):
+        c = dict(base, choices=[{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}])
+        if include_usage:
+            c["usage"] = usage
+        return c
+
+    msg, choice = completion["choices"][0]["message"], completion["choices"][0]
+    out = [chunk({"role": "assistant", "content": ""})]
+    text = msg.get("content") or ""
+    out += [chunk({"content": text[j:j + 24]}) for j in range(0, len(text), 24)]
+    for i, call in enumerate(msg.get("tool_calls") or []):
+        out.append(chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                                          "function": {"name": call["function"]["name"], "arguments": ""}}]}))
+        args = call["function"]["arguments"]
+        out += [chunk({"tool_calls": [{"index": i, "function": {"arguments": args[j:j + 16]}}]})
+                for j in range(0, len(args), 16)]
+    out.append(chunk({}, finish=choice["finish_reason"]))
+    if include_usage:
+        out.append(dict(base, choices=[], usage=completion["usage"]))
+    return out
+
+
+def spawn(script: str | os.PathLike, log: str | os.PathLike, port_file: str | os.PathLike,
+          *extra_args: str, timeout: float = 10.0) -> tuple[subprocess.Popen, str]:
+    """Run this file as a separate process; returns (process, base_url ending in /v1)."""
+    port_file = Path(port_file)
+    port_file.unlink(missing_ok=True)
+    proc = subprocess.Popen([sys.executable, __file__, "--script", str(script), "--log", str(log),
+                             "--port-file", str(port_file), *extra_args])
+    deadline = time.monotonic() + timeout
+    while not port_file.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"fake openai api did not start (exit code {proc.poll()}); see its stderr")
+        time.sleep(0.05)
+    return proc, f"http://127.0.0.1:{port_file.read_text().strip()}/v1"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="Fake OpenAI chat-completions API for tests.")
+    p.add_argument("--script", help="JSON file: a list of script entries (see the module docstring)")
+    p.add_argument("--log", help="JSONL file; one line per request")
+    p.add_argument("--port-file", help="file to write the chosen port to, once listening")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--exhausted", choices=["default", "repeat"], default="default")
+    p.add_argument("--default-text", default="Done.")
+    p.add_argument("--no-validate", action="store_true", help="do not check tool_calls / tool message pairing")
+    args = p.parse_args(argv)
+    script: list[Entry] = []
+    if args.script:
+        script = json.loads(Path(args.script).read_text(encoding="utf-8"))
+        if not isinstance(script, list):
+            p.error(f"{args.script}: the script must be a JSON list of entries")
+    api = FakeOpenAIAPI(script, log_path=args.log, exhausted=args.exhausted, default_text=args.default_text,
+                        host=args.host, port=args.port, validate=not args.no_validate)
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
+    api.start()
+    if args.port_file:
+        tmp = Path(args.port_file + ".tmp")
+        tmp.write_text(str(api.port))
+        tmp.replace(args.port_file)
+    print(f"fake openai api listening on {api.url}", flush=True)
+    done.wait()
+    api.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

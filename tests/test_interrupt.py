@@ -1,0 +1,132 @@
+"""Interrupted runs resume with nothing lost: a real run is killed mid-way (SIGINT to its
+process group, as Ctrl-C does; then SIGKILL of the whole group), rerun with
+`--rerun-incomplete`; every trial finished before the kill is kept byte for byte, no partial
+record is taken for finished, and the aggregate equals that of an uninterrupted run.
+
+The model is `anthropic` against the test Messages-API server (its own process), answering
+every request with the same text after 1.5 s: trials take long enough to be caught mid-run,
+and every trial's answer is the same, so the aggregate is deterministic. Efficiency (the
+only part of fairness computed from wall time) has weight 0 here."""
+
+import csv
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from fakes.messages_api import reply, text
+from matrix_helpers import faulty_tool, write_matrix
+from workflow_helpers import MessagesServer, copy_workflow, run_snakemake, snakemake_cmd, workflow_env
+
+pytestmark = pytest.mark.slow
+
+TRIALS = 3  # x 2 tools = 6 trials
+TARGET = "results/aggregate/trials.csv"
+ANSWER = "`helper` is defined at `src/util.py:1`; it returns its argument doubled (`x * 2`)."
+# Measured, not deterministic: left out of the comparison.
+TIMED = {"wall_seconds", "efficiency", "server_startup_seconds", "server_peak_rss_kb"}
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory):
+    server = MessagesServer(tmp_path_factory.mktemp("api"), [reply(text(ANSWER), delay=1.5)],
+                            "--exhausted", "repeat")
+    yield server
+    server.stop()
+
+
+def make_project(wd: Path, api) -> Path:
+    wd.mkdir()
+    write_matrix(wd, tools={"baseline": {"transport": "none"}, "echo": faulty_tool("ok")}, trials=TRIALS,
+                 extra={"models": {"claude": {"provider": "anthropic", "model": "claude-sonnet-4-6",
+                                              "base_url": api.url}},
+                        "pricing": {"claude-sonnet-4-6": {"input": 3.0, "output": 15.0}},
+                        "weights": {"keyword": 0.2, "quality": 0.5, "citation": 0.3, "efficiency": 0.0}})
+    copy_workflow(wd)
+    return wd
+
+
+def table(wd: Path, name: str) -> list[dict]:
+    rows = list(csv.DictReader(open(wd / "results" / "aggregate" / name)))
+    return [{k: v for k, v in r.items() if k not in TIMED and not k.startswith("wall")} for r in rows]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory, api):
+    wd = make_project(tmp_path_factory.mktemp("full") / "p", api)
+    run_snakemake(wd, TARGET, "-j", "2")
+    return wd
+
+
+def finished_records(wd: Path) -> dict[str, tuple[str, int]]:
+    """Every record file under results/runs: sha256 and mtime (ns)."""
+    return {str(p.relative_to(wd)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+            for p in (wd / "results" / "runs").rglob("*.json")}
+
+
+def planned_outputs(wd: Path, rule: str) -> set[str]:
+    """The first output of each job of `rule` a dry run with --rerun-incomplete would run."""
+    out = run_snakemake(wd, TARGET, "-n", "--rerun-incomplete").stdout
+    planned, current = set(), None
+    for line in out.splitlines():
+        if re.fullmatch(rf"(local)?rule {rule}:", line.strip()):
+            current = rule
+        elif current and line.strip().startswith("output:"):
+            planned.add(line.split("output:")[1].split(",")[0].strip())
+            current = None
+    return planned
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
+def test_killed_run_resumes_with_nothing_lost(tmp_path, api, uninterrupted, sig):
+    wd = make_project(tmp_path / "p", api)
+    run = subprocess.Popen(snakemake_cmd(wd, TARGET, "-j", "2"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True, env=workflow_env(wd), start_new_session=True)
+    runs = wd / "results" / "runs"
+    deadline = time.monotonic() + 180
+    # 3 transcripts: at -j 2 at least one of them is a job Snakemake saw finish
+    while len(list(runs.rglob("transcript.json"))) < 3:
+        assert run.poll() is None, f"the run ended before it could be interrupted:\n{run.stderr.read()[-3000:]}"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    os.killpg(run.pid, sig)  # the whole group: Snakemake, its job shells and the trials
+    _, err = run.communicate(timeout=60)
+    assert run.returncode != 0
+    done = finished_records(wd)
+    transcripts_before = {k for k in done if k.endswith("transcript.json")}
+    assert len(transcripts_before) < 2 * TRIALS, "the kill came too late to interrupt anything"
+
+    # nothing half-written: no temp files, and every record there is whole JSON
+    assert not [p for p in runs.rglob("*") if p.name.endswith(".tmp")]
+    for rel in done:
+        json.loads((wd / rel).read_text())
+
+    if sig == signal.SIGKILL:  # Snakemake had no chance to release its lock
+        run_snakemake(wd, "--unlock")
+    # A transcript whose job was still running at the kill (written, but the process never
+    # exited) is flagged incomplete and redone; at -j 2 that is at most 2 of them.
+    planned = planned_outputs(wd, "transcript")
+    assert len(planned - transcripts_before) == 2 * TRIALS - len(transcripts_before)  # the missing ones
+    redo = planned & transcripts_before
+    assert len(redo) <= 2
+    finished = transcripts_before - redo
+    assert finished
+    run_snakemake(wd, TARGET, "-j", "2", "--rerun-incomplete")
+
+    after = finished_records(wd)
+    # every trial finished before the kill is kept as it was (same bytes, never rewritten)
+    for rel in finished:
+        assert after.get(rel) == done[rel], f"{rel} was rerun or changed"
+    assert len([k for k in after if k.endswith("transcript.json")]) == 2 * TRIALS
+    assert not [p for p in runs.rglob("*") if p.name.endswith(".tmp")]
+    for rel in after:
+        json.loads((wd / rel).read_text())
+    # the same results as a run that was never interrupted
+    assert table(wd, "trials.csv") == table(uninterrupted, "trials.csv")
+    assert table(wd, "cells.csv") == table(uninterrupted, "cells.csv")

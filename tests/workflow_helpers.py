@@ -1,0 +1,76 @@
+"""Running the real workflow on a temporary project, with the test Messages-API server as a
+separate process (shared by tests/test_concurrency.py and tests/test_interrupt.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from fakes.messages_api import spawn
+from matrix_helpers import ROOT
+
+KEY = "sk-ant-scale-test-0123456789"
+PATH = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
+
+
+def copy_workflow(dest: Path) -> None:
+    shutil.copy(ROOT / "Snakefile", dest / "Snakefile")
+    shutil.copytree(ROOT / "workflow", dest / "workflow")
+    shutil.copytree(ROOT / "prompts", dest / "prompts")
+    if (ROOT / "locked").exists():
+        shutil.copytree(ROOT / "locked", dest / "locked")
+
+
+def snakemake_cmd(wd: Path, *args) -> list[str]:
+    return [sys.executable, "-m", "snakemake", "--directory", str(wd), "--snakefile", str(wd / "Snakefile"),
+            "--configfile", str(wd / "config.yaml"), "--scheduler", "greedy", *args]
+
+
+def workflow_env(wd: Path) -> dict:
+    return {"PATH": PATH, "HOME": str(wd), "ANTHROPIC_API_KEY": KEY}
+
+
+def run_snakemake(wd: Path, *args, check=True, timeout=600) -> subprocess.CompletedProcess:
+    p = subprocess.run(snakemake_cmd(wd, *args), capture_output=True, text=True, env=workflow_env(wd),
+                       timeout=timeout)
+    if check and p.returncode != 0:
+        logs = "\n".join(f"--- {f}\n{f.read_text()[-1500:]}" for f in (wd / "results" / "logs").rglob("*.log"))
+        raise AssertionError(f"snakemake {args} failed:\n{p.stdout[-3000:]}\n{p.stderr[-5000:]}\n{logs[-6000:]}")
+    return p
+
+
+class MessagesServer:
+    """tests/fakes/messages_api.py as its own process; `requests()` reads its JSONL log."""
+
+    def __init__(self, folder: Path, script: list, *extra: str):
+        folder.mkdir(parents=True, exist_ok=True)
+        self.script_path = folder / "script.json"
+        self.script_path.write_text(json.dumps(script))
+        self.log = folder / "requests.jsonl"
+        self.proc, self.url = spawn(self.script_path, self.log, folder / "port.txt", *extra)
+
+    def requests(self) -> list[dict]:
+        if not self.log.exists():
+            return []
+        return [r for r in map(json.loads, self.log.read_text().splitlines()) if r["path"] == "/v1/messages"]
+
+    def clear(self) -> None:
+        self.log.unlink(missing_ok=True)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+def max_overlap(intervals: list[tuple[float, float]]) -> int:
+    """The largest number of [start, end] intervals open at one instant (a sweep over the
+    sorted ends; an interval that ends exactly when another starts does not overlap it)."""
+    events = sorted([(s, 1) for s, _ in intervals] + [(e, -1) for _, e in intervals], key=lambda x: (x[0], x[1]))
+    best = cur = 0
+    for _, d in events:
+        cur += d
+        best = max(best, cur)
+    return best
