@@ -22,7 +22,7 @@ from mcptrials.runner import run_trial
 
 pytestmark = pytest.mark.slow
 
-KEY = "sk-ant-test-claude-code-0123456789"
+KEY = "fake-key-test-claude-code-0123456789"
 DEMO = load_matrix(ROOT / "config.yaml")
 WS_RE = re.compile(re.escape(tempfile.gettempdir()) + r"/mcptrials-trial-[^/\\\"]+/workspace")
 

@@ -20,7 +20,7 @@ from fakes.messages_api import error, hang, malformed, reply, spawn, text, tool_
 TESTS = Path(__file__).parent
 FAULTY_SERVER = TESTS / "fixtures" / "faulty_mcp_server.py"
 MODEL = "claude-sonnet-4-6"
-KEY = "sk-ant-test-key-must-never-be-logged"
+KEY = "fake-key-test-key-must-never-be-logged"
 HELLO = [{"role": "user", "content": "hello"}]
 
 

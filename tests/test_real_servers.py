@@ -55,7 +55,7 @@ def test_snapshot_of_real_servers(tmp_path, installed, fake_api):
 
 
 def test_anthropic_loop_with_real_git_and_filesystem(tmp_path, installed, fake_api, monkeypatch):
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-real-servers-0123456789")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "fake-key-test-real-servers-0123456789")
     api = fake_api([
         reply(text("Look at the history and the file."),
               tool_use("mcp__git__git_log", {"repo_path": "{ws}", "max_count": 3}, id="g"),

@@ -13,7 +13,7 @@ from mcptrials.checkout import checkout
 from mcptrials.config import load_matrix
 from mcptrials.runner import run_trial, scrub_secrets
 
-KEY = "sk-ant-test-0123456789abcdef"
+KEY = "fake-key-test-0123456789abcdef"
 
 
 def matrix(tmp_path, api, tools=None, scenarios=None, limits=None, model_extra=None):

@@ -17,7 +17,7 @@ import pytest
 from fakes.messages_api import FakeMessagesAPI, reply, text, tool_use
 from matrix_helpers import faulty_tool, write_matrix
 
-KEY = "sk-ant-worker-test-0123456789"
+KEY = "fake-key-worker-test-0123456789"
 PATH = f"{Path(sys.executable).parent}:/usr/bin:/bin"
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from fakes.messages_api import spawn
 from matrix_helpers import ROOT
 
-KEY = "sk-ant-scale-test-0123456789"
+KEY = "fake-key-scale-test-0123456789"
 PATH = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
 
 
