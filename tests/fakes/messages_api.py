@@ -40,23 +40,19 @@ requests being served at once.
 
 from __future__ import annotations
 
-import argparse
-import itertools
 import json
 import os
-import signal
 import subprocess
-import sys
-import threading
-import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
-from typing import Any, Callable
-from urllib.parse import urlsplit
+from typing import Any
 
-# Header names whose values are secrets; they are never logged.
-AUTH_HEADERS = {"authorization", "x-api-key", "proxy-authorization", "cookie"}
+try:
+    from .scripted_server import Entry, ScriptedHandler, ScriptedServer, serve_main
+    from .scripted_server import spawn as _spawn
+except ImportError:  # run as a script: python tests/fakes/messages_api.py
+    from scripted_server import Entry, ScriptedHandler, ScriptedServer, serve_main
+    from scripted_server import spawn as _spawn
+
 
 # The API's error "type" for each status it uses (docs: "Errors", HTTP errors table).
 ERROR_TYPES = {
@@ -70,7 +66,6 @@ ERROR_TYPES = {
     529: "overloaded_error",
 }
 
-Entry = dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]
 
 
 # ---- builders for script entries (plain dicts, so a script can also be a JSON file) ----
@@ -162,98 +157,21 @@ def check_tool_pairing(messages: list[Any]) -> str | None:
     return None
 
 
-class FakeMessagesAPI:
-    """The fake API server. Start with ``start()`` or ``with``; ``url`` is the base_url."""
+class FakeMessagesAPI(ScriptedServer):
+    """The fake Messages API. Start with ``start()`` or ``with``; ``url`` is the base_url."""
 
-    def __init__(self, script: list[Entry] | None = None, *, log_path: str | os.PathLike | None = None,
-                 exhausted: str = "default", default_text: str = "Done.",
-                 host: str = "127.0.0.1", port: int = 0,
-                 validate: bool = True, require_auth: bool = False) -> None:
-        if exhausted not in ("default", "repeat"):
-            raise ValueError(f"exhausted must be 'default' or 'repeat', got {exhausted!r}")
-        self.script: list[Entry] = list(script or [])
-        self.exhausted = exhausted
-        self.default_text = default_text
-        self.log_path = Path(log_path) if log_path else None
-        self.validate = validate  # answer 400 for unpaired tool_use/tool_result, as the API does
+    name = "fake messages api"
+
+    def __init__(self, script: list[Entry] | None = None, *, require_auth: bool = False, **kwargs: Any) -> None:
+        super().__init__(script, **kwargs)
         self.require_auth = require_auth
-        self.requests: list[dict[str, Any]] = []
-        self.max_in_flight = 0
-        self._in_flight = 0
-        self._next = 0  # index of the next script entry
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._ids = itertools.count(1)
-        self._httpd = ThreadingHTTPServer((host, port), _Handler)
-        self._httpd.daemon_threads = True
-        self._httpd.api = self  # type: ignore[attr-defined]
-        self._thread: threading.Thread | None = None
 
-    # ---- lifecycle ----
-    @property
-    def port(self) -> int:
-        return self._httpd.server_address[1]
-
-    @property
-    def url(self) -> str:
-        return f"http://{self._httpd.server_address[0]}:{self.port}"
-
-    def start(self) -> "FakeMessagesAPI":
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-messages-api", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()  # releases hanging and delayed handlers
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._httpd.server_close()
-
-    def __enter__(self) -> "FakeMessagesAPI":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    # ---- helpers for tests ----
     def message_requests(self) -> list[dict[str, Any]]:
         """Logged requests to /v1/messages (not count_tokens)."""
         return [r for r in self.requests if r["path"] == "/v1/messages"]
 
-    @property
-    def in_flight(self) -> int:
-        return self._in_flight
-
-    # ---- internals used by the handler ----
-    def _take_entry(self, body: dict[str, Any]) -> tuple[int | None, dict[str, Any]]:
-        with self._lock:
-            if self._next < len(self.script):
-                index, entry = self._next, self.script[self._next]
-                self._next += 1
-            elif self.exhausted == "repeat" and self.script:
-                index, entry = len(self.script) - 1, self.script[-1]
-            else:
-                index, entry = None, reply(text(self.default_text), stop_reason="end_turn")
-        if callable(entry):
-            entry = entry(body)
-        return index, entry
-
-    def _arrive(self, record: dict[str, Any]) -> None:
-        with self._lock:
-            self.requests.append(record)
-            self._in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self._in_flight)
-
-    def _finish(self, record: dict[str, Any]) -> None:
-        record["finished"] = time.time()
-        with self._lock:
-            self._in_flight -= 1
-            if self.log_path is not None:
-                with self.log_path.open("a", encoding="utf-8") as f:
-                    f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    def default_entry(self) -> dict[str, Any]:
+        return reply(text(self.default_text), stop_reason="end_turn")
 
     def _message(self, entry: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
         """The full Message object for a reply entry, as the API returns it."""
@@ -286,48 +204,8 @@ class FakeMessagesAPI:
         }
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as the SDK's connection pool expects
+class _Handler(ScriptedHandler):
     server_version = "fake-messages-api"
-
-    @property
-    def api(self) -> FakeMessagesAPI:
-        return self.server.api  # type: ignore[attr-defined]
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet: the JSONL log is the record
-        pass
-
-    def do_GET(self) -> None:
-        self._serve()
-
-    def do_POST(self) -> None:
-        self._serve()
-
-    def _serve(self) -> None:
-        url = urlsplit(self.path)
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        raw = self.rfile.read(int(headers.get("content-length") or 0))
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        record: dict[str, Any] = {
-            "method": self.command,
-            "path": url.path,
-            "query": url.query,
-            "headers": {k: v for k, v in headers.items() if k not in AUTH_HEADERS},
-            "auth_present": any(k in headers for k in ("authorization", "x-api-key")),
-            "body": body if body is not None else (raw.decode("utf-8", "replace") if raw else None),
-            "arrived": time.time(),
-        }
-        self.api._arrive(record)
-        try:
-            self._route(url.path, body, record)
-        except (BrokenPipeError, ConnectionResetError):
-            record["client_gone"] = True
-            self.close_connection = True
-        finally:
-            self.api._finish(record)
 
     def _route(self, path: str, body: Any, record: dict[str, Any]) -> None:
         api = self.api
@@ -465,54 +343,17 @@ def _stream_events(message: dict[str, Any]) -> list[tuple[str, Any]]:
     return events
 
 
+FakeMessagesAPI.handler = _Handler
+
+
 def spawn(script: str | os.PathLike, log: str | os.PathLike, port_file: str | os.PathLike,
           *extra_args: str, timeout: float = 10.0) -> tuple[subprocess.Popen, str]:
-    """Run this file as a separate process; returns (process, base_url) once it listens.
-    Stop it with ``process.terminate()`` (it exits 0 after writing its last log line)."""
-    port_file = Path(port_file)
-    port_file.unlink(missing_ok=True)
-    proc = subprocess.Popen([sys.executable, __file__, "--script", str(script), "--log", str(log),
-                             "--port-file", str(port_file), *extra_args])
-    deadline = time.monotonic() + timeout
-    while not port_file.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"fake messages api did not start (exit code {proc.poll()}); see its stderr")
-        time.sleep(0.05)
-    return proc, f"http://127.0.0.1:{port_file.read_text().strip()}"
+    """Run this file as a separate process; returns (process, base_url) once it listens."""
+    return _spawn(__file__, script, log, port_file, *extra_args, timeout=timeout)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="Fake Anthropic Messages API for tests.")
-    p.add_argument("--script", help="JSON file: a list of script entries (see the module docstring)")
-    p.add_argument("--log", help="JSONL file; one line per request")
-    p.add_argument("--port-file", help="file to write the chosen port to, once listening")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=0)
-    p.add_argument("--exhausted", choices=["default", "repeat"], default="default")
-    p.add_argument("--default-text", default="Done.")
-    p.add_argument("--no-validate", action="store_true", help="do not check tool_use/tool_result pairing")
-    args = p.parse_args(argv)
-
-    script: list[Entry] = []
-    if args.script:
-        script = json.loads(Path(args.script).read_text(encoding="utf-8"))
-        if not isinstance(script, list):
-            p.error(f"{args.script}: the script must be a JSON list of entries")
-    api = FakeMessagesAPI(script, log_path=args.log, exhausted=args.exhausted, default_text=args.default_text,
-                          host=args.host, port=args.port, validate=not args.no_validate)
-    done = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: done.set())
-    api.start()
-    if args.port_file:  # written atomically, so a reader never sees a partial number
-        tmp = Path(args.port_file + ".tmp")
-        tmp.write_text(str(api.port))
-        tmp.replace(args.port_file)
-    print(f"fake messages api listening on {api.url}", flush=True)
-    done.wait()
-    api.stop()
-    return 0
+    return serve_main(FakeMessagesAPI, "Fake Anthropic Messages API for tests.", argv)
 
 
 if __name__ == "__main__":

@@ -39,27 +39,24 @@ values, the JSON body, arrival and finish times, the answer's status and kind).
 
 from __future__ import annotations
 
-import argparse
-import itertools
 import json
 import os
-import signal
 import subprocess
-import sys
-import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
-from typing import Any, Callable
-from urllib.parse import urlsplit
+from typing import Any
 
-AUTH_HEADERS = {"authorization", "api-key", "proxy-authorization", "cookie"}
+try:
+    from .scripted_server import ScriptedHandler, ScriptedServer, serve_main
+    from .scripted_server import spawn as _spawn
+except ImportError:  # run as a script: python tests/fakes/openai_api.py
+    from scripted_server import ScriptedHandler, ScriptedServer, serve_main
+    from scripted_server import spawn as _spawn
+
 ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
                429: "rate_limit_exceeded", 500: "server_error", 503: "server_error"}
 PATH = "/v1/chat/completions"
 
-Entry = dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]
 
 
 # ---- builders for script entries ----
@@ -123,80 +120,17 @@ def check_tool_pairing(messages: list[Any]) -> str | None:
     return None
 
 
-class FakeOpenAIAPI:
+class FakeOpenAIAPI(ScriptedServer):
     """The fake server. Start with ``start()`` or ``with``; ``url`` is the base_url (ends in /v1)."""
 
-    def __init__(self, script: list[Entry] | None = None, *, log_path: str | os.PathLike | None = None,
-                 exhausted: str = "default", default_text: str = "Done.", host: str = "127.0.0.1",
-                 port: int = 0, validate: bool = True) -> None:
-        if exhausted not in ("default", "repeat"):
-            raise ValueError(f"exhausted must be 'default' or 'repeat', got {exhausted!r}")
-        self.script: list[Entry] = list(script or [])
-        self.exhausted = exhausted
-        self.default_text = default_text
-        self.log_path = Path(log_path) if log_path else None
-        self.validate = validate
-        self.requests: list[dict[str, Any]] = []
-        self._next = 0
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._ids = itertools.count(1)
-        self._httpd = ThreadingHTTPServer((host, port), _Handler)
-        self._httpd.daemon_threads = True
-        self._httpd.api = self  # type: ignore[attr-defined]
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        return self._httpd.server_address[1]
-
-    @property
-    def url(self) -> str:
-        return f"http://{self._httpd.server_address[0]}:{self.port}/v1"
-
-    def start(self) -> "FakeOpenAIAPI":
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-openai-api", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._httpd.server_close()
-
-    def __enter__(self) -> "FakeOpenAIAPI":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    name = "fake openai api"
+    url_suffix = "/v1"
 
     def completion_requests(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["path"] == PATH]
 
-    # ---- internals ----
-    def _take_entry(self, body: dict[str, Any]) -> tuple[int | None, dict[str, Any]]:
-        with self._lock:
-            if self._next < len(self.script):
-                index, entry = self._next, self.script[self._next]
-                self._next += 1
-            elif self.exhausted == "repeat" and self.script:
-                index, entry = len(self.script) - 1, self.script[-1]
-            else:
-                index, entry = None, reply(self.default_text)
-        if callable(entry):
-            entry = entry(body)
-        return index, entry
-
-    def _log(self, record: dict[str, Any]) -> None:
-        record["finished"] = time.time()
-        with self._lock:
-            if self.log_path is not None:
-                with self.log_path.open("a", encoding="utf-8") as f:
-                    f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    def default_entry(self) -> dict[str, Any]:
+        return reply(self.default_text)
 
     def completion(self, entry: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
         """The ChatCompletion object for a reply entry, as the API returns it."""
@@ -223,39 +157,8 @@ class FakeOpenAIAPI:
                 "usage": usage}
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(ScriptedHandler):
     server_version = "fake-openai-api"
-
-    @property
-    def api(self) -> FakeOpenAIAPI:
-        return self.server.api  # type: ignore[attr-defined]
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        url = urlsplit(self.path)
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        raw = self.rfile.read(int(headers.get("content-length") or 0))
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        record: dict[str, Any] = {
-            "method": "POST", "path": url.path, "query": url.query,
-            "headers": {k: v for k, v in headers.items() if k not in AUTH_HEADERS},
-            "auth_present": "authorization" in headers, "body": body, "arrived": time.time(),
-        }
-        with self.api._lock:
-            self.api.requests.append(record)
-        try:
-            self._route(url.path, body, record)
-        except (BrokenPipeError, ConnectionResetError):
-            record["client_gone"] = True
-            self.close_connection = True
-        finally:
-            self.api._log(record)
 
     def _route(self, path: str, body: Any, record: dict[str, Any]) -> None:
         api = self.api
@@ -359,52 +262,17 @@ def _chunks(completion: dict[str, Any], include_usage: bool) -> list[dict[str, A
     return out
 
 
+FakeOpenAIAPI.handler = _Handler
+
+
 def spawn(script: str | os.PathLike, log: str | os.PathLike, port_file: str | os.PathLike,
           *extra_args: str, timeout: float = 10.0) -> tuple[subprocess.Popen, str]:
     """Run this file as a separate process; returns (process, base_url ending in /v1)."""
-    port_file = Path(port_file)
-    port_file.unlink(missing_ok=True)
-    proc = subprocess.Popen([sys.executable, __file__, "--script", str(script), "--log", str(log),
-                             "--port-file", str(port_file), *extra_args])
-    deadline = time.monotonic() + timeout
-    while not port_file.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"fake openai api did not start (exit code {proc.poll()}); see its stderr")
-        time.sleep(0.05)
-    return proc, f"http://127.0.0.1:{port_file.read_text().strip()}/v1"
+    return _spawn(__file__, script, log, port_file, *extra_args, timeout=timeout, url_suffix="/v1")
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="Fake OpenAI chat-completions API for tests.")
-    p.add_argument("--script", help="JSON file: a list of script entries (see the module docstring)")
-    p.add_argument("--log", help="JSONL file; one line per request")
-    p.add_argument("--port-file", help="file to write the chosen port to, once listening")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=0)
-    p.add_argument("--exhausted", choices=["default", "repeat"], default="default")
-    p.add_argument("--default-text", default="Done.")
-    p.add_argument("--no-validate", action="store_true", help="do not check tool_calls / tool message pairing")
-    args = p.parse_args(argv)
-    script: list[Entry] = []
-    if args.script:
-        script = json.loads(Path(args.script).read_text(encoding="utf-8"))
-        if not isinstance(script, list):
-            p.error(f"{args.script}: the script must be a JSON list of entries")
-    api = FakeOpenAIAPI(script, log_path=args.log, exhausted=args.exhausted, default_text=args.default_text,
-                        host=args.host, port=args.port, validate=not args.no_validate)
-    done = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: done.set())
-    api.start()
-    if args.port_file:
-        tmp = Path(args.port_file + ".tmp")
-        tmp.write_text(str(api.port))
-        tmp.replace(args.port_file)
-    print(f"fake openai api listening on {api.url}", flush=True)
-    done.wait()
-    api.stop()
-    return 0
+    return serve_main(FakeOpenAIAPI, "Fake OpenAI chat-completions API for tests.", argv)
 
 
 if __name__ == "__main__":
