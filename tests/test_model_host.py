@@ -60,7 +60,7 @@ def _spawn_api(module, tmp, name, default_text):
 
 @pytest.mark.slow
 def test_two_models_two_hosts_end_to_end(tmp_path):
-    from test_workflow import copy_workflow
+    from workflow_helpers import copy_workflow
 
     answer = ("`helper` is defined at `src/util.py:1` and returns `x * 2`, doubling its argument; "
               "`main` calls `helper` at `src/app.py:5`.")

@@ -33,9 +33,10 @@ def workflow_env(wd: Path) -> dict:
     return {"PATH": PATH, "HOME": str(wd), "ANTHROPIC_API_KEY": KEY}
 
 
-def run_snakemake(wd: Path, *args, check=True, timeout=600) -> subprocess.CompletedProcess:
-    p = subprocess.run(snakemake_cmd(wd, *args), capture_output=True, text=True, env=workflow_env(wd),
-                       timeout=timeout)
+def run_snakemake(wd: Path, *args, check=True, timeout=600, env=None) -> subprocess.CompletedProcess:
+    """Snakemake on the project in wd (env: workflow_env unless given); raises with its logs on failure."""
+    p = subprocess.run(snakemake_cmd(wd, *args), capture_output=True, text=True,
+                       env=env if env is not None else workflow_env(wd), timeout=timeout)
     if check and p.returncode != 0:
         logs = "\n".join(f"--- {f}\n{f.read_text()[-1500:]}" for f in (wd / "results" / "logs").rglob("*.log"))
         raise AssertionError(f"snakemake {args} failed:\n{p.stdout[-3000:]}\n{p.stderr[-5000:]}\n{logs[-6000:]}")
