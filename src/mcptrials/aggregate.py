@@ -28,7 +28,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from .config import BASELINE, ConfigError, Matrix, canonical_hash
+from .config import BASELINE, ConfigError, Matrix
 
 COMPLETED = "completed"
 ERROR_KINDS = ("tool_error", "protocol_error", "api_error", "harness_error")
@@ -503,7 +503,7 @@ def identity(m: Matrix, records: list[dict]) -> dict:
         "harness_versions": sorted({str(r["run_meta"].get("harness_version")) for r in records
                                     if r["run_meta"].get("harness_version")}),
         "tools": tools, "repos": repos, "scenarios": scen,
-        "scenario_set_sha256": canonical_hash({k: v["sha256"] for k, v in scen.items()}),
+        "scenario_set_sha256": m.scenario_set_sha256(),
         "splits": m.config["splits"], "trials": m.trials, "judge": judge, "weights": m.config["weights"],
         "baseline": BASELINE if BASELINE in m.tools else None,
         "started": min((r["run_meta"].get("started_at") or "" for r in records), default=None),

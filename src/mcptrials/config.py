@@ -199,6 +199,10 @@ class Matrix:
         splits = set(self.config["splits"])
         return [s for s in self.scenarios.values() if s.split in splits]
 
+    def scenario_set_sha256(self) -> str:
+        """One hash of the run's scenario files (id -> file sha256): names the scenario set."""
+        return canonical_hash({s.id: s.sha256 for s in self.run_scenarios()})
+
     def server_tools(self) -> list[str]:
         return [t for t, spec in self.tools.items() if spec["transport"] != "none"]
 

@@ -661,10 +661,8 @@ def cmd_report(args) -> int:
     agreement = read_optional(args.heldout)
     lock_path = args.lock or (Path(args.heldout).parent / "lock_verified.json" if args.heldout else None)
     lock = read_optional(lock_path)
-    from .config import canonical_hash
 
-    # the same hash as aggregate.identity's scenario_set_sha256, to catch a stale aggregate
-    current = canonical_hash({s.id: s.sha256 for s in m.run_scenarios()})
+    current = m.scenario_set_sha256()  # differs from the aggregate's when the aggregate is stale
     paths = build_report(summary, agreement, lock, args.runs, args.out_dir, current)
     print(f"report: {Path(paths['html']).resolve()}")
     print(f"report: {Path(paths['md']).resolve()}")
