@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
