@@ -2,7 +2,7 @@
 
 Matrix: models reference (no cost) and sonnet (priced), tools baseline and git, scenarios
 s1, s2, s3 (one step each), 2 trials, judge repeats 2. Every record is validated against
-its schema in workflow/schemas/, so the fixture cannot drift from the contract.
+its schema in src/mcptrials/schemas/, so the fixture cannot drift from the contract.
 
 Per trial (both models alike, except cost):
   baseline: keyword 0.5, judge quality [0.5, 0.5], 1 of 2 citations grounded, wall 10 s,

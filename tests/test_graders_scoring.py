@@ -1,6 +1,7 @@
 """score_trial end to end on a real git repo, scored.schema.yaml, pass rules, `mcptrials score`."""
 
 import argparse
+from pathlib import Path
 import copy
 import json
 import subprocess
@@ -158,5 +159,5 @@ def test_scoring_imports_no_heavy_libraries(repo):
             f"score_trial(make_transcript(), SCENARIO, {str(repo_dir)!r}, {a!r}, None, None); "
             "print(json.dumps([m for m in ('pandas', 'scipy', 'matplotlib', 'snakemake') if m in sys.modules]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=str(SCHEMA_DIR.parents[1] / "tests"))
+                         cwd=str(Path(__file__).parent))
     assert json.loads(out.stdout) == []

@@ -59,7 +59,7 @@ def transcript(answers: dict, outcome="completed", tool_calls=None):
 
 
 def assert_valid(rec):
-    """The record matches workflow/schemas/judged.schema.yaml."""
+    """The record matches src/mcptrials/schemas/judged.schema.yaml."""
     import jsonschema
 
     from mcptrials.paths import SCHEMA_DIR

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 def project(tmp_path):
     write_matrix(tmp_path, trials=2)  # baseline x 1 scenario x 2 trials, reference model and judge
     shutil.copy(ROOT / "Snakefile", tmp_path / "Snakefile")
-    for sub in ("workflow", "prompts", "locked"):
+    for sub in ("workflow", "locked"):
         shutil.copytree(ROOT / sub, tmp_path / sub)
     return tmp_path
 

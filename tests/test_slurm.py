@@ -215,7 +215,7 @@ def make_project(wd: Path) -> dict:
     """A small copy of the demo: baseline and the real filesystem server x one training
     scenario x 2 trials with the reference model and judge. Returns the config."""
     shutil.copy(ROOT / "Snakefile", wd / "Snakefile")
-    for sub in ("workflow", "prompts", "locked"):
+    for sub in ("workflow", "locked"):
         shutil.copytree(ROOT / sub, wd / sub)
     (wd / "scenarios").mkdir()
     for sc in ("checkout-flow", "discount-selection"):  # one to run, the held-out one

@@ -83,7 +83,7 @@ def test_reruns_follow_content(project):
     assert planned(project, *targets) == {}                      # a second run does nothing
 
     # a touched file without a content change reruns nothing
-    (project / "prompts" / "judge.md").touch()
+    (project / "config.yaml").touch()
     assert planned(project, *targets) == {}
 
     # a changed rubric of one scenario: only that scenario's judged targets

@@ -19,7 +19,6 @@ PATH = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
 def copy_workflow(dest: Path) -> None:
     shutil.copy(ROOT / "Snakefile", dest / "Snakefile")
     shutil.copytree(ROOT / "workflow", dest / "workflow")
-    shutil.copytree(ROOT / "prompts", dest / "prompts")
     if (ROOT / "locked").exists():
         shutil.copytree(ROOT / "locked", dest / "locked")
 

@@ -2,7 +2,7 @@
 
 Every problem is reported before any job runs, as a `ConfigError` that names the
 file, the field and what would fix it. Defaults come from the JSON schemas in
-`workflow/schemas/`, so the schema is the single place a default is written.
+`src/mcptrials/schemas/`, so the schema is the single place a default is written.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Two providers (config `judge.provider`):
 - `anthropic`: a language model through the real Messages API (no sampling parameters:
   API version 2026-10-21, sent by anthropic 2.x, rejects temperature with a 400; the
   judge's own noise is measured with `judge.repeats` instead), with the
-  versioned prompt file prompts/judge.md (its sha256 goes into every record), JSON output
+  versioned prompt file src/mcptrials/prompts/judge.md (its sha256 goes into every record), JSON output
   checked against a schema, one retry on a malformed reply, then `JudgeError`.
 
 Formulas (the issue's rubric, after the Sense bench's rubric):
@@ -538,6 +538,6 @@ def register(subparsers) -> None:
     p.add_argument("--transcript", required=True, help="transcript.json of one trial")
     p.add_argument("--scenario", required=True, help="the scenario file with its rubric")
     p.add_argument("--config", default="config.yaml", help="config.yaml (its `judge` settings and tool names)")
-    p.add_argument("--prompt", default=str(PROMPT_FILE), help="the judge prompt file (default prompts/judge.md)")
+    p.add_argument("--prompt", default=str(PROMPT_FILE), help="the judge prompt file (default: the packaged prompts/judge.md)")
     p.add_argument("--out", required=True, help="judged.json to write")
     p.set_defaults(func=cmd_judge)

@@ -329,6 +329,6 @@ def register(subparsers) -> None:
     h = subparsers.add_parser("heldout", help="re-judge the held-out set and compute Spearman's rho against gold")
     h.add_argument("--locked", default="locked")
     h.add_argument("--config", default="config.yaml")
-    h.add_argument("--prompt", default=None, help="the judge prompt file (default prompts/judge.md)")
+    h.add_argument("--prompt", default=None, help="the judge prompt file (default: the packaged prompts/judge.md)")
     h.add_argument("--out", default="results/heldout/agreement.json")
     h.set_defaults(func=cmd_heldout)

@@ -3,6 +3,7 @@ import os
 import sys
 
 from mcptrials.config import ConfigError, canonical_hash, check_api_keys, file_sha256, load_matrix
+from mcptrials.paths import PROMPT_DIR
 
 # Every --configfile, joined by os.pathsep: the stages merge them as Snakemake does (the
 # first is the main config, e.g. configs/code-intel.yaml; later ones add to it, e.g. a
@@ -24,8 +25,8 @@ INDEX_HASH = {t: canonical_hash(spec.get("index")) for t, spec in M.tools.items(
 MODEL_HASH = {m: M.model_hash(m) for m in M.models}
 JUDGE_HASH = canonical_hash(M.config["judge"])
 MODEL_CALLS = {m: 0 if spec["provider"] == "reference" else 1 for m, spec in M.models.items()}
-SYSTEM_PROMPT_HASH = file_sha256("prompts/system.md")
-JUDGE_PROMPT_HASH = file_sha256("prompts/judge.md")
+SYSTEM_PROMPT_HASH = file_sha256(PROMPT_DIR / "system.md")
+JUDGE_PROMPT_HASH = file_sha256(PROMPT_DIR / "judge.md")
 ANY_INDEX = any(spec.get("index") for spec in M.tools.values())
 
 # One params dict per rule and wildcard value: each input function or params lambda costs

@@ -21,12 +21,12 @@ rule verify_lock:
 rule heldout:
     input:
         verified="results/heldout/lock_verified.json",
-        prompt="prompts/judge.md",
     output:
         "results/heldout/agreement.json",
     params:
         cfg=CONFIG_PATH,
         judge=JUDGE_HASH,
+        prompt=JUDGE_PROMPT_HASH,
         # the current rubric of each held-out scenario: tuning it re-checks the agreement
         rubrics={s: RUBRIC_HASH[s] for s in HELDOUT_SCENARIOS},
     localrule: True

@@ -43,7 +43,7 @@ def _step(i: int, spec: dict, tstep: dict | None, tree, extensions) -> dict:
 
 def score_trial(transcript: dict, scenario: dict, repo_dir: str, commit: str,
                 pricing: dict | None, extensions: list | None) -> dict:
-    """The scored.json record of one transcript (see workflow/schemas/scored.schema.yaml).
+    """The scored.json record of one transcript (see src/mcptrials/schemas/scored.schema.yaml).
 
     pricing: the config's `pricing` table, or None to keep the transcript's own cost.
     extensions: the config's `citation_extensions`, or None for the defaults.

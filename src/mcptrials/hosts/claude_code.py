@@ -19,10 +19,10 @@ One trial is one Claude Code session, run in the trial's sandbox (cwd = the work
   (MAX_MCP_OUTPUT_TOKENS = max_result_tokens, the same chars/4 measure); API retries
   (CLAUDE_CODE_MAX_RETRIES = the model's max_retries); telemetry, auto-update and other
   non-essential traffic off;
-- our system prompt (prompts/system.md) is appended to Claude Code's own
+- our system prompt (src/mcptrials/prompts/system.md) is appended to Claude Code's own
   (``--append-system-prompt``); Claude Code adds the server's instructions itself.
 
-The stream is parsed into the loop's records (workflow/schemas/transcript.schema.yaml):
+The stream is parsed into the loop's records (src/mcptrials/schemas/transcript.schema.yaml):
 answer_text = the step's `result` text; reasoning_text = prose of the replies that asked
 for tools; audit_text = tool inputs and results; tool calls from tool_use / tool_result
 pairs (source `mcp` for mcp__ names, else `builtin`, with `tool` set to the loop's
