@@ -203,6 +203,18 @@ class Matrix:
         """One hash of the run's scenario files (id -> file sha256): names the scenario set."""
         return canonical_hash({s.id: s.sha256 for s in self.run_scenarios()})
 
+    def run_repos(self) -> list[str]:
+        """The repos the run's scenarios use, in config order: only these are checked out,
+        snapshotted and named in the report (a pack narrowed to one repo runs one)."""
+        used = {s.repo for s in self.run_scenarios()}
+        return [r for r in self.repos if r in used]
+
+    @property
+    def locked_dir(self) -> Path | None:
+        """The config's held-out anchor folder (relative paths from the config's folder), or None."""
+        d = self.config.get("locked")
+        return None if d is None else (self.base_dir / d)
+
     def server_tools(self) -> list[str]:
         return [t for t, spec in self.tools.items() if spec["transport"] != "none"]
 
