@@ -22,7 +22,7 @@ import jsonschema
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-SCHEMAS = ROOT / "workflow" / "schemas"
+SCHEMAS = ROOT / "src" / "mcptrials" / "schemas"
 COMMIT = "a" * 40
 SCENARIOS = ("s1", "s2", "s3")
 TOOLS = ("baseline", "git")
