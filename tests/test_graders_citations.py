@@ -227,3 +227,42 @@ def test_line_counting_matches_git(tmp_path):
     assert [t.line_count(p) for p in ("ff.c", "crlf.py", "open.py", "empty.py")] == [3, 2, 2, 0]
     r = grade_citations("ff.c:3 ff.c:4 empty.py:1", t)
     assert [c["bucket"] for c in r["items"]] == ["grounded", "hallucinated", "hallucinated"]
+
+
+@pytest.fixture(scope="module")
+def mirror(repo, tmp_path_factory):
+    """A bare mirror of the test repo (as the README recommends: git clone --mirror)."""
+    repo_dir, a, b = repo
+    bare = tmp_path_factory.mktemp("mirror") / "repo.git"
+    subprocess.run(["git", "clone", "-q", "--mirror", str(repo_dir), str(bare)], check=True)
+    return bare, a, b
+
+
+def test_citations_command_on_a_bare_mirror_with_a_short_commit(mirror, tmp_path, capsys, monkeypatch):
+    bare, a, _ = mirror
+    assert not (bare / "src").exists()    # no work tree: every text comes from the object store
+    # Where git refuses to discover a bare repository from the working directory, naming the
+    # git directory explicitly still works (the default git config allows both).
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "safe.bareRepository")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "explicit")
+    monkeypatch.chdir(bare)
+    f = tmp_path / "answer.md"
+    # At commit A app.py has 15 lines (line 16 is beyond EOF); at B it has 30.
+    f.write_text("`create_app` is at src/app.py:14; src/app.py:16 is past the end.\n")
+    assert _run_cli(["citations", "--repo", str(bare), "--commit", a[:7], str(f)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [(o["resolved_path"], o["lines"], o["bucket"]) for o in out] == [
+        ("src/app.py", [14], "grounded"), ("src/app.py", [16], "hallucinated")]
+    assert out[0]["verification"] == "verified"
+
+
+def test_short_commit_resolves_to_the_full_id_in_a_bare_mirror(mirror):
+    bare, a, b = mirror
+    t = commit_tree(bare, a[:7])
+    assert t.commit == a and t.line_count("src/app.py") == 15 and not t.has("src/later.py")
+    assert commit_tree(bare, b[:7]).line_count("src/app.py") == 30
+    with pytest.raises(ConfigError, match="is not in this repository"):
+        commit_tree(bare, "1234567")      # well-formed, absent
+    with pytest.raises(ConfigError, match="is not in this repository"):
+        commit_tree(bare, "1" * 40)       # a full id that is absent (repo.commit alone would not fail)

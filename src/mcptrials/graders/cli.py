@@ -17,8 +17,8 @@ def register(sub) -> None:
     s.set_defaults(func=cmd_score)
 
     c = sub.add_parser("citations", help="list the citations of one answer and how they ground at a commit")
-    c.add_argument("--repo", required=True, help="a git repository")
-    c.add_argument("--commit", required=True, help="a commit (or any revision) of it")
+    c.add_argument("--repo", required=True, help="a git repository: a clone or a bare mirror (git clone --mirror)")
+    c.add_argument("--commit", required=True, help="a commit of it: a full or short id, or any revision (tag, HEAD~1)")
     c.add_argument("--extensions", help="comma-separated citation extensions (default: the built-in list)")
     c.add_argument("file", help="a text file holding the answer, or - for stdin")
     c.set_defaults(func=cmd_citations)
@@ -30,7 +30,7 @@ def _read_config_bits(path: str) -> tuple[dict, list | None]:
 
     main, data = read_config_files(path)     # one file, or several joined by os.pathsep
     validate_against("config.schema.yaml", data, str(main))
-    return data.get("pricing", {}), data.get("citation_extensions")
+    return data["pricing"], data.get("citation_extensions")   # pricing: the schema fills {}
 
 
 def cmd_score(args) -> int:

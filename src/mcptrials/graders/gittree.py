@@ -1,5 +1,8 @@
 """A repository as it was at one commit, read from git objects (never the working copy).
 
+The repository may be a clone or a bare mirror; the commit any revision git resolves (a full or
+short id, a branch, a tag).
+
 The working copy may have been edited by an agent or by hand after the commit was pinned,
 so grounding a citation against it would be wrong (the reference bench's flaw). Listings
 and file texts are cached per (repository, commit) for the life of the process.
@@ -20,18 +23,25 @@ class CommitTree:
         import git  # gitpython; imported here so `mcptrials --help` stays fast
 
         try:
-            self.repo = git.Repo(repo_dir)
+            self.repo = git.Repo(repo_dir)  # a clone or a bare mirror (git clone --mirror)
         except (git.NoSuchPathError, git.InvalidGitRepositoryError):
-            raise ConfigError(f"{repo_dir}: not a git repository; give --repo the folder of a clone") from None
-        try:  # repo.commit() is lazy: rev-parse --verify makes a missing commit fail here
-            sha = self.repo.git.rev_parse("--verify", "--end-of-options", f"{commit}^{{commit}}")
-        except git.GitCommandError:
+            raise ConfigError(f"{repo_dir}: not a git repository; give --repo a clone or a bare mirror") from None
+        # Name the git directory in every git command this repo runs (rev-parse, ls-tree, cat-file):
+        # git then never discovers a repository from the working directory, so a bare mirror works
+        # even where safe.bareRepository=explicit, and no enclosing repository is read by mistake.
+        self.repo.git.update_environment(GIT_DIR=self.repo.git_dir)
+        try:
+            # Any revision: a full or short commit id, a branch, a tag, HEAD~1. repo.commit() is lazy
+            # (a well-formed but absent id resolves), so reading its tree makes a missing commit fail here.
+            obj = self.repo.commit(commit)
+            tree_sha = obj.tree.hexsha
+        except (git.exc.ODBError, ValueError, git.GitCommandError):  # BadName, BadObject, ambiguous
             raise ConfigError(f"{repo_dir}: commit {commit!r} is not in this repository; "
                               "give a commit it has (git -C <repo> rev-parse <ref>) or fetch it") from None
         self.repo_dir = repo_dir
-        self.commit = sha.strip()
+        self.commit = obj.hexsha
         self._blobs: dict[str, str] = {}
-        out = self.repo.git.ls_tree("-r", "-z", "--full-tree", self.commit)
+        out = self.repo.git.ls_tree("-r", "-z", "--full-tree", tree_sha)
         for entry in out.split("\0"):
             if not entry:
                 continue
