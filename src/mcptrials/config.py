@@ -395,6 +395,6 @@ def check_api_keys(m: Matrix, environ=os.environ) -> list[str]:
         if spec["provider"] in ("anthropic", "openai") and not environ.get(spec["api_key_env"]):
             missing.append(f"{m.path}: field models.{name}: provider {spec['provider']} needs ${spec['api_key_env']}; export it or use provider: reference")
     j = m.config["judge"]
-    if j["provider"] == "anthropic" and not environ.get(j["api_key_env"]):
-        missing.append(f"{m.path}: field judge: provider anthropic needs ${j['api_key_env']}; export it or use provider: reference")
+    if j["provider"] in ("anthropic", "openai") and not environ.get(j["api_key_env"]):
+        missing.append(f"{m.path}: field judge: provider {j['provider']} needs ${j['api_key_env']}; export it or use provider: reference")
     return missing
