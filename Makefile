@@ -11,7 +11,7 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --disable-pip-version-check -q -e .
+	$(BIN)/pip install --disable-pip-version-check -q -e ".[test]"
 	touch $@
 
 install: $(VENV)/.installed
