@@ -100,7 +100,7 @@ def test_real_sdk_several_tool_calls_and_usage(fake_openai):
     assert body["model"] == "gpt-test" and body["max_completion_tokens"] == 512
     assert body["tools"][0] == {"type": "function", "function": {"name": "grep", "description": "search",
                                                                   "parameters": TOOLS[0]["input_schema"]}}
-    assert not {"temperature", "top_p", "max_tokens"} & set(body)
+    assert not {"temperature", "top_p", "max_tokens", "response_format"} & set(body)  # the agent's calls: free text
     assert api.completion_requests()[0]["auth_present"]
 
 
@@ -235,3 +235,63 @@ def test_hang_is_bounded_by_the_trial_time_limit(tmp_path, fake_openai, monkeypa
     m.config["limits"]["max_seconds"] = 1
     t, _ = run_trial(m, "gpt", "baseline", "find-helper", 1, co, None, None, tmp_path / "out")
     assert t["outcome"] == "timed_out"
+
+
+def test_reply_schema_is_a_strict_response_format(fake_openai):
+    """A `reply_schema` (the judge's) is sent as structured outputs; the fake checks it as the
+    API does, so a schema the API would refuse fails here too."""
+    from mcptrials.judge import REPLY_FORMAT
+
+    api = fake_openai([reply('{"criteria": []}')])
+    p = OpenAIProvider("gpt-test", KEY, base_url=api.url, max_retries=0)
+
+    async def go():
+        try:
+            return await p.complete([{"type": "text", "text": "Grade."}], [{"role": "user", "content": "q"}], [], 64,
+                                    reply_schema=REPLY_FORMAT, cache_conversation=False)
+        finally:
+            await p.aclose()
+
+    r = asyncio.run(go())
+    assert r.content == [{"type": "text", "text": '{"criteria": []}'}]
+    body = api.completion_requests()[0]["body"]
+    assert body["response_format"] == {"type": "json_schema", "json_schema": {
+        "name": REPLY_FORMAT["name"], "schema": REPLY_FORMAT["schema"], "strict": True}}
+    assert api.completion_requests()[0]["status"] == 200
+
+
+def test_fake_server_checks_response_format(fake_openai):
+    """The fake answers a bad response_format with the API's 400 (message and param)."""
+    api = fake_openai(exhausted="default")
+    client = openai.OpenAI(api_key=KEY, base_url=api.url, max_retries=0)
+    closed = {"type": "object", "additionalProperties": False, "required": ["a"], "properties": {"a": {"type": "string"}}}
+    q = [{"role": "user", "content": "q"}]
+    bad = [
+        ({"type": "xml"}, "response_format.type", "Supported values are"),
+        ({"type": "json_schema"}, "response_format.json_schema", "Missing required parameter"),
+        ({"type": "json_schema", "json_schema": {"schema": closed}}, "response_format.json_schema.name", "Missing"),
+        ({"type": "json_schema", "json_schema": {"name": "a b", "schema": closed}}, "response_format.json_schema.name",
+         "does not match pattern"),
+        ({"type": "json_schema", "json_schema": {"name": "s", "schema": {"type": "array"}}}, "response_format",
+         "must be a JSON Schema of 'type: \"object\"'"),
+        ({"type": "json_schema", "json_schema": {"name": "s", "strict": True,
+                                                 "schema": dict(closed, additionalProperties=True)}},
+         "response_format", "'additionalProperties' is required to be supplied and to be false"),
+        ({"type": "json_schema", "json_schema": {"name": "s", "strict": True, "schema": dict(closed, required=[])}},
+         "response_format", "Missing 'a'"),
+        ({"type": "json_schema", "json_schema": {"name": "s", "strict": True, "schema": dict(closed, properties={
+            "a": {"type": "array", "items": {"type": "object", "properties": {"b": {"type": "number"}}}}})}},
+         "response_format", "context=('properties', 'a', 'items')"),
+        ({"type": "json_object"}, "messages", "must contain the word 'json'"),
+    ]
+    for rf, param, message in bad:
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(model="m", messages=q, response_format=rf)
+        assert e.value.param == param and message in e.value.message, (rf, e.value.message)
+    ok = [{"type": "text"}, {"type": "json_schema", "json_schema": {"name": "s", "schema": closed, "strict": True}},
+          {"type": "json_schema", "json_schema": {"name": "loose", "schema": {"type": "object"}}}]
+    for rf in ok:
+        client.chat.completions.create(model="m", messages=q, response_format=rf)
+    client.chat.completions.create(model="m", messages=[{"role": "user", "content": "Answer in JSON."}],
+                                   response_format={"type": "json_object"})
+    assert [r["status"] for r in api.completion_requests()] == [400] * len(bad) + [200] * (len(ok) + 1)

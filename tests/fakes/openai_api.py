@@ -32,7 +32,11 @@ When the script is exhausted the server answers ``exhausted="default"`` (a ``sto
 with ``default_text``) or ``exhausted="repeat"`` (the last entry again).
 
 Like the API, it answers 400 when an assistant message's tool_calls are not each answered by
-a following ``tool`` message, or a ``tool`` message answers no such call. Every request is
+a following ``tool`` message, or a ``tool`` message answers no such call, and when a
+``response_format`` breaks the API's rules (see ``check_response_format``: the type, a
+json_schema's name, and a strict schema's closed objects with every property required; a
+json_object request whose messages never say "json"). The reply's content is the script's,
+whatever the format asked for: a test scripts what a server would send. Every request is
 kept in ``requests`` and written as one JSON line to the log file (headers without auth
 values, the JSON body, arrival and finish times, the answer's status and kind).
 """
@@ -41,6 +45,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 import uuid
@@ -120,6 +125,73 @@ def check_tool_pairing(messages: list[Any]) -> str | None:
     return None
 
 
+NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def _strict_schema_problem(schema: Any, context: tuple[str, ...] = ()) -> str | None:
+    """The first rule of strict structured outputs that `schema` breaks, worded as the API
+    words it: every object sets additionalProperties false and requires every property."""
+    if not isinstance(schema, dict):
+        return None
+    if schema.get("type") == "object" or "properties" in schema:
+        if schema.get("additionalProperties") is not False:
+            return f"In context={context}, 'additionalProperties' is required to be supplied and to be false."
+        props = schema.get("properties") or {}
+        missing = [k for k in props if k not in (schema.get("required") or [])]
+        if missing:
+            return (f"In context={context}, 'required' is required to be supplied and to be an array including "
+                    f"every key in properties. Missing '{missing[0]}'.")
+        for k, sub in props.items():
+            if problem := _strict_schema_problem(sub, context + ("properties", k)):
+                return problem
+    if isinstance(schema.get("items"), dict):
+        return _strict_schema_problem(schema["items"], context + ("items",))
+    for key in ("anyOf", "$defs"):
+        subs = schema.get(key)
+        for k, sub in (subs.items() if isinstance(subs, dict) else enumerate(subs or [])):
+            if problem := _strict_schema_problem(sub, context + (key, str(k))):
+                return problem
+    return None
+
+
+def check_response_format(body: dict[str, Any]) -> tuple[str, str] | None:
+    """The API's 400 for a bad ``response_format``, as (message, param); None when it is fine
+    or absent. Types: text, json_object (the messages must mention JSON), json_schema
+    ({"name", "schema", "strict"}: the name matches ^[a-zA-Z0-9_-]{1,64}$, the schema's root
+    is an object, and a strict schema follows the strict rules)."""
+    rf = body.get("response_format")
+    if rf is None:
+        return None
+    kind = rf.get("type") if isinstance(rf, dict) else None
+    if kind not in ("text", "json_object", "json_schema"):
+        return (f"Invalid value: {kind!r}. Supported values are: 'json_object', 'json_schema', and 'text'.",
+                "response_format.type")
+    if kind == "json_object":
+        said = json.dumps([m.get("content") for m in body.get("messages") or [] if isinstance(m, dict)]).lower()
+        if "json" not in said:
+            return ("'messages' must contain the word 'json' in some form, to use 'response_format' of type "
+                    "'json_object'.", "messages")
+        return None
+    if kind == "json_schema":
+        js = rf.get("json_schema")
+        if not isinstance(js, dict):
+            return "Missing required parameter: 'response_format.json_schema'.", "response_format.json_schema"
+        name = js.get("name")
+        if name is None:
+            return ("Missing required parameter: 'response_format.json_schema.name'.",
+                    "response_format.json_schema.name")
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            return ("Invalid 'response_format.json_schema.name': string does not match pattern. Expected a string "
+                    "that matches the pattern '^[a-zA-Z0-9_-]+$'.", "response_format.json_schema.name")
+        schema = js.get("schema") or {}
+        if schema.get("type") != "object":
+            return (f"Invalid schema for response_format {name!r}: schema must be a JSON Schema of 'type: \"object\"', "
+                    f"got 'type: \"{schema.get('type')}\"'.", "response_format")
+        if js.get("strict") and (problem := _strict_schema_problem(schema)):
+            return f"Invalid schema for response_format {name!r}: {problem}", "response_format"
+    return None
+
+
 class FakeOpenAIAPI(ScriptedServer):
     """The fake server. Start with ``start()`` or ``with``; ``url`` is the base_url (ends in /v1)."""
 
@@ -171,6 +243,8 @@ class _Handler(ScriptedHandler):
                 return self._error(record, 400, f"Missing required parameter: '{k}'.")
         if api.validate and (problem := check_tool_pairing(body["messages"])):
             return self._error(record, 400, problem)
+        if api.validate and (bad_format := check_response_format(body)):
+            return self._error(record, 400, bad_format[0], param=bad_format[1])
         index, entry = api._take_entry(body)
         record["script_index"] = index
         if entry.get("delay"):
@@ -211,12 +285,12 @@ class _Handler(ScriptedHandler):
         self.wfile.flush()
 
     def _error(self, record: dict[str, Any], status: int, message: str | None,
-               extra: dict[str, str] | None = None, kind: str = "error") -> None:
+               extra: dict[str, str] | None = None, kind: str = "error", param: str | None = None) -> None:
         record["kind"] = kind
         etype = ERROR_TYPES.get(status, "server_error")
         body = {"error": {"message": message or {429: "Rate limit reached for requests",
                                                  500: "The server had an error while processing your request."}
-                          .get(status, etype), "type": etype, "param": None, "code": None}}
+                          .get(status, etype), "type": etype, "param": param, "code": None}}
         self._send(record, status, "application/json", json.dumps(body).encode(), extra)
 
     def _sse(self, record: dict[str, Any], chunks: list[dict[str, Any]]) -> None:

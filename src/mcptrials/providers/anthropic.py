@@ -3,7 +3,9 @@
 Retries on 408/409/429/5xx (529 included) are the SDK's own, which honour
 `retry-after`; `max_retries` from the config caps them. Prompt caching: a breakpoint
 on the system prompt, one on the last tool definition, and a moving one on the
-newest message block, so each turn reads the previous turn's prefix from cache.
+newest message block, so each turn reads the previous turn's prefix from cache
+(`cache_conversation=False`, for single-turn calls such as the judge's: the system
+prompt only). A `reply_schema` is left to the prompt: the caller checks the reply.
 No sampling parameters: API version 2026-10-21 (sent by anthropic 2.x) rejects
 temperature/top_p/top_k with a 400, and the SDK no longer takes them.
 """
@@ -17,8 +19,10 @@ from .base import Provider, ProviderError, Reply, Usage
 EPHEMERAL = {"type": "ephemeral"}
 
 
-def with_cache_breakpoints(system: list[dict], tools: list[dict], messages: list[dict]):
-    """Copies of the request parts with cache_control set where caching pays."""
+def with_cache_breakpoints(system: list[dict], tools: list[dict], messages: list[dict],
+                           conversation: bool = True):
+    """Copies of the request parts with cache_control set where caching pays: the system
+    prompt, the last tool and (with `conversation`) the newest message block."""
     system = copy.deepcopy(system)
     tools = copy.deepcopy(tools)
     messages = copy.deepcopy(messages)
@@ -26,7 +30,7 @@ def with_cache_breakpoints(system: list[dict], tools: list[dict], messages: list
         system[-1]["cache_control"] = EPHEMERAL
     if tools:
         tools[-1]["cache_control"] = EPHEMERAL
-    if messages:
+    if messages and conversation:
         content = messages[-1]["content"]
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
@@ -48,9 +52,11 @@ class AnthropicProvider(Provider):
         self.client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=max_retries,
                                                timeout=timeout)
 
-    async def complete(self, system, messages, tools, max_tokens) -> Reply:
+    async def complete(self, system, messages, tools, max_tokens, *, reply_schema=None,
+                       cache_conversation=True) -> Reply:
+        # reply_schema: left to the prompt (the caller checks the reply); see Provider.complete.
         a = self._anthropic
-        system, tools, messages = with_cache_breakpoints(system, tools, messages)
+        system, tools, messages = with_cache_breakpoints(system, tools, messages, cache_conversation)
         kwargs = dict(model=self.model, max_tokens=max_tokens, system=system, messages=messages)
         if tools:
             kwargs["tools"] = tools

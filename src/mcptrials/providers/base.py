@@ -43,8 +43,18 @@ class Provider:
     name = "abstract"
 
     async def complete(self, system: list[dict], messages: list[dict], tools: list[dict],
-                       max_tokens: int) -> Reply:
-        """system: text blocks; messages: alternating user/assistant turns; tools: [{name, description, input_schema}]."""
+                       max_tokens: int, *, reply_schema: dict | None = None,
+                       cache_conversation: bool = True) -> Reply:
+        """system: text blocks; messages: alternating user/assistant turns; tools: [{name, description, input_schema}].
+
+        reply_schema: {"name", "schema"}: the reply's text must be one JSON object matching
+        `schema` (a strict JSON schema: every object closes its properties and requires them
+        all). A provider whose API can constrain the output to it does so (openai:
+        `response_format` json_schema, strict); the others leave it to the prompt. The caller
+        checks the reply in every case.
+        cache_conversation: whether prompt caching should also cover the conversation (it
+        pays in a multi-turn agent loop); False caches the fixed part (system, tools) only.
+        Providers whose API caches by itself ignore it."""
         raise NotImplementedError
 
     async def aclose(self) -> None:

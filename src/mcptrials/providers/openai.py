@@ -18,7 +18,8 @@ input_tokens (uncached) = prompt_tokens - cached_tokens - cache_write_tokens,
 cache_read_input_tokens = cached_tokens, cache_creation_input_tokens = cache_write_tokens
 (both 0 when the server does not report them); cost then comes from `pricing` as for every
 provider (graders.cost.cost_usd). The output cap is sent as `max_completion_tokens`. No
-sampling parameters, as for the other providers. Retries on 408/409/429/5xx and connection
+sampling parameters, as for the other providers. A `reply_schema` (the judge's) is sent as
+`response_format` {"type": "json_schema", "json_schema": {name, schema, "strict": true}}. Retries on 408/409/429/5xx and connection
 errors are the SDK's own (honouring `retry-after`), capped by `max_retries`.
 """
 
@@ -86,6 +87,13 @@ def parse_arguments(raw: str | None) -> dict:
     return value if isinstance(value, dict) else {"_unparsed_arguments": raw}
 
 
+def to_response_format(reply_schema: dict) -> dict:
+    """{"name", "schema"} -> structured outputs: `response_format` json_schema, strict (the
+    server constrains the reply to the schema; llama-server, Ollama and vLLM take it too)."""
+    return {"type": "json_schema",
+            "json_schema": {"name": reply_schema["name"], "schema": reply_schema["schema"], "strict": True}}
+
+
 def usage_of(u) -> Usage:
     """OpenAI usage -> ours (the formula is in the module docstring)."""
     if u is None:
@@ -121,12 +129,16 @@ class OpenAIProvider(Provider):
         self.model = model
         self.client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout)
 
-    async def complete(self, system, messages, tools, max_tokens) -> Reply:
+    async def complete(self, system, messages, tools, max_tokens, *, reply_schema=None,
+                       cache_conversation=True) -> Reply:
+        # cache_conversation: the API caches every long-enough prefix by itself.
         o = self._openai
         kwargs = dict(model=self.model, messages=to_openai_messages(system, messages),
                       max_completion_tokens=max_tokens)
         if tools:
             kwargs["tools"] = to_openai_tools(tools)
+        if reply_schema is not None:
+            kwargs["response_format"] = to_response_format(reply_schema)
         try:
             raw = await self.client.chat.completions.with_raw_response.create(**kwargs)
             completion = raw.parse()
