@@ -1,11 +1,14 @@
-"""The rubric judge: the reference judge on hand-computed cases, blindness, repeats, and the
-anthropic judge through the real SDK against the fake Messages API (tests/fakes)."""
+"""The rubric judge: the reference judge on hand-computed cases, blindness, repeats, the
+anthropic judge through the real SDK against the fake Messages API and the openai judge
+through the real SDK against the fake chat-completions API (tests/fakes), both through the
+provider layer; the judge's config section and settings hash."""
 
 import json
 
 import pytest
 import yaml
 
+from fakes import openai_api as oa
 from fakes.messages_api import FakeMessagesAPI, error, reply, text
 from mcptrials.cli import main
 from mcptrials.config import canonical_hash, file_sha256, load_scenario
@@ -245,7 +248,10 @@ def test_anthropic_valid_reply(scenario, monkeypatch):
     assert reqs[0]["auth_present"]
     assert "temperature" not in body and body["model"] == "claude-test"  # API 2026-10-21 rejects it
     assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    # only the fixed part is cached: the per-step message carries no breakpoint
+    assert "cache_control" not in json.dumps(body["messages"]) and "response_format" not in body
     user = body["messages"][0]["content"]
+    user = user if isinstance(user, str) else "".join(b["text"] for b in user)
     assert "Where is the configuration parsed?" in user and "src/pkg/defaults.py:10-12" in user
     assert "[tool] server" in user and "mcp__" not in user and "git_show" not in user
     assert "Loader caches the result" in user and "(weight 3)" in user
@@ -273,7 +279,7 @@ def test_anthropic_one_retry_on_malformed(scenario, monkeypatch):
     assert len(reqs) == 2
     retry = reqs[1]["body"]["messages"]
     assert [m["role"] for m in retry] == ["user", "assistant", "user"]
-    assert "could not be used" in retry[2]["content"]
+    assert "could not be used" in json.dumps(retry[2]["content"])
     assert rec["steps"][0]["quality"] == [pytest.approx(0.75)]
     assert rec["usage"]["api_calls"] == 2 and rec["usage"]["malformed_replies"] == 1
 
@@ -315,6 +321,162 @@ def test_anthropic_missing_key_is_a_config_error(scenario, monkeypatch):
                     {"provider": "anthropic", "model": "m", "api_key_env": KEY_ENV})
 
 
+def test_anthropic_retries_are_the_providers(scenario, monkeypatch):
+    """A 529 is retried by the provider (the SDK, honouring retry-after) and counted; retries
+    spent are a JudgeError naming status and retries, never a silent zero."""
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    with FakeMessagesAPI([error(529, retry_after=0.01), reply(text(_judge_json(1.0, 1.0)))]) as api:
+        rec = judge_trial(transcript({"find": FIND_ANSWER, "explain": ""}), scenario, _cfg(api))
+    assert len(api.message_requests()) == 2
+    assert rec["usage"]["retries"] == 1 and rec["usage"]["api_calls"] == 1
+    with FakeMessagesAPI([error(500, retry_after=0.01)], exhausted="repeat") as api:
+        with pytest.raises(JudgeError, match=r"HTTP 500 after 4 retries"):
+            judge_trial(transcript({"find": FIND_ANSWER, "explain": ""}), scenario, _cfg(api))
+    assert len(api.message_requests()) == 5  # the first try and judge.MAX_RETRIES retries
+
+
+# --- the openai judge, through the real SDK ------------------------------------------------
+
+OPENAI_KEY_ENV = "MCPTRIALS_TEST_OPENAI_JUDGE_KEY"
+OPENAI_SECRET = "sk-test-openai-judge-secret-9876543210"
+
+
+def _ocfg(api, **kw):
+    return {"provider": "openai", "model": "gpt-judge", "base_url": api.url, "api_key_env": OPENAI_KEY_ENV, **kw}
+
+
+def test_openai_valid_reply(scenario, monkeypatch):
+    monkeypatch.setenv(OPENAI_KEY_ENV, OPENAI_SECRET)
+    usage = {"prompt_tokens": 700, "completion_tokens": 60, "cached_tokens": 500}
+    with oa.FakeOpenAIAPI([oa.reply(_judge_json(0.8, 0.6), usage=usage)]) as api:
+        rec = judge_trial(transcript({"find": FIND_ANSWER, "explain": ""}), scenario, _ocfg(api),
+                          tool_names=["git", "baseline"], pricing={"gpt-judge": {"input": 2, "output": 8}})
+    reqs = api.completion_requests()
+    assert len(reqs) == 1 and reqs[0]["auth_present"]
+    body = reqs[0]["body"]
+    assert body["model"] == "gpt-judge" and body["max_completion_tokens"] == 2048
+    assert not {"temperature", "top_p", "max_tokens", "tools"} & set(body)
+    # JSON asked for twice: by the prompt, and as a strict json_schema the API enforces
+    rf = body["response_format"]
+    assert rf["type"] == "json_schema" and rf["json_schema"]["name"] == "judge_scores" and rf["json_schema"]["strict"]
+    assert rf["json_schema"]["schema"]["properties"]["criteria"]["items"]["required"] == ["name", "score", "rationale"]
+    system, user = body["messages"]
+    assert system["role"] == "system" and "Reply with ONLY a JSON object" in system["content"]
+    assert user["role"] == "user" and "[tool] server" in user["content"] and "mcp__" not in user["content"]
+    assert "src/pkg/defaults.py:10-12" in user["content"]
+    find = rec["steps"][0]
+    assert find["quality"] == [pytest.approx((3 * 0.8 + 0.6) / 4)] and find["model_calls"] == 1
+    j = rec["judge"]
+    assert (j["provider"], j["model"], j["base_url"], j["temperature"]) == ("openai", "gpt-judge", api.url, None)
+    assert "judge.repeats" in j["note"] and j["prompt_sha256"] == file_sha256(PROMPT_FILE)
+    assert j["settings_hash"] == judge_settings_hash(_ocfg(api))
+    u = rec["usage"]  # one Usage: uncached input = prompt - cached
+    assert (u["input_tokens"], u["cache_read_input_tokens"], u["cache_creation_input_tokens"], u["output_tokens"],
+            u["api_calls"], u["retries"]) == (200, 500, 0, 60, 1, 0)
+    assert u["cost_usd"] == pytest.approx((200 * 2 + 500 * 0.2 + 60 * 8) / 1e6)
+    assert OPENAI_SECRET not in json.dumps(rec)
+    assert_valid(rec)
+
+
+def test_openai_cut_reply_gets_one_retry(scenario, monkeypatch):
+    """Structured outputs still end short at the output cap: the cut JSON gets one retry that
+    says so, as a conversation the API accepts (system, user, assistant, user)."""
+    monkeypatch.setenv(OPENAI_KEY_ENV, OPENAI_SECRET)
+    with oa.FakeOpenAIAPI([oa.reply('{"criteria": [{"name": "accura', finish_reason="length"),
+                           oa.reply(_judge_json(1.0, 0.0))]) as api:
+        rec = judge_trial(transcript({"find": FIND_ANSWER, "explain": ""}), scenario, _ocfg(api))
+    retry = api.completion_requests()[1]["body"]["messages"]
+    assert [m["role"] for m in retry] == ["system", "user", "assistant", "user"]
+    assert retry[2]["content"].startswith('{"criteria"') and "cut at 2048 output tokens" in retry[3]["content"]
+    assert rec["steps"][0]["quality"] == [pytest.approx(0.75)]
+    assert rec["usage"]["api_calls"] == 2 and rec["usage"]["malformed_replies"] == 1
+
+
+def test_openai_two_malformed_replies_fail(scenario, monkeypatch):
+    monkeypatch.setenv(OPENAI_KEY_ENV, OPENAI_SECRET)
+    bad = json.dumps({"criteria": [{"name": "accuracy", "score": 0.5, "rationale": "x"}]})  # grounding missing
+    with oa.FakeOpenAIAPI([oa.reply("not json"), oa.reply(bad)]) as api:
+        with pytest.raises(JudgeError, match=r"gpt-judge gave a malformed reply twice.*missing \['grounding'\]"):
+            judge_trial(transcript({"find": FIND_ANSWER, "explain": ""}), scenario, _ocfg(api))
+    assert len(api.completion_requests()) == 2
+
+
+def test_openai_retries_then_a_clear_failure(scenario, monkeypatch):
+    monkeypatch.setenv(OPENAI_KEY_ENV, OPENAI_SECRET)
+    with oa.FakeOpenAIAPI([oa.error(429, retry_after=0.01), oa.reply(_judge_json(1.0, 1.0))]) as api:
+        rec = judge_trial(transcript({"find": FIND_ANSWER, "explain": ""}), scenario, _ocfg(api, repeats=1))
+    assert rec["usage"]["retries"] == 1 and len(api.completion_requests()) == 2
+    with oa.FakeOpenAIAPI([oa.error(503, retry_after=0.01)], exhausted="repeat") as api:
+        with pytest.raises(JudgeError, match=r"openai model gpt-judge\) failed with HTTP 503 after 4 retries"):
+            judge_trial(transcript({"find": FIND_ANSWER, "explain": ""}), scenario, _ocfg(api))
+    assert len(api.completion_requests()) == 5
+    with oa.FakeOpenAIAPI([oa.malformed()]) as api:
+        with pytest.raises(JudgeError, match="malformed response"):
+            judge_trial(transcript({"find": FIND_ANSWER, "explain": ""}), scenario, _ocfg(api))
+
+
+def test_openai_repeats_kept(scenario, monkeypatch):
+    monkeypatch.setenv(OPENAI_KEY_ENV, OPENAI_SECRET)
+    with oa.FakeOpenAIAPI([oa.reply(_judge_json(1.0, 1.0)), oa.reply(_judge_json(0.6, 0.2))]) as api:
+        rec = judge_trial(transcript({"find": FIND_ANSWER, "explain": ""}), scenario, _ocfg(api, repeats=2))
+    assert len(api.completion_requests()) == 2
+    assert sorted(rec["steps"][0]["quality"]) == [pytest.approx(0.5), pytest.approx(1.0)]
+    assert rec["judge"]["repeats"] == 2
+
+
+def test_openai_missing_key_or_model_is_a_config_error(scenario, monkeypatch):
+    from mcptrials.config import ConfigError
+
+    monkeypatch.delenv(OPENAI_KEY_ENV, raising=False)
+    with pytest.raises(ConfigError, match=f"provider openai needs \\${OPENAI_KEY_ENV}"):
+        judge_trial(transcript({"find": FIND_ANSWER}), scenario,
+                    {"provider": "openai", "model": "m", "api_key_env": OPENAI_KEY_ENV})
+    monkeypatch.setenv(OPENAI_KEY_ENV, OPENAI_SECRET)
+    with pytest.raises(ConfigError, match="judge.model: provider openai needs a model id"):
+        judge_trial(transcript({"find": FIND_ANSWER}), scenario, {"provider": "openai", "api_key_env": OPENAI_KEY_ENV})
+    with pytest.raises(ConfigError, match=r"field judge.provider: 'gemini' is not allowed"):
+        judge_trial(transcript({"find": FIND_ANSWER}), scenario, {"provider": "gemini"})
+
+
+# --- settings: the hash and the config section ---------------------------------------------
+
+
+def test_settings_hash_covers_what_changes_a_judge_call(tmp_path):
+    base = {"provider": "openai", "model": "gpt-a", "base_url": "http://127.0.0.1:1/v1", "repeats": 1}
+    h = judge_settings_hash(base)
+    for change in ({"model": "gpt-b"}, {"base_url": "http://127.0.0.1:2/v1"}, {"repeats": 2}, {"provider": "anthropic"}):
+        assert judge_settings_hash(dict(base, **change)) != h, change
+    for same in ({"threshold": 0.5}, {"strict": True}, {"api_key_env": "OTHER_KEY"}):  # verdict or secret only
+        assert judge_settings_hash(dict(base, **same)) == h, same
+    prompt = tmp_path / "judge.md"
+    prompt.write_text(PROMPT_FILE.read_text() + "\nBe brief.\n")
+    assert judge_settings_hash(base, prompt) != h
+    # a partial section gets the schema's defaults: the same hash as the defaults spelled out
+    assert judge_settings_hash({"provider": "reference"}) == judge_settings_hash(
+        {"provider": "reference", "repeats": 1, "threshold": 0.85, "strict": False})
+
+
+def test_judge_section_defaults_and_keys(tmp_path):
+    from matrix_helpers import write_matrix
+    from mcptrials.config import check_api_keys, load_matrix
+    from mcptrials.judge import judge_spec
+    from mcptrials.specs import JudgeSpec
+
+    cfg = write_matrix(tmp_path, extra={"judge": {"provider": "openai", "model": "gpt-judge"}})
+    m = load_matrix(cfg)
+    spec = judge_spec(m.config["judge"])
+    assert isinstance(spec, JudgeSpec) and judge_spec(spec) is spec
+    assert (spec.provider, spec.api_key_env, spec.repeats, spec.threshold, spec.strict) == \
+        ("openai", "OPENAI_API_KEY", 1, 0.85, False)
+    assert check_api_keys(m, environ={}) == [
+        f"{m.path}: field judge: provider openai needs $OPENAI_API_KEY; export it or use provider: reference"]
+    assert check_api_keys(m, environ={"OPENAI_API_KEY": "x"}) == []
+    assert judge_spec({"provider": "anthropic"}).api_key_env == "ANTHROPIC_API_KEY"
+    assert judge_spec({"provider": "openai", "api_key_env": "LOCAL_KEY"}).api_key_env == "LOCAL_KEY"
+    assert check_api_keys(load_matrix(cfg, overrides=dict(yaml.safe_load(cfg.read_text()),
+                                                          judge={"provider": "reference"})), environ={}) == []
+
+
 # --- the command ------------------------------------------------------------------------
 
 
@@ -341,3 +503,45 @@ def test_judge_command(tmp_path, scenario):
     assert_valid(rec)
     assert rec["masking"]["names_masked"] == 2  # mcp__git__git_show and "git" (the configured server)
     assert [p.name for p in out.parent.iterdir()] == ["judged.json"]  # no temp file left behind
+
+
+def test_judge_command_openai_against_a_separate_server(tmp_path, scenario, monkeypatch):
+    """`mcptrials judge` with `judge: {provider: openai, base_url, api_key_env}`, the fake
+    chat-completions API in its own process (as next to a Snakemake run)."""
+    (tmp_path / "scenarios").mkdir()
+    sc_path = tmp_path / "scenarios" / "sc.yaml"
+    sc_path.write_text(scenario.path.read_text())
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([oa.reply(_judge_json(0.8, 0.6), usage={"prompt_tokens": 500, "completion_tokens": 40}),
+                                  oa.reply(_judge_json(1.0, 1.0))]))  # two repeats of step `find`
+    proc, url = oa.spawn(script, tmp_path / "requests.jsonl", tmp_path / "port.txt")
+    try:
+        config = {
+            "tools": {"baseline": {"transport": "none"}, "git": {"command": "git-mcp"}},
+            "repos": {"demo": {"url": "./repo", "commit": "0" * 40}},
+            "scenarios": "scenarios/*.yaml",
+            "models": {"ref": {"provider": "reference"}},
+            "judge": {"provider": "openai", "model": "gpt-judge", "base_url": url, "api_key_env": OPENAI_KEY_ENV,
+                      "repeats": 2},
+            "pricing": {"gpt-judge": {"input": 2.0, "output": 8.0}},
+        }
+        (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+        t_path = tmp_path / "transcript.json"
+        t_path.write_text(json.dumps(transcript({"find": FIND_ANSWER, "explain": ""})))
+        out = tmp_path / "out" / "judged.json"
+        monkeypatch.setenv(OPENAI_KEY_ENV, OPENAI_SECRET)
+        rc = main(["judge", "--transcript", str(t_path), "--scenario", str(sc_path),
+                   "--config", str(tmp_path / "config.yaml"), "--out", str(out)])
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert rc == 0
+    rec = json.loads(out.read_text())
+    assert_valid(rec)
+    assert rec["judge"]["provider"] == "openai" and rec["judge"]["base_url"] == url and rec["judge"]["repeats"] == 2
+    assert sorted(rec["steps"][0]["quality"]) == [pytest.approx((3 * 0.8 + 0.6) / 4), 1.0]
+    assert rec["usage"]["api_calls"] == 2 and rec["usage"]["cost_usd"] is not None
+    logged = [json.loads(line) for line in (tmp_path / "requests.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in logged] == [200, 200]
+    assert all(r["body"]["response_format"]["type"] == "json_schema" for r in logged)
+    assert OPENAI_SECRET not in out.read_text() + (tmp_path / "requests.jsonl").read_text()

@@ -1,14 +1,24 @@
 """The rubric judge: scores each step's answer on its rubric criteria, blind to the tool.
 
-Two providers (config `judge.provider`):
+Providers (config `judge.provider`):
 - `reference`: offline and deterministic; a criterion's score is the share of its checkable
   items the answer has (key points present, plus gold citations cited when the criterion
   has `citations: true`). See `reference_criterion` for the exact rule.
-- `anthropic`: a language model through the real Messages API (no sampling parameters:
-  API version 2026-10-21, sent by anthropic 2.x, rejects temperature with a 400; the
-  judge's own noise is measured with `judge.repeats` instead), with the
-  versioned prompt file src/mcptrials/prompts/judge.md (its sha256 goes into every record), JSON output
-  checked against a schema, one retry on a malformed reply, then `JudgeError`.
+- `anthropic`, `openai`: a language model, called only through the provider layer
+  (mcptrials.providers: the same clients, retries, errors and `Usage` as the agent loop's
+  models), with the versioned prompt file src/mcptrials/prompts/judge.md (its sha256 goes
+  into every record). The reply must be JSON matching a schema: the prompt asks for it, and
+  `openai` also sends the schema as `response_format` (json_schema, strict). A malformed
+  reply gets one retry, then `JudgeError`; an API failure after the provider's retries is a
+  `JudgeError` too (the judged job fails, naming status and retries), never a silent zero.
+  The fixed system part is the cached prefix (anthropic: a cache breakpoint on it only;
+  openai caches prefixes by itself). No sampling parameters (API version 2026-10-21, sent
+  by anthropic 2.x, rejects temperature with a 400; none is sent to openai either): the
+  judge's own noise is measured with `judge.repeats` instead.
+
+Settings come as a `specs.JudgeSpec` or as the config's `judge:` section (a dict), which
+is checked against the config schema first, filling its defaults (the schema is the one
+place a default is written).
 
 Formulas (the issue's rubric, after the Sense bench's rubric):
     step quality     q_step = sum_c w_c * s_c / sum_c w_c      (weighted mean of criteria)
@@ -23,6 +33,8 @@ trial called, and every configured tool/server name are replaced by "[tool]" in 
 from __future__ import annotations
 
 import asyncio
+import copy
+import dataclasses
 import json
 import os
 import re
@@ -32,18 +44,45 @@ from pathlib import Path
 from .config import ConfigError, Scenario, canonical_hash, file_sha256
 from .graders.cost import cost_usd
 from .paths import PROMPT_DIR
+from .providers.base import ProviderError, Usage
+from .specs import JudgeSpec
 
 SCHEMA = "mcptrials/judged/1"
 PROMPT_FILE = PROMPT_DIR / "judge.md"
 MASK = "[tool]"
-NOTE_SAMPLING = ("API 2026-10-21 takes no temperature: the judge runs at the model's default "
-                 "sampling; its spread is measured by judge.repeats")
+NOTES = {
+    "anthropic": ("API 2026-10-21 takes no temperature: the judge runs at the model's default "
+                  "sampling; its spread is measured by judge.repeats"),
+    "openai": ("no sampling parameters are sent: the judge runs at the model's default sampling; "
+               "its spread is measured by judge.repeats"),
+}
 MAX_TOKENS = 2048
+MAX_RETRIES = 4          # the provider's retries per judge call (429/529/5xx, honouring retry-after)
 CONCURRENCY = 4          # judge calls in flight at once (per trial)
+REPLY_NAME = "judge_scores"
 
 
 class JudgeError(Exception):
     """The judge could not produce a valid score (never turned into a silent zero)."""
+
+
+def judge_spec(judge_cfg) -> JudgeSpec:
+    """The judge's settings: a `JudgeSpec` as given, or one built from a `judge:` section.
+    The section (a copy) is checked against the config schema's `judge` part first, which
+    fills its defaults: a loaded config's section already has them, a partial one (tests,
+    callers of the library) gets the same."""
+    if isinstance(judge_cfg, JudgeSpec):
+        return judge_cfg
+    from .config import _explain, _validator  # the config's own default-filling validator
+
+    whole = _validator("config.schema.yaml")
+    section = whole.evolve(schema=whole.schema["properties"]["judge"])
+    cfg = copy.deepcopy(dict(judge_cfg))
+    errors = sorted(section.iter_errors(cfg), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        raise ConfigError("\n".join(f"judge: field {'.'.join(['judge', *map(str, e.absolute_path)])}: {_explain(e)}"
+                                     for e in errors[:10]))
+    return JudgeSpec.from_config(cfg)
 
 
 # --- rubric and quality -----------------------------------------------------
@@ -188,7 +227,7 @@ def reference_criterion(answer: str, criterion: dict, step: dict) -> tuple[float
     return score, "; ".join(parts)
 
 
-# --- the anthropic judge ------------------------------------------------------
+# --- the model judge (anthropic, openai) --------------------------------------------
 
 _REPLY_SCHEMA = {
     "type": "object",
@@ -208,6 +247,24 @@ _REPLY_SCHEMA = {
         }
     },
 }
+
+
+def _strict(schema: dict) -> dict:
+    """`schema` as a strict structured-outputs schema: every object closes its properties
+    (additionalProperties false) and requires them all."""
+    out = dict(schema)
+    if "properties" in out:
+        out["properties"] = {k: _strict(v) for k, v in out["properties"].items()}
+        out["required"] = list(out["properties"])
+        out["additionalProperties"] = False
+    if isinstance(out.get("items"), dict):
+        out["items"] = _strict(out["items"])
+    return out
+
+
+# What the model is asked for: the reply schema, strict (openai sends it as response_format).
+# Replies are checked against _REPLY_SCHEMA, which also lets a model add keys of its own.
+REPLY_FORMAT = {"name": REPLY_NAME, "schema": _strict(_REPLY_SCHEMA)}
 
 
 class MalformedReply(ValueError):
@@ -289,108 +346,108 @@ def parse_reply(text: str, names: list[str]) -> list[dict]:
     return [{"name": n, "score": float(by_name[n]["score"]), "rationale": by_name[n]["rationale"]} for n in names]
 
 
-def _empty_usage() -> dict:
-    return {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0, "api_calls": 0, "retries": 0, "malformed_replies": 0}
+def _usage_record(usage: Usage, api_calls: int = 0, retries: int = 0, malformed_replies: int = 0) -> dict:
+    return dict(dataclasses.asdict(usage), api_calls=api_calls, retries=retries, malformed_replies=malformed_replies)
 
 
-class AnthropicJudge:
-    """One AsyncAnthropic client; `score` judges one answer once (with one retry on a
-    malformed reply). The API key is read from the env var and never stored elsewhere."""
+class ModelJudge:
+    """A language-model judge through the provider layer: one client of
+    `providers.create(spec.provider, ...)`; `score` judges one answer once (with one retry on
+    a malformed reply). The API key is read from the env var and never stored elsewhere."""
 
-    def __init__(self, judge_cfg: dict, prompt_path):
-        from anthropic import AsyncAnthropic
+    def __init__(self, spec: JudgeSpec, prompt_path):
+        from . import providers
 
-        env = judge_cfg.get("api_key_env", "ANTHROPIC_API_KEY")
-        key = os.environ.get(env)
+        key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
         if not key:
-            raise ConfigError(f"judge: provider anthropic needs ${env}; export it or set judge.provider: reference")
-        if not judge_cfg.get("model"):
-            raise ConfigError("judge.model: provider anthropic needs a model id (e.g. claude-sonnet-4-6); add `model:` under `judge`")
-        self.model = judge_cfg["model"]
+            raise ConfigError(f"judge: provider {spec.provider} needs ${spec.api_key_env}; "
+                              "export it or set judge.provider: reference")
+        if not spec.model:
+            raise ConfigError(f"judge.model: provider {spec.provider} needs a model id (e.g. "
+                              f"{'gpt-5.1' if spec.provider == 'openai' else 'claude-sonnet-4-6'}); add `model:` under `judge`")
+        self.spec = spec
+        self.model = spec.model
         self.system, self.template = load_prompt(prompt_path)
-        self.client = AsyncAnthropic(api_key=key, base_url=judge_cfg.get("base_url") or None,
-                                     max_retries=judge_cfg.get("max_retries", 4))
-        self.usage = _empty_usage()
+        self.provider = providers.create(spec.provider, spec.model, key, spec.base_url, MAX_RETRIES)
+        self.usage = Usage()
+        self.api_calls = self.retries = self.malformed_replies = 0
         self.temperature = None
-        self.note = NOTE_SAMPLING
+        self.note = NOTES[spec.provider]
 
-    async def _call(self, messages: list[dict]) -> str:
-        import anthropic
+    def usage_record(self) -> dict:
+        return _usage_record(self.usage, self.api_calls, self.retries, self.malformed_replies)
 
+    async def _call(self, messages: list[dict]) -> tuple[str, str]:
+        """One judge call; returns the reply's text and its stop reason."""
         try:
-            raw = await self.client.messages.with_raw_response.create(
-                model=self.model, max_tokens=MAX_TOKENS,
-                # The fixed instructions are the cached prefix shared by every judge call.
-                system=[{"type": "text", "text": self.system, "cache_control": {"type": "ephemeral"}}],
-                messages=messages,
-            )
-            msg = await raw.parse()
-        except anthropic.APIStatusError as e:
-            raise JudgeError(f"judge API call failed with HTTP {e.status_code}: {e.message}") from None
-        except anthropic.APIError as e:
-            raise JudgeError(f"judge API call failed: {e}") from None
-        u = msg.usage
-        self.usage["input_tokens"] += u.input_tokens or 0
-        self.usage["output_tokens"] += u.output_tokens or 0
-        self.usage["cache_creation_input_tokens"] += u.cache_creation_input_tokens or 0
-        self.usage["cache_read_input_tokens"] += u.cache_read_input_tokens or 0
-        self.usage["api_calls"] += 1
-        self.usage["retries"] += raw.retries_taken
-        return "".join(b.text for b in msg.content if getattr(b, "type", None) == "text")
+            # The fixed instructions are the cached prefix shared by every judge call.
+            reply = await self.provider.complete([{"type": "text", "text": self.system}], messages, [], MAX_TOKENS,
+                                                 reply_schema=REPLY_FORMAT, cache_conversation=False)
+        except ProviderError as e:
+            status = f" with HTTP {e.status}" if e.status is not None else ""
+            raise JudgeError(f"judge API call ({self.spec.provider} model {self.model}) failed{status} after "
+                             f"{e.retries} retr{'y' if e.retries == 1 else 'ies'}: {e}; the trial is not judged") from None
+        self.api_calls += 1
+        self.retries += reply.retries
+        self.usage.add(reply.usage)
+        return "".join(b.get("text", "") for b in reply.content if b.get("type") == "text"), reply.stop_reason
 
     async def score(self, step_prompt: str, criteria: list[dict], step: dict, answer: str) -> list[dict]:
         names = [c["name"] for c in criteria]
         messages = [{"role": "user", "content": render_user(self.template, step_prompt, criteria, step, answer)}]
-        text = await self._call(messages)
+        text, stop = await self._call(messages)
         try:
             return parse_reply(text, names)
         except MalformedReply as first:
-            self.usage["malformed_replies"] += 1
+            self.malformed_replies += 1
+            cut = f" (it was cut at {MAX_TOKENS} output tokens: be brief)" if stop == "max_tokens" else ""
             messages += [
                 {"role": "assistant", "content": text.strip() or "(no text)"},
-                {"role": "user", "content": f"Your reply could not be used: {first}. Reply again with only the "
+                {"role": "user", "content": f"Your reply could not be used: {first}{cut}. Reply again with only the "
                                             f"JSON object, one entry for each of: {', '.join(names)}."},
             ]
-        text = await self._call(messages)
+        text, stop = await self._call(messages)
         try:
             return parse_reply(text, names)
         except MalformedReply as second:
-            self.usage["malformed_replies"] += 1
-            raise JudgeError(f"judge model {self.model} gave a malformed reply twice (last: {second}); "
+            self.malformed_replies += 1
+            cut = f" (cut at {MAX_TOKENS} output tokens)" if stop == "max_tokens" else ""
+            raise JudgeError(f"judge model {self.model} gave a malformed reply twice (last: {second}{cut}); "
                              f"the step is not scored. Reply began: {text[:200]!r}") from None
 
     async def aclose(self) -> None:
-        await self.client.close()
+        await self.provider.aclose()
 
 
 # --- judging a trial ------------------------------------------------------------
 
 
-def judge_settings(judge_cfg: dict) -> dict:
-    """What the scores depend on besides the rubric and prompt (the model only for a model judge)."""
-    s = {"provider": judge_cfg.get("provider", "reference"), "repeats": int(judge_cfg.get("repeats", 1)),
-         "record": SCHEMA}
-    if s["provider"] == "anthropic":
-        s.update(model=judge_cfg.get("model"), max_tokens=MAX_TOKENS)
+def judge_settings(judge_cfg, prompt_path=PROMPT_FILE) -> dict:
+    """What a judge call's scores depend on besides the transcript and the rubric: provider,
+    repeats, the prompt (sha256) and, for a model judge, model, base_url and max_tokens.
+    Never `threshold` or `strict` (they only change the held-out verdict) nor `api_key_env`."""
+    spec = judge_spec(judge_cfg)
+    s = {"provider": spec.provider, "repeats": spec.repeats, "record": SCHEMA,
+         "prompt_sha256": file_sha256(prompt_path)}
+    if spec.provider != "reference":
+        s.update(model=spec.model, base_url=spec.base_url, max_tokens=MAX_TOKENS)
     return s
 
 
-def judge_settings_hash(judge_cfg: dict) -> str:
-    return canonical_hash(judge_settings(judge_cfg))
+def judge_settings_hash(judge_cfg, prompt_path=PROMPT_FILE) -> str:
+    return canonical_hash(judge_settings(judge_cfg, prompt_path))
 
 
 async def ajudge_trial(transcript: dict, scenario: Scenario, judge_cfg: dict, prompt_path=PROMPT_FILE,
                        tool_names=(), pricing: dict | None = None) -> dict:
     """Judge every step of one transcript; return the judged.json record (see `judge_trial`)."""
-    settings = judge_settings(judge_cfg)
-    provider, repeats = settings["provider"], settings["repeats"]
-    if provider not in ("reference", "anthropic"):
-        raise ConfigError(f"judge.provider: {provider!r} is not allowed; use reference or anthropic")
+    spec = judge_spec(judge_cfg)
+    settings = judge_settings(spec, prompt_path)
+    provider, repeats = spec.provider, spec.repeats
     names = identity_names(tool_names, transcript)
     answers = {s.get("name"): s for s in transcript.get("steps", [])}
 
-    model_judge = AnthropicJudge(judge_cfg, prompt_path) if provider == "anthropic" else None
+    model_judge = None if provider == "reference" else ModelJudge(spec, prompt_path)
     gate = asyncio.Semaphore(CONCURRENCY)
 
     async def one(step: dict, criteria: list[dict], answer: str) -> list[dict]:
@@ -446,13 +503,17 @@ async def ajudge_trial(transcript: dict, scenario: Scenario, judge_cfg: dict, pr
         s["model_calls"] = 0 if (s["empty"] or provider == "reference") else repeats
 
     quality = [sum(s["quality"][r] for s in steps_out) / len(steps_out) for r in range(repeats)]
-    usage = model_judge.usage if model_judge else _empty_usage()
-    usage = dict(usage, cost_usd=cost_usd(pricing, settings.get("model"), usage) if model_judge else 0.0)
+    if model_judge:
+        usage = dict(model_judge.usage_record(), cost_usd=cost_usd(pricing, spec.model, model_judge.usage))
+    else:
+        usage = dict(_usage_record(Usage()), cost_usd=0.0)
     return {
         "schema": SCHEMA,
         "cell": transcript.get("cell"),
         "transcript_outcome": transcript.get("outcome"),
-        "judge": {"provider": provider, "model": settings.get("model"), "repeats": repeats,
+        "judge": {"provider": provider, "model": settings.get("model"),
+                  "base_url": settings.get("base_url"),  # None: the provider's own endpoint
+                  "repeats": repeats,
                   "temperature": model_judge.temperature if model_judge else None,
                   "note": model_judge.note if model_judge else None,
                   "settings_hash": canonical_hash(settings),
@@ -523,8 +584,8 @@ def cmd_judge(args) -> int:
     except (OSError, json.JSONDecodeError) as e:
         raise ConfigError(f"{args.transcript}: cannot read the transcript ({e}); re-run its trial") from None
     try:
-        record = judge_trial(transcript, scenario, m.config["judge"], args.prompt,
-                             tool_names=list(m.tools), pricing=m.config.get("pricing"))
+        record = judge_trial(transcript, scenario, JudgeSpec.from_config(m.config["judge"]), args.prompt,
+                             tool_names=list(m.tools), pricing=m.config["pricing"])
     except JudgeError as e:
         print(f"mcptrials judge: {args.transcript}: {e}", file=sys.stderr)
         return 1
