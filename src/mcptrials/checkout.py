@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from .config import ConfigError
-from .records import write_json
+from .records import project_path, write_json
 
 
 def checkout(repo_name: str, source: str, url: str, commit: str, dest: Path) -> dict:
@@ -50,9 +50,9 @@ def checkout(repo_name: str, source: str, url: str, commit: str, dest: Path) -> 
     return {
         "repo": repo_name,
         "url": url,
-        "cloned_from": source if source != url else None,
+        "cloned_from": project_path(source) if source != url else None,
         "commit": head,
-        "tree": str(tree),
+        "tree": project_path(tree),
         "files": files,
         "seconds": round(time.monotonic() - t0, 3),
     }

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from .config import ConfigError
-from .records import write_json
+from .records import project_path, write_json
 from .servers import tool_env_dir
 
 
@@ -61,7 +61,7 @@ def install_tool(tool: str, spec: dict, log) -> dict:
         "tool": tool,
         "kind": kind,
         "requested": [*inst.get("pip", []), *inst.get("npm", [])],
-        "env_dir": str(env_dir) if kind != "none" else None,
+        "env_dir": project_path(env_dir) if kind != "none" else None,
         "resolved": resolved,
         "seconds": round(time.monotonic() - t0, 2),
         "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

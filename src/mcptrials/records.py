@@ -24,6 +24,17 @@ def write_json(path, obj) -> None:
         raise
 
 
+def project_path(path) -> str | None:
+    """A path as records keep it: relative to the project (the working directory every
+    stage runs in) when it lies inside it, so a project copied elsewhere, results and
+    all, still reads right; a path outside the project (a mirror elsewhere) stays as is."""
+    if path is None:
+        return None
+    p = os.path.abspath(path)
+    rel = os.path.relpath(p, os.getcwd())
+    return p if rel == ".." or rel.startswith(".." + os.sep) else rel
+
+
 def read_json(path):
     with open(path) as f:
         return json.load(f)

@@ -1,4 +1,5 @@
 # Every trial's scores into tables (CSV): one row per trial, per cell and per (model, tool).
+# Weights and pricing are its params: a change recomputes fairness and costs, nothing else.
 rule aggregate:
     input:
         scored=expand("{d}/scored.json", d=trial_dirs()),
@@ -9,9 +10,9 @@ rule aggregate:
         tools="results/aggregate/tools.csv",
         summary="results/aggregate/summary.json",
     params:
-        cfg=CONFIG_PATH,
+        rerun=RERUN["aggregate"][()],
     localrule: True
     log:
         "results/logs/aggregate.log",
     shell:
-        "mcptrials aggregate --config {params.cfg} --runs results/runs --out-dir results/aggregate > {log} 2>&1"
+        "{MCPTRIALS} aggregate --config {CONFIG} --runs results/runs --out-dir results/aggregate > {log:q} 2>&1"

@@ -2,10 +2,8 @@ rule checkout:
     output:
         "results/checkouts/{repo}/checkout.json",
     params:
-        cfg=CONFIG_PATH,
-        commit=lambda wc: M.repos[wc.repo]["commit"],
-        source=lambda wc: M.repos[wc.repo]["url"],
+        rerun=lambda wc: RERUN["checkout"][(wc.repo,)],
     log:
         "results/logs/checkout/{repo}.log",
     shell:
-        "mcptrials checkout --config {params.cfg} --repo {wildcards.repo} --out {output} > {log} 2>&1"
+        "{MCPTRIALS} checkout --config {CONFIG} --repo {wildcards.repo:q} --out {output:q} > {log:q} 2>&1"

@@ -1,58 +1,61 @@
-# Config validation and the matrix, through the library (the same checks as `mcptrials validate`).
+# Config validation, the matrix and every rerun key, through the library (the same checks
+# as `mcptrials validate`). What reruns when something changes is decided in one place,
+# mcptrials.rerun.TABLE: the rules below only look their params up in RERUN.
 import os
+from pathlib import Path
+import shlex
 import sys
 
-from mcptrials.config import ConfigError, canonical_hash, check_api_keys, file_sha256, load_matrix
-from mcptrials.paths import PROMPT_DIR
+from mcptrials.config import ConfigError, check_api_keys, load_matrix
+from mcptrials.rerun import heldout_scenarios, rule_params
+
+
+def _project_path(f):
+    """A --configfile as the jobs should see it: relative to the project (the working
+    directory) when inside it, so a project copied elsewhere plans nothing new."""
+    rel = os.path.relpath(os.path.abspath(f), os.getcwd())
+    return f if rel.startswith("..") else rel
+
 
 # Every --configfile, joined by os.pathsep: the stages merge them as Snakemake does (the
 # first is the main config, e.g. configs/code-intel.yaml; later ones add to it, e.g. a
 # machine-local mirrors file). The DAG reads the same files as the stages, not Snakemake's
 # `config`, which would also hold the Snakefile's default config.yaml.
-CONFIG_PATH = os.pathsep.join(str(f) for f in workflow.overwrite_configfiles) or "config.yaml"
+CONFIG_PATH = os.pathsep.join(_project_path(str(f)) for f in workflow.overwrite_configfiles) or "config.yaml"
 try:
     M = load_matrix(CONFIG_PATH)
 except ConfigError as e:
     sys.exit(f"mcptrials: error: {e}")
 
-# Content hashes, computed once at parse time: params that rerun exactly what changed.
-TASK_HASH = {s: canonical_hash(sc.task_part()) for s, sc in M.scenarios.items()}
-GRADING_HASH = {s: canonical_hash(sc.grading_part()) for s, sc in M.scenarios.items()}
-RUBRIC_HASH = {s: canonical_hash(sc.rubric_part()) for s, sc in M.scenarios.items()}
-TOOL_HASH = {t: M.tool_hash(t) for t in M.tools}
-INSTALL_HASH = {t: canonical_hash(spec.get("install") or {}) for t, spec in M.tools.items()}
-INDEX_HASH = {t: canonical_hash(spec.get("index")) for t, spec in M.tools.items()}
-MODEL_HASH = {m: M.model_hash(m) for m in M.models}
-JUDGE_HASH = canonical_hash(M.config["judge"])
-MODEL_CALLS = {m: 0 if spec["provider"] == "reference" else 1 for m, spec in M.models.items()}
-SYSTEM_PROMPT_HASH = file_sha256(PROMPT_DIR / "system.md")
-JUDGE_PROMPT_HASH = file_sha256(PROMPT_DIR / "judge.md")
-ANY_INDEX = any(spec.get("index") for spec in M.tools.values())
+# The shell commands use these globals, never PATH: the library runs from the interpreter
+# that runs Snakemake (`.venv/bin/snakemake` works without activating the venv). They are
+# formatted per job, so the rule's code (its unformatted shell string) is the same in any
+# folder and on any machine, and every path in a command is quoted (`:q`, or here).
+MCPTRIALS = f"{shlex.quote(sys.executable)} -m mcptrials.cli"
+CONFIG = shlex.quote(CONFIG_PATH)
 
-# One params dict per rule and wildcard value: each input function or params lambda costs
-# Snakemake ~0.2 ms a job at DAG time, so per-trial rules get a single lookup each. A
-# changed value (a hash) reruns exactly the jobs it belongs to.
-SCORED_PARAMS = {
-    s: {"grading": GRADING_HASH[s], "scenario": str(sc.path), "commit": M.repos[sc.repo]["commit"]}
-    for s, sc in M.scenarios.items()
-}
-JUDGED_PARAMS = {
-    s: {"rubric": RUBRIC_HASH[s], "scenario": str(sc.path), "judge": JUDGE_HASH, "prompt": JUDGE_PROMPT_HASH}
-    for s, sc in M.scenarios.items()
-}
-# A host's settings rerun its trials; the loop has none, so its params stay as they were.
-TRANSCRIPT_PARAMS = {
-    (m, h, s): {"task": TASK_HASH[s], "model": MODEL_HASH[m], "system_prompt": SYSTEM_PROMPT_HASH,
-                **({} if M.hosts[h]["kind"] == "loop" else {"host": canonical_hash(M.hosts[h])})}
-    for m in M.models
-    for h in M.hosts
-    for s in M.scenarios
-}
+# rule -> job key -> a hash of everything that rule's job depends on (mcptrials.rerun).
+RERUN = rule_params(M)
+# Per-trial rules get one params lookup each (each lambda costs Snakemake ~0.2 ms a job at
+# DAG time): the rerun hash plus what the command needs, with project-relative paths.
+SCENARIO_FILE = {sc.id: _project_path(str(sc.path)) for sc in M.run_scenarios()}
+SCORED_P = {sc.id: {"rerun": RERUN["scored"][(sc.id,)], "scenario": SCENARIO_FILE[sc.id],
+                    "commit": M.repos[sc.repo]["commit"]} for sc in M.run_scenarios()}
+JUDGED_P = {s: {"rerun": RERUN["judged"][(s,)], "scenario": f} for s, f in SCENARIO_FILE.items()}
+ANY_INDEX = any(spec.get("index") for spec in M.tools.values())
+MODEL_CALLS = {m: 0 if spec["provider"] == "reference" else 1 for m, spec in M.models.items()}
+
+# The config's held-out anchor (`locked:`): its files are inputs of the check and the report.
+LOCKED = os.path.relpath(M.locked_dir, os.getcwd()) if M.locked_dir is not None else None
+LOCKED_FILES = sorted(str(p) for p in Path(LOCKED).rglob("*") if p.is_file()) if LOCKED else []
+HAS_ANCHOR = bool(LOCKED_FILES)
+LOCKED_Q = shlex.quote(LOCKED) if LOCKED else ""
+HELDOUT_SCENARIOS = heldout_scenarios(M)
+
 # Hosts with software to install (claude-code): their trials wait for results/hosts/{host}/install.json.
 from mcptrials.hosts import needs_install
 
 HOST_INSTALL = {h: f"results/hosts/{h}/install.json" if needs_install(spec["kind"]) else [] for h, spec in M.hosts.items()}
-HOST_INSTALL_HASH = {h: canonical_hash(spec.get("version")) for h, spec in M.hosts.items()}
 ANY_HOST_INSTALL = any(HOST_INSTALL.values())
 
 
@@ -89,7 +92,7 @@ def index_input(wc):
 
 
 def index_arg(wc, input):
-    return f"--index {Path(input.index).parent}" if input.get("index") else ""
+    return f"--index {shlex.quote(str(Path(input.index).parent))}" if input.get("index") else ""
 
 
 def final_outputs():
@@ -99,14 +102,17 @@ def final_outputs():
     ]
 
 
-# The plan, printed once by the main process (`-n -q` hides the job table, not this).
+# The plan, printed once by the main process (`-n -q` hides the job table, not this). It
+# counts what the selected scenarios use, as the DAG does.
 if workflow.is_main_process:
-    n_sc = len(M.run_scenarios())
+    n_repos = len(M.run_repos())
     print(
         f"mcptrials plan: {len(M.models)} model(s) x {len(M.hosts)} host(s) x {len(M.tools)} tool(s) x "
-        f"{n_sc} scenario(s) x {M.trials} trial(s) = {sum(1 for _ in M.cells())} trials "
-        f"(transcript, scored, judged each), {len(M.repos)} repo checkout(s), "
-        f"{len(M.server_tools())} server install(s) and {len(M.tools) * len(M.repos)} tool snapshot(s), "
-        "then aggregate, held-out check and report",
+        f"{len(M.run_scenarios())} scenario(s) x {M.trials} trial(s) = {sum(1 for _ in M.cells())} trials "
+        f"(transcript, scored, judged each), {n_repos} repo checkout(s), "
+        f"{len(M.server_tools())} server install(s) and {len(M.tools) * n_repos} tool snapshot(s), "
+        "then aggregate, "
+        + (f"the held-out check ({LOCKED})" if HAS_ANCHOR else "no held-out anchor")
+        + " and report",
         file=sys.stderr,
     )

@@ -6,9 +6,9 @@ rule index:
     output:
         "results/index/{tool}/{repo}/index.json",
     params:
-        cfg=CONFIG_PATH,
-        index=lambda wc: INDEX_HASH[wc.tool],
+        rerun=lambda wc: RERUN["index"][(wc.tool, wc.repo)],
     log:
         "results/logs/index/{tool}/{repo}.log",
     shell:
-        "mcptrials index --config {params.cfg} --tool {wildcards.tool} --checkout {input.checkout} --out results/index/{wildcards.tool}/{wildcards.repo} > {log} 2>&1"
+        "{MCPTRIALS} index --config {CONFIG} --tool {wildcards.tool:q} --checkout {input.checkout:q}"
+        " --out results/index/{wildcards.tool:q}/{wildcards.repo:q} > {log:q} 2>&1"

@@ -2,12 +2,11 @@ rule install_tool:
     output:
         "results/tools/{tool}/install.json",
     params:
-        cfg=CONFIG_PATH,
-        install=lambda wc: INSTALL_HASH[wc.tool],
+        rerun=lambda wc: RERUN["install_tool"][(wc.tool,)],
     log:
         "results/logs/install/{tool}.log",
     shell:
-        "mcptrials install-tool --config {params.cfg} --tool {wildcards.tool} --out {output} > {log} 2>&1"
+        "{MCPTRIALS} install-tool --config {CONFIG} --tool {wildcards.tool:q} --out {output:q} > {log:q} 2>&1"
 
 
 # A host's own software (the Claude Code CLI, pinned) into .tools/_hosts/{host}/; only hosts
@@ -16,9 +15,8 @@ rule install_host:
     output:
         "results/hosts/{host}/install.json",
     params:
-        cfg=CONFIG_PATH,
-        spec=lambda wc: HOST_INSTALL_HASH[wc.host],
+        rerun=lambda wc: RERUN["install_host"][(wc.host,)],
     log:
         "results/logs/install/host-{host}.log",
     shell:
-        "mcptrials install-host --config {params.cfg} --host {wildcards.host} --out {output} > {log} 2>&1"
+        "{MCPTRIALS} install-host --config {CONFIG} --host {wildcards.host:q} --out {output:q} > {log:q} 2>&1"

@@ -5,9 +5,9 @@ rule scored:
     output:
         "results/runs/{model}/{host}/{tool}/{repo}/{scenario}/{trial}/scored.json",
     params:
-        p=lambda wc: SCORED_PARAMS[wc.scenario],
+        p=lambda wc: SCORED_P[wc.scenario],
     log:
         "results/logs/scored/{model}/{host}/{tool}/{repo}/{scenario}/{trial}.log",
     shell:
-        "mcptrials score --config " + CONFIG_PATH + " --transcript {input.transcript} --scenario {params.p[scenario]}"
-        " --repo-dir results/checkouts/{wildcards.repo}/tree --commit {params.p[commit]} --out {output} > {log} 2>&1"
+        "{MCPTRIALS} score --config {CONFIG} --transcript {input.transcript:q} --scenario {params.p[scenario]:q}"
+        " --repo-dir results/checkouts/{wildcards.repo:q}/tree --commit {params.p[commit]} --out {output:q} > {log:q} 2>&1"

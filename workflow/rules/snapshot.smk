@@ -8,12 +8,11 @@ rule tools_snapshot:
     output:
         "results/snapshots/{tool}/{repo}/tools.json",
     params:
-        cfg=CONFIG_PATH,
-        spec=lambda wc: TOOL_HASH[wc.tool],
-        install_arg=lambda wc, input: f"--install {input.install}" if input.install else "",
+        rerun=lambda wc: RERUN["tools_snapshot"][(wc.tool, wc.repo)],
+        install_arg=lambda wc, input: f"--install {shlex.quote(input.install)}" if input.install else "",
         index_arg=index_arg,
     log:
         "results/logs/snapshot/{tool}/{repo}.log",
     shell:
-        "mcptrials snapshot --config {params.cfg} --tool {wildcards.tool} --repo {wildcards.repo}"
-        " --checkout {input.checkout} {params.install_arg} {params.index_arg} --out {output} > {log} 2>&1"
+        "{MCPTRIALS} snapshot --config {CONFIG} --tool {wildcards.tool:q} --repo {wildcards.repo:q}"
+        " --checkout {input.checkout:q} {params.install_arg} {params.index_arg} --out {output:q} > {log:q} 2>&1"

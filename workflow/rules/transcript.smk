@@ -10,13 +10,14 @@ rule transcript:
         transcript="results/runs/{model}/{host}/{tool}/{repo}/{scenario}/{trial}/transcript.json",
         meta="results/runs/{model}/{host}/{tool}/{repo}/{scenario}/{trial}/run_meta.json",
     params:
-        p=lambda wc: TRANSCRIPT_PARAMS[wc.model, wc.host, wc.scenario],
+        rerun=lambda wc: RERUN["transcript"][(wc.model, wc.host, wc.tool, wc.scenario)],
         index_arg=index_arg if ANY_INDEX else "",
     resources:
         api=(lambda wc: MODEL_CALLS[wc.model]) if len(set(MODEL_CALLS.values())) > 1 else max(MODEL_CALLS.values()),
     log:
         "results/logs/transcript/{model}/{host}/{tool}/{repo}/{scenario}/{trial}.log",
     shell:
-        "mcptrials run-trial --config " + CONFIG_PATH + " --model {wildcards.model} --host {wildcards.host} --tool {wildcards.tool}"
-        " --scenario {wildcards.scenario} --trial {wildcards.trial} --checkout {input.checkout}"
-        " --snapshot {input.snapshot} {params.index_arg} --out {output.transcript} > {log} 2>&1"
+        "{MCPTRIALS} run-trial --config {CONFIG} --model {wildcards.model:q} --host {wildcards.host:q}"
+        " --tool {wildcards.tool:q} --scenario {wildcards.scenario:q} --trial {wildcards.trial}"
+        " --checkout {input.checkout:q} --snapshot {input.snapshot:q} {params.index_arg}"
+        " --out {output.transcript:q} > {log:q} 2>&1"
