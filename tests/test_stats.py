@@ -126,6 +126,90 @@ def test_mean_ci_level():
     assert r["hi"] - r["mean"] == approx(1.519089, abs=1e-5)
 
 
+# ---------------------------------------------------------------- bounded_mean_ci
+
+def test_bounded_mean_ci_hand_case_three_scenarios():
+    # fairness 0.2, 0.4, 0.9 in scenarios a, b, c (one trial each): m = 0.5
+    # clustered SE = sqrt(3/2) * sqrt(0.3^2 + 0.1^2 + 0.4^2) / 3 = sqrt(1.5 * 0.26) / 3 = 0.208167
+    # the plain t interval: 0.5 -/+ 4.302653 * 0.208167 = [-0.395669, 1.395669], outside 0-1
+    # logit: u = 0.5, g = 0; SE_g = 0.208167 / (0.5 * 0.5) = 0.832666; half = 4.302653 * 0.832666 = 3.582660
+    # lo = 1 / (1 + e^3.582660) = 1 / (1 + 35.9696) = 0.027049; hi = 1 - lo = 0.972951
+    r = stats.bounded_mean_ci([0.2, 0.4, 0.9], clusters=["a", "b", "c"])
+    assert r["mean"] == approx(0.5) and r["se"] == approx(0.208167, abs=1e-6)
+    assert r["lo"] == approx(0.027049, abs=1e-6)
+    assert r["hi"] == approx(0.972951, abs=1e-6)
+    assert stats.mean_ci([0.2, 0.4, 0.9], clusters=["a", "b", "c"])["lo"] == approx(-0.395669, abs=1e-5)
+    assert r["method"] == ("logit-transformed t interval on [0, 1], clustered SE over 3 clusters with "
+                           "C/(C-1) correction, df=2")
+    json.dumps(r)
+
+
+def test_bounded_mean_ci_is_asymmetric_near_a_bound():
+    # 0.7, 0.8, 0.9, 1.0 (naive): m = 0.85; sum (s-m)^2 = 0.05; SE = sqrt(0.05 / 12) = 0.0645497
+    # u = 0.85, g = ln(0.85 / 0.15) = 1.734601; SE_g = 0.0645497 / (0.85 * 0.15) = 0.506272
+    # half = t(0.975, 3) 3.182446 * 0.506272 = 1.611185
+    # lo = expit(0.123417) = 0.530815; hi = expit(3.345786) = 1 / (1 + 0.035232) = 0.965967
+    # (the plain t interval is 0.85 -/+ 0.205428 = [0.644572, 1.055428])
+    r = stats.bounded_mean_ci([0.7, 0.8, 0.9, 1.0])
+    assert r["se"] == approx(0.0645497, abs=1e-6)
+    assert r["lo"] == approx(0.530815, abs=1e-5)
+    assert r["hi"] == approx(0.965967, abs=1e-5)
+    assert r["mean"] - r["lo"] > r["hi"] - r["mean"]      # longer on the side away from the bound
+    assert "naive SE" in r["method"] and "df=3" in r["method"]
+
+
+def test_bounded_mean_ci_other_bounds_and_level():
+    # on [-1, 1]: d = 0.9, 0.7, 0.3: m = 0.633333, SE = sd / sqrt(3) = 0.305505 / 1.732051 = 0.176383
+    # u = (m + 1) / 2 = 0.816667; g = ln(0.816667 / 0.183333) = 1.493925
+    # SE_g = 0.176383 / (2 * 0.816667 * 0.183333) = 0.589036; half = 4.302653 * 0.589036 = 2.534415
+    # lo = -1 + 2 expit(-1.040490) = -1 + 2 * 0.261055 = -0.477889
+    # hi = -1 + 2 expit(4.028340) = -1 + 2 * 0.982508 = 0.965015
+    r = stats.bounded_mean_ci([0.9, 0.7, 0.3], lower=-1, upper=1)
+    assert r["lo"] == approx(-0.477889, abs=1e-5)
+    assert r["hi"] == approx(0.965015, abs=1e-5)
+    assert "on [-1, 1]" in r["method"]
+    # 90%: t(0.95, 2) = 2.919986; on the 3-scenario case half = 2.919986 * 0.832666 = 2.431373
+    # hi = expit(2.431373) = 0.919189
+    assert stats.bounded_mean_ci([0.2, 0.4, 0.9], level=0.90)["hi"] == approx(0.919189, abs=1e-5)
+
+
+def test_bounded_mean_ci_stays_in_bounds_and_edge_cases():
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        n = int(rng.integers(2, 9))
+        scores = np.clip(rng.choice([0.0, 1.0, rng.random()], size=n) * rng.random(n) ** 0.1, 0, 1).tolist()
+        clusters = [f"s{i % 3}" for i in range(n)]
+        for r in (stats.bounded_mean_ci(scores), stats.bounded_mean_ci(scores, clusters=clusters)):
+            if r["lo"] is not None:
+                assert 0.0 <= r["lo"] <= r["mean"] <= r["hi"] <= 1.0, (scores, r)
+    # every score 0 (failed trials) or every score 1: SE 0, the interval is the point
+    assert stats.bounded_mean_ci([0.0, 0.0, 0.0], clusters=["a", "b", "c"])[("lo")] == 0.0
+    top = stats.bounded_mean_ci([1.0, 1.0])
+    assert top["lo"] == top["hi"] == 1.0
+    assert stats.bounded_mean_ci([0.4])["lo"] is None                       # one score: no interval
+    assert stats.bounded_mean_ci([0.4, 0.6], clusters=["a", "a"])["lo"] is None   # one cluster
+    with pytest.raises(ValueError, match=r"outside \[0, 1\]"):
+        stats.bounded_mean_ci([0.5, 1.2])
+    with pytest.raises(ValueError, match="lower bound"):
+        stats.bounded_mean_ci([0.5], lower=1, upper=0)
+
+
+def test_paired_difference_bounded_interval():
+    # a - b = 0.9, 0.7, 0.3 (the [-1, 1] case of test_bounded_mean_ci_other_bounds_and_level)
+    # plain t: hi = 0.633333 + 4.302653 * 0.176383 = 1.392250, above 1
+    a, b = {"x": 1.0, "y": 0.9, "z": 0.5}, {"x": 0.1, "y": 0.2, "z": 0.2}
+    plain, bounded = stats.paired_difference(a, b), stats.paired_difference(a, b, bounds=(-1, 1))
+    assert plain["hi"] == approx(1.392250, abs=1e-5)
+    assert bounded["lo"] == approx(-0.477889, abs=1e-5) and bounded["hi"] == approx(0.965015, abs=1e-5)
+    assert bounded["t_p"] == plain["t_p"] and bounded["wilcoxon_p"] == plain["wilcoxon_p"]
+    assert plain["method"] == "paired t interval, df=2"
+    assert bounded["method"] == "paired, logit-transformed t interval on [-1, 1], df=2"
+    with pytest.raises(ValueError, match="outside"):
+        stats.paired_difference({"x": 2.0}, {"x": 0.0}, bounds=(-1, 1))
+
+
 # ---------------------------------------------------------------- paired difference
 
 def test_paired_difference_hand_case():
@@ -365,16 +449,19 @@ def test_relative_efficiency_edge_cases():
 
 
 def test_fairness_hand_case():
+    w = {"keyword": 0.10, "quality": 0.55, "citation": 0.15, "efficiency": 0.20}
     # .10*.5 + .55*.8 + .15*1 + .20*.75 = .05 + .44 + .15 + .15 = .79
-    assert stats.fairness(0.5, 0.8, 1.0, 0.75) == approx(0.79)
+    assert stats.fairness(0.5, 0.8, 1.0, 0.75, w) == approx(0.79)
     # None counts as 0: .55*.8 + .20*.75 = .44 + .15 = .59
-    assert stats.fairness(None, 0.8, None, 0.75) == approx(0.59)
-    # config weights: .25 each -> (.5 + .8 + 1 + .75) / 4 = .7625
-    w = {"keyword": 0.25, "quality": 0.25, "citation": 0.25, "efficiency": 0.25}
-    assert stats.fairness(0.5, 0.8, 1.0, 0.75, w) == approx(0.7625)
-    assert stats.fairness(1, 1, 1, 1) == approx(1.0)  # defaults sum to 1
-    with pytest.raises(ValueError, match="unknown key"):
+    assert stats.fairness(None, 0.8, None, 0.75, w) == approx(0.59)
+    # other weights: .25 each -> (.5 + .8 + 1 + .75) / 4 = .7625
+    w4 = {"keyword": 0.25, "quality": 0.25, "citation": 0.25, "efficiency": 0.25}
+    assert stats.fairness(0.5, 0.8, 1.0, 0.75, w4) == approx(0.7625)
+    # the weights come whole from the config (its schema fills the defaults): no key is guessed here
+    with pytest.raises(ValueError, match="give exactly"):
         stats.fairness(1, 1, 1, 1, {"speed": 1.0})
+    with pytest.raises(ValueError, match="give exactly"):
+        stats.fairness(1, 1, 1, 1, {"quality": 1.0})
 
 
 def test_adoption_hand_case():
@@ -398,3 +485,4 @@ def test_math_constants_used_in_comments():
     # the hand values above rest on these; check them once against closed forms
     assert math.tan(math.pi * 0.475) == approx(12.706205, abs=1e-5)
     assert 0.95 / math.sqrt(2 * 0.975 * 0.025) == approx(4.302653, abs=1e-5)
+    assert 0.90 / math.sqrt(2 * 0.95 * 0.05) == approx(2.919986, abs=1e-5)   # t(0.95, 2), same closed form

@@ -10,6 +10,9 @@ Sources:
   Miller 2024, "Adding Error Bars to Evals", arXiv 2411.00640
   Inspect AI, scorer/_metrics/std.py (clustered SE with the C/(C-1) correction)
   Holm 1979, "A Simple Sequentially Rejective Multiple Test Procedure", Scand. J. Statist. 6:65-70
+  StataCorp, Stata Reference Manual, [R] proportion, Methods and formulas (the logit-transform interval)
+  Cameron, Gelbach & Miller 2008, "Bootstrap-Based Improvements for Inference with Clustered Errors",
+    Rev. Econ. Stat. 90(3):414-427
   Shrout & Fleiss 1979, "Intraclass Correlations: Uses in Assessing Rater Reliability",
     Psychol. Bull. 86(2):420-428
 
@@ -22,7 +25,6 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-FAIRNESS_WEIGHTS = {"keyword": 0.10, "quality": 0.55, "citation": 0.15, "efficiency": 0.20}
 ADOPTION_WEIGHTS = {"fluency": 0.60, "discoverability": 0.40}
 
 
@@ -164,9 +166,77 @@ def mean_ci(scores, clusters=None, level: float = 0.95) -> dict:
     return out
 
 
+def _expit(x: float) -> float:
+    """1 / (1 + e^-x), written so that neither branch overflows."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+def _check_bounds(values, lower: float, upper: float, name: str) -> None:
+    if not lower < upper:
+        raise ValueError(f"bounds [{lower}, {upper}]: the lower bound must be below the upper one")
+    bad = [v for v in values if not lower <= v <= upper]
+    if bad:
+        raise ValueError(f"{name} has {len(bad)} value(s) outside [{lower:g}, {upper:g}] (e.g. {bad[0]}): "
+                         "a bounded interval needs every value inside its bounds")
+
+
+def _logit_interval(m: float, se: float, df: float, level: float, lower: float, upper: float):
+    """The t interval m +/- t * se computed on the logit scale of [lower, upper] and mapped back."""
+    u = (m - lower) / (upper - lower)
+    # A mean at a bound means every value is at it, hence se = 0: the interval is the point.
+    # (`not 0 < u < 1` with se > 0 can only be float rounding of such a case.)
+    if se == 0 or not 0 < u < 1:
+        return m, m
+    g = math.log(u / (1 - u))
+    half = _t_quantile(level, df) * se / ((upper - lower) * u * (1 - u))
+    return lower + (upper - lower) * _expit(g - half), lower + (upper - lower) * _expit(g + half)
+
+
+def bounded_mean_ci(scores, clusters=None, level: float = 0.95, lower: float = 0.0, upper: float = 1.0) -> dict:
+    """Mean of a bounded score (fairness, quality: 0-1) with an interval that stays in its bounds.
+
+    The logit-transformed t interval: with m, SE and df from mean_ci (clustered by scenario when
+    `clusters` is given: the C/(C-1)-corrected clustered SE, df = C - 1; naive otherwise, df = n - 1),
+        u = (m - L) / (U - L),   g = logit(u) = ln(u / (1 - u)),
+        SE_g = SE / ((U - L) u (1 - u))          (delta method: dg/dm = 1 / ((U - L) u (1 - u))),
+        lo, hi = L + (U - L) expit(g -/+ t_{(1+level)/2, df} SE_g),   expit(x) = 1 / (1 + e^-x),
+    so L < lo <= m <= hi < U always, and the interval is asymmetric near a bound.
+    Source: the logit-transform interval for a proportion estimated with a design-based
+    (clustered) standard error and a t quantile with (clusters - 1) degrees of freedom, the
+    default interval of Stata's `proportion` / `svy: proportion` (StataCorp, Stata Reference
+    Manual, [R] proportion, Methods and formulas); delta method e.g. Agresti 2013, Categorical
+    Data Analysis, 3rd ed., section 16.1.
+    Why not a cluster (scenario) bootstrap: with 3 scenarios it has only 10 distinct resamples and
+    its percentile interval never reaches past the range of the scenario means, so it is far too
+    narrow with few clusters (Cameron, Gelbach & Miller 2008, Rev. Econ. Stat. 90(3):414-427);
+    the transformed t interval keeps the small-sample t quantile (df = C - 1) and so stays
+    honestly wide, needs no seed and can be checked by hand.
+    Edge cases as mean_ci (one score or one cluster -> no interval; SE = 0 -> lo = hi = m, which
+    also covers a mean at a bound: every score is then at it). Scores outside [lower, upper] raise
+    ValueError. For a paired difference of 0-1 scores use lower=-1, upper=1
+    (then g = 2 atanh(d), Fisher's z up to the factor).
+    Returns mean_ci's dict with lo, hi replaced and `method` naming the interval.
+    """
+    _check_level(level)
+    values = [float(v) for v in scores]
+    _check_bounds(values, lower, upper, "scores")
+    out = mean_ci(values, clusters, level)
+    if out["se"] is None:
+        return out
+    n_clusters = out["n_clusters"]
+    df = out["n"] - 1 if n_clusters is None else n_clusters - 1
+    out["lo"], out["hi"] = _logit_interval(out["mean"], out["se"], df, level, lower, upper)
+    se_kind = "naive SE" if n_clusters is None else f"clustered SE over {n_clusters} clusters with C/(C-1) correction"
+    out["method"] = f"logit-transformed t interval on [{lower:g}, {upper:g}], {se_kind}, df={df}"
+    return out
+
+
 # ---------------------------------------------------------------- paired comparison
 
-def paired_difference(a: dict, b: dict, level: float = 0.95) -> dict:
+def paired_difference(a: dict, b: dict, level: float = 0.95, bounds: tuple | None = None) -> dict:
     """Paired difference of two tools over the scenarios they share (a minus b).
 
     d_i = a[i] - b[i] for each shared scenario i (a, b: scenario -> mean score over its trials);
@@ -176,6 +246,9 @@ def paired_difference(a: dict, b: dict, level: float = 0.95) -> dict:
     wilcoxon_p = two-sided Wilcoxon signed-rank test (scipy.stats.wilcoxon, zero differences
     dropped, exact distribution when small and untied).
     Source: Miller 2024 (arXiv 2411.00640), the section on comparing two models by paired differences.
+    bounds=(L, U): the differences live in [L, U] (of 0-1 scores: (-1, 1)), and lo, hi are the
+    logit-transformed t interval on [L, U] with the same SE_d and df (see bounded_mean_ci), so
+    they never leave it; t_p and wilcoxon_p are unchanged. `method` names the interval.
     Scenarios present in only one side are left out and listed in `dropped`.
     Edge cases: n = 0 raises ValueError; n = 1 -> se, lo, hi, t_p, wilcoxon_p None;
     sd(d) = 0 -> se = 0, lo = hi = mean_diff and t_p None (t is 0/0 or infinite);
@@ -193,15 +266,23 @@ def paired_difference(a: dict, b: dict, level: float = 0.95) -> dict:
     xa = np.array([a[k] for k in shared], dtype=float)
     xb = np.array([b[k] for k in shared], dtype=float)
     d = xa - xb
+    if bounds is not None:
+        _check_bounds(d.tolist(), bounds[0], bounds[1], "the differences")
     out = {"mean_diff": float(d.mean()), "se": None, "lo": None, "hi": None, "t_p": None,
-           "wilcoxon_p": None, "n": n, "scenarios": shared, "dropped": dropped}
+           "wilcoxon_p": None, "n": n, "scenarios": shared, "dropped": dropped, "method": "n=1: no interval"}
     if n < 2:
         return out
     from scipy import stats
 
     se = float(d.std(ddof=1)) / math.sqrt(n)
-    half = _t_quantile(level, n - 1) * se
-    out.update(se=se, lo=out["mean_diff"] - half, hi=out["mean_diff"] + half)
+    if bounds is None:
+        half = _t_quantile(level, n - 1) * se
+        lo, hi = out["mean_diff"] - half, out["mean_diff"] + half
+        out["method"] = f"paired t interval, df={n - 1}"
+    else:
+        lo, hi = _logit_interval(out["mean_diff"], se, n - 1, level, bounds[0], bounds[1])
+        out["method"] = f"paired, logit-transformed t interval on [{bounds[0]:g}, {bounds[1]:g}], df={n - 1}"
+    out.update(se=se, lo=lo, hi=hi)
     if se > 0:
         out["t_p"] = float(stats.ttest_rel(xa, xb).pvalue)
     if np.any(d != 0):
@@ -466,24 +547,24 @@ def relative_efficiency(cost, wall, base_cost, base_wall) -> float:
     return 0.5 * _ratio(cost, base_cost, "cost") + 0.5 * _ratio(wall, base_wall, "wall")
 
 
-def fairness(keyword, quality, citation, efficiency, weights: dict | None = None) -> float:
+FAIRNESS_KEYS = ("keyword", "quality", "citation", "efficiency")
+
+
+def fairness(keyword, quality, citation, efficiency, weights: dict) -> float:
     """Fairness score of a trial: the weighted sum of its four components (each in [0, 1]).
 
     fairness = w_keyword * keyword + w_quality * quality + w_citation * citation
                + w_efficiency * efficiency,
-    weights from the config's `weights:` (keys keyword, quality, citation, efficiency; defaults
-    0.10 / 0.55 / 0.15 / 0.20, missing keys take the default). A None component counts as 0:
+    weights = the config's `weights:` (keys keyword, quality, citation, efficiency; the config
+    schema holds their defaults, so every key is given). A None component counts as 0:
     a grader that produced nothing earns nothing (a failed trial scores 0 on every component).
     Source: the reference bench (luuuc/sense bench/), see shared/notes/field.md; issue 6 item 2.
     """
-    w = dict(FAIRNESS_WEIGHTS)
-    if weights:
-        unknown = set(weights) - set(w)
-        if unknown:
-            raise ValueError(f"weights: unknown key(s) {sorted(unknown)}; use {sorted(w)}")
-        w.update(weights)
+    if set(weights) != set(FAIRNESS_KEYS):
+        raise ValueError(f"weights: keys {sorted(weights)}; give exactly {sorted(FAIRNESS_KEYS)} "
+                         "(the config's weights, with the schema's defaults filled in)")
     parts = {"keyword": keyword, "quality": quality, "citation": citation, "efficiency": efficiency}
-    return sum(w[k] * (v or 0.0) for k, v in parts.items())
+    return sum(weights[k] * (v or 0.0) for k, v in parts.items())
 
 
 def adoption(fluency, discoverability, weights: dict | None = None) -> float | None:
