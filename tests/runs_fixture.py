@@ -6,10 +6,15 @@ its schema in src/mcptrials/schemas/, so the fixture cannot drift from the contr
 
 Per trial (both models alike, except cost):
   baseline: keyword 0.5, judge quality [0.5, 0.5], 1 of 2 citations grounded, wall 10 s,
-            cost 0.10 (sonnet); s3 trial 2 has quality [0.3, 0.3].
+            usage 1000 input, 50 cache write, 300 cache read, 200 output tokens;
+            s3 trial 2 has quality [0.3, 0.3].
   git:      keyword 1.0, quality [0.8, 0.6], 3 of 4 grounded, wall 20 s (s3: 10 s),
-            cost 0.20 (sonnet); s2 trial 2 crashed (server_crashed).
+            twice the baseline's tokens; s2 trial 2 crashed (server_crashed).
   passes:   s1 every trial; s2 all but the crashed one; s3 none.
+Costs: the config prices claude-sonnet-4-6 at PRICING (3 / 15 USD per million tokens), so a
+sonnet baseline trial costs BASE_COST = (1000*3 + 50*3.75 + 300*0.3 + 200*15) / 1e6 = 0.0062775
+and a git trial twice that. The records' own cost_usd (baseline 0.10, git 0.40, as if frozen at
+run time with another price list, and in another ratio) must never be what the aggregate uses.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ SCENARIOS = ("s1", "s2", "s3")
 TOOLS = ("baseline", "git")
 MODELS = ("reference", "sonnet")
 HOSTILE = "<script>alert('x')</script> & <b>bold</b>"
+
+PRICING = {"claude-sonnet-4-6": {"input": 3, "output": 15}}
+BASE_COST = (1000 * 3 + 50 * 3.75 + 300 * 0.3 + 200 * 15) / 1e6   # 0.0062775
 
 RUBRIC = {"criteria": [{"name": "map_quality", "weight": 0.6, "question": "Where?"},
                        {"name": "specificity", "weight": 0.4, "question": "Precise?"}]}
@@ -49,12 +57,12 @@ def spec(model: str, tool: str, scenario: str, trial: int) -> dict:
     """The hand-chosen figures of one trial."""
     if tool == "baseline":
         s = {"kw": 0.5, "q": [0.5, 0.5], "grounded": 1, "total": 2, "wall": 10.0, "cost": 0.10,
-             "outcome": "completed"}
+             "outcome": "completed", "tokens": 1}
         if scenario == "s3" and trial == 2:
             s["q"] = [0.3, 0.3]
     else:
         s = {"kw": 1.0, "q": [0.8, 0.6], "grounded": 3, "total": 4, "wall": 10.0 if scenario == "s3" else 20.0,
-             "cost": 0.20, "outcome": "completed"}
+             "cost": 0.40, "outcome": "completed", "tokens": 2}
         if scenario == "s2" and trial == 2:
             s.update(outcome="server_crashed", q=[0.0, 0.0], kw=0.0, grounded=0, total=0, wall=1.5)
     s["passed"] = s["outcome"] == "completed" and (scenario == "s1" or scenario == "s2")
@@ -90,8 +98,9 @@ def transcript(model, tool, scenario, trial, s) -> dict:
                    "audit_text": "grep helper", "outcome": s["outcome"], "turns": 3, "wall_seconds": s["wall"],
                    "state_check": None}],
         "tool_calls": calls, "errors": errors, "error_events": events,
-        "usage": {"input_tokens": 1000, "output_tokens": 200, "cache_creation_input_tokens": 50,
-                  "cache_read_input_tokens": 300, "api_calls": 3, "retries": 0, "cost_usd": s["cost"]},
+        "usage": {"input_tokens": 1000 * s["tokens"], "output_tokens": 200 * s["tokens"],
+                  "cache_creation_input_tokens": 50 * s["tokens"], "cache_read_input_tokens": 300 * s["tokens"],
+                  "api_calls": 3, "retries": 0, "cost_usd": s["cost"]},
         "wall_seconds": s["wall"], "feedback_text": "", "messages": [],
     }
     validate(t, "transcript.schema.yaml")
@@ -142,8 +151,9 @@ def scored(model, tool, scenario, trial, s) -> dict:
                                                           "by": None}],
                                  "counts": _counts(s), "rates": _rates(s)},
                    "exact": None, "state": None, "required_passed": s["passed"], "failures": failures}],
-        "efficiency": {"tokens": {"input_uncached": 1000, "cache_write": 50, "cache_read": 300, "output": 200,
-                                  "total": 1550},
+        "efficiency": {"tokens": {"input_uncached": 1000 * s["tokens"], "cache_write": 50 * s["tokens"],
+                                  "cache_read": 300 * s["tokens"], "output": 200 * s["tokens"],
+                                  "total": 1550 * s["tokens"]},
                        "cost_usd": s["cost"], "priced_as": None if s["cost"] is None else "claude-sonnet-4-6",
                        "turns": 3, "api_calls": 3, "retries": 0, "tool_calls": 1 + mcp, "tool_calls_mcp": mcp,
                        "tool_calls_builtin": 1, "wall_seconds": s["wall"],
@@ -197,7 +207,8 @@ def run_meta(model, tool, scenario, trial, s) -> dict:
             "server_startup_seconds": 0.5 if server else None, "server_peak_rss_kb": 40000 if server else None}
 
 
-def write_config(tmp: Path, tools=TOOLS, scenarios=SCENARIOS, models=MODELS, trials=2) -> Path:
+def write_config(tmp: Path, tools=TOOLS, scenarios=SCENARIOS, models=MODELS, trials=2, **extra) -> Path:
+    """config.yaml and scenarios/*.yaml under tmp; `extra` adds or replaces top-level config fields."""
     (tmp / "scenarios").mkdir(parents=True, exist_ok=True)
     for sc in scenarios:
         data = {"title": f"Scenario {sc} <i>", "repo": "tiny", "suite": "capability", "rubric": RUBRIC,
@@ -208,7 +219,8 @@ def write_config(tmp: Path, tools=TOOLS, scenarios=SCENARIOS, models=MODELS, tri
                   "sonnet": {"provider": "anthropic", "model": "claude-sonnet-4-6"}}
     cfg = {"tools": {t: all_tools[t] for t in tools}, "repos": {"tiny": {"url": "repo", "commit": COMMIT}},
            "scenarios": "scenarios/*.yaml", "models": {m: all_models[m] for m in models}, "trials": trials,
-           "judge": {"provider": "reference", "repeats": 2}}
+           "judge": {"provider": "reference", "repeats": 2}, "pricing": PRICING}
+    cfg.update(extra)
     path = tmp / "config.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path
@@ -222,9 +234,9 @@ def write_trial(runs: Path, model, tool, scenario, trial) -> None:
         (d / f"{name}.json").write_text(json.dumps(fn(model, tool, scenario, trial, s), indent=1))
 
 
-def build(tmp: Path, tools=TOOLS, scenarios=SCENARIOS, models=MODELS, trials=2) -> tuple[Path, Path]:
+def build(tmp: Path, tools=TOOLS, scenarios=SCENARIOS, models=MODELS, trials=2, **extra) -> tuple[Path, Path]:
     """Write config + scenarios + results/runs under tmp; returns (config path, runs dir)."""
-    cfg = write_config(tmp, tools, scenarios, models, trials)
+    cfg = write_config(tmp, tools, scenarios, models, trials, **extra)
     runs = tmp / "results" / "runs"
     for model in models:
         for tool in tools:

@@ -157,3 +157,96 @@ def test_verdict_rules():
     assert verdict(dict(row, diff_lo=-0.01), None) == "within noise"
     assert verdict({"diff": -0.2, "diff_lo": -0.3, "diff_hi": -0.1}, 0.05) == "worse"
     assert verdict({"diff": 0.2, "diff_lo": None, "diff_hi": None}, None) == "within noise"
+
+
+def test_costs_come_from_usage_at_the_configs_pricing(tables):
+    trials, cells, tools, summary = tables
+    b = find(trials, model="sonnet", tool="baseline", scenario="s1", trial=1)
+    g = find(trials, model="sonnet", tool="git", scenario="s1", trial=1)
+    # (1000*3 + 50*3.75 + 300*0.3 + 200*15) / 1e6 = 0.0062775, not the record's frozen 0.10
+    assert float(b["cost_usd"]) == pytest.approx(0.0062775)
+    assert float(g["cost_usd"]) == pytest.approx(2 * 0.0062775)   # not the frozen 0.40
+    assert b["priced_as"] == "claude-sonnet-4-6"
+    # the frozen costs (0.10 vs 0.40) would give a cost ratio of 1/4 and efficiency 0.375 here
+    assert float(g["efficiency"]) == pytest.approx(0.5 * 0.5 + 0.5 * 0.5)
+    assert find(trials, model="reference", tool="git", scenario="s1", trial=1)["cost_usd"] == ""  # no price
+    assert float(find(tools, model="sonnet", tool="git")["cost_per_trial"]) == pytest.approx(2 * 0.0062775)
+    costs = summary["identity"]["costs"]
+    assert costs["method"] == summary["methods"]["costs"] == "recomputed from usage with the config's pricing"
+    assert len(costs["pricing_sha256"]) == 64 and costs["priced_models"] == ["claude-sonnet-4-6"]
+
+
+def _anthropic_judge(runs, model):
+    """Turn the model's judged.json into an anthropic judge's, with tokens and a stale cost."""
+    for path in (runs / model).rglob("judged.json"):
+        j = json.loads(path.read_text())
+        j["judge"].update(provider="anthropic", model="claude-haiku-4-5")
+        j["usage"].update(input_tokens=10_000, output_tokens=500, api_calls=2, cost_usd=7.0)
+        path.write_text(json.dumps(j))
+
+
+def test_a_new_pricing_changes_every_cost_from_the_same_records(tmp_path):
+    cfg_a, runs = fx.build(tmp_path, models=("sonnet",), scenarios=("s1",),
+                           pricing={"claude-sonnet-4-6": {"input": 3, "output": 15},
+                                    "claude-haiku-4-5": {"input": 1, "output": 5}})
+    _anthropic_judge(runs, "sonnet")
+    trials_a, _, tools_a, sum_a = run_aggregate(cfg_a, runs, tmp_path / "agg_a")
+    # the same records, another price list (explicit cache prices)
+    cfg_b = fx.write_config(tmp_path, models=("sonnet",), scenarios=("s1",),
+                            pricing={"claude-sonnet-4-6": {"input": 1, "output": 5, "cache_write": 2,
+                                                           "cache_read": 0.5},
+                                     "claude-haiku-4-5": {"input": 0.8, "output": 4}})
+    trials_b, _, tools_b, sum_b = run_aggregate(cfg_b, runs, tmp_path / "agg_b")
+    a = find(trials_a, tool="baseline", trial=1)
+    b = find(trials_b, tool="baseline", trial=1)
+    assert float(a["cost_usd"]) == pytest.approx(0.0062775)
+    # (1000*1 + 50*2 + 300*0.5 + 200*5) / 1e6 = (1000 + 100 + 150 + 1000) / 1e6 = 0.00225
+    assert float(b["cost_usd"]) == pytest.approx(0.00225)
+    assert float(find(trials_b, tool="git", trial=1)["cost_usd"]) == pytest.approx(0.0045)
+    # the judge: (10000*1 + 500*5) / 1e6 = 0.0125, then (10000*0.8 + 500*4) / 1e6 = 0.010; never the stale 7.0
+    assert float(a["judge_cost_usd"]) == pytest.approx(0.0125)
+    assert float(b["judge_cost_usd"]) == pytest.approx(0.010)
+    assert float(find(tools_b, tool="git")["cost_per_trial"]) == pytest.approx(0.0045)
+    assert sum_a["identity"]["costs"]["pricing_sha256"] != sum_b["identity"]["costs"]["pricing_sha256"]
+
+
+def test_a_model_without_a_price_has_unknown_cost_and_a_note(tmp_path):
+    cfg, runs = fx.build(tmp_path, models=("sonnet",), scenarios=("s1",), pricing={})
+    trials, _, _, summary = run_aggregate(cfg, runs, tmp_path / "agg")
+    assert {r["cost_usd"] for r in trials} == {""}
+    # efficiency on wall time alone: git 20 s vs baseline 10 s -> 0.5 * 1 + 0.5 * 0.5
+    assert float(find(trials, tool="git", trial=1)["efficiency"]) == pytest.approx(0.75)
+    assert any("sonnet (claude-sonnet-4-6): no entry in `pricing`" in n for n in summary["notes"])
+
+
+def test_fairness_uses_the_configs_weights(tmp_path):
+    w = {"keyword": 0.25, "quality": 0.25, "citation": 0.25, "efficiency": 0.25}
+    cfg, runs = fx.build(tmp_path, models=("reference",), scenarios=("s1",), weights=w)
+    trials, _, _, summary = run_aggregate(cfg, runs, tmp_path / "agg")
+    r = find(trials, tool="git", trial=1)
+    # keyword 1.0, quality 0.7, grounding 0.75, efficiency 0.75: 0.25 * 3.2 = 0.8 (0.7475 with the defaults)
+    assert float(r["fairness"]) == pytest.approx(0.8)
+    assert summary["identity"]["weights"] == w
+
+
+def test_every_interval_stays_in_the_scores_range(tables):
+    trials, cells, tools, summary = tables
+    for row in cells + tools:
+        lo, hi = row["fairness_lo"], row["fairness_hi"]
+        if lo != "":
+            assert 0.0 <= float(lo) <= float(row["fairness"]) <= float(hi) <= 1.0, row
+    for row in tools:
+        if row["adoption_lo"] != "":
+            assert 0.0 <= float(row["adoption_lo"]) <= float(row["adoption_hi"]) <= 1.0
+    diffs = [r for r in tools if r["diff_lo"] != ""]
+    assert diffs
+    for row in diffs:
+        assert -1.0 <= float(row["diff_lo"]) <= float(row["diff"]) <= float(row["diff_hi"]) <= 1.0
+        assert row["diff_method"] == "paired, logit-transformed t interval on [-1, 1], df=2"
+    # the git cell of s2 (fairness 0.7475 and 0 over 2 trials): a plain t interval with df=1
+    # would be 0.37375 -/+ 12.706 * 0.37375, i.e. [-4.37, 5.12]
+    c = find(cells, model="reference", tool="git", scenario="s2")
+    assert 0.0 < float(c["fairness_lo"]) < 0.01 and 0.99 < float(c["fairness_hi"]) < 1.0
+    t = find(tools, model="reference", tool="git")
+    assert t["fairness_method"].startswith("logit-transformed t interval on [0, 1], clustered SE over 3 clusters")
+    assert "logit-transformed t interval" in summary["methods"]["interval"]

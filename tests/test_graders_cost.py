@@ -27,3 +27,35 @@ def test_unknown_model_is_none_not_zero():
     assert cost_usd({"m": {"input": 1, "output": 1}}, "other", {"input_tokens": 10}) is None
     assert cost_usd({}, "m", {"input_tokens": 10}) is None
     assert cost_usd({"m": {"input": 1, "output": 1}}, None, {}) is None
+
+
+def _transcript(model_id, cell_model="sonnet", frozen=99.0):
+    return {"model_id": model_id, "cell": {"model": cell_model},
+            "usage": {"input_tokens": 1000, "output_tokens": 200, "cache_creation_input_tokens": 50,
+                      "cache_read_input_tokens": 300, "api_calls": 3, "cost_usd": frozen}}
+
+
+def test_trial_cost_from_usage_not_the_frozen_figure():
+    from mcptrials.graders.cost import trial_cost
+
+    # (1000*3 + 50*3.75 + 300*0.3 + 200*15) / 1e6 = (3000 + 187.5 + 90 + 3000) / 1e6 = 0.0062775
+    pricing = {"claude-sonnet-4-6": {"input": 3, "output": 15}}
+    assert trial_cost(pricing, _transcript("claude-sonnet-4-6")) == (pytest.approx(0.0062775), "claude-sonnet-4-6")
+    # keyed by the config's model name when the id has no entry
+    assert trial_cost({"sonnet": {"input": 1, "output": 5}}, _transcript("x")) == (
+        pytest.approx((1000 + 50 * 1.25 + 300 * 0.1 + 200 * 5) / M), "sonnet")
+    # no entry: unknown (None), never the transcript's frozen 99.0
+    assert trial_cost({}, _transcript("claude-sonnet-4-6")) == (None, None)
+
+
+def test_judge_cost_from_usage():
+    from mcptrials.graders.cost import judge_cost
+
+    usage = {"input_tokens": 10_000, "output_tokens": 500, "cache_creation_input_tokens": 0,
+             "cache_read_input_tokens": 0, "api_calls": 2, "cost_usd": 42.0}
+    judged = {"judge": {"provider": "anthropic", "model": "claude-haiku-4-5"}, "usage": usage}
+    # (10000*1 + 500*5) / 1e6 = 0.0125
+    assert judge_cost({"claude-haiku-4-5": {"input": 1, "output": 5}}, judged) == pytest.approx(0.0125)
+    assert judge_cost({}, judged) is None
+    assert judge_cost({}, {"judge": {"provider": "anthropic", "model": "m"}, "usage": dict(usage, api_calls=0)}) == 0.0
+    assert judge_cost({}, {"judge": {"provider": "reference", "model": None}, "usage": usage}) == 0.0

@@ -37,24 +37,42 @@ def parse(path: Path) -> Links:
     return p
 
 
-def write_heldout(d: Path, rho: float, lockfile="9" * 64) -> Path:
+NO_ANCHOR = {"schema": "mcptrials/heldout/2", "anchor": None, "n": 0, "rho": None,
+             "reason": "no held-out anchor for this run: the config names no `locked:` folder"}
+
+
+def anchored(rho, lockfile="9" * 64) -> dict:
+    """The held-out stage's agreement with an anchor (no threshold, no verdict: the report decides)."""
+    return {"schema": "mcptrials/heldout/2", "anchor": "locked", "n": 3, "rho": rho, "lo": -0.5, "hi": 1.0,
+            "p": 0.3, "method": "scipy.stats.spearmanr; percentile bootstrap over pairs, 2000 resamples, seed 0",
+            "judge": {"provider": "reference"}, "judge_settings_hash": "d" * 64, "lockfile_sha256": lockfile,
+            "items": [{"id": "t1", "scenario": "s1", "gold": 0.9, "judged": 0.8}],
+            "usage": {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}}
+
+
+def write_heldout(d: Path, agreement: dict, lockfile="9" * 64) -> Path:
     d.mkdir(parents=True, exist_ok=True)
-    agreement = {"schema": "mcptrials/heldout/1", "n": 3, "rho": rho, "lo": -0.5, "hi": 1.0, "p": 0.3,
-                 "threshold": 0.85, "passes": rho >= 0.85, "lockfile_sha256": lockfile,
-                 "items": [{"id": "t1", "scenario": "s1", "gold": 0.9, "judged": 0.8}]}
     (d / "agreement.json").write_text(json.dumps(agreement))
-    (d / "lock_verified.json").write_text(json.dumps({"locked": "locked", "lockfile_sha256": lockfile,
-                                                      "files": {"gold.json": "0" * 64}, "problems": []}))
+    if agreement.get("anchor", "locked") is not None:
+        (d / "lock_verified.json").write_text(json.dumps({"locked": "locked", "lockfile_sha256": lockfile,
+                                                          "files": {"gold.json": "0" * 64}, "problems": []}))
     return d / "agreement.json"
 
 
-def make_report(tmp: Path, rho: float | None = 0.5):
-    cfg, runs = fx.build(tmp)
+def run_report(tmp: Path, agreement: dict | None, **config):
+    """aggregate + report of the fixture run; returns (exit code of report, report folder)."""
+    cfg, runs = fx.build(tmp, **config)
     agg, out = tmp / "aggregate", tmp / "report"
     assert main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(agg)]) == 0
-    heldout = write_heldout(tmp / "heldout", rho) if rho is not None else tmp / "heldout" / "agreement.json"
-    assert main(["report", "--config", str(cfg), "--aggregate", str(agg), "--heldout", str(heldout),
-                 "--runs", str(runs), "--out-dir", str(out)]) == 0
+    heldout = write_heldout(tmp / "heldout", agreement) if agreement is not None else tmp / "heldout" / "agreement.json"
+    code = main(["report", "--config", str(cfg), "--aggregate", str(agg), "--heldout", str(heldout),
+                 "--runs", str(runs), "--out-dir", str(out)])
+    return code, out
+
+
+def make_report(tmp: Path, rho: float | None = 0.5, **config):
+    code, out = run_report(tmp, None if rho is None else anchored(rho), **config)
+    assert code == 0
     return out
 
 
@@ -137,10 +155,11 @@ def test_trial_page_has_scores_and_judge(report):
 
 def test_low_heldout_rho_warns_at_the_top(report):
     html = (report / "index.html").read_text()
-    warn = html.index("Held-out judge agreement rho = 0.500")
+    warn = html.index("Held-out judge agreement rho = 0.500 (n=3) is below judge.threshold 0.85")
     assert warn < html.index('id="headline-reference"')
     assert "BELOW the threshold" in html
     assert "verified: 1 file(s) match the lockfile" in html
+    assert 'id="heldout-items"' in html and "percentile bootstrap over pairs" in html
 
 
 def test_flags_and_sections(report):
@@ -158,3 +177,67 @@ def test_passing_heldout_has_no_warning_and_missing_one_warns(tmp_path):
     missing = make_report(tmp_path / "missing", rho=None)
     text = (missing / "index.html").read_text()
     assert "held-out agreement was not computed" in text and "lock was not verified" in text
+
+
+JUDGE = {"provider": "reference", "repeats": 2}
+
+
+def test_the_verdict_uses_the_configs_threshold(tmp_path):
+    # the same agreement (rho 0.8): 0.8 >= 0.75 passes; 0.8 < 0.85 (the schema's default) does not
+    ok = make_report(tmp_path / "t075", rho=0.8, judge=dict(JUDGE, threshold=0.75))
+    html = (ok / "index.html").read_text()
+    assert "judge.threshold 0.75: passes" in html and 'class="warning"' not in html
+    low = make_report(tmp_path / "t085", rho=0.8)
+    assert "judge.threshold 0.85: BELOW the threshold" in (low / "index.html").read_text()
+
+
+def test_the_old_agreement_shape_is_judged_by_the_config_too(tmp_path):
+    # mcptrials/heldout/1 carried its own threshold and verdict: the config's threshold wins
+    old = dict(anchored(0.8), schema="mcptrials/heldout/1", threshold=0.5, passes=True)
+    del old["anchor"]
+    code, out = run_report(tmp_path, old)
+    assert code == 0 and "judge.threshold 0.85: BELOW the threshold" in (out / "index.html").read_text()
+
+
+def test_strict_refuses_the_report_below_the_threshold(tmp_path, capsys):
+    code, out = run_report(tmp_path, anchored(0.5), judge=dict(JUDGE, strict=True))
+    assert code == 1
+    err = capsys.readouterr().err
+    assert ("the judge agrees with gold at rho 0.500, n=3, below judge.threshold 0.85, and judge.strict is "
+            "true: fix the rubric or prompt, or re-grade gold and re-anchor with `mcptrials lock --reason ...`") in err
+    assert not out.exists()   # no report at all, not a stale or partial one
+
+
+def test_strict_refuses_an_undefined_rho_and_passes_a_good_one(tmp_path, capsys):
+    code, out = run_report(tmp_path / "none", anchored(None), judge=dict(JUDGE, strict=True))
+    assert code == 1 and not out.exists()
+    assert "undefined (rho none, n=3)" in capsys.readouterr().err
+    code, out = run_report(tmp_path / "good", anchored(0.9), judge=dict(JUDGE, strict=True))
+    assert code == 0 and (out / "index.html").is_file()
+
+
+def test_no_anchor_says_so_and_strict_does_not_fail(tmp_path):
+    code, out = run_report(tmp_path, NO_ANCHOR, judge=dict(JUDGE, strict=True))
+    assert code == 0
+    for name in ("index.html", "report.md"):
+        text = (out / name).read_text()
+        assert "no held-out anchor for this run: the config names no `locked:` folder" in text
+        assert "judge.strict does not fail a run without an anchor" in text
+        assert "Spearman" not in text and "heldout-items" not in text
+        assert "lock was not verified" not in text   # nothing to verify
+    assert 'class="warning"' not in (out / "index.html").read_text()
+
+
+def test_identity_lists_only_the_repos_the_run_uses(tmp_path):
+    repos = {"tiny": {"url": "repo", "commit": fx.COMMIT}, "unused": {"url": "elsewhere", "commit": "b" * 40}}
+    out = make_report(tmp_path, rho=0.9, models=("reference",), repos=repos)
+    html = (out / "index.html").read_text()
+    table = html[html.index('id="identity-table"'):]
+    table = table[:table.index("</table>")]
+    assert "repo tiny" in table and "repo unused" not in table and "elsewhere" not in table
+
+
+def test_the_report_names_the_interval_and_cost_methods(report):
+    html = (report / "index.html").read_text()
+    assert "Intervals: 95% logit-transformed t interval" in html
+    assert "recomputed from usage with the config&#x27;s pricing (pricing sha256 " in html

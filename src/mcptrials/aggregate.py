@@ -9,11 +9,18 @@ rerun. Every formula is in mcptrials.stats; this module only picks the inputs:
 - fairness   = stats.fairness(keyword coverage, judge quality, citation grounding,
                efficiency, config weights); 0 for a trial whose outcome is not `completed`
                (it counts as a fail, it is never dropped);
-- efficiency = stats.relative_efficiency against the mean cost and wall time of the
-               completed `baseline` trials of the same model and scenario (1.0 when there
+- cost       = recomputed here from the recorded token usage at the config's current
+               `pricing` (graders.cost: trial_cost on transcript.json `usage`, judge_cost on
+               judged.json `usage`), never the cost_usd frozen in the records at run time, so a
+               new pricing needs only aggregate and report;
+- efficiency = stats.relative_efficiency against the mean (recomputed) cost and wall time of
+               the completed `baseline` trials of the same model and scenario (1.0 when there
                is no baseline tool, said in summary.json `notes`);
 - adoption   = stats.adoption(tool fluency, discoverability): reported apart, never in
                fairness; None for the baseline (it has no server to adopt).
+- intervals  of 0-1 scores (fairness, adoption) = stats.bounded_mean_ci, and paired
+               differences of fairness = stats.paired_difference(bounds=(-1, 1)): they never
+               leave the score's range (INTERVAL_METHOD names them in summary.json).
 - citation grounding = grounded citations / all citations (scored.citations.rates.grounded_rate);
   an answer without citations has no grounding (None, which fairness counts as 0).
 - discoverability = 1 when the trial called a server tool within the first
@@ -28,13 +35,18 @@ import statistics
 import sys
 from pathlib import Path
 
-from .config import BASELINE, ConfigError, Matrix
+from .config import BASELINE, ConfigError, Matrix, canonical_hash
 
 COMPLETED = "completed"
 ERROR_KINDS = ("tool_error", "protocol_error", "api_error", "harness_error")
 OUTCOMES = ("completed", "max_turns", "budget_exceeded", "server_crashed", "timed_out", "api_failed",
             "harness_failed")
 FILES = ("transcript.json", "run_meta.json", "scored.json", "judged.json")
+INTERVAL_METHOD = ("95% logit-transformed t interval (stats.bounded_mean_ci): fairness and adoption of a tool "
+                   "with standard errors clustered by scenario (df = scenarios - 1), of a cell over its trials "
+                   "(df = trials - 1); paired differences over per-scenario means on [-1, 1] (df = scenarios - 1); "
+                   "bounds always inside the score's range")
+COST_METHOD = "recomputed from usage with the config's pricing"
 
 
 def trial_dir(runs, model, host, tool, repo, scenario, trial) -> Path:
@@ -92,7 +104,9 @@ def _mean(values):
 
 
 def raw_row(rec: dict, m: Matrix) -> dict:
-    """Every figure of one trial that needs no other trial (efficiency and fairness come later)."""
+    """Every figure of one trial that needs no other trial (efficiency and fairness come later).
+    Costs come from the recorded usage at the config's pricing, not from the records' cost_usd."""
+    from .graders.cost import judge_cost, trial_cost
     from .stats import adoption
 
     k, t, s, j, meta = rec["key"], rec["transcript"], rec["scored"], rec["judged"], rec["run_meta"]
@@ -101,9 +115,11 @@ def raw_row(rec: dict, m: Matrix) -> dict:
     used = ad["discoverability"].get("used_within_window")
     disc = None if used is None else float(bool(used))
     fluency = None if k["tool"] == BASELINE else ad.get("tool_fluency")
+    pricing = m.config["pricing"]
+    cost, priced_as = trial_cost(pricing, t)
     row = dict(k)
     row.update({
-        "suite": m.scenarios[k["scenario"]].data.get("suite", "capability"),
+        "suite": m.scenarios[k["scenario"]].data["suite"],
         "provider": t.get("provider"), "model_id": t.get("model_id"),
         "outcome": outcome, "completed": outcome == COMPLETED,
         "passed": bool(s["passed"]) and outcome == COMPLETED,
@@ -117,7 +133,7 @@ def raw_row(rec: dict, m: Matrix) -> dict:
         "quality": j["quality_mean"], "quality_repeats": len(j["quality"]),
         "efficiency": None, "fairness": None,
         "tool_fluency": fluency, "discoverability": disc, "adoption": adoption(fluency, disc),
-        "cost_usd": eff["cost_usd"],
+        "cost_usd": cost, "priced_as": priced_as,
         "tokens_input_uncached": eff["tokens"]["input_uncached"], "tokens_cache_write": eff["tokens"]["cache_write"],
         "tokens_cache_read": eff["tokens"]["cache_read"], "tokens_output": eff["tokens"]["output"],
         "tokens_total": eff["tokens"]["total"],
@@ -127,7 +143,7 @@ def raw_row(rec: dict, m: Matrix) -> dict:
         "tool_calls_builtin": eff["tool_calls_builtin"],
         **{k2: int(t["errors"].get(k2, 0)) for k2 in ERROR_KINDS},
         "tool_error_rate": ad.get("tool_error_rate"),
-        "judge_cost_usd": j["usage"].get("cost_usd"),
+        "judge_cost_usd": judge_cost(pricing, j),
         "server_startup_seconds": meta.get("server_startup_seconds"),
         "server_peak_rss_kb": meta.get("server_peak_rss_kb"),
         "page": trial_page(k["model"], k["tool"], k["scenario"], k["trial"]),  # model = model@host when several
@@ -186,14 +202,14 @@ MEAN_FIELDS = ("fairness", "quality", "keyword_coverage", "citation_grounding", 
 def cell_rows(rows: list[dict], k: int) -> list[dict]:
     """One row per (model, tool, scenario): means, the fairness interval over its trials,
     pass counts and pass@1 / pass@k / pass^k with k = trials per cell."""
-    from .stats import mean_ci, pass_at_k, pass_hat_k
+    from .stats import bounded_mean_ci, pass_at_k, pass_hat_k
 
     out = []
     keys = list(dict.fromkeys((r["model"], r["tool"], r["scenario"]) for r in rows))
     for model, tool, scenario in keys:
         rs = [r for r in rows if (r["model"], r["tool"], r["scenario"]) == (model, tool, scenario)]
         n, c = len(rs), sum(r["passed"] for r in rs)
-        ci = mean_ci([r["fairness"] for r in rs])
+        ci = bounded_mean_ci([r["fairness"] for r in rs])
         row = {"model": model, "tool": tool, "scenario": scenario, "repo": rs[0]["repo"], "suite": rs[0]["suite"],
                "n": n, "passes": c, "completed": sum(r["completed"] for r in rs),
                "fairness_se": ci["se"], "fairness_lo": ci["lo"], "fairness_hi": ci["hi"],
@@ -226,7 +242,7 @@ def tool_rows(rows: list[dict], k: int, noise: float | None, has_baseline: bool)
     `noise` is the judge's spread in fairness units (w_quality x mean SD of repeated judgements),
     or None when the judge ran once. A difference whose interval contains 0 or whose size is below
     that spread is `within noise` and not ranked."""
-    from .stats import (holm_adjust, mean_ci, mean_pass_at_k, mean_pass_hat_k, min_detectable_effect,
+    from .stats import (bounded_mean_ci, holm_adjust, mean_pass_at_k, mean_pass_hat_k, min_detectable_effect,
                         paired_difference, variance_components)
 
     out = []
@@ -236,9 +252,9 @@ def tool_rows(rows: list[dict], k: int, noise: float | None, has_baseline: bool)
         for tool in tools:
             rs = [r for r in rows if r["model"] == model and r["tool"] == tool]
             scen = list(dict.fromkeys(r["scenario"] for r in rs))
-            fair = mean_ci([r["fairness"] for r in rs], clusters=[r["scenario"] for r in rs])
+            fair = bounded_mean_ci([r["fairness"] for r in rs], clusters=[r["scenario"] for r in rs])
             ad_vals = [(r["adoption"], r["scenario"]) for r in rs if r["adoption"] is not None]
-            ad = mean_ci([a for a, _ in ad_vals], clusters=[s for _, s in ad_vals]) if ad_vals else None
+            ad = bounded_mean_ci([a for a, _ in ad_vals], clusters=[s for _, s in ad_vals]) if ad_vals else None
             tasks = {s: (sum(1 for r in rs if r["scenario"] == s), sum(r["passed"] for r in rs if r["scenario"] == s))
                      for s in scen}
             kk = min(min(n for n, _ in tasks.values()), k)
@@ -246,7 +262,8 @@ def tool_rows(rows: list[dict], k: int, noise: float | None, has_baseline: bool)
                    "passes": sum(r["passed"] for r in rs), "failed_outcomes": sum(not r["completed"] for r in rs),
                    "fairness": fair["mean"], "fairness_se": fair["se"], "fairness_lo": fair["lo"],
                    "fairness_hi": fair["hi"], "fairness_method": fair["method"],
-                   "diff": None, "diff_se": None, "diff_lo": None, "diff_hi": None, "t_p": None, "wilcoxon_p": None,
+                   "diff": None, "diff_se": None, "diff_lo": None, "diff_hi": None, "diff_method": None,
+                   "t_p": None, "wilcoxon_p": None,
                    "holm_t_p": None, "holm_wilcoxon_p": None, "diff_n": None, "mde": None, "variance": None, "verdict": "",
                    "rank": None,
                    "pass_at_1": mean_pass_at_k(tasks, 1)["mean"], "k": kk,
@@ -264,9 +281,9 @@ def tool_rows(rows: list[dict], k: int, noise: float | None, has_baseline: bool)
             elif has_baseline and base_fair:
                 mine = per_scenario(rows, model, tool)
                 pd_ = paired_difference({s: _mean(v) for s, v in mine.items()},
-                                        {s: _mean(v) for s, v in base_fair.items()})
+                                        {s: _mean(v) for s, v in base_fair.items()}, bounds=(-1, 1))
                 row.update(diff=pd_["mean_diff"], diff_se=pd_["se"], diff_lo=pd_["lo"], diff_hi=pd_["hi"],
-                           t_p=pd_["t_p"], wilcoxon_p=pd_["wilcoxon_p"], diff_n=pd_["n"])
+                           diff_method=pd_["method"], t_p=pd_["t_p"], wilcoxon_p=pd_["wilcoxon_p"], diff_n=pd_["n"])
                 vc = variance_components(mine, base_fair)
                 if vc["omega2"] is not None:
                     row["variance"] = {k2: vc[k2] for k2 in ("omega2", "sigma2_a", "sigma2_b", "k_a", "k_b", "n")}
@@ -305,12 +322,12 @@ def model_host_view(rows: list[dict], hosts: list[str], models: list[str]) -> di
     """The same tools and scenarios under every (model, host) pair, side by side.
 
     cells: one per (tool, model, host) that ran: fairness with its 95% interval clustered by
-    scenario (stats.mean_ci), pass@1 (share of passed trials), cost and time per trial.
-    pairs: paired differences of fairness (stats.paired_difference over per-scenario means,
+    scenario (stats.bounded_mean_ci), pass@1 (share of passed trials), cost and time per trial.
+    pairs: paired differences of fairness (stats.paired_difference on [-1, 1] over per-scenario means,
     the scenarios both sides ran) for each tool: every other host against the first host of
     the config (its `loop` by default) for the same model, and every other model against the
     first model for the same host. Empty when the run has one host and one model."""
-    from .stats import mean_ci, paired_difference
+    from .stats import bounded_mean_ci, paired_difference
 
     if len(hosts) < 2 and len(models) < 2:
         return {"hosts": hosts, "models": models, "cells": [], "pairs": []}
@@ -321,7 +338,7 @@ def model_host_view(rows: list[dict], hosts: list[str], models: list[str]) -> di
                 rs = [r for r in rows if (r["tool"], r["model_name"], r["host"]) == (tool, model, host)]
                 if not rs:
                     continue
-                ci = mean_ci([r["fairness"] for r in rs], clusters=[r["scenario"] for r in rs])
+                ci = bounded_mean_ci([r["fairness"] for r in rs], clusters=[r["scenario"] for r in rs])
                 cells.append({"tool": tool, "model": model, "host": host, "n_trials": len(rs),
                               "fairness": ci["mean"], "fairness_lo": ci["lo"], "fairness_hi": ci["hi"],
                               "pass_at_1": sum(r["passed"] for r in rs) / len(rs),
@@ -336,7 +353,7 @@ def model_host_view(rows: list[dict], hosts: list[str], models: list[str]) -> di
     def pair(compare, tool, fixed, a, b, sa, sb):
         if sa is None or sb is None or not set(sa) & set(sb):
             return
-        d = paired_difference(sa, sb)
+        d = paired_difference(sa, sb, bounds=(-1, 1))
         pairs.append({"compare": compare, "tool": tool, "fixed": fixed, "a": a, "b": b, "diff": d["mean_diff"],
                       "diff_lo": d["lo"], "diff_hi": d["hi"], "t_p": d["t_p"], "wilcoxon_p": d["wilcoxon_p"],
                       "n": d["n"]})
@@ -439,8 +456,8 @@ def scenario_flags(rows: list[dict], m: Matrix) -> list[dict]:
         passes = sum(r["passed"] for r in rs)
         flag = "saturated" if passes == len(rs) else "never_passed" if passes == 0 else None
         data = m.scenarios[sc].data
-        out.append({"scenario": sc, "title": data.get("title"), "suite": data.get("suite", "capability"),
-                    "split": data.get("split"), "repo": data["repo"], "steps": len(data["steps"]),
+        out.append({"scenario": sc, "title": data.get("title"), "suite": data["suite"],
+                    "split": data["split"], "repo": data["repo"], "steps": len(data["steps"]),
                     "sha256": m.scenarios[sc].sha256, "trials": len(rs), "passes": passes, "flag": flag})
     return out
 
@@ -470,7 +487,7 @@ REFERENCE_JUDGE_LABEL = "reference (deterministic judge: key points and gold cit
 
 def identity(m: Matrix, records: list[dict]) -> dict:
     """Who and what ran: models, hosts, tools and versions, repos and commits, scenarios and
-    the hash of the set, trials, judge, weights."""
+    the hash of the set, trials, judge, weights, and the pricing the costs were computed with."""
     models = {}
     for name, spec in m.models.items():
         label = REFERENCE_MODEL_LABEL if spec["provider"] == "reference" else f"{spec.get('model')} ({spec['provider']})"
@@ -484,16 +501,17 @@ def identity(m: Matrix, records: list[dict]) -> dict:
                        "tools_sha256": sorted({x["tools_sha256"] for x in metas if x.get("tools_sha256")}),
                        "spec_sha256": m.tool_hash(name)}
     repos = {}
-    for name, spec in m.repos.items():
+    for name in m.run_repos():  # only the repos the run's scenarios use
+        spec = m.repos[name]
         seen = sorted({r["run_meta"].get("commit") for r in records if r["key"]["repo"] == name} - {None})
         repos[name] = {"url": spec["url"], "commit": spec["commit"], "commits_seen": seen}
-    scen = {s.id: {"sha256": s.sha256, "suite": s.data.get("suite", "capability"), "split": s.split,
+    scen = {s.id: {"sha256": s.sha256, "suite": s.data["suite"], "split": s.split,
                    "repo": s.repo, "title": s.data.get("title")} for s in m.run_scenarios()}
     jcfg = m.config["judge"]
     judge_recs = [r["judged"]["judge"] for r in records]
+    # No threshold here: the held-out verdict is the report's (judge.threshold reruns only the report).
     judge = {"provider": jcfg["provider"], "model": jcfg.get("model"), "repeats": jcfg["repeats"],
-             "threshold": jcfg["threshold"],
-             "label": REFERENCE_JUDGE_LABEL if jcfg["provider"] == "reference" else f"{jcfg.get('model')} (anthropic)",
+             "label": REFERENCE_JUDGE_LABEL if jcfg["provider"] == "reference" else f"{jcfg.get('model')} ({jcfg['provider']})",
              "prompt_sha256": sorted({j["prompt_sha256"] for j in judge_recs}),
              "settings_hash": sorted({j["settings_hash"] for j in judge_recs}),
              "temperature": sorted({str(j.get("temperature")) for j in judge_recs})}
@@ -505,6 +523,8 @@ def identity(m: Matrix, records: list[dict]) -> dict:
         "tools": tools, "repos": repos, "scenarios": scen,
         "scenario_set_sha256": m.scenario_set_sha256(),
         "splits": m.config["splits"], "trials": m.trials, "judge": judge, "weights": m.config["weights"],
+        "costs": {"method": COST_METHOD, "pricing_sha256": canonical_hash(m.config["pricing"]),
+                  "priced_models": sorted(m.config["pricing"])},
         "baseline": BASELINE if BASELINE in m.tools else None,
         "started": min((r["run_meta"].get("started_at") or "" for r in records), default=None),
         "ended": max((r["run_meta"].get("ended_at") or "" for r in records), default=None),
@@ -547,7 +567,8 @@ def aggregate(m: Matrix, runs) -> dict:
     has_baseline = BASELINE in m.tools
     weights = m.config["weights"]
     notes = score_rows(rows, weights, has_baseline)
-    noise = judge_noise(records, weights.get("quality", 0.55))
+    notes += pricing_notes(rows)
+    noise = judge_noise(records, weights["quality"])
     if noise["note"]:
         notes.append(noise["note"])
     tools = tool_rows(rows, m.trials, noise["fairness_noise"], has_baseline)
@@ -557,12 +578,25 @@ def aggregate(m: Matrix, runs) -> dict:
     return {
         "schema": "mcptrials/summary/1",
         "identity": identity(m, records),
+        "methods": {"interval": INTERVAL_METHOD, "costs": COST_METHOD},
         "notes": notes,
         "trials": rows, "cells": cells, "tools": tools,
         "judge_noise": noise, "errors": error_taxonomy(rows), "server_profile": server_profile(records),
         "scenarios": scenario_flags(rows, m), "pass_hat_curve": pass_hat_curve(rows, m.trials), "power": power,
         "model_host": model_host_view(rows, list(m.hosts), list(m.models)),
     }
+
+
+def pricing_notes(rows: list[dict]) -> list[str]:
+    """A note per model whose trials have token usage but no price: cost unknown, efficiency
+    then rests on wall time alone (stats.relative_efficiency counts an unknown ratio as 1)."""
+    out = []
+    for model in dict.fromkeys(r["model"] for r in rows):
+        rs = [r for r in rows if r["model"] == model]
+        if rs[0]["provider"] != "reference" and all(r["cost_usd"] is None for r in rs):
+            out.append(f"model {model} ({rs[0]['model_id']}): no entry in `pricing`, so its cost is unknown "
+                       "and its efficiency compares wall time only")
+    return out
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:

@@ -40,7 +40,7 @@ def _label(r: dict, models: list) -> str:
 
 
 def fairness_by_tool(tools: list[dict]) -> bytes | None:
-    """Mean fairness per (model, tool) with its 95% interval (clustered by scenario)."""
+    """Mean fairness per (model, tool) with its 95% interval (stats.bounded_mean_ci, clustered by scenario)."""
     if not tools:
         return None
     plt = _plt()
@@ -56,7 +56,7 @@ def fairness_by_tool(tools: list[dict]) -> bytes | None:
                         ecolor="black", capsize=4)
     ax.set_yticks(list(ys))
     ax.set_yticklabels([_label(r, models) for r in tools])
-    ax.set_xlabel("fairness (mean, 95% interval clustered by scenario)")
+    ax.set_xlabel("fairness (mean, 95% logit-transformed interval clustered by scenario)")
     ax.set_xlim(0, max(1.0, max((r["fairness_hi"] or 0) for r in tools)))
     ax.axvline(1.0, color="#cccccc", lw=0.8)
     return _png(fig)
@@ -84,7 +84,7 @@ def forest(tools: list[dict], noise: float | None) -> bytes | None:
     ax.set_yticks(list(ys))
     ax.set_yticklabels([_label(r, models) + (" (within noise)" if r["verdict"] == "within noise" else "")
                         for r in rows])
-    ax.set_xlabel("fairness difference vs baseline (paired over scenarios, 95% t interval)")
+    ax.set_xlabel("fairness difference vs baseline (paired over scenarios, 95% logit-transformed interval on [-1, 1])")
     if noise:
         ax.legend(loc="lower right", fontsize=8)
     return _png(fig)

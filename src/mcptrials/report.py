@@ -201,22 +201,52 @@ def load_summary(aggregate_dir) -> dict:
     return json.loads(path.read_text())
 
 
-def heldout_state(agreement: dict | None, lock: dict | None, threshold: float) -> dict:
-    """What the report says about the held-out check: a line, and warnings for the top."""
-    warnings = []
+NO_ANCHOR = "no held-out anchor for this run"
+STRICT_FIX = ("fix the rubric or prompt, or re-grade gold and re-anchor with `mcptrials lock --reason ...`")
+
+
+def heldout_state(agreement: dict | None, lock: dict | None, threshold: float, strict: bool) -> dict:
+    """What the report says about the held-out check, judged against the config's judge.threshold.
+
+    agreement: results/heldout/agreement.json, or None when it was not computed. With an anchor
+    (`anchor` "locked"; the first shape, without `anchor`, is read the same way) the verdict is
+    passes = rho is not None and rho >= threshold, computed here: judge.threshold reruns only
+    the report. Without one (`anchor` null) there is nothing to check: the report says so with
+    the agreement's reason, and judge.strict does not fail the run.
+    Returns {line, lock_line, warnings, notes, anchored, passes, refuse}; `refuse` is the
+    message `mcptrials report` exits with when judge.strict is true and the check fails.
+    """
+    warnings, notes, refuse = [], [], None
+    anchored = agreement is not None and agreement.get("anchor", "locked") is not None
+    passes = None
     if agreement is None:
         line = "not computed (no agreement file): the judge has not been checked against gold"
         warnings.append("The held-out agreement was not computed: the judge is unchecked against gold (run `mcptrials heldout`).")
+        if strict:
+            refuse = ("the held-out agreement was not computed (no agreement file) and judge.strict is true: "
+                      "run the held-out check (`mcptrials heldout`) before the report")
+    elif not anchored:
+        reason = agreement.get("reason") or NO_ANCHOR
+        line = reason if reason.startswith(NO_ANCHOR) else f"{NO_ANCHOR}: {reason}"
+        notes.append(f"{line[0].upper()}{line[1:]}. The judge's quality scores are not checked against gold for "
+                     "this config" + (" (judge.strict does not fail a run without an anchor)." if strict else "."))
     else:
-        rho = agreement.get("rho")
+        rho, n = agreement.get("rho"), agreement.get("n")
+        passes = rho is not None and rho >= threshold
         ci = "" if agreement.get("lo") is None else f", 95% interval [{agreement['lo']:.2f}, {agreement['hi']:.2f}]"
-        thr = agreement.get("threshold", threshold)
-        line = (f"Spearman rho {f3(rho)} (n={agreement.get('n')}{ci}) against gold; threshold {thr}: "
-                + ("passes" if agreement.get("passes") else "BELOW the threshold"))
-        if rho is None or rho < thr:
-            warnings.append(f"Held-out judge agreement rho = {f3(rho)} (n={agreement.get('n')}) is below the threshold "
-                            f"{thr}: the judge's quality scores may not be trusted.")
-    if lock is None:
+        line = (f"Spearman rho {f3(rho)} (n={n}{ci}) against gold; judge.threshold {threshold}: "
+                + ("passes" if passes else "BELOW the threshold" if rho is not None else "undefined"))
+        if not passes:
+            what = (f"rho = {f3(rho)} (n={n}) is below judge.threshold {threshold}" if rho is not None
+                    else f"rho is undefined (n={n}: too few items, or constant scores)")
+            warnings.append(f"Held-out judge agreement {what}: the judge's quality scores may not be trusted.")
+            if strict:
+                agrees = (f"the judge agrees with gold at rho {f3(rho)}, n={n}, below judge.threshold {threshold}"
+                          if rho is not None else f"the judge's agreement with gold is undefined (rho none, n={n})")
+                refuse = f"{agrees}, and judge.strict is true: {STRICT_FIX}"
+    if not anchored and agreement is not None:
+        lock_line = "nothing to verify (no held-out anchor)"
+    elif lock is None:
         lock_line = "not verified (no lock_verified.json): the held-out set may have drifted"
         warnings.append("The held-out lock was not verified (run `mcptrials verify-lock`).")
     else:
@@ -224,7 +254,12 @@ def heldout_state(agreement: dict | None, lock: dict | None, threshold: float) -
         if agreement and agreement.get("lockfile_sha256") and agreement["lockfile_sha256"] != lock.get("lockfile_sha256"):
             lock_line += "; but the agreement was computed on a different lockfile"
             warnings.append("The held-out agreement was computed on a different lockfile than the one verified: rerun `mcptrials heldout`.")
-    return {"line": line, "lock_line": lock_line, "warnings": warnings}
+    return {"line": line, "lock_line": lock_line, "warnings": warnings, "notes": notes, "anchored": anchored,
+            "passes": passes, "refuse": refuse}
+
+
+class StrictHeldout(Exception):
+    """judge.strict is true and the held-out check failed: no report is written."""
 
 
 # --- the main report ------------------------------------------------------------------------
@@ -260,6 +295,10 @@ def _identity(doc: Doc, s: dict, held: dict) -> None:
                    f"prompt sha256 {', '.join(p[:12] for p in j['prompt_sha256']) or '–'}")
     w = ident["weights"]
     t.add("fairness", " + ".join(f"{w[k]:.2f} {k}" for k in ("keyword", "quality", "citation", "efficiency") if k in w))
+    costs = ident["costs"]
+    t.add("costs", f"{costs['method']} (pricing sha256 {costs['pricing_sha256'][:12]}; priced: "
+                   f"{', '.join(costs['priced_models']) or 'none'})")
+    t.add("intervals", s["methods"]["interval"])
     t.add("held-out agreement", held["line"])
     t.add("held-out lock", held["lock_line"])
     if ident.get("started"):
@@ -284,7 +323,8 @@ def _headline(doc: Doc, s: dict) -> None:
     doc.h(2, "Headline: does the server make the answers better than no server?", "headline")
     doc.p("Fairness = " + " + ".join(f"{v:.2f} × {k}" for k, v in ident["weights"].items())
           + " (0-1). Difference = paired over scenarios against the baseline of the same model; p-values Holm-adjusted "
-          "across the tools of a model. " + NOISE_TEXT + ".", "note")
+          "across the tools of a model. " + NOISE_TEXT + ". Intervals: " + s["methods"]["interval"] + ". Costs: "
+          + s["methods"]["costs"] + ".", "note")
     k = ident["trials"]
     for model in model_labels(s):
         mdl = {"label": model_text(s, model)}
@@ -465,8 +505,10 @@ def _judge(doc: Doc, s: dict) -> None:
 def _heldout(doc: Doc, agreement: dict | None, held: dict) -> None:
     doc.h(2, "Held-out judge agreement", "heldout")
     doc.p(held["line"])
+    if held["anchored"] and agreement.get("method"):
+        doc.p("Method: " + agreement["method"], "note")
     doc.p("Lock: " + held["lock_line"])
-    if agreement and agreement.get("items"):
+    if held["anchored"] and agreement.get("items"):
         t = Table(["item", "scenario", "gold", "judged"])
         for it in agreement["items"]:
             t.add(it["id"], it["scenario"], f3(it["gold"]), f3(it["judged"]))
@@ -474,13 +516,17 @@ def _heldout(doc: Doc, agreement: dict | None, held: dict) -> None:
 
 
 def build_report(summary: dict, agreement: dict | None, lock: dict | None, runs, out_dir,
-                 current_set_sha256: str | None = None) -> dict:
+                 judge_cfg: dict, current_set_sha256: str | None = None) -> dict:
     """Write report.md, index.html, plots/*.png and the trial pages under out_dir.
+    judge_cfg is the config's `judge:` (threshold and strict: the held-out verdict is made here).
+    Raises StrictHeldout, before writing anything, when judge.strict is true and the check fails.
     Returns {"html", "md", "pages"} paths."""
+    held = heldout_state(agreement, lock, judge_cfg["threshold"], judge_cfg["strict"])
+    if held["refuse"]:
+        raise StrictHeldout(held["refuse"])
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     ident = summary["identity"]
-    held = heldout_state(agreement, lock, ident["judge"]["threshold"])
     doc = Doc()
     doc.h(1, "mcptrials report")
     doc.p("Models: " + "; ".join(f"{n} = {m['label']}" for n, m in ident["models"].items())
@@ -491,7 +537,7 @@ def build_report(summary: dict, agreement: dict | None, lock: dict | None, runs,
                         "rerun `mcptrials aggregate`.")
     for w in warnings:
         doc.p("WARNING: " + w, "warning")
-    for n in summary["notes"]:
+    for n in held["notes"] + summary["notes"]:
         doc.p("Note: " + n, "note")
     _headline(doc, summary)
     _model_host(doc, summary)
@@ -663,7 +709,11 @@ def cmd_report(args) -> int:
     lock = read_optional(lock_path)
 
     current = m.scenario_set_sha256()  # differs from the aggregate's when the aggregate is stale
-    paths = build_report(summary, agreement, lock, args.runs, args.out_dir, current)
+    try:
+        paths = build_report(summary, agreement, lock, args.runs, args.out_dir, m.config["judge"], current)
+    except StrictHeldout as e:
+        print(f"mcptrials report: {e}; no report written", file=sys.stderr)
+        return 1
     print(f"report: {Path(paths['html']).resolve()}")
     print(f"report: {Path(paths['md']).resolve()}")
     print(f"{len(paths['pages'])} trial page(s) under {Path(args.out_dir) / 'trials'}", file=sys.stderr)

@@ -30,3 +30,27 @@ def cost_usd(pricing: dict | None, model_id: str | None, usage) -> float | None:
              + _get(usage, "cache_read_input_tokens") * cache_read
              + _get(usage, "output_tokens") * p["output"])
     return total / 1_000_000
+
+
+def trial_cost(pricing: dict | None, transcript: dict) -> tuple[float | None, str | None]:
+    """(cost, priced_as) of one trial from its transcript's recorded `usage` at today's `pricing`.
+
+    Priced as the transcript's model id, else as the config's model name (a model without an
+    id, or a table keyed by name); priced_as is the key used, None when neither has an entry
+    (then cost is None: unknown, not free).
+    """
+    model_id = transcript.get("model_id")
+    key = model_id if pricing and model_id in pricing else transcript["cell"]["model"]
+    return cost_usd(pricing, key, transcript["usage"]), key if pricing and key in pricing else None
+
+
+def judge_cost(pricing: dict | None, judged: dict) -> float | None:
+    """USD of one trial's judgements from judged.json's recorded `usage` at today's `pricing`.
+
+    A judge that made no model call (the reference judge, or only empty answers) costs 0.0;
+    otherwise cost_usd at the judge's model id (None when the pricing lacks it).
+    """
+    usage = judged["usage"]
+    if judged["judge"]["provider"] == "reference" or usage["api_calls"] == 0:
+        return 0.0
+    return cost_usd(pricing, judged["judge"].get("model"), usage)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 
 from ..config import BASELINE
-from .cost import cost_usd
+from .cost import trial_cost
 
 SEARCH_BUILTINS = ("grep", "list_files")   # built-in calls that an MCP server's search competes with
 DISCOVERY_TURNS = 3
@@ -35,12 +35,10 @@ def efficiency(transcript: dict, pricing: dict | None) -> dict:
     A pricing table without the model gives cost null.
     """
     u = transcript.get("usage", {})
-    model_id = transcript.get("model_id")
     if pricing is None:
         cost, priced_as = u.get("cost_usd"), "transcript"
     else:
-        key = model_id if model_id in pricing else transcript["cell"]["model"]
-        cost, priced_as = cost_usd(pricing, key, u), key if key in pricing else None
+        cost, priced_as = trial_cost(pricing, transcript)
     calls = transcript.get("tool_calls", [])
     tokens = {
         "input_uncached": u.get("input_tokens", 0),
