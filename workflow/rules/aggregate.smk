@@ -12,7 +12,9 @@ rule aggregate:
     params:
         rerun=RERUN["aggregate"][()],
     localrule: True
+    conda:
+        "../envs/mcptrials.yaml"
     log:
         "results/logs/aggregate.log",
     shell:
-        "{MCPTRIALS} aggregate --config {CONFIG} --runs results/runs --out-dir results/aggregate > {log:q} 2>&1"
+        "mcptrials aggregate --config \"$MCPTRIALS_CONFIG\" --runs results/runs --out-dir results/aggregate > {log:q} 2>&1"

@@ -3,7 +3,9 @@ rule checkout:
         "results/checkouts/{repo}/checkout.json",
     params:
         rerun=lambda wc: RERUN["checkout"][(wc.repo,)],
+    conda:
+        "../envs/mcptrials.yaml"
     log:
         "results/logs/checkout/{repo}.log",
     shell:
-        "{MCPTRIALS} checkout --config {CONFIG} --repo {wildcards.repo:q} --out {output:q} > {log:q} 2>&1"
+        "mcptrials checkout --config \"$MCPTRIALS_CONFIG\" --repo {wildcards.repo:q} --out {output:q} > {log:q} 2>&1"

@@ -27,12 +27,18 @@ try:
 except ConfigError as e:
     sys.exit(f"mcptrials: error: {e}")
 
-# The shell commands use these globals, never PATH: the library runs from the interpreter
-# that runs Snakemake (`.venv/bin/snakemake` works without activating the venv). They are
-# formatted per job, so the rule's code (its unformatted shell string) is the same in any
-# folder and on any machine, and every path in a command is quoted (`:q`, or here).
-MCPTRIALS = f"{shlex.quote(sys.executable)} -m mcptrials.cli"
-CONFIG = shlex.quote(CONFIG_PATH)
+# Every shell command runs the library as `mcptrials`, a shell function for the interpreter
+# that runs Snakemake (not whatever PATH holds: `.venv/bin/snakemake` works without
+# activating the venv), with the config in $MCPTRIALS_CONFIG. Both live in the shell prefix,
+# not in the rules: a rule's code (its shell string) is then the same in any folder and on
+# any machine, and a moved project reruns nothing. Every path in a command is quoted.
+PYTHON = shlex.quote(sys.executable)
+# (the prefix is formatted like a command: its own braces are doubled, twice in an f-string)
+shell.prefix(
+    "set -euo pipefail; "
+    f'mcptrials() {{{{ {PYTHON} -m mcptrials.cli "$@"; }}}}; '
+    f"export MCPTRIALS_CONFIG={shlex.quote(CONFIG_PATH)}; "
+)
 
 # rule -> job key -> a hash of everything that rule's job depends on (mcptrials.rerun).
 RERUN = rule_params(M)
@@ -49,7 +55,6 @@ MODEL_CALLS = {m: 0 if spec["provider"] == "reference" else 1 for m, spec in M.m
 LOCKED = os.path.relpath(M.locked_dir, os.getcwd()) if M.locked_dir is not None else None
 LOCKED_FILES = sorted(str(p) for p in Path(LOCKED).rglob("*") if p.is_file()) if LOCKED else []
 HAS_ANCHOR = bool(LOCKED_FILES)
-LOCKED_Q = shlex.quote(LOCKED) if LOCKED else ""
 HELDOUT_SCENARIOS = heldout_scenarios(M)
 
 # Hosts with software to install (claude-code): their trials wait for results/hosts/{host}/install.json.

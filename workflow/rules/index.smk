@@ -7,8 +7,10 @@ rule index:
         "results/index/{tool}/{repo}/index.json",
     params:
         rerun=lambda wc: RERUN["index"][(wc.tool, wc.repo)],
+    conda:
+        "../envs/mcptrials.yaml"
     log:
         "results/logs/index/{tool}/{repo}.log",
     shell:
-        "{MCPTRIALS} index --config {CONFIG} --tool {wildcards.tool:q} --checkout {input.checkout:q}"
+        "mcptrials index --config \"$MCPTRIALS_CONFIG\" --tool {wildcards.tool:q} --checkout {input.checkout:q}"
         " --out results/index/{wildcards.tool:q}/{wildcards.repo:q} > {log:q} 2>&1"

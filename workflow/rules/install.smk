@@ -3,10 +3,12 @@ rule install_tool:
         "results/tools/{tool}/install.json",
     params:
         rerun=lambda wc: RERUN["install_tool"][(wc.tool,)],
+    conda:
+        "../envs/mcptrials.yaml"
     log:
         "results/logs/install/{tool}.log",
     shell:
-        "{MCPTRIALS} install-tool --config {CONFIG} --tool {wildcards.tool:q} --out {output:q} > {log:q} 2>&1"
+        "mcptrials install-tool --config \"$MCPTRIALS_CONFIG\" --tool {wildcards.tool:q} --out {output:q} > {log:q} 2>&1"
 
 
 # A host's own software (the Claude Code CLI, pinned) into .tools/_hosts/{host}/; only hosts
@@ -16,7 +18,9 @@ rule install_host:
         "results/hosts/{host}/install.json",
     params:
         rerun=lambda wc: RERUN["install_host"][(wc.host,)],
+    conda:
+        "../envs/mcptrials.yaml"
     log:
         "results/logs/install/host-{host}.log",
     shell:
-        "{MCPTRIALS} install-host --config {CONFIG} --host {wildcards.host:q} --out {output:q} > {log:q} 2>&1"
+        "mcptrials install-host --config \"$MCPTRIALS_CONFIG\" --host {wildcards.host:q} --out {output:q} > {log:q} 2>&1"

@@ -9,8 +9,10 @@ rule judged:
         p=lambda wc: JUDGED_P[wc.scenario],
     resources:
         api=0 if M.config["judge"]["provider"] == "reference" else 1,
+    conda:
+        "../envs/mcptrials.yaml"
     log:
         "results/logs/judged/{model}/{host}/{tool}/{repo}/{scenario}/{trial}.log",
     shell:
-        "{MCPTRIALS} judge --config {CONFIG} --transcript {input.transcript:q} --scenario {params.p[scenario]:q}"
+        "mcptrials judge --config \"$MCPTRIALS_CONFIG\" --transcript {input.transcript:q} --scenario {params.p[scenario]:q}"
         " --out {output:q} > {log:q} 2>&1"

@@ -10,11 +10,14 @@ if HAS_ANCHOR:
             "results/heldout/lock_verified.json",
         params:
             rerun=RERUN["verify_lock"][()],
+            locked=lambda wc: LOCKED,
         localrule: True
+        conda:
+            "../envs/mcptrials.yaml"
         log:
             "results/logs/verify_lock.log",
         shell:
-            "{MCPTRIALS} verify-lock --locked {LOCKED_Q} --out {output:q} 2> {log:q}"
+            "mcptrials verify-lock --locked {params.locked:q} --out {output:q} 2> {log:q}"
 
     # Re-judge the frozen held-out transcripts with the current rubric, prompt and judge.
     rule heldout:
@@ -25,10 +28,12 @@ if HAS_ANCHOR:
         params:
             rerun=RERUN["heldout"][()],
         localrule: True
+        conda:
+            "../envs/mcptrials.yaml"
         log:
             "results/logs/heldout.log",
         shell:
-            "{MCPTRIALS} heldout --config {CONFIG} --out {output:q} > {log:q} 2>&1"
+            "mcptrials heldout --config \"$MCPTRIALS_CONFIG\" --out {output:q} > {log:q} 2>&1"
 
 
 # The report takes the lockfile and every locked file too: drift keeps an old report stale.
@@ -44,8 +49,10 @@ rule report:
         rerun=RERUN["report"][()],
         heldout_arg="--heldout results/heldout/agreement.json" if HAS_ANCHOR else "",
     localrule: True
+    conda:
+        "../envs/mcptrials.yaml"
     log:
         "results/logs/report.log",
     shell:
-        "{MCPTRIALS} report --config {CONFIG} --aggregate results/aggregate {params.heldout_arg}"
+        "mcptrials report --config \"$MCPTRIALS_CONFIG\" --aggregate results/aggregate {params.heldout_arg}"
         " --runs results/runs --out-dir results/report > {log:q} 2>&1"

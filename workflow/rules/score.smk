@@ -6,8 +6,10 @@ rule scored:
         "results/runs/{model}/{host}/{tool}/{repo}/{scenario}/{trial}/scored.json",
     params:
         p=lambda wc: SCORED_P[wc.scenario],
+    conda:
+        "../envs/mcptrials.yaml"
     log:
         "results/logs/scored/{model}/{host}/{tool}/{repo}/{scenario}/{trial}.log",
     shell:
-        "{MCPTRIALS} score --config {CONFIG} --transcript {input.transcript:q} --scenario {params.p[scenario]:q}"
+        "mcptrials score --config \"$MCPTRIALS_CONFIG\" --transcript {input.transcript:q} --scenario {params.p[scenario]:q}"
         " --repo-dir results/checkouts/{wildcards.repo:q}/tree --commit {params.p[commit]} --out {output:q} > {log:q} 2>&1"

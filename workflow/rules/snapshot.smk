@@ -11,8 +11,10 @@ rule tools_snapshot:
         rerun=lambda wc: RERUN["tools_snapshot"][(wc.tool, wc.repo)],
         install_arg=lambda wc, input: f"--install {shlex.quote(input.install)}" if input.install else "",
         index_arg=index_arg,
+    conda:
+        "../envs/mcptrials.yaml"
     log:
         "results/logs/snapshot/{tool}/{repo}.log",
     shell:
-        "{MCPTRIALS} snapshot --config {CONFIG} --tool {wildcards.tool:q} --repo {wildcards.repo:q}"
+        "mcptrials snapshot --config \"$MCPTRIALS_CONFIG\" --tool {wildcards.tool:q} --repo {wildcards.repo:q}"
         " --checkout {input.checkout:q} {params.install_arg} {params.index_arg} --out {output:q} > {log:q} 2>&1"

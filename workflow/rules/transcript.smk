@@ -14,10 +14,12 @@ rule transcript:
         index_arg=index_arg if ANY_INDEX else "",
     resources:
         api=(lambda wc: MODEL_CALLS[wc.model]) if len(set(MODEL_CALLS.values())) > 1 else max(MODEL_CALLS.values()),
+    conda:
+        "../envs/mcptrials.yaml"
     log:
         "results/logs/transcript/{model}/{host}/{tool}/{repo}/{scenario}/{trial}.log",
     shell:
-        "{MCPTRIALS} run-trial --config {CONFIG} --model {wildcards.model:q} --host {wildcards.host:q}"
+        "mcptrials run-trial --config \"$MCPTRIALS_CONFIG\" --model {wildcards.model:q} --host {wildcards.host:q}"
         " --tool {wildcards.tool:q} --scenario {wildcards.scenario:q} --trial {wildcards.trial}"
         " --checkout {input.checkout:q} --snapshot {input.snapshot:q} {params.index_arg}"
         " --out {output.transcript:q} > {log:q} 2>&1"

@@ -6,7 +6,6 @@
 # Cluster jobs never see it (onstart does not start it there) and run in-process.
 # MCPTRIALS_NO_WORKER=1 turns it off.
 import os
-import shutil
 import subprocess
 
 WORKER_SOCKET = "results/.worker.sock"
@@ -21,8 +20,7 @@ def start_trial_worker():
     os.makedirs("results/logs", exist_ok=True)
     if os.path.exists(WORKER_SOCKET):  # left by a killed run
         os.unlink(WORKER_SOCKET)
-    exe = shutil.which("mcptrials")  # the same install the jobs' `mcptrials run-trial` uses
-    cmd = [exe] if exe else [sys.executable, "-m", "mcptrials.cli"]
+    cmd = [sys.executable, "-m", "mcptrials.cli"]  # the interpreter the jobs' `mcptrials` runs
     with open("results/logs/worker.log", "ab") as log:
         proc = subprocess.Popen(
             cmd + ["serve-trials", "--socket", WORKER_SOCKET, "--watch-pid", str(os.getpid())],
@@ -33,7 +31,7 @@ def start_trial_worker():
     deadline = time.monotonic() + 10
     while not os.path.exists(WORKER_SOCKET) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
-    os.environ["MCPTRIALS_WORKER"] = WORKER_SOCKET
+    os.environ.update(MCPTRIALS_WORKER=WORKER_SOCKET)
 
 
 def stop_trial_worker():

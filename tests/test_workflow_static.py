@@ -1,0 +1,68 @@
+"""The workflow as files: `snakemake --lint` is clean, the rules' software is named, and a
+config without a held-out anchor of its own plans no held-out check (dry runs, no jobs)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import yaml
+
+from matrix_helpers import ROOT
+
+ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp"}
+
+
+def snakemake(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=ROOT, capture_output=True, text=True,
+                          env=ENV, timeout=300)
+
+
+def test_lint_is_clean():
+    p = snakemake("--lint")
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "Lints for" not in p.stdout + p.stderr
+
+
+def test_every_rule_names_the_conda_env_and_it_installs_the_project():
+    env = yaml.safe_load((ROOT / "workflow/envs/mcptrials.yaml").read_text())
+    assert "python=3.11" in env["dependencies"]
+    deploy = (ROOT / "workflow/envs/mcptrials.post-deploy.sh").read_text()
+    assert re.search(r"pip install .* \.$", deploy, re.M), "the post-deploy script installs the project (pyproject pins)"
+    for f in (ROOT / "workflow/rules").glob("*.smk"):
+        text = f.read_text()
+        assert text.count("conda:") == len(re.findall(r"^\s*rule \w+:", text, re.M)), f.name
+
+
+def test_the_pack_plans_no_held_out_check_and_says_so():
+    """configs/code-intel.yaml names no `locked:` folder: the demo's agreement is not its anchor."""
+    p = snakemake("--configfile", "configs/code-intel.yaml", "-n")
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-3000:]
+    stats = out.split("Job stats:")[-1]
+    assert "verify_lock" not in stats and "heldout" not in stats, stats[:600]
+    plan = next(line for line in out.splitlines() if line.startswith("mcptrials plan:"))
+    assert "no held-out anchor" in plan
+
+
+def test_the_demo_plans_its_own_held_out_check():
+    p = snakemake("-n", "results/report/index.html", "--forceall")
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-3000:]
+    assert re.search(r"^heldout\s+1$", out, re.M) and re.search(r"^verify_lock\s+1$", out, re.M)
+    plan = next(line for line in out.splitlines() if line.startswith("mcptrials plan:"))
+    assert "held-out check (locked)" in plan
+
+
+def test_a_pack_narrowed_to_one_repo_counts_what_it_runs(tmp_path):
+    """The plan line and the DAG agree: one repo's scenarios -> one checkout, one snapshot per tool."""
+    narrow = tmp_path / "flask-only.yaml"
+    narrow.write_text(f"scenarios: {ROOT / 'packs/code-intel/scenarios'}/flask-*.yaml\n")
+    p = snakemake("--configfile", "configs/code-intel.yaml", str(narrow), "-n")
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-3000:]
+    n_tools = len(yaml.safe_load((ROOT / "configs/code-intel.yaml").read_text())["tools"])
+    plan = next(line for line in out.splitlines() if line.startswith("mcptrials plan:"))
+    assert "1 repo checkout(s)" in plan and f"{n_tools} tool snapshot(s)" in plan, plan
+    assert re.search(r"^checkout\s+1$", out, re.M) and re.search(rf"^tools_snapshot\s+{n_tools}$", out, re.M)
