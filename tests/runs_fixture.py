@@ -219,8 +219,13 @@ def write_config(tmp: Path, tools=TOOLS, scenarios=SCENARIOS, models=MODELS, tri
                   "sonnet": {"provider": "anthropic", "model": "claude-sonnet-4-6"}}
     cfg = {"tools": {t: all_tools[t] for t in tools}, "repos": {"tiny": {"url": "repo", "commit": COMMIT}},
            "scenarios": "scenarios/*.yaml", "models": {m: all_models[m] for m in models}, "trials": trials,
-           "judge": {"provider": "reference", "repeats": 2}, "pricing": PRICING}
+           "judge": {"provider": "reference", "repeats": 2}, "pricing": PRICING, "locked": "locked"}
     cfg.update(extra)
+    if cfg["locked"] and not (tmp / cfg["locked"]).exists():
+        # the config's held-out anchor: a folder with a lockfile (its content is not read here);
+        # a test that made the folder itself keeps it as it is
+        (tmp / cfg["locked"]).mkdir()
+        (tmp / cfg["locked"] / "held-out.lock").write_text('{"files": {}, "history": []}\n')
     path = tmp / "config.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path

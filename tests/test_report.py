@@ -2,6 +2,7 @@
 table, the reference labels, the trial links, escaping, no network references, and the
 held-out warning."""
 
+import hashlib
 import json
 import re
 from html.parser import HTMLParser
@@ -41,7 +42,10 @@ NO_ANCHOR = {"schema": "mcptrials/heldout/2", "anchor": None, "n": 0, "rho": Non
              "reason": "no held-out anchor for this run: the config names no `locked:` folder"}
 
 
-def anchored(rho, lockfile="9" * 64) -> dict:
+ANCHOR_LOCK = "this config's lockfile"   # run_report puts the sha256 of the fixture's held-out.lock here
+
+
+def anchored(rho, lockfile=ANCHOR_LOCK) -> dict:
     """The held-out stage's agreement with an anchor (no threshold, no verdict: the report decides)."""
     return {"schema": "mcptrials/heldout/2", "anchor": "locked", "n": 3, "rho": rho, "lo": -0.5, "hi": 1.0,
             "p": 0.3, "method": "scipy.stats.spearmanr; percentile bootstrap over pairs, 2000 resamples, seed 0",
@@ -64,7 +68,15 @@ def run_report(tmp: Path, agreement: dict | None, **config):
     cfg, runs = fx.build(tmp, **config)
     agg, out = tmp / "aggregate", tmp / "report"
     assert main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(agg)]) == 0
-    heldout = write_heldout(tmp / "heldout", agreement) if agreement is not None else tmp / "heldout" / "agreement.json"
+    lockfile = tmp / "locked" / "held-out.lock"
+    if agreement is not None and agreement.get("lockfile_sha256") == ANCHOR_LOCK and lockfile.is_file():
+        # computed on this config's anchor: the agreement and the verified lock name its lockfile
+        sha = hashlib.sha256(lockfile.read_bytes()).hexdigest()
+        heldout = write_heldout(tmp / "heldout", dict(agreement, lockfile_sha256=sha), lockfile=sha)
+    elif agreement is not None:
+        heldout = write_heldout(tmp / "heldout", agreement)
+    else:
+        heldout = tmp / "heldout" / "agreement.json"
     code = main(["report", "--config", str(cfg), "--aggregate", str(agg), "--heldout", str(heldout),
                  "--runs", str(runs), "--out-dir", str(out)])
     return code, out
@@ -216,16 +228,33 @@ def test_strict_refuses_an_undefined_rho_and_passes_a_good_one(tmp_path, capsys)
     assert code == 0 and (out / "index.html").is_file()
 
 
-def test_no_anchor_says_so_and_strict_does_not_fail(tmp_path):
-    code, out = run_report(tmp_path, NO_ANCHOR, judge=dict(JUDGE, strict=True))
-    assert code == 0
+def _says_no_anchor(out, reason):
     for name in ("index.html", "report.md"):
         text = (out / name).read_text()
-        assert "no held-out anchor for this run: the config names no `locked:` folder" in text
+        assert reason in text
         assert "judge.strict does not fail a run without an anchor" in text
         assert "Spearman" not in text and "heldout-items" not in text
         assert "lock was not verified" not in text   # nothing to verify
     assert 'class="warning"' not in (out / "index.html").read_text()
+
+
+def test_no_anchor_from_the_heldout_stage_says_so_and_strict_does_not_fail(tmp_path):
+    code, out = run_report(tmp_path, NO_ANCHOR, judge=dict(JUDGE, strict=True))
+    assert code == 0
+    _says_no_anchor(out, "no held-out anchor for this run: the config names no `locked:` folder")
+
+
+def test_a_config_without_anchor_never_quotes_another_configs_agreement(tmp_path):
+    # results/heldout/agreement.json left by another config (rho 0.3 over its own anchor): ignored
+    code, out = run_report(tmp_path, anchored(0.3), locked=None, judge=dict(JUDGE, strict=True))
+    assert code == 0
+    _says_no_anchor(out, "no held-out anchor for this run: the config names no `locked:` folder")
+    assert "0.300" not in (out / "index.html").read_text().split('id="headline-reference"')[0]
+    # a `locked:` folder with no files is no anchor either
+    (tmp_path / "empty" / "frozen").mkdir(parents=True)
+    code, out = run_report(tmp_path / "empty", anchored(0.3), locked="frozen")
+    assert code == 0
+    _says_no_anchor(out, "no held-out anchor for this run: its `locked:` folder frozen holds no locked files")
 
 
 def test_identity_lists_only_the_repos_the_run_uses(tmp_path):
@@ -241,3 +270,11 @@ def test_the_report_names_the_interval_and_cost_methods(report):
     html = (report / "index.html").read_text()
     assert "Intervals: 95% logit-transformed t interval" in html
     assert "recomputed from usage with the config&#x27;s pricing (pricing sha256 " in html
+
+
+def test_an_agreement_on_another_lockfile_is_flagged(tmp_path):
+    code, out = run_report(tmp_path, anchored(0.9, lockfile="9" * 64))
+    assert code == 0
+    html = (out / "index.html").read_text()
+    assert "computed on another lockfile than this config&#x27;s anchor" in html
+    assert html.index("another lockfile") < html.index('id="headline-reference"')

@@ -205,14 +205,16 @@ NO_ANCHOR = "no held-out anchor for this run"
 STRICT_FIX = ("fix the rubric or prompt, or re-grade gold and re-anchor with `mcptrials lock --reason ...`")
 
 
-def heldout_state(agreement: dict | None, lock: dict | None, threshold: float, strict: bool) -> dict:
+def heldout_state(agreement: dict | None, lock: dict | None, threshold: float, strict: bool,
+                  lockfile_sha256: str | None = None) -> dict:
     """What the report says about the held-out check, judged against the config's judge.threshold.
 
     agreement: results/heldout/agreement.json, or None when it was not computed. With an anchor
     (`anchor` "locked"; the first shape, without `anchor`, is read the same way) the verdict is
     passes = rho is not None and rho >= threshold, computed here: judge.threshold reruns only
     the report. Without one (`anchor` null) there is nothing to check: the report says so with
-    the agreement's reason, and judge.strict does not fail the run.
+    the agreement's reason, and judge.strict does not fail the run. lockfile_sha256: the sha256 of
+    this config's lockfile; an agreement computed on another lockfile is flagged.
     Returns {line, lock_line, warnings, notes, anchored, passes, refuse}; `refuse` is the
     message `mcptrials report` exits with when judge.strict is true and the check fails.
     """
@@ -229,7 +231,7 @@ def heldout_state(agreement: dict | None, lock: dict | None, threshold: float, s
         reason = agreement.get("reason") or NO_ANCHOR
         line = reason if reason.startswith(NO_ANCHOR) else f"{NO_ANCHOR}: {reason}"
         notes.append(f"{line[0].upper()}{line[1:]}. The judge's quality scores are not checked against gold for "
-                     "this config" + (" (judge.strict does not fail a run without an anchor)." if strict else "."))
+                     "this config; judge.strict does not fail a run without an anchor.")
     else:
         rho, n = agreement.get("rho"), agreement.get("n")
         passes = rho is not None and rho >= threshold
@@ -244,6 +246,9 @@ def heldout_state(agreement: dict | None, lock: dict | None, threshold: float, s
                 agrees = (f"the judge agrees with gold at rho {f3(rho)}, n={n}, below judge.threshold {threshold}"
                           if rho is not None else f"the judge's agreement with gold is undefined (rho none, n={n})")
                 refuse = f"{agrees}, and judge.strict is true: {STRICT_FIX}"
+    if anchored and lockfile_sha256 and agreement.get("lockfile_sha256") not in (None, lockfile_sha256):
+        warnings.append("The held-out agreement was computed on another lockfile than this config's anchor: "
+                        "rerun `mcptrials heldout` for this config.")
     if not anchored and agreement is not None:
         lock_line = "nothing to verify (no held-out anchor)"
     elif lock is None:
@@ -256,6 +261,17 @@ def heldout_state(agreement: dict | None, lock: dict | None, threshold: float, s
             warnings.append("The held-out agreement was computed on a different lockfile than the one verified: rerun `mcptrials heldout`.")
     return {"line": line, "lock_line": lock_line, "warnings": warnings, "notes": notes, "anchored": anchored,
             "passes": passes, "refuse": refuse}
+
+
+def missing_anchor(m) -> str | None:
+    """Why the config has no held-out anchor (its `locked:` is null, or names a folder without
+    files), or None when it has one. Without an anchor the report reads no agreement file: one
+    left in results/heldout by another config must never be quoted for this one."""
+    if m.locked_dir is None:
+        return f"{NO_ANCHOR}: the config names no `locked:` folder"
+    if not m.locked_dir.is_dir() or not any(p.is_file() for p in m.locked_dir.rglob("*")):
+        return f"{NO_ANCHOR}: its `locked:` folder {m.config['locked']} holds no locked files"
+    return None
 
 
 class StrictHeldout(Exception):
@@ -516,12 +532,12 @@ def _heldout(doc: Doc, agreement: dict | None, held: dict) -> None:
 
 
 def build_report(summary: dict, agreement: dict | None, lock: dict | None, runs, out_dir,
-                 judge_cfg: dict, current_set_sha256: str | None = None) -> dict:
+                 judge_cfg: dict, current_set_sha256: str | None = None, lockfile_sha256: str | None = None) -> dict:
     """Write report.md, index.html, plots/*.png and the trial pages under out_dir.
     judge_cfg is the config's `judge:` (threshold and strict: the held-out verdict is made here).
     Raises StrictHeldout, before writing anything, when judge.strict is true and the check fails.
     Returns {"html", "md", "pages"} paths."""
-    held = heldout_state(agreement, lock, judge_cfg["threshold"], judge_cfg["strict"])
+    held = heldout_state(agreement, lock, judge_cfg["threshold"], judge_cfg["strict"], lockfile_sha256)
     if held["refuse"]:
         raise StrictHeldout(held["refuse"])
     out = Path(out_dir)
@@ -704,13 +720,24 @@ def cmd_report(args) -> int:
 
     m = load_matrix(args.config)
     summary = load_summary(args.aggregate)
-    agreement = read_optional(args.heldout)
-    lock_path = args.lock or (Path(args.heldout).parent / "lock_verified.json" if args.heldout else None)
-    lock = read_optional(lock_path)
+    reason = missing_anchor(m)
+    lockfile_sha256 = None
+    if reason:   # the same shape the held-out stage writes when its held-out scenarios have no frozen transcripts
+        agreement, lock = {"anchor": None, "reason": reason, "n": 0, "rho": None}, None
+    else:
+        from .config import file_sha256
+        from .lock import LOCKFILE
+
+        lockfile = m.locked_dir / LOCKFILE
+        lockfile_sha256 = file_sha256(lockfile) if lockfile.is_file() else None
+        agreement = read_optional(args.heldout)
+        lock_path = args.lock or (Path(args.heldout).parent / "lock_verified.json" if args.heldout else None)
+        lock = read_optional(lock_path)
 
     current = m.scenario_set_sha256()  # differs from the aggregate's when the aggregate is stale
     try:
-        paths = build_report(summary, agreement, lock, args.runs, args.out_dir, m.config["judge"], current)
+        paths = build_report(summary, agreement, lock, args.runs, args.out_dir, m.config["judge"], current,
+                             lockfile_sha256)
     except StrictHeldout as e:
         print(f"mcptrials report: {e}; no report written", file=sys.stderr)
         return 1
