@@ -17,8 +17,11 @@ from matrix_helpers import ROOT, SCENARIO, faulty_tool, write_matrix
 from mcptrials.checkout import checkout
 from mcptrials.config import ConfigError, load_matrix, validate_against
 from mcptrials.graders.scoring import score_trial
-from mcptrials.hosts.claude_code import allowed_tools, build_command, parse_stream
+from mcptrials.graders.usage import adoption
+from mcptrials.hosts.claude_code import allowed_tools, build_command, parse_stream, server_tool_names
+from mcptrials.records import write_json
 from mcptrials.runner import run_trial
+from mcptrials.snapshot import make_snapshot
 
 pytestmark = pytest.mark.slow
 
@@ -207,6 +210,44 @@ def test_parse_stream_groups_blocks_by_message():
     assert (x["error_kind"], x["error_code"], x["latency_ms"]) == ("protocol_error", -32001, 250.0)
     assert (y["tool"], y["source"], y["latency_ms"], y["turn"]) == ("list_files", "builtin", 200.0, 1)
     assert s.replies == [(["two calls"], True), (["done"], False)]
+
+
+def test_parse_stream_records_the_servers_own_tool_name():
+    """Claude Code calls `git.log` mcp__git__git_log; the record says `git.log`, as the loop's."""
+    events = [{"type": "assistant", "message": {"id": "m1", "model": "m", "content": [
+                  {"type": "tool_use", "id": "x", "name": "mcp__git__git_log", "input": {}},
+                  {"type": "tool_use", "id": "y", "name": "mcp__git__unknown_tool", "input": {}}]}},
+              {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "x", "content": "ok"},
+                                                       {"type": "tool_result", "tool_use_id": "y", "content": "ok"}]}}]
+    names = server_tool_names("git", [{"name": "git.log"}, {"name": "git_status"}])
+    assert names == {"mcp__git__git_log": "git.log", "mcp__git__git_status": "git_status"}
+    x, y = parse_stream(events, 0, names).calls
+    assert (x["tool"], x["name"]) == ("git.log", "mcp__git__git_log")
+    assert y["tool"] == "unknown_tool"  # not in the tool list: Claude Code's spelling is all there is
+
+
+def test_both_hosts_record_the_servers_own_tool_name(tmp_path, installed, fake_api, monkeypatch):
+    """A server tool `text.echo` (sanitized to mcp__faulty__text_echo by both hosts) is
+    `text.echo` in both hosts' tool_calls, so per-tool tables and expected_tools agree."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    sc = dict(SCENARIO, steps=[dict(SCENARIO["steps"][0], expected_tools=["text.echo"])])
+    one = [reply(tool_use("mcp__faulty__text_echo", {"text": "hi"}, id="toolu_e1")),
+           reply(text("`helper` is defined at `src/util.py:1`."))]
+    api = fake_api(one + one)
+    m, co = matrix(tmp_path, api, {"faulty": faulty_tool("ok", env={"FAULT_TOOL_PREFIX": "text."})},
+                   scenarios={"dotted": sc})
+    write_json(tmp_path / "checkout.json", co)
+    snap = make_snapshot(str(m.path), "faulty", "tiny", tmp_path / "checkout.json", None, None, tmp_path / "tools.json")
+    assert "text.echo" in [t["name"] for t in snap["tools"]]
+    used = {}
+    for host in ("loop", "cc"):
+        t, _ = run_trial(m, "claude", "faulty", "dotted", 1, co, snap, None, tmp_path / host, host=host)
+        assert t["outcome"] == "completed", t["outcome_detail"]
+        (c,) = [c for c in t["tool_calls"] if c["source"] == "mcp"]
+        assert (c["tool"], c["result_text"]) == ("text.echo", "hi"), host
+        a = adoption(t, sc)
+        used[host] = (sorted(a["per_tool"]), a["expected_tools"][0]["used"])
+    assert used["loop"] == used["cc"] == (["text.echo"], ["text.echo"])
 
 
 def test_host_needs_a_model_it_can_drive(tmp_path):

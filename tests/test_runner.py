@@ -204,3 +204,65 @@ def test_http_transport_server(tmp_path, fake_api):
     assert calls["e"]["result_text"] == "unset"
     system = api.message_requests()[0]["body"]["system"][0]["text"]
     assert "Use find_text to search the repository." in system   # server instructions, as a host adds them
+
+
+def test_a_key_echoed_by_a_server_is_scrubbed_inside_run_trial(tmp_path, fake_api):
+    """A server given the key's value (a literal in its env) echoes it in a tool result:
+    run_trial itself returns records without it (not only the command that writes them)."""
+    api = fake_api([reply(tool_use("mcp__f__echo", {"text": "a"}, id="e")), reply(text("done"))])
+    m, co = matrix(tmp_path, api, tools={"f": faulty_tool("ok", env={"FAULT_LEAK": KEY})})
+    t, meta = run(m, co, "f", tmp_path)
+    assert t["outcome"] == "completed", t["outcome_detail"]
+    sent = api.message_requests()[1]["body"]["messages"][-1]["content"][0]["content"]
+    assert KEY in sent  # the server really echoed it
+    assert KEY not in json.dumps(t) and KEY not in json.dumps(meta)
+    assert t["tool_calls"][0]["result_text"] == "a\n(debug: token [redacted])"
+
+
+def test_the_server_session_is_told_how_the_trial_body_ended(tmp_path):
+    """TrialServer hands the body's exception to the session's __aexit__ (the SDK's clean-up
+    sees the failure), and None when the body ended normally."""
+    import asyncio
+    import contextlib
+
+    from mcptrials.servers import open_server
+    from mcptrials.trial import Sandbox, TrialContext, TrialServer, step_limits
+
+    cfg = write_matrix(tmp_path, tools={"f": faulty_tool("ok")})
+    m = load_matrix(cfg)
+    co = checkout("tiny", m.repo_source("tiny"), "repo", m.repos["tiny"]["commit"], tmp_path / "co")
+    seen = []
+
+    @contextlib.asynccontextmanager
+    async def opener(*args):  # the real server and session, watched
+        async with open_server(*args) as session:
+            try:
+                yield session
+            except BaseException as e:
+                seen.append(e)
+                raise
+            seen.append(None)
+
+    def ctx():
+        sc = m.scenarios["find-helper"]
+        return TrialContext(m=m, model=m.specs.models["reference"], host=m.specs.hosts["loop"],
+                            tool=m.specs.tools["f"], scenario=sc, trial=1, limits=step_limits(m, sc), snapshot=None,
+                            sandbox=Sandbox.create(co["tree"], None), out_dir=tmp_path / "out", system_text="",
+                            meta={})
+
+    async def body(c, fail):
+        async with TrialServer(c, opener) as server:
+            assert [t["name"] for t in server.tools] == ["echo", "big", "fail"]
+            if fail:
+                raise RuntimeError("a bug in the trial body")
+
+    c = ctx()
+    with pytest.raises(RuntimeError, match="a bug in the trial body"):
+        asyncio.run(body(c, True))
+    assert isinstance(seen[0], RuntimeError) and c.rec.errors["protocol_error"] == 0
+    assert c.meta["live_tools_sha256"] and "started in mode ok" in c.meta["server_stderr_tail"]
+    c2 = ctx()
+    asyncio.run(body(c2, False))
+    assert seen[1] is None
+    c.sandbox.remove()
+    c2.sandbox.remove()

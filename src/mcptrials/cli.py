@@ -44,6 +44,7 @@ def cmd_validate(args) -> int:
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mcptrials", description=__doc__)
+    p.set_defaults(run_argv=main)  # the entry point, for commands that run others (serve-trials)
     sub = p.add_subparsers(dest="command", required=True)
 
     v = sub.add_parser("validate", help="check a config and its scenarios without running anything")
@@ -57,7 +58,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    from .worker import delegate  # per-trial stages go to a warm worker when $MCPTRIALS_WORKER answers
+    from .delegate import delegate  # per-trial stages go to a warm worker when $MCPTRIALS_WORKER answers
 
     code = delegate(argv)
     if code is not None:

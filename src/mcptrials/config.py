@@ -8,6 +8,7 @@ file, the field and what would fix it. Defaults come from the JSON schemas in
 from __future__ import annotations
 
 import copy
+import functools
 import glob
 import hashlib
 import json
@@ -25,6 +26,7 @@ def _yaml_load(f):
     return yaml.load(f, Loader=_Loader)
 
 from .paths import SCHEMA_DIR
+from .specs import Specs
 
 BASELINE = "baseline"
 
@@ -89,6 +91,12 @@ def _validator(schema_name: str):
     return cls(_schema(schema_name), registry=registry)
 
 
+def host_drives() -> dict[str, list[str] | None]:
+    """Host kind -> the providers it can drive (None: any), as the config schema declares it
+    (`x-drives` of a host's `kind`): data, so config knows it without importing host code."""
+    return _schema("config.schema.yaml")["properties"]["hosts"]["additionalProperties"]["properties"]["kind"]["x-drives"]
+
+
 def _field_path(err) -> str:
     parts = [str(p) for p in err.absolute_path]
     return ".".join(parts) if parts else "(top level)"
@@ -144,7 +152,7 @@ class Scenario:
         """What the agent's run depends on: a change here reruns its trials."""
         return {
             "repo": self.data["repo"],
-            "limits": self.data.get("limits", {}),
+            "limits": self.data["limits"],
             "steps": [
                 {"name": s["name"], "prompt": s["prompt"], "state_check": (s.get("state_check") or {}).get("command")}
                 for s in self.data["steps"]
@@ -233,11 +241,14 @@ class Matrix:
             src = str((self.base_dir / src).resolve())
         return src
 
+    @functools.cached_property
+    def specs(self) -> Specs:
+        """The typed specs of the validated config, built once."""
+        return Specs.from_config(self.config, host_drives())
+
     def runs_under(self, model: str, host: str) -> bool:
         """Whether the host can drive the model (claude-code speaks the Messages API only)."""
-        from .hosts import host_supports
-
-        return host_supports(self.hosts[host]["kind"], self.models[model]["provider"])
+        return self.specs.hosts[host].drives(self.specs.models[model].provider)
 
     def cells(self):
         """Every (model, host, tool, repo, scenario, trial) of the run, trial counted from 1;
@@ -330,8 +341,6 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the config must be a mapping with tools, repos, scenarios and models")
     validate_against("config.schema.yaml", data, str(path))
-    for spec in data["models"].values():  # the default key variable depends on the provider
-        spec.setdefault("api_key_env", "OPENAI_API_KEY" if spec["provider"] == "openai" else "ANTHROPIC_API_KEY")
     m = Matrix(path=path, base_dir=path.parent, config=data)
 
     if BASELINE in data["tools"] and data["tools"][BASELINE]["transport"] != "none":
@@ -348,16 +357,18 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
         if spec["transport"] == "http" and not spec.get("url"):
             raise ConfigError(f"{where}.url: an http server needs `url:` (its MCP endpoint)")
 
-    keys = {spec.get("api_key_env") for spec in data["models"].values()} | {data["judge"]["api_key_env"]}
+    keys = {spec["api_key_env"] for spec in data["models"].values()} | {data["judge"]["api_key_env"]}
     for name, spec in data["tools"].items():
-        leaked = sorted(k for k in (spec.get("env") or {}) if k in keys)
+        leaked = sorted(k for k in spec["env"] if k in keys)
         if leaked:
             raise ConfigError(f"{path}: field tools.{name}.env: {leaked} is an API key of the models or judge; "
                               "a server never sees those: remove it")
 
-    for host, hspec in data["hosts"].items():
-        if not any(m.runs_under(model, host) for model in data["models"]):
-            raise ConfigError(f"{path}: field hosts.{host}: host kind {hspec['kind']} can drive none of the models "
+    # Specs built for this check only: m.specs is built on first use, after loading.
+    specs = Specs.from_config(data, host_drives())
+    for host, hspec in specs.hosts.items():
+        if not any(hspec.drives(ms.provider) for ms in specs.models.values()):
+            raise ConfigError(f"{path}: field hosts.{host}: host kind {hspec.kind} can drive none of the models "
                               "(claude-code needs a model with provider anthropic); add one or remove the host")
     for model, spec in data["models"].items():
         if spec["provider"] != "reference" and not spec.get("model"):

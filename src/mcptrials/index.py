@@ -47,11 +47,10 @@ def register(sub) -> None:
 
 def _cmd(args) -> int:
     from .config import load_matrix
-    from .snapshot import forbidden_env_names
 
     m = load_matrix(args.config)
     spec = m.tools.get(args.tool)
     if not spec or not spec.get("index"):
         raise ConfigError(f"{m.path}: field tools.{args.tool}.index: the tool has no index step")
-    build_index(args.tool, spec, read_json(args.checkout)["tree"], Path(args.out), forbidden_env_names(m), sys.stderr)
+    build_index(args.tool, spec, read_json(args.checkout)["tree"], Path(args.out), m.specs.key_env_names(), sys.stderr)
     return 0

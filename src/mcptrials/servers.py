@@ -16,12 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .paths import ROOT
+from .specs import ToolSpec
 
 TOOLS_DIR = ROOT / ".tools"
 
 
 def tool_env_dir(tool: str) -> Path:
     return TOOLS_DIR / tool
+
+
+def host_env_dir(host: str) -> Path:
+    """Where a host's own software lives. `_hosts` cannot clash with a tool's folder:
+    tool names start with a letter or digit."""
+    return TOOLS_DIR / "_hosts" / host
 
 
 def resolve_command(tool: str, command: str) -> str:
@@ -52,7 +59,7 @@ def server_environment(spec: dict, values: dict[str, str], forbidden: set[str], 
     """The variables a server may see: its config's `env` (literal or passed through by
     name) plus HOME/TMPDIR of the sandbox. Names in `forbidden` (API keys) never pass."""
     env = {"HOME": values["home"], "TMPDIR": values["tmp"]}
-    for name, val in (spec.get("env") or {}).items():
+    for name, val in spec["env"].items():
         if name in forbidden:
             continue
         if val is None:
@@ -63,7 +70,7 @@ def server_environment(spec: dict, values: dict[str, str], forbidden: set[str], 
     return env
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -126,43 +133,52 @@ class ServerSession:
         return process_tree_peak_rss_kb(self.pid_root)
 
 
+@contextlib.contextmanager
+def start_http_server(tool: ToolSpec, values: dict[str, str], forbidden_env: set[str], errlog, cwd: str | None = None):
+    """Start an http server (`command args`, {port} a free port) and wait until it listens;
+    yield its URL; stop its process group at the end. Hosts that connect by URL share it."""
+    values = dict(values, port=str(free_port()))
+    env = {k: os.environ[k] for k in ("PATH", "LANG") if k in os.environ} | \
+        server_environment(tool.config, values, forbidden_env)
+    proc = subprocess.Popen(
+        [resolve_command(tool.name, tool.command)] + [substitute(a, values) for a in tool.args],
+        env=env, cwd=cwd or values.get("workspace"), stdout=errlog, stderr=errlog,
+        stdin=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        url = substitute(tool.url, values)
+        wait_for_port(url, tool.startup_timeout, proc)
+        yield url
+    finally:
+        stop_process(proc)
+
+
 @contextlib.asynccontextmanager
-async def open_server(tool: str, spec: dict, values: dict[str, str], errlog_path: Path,
+async def open_server(tool: ToolSpec, values: dict[str, str], errlog_path: Path,
                       forbidden_env: set[str], cwd: str | None = None):
     """Start the tool's server and connect. `values` fills {workspace} {repo} {index} {home} {tmp}."""
     from mcp import Client, StdioServerParameters, stdio_client
 
-    values = dict(values)
-    env = server_environment(spec, values, forbidden_env)
+    env = server_environment(tool.config, values, forbidden_env)
     errlog_path.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with open(errlog_path, "a") as errlog, contextlib.ExitStack() as stack:
-        if spec["transport"] == "stdio":
+        if tool.transport == "stdio":
             params = StdioServerParameters(
-                command=resolve_command(tool, spec["command"]),
-                args=[substitute(a, values) for a in spec.get("args", [])],
+                command=resolve_command(tool.name, tool.command),
+                args=[substitute(a, values) for a in tool.args],
                 env=env,
                 cwd=cwd or values.get("workspace"),
             )
             target = stdio_client(params, errlog=errlog)
         else:  # http: we start the process, then connect to its URL
-            values["port"] = str(_free_port())
-            full_env = {k: os.environ[k] for k in ("PATH", "LANG") if k in os.environ} | env
-            proc = subprocess.Popen(
-                [resolve_command(tool, spec["command"])] + [substitute(a, values) for a in spec.get("args", [])],
-                env=full_env, cwd=cwd or values.get("workspace"), stdout=errlog, stderr=errlog,
-                stdin=subprocess.DEVNULL, start_new_session=True,
-            )
-            stack.callback(_stop_process, proc)
-            url = substitute(spec["url"], values)
-            _wait_for_port(url, spec.get("startup_timeout", 60), proc)
-            target = url
-        client = Client(target, mode="auto", read_timeout_seconds=spec.get("call_timeout", 60), cache=None)
+            target = stack.enter_context(start_http_server(tool, values, forbidden_env, errlog, cwd))
+        client = Client(target, mode="auto", read_timeout_seconds=tool.call_timeout, cache=None)
         async with client:
             yield ServerSession(client=client, startup_seconds=time.monotonic() - t0, errlog_path=errlog_path)
 
 
-def _wait_for_port(url: str, timeout: float, proc) -> None:
+def wait_for_port(url: str, timeout: float, proc) -> None:
     from urllib.parse import urlparse
 
     u = urlparse(url)
@@ -177,7 +193,7 @@ def _wait_for_port(url: str, timeout: float, proc) -> None:
     raise TimeoutError(f"http server did not listen on {url} within {timeout} s")
 
 
-def _stop_process(proc) -> None:
+def stop_process(proc) -> None:
     import signal
 
     if proc.poll() is None:
@@ -197,3 +213,19 @@ def stderr_tail(path: Path, lines: int = 30) -> str:
             return "".join(f.readlines()[-lines:])
     except OSError:
         return ""
+
+
+def leaf_error(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups, as anyio raises them."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def mcp_error_code(exc: BaseException) -> int | None:
+    """The JSON-RPC error code of an MCP error (e.g. -32000 connection closed), if any."""
+    exc = leaf_error(exc)
+    code = getattr(exc, "code", None)
+    if code is None:
+        code = getattr(getattr(exc, "error", None), "code", None)
+    return code

@@ -13,15 +13,9 @@ import time
 from pathlib import Path
 
 from . import __version__
-from .config import canonical_hash, load_matrix, ConfigError
+from .config import ConfigError, canonical_hash, load_matrix
 from .records import read_json, write_json
-
-
-def forbidden_env_names(m) -> set[str]:
-    """API key variables of every model and the judge: never passed to a server."""
-    names = {spec.get("api_key_env", "ANTHROPIC_API_KEY") for spec in m.models.values()}
-    names.add(m.config["judge"].get("api_key_env", "ANTHROPIC_API_KEY"))
-    return names | {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"}
+from .specs import ToolSpec
 
 
 def tools_hash(tools: list[dict]) -> str:
@@ -33,7 +27,7 @@ def tools_hash(tools: list[dict]) -> str:
     return canonical_hash(canon)
 
 
-async def snapshot_server(tool: str, spec: dict, workspace: Path, index_dir: Path | None,
+async def snapshot_server(tool: ToolSpec, workspace: Path, index_dir: Path | None,
                           forbidden: set[str], errlog: Path) -> dict:
     from .servers import open_server, stderr_tail
 
@@ -44,7 +38,7 @@ async def snapshot_server(tool: str, spec: dict, workspace: Path, index_dir: Pat
         values = {"workspace": str(workspace), "repo": str(workspace), "home": str(home), "tmp": str(tmp),
                   "index": str(index_dir or "")}
         t0 = time.monotonic()
-        async with open_server(tool, spec, values, errlog, forbidden) as s:
+        async with open_server(tool, values, errlog, forbidden) as s:
             startup = s.startup_seconds
             t1 = time.monotonic()
             tools = await s.list_tools()
@@ -67,7 +61,7 @@ def make_snapshot(config_path: str, tool: str, repo: str, checkout_json: Path, i
     m = load_matrix(config_path)
     if tool not in m.tools:
         raise ConfigError(f"{m.path}: field tools: no tool {tool!r}")
-    spec = m.tools[tool]
+    spec = m.specs.tools[tool]
     co = read_json(checkout_json)
     rec = {
         "harness_version": __version__,
@@ -78,7 +72,7 @@ def make_snapshot(config_path: str, tool: str, repo: str, checkout_json: Path, i
         "tool_spec_sha256": m.tool_hash(tool),
         "install": read_json(install_json)["resolved"] if install_json else {},
     }
-    if spec["transport"] == "none":
+    if not spec.has_server:
         from .builtins import BUILTIN_TOOLS
 
         rec.update(server_name=None, server_version=None, protocol_version=None, instructions=None,
@@ -91,14 +85,13 @@ def make_snapshot(config_path: str, tool: str, repo: str, checkout_json: Path, i
             work = Path(ws, "repo")
             shutil.copytree(co["tree"], work, symlinks=True)
             try:
-                data = asyncio.run(snapshot_server(tool, spec, work, index_dir, forbidden_env_names(m), errlog))
+                data = asyncio.run(snapshot_server(spec, work, index_dir, m.specs.key_env_names(), errlog))
             except Exception as e:
                 # A server that does not start is a fault of that tool, not of the run: it is
                 # recorded here, and each of its trials records its own attempt as crashed.
-                from .runner import _leaf_error
-                from .servers import stderr_tail
+                from .servers import leaf_error, stderr_tail
 
-                leaf = _leaf_error(e)
+                leaf = leaf_error(e)
                 data = {"error": f"{type(leaf).__name__}: {leaf}", "tools": [], "server_name": None,
                         "server_version": None, "protocol_version": None, "instructions": None,
                         "startup_seconds": None, "stderr_tail": stderr_tail(errlog)}
@@ -107,7 +100,7 @@ def make_snapshot(config_path: str, tool: str, repo: str, checkout_json: Path, i
 
         rec["builtin_tools"] = BUILTIN_TOOLS
     rec["tools_sha256"] = tools_hash(rec["tools"])
-    rec["version_label"] = spec.get("version")
+    rec["version_label"] = spec.version
     write_json(out, rec)
     return rec
 

@@ -1,4 +1,4 @@
-"""Typed, frozen views of the validated config: built once, read everywhere.
+"""Typed, frozen views of the validated config: built once (`Matrix.specs`), read everywhere.
 
 The config schema (src/mcptrials/schemas/*.yaml) fills every default before these are
 built, so a field with a default is read with `d["field"]`, never `d.get("field", x)`:
@@ -11,17 +11,21 @@ judge all read it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, replace
+
+# Variables that hold API keys whatever the config says: never passed to a server, and
+# their values are scrubbed from records like the config's own key variables.
+WELL_KNOWN_KEYS = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"})
 
 
 @dataclass(frozen=True)
 class JudgeSpec:
-    """config `judge:`. `api_key_env` is None for a provider that needs no key."""
+    """config `judge:`."""
 
     provider: str
     model: str | None
     base_url: str | None
-    api_key_env: str | None
+    api_key_env: str
     repeats: int
     threshold: float
     strict: bool
@@ -29,5 +33,118 @@ class JudgeSpec:
     @classmethod
     def from_config(cls, d: dict) -> JudgeSpec:
         return cls(provider=d["provider"], model=d.get("model"), base_url=d.get("base_url"),
-                   api_key_env=d.get("api_key_env"), repeats=d["repeats"], threshold=d["threshold"],
+                   api_key_env=d["api_key_env"], repeats=d["repeats"], threshold=d["threshold"],
                    strict=d["strict"])
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """config `tools.<name>`: one MCP server under test (transport none: the baseline).
+    `config` is the validated entry itself: what `Matrix.tool_hash` hashes and what the
+    server-environment helpers read."""
+
+    name: str
+    transport: str
+    command: str | None
+    args: tuple[str, ...]
+    url: str | None
+    instructions: bool
+    startup_timeout: float
+    call_timeout: float
+    version: str | None
+    config: dict = field(repr=False)
+
+    @classmethod
+    def from_config(cls, name: str, d: dict) -> ToolSpec:
+        return cls(name=name, transport=d["transport"], command=d.get("command"), args=tuple(d["args"]),
+                   url=d.get("url"), instructions=d["instructions"], startup_timeout=d["startup_timeout"],
+                   call_timeout=d["call_timeout"], version=d.get("version"), config=d)
+
+    @property
+    def has_server(self) -> bool:
+        return self.transport != "none"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """config `models.<name>`. `max_tokens`: the per-reply cap of `params` (None: the limits')."""
+
+    name: str
+    provider: str
+    model: str | None
+    base_url: str | None
+    api_key_env: str
+    max_retries: int
+    max_tokens: int | None
+    params: dict
+
+    @classmethod
+    def from_config(cls, name: str, d: dict) -> ModelSpec:
+        return cls(name=name, provider=d["provider"], model=d.get("model"), base_url=d.get("base_url"),
+                   api_key_env=d["api_key_env"], max_retries=d["max_retries"],
+                   max_tokens=d["params"].get("max_tokens"), params=d["params"])
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """config `hosts.<name>`. The claude-code settings are None for other kinds (the schema
+    forbids them there). `providers`: what the kind can drive (None: any), from the schema."""
+
+    name: str
+    kind: str
+    providers: frozenset[str] | None
+    version: str | None = None
+    builtin_tools: tuple[str, ...] | None = None
+    bare: bool | None = None
+    extra_args: tuple[str, ...] | None = None
+
+    @classmethod
+    def from_config(cls, name: str, d: dict, providers) -> HostSpec:
+        opt = {k: tuple(d[k]) if isinstance(d.get(k), list) else d.get(k)
+               for k in ("version", "builtin_tools", "bare", "extra_args")}
+        return cls(name=name, kind=d["kind"], providers=None if providers is None else frozenset(providers), **opt)
+
+    def drives(self, provider: str) -> bool:
+        return self.providers is None or provider in self.providers
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-step limits: the config's `limits`, a scenario's overriding them."""
+
+    max_turns: int
+    max_output_tokens: int
+    max_seconds: float
+    max_result_tokens: int
+
+    @classmethod
+    def from_config(cls, d: dict) -> Limits:
+        return cls(**d)
+
+    def overridden(self, d: dict | None) -> Limits:
+        return replace(self, **(d or {}))
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Specs:
+    tools: dict[str, ToolSpec]
+    models: dict[str, ModelSpec]
+    hosts: dict[str, HostSpec]
+    judge: JudgeSpec
+    limits: Limits
+
+    @classmethod
+    def from_config(cls, config: dict, host_drives: dict[str, list[str] | None]) -> Specs:
+        """`config`: validated (defaults filled); `host_drives`: host kind -> providers."""
+        return cls(tools={n: ToolSpec.from_config(n, d) for n, d in config["tools"].items()},
+                   models={n: ModelSpec.from_config(n, d) for n, d in config["models"].items()},
+                   hosts={n: HostSpec.from_config(n, d, host_drives[d["kind"]]) for n, d in config["hosts"].items()},
+                   judge=JudgeSpec.from_config(config["judge"]), limits=Limits.from_config(config["limits"]))
+
+    def key_env_names(self) -> set[str]:
+        """Every variable that holds an API key (the models', the judge's, the well-known ones):
+        a server never sees them, and their values never reach a record."""
+        return {s.api_key_env for s in self.models.values()} | {self.judge.api_key_env} | WELL_KNOWN_KEYS

@@ -8,8 +8,10 @@ exactly `mcptrials ARGS`: the same argv parsing, records and exit code. The pare
 runs a trial and starts no threads, so forking it is safe.
 
 The per-trial commands `mcptrials run-trial`, `score` and `judge` delegate to the worker
-named by env MCPTRIALS_WORKER when that is set and the socket answers (`delegate`);
-otherwise they run in-process as before. The client path imports nothing heavy.
+named by env MCPTRIALS_WORKER when that is set and the socket answers
+(mcptrials.delegate, the client, stdlib only); otherwise they run in-process as before.
+The worker is handed the command line's own entry point (`run_argv`, cli.main) by the
+command that starts it, so this module never imports the CLI (no import cycle).
 
 Protocol, one request per connection:
   client -> worker  a 4-byte big-endian length, then JSON {"argv": [...], "cwd": ...,
@@ -33,50 +35,9 @@ import socket
 import struct
 import sys
 
-ENV = "MCPTRIALS_WORKER"
-DELEGATED = ("run-trial", "score", "judge")  # the per-trial stages, run once per trial
+from .delegate import ENV
+
 MAX_REQUEST = 4 * 1024 * 1024
-
-
-# --- the client (light: stdlib only) ------------------------------------------------
-
-
-def delegate(argv: list[str]) -> int | None:
-    """Run `mcptrials <argv>` in the worker named by $MCPTRIALS_WORKER; its exit code,
-    or None when no worker is set or reachable (then the caller runs in-process)."""
-    path = os.environ.get(ENV)
-    if not path or not argv or argv[0] not in DELEGATED:
-        return None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(path)
-    except OSError:  # missing, stale (nobody listening), or a path too long for a socket
-        sock.close()
-        return None
-    with sock:
-        body = json.dumps({"argv": list(argv), "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        try:
-            socket.send_fds(sock, [struct.pack(">I", len(body)) + body], [1, 2])
-        except OSError:
-            return None  # the worker went away before taking the request: nothing ran
-        answer = b""
-        while not answer.endswith(b"\n"):
-            chunk = sock.recv(4096)
-            if not chunk:
-                break
-            answer += chunk
-    try:
-        reply = json.loads(answer)
-    except ValueError:
-        print(f"mcptrials: error: the trial worker at {path} closed the connection without a result; "
-              "the trial is counted as failed (rerun it, or unset MCPTRIALS_WORKER to run in-process)",
-              file=sys.stderr)
-        return 1
-    if reply.get("error"):
-        print(f"mcptrials: error: {reply['error']}", file=sys.stderr)
-    return int(reply["exit_code"])
 
 
 # --- the worker --------------------------------------------------------------------------
@@ -88,7 +49,8 @@ def preload() -> list[str]:
 
     loaded = []
     names = ["anthropic", "mcp", "mcp.client.stdio", "psutil", "jsonschema", "referencing", "yaml", "git",
-             "mcptrials.runner", "mcptrials.servers", "mcptrials.snapshot", "mcptrials.builtins",
+             "mcptrials.runner", "mcptrials.trial", "mcptrials.hosts.loop", "mcptrials.servers",
+             "mcptrials.snapshot", "mcptrials.builtins",
              "mcptrials.records", "mcptrials.providers.anthropic", "mcptrials.providers.reference",
              "mcptrials.graders.cost", "mcptrials.graders.cli", "mcptrials.graders.scoring", "mcptrials.judge",
              "mcptrials.hosts", "mcptrials.cli", "openai", "mcptrials.providers.openai"]
@@ -131,7 +93,8 @@ def _read_request(conn: socket.socket) -> tuple[dict, list[int]]:
     return req, list(fds)
 
 
-def _child(req: dict, fds: list[int], listener: socket.socket, conn: socket.socket, wakeup: list[int]) -> None:
+def _child(req: dict, fds: list[int], listener: socket.socket, conn: socket.socket, wakeup: list[int],
+           run_argv) -> None:
     """In the forked child: become `mcptrials run-trial` for the client, then exit."""
     import signal
     import tempfile
@@ -162,10 +125,8 @@ def _child(req: dict, fds: list[int], listener: socket.socket, conn: socket.sock
         os.environ.update({k: v for k, v in req["env"].items() if k != ENV})  # never delegate again
         tempfile.tempdir = None  # recomputed from the client's TMPDIR
         sys.argv = ["mcptrials", *req["argv"]]
-        from .cli import main
-
         try:
-            code = main(list(req["argv"]))
+            code = run_argv(list(req["argv"]))
         except SystemExit as e:  # argparse errors and sys.exit, as the process would exit
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
             if not isinstance(e.code, (int, type(None))):
@@ -182,9 +143,10 @@ def _child(req: dict, fds: list[int], listener: socket.socket, conn: socket.sock
             os._exit(code & 0xFF)
 
 
-def serve(path: str, watch_pid: int | None = None) -> int:
+def serve(path: str, run_argv, watch_pid: int | None = None) -> int:
     """Listen on `path` until SIGTERM/SIGINT (or until `watch_pid` is gone); fork a child
-    per request. Binds before importing, so clients queue instead of falling back."""
+    per request, which runs `run_argv(argv)` (cli.main). Binds before importing, so
+    clients queue instead of falling back."""
     import selectors
     import signal
 
@@ -274,7 +236,7 @@ def serve(path: str, watch_pid: int | None = None) -> int:
                     sys.stderr.flush()
                     pid = os.fork()
                     if pid == 0:
-                        _child(req, fds, listener, conn, [wake_r, wake_w])
+                        _child(req, fds, listener, conn, [wake_r, wake_w], run_argv)
                     for fd in fds:
                         os.close(fd)
                     print(f"child {pid}: mcptrials {' '.join(req['argv'])}", flush=True)
@@ -346,4 +308,5 @@ def register(sub) -> None:
                                            "in forked children (see MCPTRIALS_WORKER)")
     p.add_argument("--socket", required=True, help="the Unix socket to listen on, e.g. results/.worker.sock")
     p.add_argument("--watch-pid", type=int, help="stop when this process (e.g. Snakemake) is gone")
-    p.set_defaults(func=lambda args: serve(args.socket, args.watch_pid))
+    # run_argv: set by the CLI's parser (cli.main), the entry point each child runs
+    p.set_defaults(func=lambda args: serve(args.socket, args.run_argv, args.watch_pid))

@@ -1,39 +1,62 @@
-"""Hosts: what wraps the model and runs the agent loop.
+"""Hosts: what wraps the model and runs the agent loop of a trial.
 
-- `loop`: the harness's own agent loop (mcptrials.runner.Trial), any provider.
-- `claude-code`: the Claude Code CLI, run non-interactively (mcptrials.hosts.claude_code);
-  it speaks the Messages API, so it drives `anthropic` models only, and it is installed
-  by the workflow (`mcptrials install-host`) into .tools/_hosts/<host>/.
+A host is one module that defines `HOST`, an object with the `Host` interface below, and
+one row of `HOSTS`; the config schema's host `kind` enum names it and says (`x-drives`)
+which providers it can drive. Host modules are imported only when a trial or an install
+needs them: `HOSTS` itself is data (the workflow reads `needs_install` at parse time).
 
-Light on purpose: config.py imports this module to know which (model, host) pairs exist.
+- `loop` (hosts/loop.py): the harness's own agent loop, any provider.
+- `claude-code` (hosts/claude_code.py): the Claude Code CLI, run non-interactively; it
+  speaks the Messages API, so it drives `anthropic` models only, and it is installed by
+  the workflow (`mcptrials install-host`) into .tools/_hosts/<host>/.
+
+Hosts use the public API of mcptrials.trial (the shared core) and mcptrials.servers.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-
-# host kind -> the providers it can drive (None: all of them)
-HOST_PROVIDERS: dict[str, set[str] | None] = {"loop": None, "claude-code": {"anthropic"}}
-# host kinds that need an install step before their trials
-NEEDS_INSTALL = {"claude-code"}
+from typing import Protocol
 
 
-def host_supports(kind: str, provider: str) -> bool:
-    allowed = HOST_PROVIDERS.get(kind)
-    return allowed is None or provider in allowed
+class Host(Protocol):
+    """What a host module's HOST offers. What it can drive is data of the config schema
+    (HostSpec.drives), so config checks the matrix without importing host code."""
+
+    kind: str
+
+    def run(self, ctx) -> tuple[str, str | None]:
+        """Run every step of the trial (a mcptrials.trial.TrialContext), filling ctx.rec;
+        return (outcome, detail). May raise TrialAbort; ConfigError for bad input."""
+
+    # and, for a kind with needs_install: install(host: str, spec: HostSpec, log) -> dict,
+    # the record written to results/hosts/<host>/install.json
+
+
+@dataclass(frozen=True)
+class HostKind:
+    module: str            # hosts/<module>.py, which defines HOST
+    needs_install: bool    # an install_host job runs before its trials
+
+
+# The one table of host kinds. Adding a host: one module and one row (plus its kind in
+# the config schema, with its settings and what it drives).
+HOSTS: dict[str, HostKind] = {
+    "loop": HostKind(module="loop", needs_install=False),
+    "claude-code": HostKind(module="claude_code", needs_install=True),
+}
+
+
+def host_for(kind: str) -> Host:
+    """The host of a kind, its module imported now."""
+    return importlib.import_module(f"{__name__}.{HOSTS[kind].module}").HOST
 
 
 def needs_install(kind: str) -> bool:
-    return kind in NEEDS_INSTALL
-
-
-def host_env_dir(host: str) -> Path:
-    """Where a host's own software lives. `_hosts` cannot clash with a tool's folder:
-    tool names start with a letter or digit."""
-    from ..servers import TOOLS_DIR
-
-    return TOOLS_DIR / "_hosts" / host
+    return HOSTS[kind].needs_install
 
 
 # --- the install-host command ------------------------------------------------------
@@ -54,13 +77,11 @@ def _cmd(args) -> int:
     m = load_matrix(args.config)
     if args.host not in m.hosts:
         raise ConfigError(f"{m.path}: field hosts: no host {args.host!r}; use one of: {', '.join(sorted(m.hosts))}")
-    spec = m.hosts[args.host]
-    if spec["kind"] == "claude-code":
-        from .claude_code import install
-
-        rec = install(args.host, spec, sys.stderr)
+    spec = m.specs.hosts[args.host]
+    if needs_install(spec.kind):
+        rec = host_for(spec.kind).install(args.host, spec, sys.stderr)
     else:
-        rec = {"host": args.host, "kind": spec["kind"], "env_dir": None, "resolved": {}, "seconds": 0.0}
+        rec = {"host": args.host, "kind": spec.kind, "env_dir": None, "resolved": {}, "seconds": 0.0}
     write_json(Path(args.out), rec)
     print(f"{args.host}: {rec['kind']} {rec.get('version') or ''} {'(reused)' if rec.get('reused') else ''}".rstrip())
     return 0

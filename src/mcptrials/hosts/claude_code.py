@@ -51,14 +51,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from . import host_env_dir
+from ..servers import host_env_dir
+from ..trial import CHARS_PER_TOKEN, TrialAbort, TrialContext, split_feedback, step_prompt
 
 PACKAGE = "@anthropic-ai/claude-code"
 # Claude Code's built-ins -> the loop's equivalent built-in (graders count grep/list_files as searches)
 BUILTIN_EQUIVALENTS = {"Read": "read_file", "Grep": "grep", "Glob": "list_files", "LS": "list_files"}
 MCP_CODE_RE = re.compile(r"MCP error (-?\d+)")
 STREAM_LIMIT = 1 << 26   # one stream-json line can hold a whole tool result
-STARTUP_TIMEOUT_MS = 60_000
 
 
 # --- install -------------------------------------------------------------------------
@@ -76,12 +76,12 @@ def installed_version(host: str) -> str | None:
         return None
 
 
-def install(host: str, spec: dict, log) -> dict:
+def install(host: str, spec, log) -> dict:
     """npm-install the pinned CLI into .tools/_hosts/<host>/; an install of the same
     version already there is reused (npm would only re-check it)."""
     from ..install import _run
 
-    env_dir, want = host_env_dir(host), spec["version"]
+    env_dir, want = host_env_dir(host), spec.version
     t0 = time.monotonic()
     reused = installed_version(host) == want and binary_path(host).exists()
     if not reused:
@@ -109,16 +109,17 @@ def mcp_tool_name(tool: str, name: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_-]", "_", f"mcp__{tool}__{name}")
 
 
-def stdio_entry(tool: str, spec: dict, values: dict, forbidden: set[str]) -> dict:
-    """The server's --mcp-config entry: the same command, arguments, cwd (the workspace) and
-    environment as the loop's mcp client gives it, the environment enforced with `env -i`."""
+def stdio_entry(tool, values: dict, forbidden: set[str]) -> dict:
+    """The server's --mcp-config entry (tool: a ToolSpec): the same command, arguments, cwd
+    (the workspace) and environment as the loop's mcp client gives it, the environment
+    enforced with `env -i`."""
     from mcp.client.stdio import get_default_environment
 
     from ..servers import resolve_command, server_environment, substitute
 
-    env = get_default_environment() | server_environment(spec, values, forbidden)
-    command = resolve_command(tool, spec["command"])
-    args = [substitute(a, values) for a in spec.get("args", [])]
+    env = get_default_environment() | server_environment(tool.config, values, forbidden)
+    command = resolve_command(tool.name, tool.command)
+    args = [substitute(a, values) for a in tool.args]
     return {"type": "stdio", "command": shutil.which("env") or "/usr/bin/env",
             "args": ["-i", *(f"{k}={v}" for k, v in sorted(env.items())), command, *args]}
 
@@ -149,7 +150,8 @@ def build_command(binary: str, prompt: str, *, model: str, session_id: str, resu
 
 
 def host_environment(home: str, tmp: str, api_key: str, base_url: str | None, max_output_tokens: int,
-                     max_result_tokens: int, max_retries: int, call_timeout: float) -> dict[str, str]:
+                     max_result_tokens: int, max_retries: int, startup_timeout: float,
+                     call_timeout: float) -> dict[str, str]:
     """Claude Code's whole environment: nothing of ours leaks in but PATH and the locale."""
     env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL") if k in os.environ}
     env.update({
@@ -159,7 +161,7 @@ def host_environment(home: str, tmp: str, api_key: str, base_url: str | None, ma
         "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(max_output_tokens),
         "MAX_MCP_OUTPUT_TOKENS": str(max_result_tokens),
         "CLAUDE_CODE_MAX_RETRIES": str(max_retries),
-        "MCP_TIMEOUT": str(STARTUP_TIMEOUT_MS),
+        "MCP_TIMEOUT": str(int(startup_timeout * 1000)),
         "MCP_TOOL_TIMEOUT": str(int(call_timeout * 1000)),
     })
     if base_url:
@@ -199,9 +201,16 @@ class StepStream:
     msg_usage: dict = field(default_factory=dict)    # message id -> usage (when no result event came)
 
 
-def parse_stream(events: list[dict], step: int) -> StepStream:
+def server_tool_names(tool: str, tools: list[dict]) -> dict[str, str]:
+    """Claude Code's name of each server tool -> the server's own name (from tools/list), so
+    `tool_calls[].tool` is `git.log`, not `git_log`, as the loop records it."""
+    return {mcp_tool_name(tool, t["name"]): t["name"] for t in tools}
+
+
+def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | None = None) -> StepStream:
     """Group assistant events by message id (stream-json sends one content block per event),
-    pair each tool_use with its tool_result, keep init and result apart."""
+    pair each tool_use with its tool_result, keep init and result apart. `tool_names`:
+    see server_tool_names (a name not in it keeps Claude Code's spelling)."""
     s = StepStream()
     turn_of: dict[str, int] = {}        # message id -> 1-based model call in the step
     message_of: dict[str, dict] = {}    # message id -> its assistant turn (blocks may come after tool results)
@@ -256,7 +265,7 @@ def parse_stream(events: list[dict], step: int) -> StepStream:
                 call, t0 = pending.pop(b.get("tool_use_id"), (None, None))
                 if call is None:
                     continue
-                s.calls.append(_call_record(call, text, is_error, t0, _ts(ev)))
+                s.calls.append(_call_record(call, text, is_error, t0, _ts(ev), tool_names or {}))
     if pending:  # asked for, never answered (a kill, a time-out): close the turn for the record, as the loop does
         if not s.messages or s.messages[-1]["role"] != "user":
             s.messages.append({"role": "user", "content": []})
@@ -265,10 +274,11 @@ def parse_stream(events: list[dict], step: int) -> StepStream:
     return s
 
 
-def _call_record(call: dict, text: str, is_error: bool, t0: float | None, t1: float | None) -> dict:
+def _call_record(call: dict, text: str, is_error: bool, t0: float | None, t1: float | None,
+                 tool_names: dict[str, str]) -> dict:
     name = call["name"]
     if name.startswith("mcp__"):
-        source, tool = "mcp", name.split("__", 2)[-1]
+        source, tool = "mcp", tool_names.get(name) or name.split("__", 2)[-1]
     else:
         source, tool = "builtin", BUILTIN_EQUIVALENTS.get(name, name)
     kind, code = None, None
@@ -278,8 +288,6 @@ def _call_record(call: dict, text: str, is_error: bool, t0: float | None, t1: fl
             kind, code = "protocol_error", int(m.group(1))
         else:
             kind = "tool_error"
-    from ..runner import CHARS_PER_TOKEN
-
     return dict(call, tool=tool, source=source, result_text=text, result_chars=len(text), truncated=False,
                 is_error=is_error, error_kind=kind, error_code=code,
                 latency_ms=round((t1 - t0) * 1000, 2) if t0 is not None and t1 is not None else 0.0,
@@ -360,113 +368,92 @@ async def _kill_group(proc) -> None:
             continue
 
 
-def run_claude_code(trial, host: str, snapshot: dict | None, values: dict, system_text: str,
-                    meta: dict) -> tuple[str, str | None]:
-    """Run every step of the trial under Claude Code, filling trial.rec; return (outcome, detail)."""
-    from ..config import ConfigError
-    from ..runner import TrialAbort, _forbidden
+class ClaudeCodeHost:
+    kind = "claude-code"
 
-    m = trial.m
-    hspec, mspec = m.hosts[host], m.models[trial.model]
-    if mspec["provider"] != "anthropic":
-        raise ConfigError(f"{m.path}: field hosts.{host}: claude-code drives provider anthropic only, not "
-                          f"models.{trial.model} ({mspec['provider']}); run that model under a loop host")
-    binary = binary_path(host)
-    if not binary.exists():
-        raise TrialAbort("harness_failed", f"{binary}: Claude Code is not installed; run `mcptrials install-host "
-                                           f"--host {host} --out results/hosts/{host}/install.json` (the workflow's install_host rule)")
-    key = os.environ.get(mspec["api_key_env"])
-    if not key:
-        raise ConfigError(f"{m.path}: field models.{trial.model}: ${mspec['api_key_env']} is not set; export it")
-    sandbox = Path(values["home"]).parent
-    host_home = sandbox / "host-home"   # Claude Code's own HOME (sessions, logs); the server keeps `home`
-    host_home.mkdir()
-    session_id = str(uuid.uuid4())
-    meta.update(host_version=installed_version(host), host_session_id=session_id,
-                host_builtin_tools=list(hspec["builtin_tools"]))
-    ctx = _Session(trial=trial, host=host, snapshot=snapshot, values=values, system_text=system_text, meta=meta,
-                   binary=str(binary), host_home=host_home, session_id=session_id, api_key=key,
-                   forbidden=_forbidden(m))
-    try:
-        return asyncio.run(ctx.run())
-    finally:
-        logs = mcp_log_summary(host_home)
-        meta["server_startup_seconds"] = logs["startup_seconds"]
-        meta["server_protocol_version"] = logs["protocol_version"]
-        meta["server_stderr_tail"] = logs["tail"]
+    def install(self, host: str, spec, log) -> dict:
+        return install(host, spec, log)
+
+    def run(self, ctx: TrialContext) -> tuple[str, str | None]:
+        """Run every step of the trial under Claude Code, filling ctx.rec."""
+        host = ctx.host.name
+        binary = binary_path(host)
+        if not binary.exists():
+            raise TrialAbort("harness_failed", f"{binary}: Claude Code is not installed; run `mcptrials install-host "
+                                               f"--host {host} --out results/hosts/{host}/install.json` "
+                                               "(the workflow's install_host rule)")
+        host_home = ctx.sandbox.root / "host-home"  # Claude Code's own HOME (sessions, logs); the server keeps `home`
+        host_home.mkdir()
+        session = _Session(ctx=ctx, binary=str(binary), host_home=host_home, session_id=str(uuid.uuid4()),
+                           api_key=ctx.api_key())
+        ctx.meta.update(host_version=installed_version(host), host_session_id=session.session_id,
+                        host_builtin_tools=list(ctx.host.builtin_tools))
+        try:
+            return asyncio.run(session.run())
+        finally:
+            logs = mcp_log_summary(host_home)
+            ctx.meta["server_startup_seconds"] = logs["startup_seconds"]
+            ctx.meta["server_protocol_version"] = logs["protocol_version"]
+            ctx.meta["server_stderr_tail"] = logs["tail"]
+
+
+HOST = ClaudeCodeHost()
 
 
 @dataclass
 class _Session:
-    trial: object
-    host: str
-    snapshot: dict | None
-    values: dict
-    system_text: str
-    meta: dict
+    ctx: TrialContext
     binary: str
     host_home: Path
     session_id: str
     api_key: str
-    forbidden: set
 
     async def run(self) -> tuple[str, str | None]:
-        t = self.trial
-        tspec = t.m.tools[t.tool]
+        ctx = self.ctx
+        tool = ctx.tool
         with contextlib.ExitStack() as stack:
             mcp_file = None
-            if tspec["transport"] != "none":
+            if tool.has_server:
                 try:
-                    entry = (stdio_entry(t.tool, tspec, self.values, self.forbidden) if tspec["transport"] == "stdio"
-                             else self._start_http(stack, tspec))
+                    entry = (stdio_entry(tool, ctx.sandbox.values(), ctx.forbidden_env) if tool.transport == "stdio"
+                             else self._start_http(stack))
                 except Exception as e:  # no command, or an http server that never listened: as in the loop
                     msg = f"server failed to start: {type(e).__name__}: {e}"
-                    t.rec.error("protocol_error", msg)
+                    ctx.rec.error("protocol_error", msg)
                     return "server_crashed", msg
-                mcp_file = self.host_home.parent / "mcp-config.json"
-                mcp_file.write_text(json.dumps({"mcpServers": {t.tool: entry}}, indent=1))
-            steps = t.scenario.data["steps"]
+                mcp_file = ctx.sandbox.root / "mcp-config.json"
+                mcp_file.write_text(json.dumps({"mcpServers": {tool.name: entry}}, indent=1))
+            steps = ctx.steps
             for i, step in enumerate(steps):
                 outcome, detail = await self.run_step(i, step, i == len(steps) - 1, mcp_file)
                 if outcome != "completed":
                     return outcome, detail
         return "completed", None
 
-    def _start_http(self, stack, spec: dict) -> dict:
+    def _start_http(self, stack) -> dict:
         """An http server is ours to start, as in the loop; Claude Code connects to its URL."""
-        from ..servers import _free_port, _stop_process, _wait_for_port, resolve_command, server_environment, substitute
+        from ..servers import start_http_server
 
-        values = dict(self.values, port=str(_free_port()))
-        env = {k: os.environ[k] for k in ("PATH", "LANG") if k in os.environ} | \
-            server_environment(spec, values, self.forbidden)
-        errlog = stack.enter_context(open(self.host_home.parent / "server.stderr.log", "a"))
-        proc = subprocess.Popen([resolve_command(self.trial.tool, spec["command"])]
-                                + [substitute(a, values) for a in spec.get("args", [])],
-                                env=env, cwd=values["workspace"], stdout=errlog, stderr=errlog,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-        stack.callback(_stop_process, proc)
-        url = substitute(spec["url"], values)
-        _wait_for_port(url, spec.get("startup_timeout", 60), proc)
+        ctx = self.ctx
+        errlog = stack.enter_context(open(ctx.sandbox.root / "server.stderr.log", "a"))
+        url = stack.enter_context(start_http_server(ctx.tool, ctx.sandbox.values(), ctx.forbidden_env, errlog))
         return {"type": "http", "url": url}
 
     async def run_step(self, index: int, step: dict, last: bool, mcp_file: Path | None) -> tuple[str, str | None]:
         from ..providers.base import Usage
-        from ..runner import LAST_STEP_NOTE, run_state_check, split_feedback, step_limits
 
-        t, rec = self.trial, self.trial.rec
-        m, tool = t.m, t.tool
-        mspec, hspec = m.models[t.model], m.hosts[self.host]
-        lim = step_limits(m, t.scenario)
-        prompt = step["prompt"] + (LAST_STEP_NOTE if last else "")
-        builtins = list(hspec["builtin_tools"])
-        argv = build_command(self.binary, prompt, model=mspec["model"], session_id=self.session_id, resume=index > 0,
-                             max_turns=lim["max_turns"], builtins=builtins,
-                             allowed=allowed_tools(tool, self.snapshot, builtins, mcp_file is not None),
-                             mcp_file=str(mcp_file) if mcp_file else None, system_append=self.system_text,
-                             bare=hspec["bare"], extra_args=hspec["extra_args"])
-        env = host_environment(str(self.host_home), self.values["tmp"], self.api_key, mspec.get("base_url"),
-                               min(t.max_tokens, lim["max_output_tokens"]), lim["max_result_tokens"],
-                               mspec["max_retries"], m.tools[tool].get("call_timeout", 60))
+        ctx, rec = self.ctx, self.ctx.rec
+        tool, model, host, lim = ctx.tool, ctx.model, ctx.host, ctx.limits
+        prompt = step_prompt(step, last)
+        builtins = list(host.builtin_tools)
+        argv = build_command(self.binary, prompt, model=model.model, session_id=self.session_id, resume=index > 0,
+                             max_turns=lim.max_turns, builtins=builtins,
+                             allowed=allowed_tools(tool.name, ctx.snapshot, builtins, mcp_file is not None),
+                             mcp_file=str(mcp_file) if mcp_file else None, system_append=ctx.system_text,
+                             bare=host.bare, extra_args=list(host.extra_args))
+        env = host_environment(str(self.host_home), str(ctx.sandbox.tmp), self.api_key, model.base_url,
+                               ctx.reply_cap, lim.max_result_tokens, model.max_retries, tool.startup_timeout,
+                               tool.call_timeout)
         failed_servers: list = []
 
         def stop_on(ev: dict) -> bool:  # a server that did not connect: stop before spending a model call
@@ -475,9 +462,8 @@ class _Session:
             return bool(failed_servers)
 
         t0 = time.monotonic()
-        run = await run_process(argv, env, self.values["workspace"], lim["max_seconds"], stop_on)
-        s = parse_stream(run.events, index)
-        ws = f"{self.values['workspace']}/"
+        run = await run_process(argv, env, str(ctx.sandbox.workspace), lim.max_seconds, stop_on)
+        s = parse_stream(run.events, index, server_tool_names(tool.name, (ctx.snapshot or {}).get("tools") or []))
         srec = {"index": index, "name": step["name"], "prompt": step["prompt"], "answer_text": "",
                 "reasoning_text": "", "audit_text": "", "outcome": "completed", "turns": len(s.replies),
                 "state_check": None, "wall_seconds": round(time.monotonic() - t0, 3)}
@@ -489,8 +475,8 @@ class _Session:
                 rec.error(c["error_kind"], f"{c['tool']}: {c['result_text'][:300]}", step=index, code=c["error_code"])
         finals = [i for i, (_, has_tool) in enumerate(s.replies) if not has_tool]
         last_final = finals[-1] if finals else None
-        srec["reasoning_text"] = "\n\n".join(x for i, (texts, _) in enumerate(s.replies) if i != last_final
-                                             for x in texts if x).replace(ws, "")
+        srec["reasoning_text"] = ctx.sandbox.relative("\n\n".join(x for i, (texts, _) in enumerate(s.replies)
+                                                                   if i != last_final for x in texts if x))
         srec["audit_text"] = "\n\n".join(f"> {c['name']} {c['arguments']}\n{c['result_text'][:2000]}" for c in s.calls)
         rec.api_calls += len(s.replies)
         rec.retries += s.api_retries
@@ -504,25 +490,24 @@ class _Session:
         if r.get("total_cost_usd") is not None:  # cumulative over the resumed session (2.1.328)
             rec.extra_usage["host_cost_usd"] = max(rec.extra_usage.get("host_cost_usd") or 0.0, r["total_cost_usd"])
         if r.get("permission_denials"):
-            self.meta.setdefault("host_permission_denials", []).extend(r["permission_denials"])
-        if s.init and not self.meta.get("host_reported_version"):
-            self.meta["host_reported_version"] = s.init.get("claude_code_version")
+            ctx.meta.setdefault("host_permission_denials", []).extend(r["permission_denials"])
+        if s.init and not ctx.meta.get("host_reported_version"):
+            ctx.meta["host_reported_version"] = s.init.get("claude_code_version")
         outcome, detail = self._outcome(run, s, index)
         srec["outcome"] = outcome
         if outcome == "completed" or outcome == "budget_exceeded":
-            answer, feedback = split_feedback((r.get("result") or "").replace(ws, ""))
+            answer, feedback = split_feedback(ctx.sandbox.relative(r.get("result") or ""))
             srec["answer_text"] = answer
             if feedback:
                 rec.feedback = feedback
         rec.steps.append(srec)
-        if step.get("state_check"):
-            srec["state_check"] = run_state_check(step["state_check"]["command"], Path(self.values["workspace"]))
+        srec["state_check"] = ctx.state_check(step)
         return outcome, detail
 
     def _outcome(self, run: ProcessRun, s: StepStream, index: int) -> tuple[str, str | None]:
-        rec = self.trial.rec
+        rec = self.ctx.rec
         if run.stopped:
-            msg = f"claude-code: MCP server {self.trial.tool} did not connect: {json.dumps(s.init.get('mcp_servers'))}"
+            msg = f"claude-code: MCP server {self.ctx.tool.name} did not connect: {json.dumps(s.init.get('mcp_servers'))}"
             rec.error("protocol_error", msg, step=index)
             return "server_crashed", msg
         if run.timed_out:
