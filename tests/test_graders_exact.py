@@ -2,8 +2,21 @@
 
 import pytest
 
-from mcptrials.config import ConfigError
-from mcptrials.graders.exact import grade_exact, to_number
+from mcptrials.config import ConfigError, validate_against
+from mcptrials.graders import exact
+from mcptrials.graders.exact import to_number
+
+
+def filled(**step) -> dict:
+    """One scenario step as the scenario schema fills it (its defaults included): the graders
+    read checks from a validated scenario and restate no default."""
+    sc = {"repo": "r", "steps": [dict({"name": "s", "prompt": "p"}, **step)]}
+    validate_against("scenario.schema.yaml", sc, "test")
+    return sc["steps"][0]
+
+
+def grade_exact(spec, answer, where="steps.exact_answer"):
+    return exact.grade_exact(filled(exact_answer=spec)["exact_answer"], answer, where)
 
 
 def test_numeric_tolerance():

@@ -2,8 +2,26 @@
 
 import pytest
 
-from mcptrials.config import ConfigError
-from mcptrials.graders.keywords import coverage, grade_keywords, match_check, pool
+from mcptrials.config import ConfigError, validate_against
+from mcptrials.graders import keywords
+from mcptrials.graders.keywords import coverage, pool
+
+
+def filled(**step) -> dict:
+    """One scenario step as the scenario schema fills it (its defaults included): the graders
+    read checks from a validated scenario and restate no default."""
+    sc = {"repo": "r", "steps": [dict({"name": "s", "prompt": "p"}, **step)]}
+    validate_against("scenario.schema.yaml", sc, "test")
+    return sc["steps"][0]
+
+
+def match_check(check, answer, where="check"):
+    return keywords.match_check(filled(checks=[check])["checks"][0], answer, where)
+
+
+def grade_keywords(checks, answer, where="checks"):
+    return keywords.grade_keywords(filled(checks=checks)["checks"], answer, where)
+
 
 ANSWER = "The Router dispatches\n  requests   to handlers. See `Blueprint.register` (C++ style)."
 

@@ -31,6 +31,7 @@ SCENARIO = {
          "state_check": {"command": "cat marker", "expect": "done"}},
     ],
 }
+validate_against("scenario.schema.yaml", SCENARIO, "SCENARIO")   # as load_scenario does: the schema's defaults filled
 
 
 def make_transcript(outcome="completed"):

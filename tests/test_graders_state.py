@@ -1,8 +1,21 @@
 """State checks compare the runner's recorded output with the scenario's expect text."""
 
-from mcptrials.graders.state import grade_state
+from mcptrials.config import validate_against
+from mcptrials.graders import state
 
 SPEC = {"command": "git log -1 --format=%s", "expect": "fix: handle None"}
+
+
+def filled(**step) -> dict:
+    """One scenario step as the scenario schema fills it (its defaults included): the graders
+    read checks from a validated scenario and restate no default."""
+    sc = {"repo": "r", "steps": [dict({"name": "s", "prompt": "p"}, **step)]}
+    validate_against("scenario.schema.yaml", sc, "test")
+    return sc["steps"][0]
+
+
+def grade_state(spec, record):
+    return state.grade_state(filled(state_check=spec)["state_check"], record)
 
 
 def test_contains_passes_and_fails():

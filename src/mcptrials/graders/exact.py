@@ -104,7 +104,7 @@ def grade_exact(spec: dict, answer: str, where: str = "steps.exact_answer") -> d
     mode, fmt = _mode(spec, where)
     expected = spec["value"]
     tol = spec.get("tolerance")
-    case = spec.get("case_sensitive", False)
+    case = spec["case_sensitive"]
     if mode == "date":
         want = to_datetime(str(expected), fmt)
         if want is None:
@@ -124,7 +124,7 @@ def grade_exact(spec: dict, answer: str, where: str = "steps.exact_answer") -> d
         same = lambda got: (clean(got) if case else clean(got).casefold()) == want  # noqa: E731
         norm = lambda got: clean(got) if case else clean(got).casefold()  # noqa: E731
     result = {"mode": mode, "expected": expected, "tolerance": tol, "date_format": fmt,
-              "required": spec.get("required", True), "passed": False, "matched": None,
+              "required": spec["required"], "passed": False, "matched": None,
               "where": None, "normalised": None}
     for place, text in candidates(answer or "", words):
         if same(text):

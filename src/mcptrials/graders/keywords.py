@@ -31,7 +31,7 @@ def _snippet(text: str, start: int, end: int) -> str:
 def match_check(check: dict, answer: str, where: str = "check") -> dict:
     """One check against one answer: {type, value, required, hit, matched, snippet}."""
     kind, value = check["type"], check["value"]
-    flags = 0 if check.get("case_sensitive", False) else re.IGNORECASE
+    flags = 0 if check["case_sensitive"] else re.IGNORECASE
     if kind == "regex":
         try:
             pat = re.compile(value, flags | re.MULTILINE)
@@ -46,8 +46,8 @@ def match_check(check: dict, answer: str, where: str = "check") -> dict:
         raise ConfigError(f"{where}.type: {kind!r} is not a check type; use word, phrase or regex")
     m = pat.search(text)
     return {
-        "type": kind, "value": value, "required": check.get("required", True),
-        "case_sensitive": check.get("case_sensitive", False), "hit": m is not None,
+        "type": kind, "value": value, "required": check["required"],
+        "case_sensitive": check["case_sensitive"], "hit": m is not None,
         "matched": m.group(0) if m else None, "snippet": _snippet(text, m.start(), m.end()) if m else None,
     }
 

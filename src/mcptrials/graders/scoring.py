@@ -20,7 +20,7 @@ SCHEMA = "mcptrials/scored/1"
 def _step(i: int, spec: dict, tstep: dict | None, tree, extensions) -> dict:
     where = f"scenario field steps.{i}"
     answer = (tstep or {}).get("answer_text") or ""
-    kw = keywords.grade_keywords(spec.get("checks") or [], answer, f"{where}.checks")
+    kw = keywords.grade_keywords(spec["checks"], answer, f"{where}.checks")
     cit = citations.grade_citations(answer, tree, (spec.get("citations") or {}).get("gold", []), extensions)
     ex = grade_exact(spec["exact_answer"], answer, f"{where}.exact_answer") if spec.get("exact_answer") else None
     st = grade_state(spec["state_check"], (tstep or {}).get("state_check")) if spec.get("state_check") else None

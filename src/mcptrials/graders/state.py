@@ -7,7 +7,7 @@ from __future__ import annotations
 
 def grade_state(spec: dict, record: dict | None) -> dict:
     """{command, expect, required, passed, exit_code, output, reason} for one step."""
-    out = {"command": spec["command"], "expect": spec["expect"], "required": spec.get("required", True),
+    out = {"command": spec["command"], "expect": spec["expect"], "required": spec["required"],
            "passed": False, "exit_code": None, "output": None}
     if not record:
         out["reason"] = "the transcript has no state_check record for this step (the run did not reach it)"
