@@ -93,3 +93,49 @@ def test_validate_command_exit_codes(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "mcptrials.cli", "validate", str(cfg)], capture_output=True, text=True)
     assert bad.returncode == 2
     assert f"{cfg}: field (top level): Additional properties are not allowed ('trails' was unexpected)" in bad.stderr
+
+
+def test_specs_are_typed_frozen_and_filled_from_the_schema(tmp_path):
+    import dataclasses
+
+    from mcptrials.config import _schema
+    from mcptrials.specs import JudgeSpec
+
+    cfg = write_matrix(tmp_path, tools={"baseline": {"transport": "none"}, "echo": faulty_tool()},
+                       extra={"models": {"gpt": {"provider": "openai", "model": "g"},
+                                         "c": {"provider": "anthropic", "model": "c", "params": {"max_tokens": 99}}},
+                              "hosts": {"loop": {"kind": "loop"}, "cc": {"kind": "claude-code"}}})
+    m = load_matrix(cfg)
+    s = m.specs
+    assert s is m.specs  # built once
+    tool_defaults = {k: v["default"] for k, v in _schema("tool.schema.yaml")["properties"].items() if "default" in v}
+    echo = s.tools["echo"]
+    assert (echo.call_timeout, echo.startup_timeout, echo.instructions) == \
+        (tool_defaults["call_timeout"], tool_defaults["startup_timeout"], tool_defaults["instructions"])
+    assert echo.has_server and not s.tools["baseline"].has_server and echo.config is m.tools["echo"]
+    # the key variable's default depends on the provider, in the schema (if/then)
+    assert (s.models["gpt"].api_key_env, s.models["c"].api_key_env) == ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+    assert (s.models["c"].max_tokens, s.models["gpt"].max_tokens) == (99, None)
+    assert s.judge == JudgeSpec("reference", None, None, "ANTHROPIC_API_KEY", 1, 0.85, False)
+    assert s.limits.max_result_tokens == 25000 and s.limits.overridden({"max_turns": 3}).max_turns == 3
+    assert s.hosts["cc"].builtin_tools == ("Read", "Grep", "Glob") and s.hosts["loop"].builtin_tools is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        echo.call_timeout = 1
+    # what a host kind drives is schema data: claude-code drives anthropic models only
+    assert {(mo, h) for mo, h, *_ in m.cells()} == {("gpt", "loop"), ("c", "loop"), ("c", "cc")}
+    assert {"OPENAI_API_KEY", "ANTHROPIC_API_KEY"} <= s.key_env_names()
+
+
+def test_every_host_kind_is_one_schema_entry_one_registry_row_one_module():
+    import importlib
+
+    from mcptrials.config import _schema, host_drives
+    from mcptrials.hosts import HOSTS, host_for
+
+    kinds = _schema("config.schema.yaml")["properties"]["hosts"]["additionalProperties"]["properties"]["kind"]["enum"]
+    assert set(kinds) == set(HOSTS) == set(host_drives())
+    for kind, row in HOSTS.items():
+        host = host_for(kind)
+        assert host.kind == kind and callable(host.run)
+        assert callable(getattr(host, "install", None)) == row.needs_install
+        assert importlib.import_module(f"mcptrials.hosts.{row.module}").HOST is host
