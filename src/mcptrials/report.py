@@ -399,8 +399,10 @@ def _model_host(doc: Doc, s: dict) -> None:
 
 def _adoption(doc: Doc, s: dict) -> None:
     doc.h(2, "Adoption (reported apart, never part of fairness)", "adoption")
-    doc.p("adoption = 0.60 tool fluency (server calls / (server calls + built-in searches)) + 0.40 "
-          "discoverability (a server tool called within the first model calls).", "note")
+    from .stats import ADOPTION_WEIGHTS as w   # the weights live in stats only
+
+    doc.p(f"adoption = {w['fluency']:.2f} tool fluency (server calls / (server calls + built-in searches)) + "
+          f"{w['discoverability']:.2f} discoverability (a server tool called within the first model calls).", "note")
     t = Table(["model", "tool", "adoption [95% CI]", "tool fluency", "discoverability"])
     for r in s["tools"]:
         if r["tool"] == BASELINE:
