@@ -12,7 +12,7 @@ Per trial (both models alike, except cost):
             twice the baseline's tokens; s2 trial 2 crashed (server_crashed).
   passes:   s1 every trial; s2 all but the crashed one; s3 none.
 Costs: the config prices claude-sonnet-4-6 at PRICING (3 / 15 USD per million tokens), so a
-sonnet baseline trial costs BASE_COST = (1000*3 + 50*3.75 + 300*0.3 + 200*15) / 1e6 = 0.0062775
+sonnet baseline trial costs (1000*3 + 50*3.75 + 300*0.3 + 200*15) / 1e6 = 0.0062775
 and a git trial twice that. The records' own cost_usd (baseline 0.10, git 0.40, as if frozen at
 run time with another price list, and in another ratio) must never be what the aggregate uses.
 """
@@ -35,7 +35,6 @@ MODELS = ("reference", "sonnet")
 HOSTILE = "<script>alert('x')</script> & <b>bold</b>"
 
 PRICING = {"claude-sonnet-4-6": {"input": 3, "output": 15}}
-BASE_COST = (1000 * 3 + 50 * 3.75 + 300 * 0.3 + 200 * 15) / 1e6   # 0.0062775
 
 RUBRIC = {"criteria": [{"name": "map_quality", "weight": 0.6, "question": "Where?"},
                        {"name": "specificity", "weight": 0.4, "question": "Precise?"}]}
