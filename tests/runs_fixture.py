@@ -15,6 +15,8 @@ Costs: the config prices claude-sonnet-4-6 at PRICING (3 / 15 USD per million to
 sonnet baseline trial costs (1000*3 + 50*3.75 + 300*0.3 + 200*15) / 1e6 = 0.0062775
 and a git trial twice that. The records' own cost_usd (baseline 0.10, git 0.40, as if frozen at
 run time with another price list, and in another ratio) must never be what the aggregate uses.
+Held-out anchor: the config says `locked: locked`, a folder with an empty lockfile (pass
+locked=None for a config without an anchor).
 """
 
 from __future__ import annotations
