@@ -134,7 +134,7 @@ def test_two_steps_real_git_server_graded(tmp_path, installed, fake_api, monkeyp
     assert u["api_calls"] == 4 and u["cache_read_input_tokens"] == 1000 and u["cache_creation_input_tokens"] == 200
     assert u["cost_usd"] > 0 and u["host_cost_usd"] > 0
     assert meta["server_startup_seconds"] > 0 and meta["server_protocol_version"]
-    sc = score_trial(t, TWO_STEPS, str(tmp_path / "repo"), m.repos["tiny"]["commit"], m.config["pricing"], None)
+    sc = score_trial(t, m.scenarios["two"].data, str(tmp_path / "repo"), m.repos["tiny"]["commit"], m.config["pricing"], None)
     assert sc["passed"] is True, sc["failures"]
     assert sc["adoption"]["mcp_calls"] == 1 and sc["adoption"]["builtin_search_calls"] == 1
 

@@ -31,6 +31,8 @@ from . import __version__
 from .config import ConfigError, Matrix, Scenario, file_sha256
 from .paths import PROMPT_DIR
 from .providers.base import Usage
+from .servers import leaf_error, mcp_error_code, open_server, stderr_tail
+from .snapshot import tools_hash
 from .specs import HostSpec, Limits, ModelSpec, Specs, ToolSpec
 
 SYSTEM_PROMPT = PROMPT_DIR / "system.md"
@@ -218,8 +220,6 @@ class TrialServer:
     servers.open_server unless a test wraps it."""
 
     def __init__(self, ctx: TrialContext, opener=None):
-        from .servers import open_server
-
         self.ctx = ctx
         self.opener = opener or open_server
         self.errlog = ctx.out_dir / "server.stderr.log"
@@ -235,15 +235,13 @@ class TrialServer:
         return self.session.instructions
 
     async def __aenter__(self) -> TrialServer:
-        from .servers import leaf_error, mcp_error_code, stderr_tail
-
         ctx = self.ctx
         if self.errlog.exists():
             self.errlog.unlink()
         self._cm = self.opener(ctx.tool, ctx.sandbox.values(), self.errlog, ctx.forbidden_env)
         try:
             self.session = await self._cm.__aenter__()
-        except Exception as e:  # the server did not come up: recorded, not raised
+        except Exception as e:  # the server did not come up: recorded as the outcome, not a fault
             leaf = leaf_error(e)
             msg = f"server failed to start: {type(leaf).__name__}: {leaf}"
             ctx.rec.error("protocol_error", msg, code=mcp_error_code(e))
@@ -262,9 +260,6 @@ class TrialServer:
         return self
 
     async def __aexit__(self, exc_type, exc, tb) -> bool:
-        from .servers import leaf_error, stderr_tail
-        from .snapshot import tools_hash
-
         meta = self.ctx.meta
         # Differs from the snapshot's hash only if the server changed since it was taken.
         meta["live_tools_sha256"] = tools_hash(self.tools) if self.tools else None

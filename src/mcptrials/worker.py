@@ -2,7 +2,7 @@
 
 Why: `import anthropic` takes ~2.5 s and `import mcp` ~1.6 s here, so every
 `mcptrials run-trial` process paid ~4 s before its trial started (7% of a 60-second
-trial). The worker imports them (and the runner, graders and judge, and parses the JSON
+trial). The worker imports them (and the trial core, hosts, graders and judge, and parses the JSON
 schemas) once, listens on a Unix socket, and for each request forks a child that runs
 exactly `mcptrials ARGS`: the same argv parsing, records and exit code. The parent never
 runs a trial and starts no threads, so forking it is safe.
@@ -19,7 +19,7 @@ Protocol, one request per connection:
                     (SCM_RIGHTS), so the child writes to the job's own log.
   worker -> client  one JSON line {"exit_code": N} when the child has ended; "error" is
                     added when the child died of a signal or could not be started.
-The child gets the client's environment (API keys included: the runner needs them, and
+The child gets the client's environment (API keys included: the trial needs them, and
 it still passes a server only the variables its config allows, and scrubs records) and
 its working directory. If the client goes away (Snakemake killed the job), the child's
 process group (the trial and its server) is terminated, as it would be in-process.

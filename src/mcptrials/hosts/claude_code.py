@@ -9,8 +9,8 @@ One trial is one Claude Code session, run in the trial's sandbox (cwd = the work
   (``--mcp-config FILE --strict-mcp-config``); its tools are allowed by name
   (``--allowedTools mcp__<tool>__<name>`` from the snapshot's tool list), the built-in tools
   are the host's ``builtin_tools`` (``--tools``, each allowed); ``--setting-sources user``
-  (the empty sandbox HOME) and, by default, ``--bare``: the repository's own agent files
-  (CLAUDE.md, .claude/settings) do not change the task;
+  (the empty sandbox HOME) and, with the host's ``bare: true``, ``--bare``: then the
+  repository's own agent files (CLAUDE.md, .claude/settings) do not change the task;
 - a stdio server is started by Claude Code through ``env -i``, with exactly the environment
   the harness gives it in the loop: Claude Code would otherwise hand the server its own
   environment, API key included;
@@ -25,10 +25,11 @@ One trial is one Claude Code session, run in the trial's sandbox (cwd = the work
 The stream is parsed into the loop's records (src/mcptrials/schemas/transcript.schema.yaml):
 answer_text = the step's `result` text; reasoning_text = prose of the replies that asked
 for tools; audit_text = tool inputs and results; tool calls from tool_use / tool_result
-pairs (source `mcp` for mcp__ names, else `builtin`, with `tool` set to the loop's
+pairs (source `mcp` for mcp__ names, with `tool` the server's own name from the
+snapshot's tool list, as the loop records it; else `builtin`, with `tool` set to the loop's
 equivalent built-in for Read/Grep/Glob/LS so adoption counts built-in searches alike);
 usage with cache fields from each step's `result` event; cost from our pricing (the
-runner) and Claude Code's own `total_cost_usd` (`usage.host_cost_usd`); turns = model
+trial core) and Claude Code's own `total_cost_usd` (`usage.host_cost_usd`); turns = model
 calls (distinct assistant message ids); outcome from the `result` subtype and the `init`
 event's MCP server status.
 """
@@ -51,6 +52,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from ..providers.base import Usage
 from ..servers import host_env_dir
 from ..trial import CHARS_PER_TOKEN, TrialAbort, TrialContext, split_feedback, step_prompt
 
@@ -134,7 +136,7 @@ def allowed_tools(tool: str, snapshot: dict | None, builtins: list[str], has_ser
 
 def build_command(binary: str, prompt: str, *, model: str, session_id: str, resume: bool, max_turns: int,
                   builtins: list[str], allowed: list[str], mcp_file: str | None, system_append: str,
-                  bare: bool = True, extra_args: list[str] | None = None) -> list[str]:
+                  bare: bool, extra_args: list[str]) -> list[str]:
     argv = [binary, "-p", "--output-format", "stream-json", "--verbose", "--model", model,
             "--max-turns", str(max_turns), "--strict-mcp-config", "--setting-sources", "user",
             "--tools", ",".join(builtins), "--append-system-prompt", system_append,
@@ -146,7 +148,7 @@ def build_command(binary: str, prompt: str, *, model: str, session_id: str, resu
     if bare:
         argv.append("--bare")
     # after `--`: a prompt is never read as an option, nor swallowed by a variadic one
-    return argv + list(extra_args or []) + ["--", prompt]
+    return argv + list(extra_args) + ["--", prompt]
 
 
 def host_environment(home: str, tmp: str, api_key: str, base_url: str | None, max_output_tokens: int,
@@ -440,8 +442,6 @@ class _Session:
         return {"type": "http", "url": url}
 
     async def run_step(self, index: int, step: dict, last: bool, mcp_file: Path | None) -> tuple[str, str | None]:
-        from ..providers.base import Usage
-
         ctx, rec = self.ctx, self.ctx.rec
         tool, model, host, lim = ctx.tool, ctx.model, ctx.host, ctx.limits
         prompt = step_prompt(step, last)
