@@ -172,6 +172,7 @@ def test_low_heldout_rho_warns_at_the_top(report):
     assert "BELOW the threshold" in html
     assert "verified: 1 file(s) match the lockfile" in html
     assert 'id="heldout-items"' in html and "percentile bootstrap over pairs" in html
+    assert "against gold of the anchor locked; judge.threshold 0.85" in html
 
 
 def test_flags_and_sections(report):

@@ -236,7 +236,8 @@ def heldout_state(agreement: dict | None, lock: dict | None, threshold: float, s
         rho, n = agreement.get("rho"), agreement.get("n")
         passes = rho is not None and rho >= threshold
         ci = "" if agreement.get("lo") is None else f", 95% interval [{agreement['lo']:.2f}, {agreement['hi']:.2f}]"
-        line = (f"Spearman rho {f3(rho)} (n={n}{ci}) against gold; judge.threshold {threshold}: "
+        where = f" of the anchor {agreement['anchor']}" if isinstance(agreement.get("anchor"), str) else ""
+        line = (f"Spearman rho {f3(rho)} (n={n}{ci}) against gold{where}; judge.threshold {threshold}: "
                 + ("passes" if passes else "BELOW the threshold" if rho is not None else "undefined"))
         if not passes:
             what = (f"rho = {f3(rho)} (n={n}) is below judge.threshold {threshold}" if rho is not None
