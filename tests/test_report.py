@@ -279,3 +279,10 @@ def test_an_agreement_on_another_lockfile_is_flagged(tmp_path):
     html = (out / "index.html").read_text()
     assert "computed on another lockfile than this config&#x27;s anchor" in html
     assert html.index("another lockfile") < html.index('id="headline-reference"')
+
+
+def test_strict_refuses_when_the_anchored_check_was_not_run(tmp_path, capsys):
+    # the config has an anchor but no agreement file: under strict that is a failed check, not a pass
+    code, out = run_report(tmp_path, None, judge=dict(JUDGE, strict=True))
+    assert code == 1 and not out.exists()
+    assert "the held-out agreement was not computed" in capsys.readouterr().err
