@@ -15,7 +15,6 @@ import re
 import time
 import traceback
 
-from ..config import ConfigError
 from ..providers.base import Provider, ProviderError
 from ..trial import CHARS_PER_TOKEN, INSTRUCTIONS_HEADING, TrialAbort, TrialContext, TrialServer, cap_text, \
     split_feedback, step_prompt
@@ -28,20 +27,16 @@ def model_tool_name(tool: str, name: str) -> str:
 
 
 def make_provider(ctx: TrialContext) -> Provider:
+    """The model's client: the deterministic reference agent, or a model API's (the
+    provider layer's one path, shared with the judge)."""
+    from .. import providers
+
     spec = ctx.model
     if spec.provider == "reference":
         from ..providers.reference import ReferenceProvider
 
         return ReferenceProvider(str(ctx.sandbox.workspace))
-    if spec.provider == "anthropic":
-        from ..providers.anthropic import AnthropicProvider
-
-        return AnthropicProvider(spec.model, ctx.api_key(), base_url=spec.base_url, max_retries=spec.max_retries)
-    if spec.provider == "openai":
-        from ..providers.openai import OpenAIProvider
-
-        return OpenAIProvider(spec.model, ctx.api_key(), base_url=spec.base_url, max_retries=spec.max_retries)
-    raise ConfigError(f"{ctx.m.path}: field models.{spec.name}.provider: unknown provider {spec.provider!r}")
+    return providers.create(spec.provider, spec.model, ctx.api_key(), spec.base_url, spec.max_retries)
 
 
 def result_text(result) -> str:
