@@ -34,14 +34,18 @@ def test_model_host_view_by_hand():
     assert cells["A", "loop"]["pass_at_1"] == pytest.approx(2 / 3) and cells["A", "loop"]["n_trials"] == 3
     hosts, models = [p for p in v["pairs"] if p["compare"] == "hosts"], [p for p in v["pairs"] if p["compare"] == "models"]
     # A under cc minus A under loop, per-scenario means: s1 0.8 - 0.6, s2 0.6 - 0.2 -> d = (0.2, 0.4)
-    # mean 0.3, sd 0.1414, se 0.1, t_{0.975, 1} = 12.706 -> 0.3 +/- 1.2706
+    # mean 0.3, sd 0.1414, se 0.1, t_{0.975, 1} = 12.706: t*se = 1.27062; on the logit scale of
+    # [-1, 1]: u = 0.65, logit u = 0.619039, step 1.27062 / (2 * 0.65 * 0.35) = 2.79257,
+    # lo = -1 + 2 * expit(0.619039 - 2.79257) = -1 + 2 * 0.102157 = -0.795686
     (h,) = hosts
     assert (h["fixed"], h["a"], h["b"], h["n"]) == ("A", "cc", "loop", 2)
-    assert h["diff"] == pytest.approx(0.3) and h["diff_lo"] == pytest.approx(0.3 - 1.27062, abs=1e-4)
-    # B minus A under loop: d = (0.4 - 0.6, 0.1 - 0.2) = (-0.2, -0.1): mean -0.15, se 0.05 -> +/- 0.6353
+    assert h["diff"] == pytest.approx(0.3) and h["diff_lo"] == pytest.approx(-0.795686, abs=1e-4)
+    # B minus A under loop: d = (0.4 - 0.6, 0.1 - 0.2) = (-0.2, -0.1): mean -0.15, se 0.05, t*se = 0.63531;
+    # u = 0.425, logit u = -0.302281, step 0.63531 / (2 * 0.425 * 0.575) = 1.29987,
+    # hi = -1 + 2 * expit(-0.302281 + 1.29987) = -1 + 2 * 0.730585 = 0.461170
     (mo,) = models
     assert (mo["fixed"], mo["a"], mo["b"]) == ("loop", "B", "A")
-    assert mo["diff"] == pytest.approx(-0.15) and mo["diff_hi"] == pytest.approx(-0.15 + 0.63531, abs=1e-4)
+    assert mo["diff"] == pytest.approx(-0.15) and mo["diff_hi"] == pytest.approx(0.461170, abs=1e-4)
     # one host and one model: no view
     assert model_host_view([r for r in rows if r["model_name"] == "A" and r["host"] == "loop"], ["loop"], ["A"])["cells"] == []
 

@@ -381,7 +381,7 @@ def expected_plan(m0, m1, p0, p1) -> dict[str, int]:
             nxt |= downstream(j, after) - todo
         todo |= nxt
         frontier = nxt
-    counts: dict[str, int] = {}
+    counts: dict[str, int] = {"all": 1} if todo else {}   # the default target reruns with anything
     for j in todo:
         counts[j[0]] = counts.get(j[0], 0) + 1
     return counts

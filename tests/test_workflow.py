@@ -41,6 +41,7 @@ def project(tmp_path):
     sc2["title"] = "Who calls the helper"
     sc2["steps"][0]["prompt"] = "Which function calls `helper`? Cite file:line."
     write_matrix(tmp_path, tools={"baseline": {"transport": "none"}, "echo": faulty_tool("ok")}, trials=2,
+                 extra={"locked": "locked"},
                  scenarios={"find-helper": SCENARIO, "callers": sc2})
     copy_workflow(tmp_path)
     return tmp_path

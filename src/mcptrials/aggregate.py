@@ -488,6 +488,8 @@ REFERENCE_JUDGE_LABEL = "reference (deterministic judge: key points and gold cit
 def identity(m: Matrix, records: list[dict]) -> dict:
     """Who and what ran: models, hosts, tools and versions, repos and commits, scenarios and
     the hash of the set, trials, judge, weights, and the pricing the costs were computed with."""
+    from .records import project_path
+
     models = {}
     for name, spec in m.models.items():
         label = REFERENCE_MODEL_LABEL if spec["provider"] == "reference" else f"{spec.get('model')} ({spec['provider']})"
@@ -516,7 +518,7 @@ def identity(m: Matrix, records: list[dict]) -> dict:
              "settings_hash": sorted({j["settings_hash"] for j in judge_recs}),
              "temperature": sorted({str(j.get("temperature")) for j in judge_recs})}
     return {
-        "config": str(m.path), "models": models,
+        "config": project_path(m.path), "models": models,
         "hosts": sorted({str(r["run_meta"].get("host")) for r in records if r["run_meta"].get("host")}),
         "harness_versions": sorted({str(r["run_meta"].get("harness_version")) for r in records
                                     if r["run_meta"].get("harness_version")}),

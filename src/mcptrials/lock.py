@@ -201,12 +201,13 @@ def anchor_problem(m) -> str | None:
     (another config's anchor says nothing about this one)."""
     if m.locked_dir is None:
         return f"{m.path.name} names no `locked:` folder"
+    where = os.path.relpath(m.locked_dir, os.getcwd())
     if not (m.locked_dir / GOLD).is_file():
-        return f"{m.locked_dir} holds no {GOLD}"
+        return f"{where} holds no {GOLD}"
     frozen = {it["scenario"] for it in load_heldout(m.locked_dir)}
     held = {s.id for s in m.scenarios.values() if s.split == "held-out"}
     if held and not (held & frozen):
-        return (f"{m.locked_dir} holds no frozen transcript of this config's held-out scenarios "
+        return (f"{where} holds no frozen transcript of this config's held-out scenarios "
                 f"({', '.join(sorted(held))})")
     return None
 

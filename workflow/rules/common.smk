@@ -48,6 +48,13 @@ SCENARIO_FILE = {sc.id: _project_path(str(sc.path)) for sc in M.run_scenarios()}
 SCORED_P = {sc.id: {"rerun": RERUN["scored"][(sc.id,)], "scenario": SCENARIO_FILE[sc.id],
                     "commit": M.repos[sc.repo]["commit"]} for sc in M.run_scenarios()}
 JUDGED_P = {s: {"rerun": RERUN["judged"][(s,)], "scenario": f} for s, f in SCENARIO_FILE.items()}
+# The trial's --index argument is a value of its lookup, never a param that comes and goes
+# with whether any tool has an index (that would rerun every trial).
+TRANSCRIPT_P = {
+    (m, h, t, s): {"rerun": v, "index": (f"--index results/index/{shlex.quote(t)}/{shlex.quote(M.scenarios[s].repo)}"
+                                         if M.tools[t].get("index") else "")}
+    for (m, h, t, s), v in RERUN["transcript"].items()
+}
 ANY_INDEX = any(spec.get("index") for spec in M.tools.values())
 MODEL_CALLS = {m: 0 if spec["provider"] == "reference" else 1 for m, spec in M.models.items()}
 

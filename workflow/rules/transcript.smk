@@ -10,8 +10,7 @@ rule transcript:
         transcript="results/runs/{model}/{host}/{tool}/{repo}/{scenario}/{trial}/transcript.json",
         meta="results/runs/{model}/{host}/{tool}/{repo}/{scenario}/{trial}/run_meta.json",
     params:
-        rerun=lambda wc: RERUN["transcript"][(wc.model, wc.host, wc.tool, wc.scenario)],
-        index_arg=index_arg if ANY_INDEX else "",
+        p=lambda wc: TRANSCRIPT_P[wc.model, wc.host, wc.tool, wc.scenario],
     resources:
         api=(lambda wc: MODEL_CALLS[wc.model]) if len(set(MODEL_CALLS.values())) > 1 else max(MODEL_CALLS.values()),
     conda:
@@ -21,5 +20,5 @@ rule transcript:
     shell:
         "mcptrials run-trial --config \"$MCPTRIALS_CONFIG\" --model {wildcards.model:q} --host {wildcards.host:q}"
         " --tool {wildcards.tool:q} --scenario {wildcards.scenario:q} --trial {wildcards.trial}"
-        " --checkout {input.checkout:q} --snapshot {input.snapshot:q} {params.index_arg}"
+        " --checkout {input.checkout:q} --snapshot {input.snapshot:q} {params.p[index]}"
         " --out {output.transcript:q} > {log:q} 2>&1"
