@@ -11,6 +11,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 FAULTY_SERVER = ROOT / "tests" / "fixtures" / "faulty_mcp_server.py"
+# Test projects live in temporary folders; they share the checkout's tool installs.
+TOOLS_ENV = {"MCPTRIALS_TOOLS_DIR": str(ROOT / ".tools")}
 
 FILES = {
     "src/app.py": "from util import helper\n\n\ndef main():\n    return helper(2)\n",

@@ -140,10 +140,8 @@ def test_the_layering_rules():
     assert "mcptrials.cli" not in edges["mcptrials.worker"], "worker imports cli"
 
 
-# Private names still imported across modules; their owners are to make them public.
-KNOWN_PRIVATE = {("mcptrials.hosts.claude_code", "mcptrials.install", "_run"),
-                 ("mcptrials.judge", "mcptrials.config", "_explain"),
-                 ("mcptrials.judge", "mcptrials.config", "_validator")}
+# Private names imported across modules (none left: what modules share is public).
+KNOWN_PRIVATE: set = set()
 
 
 def test_modules_use_each_others_public_api():

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from fakes import messages_api, openai_api
-from matrix_helpers import SCENARIO, faulty_tool, write_matrix
+from matrix_helpers import SCENARIO, TOOLS_ENV, faulty_tool, write_matrix
 from mcptrials.aggregate import model_host_view
 from mcptrials.report import Doc, _model_host
 
@@ -85,7 +85,8 @@ def test_two_models_two_hosts_end_to_end(tmp_path):
                                      "gpt-test": {"input": 2.0, "output": 8.0}}})
         copy_workflow(tmp_path)
         env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path),
-               "ANTHROPIC_API_KEY": "fake-key-e2e-0123456789", "OPENAI_API_KEY": "sk-openai-test-e2e-0123456789"}
+               "ANTHROPIC_API_KEY": "fake-key-e2e-0123456789", "OPENAI_API_KEY": "sk-openai-test-e2e-0123456789",
+               **TOOLS_ENV}
         p = subprocess.run([sys.executable, "-m", "snakemake", "--directory", str(tmp_path), "--snakefile",
                             str(tmp_path / "Snakefile"), "--configfile", str(tmp_path / "config.yaml"),
                             "--scheduler", "greedy", "-j2"], capture_output=True, text=True, env=env)

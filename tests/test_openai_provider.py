@@ -204,7 +204,7 @@ def test_whole_trial_through_the_loop_is_graded(tmp_path, fake_openai, monkeypat
     u = t["usage"]
     assert u["api_calls"] == 2 and u["cache_read_input_tokens"] == 100
     assert u["cost_usd"] == pytest.approx(cost_usd(m.config["pricing"], "gpt-test", u))
-    sc = score_trial(t, SCENARIO, str(tmp_path / "repo"), m.repos["tiny"]["commit"], m.config["pricing"], None)
+    sc = score_trial(t, m.scenarios["find-helper"].data, str(tmp_path / "repo"), m.repos["tiny"]["commit"], m.config["pricing"], None)
     assert sc["passed"] is True and sc["citations"]["counts"]["grounded"] >= 1
 
 

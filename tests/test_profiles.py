@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from matrix_helpers import ROOT, write_matrix
+from matrix_helpers import ROOT, TOOLS_ENV, write_matrix
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +25,7 @@ def project(tmp_path):
 
 
 def snakemake(wd: Path, profile: str, *args) -> subprocess.CompletedProcess:
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": str(wd)}
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": str(wd), **TOOLS_ENV}
     p = subprocess.run([sys.executable, "-m", "snakemake", "--profile", str(ROOT / "profiles" / profile), *args],
                        cwd=wd, env=env, capture_output=True, text=True)
     assert p.returncode == 0, f"snakemake --profile profiles/{profile} {args} failed:\n{p.stdout[-3000:]}\n{p.stderr[-5000:]}"

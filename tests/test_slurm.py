@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from matrix_helpers import ROOT
+from matrix_helpers import ROOT, TOOLS_ENV
 
 pytestmark = pytest.mark.slurm
 
@@ -249,7 +249,7 @@ def scontrol_job(job_id: str) -> dict[str, str]:
 
 def test_demo_matrix_on_slurm(slurm, filesystem_server, tmp_path):
     cfg = make_project(tmp_path)
-    env = {"PATH": f"{Path(sys.executable).parent}:{SYSTEM_PATH}", "HOME": str(tmp_path)}
+    env = {"PATH": f"{Path(sys.executable).parent}:{SYSTEM_PATH}", "HOME": str(tmp_path), **TOOLS_ENV}
     t0 = time.monotonic()
     p = subprocess.run(
         ["timeout", "-k", "10", "600", sys.executable, "-m", "snakemake", "--profile", str(ROOT / "profiles/slurm"),

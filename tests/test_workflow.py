@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from matrix_helpers import SCENARIO, faulty_tool, write_matrix
+from matrix_helpers import SCENARIO, TOOLS_ENV, faulty_tool, write_matrix
 from workflow_helpers import PATH, copy_workflow, run_snakemake
 
 pytestmark = pytest.mark.slow
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 
 def snakemake(wd: Path, *args, check=True):
     """No API key in this environment: the missing-key test relies on it."""
-    return run_snakemake(wd, *args, check=check, env={"PATH": PATH, "HOME": str(wd)})
+    return run_snakemake(wd, *args, check=check, env={"PATH": PATH, "HOME": str(wd), **TOOLS_ENV})
 
 
 def planned(wd: Path, *targets) -> dict[str, int]:

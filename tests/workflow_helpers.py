@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from fakes.messages_api import spawn
-from matrix_helpers import ROOT
+from matrix_helpers import ROOT, TOOLS_ENV
 
 KEY = "fake-key-scale-test-0123456789"
 PATH = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
@@ -29,7 +29,7 @@ def snakemake_cmd(wd: Path, *args) -> list[str]:
 
 
 def workflow_env(wd: Path) -> dict:
-    return {"PATH": PATH, "HOME": str(wd), "ANTHROPIC_API_KEY": KEY}
+    return {"PATH": PATH, "HOME": str(wd), "ANTHROPIC_API_KEY": KEY, **TOOLS_ENV}
 
 
 def run_snakemake(wd: Path, *args, check=True, timeout=600, env=None) -> subprocess.CompletedProcess:

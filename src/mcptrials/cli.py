@@ -26,6 +26,7 @@ COMMANDS = {
     "report": "report",
     "demo-bundle": "demo_repo",
     "serve-trials": "worker",
+    "reruns": "rerun",
 }
 
 

@@ -130,6 +130,17 @@ def validate_against(schema_name: str, data, source: str) -> None:
         raise ConfigError("\n".join(lines))
 
 
+def validate_section(section: str, data: dict, source: str) -> None:
+    """Validate one top-level section of a config (e.g. a `judge:` dict given to the
+    library on its own) in place, filling its defaults from the config schema."""
+    whole = _validator("config.schema.yaml")
+    checker = whole.evolve(schema=whole.schema["properties"][section])
+    errors = sorted(checker.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        raise ConfigError("\n".join(f"{source}: field {'.'.join([section, *map(str, e.absolute_path)])}: {_explain(e)}"
+                                     for e in errors[:10]))
+
+
 # --- the loaded matrix ------------------------------------------------------
 
 

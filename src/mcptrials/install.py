@@ -18,7 +18,7 @@ from .records import project_path, write_json
 from .servers import tool_env_dir
 
 
-def _run(cmd: list[str], log) -> str:
+def run_logged(cmd: list[str], log) -> str:
     log.write("$ " + " ".join(cmd) + "\n")
     log.flush()
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
@@ -39,15 +39,15 @@ def install_tool(tool: str, spec: dict, log) -> dict:
     if kinds and env_dir.exists():
         shutil.rmtree(env_dir)
     if inst.get("pip"):
-        _run([sys.executable, "-m", "venv", str(env_dir)], log)
+        run_logged([sys.executable, "-m", "venv", str(env_dir)], log)
         pip = str(env_dir / "bin" / "pip")
-        _run([pip, "install", "--disable-pip-version-check", *inst["pip"]], log)
-        for row in json.loads(_run([pip, "list", "--format", "json", "--disable-pip-version-check"], log)):
+        run_logged([pip, "install", "--disable-pip-version-check", *inst["pip"]], log)
+        for row in json.loads(run_logged([pip, "list", "--format", "json", "--disable-pip-version-check"], log)):
             resolved[row["name"]] = row["version"]
     if inst.get("npm"):
         env_dir.mkdir(parents=True, exist_ok=True)
-        _run(["npm", "install", "--no-fund", "--no-audit", "--prefix", str(env_dir), *inst["npm"]], log)
-        tree = json.loads(_run(["npm", "ls", "--all", "--json", "--prefix", str(env_dir)], log) or "{}")
+        run_logged(["npm", "install", "--no-fund", "--no-audit", "--prefix", str(env_dir), *inst["npm"]], log)
+        tree = json.loads(run_logged(["npm", "ls", "--all", "--json", "--prefix", str(env_dir)], log) or "{}")
 
         def walk(deps):
             for name, d in (deps or {}).items():

@@ -73,15 +73,10 @@ def judge_spec(judge_cfg) -> JudgeSpec:
     callers of the library) gets the same."""
     if isinstance(judge_cfg, JudgeSpec):
         return judge_cfg
-    from .config import _explain, _validator  # the config's own default-filling validator
+    from .config import validate_section
 
-    whole = _validator("config.schema.yaml")
-    section = whole.evolve(schema=whole.schema["properties"]["judge"])
     cfg = copy.deepcopy(dict(judge_cfg))
-    errors = sorted(section.iter_errors(cfg), key=lambda e: list(map(str, e.absolute_path)))
-    if errors:
-        raise ConfigError("\n".join(f"judge: field {'.'.join(['judge', *map(str, e.absolute_path)])}: {_explain(e)}"
-                                     for e in errors[:10]))
+    validate_section("judge", cfg, "judge")
     return JudgeSpec.from_config(cfg)
 
 

@@ -15,27 +15,30 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .paths import ROOT
 from .specs import ToolSpec
 
-TOOLS_DIR = ROOT / ".tools"
+def tools_dir() -> Path:
+    """Where tool (and host) environments live: `.tools/` of the project (the folder every
+    stage runs in), or $MCPTRIALS_TOOLS_DIR to share one set of installs between projects
+    (the tests do). Absolute, because servers start in the trial's workspace."""
+    return Path(os.environ.get("MCPTRIALS_TOOLS_DIR") or ".tools").absolute()
 
 
 def tool_env_dir(tool: str) -> Path:
-    return TOOLS_DIR / tool
+    return tools_dir() / tool
 
 
 def host_env_dir(host: str) -> Path:
     """Where a host's own software lives. `_hosts` cannot clash with a tool's folder:
     tool names start with a letter or digit."""
-    return TOOLS_DIR / "_hosts" / host
+    return tools_dir() / "_hosts" / host
 
 
 def resolve_command(tool: str, command: str) -> str:
     """A bare command is looked up in the tool's own environment first, then on PATH."""
     if os.sep in command:
         p = Path(command)
-        return str(p if p.is_absolute() else (ROOT / p))
+        return str(p.absolute())  # a relative path is from the project folder
     env_dir = tool_env_dir(tool)
     for cand in (env_dir / "bin" / command, env_dir / "node_modules" / ".bin" / command):
         if cand.exists():

@@ -81,7 +81,7 @@ def installed_version(host: str) -> str | None:
 def install(host: str, spec, log) -> dict:
     """npm-install the pinned CLI into .tools/_hosts/<host>/; an install of the same
     version already there is reused (npm would only re-check it)."""
-    from ..install import _run
+    from ..install import run_logged
 
     env_dir, want = host_env_dir(host), spec.version
     t0 = time.monotonic()
@@ -90,7 +90,7 @@ def install(host: str, spec, log) -> dict:
         if env_dir.exists():
             shutil.rmtree(env_dir)
         env_dir.mkdir(parents=True)
-        _run(["npm", "install", "--no-fund", "--no-audit", "--prefix", str(env_dir), f"{PACKAGE}@{want}"], log)
+        run_logged(["npm", "install", "--no-fund", "--no-audit", "--prefix", str(env_dir), f"{PACKAGE}@{want}"], log)
     got = installed_version(host)
     if got != want:
         raise RuntimeError(f"hosts.{host}: npm installed {PACKAGE} {got}, not the pinned {want}; see the log")
