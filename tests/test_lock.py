@@ -2,6 +2,7 @@
 judge's Spearman agreement with gold on a small hand-made locked set."""
 
 import json
+from pathlib import Path
 import shutil
 import subprocess
 
@@ -130,31 +131,50 @@ def test_lock_refuses_git_ignored_files(tmp_path):
 
 
 def test_agreement_hand_computed(locked):
-    res = heldout_agreement(locked, {"provider": "reference", "threshold": 0.85})
+    res = heldout_agreement(locked, {"provider": "reference"})
     judged = {i["id"]: i["judged"] for i in res["items"]}
     assert judged == {"none": 0.0, "one": pytest.approx(1 / 3), "two": pytest.approx(2 / 3), "all": 1.0}
     # same order as gold (0.1 < 0.4 < 0.5 < 0.9): rho = 1
-    assert res["rho"] == pytest.approx(1.0) and res["n"] == 4 and res["passes"] is True
+    assert res["rho"] == pytest.approx(1.0) and res["n"] == 4
     assert res["lo"] is not None and res["lo"] <= res["rho"] <= res["hi"]
     assert res["judge"]["provider"] == "reference"
+    # the verdict against judge.threshold is the report's: nothing here depends on it
+    assert "passes" not in res and "threshold" not in res
 
 
-def test_agreement_below_threshold_and_strict(tmp_path, capsys):
+def test_heldout_uses_the_configs_own_anchor_and_never_judges_the_threshold(tmp_path, capsys):
     # gold ranks 2,1,3,4 against judged ranks 1,2,3,4: d = (1,-1,0,0), rho = 1 - 6*2/(4*15) = 0.8
     root = make_set(tmp_path / "locked", {"none": 0.4, "one": 0.1, "two": 0.5, "all": 0.9})
     write_lock(root, "anchor", who="x")
-    res = heldout_agreement(root, {"provider": "reference", "threshold": 0.85})
-    assert res["rho"] == pytest.approx(0.8) and res["passes"] is False
-
     base = {"tools": {"baseline": {"transport": "none"}}, "repos": {"demo": {"url": "./r", "commit": "0" * 40}},
             "scenarios": "locked/scenarios/*.yaml", "splits": ["held-out"], "models": {"ref": {"provider": "reference"}}}
     out = tmp_path / "agreement.json"
-    for strict, rc in ((False, 0), (True, 1)):
-        cfg = tmp_path / f"config-{strict}.yaml"
-        cfg.write_text(yaml.safe_dump(dict(base, judge={"provider": "reference", "strict": strict})))
-        assert main(["heldout", "--locked", str(root), "--config", str(cfg), "--out", str(out)]) == rc
-        assert json.loads(out.read_text())["rho"] == pytest.approx(0.8)
-    assert "below judge.threshold 0.85, and judge.strict is true" in capsys.readouterr().err
+    records = []
+    for judge in ({"provider": "reference"}, {"provider": "reference", "threshold": 0.95, "strict": True}):
+        cfg = tmp_path / "config.yaml"
+        cfg.write_text(yaml.safe_dump(dict(base, locked="locked", judge=judge)))
+        assert main(["heldout", "--config", str(cfg), "--out", str(out)]) == 0   # strict fails the report, not this
+        records.append(json.loads(out.read_text()))
+    assert records[0]["rho"] == pytest.approx(0.8)
+    assert Path(records[0]["anchor"]).resolve() == root.resolve()   # the config's folder, named relatively
+    assert records[0] == records[1]       # threshold and strict change nothing the check computes
+
+    # a config naming no anchor: the record says so, and why; nothing is judged
+    cfg.write_text(yaml.safe_dump(dict(base, judge={"provider": "reference"})))
+    assert main(["heldout", "--config", str(cfg), "--out", str(out)]) == 0
+    rec = json.loads(out.read_text())
+    assert rec["anchor"] is None and rec["rho"] is None and rec["n"] == 0
+    assert rec["reason"] == "no held-out anchor for this run: config.yaml names no `locked:` folder"
+
+    # an anchor that freezes none of the config's held-out scenarios is no anchor for it
+    other = tmp_path / "scenarios"
+    other.mkdir()
+    (other / "elsewhere.yaml").write_text((root / "scenarios" / "loader.yaml").read_text())
+    cfg.write_text(yaml.safe_dump(dict(base, locked="locked", scenarios="scenarios/*.yaml")))
+    assert main(["heldout", "--config", str(cfg), "--out", str(out)]) == 0
+    rec = json.loads(out.read_text())
+    assert rec["anchor"] is None and "holds no frozen transcript of this config's held-out scenarios (elsewhere)" \
+        in rec["reason"]
 
 
 def test_agreement_refuses_a_drifted_set(locked):
