@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 JOBS ?= 2
 SNAKEMAKE := $(BIN)/python -m snakemake --scheduler greedy --rerun-incomplete
 
-.PHONY: demo test test-slurm install dry-run clean chromium
+.PHONY: demo test test-slurm install dry-run clean chromium bubblewrap
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -16,8 +16,13 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed
 
+# Every process under test runs in a bubblewrap sandbox (README "Isolation"): bring Debian's
+# bubblewrap when it is missing and we may (as root); otherwise `mcptrials validate` says how.
+bubblewrap:
+	@command -v bwrap >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null)
+
 # Runs the whole demo matrix with the reference model (no API key needed).
-demo: install
+demo: install bubblewrap
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(SNAKEMAKE) -j $(JOBS)
 	@echo "report: $(CURDIR)/results/report/index.html"
 	@echo "report: $(CURDIR)/results/report/report.md"
@@ -31,11 +36,11 @@ chromium:
 
 # The Slurm test is left out here: it installs and starts a real Slurm (`make test-slurm`).
 PYTEST_ARGS ?= -m "not slurm"
-test: install chromium
+test: install chromium bubblewrap
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 # A single-node Slurm on this machine (needs root: installs slurm-wlm and munge when missing).
-test-slurm: install
+test-slurm: install bubblewrap
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -s -m slurm tests/test_slurm.py
 
 clean:

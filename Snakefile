@@ -21,10 +21,10 @@ include: "workflow/rules/report.smk"
 include: "workflow/rules/worker.smk"
 
 
-# Before any job of a real run (dry runs skip this): a missing API key stops everything
-# here, before a single trial is spent.
+# Before any job of a real run (dry runs skip this): a missing API key, or a sandbox that
+# cannot be built here, stops everything, before a single trial is spent.
 onstart:
-    missing = check_api_keys(M)
+    missing = check_api_keys(M) + check_sandbox(M)
     if missing:
         sys.exit("mcptrials: error: " + "\n".join(missing))
     start_trial_worker()  # local runs: one warm process forks the trials (workflow/rules/worker.smk)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -75,9 +76,15 @@ def write_matrix(tmp: Path, tools: dict | None = None, trials: int = 1, scenario
     return path
 
 
+# The interpreter the venv is made from: stdlib-only fixture servers run on it, and the
+# sandbox mounts it (sys.base_prefix) read-only; the script itself is named in read_only.
+BASE_PYTHON = os.path.realpath(sys.executable)
+
+
 def faulty_tool(mode: str = "ok", **extra) -> dict:
     """A tool entry for the test server in tests/fixtures (stdlib only, no install)."""
-    spec = {"command": sys.executable, "args": [str(FAULTY_SERVER), mode], "env": {"FAULT_MODE": mode}}
+    spec = {"command": BASE_PYTHON, "args": [str(FAULTY_SERVER), mode], "env": {"FAULT_MODE": mode},
+            "read_only": [str(FAULTY_SERVER)]}
     spec.update(extra)
     return spec
 

@@ -142,7 +142,8 @@ def test_two_steps_real_git_server_graded(tmp_path, installed, fake_api, monkeyp
 def test_server_sees_only_its_environment_and_tool_errors(tmp_path, installed, fake_api, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     dump = tmp_path / "server_env.json"
-    tool = faulty_tool("is_error", env={"FAULT_MODE": "is_error", "FAULT_ENV_DUMP": str(dump), "KEEP": "me"})
+    tool = faulty_tool("is_error", env={"FAULT_MODE": "is_error", "FAULT_ENV_DUMP": str(dump), "KEEP": "me"},
+                       sandbox="none")   # the dump is written outside the workspace
     api = fake_api([reply(tool_use("mcp__faulty__echo", {"text": "hi"}, id="toolu_e1")),
                     reply(text("The tool failed; `helper` is in `src/util.py:1`."))])
     m, co = matrix(tmp_path, api, {"faulty": tool})

@@ -162,7 +162,8 @@ def test_huge_result_is_capped_and_recorded(tmp_path, fake_api):
 def test_api_key_never_reaches_server_or_records(tmp_path, fake_api):
     dump = tmp_path / "env.json"
     api = fake_api([reply(tool_use("mcp__f__echo", {"text": "a"})), reply(text("done"))])
-    tool = faulty_tool("ok", env={"FAULT_ENV_DUMP": str(dump), "PASSED": "literal"})
+    # sandbox none: the dump is written outside the workspace (tests/test_sandbox.py covers the sandbox)
+    tool = faulty_tool("ok", env={"FAULT_ENV_DUMP": str(dump), "PASSED": "literal"}, sandbox="none")
     m, co = matrix(tmp_path, api, tools={"f": tool})
     t, meta = run(m, co, "f", tmp_path)
     env = json.loads(dump.read_text())
@@ -190,9 +191,11 @@ def test_workspace_is_fresh_and_removed(tmp_path, fake_api):
 def test_http_transport_server(tmp_path, fake_api):
     import sys
     from matrix_helpers import ROOT
-    tool = {"transport": "http", "command": sys.executable,
-            "args": [str(ROOT / "tests/fixtures/http_mcp_server.py"), "{port}", "{workspace}"],
-            "url": "http://127.0.0.1:{port}/mcp", "startup_timeout": 30}
+    script = str(ROOT / "tests/fixtures/http_mcp_server.py")
+    # an http server must be reached (network: true); it runs on the harness's venv (the mcp SDK)
+    tool = {"transport": "http", "command": sys.executable, "args": [script, "{port}", "{workspace}"],
+            "url": "http://127.0.0.1:{port}/mcp", "startup_timeout": 30, "network": True,
+            "read_only": [sys.prefix, script]}
     api = fake_api([reply(tool_use("mcp__web__find_text", {"text": "def helper"}, id="f"),
                           tool_use("mcp__web__server_env", {"name": "ANTHROPIC_API_KEY"}, id="e")),
                     reply(text("`src/util.py:1`"))])

@@ -45,7 +45,7 @@ def project(tmp_path_factory, api):
     dump = tmp / "server_env.json"
     write_matrix(tmp, tools={"baseline": {"transport": "none"}, "echo": faulty_tool("ok"),
                              "slow": faulty_tool("slow", env={"FAULT_MODE": "slow", "FAULT_SLOW_SECONDS": "3"}),
-                             "env": faulty_tool("ok", env={"FAULT_ENV_DUMP": str(dump)})},
+                             "env": faulty_tool("ok", env={"FAULT_ENV_DUMP": str(dump)}, sandbox="none")},
                  extra={"models": {"reference": {"provider": "reference"},
                                    "claude": {"provider": "anthropic", "model": "claude-sonnet-4-6",
                                               "base_url": api.url, "max_retries": 0}}})

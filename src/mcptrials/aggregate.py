@@ -485,6 +485,15 @@ REFERENCE_MODEL_LABEL = "reference (deterministic agent, no language model)"
 REFERENCE_JUDGE_LABEL = "reference (deterministic judge: key points and gold citations, no language model)"
 
 
+def _sandbox_label(rec: dict | None) -> str:
+    """'bubblewrap 0.8.0', 'bubblewrap 0.8.0 with network', 'none', or 'unrecorded'."""
+    if not rec:
+        return "unrecorded"
+    if rec.get("mechanism") == "none":
+        return "none"
+    return f"{rec.get('mechanism')} {rec.get('version') or ''}".strip() + (" with network" if rec.get("network") else "")
+
+
 def identity(m: Matrix, records: list[dict]) -> dict:
     """Who and what ran: models, hosts, tools and versions, repos and commits, scenarios and
     the hash of the set, trials, judge, weights, and the pricing the costs were computed with."""
@@ -501,7 +510,9 @@ def identity(m: Matrix, records: list[dict]) -> dict:
                        "server_name": sorted({str(x.get("server_name")) for x in metas if x.get("server_name")}),
                        "server_version": sorted({str(x.get("server_version")) for x in metas if x.get("server_version")}),
                        "tools_sha256": sorted({x["tools_sha256"] for x in metas if x.get("tools_sha256")}),
-                       "spec_sha256": m.tool_hash(name)}
+                       "spec_sha256": m.tool_hash(name),
+                       # how its processes ran, as the trials recorded it (run_meta.sandbox)
+                       "sandbox": sorted({_sandbox_label(x.get("sandbox")) for x in metas})}
     repos = {}
     for name in m.run_repos():  # only the repos the run's scenarios use
         spec = m.repos[name]
@@ -525,6 +536,7 @@ def identity(m: Matrix, records: list[dict]) -> dict:
         "tools": tools, "repos": repos, "scenarios": scen,
         "scenario_set_sha256": m.scenario_set_sha256(),
         "splits": m.config["splits"], "trials": m.trials, "judge": judge, "weights": m.config["weights"],
+        "sandbox": m.config["sandbox"],
         "costs": {"method": COST_METHOD, "pricing_sha256": canonical_hash(m.config["pricing"]),
                   "priced_models": sorted(m.config["pricing"])},
         "baseline": BASELINE if BASELINE in m.tools else None,

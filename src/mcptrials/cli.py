@@ -31,10 +31,10 @@ COMMANDS = {
 
 
 def cmd_validate(args) -> int:
-    from .config import ConfigError, check_api_keys, load_matrix
+    from .config import ConfigError, check_api_keys, check_sandbox, load_matrix
 
     m = load_matrix(args.config)
-    problems = check_api_keys(m)
+    problems = check_api_keys(m) + check_sandbox(m)
     if problems:
         raise ConfigError("\n".join(problems))
     cells = sum(1 for _ in m.cells())

@@ -367,6 +367,9 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
             raise ConfigError(f"{where}.command: a {spec['transport']} server needs a command to start it; add `command:`")
         if spec["transport"] == "http" and not spec.get("url"):
             raise ConfigError(f"{where}.url: an http server needs `url:` (its MCP endpoint)")
+        if spec["transport"] == "http" and not spec["network"] and (spec.get("sandbox") or data["sandbox"]) != "none":
+            raise ConfigError(f"{where}.network: an http server is reached over the network, and a sandboxed tool "
+                              "has none by default; set `network: true` (or use transport stdio)")
 
     keys = {spec["api_key_env"] for spec in data["models"].values()} | {data["judge"]["api_key_env"]}
     for name, spec in data["tools"].items():
@@ -408,6 +411,22 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
     if not m.run_scenarios():
         raise ConfigError(f"{path}: field splits: no scenario is in splits {data['splits']}; add scenarios or change `splits`")
     return m
+
+
+def check_sandbox(m: Matrix) -> list[str]:
+    """Why the run cannot sandbox what it must (empty when it can, or nothing is sandboxed):
+    bubblewrap missing, or no namespaces for it here. Checked before any job."""
+    from .sandbox import BUBBLEWRAP, SandboxUnavailable, check_available
+
+    users = (["sandbox"] if m.config["sandbox"] == BUBBLEWRAP else []) + \
+        [f"tools.{t}.sandbox" for t, s in m.specs.tools.items() if s.has_server and s.sandbox == BUBBLEWRAP]
+    if not users:
+        return []
+    try:
+        check_available()
+    except SandboxUnavailable as e:
+        return [f"{m.path}: field {users[0]}: bubblewrap is asked for, but {e}"]
+    return []
 
 
 def check_api_keys(m: Matrix, environ=os.environ) -> list[str]:

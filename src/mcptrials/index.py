@@ -12,8 +12,10 @@ from .config import ConfigError
 from .records import read_json, write_json
 
 
-def build_index(tool: str, spec: dict, tree: str, out: Path, forbidden: set[str], log) -> dict:
-    from .servers import resolve_command, server_environment, substitute
+def build_index(tool: str, spec: dict, tree: str, out: Path, forbidden: set[str], log, tool_spec=None) -> dict:
+    """Run the index command in a copy of the checkout, sandboxed like the tool's server
+    (`tool_spec`: its ToolSpec; the copy, home, tmp and the output folder read-write)."""
+    from .servers import resolve_command, server_environment, substitute, tool_sandbox
 
     idx = spec["index"]
     if out.exists():  # a rerun starts from an empty index folder
@@ -27,11 +29,13 @@ def build_index(tool: str, spec: dict, tree: str, out: Path, forbidden: set[str]
         values = {"repo": str(work), "workspace": str(work), "index": str(out.resolve()), "home": str(home),
                   "tmp": str(tmp)}
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin"} | server_environment(spec, values, forbidden)
-        cmd = [resolve_command(tool, idx["command"])] + [substitute(a, values) for a in idx.get("args", [])]
-        p = subprocess.run(cmd, cwd=work, env=env, stdout=log, stderr=log)
+        cmd = [resolve_command(tool, idx["command"])] + [substitute(a, values) for a in idx["args"]]
+        sb = tool_sandbox(tool_spec, extra_rw=[work, home, tmp, out]) if tool_spec else None
+        argv, env = sb.wrap(cmd, env, str(work)) if sb else (cmd, env)
+        p = subprocess.run(argv, cwd=work, env=env, stdout=log, stderr=log)
         if p.returncode != 0:
             raise RuntimeError(f"tools.{tool}.index: {' '.join(cmd)} exited {p.returncode}; see the log")
-    rec = {"tool": tool, "command": cmd}
+    rec = {"tool": tool, "command": cmd, "sandbox": sb.record() if sb else None}
     write_json(out / "index.json", rec)
     return rec
 
@@ -52,5 +56,6 @@ def _cmd(args) -> int:
     spec = m.tools.get(args.tool)
     if not spec or not spec.get("index"):
         raise ConfigError(f"{m.path}: field tools.{args.tool}.index: the tool has no index step")
-    build_index(args.tool, spec, read_json(args.checkout)["tree"], Path(args.out), m.specs.key_env_names(), sys.stderr)
+    build_index(args.tool, spec, read_json(args.checkout)["tree"], Path(args.out), m.specs.key_env_names(), sys.stderr,
+                tool_spec=m.specs.tools[args.tool])
     return 0

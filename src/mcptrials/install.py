@@ -18,6 +18,15 @@ from .records import project_path, write_json
 from .servers import tool_env_dir
 
 
+def drop_keys(m) -> None:
+    """Installs run outside the sandbox (pip and npm need the registry), so this process,
+    and every install script it starts, first forgets the API keys."""
+    import os
+
+    for name in m.specs.key_env_names():
+        os.environ.pop(name, None)
+
+
 def run_logged(cmd: list[str], log) -> str:
     log.write("$ " + " ".join(cmd) + "\n")
     log.flush()
@@ -82,6 +91,7 @@ def _cmd(args) -> int:
     m = load_matrix(args.config)
     if args.tool not in m.tools:
         raise ConfigError(f"{m.path}: field tools: no tool {args.tool!r}")
+    drop_keys(m)
     rec = install_tool(args.tool, m.tools[args.tool], sys.stderr)
     write_json(Path(args.out), rec)
     return 0

@@ -282,6 +282,21 @@ class StrictHeldout(Exception):
 # --- the main report ------------------------------------------------------------------------
 
 
+def sandbox_line(ident: dict) -> str:
+    """How the processes under test ran, per tool; an unsandboxed one is flagged."""
+    parts, flagged = [], []
+    for name, tl in ident["tools"].items():
+        seen = tl.get("sandbox") or ["unrecorded"]
+        parts.append(f"{name}: {', '.join(seen)}")
+        if "none" in seen:
+            flagged.append(name)
+    line = f"config sandbox: {ident.get('sandbox', 'unrecorded')}; " + "; ".join(parts)
+    if flagged or ident.get("sandbox") == "none":
+        line += (f" — WARNING: {', '.join(flagged) or 'the state checks'} ran unsandboxed (sandbox: none): "
+                 "a server could read the answer key and the API key")
+    return line
+
+
 def _identity(doc: Doc, s: dict, held: dict) -> None:
     ident = s["identity"]
     doc.h(2, "The run", "identity")
@@ -300,6 +315,7 @@ def _identity(doc: Doc, s: dict, held: dict) -> None:
             if len(tl["tools_sha256"]) > 1:
                 desc += f"; WARNING: {len(tl['tools_sha256'])} different tool lists seen"
         t.add("tool " + name, desc)
+    t.add("sandbox", sandbox_line(ident))
     for name, rp in ident["repos"].items():
         seen = "" if rp["commits_seen"] in ([], [rp["commit"]]) else f" (records show {', '.join(rp['commits_seen'])})"
         t.add("repo " + name, f"{rp['url']} @ {rp['commit']}{seen}")

@@ -64,6 +64,9 @@ TABLE: tuple[Entry, ...] = (
     Entry("tools.*.index", ("index",), "its index per repo, snapshots and trials"),
     Entry("tools.*.instructions", (T,), "what the agent's system prompt holds"),
     Entry("tools.*.call_timeout", (T,), "when a tool call fails with -32001"),
+    Entry("tools.*.sandbox", ("index", SN), "what its processes can reach: its index, snapshots and trials"),
+    Entry("tools.*.network", ("index", SN), "what its processes can reach: its index, snapshots and trials"),
+    Entry("tools.*.read_only", ("index", SN), "what its processes can read: its index, snapshots and trials"),
     # repos.<name>
     Entry("repos.*.url", ("checkout",), "a different repository"),
     Entry("repos.*.commit", ("checkout", SC), "a different tree: everything of that repo (graders read the commit)"),
@@ -73,6 +76,7 @@ TABLE: tuple[Entry, ...] = (
     Entry("splits", SHAPE, "which scenarios run"),
     Entry("trials", SHAPE, "only the new (or fewer) trials"),
     Entry("locked", ("verify_lock", H, "report"), "the config's held-out anchor"),
+    Entry("sandbox", ("index", SN), "what every process under test can reach (state checks too): everything"),
     # models.<name>
     Entry("models.*.provider", (T,), "that model's trials"),
     Entry("models.*.model", (T,), "that model's trials"),

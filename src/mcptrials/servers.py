@@ -106,6 +106,7 @@ class ServerSession:
     startup_seconds: float
     errlog_path: Path
     pid_root: int = field(default_factory=os.getpid)
+    sandbox: dict = field(default_factory=dict)   # the sandbox's record (sandbox.ProcessSandbox.record)
 
     @property
     def server_name(self) -> str | None:
@@ -136,18 +137,35 @@ class ServerSession:
         return process_tree_peak_rss_kb(self.pid_root)
 
 
+def tool_sandbox(tool: ToolSpec, extra_rw=(), extra_ro=()):
+    """The sandbox of a tool's processes (server, index command; under claude-code the CLI
+    too): the Python its venv points at, its install and its `read_only` paths read-only,
+    `extra_rw` (the trial's folders) read-write; the network only with `network: true`."""
+    from .sandbox import ProcessSandbox, python_prefix
+
+    sb = ProcessSandbox(mechanism=tool.sandbox, network=tool.network)
+    sb.ro(python_prefix(), tool_env_dir(tool.name), *tool.read_only, *extra_ro)
+    return sb.rw(*extra_rw)
+
+
+def server_sandbox(tool: ToolSpec, values: dict[str, str]):
+    """The sandbox a tool's server runs in: the trial's (or snapshot's) folders read-write."""
+    return tool_sandbox(tool, extra_rw=[values.get(k) for k in ("workspace", "home", "tmp", "index")])
+
+
 @contextlib.contextmanager
 def start_http_server(tool: ToolSpec, values: dict[str, str], forbidden_env: set[str], errlog, cwd: str | None = None):
-    """Start an http server (`command args`, {port} a free port) and wait until it listens;
-    yield its URL; stop its process group at the end. Hosts that connect by URL share it."""
+    """Start an http server (`command args`, {port} a free port) in its sandbox and wait
+    until it listens; yield its URL; stop its process group at the end. Hosts that connect
+    by URL share it. (It must share the host's network to be reached: `network: true`.)"""
     values = dict(values, port=str(free_port()))
-    env = {k: os.environ[k] for k in ("PATH", "LANG") if k in os.environ} | \
+    env = {k: os.environ[k] for k in ("LANG",) if k in os.environ} | \
         server_environment(tool.config, values, forbidden_env)
-    proc = subprocess.Popen(
+    argv, env = server_sandbox(tool, values).wrap(
         [resolve_command(tool.name, tool.command)] + [substitute(a, values) for a in tool.args],
-        env=env, cwd=cwd or values.get("workspace"), stdout=errlog, stderr=errlog,
-        stdin=subprocess.DEVNULL, start_new_session=True,
-    )
+        {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **env}, cwd or values.get("workspace"))
+    proc = subprocess.Popen(argv, env=env, cwd=cwd or values.get("workspace"), stdout=errlog, stderr=errlog,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         url = substitute(tool.url, values)
         wait_for_port(url, tool.startup_timeout, proc)
@@ -164,21 +182,31 @@ async def open_server(tool: ToolSpec, values: dict[str, str], errlog_path: Path,
 
     env = server_environment(tool.config, values, forbidden_env)
     errlog_path.parent.mkdir(parents=True, exist_ok=True)
+    sandbox = server_sandbox(tool, values)
     t0 = time.monotonic()
     with open(errlog_path, "a") as errlog, contextlib.ExitStack() as stack:
         if tool.transport == "stdio":
-            params = StdioServerParameters(
-                command=resolve_command(tool.name, tool.command),
-                args=[substitute(a, values) for a in tool.args],
-                env=env,
-                cwd=cwd or values.get("workspace"),
-            )
+            # Under bubblewrap the client starts `env -i bwrap ... -- command args`: the mcp
+            # client's own default variables never reach bwrap, only `env` reaches the server.
+            argv, env = sandbox.wrap([resolve_command(tool.name, tool.command)]
+                                     + [substitute(a, values) for a in tool.args],
+                                     env if tool.sandbox == "none" else {"PATH": _sandbox_path(), **env},
+                                     cwd or values.get("workspace"))
+            params = StdioServerParameters(command=argv[0], args=argv[1:], env=env,
+                                           cwd=cwd or values.get("workspace"))
             target = stdio_client(params, errlog=errlog)
         else:  # http: we start the process, then connect to its URL
             target = stack.enter_context(start_http_server(tool, values, forbidden_env, errlog, cwd))
         client = Client(target, mode="auto", read_timeout_seconds=tool.call_timeout, cache=None)
         async with client:
-            yield ServerSession(client=client, startup_seconds=time.monotonic() - t0, errlog_path=errlog_path)
+            yield ServerSession(client=client, startup_seconds=time.monotonic() - t0, errlog_path=errlog_path,
+                                sandbox=sandbox.record())
+
+
+def _sandbox_path() -> str:
+    from .sandbox import SANDBOX_PATH
+
+    return SANDBOX_PATH
 
 
 def wait_for_port(url: str, timeout: float, proc) -> None:

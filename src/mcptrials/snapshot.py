@@ -53,6 +53,7 @@ async def snapshot_server(tool: ToolSpec, workspace: Path, index_dir: Path | Non
                 "total_seconds": round(time.monotonic() - t0, 3),
                 "tools": tools,
                 "stderr_tail": stderr_tail(errlog),
+                "sandbox": s.sandbox,
             }
 
 

@@ -52,13 +52,17 @@ class ToolSpec:
     startup_timeout: float
     call_timeout: float
     version: str | None
+    sandbox: str                  # bubblewrap | none: the tool's own, else the config's
+    network: bool
+    read_only: tuple[str, ...]
     config: dict = field(repr=False)
 
     @classmethod
-    def from_config(cls, name: str, d: dict) -> ToolSpec:
+    def from_config(cls, name: str, d: dict, sandbox: str) -> ToolSpec:
         return cls(name=name, transport=d["transport"], command=d.get("command"), args=tuple(d["args"]),
                    url=d.get("url"), instructions=d["instructions"], startup_timeout=d["startup_timeout"],
-                   call_timeout=d["call_timeout"], version=d.get("version"), config=d)
+                   call_timeout=d["call_timeout"], version=d.get("version"), sandbox=d.get("sandbox") or sandbox,
+                   network=d["network"], read_only=tuple(d["read_only"]), config=d)
 
     @property
     def has_server(self) -> bool:
@@ -135,14 +139,16 @@ class Specs:
     hosts: dict[str, HostSpec]
     judge: JudgeSpec
     limits: Limits
+    sandbox: str                  # the config's: state checks; a tool may override it for its own processes
 
     @classmethod
     def from_config(cls, config: dict, host_drives: dict[str, list[str] | None]) -> Specs:
         """`config`: validated (defaults filled); `host_drives`: host kind -> providers."""
-        return cls(tools={n: ToolSpec.from_config(n, d) for n, d in config["tools"].items()},
+        return cls(tools={n: ToolSpec.from_config(n, d, config["sandbox"]) for n, d in config["tools"].items()},
                    models={n: ModelSpec.from_config(n, d) for n, d in config["models"].items()},
                    hosts={n: HostSpec.from_config(n, d, host_drives[d["kind"]]) for n, d in config["hosts"].items()},
-                   judge=JudgeSpec.from_config(config["judge"]), limits=Limits.from_config(config["limits"]))
+                   judge=JudgeSpec.from_config(config["judge"]), limits=Limits.from_config(config["limits"]),
+                   sandbox=config["sandbox"])
 
     def key_env_names(self) -> set[str]:
         """Every variable that holds an API key (the models', the judge's, the well-known ones):

@@ -72,13 +72,22 @@ def step_limits(m: Matrix, scenario: Scenario) -> Limits:
     return m.specs.limits.overridden(scenario.data["limits"])
 
 
-def run_state_check(command: str, workspace: Path, timeout: float = 60) -> dict:
+def run_state_check(command: str, workspace: Path, mechanism: str, timeout: float = 60) -> dict:
+    """Run a scenario's state check (`sh -c command`) in the workspace after the agent
+    finished, sandboxed like a server (the workspace read-write, no network): the command
+    is the scenario author's, but it runs over what the server left behind."""
+    from .sandbox import ProcessSandbox
+
+    sb = ProcessSandbox(mechanism=mechanism).rw(workspace)
+    argv, env = sb.wrap(["sh", "-c", command], {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workspace)},
+                        str(workspace))
     try:
-        p = subprocess.run(["sh", "-c", command], cwd=workspace, capture_output=True, text=True, timeout=timeout,
-                           env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workspace)})
-        return {"command": command, "exit_code": p.returncode, "output": (p.stdout + p.stderr)[-10000:]}
+        p = subprocess.run(argv, cwd=workspace, capture_output=True, text=True, timeout=timeout, env=env)
+        return {"command": command, "exit_code": p.returncode, "output": (p.stdout + p.stderr)[-10000:],
+                "sandbox": mechanism}
     except subprocess.TimeoutExpired:
-        return {"command": command, "exit_code": None, "output": f"[state check timed out after {timeout} s]"}
+        return {"command": command, "exit_code": None, "output": f"[state check timed out after {timeout} s]",
+                "sandbox": mechanism}
 
 
 def secret_values(specs: Specs, environ=os.environ) -> list[str]:
@@ -205,7 +214,9 @@ class TrialContext:
         return key
 
     def state_check(self, step: dict) -> dict | None:
-        return run_state_check(step["state_check"]["command"], self.sandbox.workspace) if step.get("state_check") else None
+        if not step.get("state_check"):
+            return None
+        return run_state_check(step["state_check"]["command"], self.sandbox.workspace, self.m.specs.sandbox)
 
 
 class TrialServer:
@@ -248,6 +259,7 @@ class TrialServer:
             ctx.meta["server_stderr_tail"] = stderr_tail(self.errlog)
             raise TrialAbort("server_crashed", msg) from None
         ctx.meta["server_startup_seconds"] = round(self.session.startup_seconds, 3)
+        ctx.meta["sandbox"] = self.session.sandbox
         ctx.meta["server_protocol_version"] = self.session.protocol_version
         try:
             self.tools = await self.session.list_tools()
@@ -276,6 +288,17 @@ class TrialServer:
 
 
 # --- the whole trial ---------------------------------------------------------------
+
+
+def process_sandbox(m: Matrix, tool: ToolSpec, folders: Sandbox):
+    """What the trial's processes under test see: the server's sandbox (its install, the
+    trial's folders), or for the baseline the state checks' (the workspace only)."""
+    from .sandbox import ProcessSandbox
+    from .servers import tool_sandbox
+
+    if tool.has_server:
+        return tool_sandbox(tool, extra_rw=folders.values().values())
+    return ProcessSandbox(mechanism=m.specs.sandbox).rw(folders.workspace)
 
 
 def run_under(host_impl, m: Matrix, model: str, tool: str, scenario_id: str, trial: int, checkout: dict,
@@ -311,6 +334,7 @@ def run_under(host_impl, m: Matrix, model: str, tool: str, scenario_id: str, tri
                               f"(provider {mspec.provider}); run that model under a loop host")
         sandbox = Sandbox.create(checkout["tree"], index_dir)
         meta["index_files"] = sum(1 for p in sandbox.index.rglob("*") if p.is_file())
+        meta["sandbox"] = process_sandbox(m, tspec, sandbox).record()   # a host may record its own
         ctx = TrialContext(m=m, model=mspec, host=hspec, tool=tspec, scenario=scenario, trial=trial, limits=lim,
                            snapshot=snapshot, sandbox=sandbox, out_dir=Path(out_dir),
                            system_text=SYSTEM_PROMPT.read_text(), meta=meta, rec=rec)

@@ -6,7 +6,7 @@ from pathlib import Path
 import shlex
 import sys
 
-from mcptrials.config import ConfigError, check_api_keys, load_matrix
+from mcptrials.config import ConfigError, check_api_keys, check_sandbox, load_matrix
 from mcptrials.rerun import heldout_scenarios, rule_params
 
 

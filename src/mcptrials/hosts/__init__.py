@@ -79,6 +79,9 @@ def _cmd(args) -> int:
         raise ConfigError(f"{m.path}: field hosts: no host {args.host!r}; use one of: {', '.join(sorted(m.hosts))}")
     spec = m.specs.hosts[args.host]
     if needs_install(spec.kind):
+        from ..install import drop_keys
+
+        drop_keys(m)
         rec = host_for(spec.kind).install(args.host, spec, sys.stderr)
     else:
         rec = {"host": args.host, "kind": spec.kind, "env_dir": None, "resolved": {}, "seconds": 0.0}

@@ -432,6 +432,20 @@ class _Session:
                     return outcome, detail
         return "completed", None
 
+    def cli_sandbox(self, mcp_file: Path | None):
+        """The CLI (and the stdio server it starts) in the tool's sandbox, with the network
+        for the model API: the trial's folders and Claude Code's HOME read-write, its install
+        and the MCP config read-only. Its Read/Grep/Glob take absolute paths: this view is
+        all they can reach."""
+        from ..servers import tool_sandbox
+
+        ctx = self.ctx
+        sb = tool_sandbox(ctx.tool, extra_rw=[*ctx.sandbox.values().values(), self.host_home],
+                          extra_ro=[host_env_dir(ctx.host.name), mcp_file])
+        sb.network = True
+        ctx.meta["sandbox"] = sb.record()
+        return sb
+
     def _start_http(self, stack) -> dict:
         """An http server is ours to start, as in the loop; Claude Code connects to its URL."""
         from ..servers import start_http_server
@@ -461,6 +475,7 @@ class _Session:
                 failed_servers.extend(s for s in ev.get("mcp_servers") or [] if s.get("status") != "connected")
             return bool(failed_servers)
 
+        argv, env = self.cli_sandbox(mcp_file).wrap(argv, env, str(ctx.sandbox.workspace))
         t0 = time.monotonic()
         run = await run_process(argv, env, str(ctx.sandbox.workspace), lim.max_seconds, stop_on)
         s = parse_stream(run.events, index, server_tool_names(tool.name, (ctx.snapshot or {}).get("tools") or []))
