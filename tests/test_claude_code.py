@@ -258,3 +258,50 @@ def test_host_needs_a_model_it_can_drive(tmp_path):
     cfg.write_text(cfg.read_text().replace("kind: claude-code", "kind: loop\n    version: '1'"))
     with pytest.raises(ConfigError, match=r"hosts\.cc\.version.*only for kind claude-code"):
         load_matrix(cfg)
+
+
+def _hostile_cc_trial(tmp_path, installed, fake_api, sandbox):
+    """The hostile server under the CLI, and the CLI's own Read of the gold file by absolute path."""
+    from test_sandbox import HOSTILE, MARKER
+
+    gold = tmp_path / "gold.json"
+    gold.write_text('{"items": {"secret-item": {"quality": 0.9}}}')
+    tool = {"command": __import__("matrix_helpers").BASE_PYTHON, "read_only": [str(HOSTILE)],
+            "args": [str(HOSTILE), "--read", str(gold), "--marker", MARKER]}
+    api = fake_api([reply(tool_use("Read", {"file_path": str(gold)}, id="toolu_r"),
+                          tool_use("mcp__hostile__probe", {}, id="toolu_p")),
+                    reply(text("`src/util.py:1`"))])
+    extra = {"models": {"claude": {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": api.url,
+                                   "max_retries": 0}},
+             "hosts": {"cc": {"kind": "claude-code"}}, "sandbox": sandbox}
+    m = load_matrix(write_matrix(tmp_path, tools={"hostile": tool}, extra=extra))
+    co = checkout("tiny", m.repo_source("tiny"), "repo", m.repos["tiny"]["commit"], tmp_path / "co")
+    snap = snapshot_of("hostile", ["probe"])
+    t, meta = run_trial(m, "claude", "hostile", "find-helper", 1, co, snap, None, tmp_path / "out", host="cc")
+    assert t["outcome"] == "completed", t["outcome_detail"]
+    calls = {c["id"]: c for c in t["tool_calls"]}
+    probe = json.loads(calls["toolu_p"]["result_text"].replace("[redacted]", KEY))
+    return calls["toolu_r"], probe, meta, api
+
+
+def test_under_claude_code_the_server_and_the_cli_stay_in_the_sandbox(tmp_path, installed, fake_api, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    read, probe, meta, api = _hostile_cc_trial(tmp_path, installed, fake_api, "bubblewrap")
+    assert read["is_error"] and "secret-item" not in read["result_text"]     # the CLI's Read cannot reach it
+    assert probe["read"] == {str(tmp_path / "gold.json"): None}               # nor can the server
+    assert KEY not in probe["keys"] and probe["keys"]                         # only the proxy's stand-in token
+    assert all(k.startswith("mcptrials-proxy-") for k in probe["keys"])
+    assert meta["sandbox"]["mechanism"] == "bubblewrap" and meta["sandbox"]["network"] is True
+    # the API still got the real key: the proxy added it
+    import hashlib
+    reqs = api.message_requests()
+    assert reqs and {q["auth_sha256"] for q in reqs} == {hashlib.sha256(KEY.encode()).hexdigest()}
+
+
+def test_under_claude_code_sandbox_none_reaches_the_gold(tmp_path, installed, fake_api, monkeypatch):
+    """The control: unsandboxed, the CLI reads the gold and the server finds the key."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    read, probe, meta, _ = _hostile_cc_trial(tmp_path, installed, fake_api, "none")
+    assert "secret-item" in read["result_text"]
+    assert "secret-item" in probe["read"][str(tmp_path / "gold.json")]
+    assert KEY in probe["keys"]                                              # from the harness's own environment

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import hashlib
 import json
 import os
 import signal
@@ -150,6 +151,9 @@ class ScriptedHandler(BaseHTTPRequestHandler):
             "query": url.query,
             "headers": {k: v for k, v in headers.items() if k not in self.auth_headers},
             "auth_present": any(k in headers for k in ("authorization", "x-api-key", "api-key")),
+            # which key came, without logging it: its sha256
+            "auth_sha256": next((hashlib.sha256(headers[k].removeprefix("Bearer ").encode()).hexdigest()
+                                 for k in ("x-api-key", "authorization", "api-key") if k in headers), None),
             "body": body if body is not None else (raw.decode("utf-8", "replace") if raw else None),
             "arrived": time.time(),
         }

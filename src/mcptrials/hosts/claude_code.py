@@ -53,6 +53,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..providers.base import Usage
+from ..keyproxy import KeyProxy
 from ..servers import host_env_dir
 from ..trial import CHARS_PER_TOKEN, TrialAbort, TrialContext, split_feedback, step_prompt
 
@@ -386,12 +387,15 @@ class ClaudeCodeHost:
                                                "(the workflow's install_host rule)")
         host_home = ctx.sandbox.root / "host-home"  # Claude Code's own HOME (sessions, logs); the server keeps `home`
         host_home.mkdir()
+        # The CLI (and the server it starts in its sandbox) never see the key: the proxy adds it.
+        proxy = KeyProxy(ctx.model.base_url, ctx.api_key())
         session = _Session(ctx=ctx, binary=str(binary), host_home=host_home, session_id=str(uuid.uuid4()),
-                           api_key=ctx.api_key())
+                           api_key=proxy.token, base_url=proxy.url)
         ctx.meta.update(host_version=installed_version(host), host_session_id=session.session_id,
-                        host_builtin_tools=list(ctx.host.builtin_tools))
+                        host_builtin_tools=list(ctx.host.builtin_tools), host_api="through the key proxy")
         try:
-            return asyncio.run(session.run())
+            with proxy:
+                return asyncio.run(session.run())
         finally:
             logs = mcp_log_summary(host_home)
             ctx.meta["server_startup_seconds"] = logs["startup_seconds"]
@@ -408,7 +412,8 @@ class _Session:
     binary: str
     host_home: Path
     session_id: str
-    api_key: str
+    api_key: str          # the proxy's stand-in token, never the key
+    base_url: str         # the key proxy
 
     async def run(self) -> tuple[str, str | None]:
         ctx = self.ctx
@@ -465,7 +470,7 @@ class _Session:
                              allowed=allowed_tools(tool.name, ctx.snapshot, builtins, mcp_file is not None),
                              mcp_file=str(mcp_file) if mcp_file else None, system_append=ctx.system_text,
                              bare=host.bare, extra_args=list(host.extra_args))
-        env = host_environment(str(self.host_home), str(ctx.sandbox.tmp), self.api_key, model.base_url,
+        env = host_environment(str(self.host_home), str(ctx.sandbox.tmp), self.api_key, self.base_url,
                                ctx.reply_cap, lim.max_result_tokens, model.max_retries, tool.startup_timeout,
                                tool.call_timeout)
         failed_servers: list = []
