@@ -88,7 +88,8 @@ def test_pack_shape():
 
 def test_dry_run_plans_the_whole_matrix():
     args = ["--configfile", str(PACK)] + ([str(LOCAL)] if LOCAL.exists() else [])
-    p = subprocess.run([sys.executable, "-m", "snakemake", *args, "-n", "--cores", "1"],
+    # --forceall: the whole matrix, whatever results/ of this checkout already holds
+    p = subprocess.run([sys.executable, "-m", "snakemake", *args, "-n", "--forceall", "--cores", "1"],
                        capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 0, p.stderr[-3000:]
     out = p.stdout + p.stderr

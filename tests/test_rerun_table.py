@@ -91,7 +91,8 @@ def make_project(wd: Path, cc: bool = False) -> Path:
         extra["models"] = {"reference": {"provider": "reference"},
                            "claude": {"provider": "anthropic", "model": "claude-sonnet-4-6"}}
         extra["hosts"] = {"loop": {"kind": "loop"}, "cc": {"kind": "claude-code"}}
-    write_matrix(wd, tools={"baseline": {"transport": "none"}, "echo": faulty_tool("ok")},
+    # echo has the network, so that an edit to transport http stays one field's edit
+    write_matrix(wd, tools={"baseline": {"transport": "none"}, "echo": faulty_tool("ok", network=True)},
                  scenarios={"find-helper": SCENARIO, "callers": CALLERS, "held": HELD}, extra=extra)
     shutil.copytree(ROOT / "locked", wd / "locked", dirs_exist_ok=True)
     return wd
@@ -121,7 +122,7 @@ EDITS = {
     "tools.*.instructions": lambda c, s: c["tools"]["echo"].update(instructions=False),
     "tools.*.call_timeout": lambda c, s: c["tools"]["echo"].update(call_timeout=5),
     "tools.*.sandbox": lambda c, s: c["tools"]["echo"].update(sandbox="none"),
-    "tools.*.network": lambda c, s: c["tools"]["echo"].update(network=True),
+    "tools.*.network": lambda c, s: c["tools"]["echo"].update(network=False),
     "tools.*.read_only": lambda c, s: c["tools"]["echo"].setdefault("read_only", []).append("README.md"),
     "sandbox": lambda c, s: c.update(sandbox="none"),
     "repos.*.url": lambda c, s: c["repos"]["tiny"].update(url="./repo"),
@@ -209,9 +210,11 @@ def apply_edit(wd: Path, field: str, edits=None) -> None:
     write_project(wd, cfg, scen)
 
 
-def changed_params(before: dict, after: dict) -> dict[str, set]:
-    """rule -> the job keys whose params differ (keys present on both sides)."""
-    return {rule: {k for k in before[rule] if k in after.get(rule, {}) and before[rule][k] != after[rule][k]}
+def changed_params(before: dict, after: dict, new_jobs: bool = False) -> dict[str, set]:
+    """rule -> the job keys whose params differ (keys on both sides), and with new_jobs the
+    keys that only the edit brought (a tool's first index)."""
+    return {rule: {k for k in after.get(rule, {}) if (k in before[rule] and before[rule][k] != after[rule][k])
+                   or (new_jobs and k not in before[rule])}
             for rule in before}
 
 
@@ -233,8 +236,8 @@ def _check_rows_in_process(wd: Path, fields, edits) -> None:
         apply_edit(wd, field, edits)
         m = load_matrix(wd / "config.yaml")
         after = rule_params(m)
-        got = {rule for rule, keys in changed_params(base, after).items() if keys}
         e = BY_FIELD[field]
+        got = {rule for rule, keys in changed_params(base, after, new_jobs=e.stages != SHAPE).items() if keys}
         if e.stages == SHAPE:  # only the one-job stages that see every cell may change
             assert got <= {"aggregate", "report"}, f"{field}: a shape change altered existing params of {got}"
         else:

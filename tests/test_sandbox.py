@@ -20,6 +20,7 @@ from fakes.messages_api import reply, text, tool_use
 from matrix_helpers import BASE_PYTHON, ROOT, SCENARIO, write_matrix
 from mcptrials.checkout import checkout
 from mcptrials.config import check_sandbox, load_matrix
+from mcptrials.records import project_path
 from mcptrials.runner import run_trial
 from mcptrials.sandbox import ProcessSandbox, SandboxUnavailable, check_available
 
@@ -111,7 +112,7 @@ def test_a_hostile_server_reaches_nothing_under_the_default_sandbox(tmp_path, fa
     assert set(rep["connect"].values()) == {False}                   # no network: the host's 127.0.0.1 is not its own
     sb = meta["sandbox"]
     assert sb["mechanism"] == "bubblewrap" and sb["version"] and sb["network"] is False
-    assert {"path": str(HOSTILE), "mode": "ro"} in sb["mounts"]
+    assert {"path": project_path(HOSTILE), "mode": "ro"} in sb["mounts"]
     assert not any(m["path"] == str(tmp_path) for m in sb["mounts"])
     assert KEY not in json.dumps(t) and KEY not in json.dumps(meta)
 

@@ -238,9 +238,15 @@ def rule_params(m: Matrix) -> dict[str, dict]:
 
 
 def _job_keys(m: Matrix, rule: str, dims: tuple[str, ...]):
+    """The keys of the jobs the workflow has for a rule: an index only for tools with one,
+    an install only for tools with a server."""
     if not dims:
         return [()]
-    ents = _entities(m, rule)
+    ents = dict(_entities(m, rule))
+    if rule == "index":
+        ents["tool"] = [t for t in m.tools if m.tools[t].get("index")]
+    elif rule == "install_tool":
+        ents["tool"] = m.server_tools()
     keys = [()]
     for d in dims:
         keys = [k + (v,) for k in keys for v in ents[d]]

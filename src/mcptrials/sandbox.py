@@ -101,12 +101,15 @@ class ProcessSandbox:
         return cmd + ["--", *argv], {}
 
     def record(self) -> dict:
-        """What run_meta.json keeps: the mechanism, its version, the network and the mounts."""
+        """What run_meta.json keeps: the mechanism, its version, the network and the mounts
+        that exist (a path inside the project relative to it, as every record names them)."""
+        from .records import project_path
+
         if self.mechanism == NONE:
             return {"mechanism": NONE, "version": None, "network": True, "mounts": []}
         return {"mechanism": BUBBLEWRAP, "version": bwrap_version(), "network": self.network,
                 "mounts": [{"path": d, "mode": "ro"} for d in SYSTEM_DIRS if os.path.lexists(d)]
-                + [m.record() for m in self.mounts]}
+                + [{"path": project_path(m.path), "mode": m.mode} for m in self.mounts if os.path.exists(m.path)]}
 
 
 def python_prefix() -> str:
