@@ -35,8 +35,13 @@ async def snapshot_server(tool: ToolSpec, workspace: Path, index_dir: Path | Non
         home, tmp = Path(sandbox, "home"), Path(sandbox, "tmp")
         home.mkdir()
         tmp.mkdir()
+        index_copy = ""
+        if index_dir and Path(index_dir).exists():
+            # a copy, as every trial gets: what the server writes there never reaches the shared index
+            index_copy = str(Path(sandbox, "index"))
+            shutil.copytree(index_dir, index_copy, symlinks=True)
         values = {"workspace": str(workspace), "repo": str(workspace), "home": str(home), "tmp": str(tmp),
-                  "index": str(index_dir or "")}
+                  "index": index_copy}
         t0 = time.monotonic()
         async with open_server(tool, values, errlog, forbidden) as s:
             startup = s.startup_seconds
