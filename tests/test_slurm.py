@@ -9,6 +9,7 @@ background and stops them by their pids afterwards, also when the test fails. Ru
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -268,6 +269,10 @@ def test_demo_matrix_on_slurm(slurm, filesystem_server, tmp_path):
     md = (tmp_path / "results/report/report.md").read_text()
     for tool in cfg["tools"]:  # a headline row per tool, 2 trials each, none failed
         assert re.search(rf"^\| {tool} \|.*\| 2 \(0 failed\) \|$", md, re.M), md[:3000]
+    # and every trial ran sandboxed, inside its Slurm job (the real filesystem server included)
+    metas = [json.loads(f.read_text()) for f in (tmp_path / "results/runs").rglob("run_meta.json")]
+    assert metas and {m["sandbox"]["mechanism"] for m in metas} == {"bubblewrap"}
+    assert all(m["sandbox"]["network"] is False for m in metas)
 
     # every stage of every trial ran inside a Slurm job that Slurm itself reports as
     # completed, run from this project: read from the Slurm logs (written by Slurm) and
