@@ -40,7 +40,6 @@ def build(tmp: Path, cells: int) -> tuple[int, int]:
     (tmp / "config.yaml").write_text(yaml.safe_dump(cfg))
     shutil.copy(ROOT / "Snakefile", tmp / "Snakefile")
     shutil.copytree(ROOT / "workflow", tmp / "workflow")
-    shutil.copytree(ROOT / "prompts", tmp / "prompts")
     return n_scen, len(tools) * n_scen * trials
 
 
