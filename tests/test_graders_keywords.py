@@ -2,17 +2,12 @@
 
 import pytest
 
-from mcptrials.config import ConfigError, validate_against
+from matrix_helpers import filled_step as filled
+from mcptrials.config import ConfigError
 from mcptrials.graders import keywords
 from mcptrials.graders.keywords import coverage, pool
 
 
-def filled(**step) -> dict:
-    """One scenario step as the scenario schema fills it (its defaults included): the graders
-    read checks from a validated scenario and restate no default."""
-    sc = {"repo": "r", "steps": [dict({"name": "s", "prompt": "p"}, **step)]}
-    validate_against("scenario.schema.yaml", sc, "test")
-    return sc["steps"][0]
 
 
 def match_check(check, answer, where="check"):

@@ -1,17 +1,9 @@
 """State checks compare the runner's recorded output with the scenario's expect text."""
 
-from mcptrials.config import validate_against
+from matrix_helpers import filled_step as filled
 from mcptrials.graders import state
 
 SPEC = {"command": "git log -1 --format=%s", "expect": "fix: handle None"}
-
-
-def filled(**step) -> dict:
-    """One scenario step as the scenario schema fills it (its defaults included): the graders
-    read checks from a validated scenario and restate no default."""
-    sc = {"repo": "r", "steps": [dict({"name": "s", "prompt": "p"}, **step)]}
-    validate_against("scenario.schema.yaml", sc, "test")
-    return sc["steps"][0]
 
 
 def grade_state(spec, record):
