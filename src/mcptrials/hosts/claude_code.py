@@ -23,7 +23,8 @@ One trial is one Claude Code session, run in the trial's sandbox (cwd = the work
   (``--append-system-prompt``); Claude Code adds the server's instructions itself.
 
 The stream is parsed into the loop's records (src/mcptrials/schemas/transcript.schema.yaml):
-answer_text = the step's `result` text; reasoning_text = prose of the replies that asked
+answer_text = the step's `result` text (stopped at its budget with none: the last assistant
+text); reasoning_text = prose of the replies that asked
 for tools; audit_text = tool inputs and results; tool calls from tool_use / tool_result
 pairs (source `mcp` for mcp__ names, with `tool` the server's own name from the
 snapshot's tool list, as the loop records it; else `builtin`, with `tool` set to the loop's
@@ -31,7 +32,8 @@ equivalent built-in for Read/Grep/Glob/LS so adoption counts built-in searches a
 usage with cache fields from each step's `result` event; cost from our pricing (the
 trial core) and Claude Code's own `total_cost_usd` (`usage.host_cost_usd`); turns = model
 calls (distinct assistant message ids); outcome from the `result` subtype and the `init`
-event's MCP server status.
+event's MCP server status. The parsing (parse_stream, record_step, step_answer,
+result_outcome) is shared with mcptrials.recorded, which converts a recorded stream.
 """
 
 from __future__ import annotations
@@ -297,6 +299,98 @@ def _call_record(call: dict, text: str, is_error: bool, t0: float | None, t1: fl
                 result_tokens_est=len(text) // CHARS_PER_TOKEN)
 
 
+# --- one parsed step into the records: shared by this host and mcptrials.recorded ----------
+
+
+def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative, meta: dict,
+                wall_seconds: float) -> dict:
+    """Add one parsed step to the trial's Recorder `rec` (the user turn, the conversation, tool
+    calls and their errors, model calls, retries, usage with cache fields, Claude Code's own
+    cost, permission denials, its version into `meta`); return the step record, its
+    `answer_text` empty and `outcome` completed until the caller sets them (see step_answer
+    and result_outcome). `relative` turns the run's absolute workspace paths into
+    repository paths."""
+    srec = {"index": index, "name": name, "prompt": prompt, "answer_text": "",
+            "reasoning_text": "", "audit_text": "", "outcome": "completed", "turns": len(s.replies),
+            "state_check": None, "wall_seconds": wall_seconds}
+    rec.messages.append({"role": "user", "content": [{"type": "text", "text": prompt}]})
+    rec.messages += s.messages
+    rec.tool_calls += s.calls
+    for c in s.calls:
+        if c["error_kind"]:
+            rec.error(c["error_kind"], f"{c['tool']}: {c['result_text'][:300]}", step=index, code=c["error_code"])
+    finals = [i for i, (_, has_tool) in enumerate(s.replies) if not has_tool]
+    last_final = finals[-1] if finals else None
+    srec["reasoning_text"] = relative("\n\n".join(x for i, (texts, _) in enumerate(s.replies)
+                                                   if i != last_final for x in texts if x))
+    srec["audit_text"] = "\n\n".join(f"> {c['name']} {c['arguments']}\n{c['result_text'][:2000]}" for c in s.calls)
+    rec.api_calls += len(s.replies)
+    rec.retries += s.api_retries
+    r = s.result or {}
+    u = r.get("usage")
+    usages = [u] if u else list(s.msg_usage.values())  # no result event: the replies' own (partial) usage
+    for x in usages:
+        rec.usage.add(Usage(input_tokens=x.get("input_tokens") or 0, output_tokens=x.get("output_tokens") or 0,
+                            cache_creation_input_tokens=x.get("cache_creation_input_tokens") or 0,
+                            cache_read_input_tokens=x.get("cache_read_input_tokens") or 0))
+    if r.get("total_cost_usd") is not None:  # cumulative over the resumed session (2.1.328)
+        rec.extra_usage["host_cost_usd"] = max(rec.extra_usage.get("host_cost_usd") or 0.0, r["total_cost_usd"])
+    if r.get("permission_denials"):
+        meta.setdefault("host_permission_denials", []).extend(r["permission_denials"])
+    if s.init and not meta.get("host_reported_version"):
+        meta["host_reported_version"] = s.init.get("claude_code_version")
+    return srec
+
+
+def last_assistant_text(s: StepStream) -> str:
+    """The prose of the step's last model reply that has any: the partial answer of a run
+    stopped at its budget, whose `result` event holds no text."""
+    for texts, _ in reversed(s.replies):
+        joined = "\n\n".join(x for x in texts if x)
+        if joined.strip():
+            return joined
+    return ""
+
+
+def step_answer(s: StepStream, outcome: str, relative) -> tuple[str, str]:
+    """(answer_text, feedback) of a step: the `result` text of a completed step; of a step
+    stopped at its budget, that text or else the last assistant text (the partial answer);
+    nothing for any other outcome. The closing feedback is split off as in the loop."""
+    if outcome not in ("completed", "budget_exceeded"):
+        return "", ""
+    text = (s.result or {}).get("result") or ""
+    if outcome == "budget_exceeded" and not text.strip():
+        text = last_assistant_text(s)
+    return split_feedback(relative(text))
+
+
+def result_outcome(s: StepStream, rec, index: int) -> tuple[str, str | None]:
+    """The outcome of a step from its `result` event (s.result, not None): error_max_turns ->
+    max_turns; error_max_budget_usd -> budget_exceeded; an API error after retries ->
+    api_failed; any other error subtype (error_during_execution, ...) -> harness_failed; a
+    -32000 tool result (the server's connection closed) -> server_crashed; a reply cut at
+    max_tokens -> budget_exceeded; else completed. Errors go into `rec`."""
+    r = s.result
+    sub = r.get("subtype")
+    if sub == "error_max_turns":
+        return "max_turns", None
+    if sub == "error_max_budget_usd":
+        return "budget_exceeded", "claude-code: error_max_budget_usd"
+    if r.get("is_error") and (r.get("api_error_status") is not None or r.get("terminal_reason") == "api_error"):
+        msg = f"{r.get('api_error_status')}: {str(r.get('result'))[:300]}"
+        rec.error("api_error", msg, step=index, status=r.get("api_error_status"), retries=s.api_retries)
+        return "api_failed", msg
+    if sub != "success" or r.get("is_error"):
+        msg = f"claude-code result {sub}: {r.get('errors') or r.get('result')}"
+        rec.error("harness_error", msg, step=index)
+        return "harness_failed", msg
+    if any(c["error_code"] == -32000 for c in s.calls):  # connection closed: the server died
+        return "server_crashed", "the MCP server's connection closed during the step"
+    if r.get("stop_reason") == "max_tokens":
+        return "budget_exceeded", None
+    return "completed", None
+
+
 def mcp_log_summary(host_home: Path) -> dict:
     """Start-up time, protocol version and the last lines of Claude Code's MCP logs."""
     lines, startup, protocol = [], None, None
@@ -484,42 +578,14 @@ class _Session:
         t0 = time.monotonic()
         run = await run_process(argv, env, str(ctx.sandbox.workspace), lim.max_seconds, stop_on)
         s = parse_stream(run.events, index, server_tool_names(tool.name, (ctx.snapshot or {}).get("tools") or []))
-        srec = {"index": index, "name": step["name"], "prompt": step["prompt"], "answer_text": "",
-                "reasoning_text": "", "audit_text": "", "outcome": "completed", "turns": len(s.replies),
-                "state_check": None, "wall_seconds": round(time.monotonic() - t0, 3)}
-        rec.messages.append({"role": "user", "content": [{"type": "text", "text": prompt}]})
-        rec.messages += s.messages
-        rec.tool_calls += s.calls
-        for c in s.calls:
-            if c["error_kind"]:
-                rec.error(c["error_kind"], f"{c['tool']}: {c['result_text'][:300]}", step=index, code=c["error_code"])
-        finals = [i for i, (_, has_tool) in enumerate(s.replies) if not has_tool]
-        last_final = finals[-1] if finals else None
-        srec["reasoning_text"] = ctx.sandbox.relative("\n\n".join(x for i, (texts, _) in enumerate(s.replies)
-                                                                   if i != last_final for x in texts if x))
-        srec["audit_text"] = "\n\n".join(f"> {c['name']} {c['arguments']}\n{c['result_text'][:2000]}" for c in s.calls)
-        rec.api_calls += len(s.replies)
-        rec.retries += s.api_retries
-        r = s.result or {}
-        u = r.get("usage")
-        usages = [u] if u else list(s.msg_usage.values())  # no result event: the replies' own (partial) usage
-        for x in usages:
-            rec.usage.add(Usage(input_tokens=x.get("input_tokens") or 0, output_tokens=x.get("output_tokens") or 0,
-                                cache_creation_input_tokens=x.get("cache_creation_input_tokens") or 0,
-                                cache_read_input_tokens=x.get("cache_read_input_tokens") or 0))
-        if r.get("total_cost_usd") is not None:  # cumulative over the resumed session (2.1.328)
-            rec.extra_usage["host_cost_usd"] = max(rec.extra_usage.get("host_cost_usd") or 0.0, r["total_cost_usd"])
-        if r.get("permission_denials"):
-            ctx.meta.setdefault("host_permission_denials", []).extend(r["permission_denials"])
-        if s.init and not ctx.meta.get("host_reported_version"):
-            ctx.meta["host_reported_version"] = s.init.get("claude_code_version")
+        srec = record_step(rec, s, index, step["name"], prompt, ctx.sandbox.relative, ctx.meta,
+                           round(time.monotonic() - t0, 3))
         outcome, detail = self._outcome(run, s, index)
         srec["outcome"] = outcome
-        if outcome == "completed" or outcome == "budget_exceeded":
-            answer, feedback = split_feedback(ctx.sandbox.relative(r.get("result") or ""))
-            srec["answer_text"] = answer
-            if feedback:
-                rec.feedback = feedback
+        answer, feedback = step_answer(s, outcome, ctx.sandbox.relative)
+        srec["answer_text"] = answer
+        if feedback:
+            rec.feedback = feedback
         rec.steps.append(srec)
         srec["state_check"] = ctx.state_check(step)
         return outcome, detail
@@ -532,26 +598,8 @@ class _Session:
             return "server_crashed", msg
         if run.timed_out:
             return "timed_out", f"step {index} ran past max_seconds; claude-code was stopped"
-        r = s.result
-        if r is None:
+        if s.result is None:
             msg = f"claude-code exited {run.returncode} without a result event: {run.stderr[-2000:]}"
             rec.error("harness_error", msg, step=index)
             return "harness_failed", msg
-        sub = r.get("subtype")
-        if sub == "error_max_turns":
-            return "max_turns", None
-        if sub == "error_max_budget_usd":
-            return "budget_exceeded", "claude-code: error_max_budget_usd"
-        if r.get("is_error") and (r.get("api_error_status") is not None or r.get("terminal_reason") == "api_error"):
-            msg = f"{r.get('api_error_status')}: {str(r.get('result'))[:300]}"
-            rec.error("api_error", msg, step=index, status=r.get("api_error_status"), retries=s.api_retries)
-            return "api_failed", msg
-        if sub != "success" or r.get("is_error"):
-            msg = f"claude-code result {sub}: {r.get('errors') or r.get('result')}"
-            rec.error("harness_error", msg, step=index)
-            return "harness_failed", msg
-        if any(c["error_code"] == -32000 for c in s.calls):  # connection closed: the server died
-            return "server_crashed", "the MCP server's connection closed during the step"
-        if r.get("stop_reason") == "max_tokens":
-            return "budget_exceeded", None
-        return "completed", None
+        return result_outcome(s, rec, index)
