@@ -27,6 +27,7 @@ COMMANDS = {
     "demo-bundle": "demo_repo",
     "serve-trials": "worker",
     "reruns": "rerun",
+    "import": "importers.sense_bench",
 }
 
 

@@ -1,0 +1,5 @@
+"""Importers: other benchmarks' scenarios and runs as mcptrials scenario files and configs.
+
+`mcptrials import sense-bench BENCH_DIR --out DIR` (`sense_bench`): the reference bench
+(the public luuuc/sense repository's `bench/` folder).
+"""
