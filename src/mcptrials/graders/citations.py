@@ -10,20 +10,41 @@ path alone (`a.py`:10), brackets, markdown links [x](src/a.py#L3), GitHub blob U
 trailing punctuation do not break it; a leading ./ is stripped. A path alone, without a
 line or symbol, is not a citation.
 
-Resolution: the exact relative path; else the unique file whose path ends with the cited
-path on a component boundary; else unresolved (missing, or ambiguous: candidates kept).
+Line-only references take their file from the answer (resolved_by "context"): a JSON
+"line" (or "lines", "start_line" with "end_line") member beside a "file" member of the same
+object; "line N", "lines N-M" and `:N` in prose, with the file of their JSON object's "file"
+member, else their table row's file column, else the nearest path named before them (else
+the first after) in their innermost JSON object, list item or paragraph. A reference with no
+file there is not a citation.
 
-Buckets: grounded (resolved; every cited line within 1..EOF; a cited symbol's every
-component occurs as a whole word in the file), hallucinated (resolved but a cited line is
-below 1 or past EOF: a range ending past EOF included), unresolved (not resolved, or the
-symbol is absent).
+Resolution (resolved_by): the exact relative path ("exact"); else the unique file whose path
+ends with the cited path on a component boundary ("suffix"); else, for a basename-only or
+partial path several files end with, the answer's context ("context"): the closest scope that
+names one of those files by a path that resolves on its own decides. Scopes, closest first:
+each enclosing JSON object (its "file" member, then the paths it names before the citation),
+the table row's file column, the list item, the paragraph, the markdown section, the whole
+answer (the last four: paths named before the citation). One file in the closest such scope
+resolves it; two or more leave it unresolved (context.ambiguous names them); none: unresolved
+(missing, or ambiguous: candidates kept).
 
-Verification of a grounded line citation: the identifiers the sentence names in backticks
-(other than the citation and file paths) are looked up as whole words (an identifier's
-last component, `app.route()` -> `route`) in the cited lines: within 5 lines of a single
-cited line, or inside a cited range. `verified` if at least one is there, `mismatch` if
-none is, `n/a` when the sentence names no identifier (and for symbol citations and
+Buckets: grounded (resolved; every cited line within 1..EOF; a cited symbol has a definition
+in the file: see symbols.py, symbol_by "tree-sitter", its lines in symbol_lines; for a
+language without a grammar, symbol_by "regex": every component occurs as a whole word),
+hallucinated (resolved but a cited line is below 1 or past EOF: a range ending past EOF
+included), unresolved (not resolved, or the symbol is absent).
+
+Verification of a grounded line citation: the identifiers the citation is about are looked
+up as whole words (an identifier's last component, `app.route()` -> route, `Extension<T>`
+-> Extension) in the cited lines: within 5 lines of a single cited line, or inside a cited
+range. They are: the names in backticks in its sentence, on its line and in its list item
+(citations and file paths excluded); its table row's cells that are identifiers; its JSON
+object's "signature" (the name it defines), "symbol", "name", "function", "method", "class"...
+members. One-letter names and keywords do not count. `verified` if at least one is there,
+`mismatch` if none is, `n/a` when there is no identifier (and for symbol citations and
 citations that are not grounded).
+
+Each citation keeps `spans`: the [start, end) character offsets of its occurrences in the
+answer (for a JSON line member, from its key to its value).
 
 Each distinct (path, locator) counts once per step: the key is the resolved path when
 there is one (so src/a.py:3 and a.py:3 are one citation), else the path as cited.
@@ -33,7 +54,9 @@ from __future__ import annotations
 
 import re
 
+from . import structure
 from .gittree import CommitTree
+from .symbols import find_definition
 
 DEFAULT_EXTENSIONS = [
     # source
@@ -78,21 +101,25 @@ def _split_extensions(extensions) -> tuple[list[str], list[str]]:
 
 
 _PATTERNS: dict[tuple, re.Pattern] = {}
+_URL_PREFIX = r"(?:https?://[^\s()<>\[\]`]*?/(?:blob|tree|raw)/[^/\s]+/)?"   # a GitHub-style URL prefix
+
+
+def _path_regex(extensions) -> str:
+    exts, names = _split_extensions(extensions)
+    ext_alt = "|".join(re.escape(e) for e in sorted(set(exts), key=len, reverse=True))
+    name_alt = "|".join(re.escape(n) for n in sorted(set(names), key=len, reverse=True))
+    last = rf"[\w.@+-]*\.(?i:{ext_alt})"
+    if name_alt:
+        last = rf"(?:{last}|(?:{name_alt}))"
+    return rf"(?P<path>(?:\./)?(?:[\w.@+-]+/)*{last})"
 
 
 def citation_pattern(extensions=None) -> re.Pattern:
     key = tuple(extensions or DEFAULT_EXTENSIONS)
     if key not in _PATTERNS:
-        exts, names = _split_extensions(key)
-        ext_alt = "|".join(re.escape(e) for e in sorted(set(exts), key=len, reverse=True))
-        name_alt = "|".join(re.escape(n) for n in sorted(set(names), key=len, reverse=True))
-        last = rf"[\w.@+-]*\.(?i:{ext_alt})"
-        if name_alt:
-            last = rf"(?:{last}|(?:{name_alt}))"
         _PATTERNS[key] = re.compile(
             r"(?<![\w./@+-])"
-            r"(?:https?://[^\s()<>\[\]`]*?/(?:blob|tree|raw)/[^/\s]+/)?"     # a GitHub-style URL prefix
-            rf"(?P<path>(?:\./)?(?:[\w.@+-]+/)*{last})"
+            + _URL_PREFIX + _path_regex(key) +
             r"`?"                                                           # `a.py`:10
             r"(?:"
             rf":L?(?P<l1>\d+)(?:\s?{_DASH}\s?L?(?P<l2>\d+))?"
@@ -102,6 +129,17 @@ def citation_pattern(extensions=None) -> re.Pattern:
             r"(?![\w])"
         )
     return _PATTERNS[key]
+
+
+_MENTIONS: dict[tuple, re.Pattern] = {}
+
+
+def mention_pattern(extensions=None) -> re.Pattern:
+    """A file path named anywhere in the answer, with or without a line or symbol after it."""
+    key = tuple(extensions or DEFAULT_EXTENSIONS)
+    if key not in _MENTIONS:
+        _MENTIONS[key] = re.compile(r"(?<![\w./@+-])" + _URL_PREFIX + _path_regex(key) + r"(?![\w/@+-]|\.\w)")
+    return _MENTIONS[key]
 
 
 def extract_citations(text: str, extensions=None) -> list[dict]:
@@ -137,13 +175,199 @@ def _has_word(text: str, word: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text) is not None
 
 
-def ground(c: dict, tree: CommitTree) -> dict:
-    """Add resolved_path, candidates, bucket and reason to one extracted citation."""
+# --- the answer's own context ---------------------------------------------------
+
+FILE_KEYS = ("file", "path", "file_path", "filepath", "filename")
+LINE_KEYS = ("line", "lines", "line_number", "start_line", "line_start")
+END_LINE_KEYS = ("end_line", "line_end")
+IDENT_KEYS = ("signature", "symbol", "name", "function", "method", "class", "struct", "trait", "interface",
+              "identifier", "definition")
+
+_PROSE_LINE = re.compile(rf"(?<![\w:/.#])[Ll]ines?\s+(?P<l1>\d+)(?:\s*(?:{_DASH}|to)\s*(?P<l2>\d+))?(?![\w])")
+_COLON_LINE = re.compile(rf"`:L?(?P<l1>\d+)(?:\s?{_DASH}\s?L?(?P<l2>\d+))?`")
+_LINES_VALUE = re.compile(rf"\s*L?(?P<l1>\d+)(?:\s*{_DASH}\s*L?(?P<l2>\d+))?\s*")
+
+
+class Answer:
+    """One answer's text with what a reader resolves a citation from: the file paths it
+    names (with or without a locator), its JSON objects, tables, lists and paragraphs."""
+
+    def __init__(self, text: str, tree: CommitTree, extensions=None):
+        self.text, self.tree, self.extensions = text, tree, extensions
+        self.objects = structure.json_objects(text)
+        self.mentions = []
+        for m in mention_pattern(extensions).finditer(text):
+            path = m.group("path")
+            self.mentions.append({"path": path[2:] if path.startswith("./") else path,
+                                  "start": m.start("path"), "end": m.end("path")})
+        self._resolved: dict[str, str | None] = {}
+
+    def resolves(self, path: str) -> str | None:
+        """The file a path names on its own (exact or unique suffix), else None."""
+        if path not in self._resolved:
+            self._resolved[path] = resolve(path, self.tree)[0]
+        return self._resolved[path]
+
+    def mentions_in(self, lo: int, hi: int) -> list[dict]:
+        return [m for m in self.mentions if lo <= m["start"] and m["end"] <= hi]
+
+    def file_fields(self, obj) -> list[dict]:
+        return [m for f in obj.get(*FILE_KEYS) if isinstance(f.value, str) for m in self.mentions_in(f.start, f.end)]
+
+    def scopes(self, pos: int):
+        """(scope, mentions) around offset pos, the closest first: each enclosing JSON object
+        (its file field, then what it names before pos), the table row's file column, the
+        list item, the paragraph and the section (what they name before pos), the answer."""
+        text = self.text
+        for obj in structure.enclosing_objects(self.objects, pos):
+            yield "json file field", self.file_fields(obj)
+            yield "json object", self.mentions_in(obj.start, pos)
+        row = structure.table_row(text, pos)
+        if row and row.file_cell:
+            yield "table file column", self.mentions_in(row.file_cell[1], row.file_cell[2])
+        item = structure.list_item_bounds(text, pos)
+        if item:
+            yield "list item", self.mentions_in(item[0], pos)
+        yield "paragraph", self.mentions_in(structure.paragraph_bounds(text, pos)[0], pos)
+        yield "section", self.mentions_in(structure.section_start(text, pos), pos)
+        yield "answer", self.mentions_in(0, pos)
+
+    def settle(self, pos: int, cands: list[str], skip: int | None = None) -> dict:
+        """Which of an ambiguous path's candidate files the context around pos means: the
+        closest scope that names (by a path resolving on its own) one or more of them decides;
+        one file resolves, several leave it unresolved."""
+        for scope, mentions in self.scopes(pos):
+            named: dict[str, dict] = {}
+            for m in mentions:
+                r = self.resolves(m["path"]) if m["start"] != skip else None
+                if r in cands:
+                    named.setdefault(r, m)
+            if len(named) == 1:
+                (path, m), = named.items()
+                return {"resolved": path, "scope": scope, "from": self.text[m["start"]:m["end"]],
+                        "span": [m["start"], m["end"]]}
+            if named:
+                return {"resolved": None, "scope": scope, "ambiguous": sorted(named)}
+        return {"resolved": None, "scope": None}
+
+    def line_file(self, pos: int, obj=None) -> tuple[dict, str] | None:
+        """The file a line-only reference at pos refers to, and the scope it came from: the
+        `file` field of its JSON object (obj: only that one); else, in the first of its
+        innermost JSON object, table row (file column), list item and paragraph that names a
+        path, the nearest path named before pos (else the first one after)."""
+        if obj is not None:
+            fields = self.file_fields(obj)
+            return (fields[0], "json file field") if fields else None
+        objs = structure.enclosing_objects(self.objects, pos)
+        if objs:
+            fields = self.file_fields(objs[0])
+            if fields:
+                return fields[0], "json file field"
+            scopes = [("json object", objs[0].start, objs[0].end)]
+        else:
+            row = structure.table_row(self.text, pos)
+            if row and row.file_cell and self.mentions_in(row.file_cell[1], row.file_cell[2]):
+                return self.mentions_in(row.file_cell[1], row.file_cell[2])[0], "table file column"
+            item = structure.list_item_bounds(self.text, pos)
+            scopes = [("list item", *item)] if item else []
+            scopes.append(("paragraph", *structure.paragraph_bounds(self.text, pos)))
+        for scope, lo, hi in scopes:
+            before, after = self.mentions_in(lo, pos), self.mentions_in(pos, hi)
+            if before:
+                return before[-1], scope
+            if after:
+                return after[0], scope
+        return None
+
+
+def _line_citation(ans: Answer, start: int, end: int, lines: list[int], obj=None) -> dict | None:
+    got = ans.line_file(start, obj)
+    if got is None:
+        return None
+    mention, scope = got
+    path = mention["path"]
+    return {"path_as_cited": path, "path": path, "lines": lines, "symbol": None, "start": start, "end": end,
+            "text": ans.text[start:end], "line_only": True,
+            "context": {"scope": scope, "from": ans.text[mention["start"]:mention["end"]],
+                        "span": [mention["start"], mention["end"]]}}
+
+
+def _lines_of(l1, l2) -> list[int]:
+    return [int(l1)] if l2 is None else [int(l1), int(l2)]
+
+
+def line_only_citations(ans: Answer, taken: list[dict]) -> list[dict]:
+    """Line-only references that take their file from the context: a JSON "line" member
+    beside a "file" member of the same object, and `:N`, "line N", "lines N-M" in prose."""
+    spans = [(c["start"], c["end"]) for c in taken]
+    out = []
+
+    def free(a, b):
+        return not any(s < b and a < e for s, e in spans)
+
+    for obj in ans.objects:
+        ends = obj.get(*END_LINE_KEYS)
+        for mem in obj.get(*LINE_KEYS):
+            raw = str(mem.value) if isinstance(mem.value, (int, str)) and not isinstance(mem.value, bool) else ""
+            lm = _LINES_VALUE.fullmatch(raw)
+            if not lm:
+                continue
+            lines = _lines_of(lm.group("l1"), lm.group("l2"))
+            if len(lines) == 1 and ends and isinstance(ends[0].value, int) and ends[0].value >= lines[0]:
+                lines.append(ends[0].value)
+            c = _line_citation(ans, mem.key_start, mem.end, lines, obj)
+            if c:
+                out.append(c)
+    for rx in (_PROSE_LINE, _COLON_LINE):
+        for m in rx.finditer(ans.text):
+            if free(m.start(), m.end()):
+                c = _line_citation(ans, m.start(), m.end(), _lines_of(m.group("l1"), m.group("l2")))
+                if c:
+                    out.append(c)
+    return out
+
+
+# --- grounding --------------------------------------------------------------
+
+
+def _resolve_in_context(c: dict, tree: CommitTree, ans: Answer | None) -> dict:
+    """resolved_path, candidates, resolved_by (exact, suffix, context) and the context used."""
     resolved, cands = resolve(c["path"], tree)
-    r = dict(c, resolved_path=resolved, candidates=cands)
+    if c.get("line_only"):
+        ctx = dict(c["context"])
+        if resolved is None and cands and ans is not None:     # the named file is itself a basename
+            got = ans.settle(ctx["span"][0], cands, skip=ctx["span"][0])
+            resolved = got["resolved"]
+            if got.get("ambiguous"):
+                ctx["ambiguous"] = got["ambiguous"]
+        return {"resolved_path": resolved, "candidates": [] if resolved else cands,
+                "resolved_by": "context" if resolved else None, "context": ctx}
+    if resolved is not None:
+        return {"resolved_path": resolved, "candidates": [],
+                "resolved_by": "exact" if resolved == c["path"] else "suffix", "context": None}
+    if cands and ans is not None:
+        got = ans.settle(c["start"], cands, skip=c["start"])
+        if got["resolved"]:
+            return {"resolved_path": got["resolved"], "candidates": [], "resolved_by": "context",
+                    "context": {k: got[k] for k in ("scope", "from", "span")}}
+        ctx = {"scope": got["scope"], "ambiguous": got["ambiguous"]} if got.get("ambiguous") else None
+        return {"resolved_path": None, "candidates": cands, "resolved_by": None, "context": ctx}
+    return {"resolved_path": None, "candidates": cands, "resolved_by": None, "context": None}
+
+
+def ground(c: dict, tree: CommitTree, ans: Answer | None = None) -> dict:
+    """Add resolved_path, candidates, resolved_by, context, bucket and reason (and for a
+    symbol symbol_by and symbol_lines) to one extracted citation. With `ans`, a path that is
+    ambiguous at the commit is settled from the answer's context."""
+    r = dict(c, **_resolve_in_context(c, tree, ans), symbol_by=None, symbol_lines=None)
+    resolved, cands = r["resolved_path"], r["candidates"]
     if resolved is None:
         r["bucket"] = "unresolved"
-        r["reason"] = f"ambiguous: {len(cands)} files end with {c['path']}" if cands else "no such file at the commit"
+        if r["context"] and r["context"].get("ambiguous"):
+            r["reason"] = (f"ambiguous: {len(cands)} files end with {c['path']}, and the {r['context']['scope']} "
+                           f"names {len(r['context']['ambiguous'])} of them")
+        else:
+            r["reason"] = f"ambiguous: {len(cands)} files end with {c['path']}" if cands else "no such file at the commit"
         return r
     if c["lines"] is not None:
         eof = tree.line_count(resolved)
@@ -155,7 +379,19 @@ def ground(c: dict, tree: CommitTree) -> dict:
             r["bucket"], r["reason"] = "grounded", f"within 1..{eof}"
         return r
     text = tree.text(resolved)
-    missing = [p for p in _symbol_parts(c["symbol"]) if not _has_word(text, p)]
+    parts = _symbol_parts(c["symbol"])
+    found = find_definition(resolved, text, parts)
+    if found is not None:
+        r["symbol_by"] = "tree-sitter"
+        if found["found"]:
+            r["symbol_lines"] = found["lines"]
+            a, b = found["lines"]
+            r["bucket"], r["reason"] = "grounded", f"defined at lines {a}-{b} ({found['kind']})"
+        else:
+            r["bucket"], r["reason"] = "unresolved", f"no definition of {c['symbol']!r} in the file"
+        return r
+    r["symbol_by"] = "regex"
+    missing = [p for p in parts if not _has_word(text, p)]
     if missing:
         r["bucket"], r["reason"] = "unresolved", f"symbol {missing[0]!r} not in the file"
     else:
@@ -167,7 +403,14 @@ def ground(c: dict, tree: CommitTree) -> dict:
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
 _BACKTICK = re.compile(r"`([^`\n]+)`")
-_IDENT_SPAN = re.compile(rf"^(?P<id>{_SYMBOL})(?:\(.*\))?$")
+_IDENT_SPAN = re.compile(rf"^(?P<id>{_SYMBOL})(?:<.*>)?(?:\(.*\))?$")
+# Words a signature or a backticked span may start with that name no definition.
+KEYWORDS = frozenset("""
+    fn func def class struct impl pub async await const let var static public private protected
+    internal void return for if while where self Self this mut type interface trait enum module
+    export function final abstract override unsafe extern crate super new in of dyn ref mod use
+    package import from lambda end do then else true false None null nil True False
+""".split())
 
 
 def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
@@ -179,21 +422,66 @@ def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
     return lo, (m.start() if m else len(text))
 
 
-def sentence_identifiers(text: str, c: dict, all_citations: list[dict], extensions=None) -> list[str]:
-    """Identifiers the citation's sentence names in backticks, citations and file paths excluded."""
-    lo, hi = _sentence_bounds(text, c["start"], c["end"])
-    pat = citation_pattern(extensions)
-    spans = [(o["start"], o["end"]) for o in all_citations]
+def _identifier(span: str, extensions=None) -> str | None:
+    """The identifier a span names (`app.route()` -> route, `Extension<T>` -> Extension), or None."""
+    inner = span.strip().strip("`").strip()
+    idm = _IDENT_SPAN.match(inner)
+    if not idm or citation_pattern(extensions).search(inner + ":1"):  # a file name such as `app.py` is not one
+        return None
+    name = _symbol_parts(idm.group("id"))[-1]
+    return name if len(name) > 1 and name not in KEYWORDS else None
+
+
+def _backticked(text: str, lo: int, hi: int, spans: list[tuple[int, int]], extensions=None) -> list[str]:
     names = []
     for m in _BACKTICK.finditer(text, lo, hi):
         if any(s < m.end() and m.start() < e for s, e in spans):
             continue
-        inner = m.group(1).strip()
-        idm = _IDENT_SPAN.match(inner)
-        if not idm or pat.search(inner + ":1"):  # a file name such as `app.py` is not an identifier
-            continue
-        names.append(_symbol_parts(idm.group("id"))[-1])
+        name = _identifier(m.group(1), extensions)
+        if name:
+            names.append(name)
     return names
+
+
+def signature_names(sig: str) -> list[str]:
+    """What a signature defines: the name before its first parameter or type list
+    (`fn call(self)` -> call, `func (r *R) Handle(w)` -> Handle); else its identifiers."""
+    for m in re.finditer(rf"({_IDENT})\s*[(<\[]", sig):
+        if m.group(1) not in KEYWORDS:
+            return [m.group(1)]
+    return [w for w in re.findall(_IDENT, sig) if len(w) > 1 and w not in KEYWORDS]
+
+
+def sentence_identifiers(text: str, c: dict, all_citations: list[dict], extensions=None) -> list[str]:
+    """Identifiers the citation's sentence names in backticks, citations and file paths excluded."""
+    lo, hi = _sentence_bounds(text, c["start"], c["end"])
+    return _backticked(text, lo, hi, [(o["start"], o["end"]) for o in all_citations], extensions)
+
+
+def context_identifiers(ans: Answer, c: dict, all_citations: list[dict]) -> list[str]:
+    """Identifiers a citation occurrence is about: backticked in its sentence, its line and
+    its list item; the identifier cells of its table row; the `signature`, `symbol`, `name`,
+    `function`... members of its JSON object."""
+    text, exts = ans.text, ans.extensions
+    spans = [(o["start"], o["end"]) for o in all_citations]
+    names = sentence_identifiers(text, c, all_citations, exts)
+    names += _backticked(text, *structure.line_bounds(text, c["start"]), spans, exts)
+    item = structure.list_item_bounds(text, c["start"])
+    if item:
+        names += _backticked(text, *item, spans, exts)
+    row = structure.table_row(text, c["start"])
+    if row:
+        names += [n for cell, _, _ in row.cells if (n := _identifier(cell, exts))]
+    objs = structure.enclosing_objects(ans.objects, c["start"])
+    if objs:
+        for mem in objs[0].get(*IDENT_KEYS):
+            if not isinstance(mem.value, str):
+                continue
+            if mem.key.lower() == "signature":
+                names += signature_names(mem.value)
+            elif (n := _identifier(mem.value, exts)):
+                names.append(n)
+    return list(dict.fromkeys(names))
 
 
 def verify(c: dict, identifiers: list[str], tree: CommitTree) -> str:
@@ -214,18 +502,22 @@ def verify(c: dict, identifiers: list[str], tree: CommitTree) -> str:
 
 def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
     """Distinct citations of one answer, grounded and verified, in order of first mention."""
+    ans = Answer(text, tree, extensions)
     found = extract_citations(text, extensions)
+    found = sorted(found + line_only_citations(ans, found), key=lambda c: c["start"])
     distinct: dict[tuple, dict] = {}
     for c in found:
-        g = ground(c, tree)
+        g = ground(c, tree, ans)
         key = (g["resolved_path"] or g["path"], tuple(g["lines"]) if g["lines"] else None, g["symbol"])
-        idents = sentence_identifiers(text, c, found, extensions)
+        idents = context_identifiers(ans, c, found)
         if key in distinct:
             d = distinct[key]
             d["occurrences"] += 1
+            d["spans"].append([c["start"], c["end"]])
             d["identifiers"] += [i for i in idents if i not in d["identifiers"]]
         else:
             g["occurrences"] = 1
+            g["spans"] = [[c["start"], c["end"]]]
             g["identifiers"] = list(dict.fromkeys(idents))
             distinct[key] = g
     out = []
@@ -242,6 +534,8 @@ def public_view(c: dict) -> dict:
         "symbol": c["symbol"], "bucket": c["bucket"], "verification": c["verification"],
         "candidates": c["candidates"], "text": c["text"], "reason": c["reason"],
         "identifiers": c["identifiers"], "occurrences": c["occurrences"],
+        "resolved_by": c["resolved_by"], "context": c["context"], "spans": c["spans"],
+        "symbol_by": c["symbol_by"], "symbol_lines": c["symbol_lines"],
     }
 
 

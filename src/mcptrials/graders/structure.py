@@ -1,0 +1,213 @@
+"""The structure of one answer that a reader uses to read a citation: the JSON objects it
+contains (with their direct scalar members and where they stand), markdown table rows,
+list items, paragraphs and sections.
+
+Answers are often JSON (bare or fenced) mixed with prose, or prose holding bits of code, so
+the JSON scanner is lenient: it never fails, a string ends at its closing quote or at the
+end of its line (JSON strings hold no raw newline, so a stray quote in prose cannot swallow
+the rest of the answer), strings are recognised only inside an object, and an object left
+open ends with the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_LITERAL = re.compile(r"true|false|null")
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_HEADING = re.compile(r"^#{1,6}\s", re.M)
+_BULLET = re.compile(r"[ \t]*(?:[-*+]|\d+[.)])[ \t]+")
+
+
+@dataclass
+class Member:
+    """One direct scalar member of a JSON object: "key": value."""
+    key: str
+    value: object          # str, int, float, bool or None
+    key_start: int         # offset of the key's opening quote
+    start: int             # the value's span in the answer (quotes included)
+    end: int
+
+
+@dataclass
+class JsonObject:
+    start: int             # offset of "{"
+    end: int               # offset just past "}" (the answer's end when left open)
+    members: list[Member] = field(default_factory=list)
+
+    def get(self, *keys: str) -> list[Member]:
+        wanted = {k.lower() for k in keys}
+        return [m for m in self.members if m.key.lower() in wanted]
+
+
+def _string_end(text: str, i: int) -> int | None:
+    """Offset just past the string starting with the quote at i, or None if the line ends first."""
+    j = i + 1
+    n = len(text)
+    while j < n:
+        ch = text[j]
+        if ch == "\\":
+            j += 2
+            continue
+        if ch == '"':
+            return j + 1
+        if ch == "\n":
+            return None
+        j += 1
+    return None
+
+
+def _decode(raw: str) -> str:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw[1:-1]
+
+
+def json_objects(text: str) -> list[JsonObject]:
+    """Every {...} of the answer with its direct scalar members, in order of their "{"."""
+    done: list[JsonObject] = []
+    stack: list[tuple[JsonObject, list]] = []   # (object, [pending key, its start])
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "{":
+            if stack:
+                stack[-1][1][0] = None           # an object value: not a scalar member
+            stack.append((JsonObject(i, n), [None, None]))
+            i += 1
+        elif ch == "}" and stack:
+            obj, _ = stack.pop()
+            obj.end = i + 1
+            done.append(obj)
+            i += 1
+        elif ch == "[" and stack:
+            stack[-1][1][0] = None               # an array value: its items are not members
+            i += 1
+        elif ch == '"' and stack:
+            j = _string_end(text, i)
+            if j is None:
+                i += 1
+                continue
+            k = j
+            while k < n and text[k] in " \t\r\n":
+                k += 1
+            obj, pending = stack[-1]
+            if k < n and text[k] == ":":
+                pending[0], pending[1] = _decode(text[i:j]), i
+                i = k + 1
+                continue
+            if pending[0] is not None:
+                obj.members.append(Member(pending[0], _decode(text[i:j]), pending[1], i, j))
+                pending[0] = None
+            i = j
+        elif stack and stack[-1][1][0] is not None and (m := _NUMBER.match(text, i) or _LITERAL.match(text, i)):
+            obj, pending = stack[-1]
+            raw = m.group(0)
+            value = json.loads(raw)
+            obj.members.append(Member(pending[0], value, pending[1], m.start(), m.end()))
+            pending[0] = None
+            i = m.end()
+        else:
+            i += 1
+    done += [obj for obj, _ in stack]          # left open: they end with the answer
+    return sorted(done, key=lambda o: o.start)
+
+
+def enclosing_objects(objects: list[JsonObject], pos: int) -> list[JsonObject]:
+    """The objects around offset pos, innermost first."""
+    inside = [o for o in objects if o.start < pos < o.end]
+    return sorted(inside, key=lambda o: o.start, reverse=True)
+
+
+def line_bounds(text: str, pos: int) -> tuple[int, int]:
+    lo = text.rfind("\n", 0, pos) + 1
+    hi = text.find("\n", pos)
+    return lo, (len(text) if hi < 0 else hi)
+
+
+def paragraph_bounds(text: str, pos: int) -> tuple[int, int]:
+    """The block around pos between blank lines."""
+    lo = 0
+    for m in _BLANK_LINE.finditer(text, 0, pos):
+        lo = m.end()
+    m = _BLANK_LINE.search(text, pos)
+    return lo, (m.start() if m else len(text))
+
+
+def section_start(text: str, pos: int) -> int:
+    """Where the markdown section around pos starts (its heading line), else 0."""
+    lo = 0
+    for m in _HEADING.finditer(text, 0, pos):
+        lo = m.start()
+    return lo
+
+
+def list_item_bounds(text: str, pos: int) -> tuple[int, int] | None:
+    """The markdown list item around pos (its bullet line and continuation lines), or None."""
+    p_lo, p_hi = paragraph_bounds(text, pos)
+    lo, _ = line_bounds(text, pos)
+    while not _BULLET.match(text, lo):
+        if lo <= p_lo:
+            return None
+        lo, _ = line_bounds(text, lo - 1)
+    hi = line_bounds(text, pos)[1]
+    while hi < p_hi:
+        nxt_lo, nxt_hi = line_bounds(text, hi + 1)
+        if _BULLET.match(text, nxt_lo):
+            break
+        hi = nxt_hi
+    return lo, hi
+
+
+def _cells(text: str, lo: int, hi: int) -> list[tuple[str, int, int]]:
+    """The cells of the table row text[lo:hi]: (text, start, end), pipes inside backticks and \\| kept."""
+    cells, start, tick, i = [], None, False, lo
+    while i < hi:
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "`":
+            tick = not tick
+        elif ch == "|" and not tick:
+            if start is not None:
+                cells.append((text[start:i].strip(), start, i))
+            start = i + 1
+        i += 1
+    if start is not None and text[start:hi].strip():
+        cells.append((text[start:hi].strip(), start, hi))
+    return cells
+
+
+_FILE_HEADER = re.compile(r"\b(?:file|path|location|where|source)", re.I)
+
+
+@dataclass
+class TableRow:
+    cells: list[tuple[str, int, int]]
+    file_cell: tuple[str, int, int] | None    # the cell under a file / path / location header
+
+
+def table_row(text: str, pos: int) -> TableRow | None:
+    """The markdown table row around pos, with its file column when the header names one."""
+    lo, hi = line_bounds(text, pos)
+    if not text[lo:hi].lstrip().startswith("|"):
+        return None
+    first = lo
+    while first > 0:
+        p_lo, p_hi = line_bounds(text, first - 1)
+        if not text[p_lo:p_hi].lstrip().startswith("|"):
+            break
+        first = p_lo
+    head_lo, head_hi = line_bounds(text, first)
+    cells = _cells(text, lo, hi)
+    if head_lo == lo or re.fullmatch(r"[\s|:-]*", text[lo:hi]):
+        return TableRow(cells, None)             # the header or the separator itself
+    header = [c[0] for c in _cells(text, head_lo, head_hi)]
+    col = next((k for k, h in enumerate(header) if _FILE_HEADER.search(h)), None)
+    file_cell = cells[col] if col is not None and col < len(cells) else None
+    return TableRow(cells, file_cell)
