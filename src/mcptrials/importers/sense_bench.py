@@ -110,8 +110,8 @@ def map_check(check: dict) -> dict:
     layer = check.get("layer", "fairness")
     if kind == "mcp_tool_used":
         return {"to": "expected_tools", "value": value,
-                "reason": "a tool-usage check (adoption): kept as expected_tools, which our graders compare and report "
-                          "per step but never score; matched by the exact tool name, where the bench matches a substring "
+                "reason": "a tool-usage check (adoption): expected_tools are compared with the calls and reported "
+                          "per step, never scored; matched by the exact tool name, where the bench matches a substring "
                           "of the call's name"}
     if kind == "no_grep":
         return {"to": None, "reason": "a tool-usage rule (no grep/Glob/find/Agent/rg call in the session): our graders "
