@@ -92,7 +92,7 @@ def test_extensions_are_configurable():
 def test_buckets_at_the_commit(repo):
     repo_dir, a, _ = repo
     r = one("src/app.py:15 src/app.py:16 src/app.py:14-16 src/app.py:0 app.py:1 rc/app.py:1 "
-            "helpers.py:1 util/helpers.py:2 src/util/helpers.py:2 missing.py:1 src/later.py:1", repo_dir, a)
+            "helpers.py:1 util/helpers.py:1 src/util/helpers.py:2 missing.py:1 src/later.py:1", repo_dir, a)
     by = {c["text"]: c for c in r["items"]}
     assert by["src/app.py:15"]["bucket"] == "grounded"           # last line
     assert by["src/app.py:16"]["bucket"] == "hallucinated"       # one past EOF
@@ -102,7 +102,8 @@ def test_buckets_at_the_commit(repo):
     assert by["rc/app.py:1"]["bucket"] == "unresolved"           # not on a component boundary
     amb = by["helpers.py:1"]
     assert amb["bucket"] == "unresolved" and amb["candidates"] == ["lib/util/helpers.py", "src/util/helpers.py"]
-    assert by["util/helpers.py:2"]["candidates"] == ["lib/util/helpers.py", "src/util/helpers.py"]
+    # (no full path is cited at line 1, and none precedes: the context does not settle it either)
+    assert by["util/helpers.py:1"]["candidates"] == ["lib/util/helpers.py", "src/util/helpers.py"]
     assert by["src/util/helpers.py:2"]["bucket"] == "grounded"
     assert by["missing.py:1"]["bucket"] == "unresolved" and by["missing.py:1"]["candidates"] == []
     assert by["src/later.py:1"]["bucket"] == "unresolved"        # only exists in a later commit

@@ -226,3 +226,17 @@ def test_structure_helpers():
     lo, hi = list_item_bounds(lst, lst.index("more"))
     assert lst[lo:hi] == "- one\n  more"
     assert list_item_bounds(lst, 1) is None
+
+
+def test_the_same_lines_cited_with_a_full_path_decide_before_any_scope(tree):
+    text = ("`route` is axum/src/routing/mod.rs:5.\n\n## Handlers\n\nSee axum/src/handler/mod.rs:4.\n\n"
+            "Router::route (mod.rs:5) again.")
+    c = {c["text"]: c for c in items(text, tree)}
+    # The section names only handler/mod.rs, but routing/mod.rs:5 was cited: one citation, two spans.
+    route = c["axum/src/routing/mod.rs:5"]
+    assert route["occurrences"] == 2 and [text[a:b] for a, b in route["spans"]][1] == "mod.rs:5"
+    # Both files cited at the same line: that does not decide; the section then does.
+    text2 = ("axum/src/routing/mod.rs:5 and axum/src/handler/mod.rs:5.\n\n## Handlers\n\n"
+             "See axum/src/handler/mod.rs:4; mod.rs:5 again.")
+    got = [c for c in items(text2, tree) if c["resolved_path"] == "axum/src/handler/mod.rs" and c["lines"] == [5]]
+    assert got[0]["occurrences"] == 2

@@ -19,8 +19,10 @@ file there is not a citation.
 
 Resolution (resolved_by): the exact relative path ("exact"); else the unique file whose path
 ends with the cited path on a component boundary ("suffix"); else, for a basename-only or
-partial path several files end with, the answer's context ("context"): the closest scope that
-names one of those files by a path that resolves on its own decides. Scopes, closest first:
+partial path several files end with, the answer's context ("context"): a citation of the
+same lines elsewhere in the answer by a path that resolves on its own to one of those files
+(`routing/mod.rs:296` ... `mod.rs:296`); else the closest scope that names one of those
+files by a path that resolves on its own decides. Scopes, closest first:
 each enclosing JSON object (its "file" member, then the paths it names before the citation),
 the table row's file column, the list item, the paragraph, the markdown section, the whole
 answer (the last four: paths named before the citation). One file in the closest such scope
@@ -200,6 +202,7 @@ class Answer:
             path = m.group("path")
             self.mentions.append({"path": path[2:] if path.startswith("./") else path,
                                   "start": m.start("path"), "end": m.end("path")})
+        self.citations = extract_citations(text, extensions)
         self._resolved: dict[str, str | None] = {}
 
     def resolves(self, path: str) -> str | None:
@@ -232,10 +235,21 @@ class Answer:
         yield "section", self.mentions_in(structure.section_start(text, pos), pos)
         yield "answer", self.mentions_in(0, pos)
 
-    def settle(self, pos: int, cands: list[str], skip: int | None = None) -> dict:
-        """Which of an ambiguous path's candidate files the context around pos means: the
-        closest scope that names (by a path resolving on its own) one or more of them decides;
-        one file resolves, several leave it unresolved."""
+    def settle(self, pos: int, cands: list[str], skip: int | None = None, lines: list[int] | None = None) -> dict:
+        """Which of an ambiguous path's candidate files the context around pos means. A
+        citation elsewhere in the answer of the same lines in exactly one candidate, by a path
+        that resolves on its own, decides; else the closest scope that names (by a path
+        resolving on its own) one or more of them: one file resolves, several leave it
+        unresolved."""
+        if lines:
+            same = {}
+            for c in self.citations:
+                r = self.resolves(c["path"]) if c["lines"] == lines and c["start"] != skip else None
+                if r in cands:
+                    same.setdefault(r, c)
+            if len(same) == 1:
+                (path, c), = same.items()
+                return {"resolved": path, "scope": "same lines cited", "from": c["text"], "span": [c["start"], c["end"]]}
         for scope, mentions in self.scopes(pos):
             named: dict[str, dict] = {}
             for m in mentions:
@@ -346,7 +360,7 @@ def _resolve_in_context(c: dict, tree: CommitTree, ans: Answer | None) -> dict:
         return {"resolved_path": resolved, "candidates": [],
                 "resolved_by": "exact" if resolved == c["path"] else "suffix", "context": None}
     if cands and ans is not None:
-        got = ans.settle(c["start"], cands, skip=c["start"])
+        got = ans.settle(c["start"], cands, skip=c["start"], lines=c["lines"])
         if got["resolved"]:
             return {"resolved_path": got["resolved"], "candidates": [], "resolved_by": "context",
                     "context": {k: got[k] for k in ("scope", "from", "span")}}
