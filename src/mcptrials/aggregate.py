@@ -23,6 +23,9 @@ rerun. Every formula is in mcptrials.stats; this module only picks the inputs:
                leave the score's range (INTERVAL_METHOD names them in summary.json).
 - citation grounding = grounded citations / all citations (scored.citations.rates.grounded_rate);
   an answer without citations has no grounding (None, which fairness counts as 0).
+- citations verified = verified / (verified + mismatch) (scored.citations.rates.verified_rate),
+  per cell and tool the mean over the trials that have one; shown beside grounding, never in
+  fairness.
 - discoverability = 1 when the trial called a server tool within the first
   `window_turns` model calls, else 0 (scored.adoption.discoverability.used_within_window).
 """
@@ -196,7 +199,7 @@ def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]
 
 MEAN_FIELDS = ("fairness", "quality", "keyword_coverage", "citation_grounding", "efficiency", "adoption",
                "tool_fluency", "discoverability", "cost_usd", "wall_seconds", "tokens_total", "turns", "tool_calls",
-               "cited_recall")
+               "cited_recall", "verified_rate")
 
 
 def cell_rows(rows: list[dict], k: int) -> list[dict]:
@@ -274,7 +277,8 @@ def tool_rows(rows: list[dict], k: int, noise: float | None, has_baseline: bool)
                    "adoption": ad["mean"] if ad else None, "adoption_lo": ad["lo"] if ad else None,
                    "adoption_hi": ad["hi"] if ad else None}
             row.update({f: _mean(r[f] for r in rs) for f in ("quality", "keyword_coverage", "citation_grounding",
-                                                               "efficiency", "tool_fluency", "discoverability")})
+                                                               "verified_rate", "efficiency", "tool_fluency",
+                                                               "discoverability")})
             row.update({e: sum(r[e] for r in rs) for e in ERROR_KINDS})
             if tool == BASELINE:
                 row["verdict"] = "baseline"

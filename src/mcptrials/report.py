@@ -374,11 +374,13 @@ def _headline(doc: Doc, s: dict) -> None:
                   f3(r["pass_hat_k"]), fusd(r["cost_per_trial"]), fsec(r["wall_per_trial"]),
                   f"{r['n_trials']} ({r['failed_outcomes']} failed)")
         doc.table(t, f"headline-{model}")
-        comp = Table(["tool", "judge quality", "keyword coverage", "citation grounding", "efficiency",
-                      "tokens / trial"], caption=f"model {model}: the components of fairness (means over trials)")
+        comp = Table(["tool", "judge quality", "keyword coverage", "citation grounding", "citations verified",
+                      "efficiency", "tokens / trial"],
+                     caption=f"model {model}: the components of fairness (means over trials); citations verified "
+                             "= verified / (verified + mismatch), beside grounding, not part of fairness")
         for r in rows:
             comp.add(r["tool"], f3(r["quality"]), f3(r["keyword_coverage"]), f3(r["citation_grounding"]),
-                     f3(r["efficiency"]), fnum(r["tokens_per_trial"]))
+                     f3(r.get("verified_rate")), f3(r["efficiency"]), fnum(r["tokens_per_trial"]))
         doc.table(comp)
     for pw in s["power"]:
         doc.p(f"Power ({pw['model']}): {pw['text']}.")
@@ -647,7 +649,7 @@ def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
     kv.add("tool calls", f"{row['tool_calls']} ({row['tool_calls_mcp']} server, {row['tool_calls_builtin']} built-in)")
     kv.add("errors", ", ".join(f"{k} {row[k]}" for k in ("tool_error", "protocol_error", "api_error", "harness_error")))
     kv.add("citations", f"{row['citations']} ({row['grounded']} grounded, {row['hallucinated']} hallucinated, "
-                        f"{row['unresolved']} unresolved)")
+                        f"{row['unresolved']} unresolved; verified {f3(row.get('verified_rate'))})")
     b.append(html_table(kv, "trial-summary"))
 
     if t.get("error_events"):
@@ -697,7 +699,8 @@ def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
             cit = ss.get("citations") or {}
             if cit.get("items"):
                 ctab = Table(["citation", "resolved", "bucket", "verification", "reason"],
-                             caption=f"citations: grounded rate {f3((cit.get('rates') or {}).get('grounded_rate'))}")
+                             caption=f"citations: grounded rate {f3((cit.get('rates') or {}).get('grounded_rate'))}, "
+                                     f"verified {f3((cit.get('rates') or {}).get('verified_rate'))}")
                 for c in cit["items"]:
                     ctab.add(c.get("text"), c.get("resolved_path") or "–",
                              Cell(c["bucket"], cls="pass" if c["bucket"] == "grounded" else "fail"),
