@@ -240,3 +240,14 @@ def test_the_same_lines_cited_with_a_full_path_decide_before_any_scope(tree):
              "See axum/src/handler/mod.rs:4; mod.rs:5 again.")
     got = [c for c in items(text2, tree) if c["resolved_path"] == "axum/src/handler/mod.rs" and c["lines"] == [5]]
     assert got[0]["occurrences"] == 2
+
+
+def test_table_identifiers_come_from_the_name_columns_only(tree):
+    text = ("| Function | File:line | Notes |\n|---|---|---|\n"
+            "| with_state | axum/src/handler/mod.rs:9 | wraps |\n"
+            "| with_state | axum/src/handler/mod.rs:2 | Response |\n")
+    got = {c["text"]: c for c in items(text, tree)}
+    assert got["axum/src/handler/mod.rs:9"]["verification"] == "verified"       # with_state is on line 9
+    # Response is on line 2, but the Notes column is no name column: with_state is 7 lines away
+    wrong = got["axum/src/handler/mod.rs:2"]
+    assert wrong["identifiers"] == ["with_state"] and wrong["verification"] == "mismatch"

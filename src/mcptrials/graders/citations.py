@@ -39,7 +39,8 @@ Verification of a grounded line citation: the identifiers the citation is about 
 up as whole words (an identifier's last component, `app.route()` -> route, `Extension<T>`
 -> Extension) in the cited lines: within 5 lines of a single cited line, or inside a cited
 range. They are: the names in backticks in its sentence, on its line and in its list item
-(citations and file paths excluded); its table row's cells that are identifiers; its JSON
+(citations and file paths excluded); its table row's cells under a symbol, name, function,
+type... header that are identifiers (backticked or not); its JSON
 object's "signature" (the name it defines), "symbol", "name", "function", "method", "class"...
 members. One-letter names and keywords do not count. `verified` if at least one is there,
 `mismatch` if none is, `n/a` when there is no identifier (and for symbol citations and
@@ -485,7 +486,7 @@ def context_identifiers(ans: Answer, c: dict, all_citations: list[dict]) -> list
         names += _backticked(text, *item, spans, exts)
     row = structure.table_row(text, c["start"])
     if row:
-        names += [n for cell, _, _ in row.cells if (n := _identifier(cell, exts))]
+        names += [n for cell, _, _ in row.name_cells if (n := _identifier(cell, exts))]
     objs = structure.enclosing_objects(ans.objects, c["start"])
     if objs:
         for mem in objs[0].get(*IDENT_KEYS):

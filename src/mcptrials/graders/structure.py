@@ -184,12 +184,15 @@ def _cells(text: str, lo: int, hi: int) -> list[tuple[str, int, int]]:
 
 
 _FILE_HEADER = re.compile(r"\b(?:file|path|location|where|source)", re.I)
+_NAME_HEADER = re.compile(r"\b(?:symbol|name|function|method|class|type|signature|identifier|fn|def"
+                          r"|definition|struct|trait|interface|item|impl)", re.I)
 
 
 @dataclass
 class TableRow:
     cells: list[tuple[str, int, int]]
     file_cell: tuple[str, int, int] | None    # the cell under a file / path / location header
+    name_cells: list[tuple[str, int, int]] = field(default_factory=list)   # under a symbol / name / type... header
 
 
 def table_row(text: str, pos: int) -> TableRow | None:
@@ -210,4 +213,5 @@ def table_row(text: str, pos: int) -> TableRow | None:
     header = [c[0] for c in _cells(text, head_lo, head_hi)]
     col = next((k for k, h in enumerate(header) if _FILE_HEADER.search(h)), None)
     file_cell = cells[col] if col is not None and col < len(cells) else None
-    return TableRow(cells, file_cell)
+    names = [cells[k] for k, h in enumerate(header) if k < len(cells) and k != col and _NAME_HEADER.search(h)]
+    return TableRow(cells, file_cell, names)
