@@ -42,6 +42,7 @@ import sys
 from pathlib import Path
 
 from .config import ConfigError, Scenario, canonical_hash, file_sha256
+from .graders.answer_map import step_answers
 from .graders.cost import cost_usd
 from .paths import PROMPT_DIR
 from .providers.base import ProviderError, Usage
@@ -441,6 +442,7 @@ async def ajudge_trial(transcript: dict, scenario: Scenario, judge_cfg: dict, pr
     provider, repeats = spec.provider, spec.repeats
     names = identity_names(tool_names, transcript)
     answers = {s.get("name"): s for s in transcript.get("steps", [])}
+    mapped, _ = step_answers(transcript, scenario.data["steps"])  # a one_answer transcript: its parts
 
     model_judge = None if provider == "reference" else ModelJudge(spec, prompt_path)
     gate = asyncio.Semaphore(CONCURRENCY)
@@ -457,7 +459,7 @@ async def ajudge_trial(transcript: dict, scenario: Scenario, judge_cfg: dict, pr
         jobs: list = []
         for i, step in enumerate(scenario.data["steps"]):
             criteria = step_criteria(scenario, step)
-            t_step = answers.get(step["name"])
+            t_step = mapped[i] if mapped is not None else answers.get(step["name"])
             masked, n_masked = mask_identities((t_step or {}).get("answer_text") or "", names)
             empty = not masked.strip()
             steps_out.append({"index": i, "name": step["name"], "answered": t_step is not None,

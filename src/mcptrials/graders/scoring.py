@@ -3,12 +3,16 @@
 A trial passes when its outcome is `completed` and, in every step, every required keyword
 check hit, the exact answer matched (when required) and the state check passed (when
 required). Citations, efficiency and adoption are measured, never part of the pass.
+
+A `one_answer` transcript (one answer for every step) is graded per step on the part of
+the answer graders/answer_map.py gives the step; `answer_mapping` says how it was split.
 """
 
 from __future__ import annotations
 
 from ..config import Scenario, canonical_hash
 from . import GRADER_VERSION, citations, keywords
+from .answer_map import step_answers
 from .exact import grade_exact
 from .gittree import commit_tree
 from .state import grade_state
@@ -49,7 +53,8 @@ def score_trial(transcript: dict, scenario: dict, repo_dir: str, commit: str,
     extensions: the config's `citation_extensions`, or None for the defaults.
     """
     tree = commit_tree(repo_dir, commit)
-    by_index = {s["index"]: s for s in transcript.get("steps", [])}
+    mapped, mapping = step_answers(transcript, scenario["steps"])  # a one_answer transcript: its parts
+    by_index = {s["index"]: s for s in (mapped if mapped is not None else transcript.get("steps", []))}
     steps = [_step(i, spec, by_index.get(i), tree, extensions) for i, spec in enumerate(scenario["steps"])]
 
     failures = []
@@ -77,6 +82,7 @@ def score_trial(transcript: dict, scenario: dict, repo_dir: str, commit: str,
         "exact": {"steps": len(exacts), "passed": sum(1 for e in exacts if e["passed"])},
         "state": {"steps": len(states), "passed": sum(1 for e in states if e["passed"])},
         "steps": steps,
+        "answer_mapping": mapping,
         "efficiency": efficiency(transcript, pricing),
         "adoption": adoption(transcript, scenario),
     }
