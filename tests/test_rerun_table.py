@@ -85,11 +85,14 @@ CALLERS = dict(copy.deepcopy(SCENARIO), title="Who calls the helper")
 
 def make_project(wd: Path, cc: bool = False) -> Path:
     """baseline + the fixture server x two training scenarios and a held-out one, reference model
-    and judge; the demo's held-out anchor; with cc, also a claude-code host and a claude model."""
+    and judge; the demo's held-out anchor; with cc, also a claude-code host, a claude model and
+    a recorded model."""
     extra = {"locked": "locked", "limits": {"max_turns": 5}}
     if cc:
         extra["models"] = {"reference": {"provider": "reference"},
-                           "claude": {"provider": "anthropic", "model": "claude-sonnet-4-6"}}
+                           "claude": {"provider": "anthropic", "model": "claude-sonnet-4-6"},
+                           "rec": {"provider": "recorded", "format": "claude-code-stream-json",
+                                   "path": "recorded/{tool}/{repo}/{scenario}/{trial}.jsonl"}}
         extra["hosts"] = {"loop": {"kind": "loop"}, "cc": {"kind": "claude-code"}}
     # echo has the network, so that an edit to transport http stays one field's edit
     write_matrix(wd, tools={"baseline": {"transport": "none"}, "echo": faulty_tool("ok", network=True)},
@@ -138,6 +141,9 @@ EDITS = {
     "models.*.max_retries": lambda c, s: c["models"]["reference"].update(max_retries=1),
     "models.*.params": lambda c, s: c["models"]["reference"].update(params={"max_tokens": 100}),
     "models.*.api_key_env": lambda c, s: c["models"]["reference"].update(api_key_env="OTHER_KEY"),
+    # recorded-model fields: the cc project only (see RECORDED_ONLY)
+    "models.*.format": lambda c, s: c["models"]["rec"].update(format="mcptrials"),
+    "models.*.path": lambda c, s: c["models"]["rec"].update(path="other/{tool}/{scenario}/{trial}.json"),
     "limits.max_turns": lambda c, s: c["limits"].update(max_turns=6),
     "limits.max_output_tokens": lambda c, s: c["limits"].update(max_output_tokens=100),
     "limits.max_seconds": lambda c, s: c["limits"].update(max_seconds=10),
@@ -163,8 +169,10 @@ EDITS = {
     "scenario.suite": lambda c, s: s["find-helper"].update(suite="regression"),
     "scenario.limits": lambda c, s: s["find-helper"].update(limits={"max_turns": 3}),
     "scenario.rubric": lambda c, s: s["find-helper"]["rubric"]["criteria"][0].update(question="Where?"),
+    "scenario.one_answer": lambda c, s: s["find-helper"].update(one_answer=True),
     "scenario.steps.name": _step(lambda st: st.update(name="find")),
     "scenario.steps.prompt": _step(lambda st: st.update(prompt="Where is `helper` defined? Cite file:line.")),
+    "scenario.steps.answer_key": _step(lambda st: st.update(answer_key="Where")),
     "scenario.steps.checks": _step(lambda st: st["checks"].append({"type": "word", "value": "double"})),
     "scenario.steps.citations": _step(lambda st: st.update(citations={"gold": ["src/util.py:1-3"]})),
     "scenario.steps.exact_answer": _step(lambda st: st.update(exact_answer={"value": "src/util.py"})),
@@ -187,6 +195,7 @@ EDITS_ON_CHECK = {  # a project whose step already has a state check
     "scenario.steps.state_check.required": _step(lambda st: st["state_check"].update(required=False)),
 }
 CC_ONLY = {"hosts.*.kind", "hosts.*.builtin_tools", "hosts.*.bare", "hosts.*.extra_args", "hosts.*.version"}
+RECORDED_ONLY = {"models.*.format", "models.*.path"}
 PROMPTS = ("prompt:system.md", "prompt:judge.md")
 
 
@@ -408,7 +417,7 @@ def test_a_finished_project_plans_exactly_what_the_table_says(tmp_path):
     m0 = load_matrix(wd / "config.yaml")
     p0 = rule_params(m0)
     mismatches = []
-    fields = [f for f, fn in EDITS.items() if fn is not None and f not in CC_ONLY]
+    fields = [f for f, fn in EDITS.items() if fn is not None and f not in CC_ONLY | RECORDED_ONLY]
     for field in fields:
         apply_edit(wd, field)
         m1 = load_matrix(wd / "config.yaml")

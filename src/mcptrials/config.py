@@ -385,8 +385,10 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
             raise ConfigError(f"{path}: field hosts.{host}: host kind {hspec.kind} can drive none of the models "
                               "(claude-code needs a model with provider anthropic); add one or remove the host")
     for model, spec in data["models"].items():
-        if spec["provider"] != "reference" and not spec.get("model"):
+        if spec["provider"] not in ("reference", "recorded") and not spec.get("model"):
             raise ConfigError(f"{path}: field models.{model}.model: provider {spec['provider']} needs a model id; add `model:`")
+        if spec["provider"] == "recorded":
+            check_recorded_model(path, model, spec, specs)
 
     w = data["weights"]
     total = sum(w.values())
@@ -411,6 +413,29 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
     if not m.run_scenarios():
         raise ConfigError(f"{path}: field splits: no scenario is in splits {data['splits']}; add scenarios or change `splits`")
     return m
+
+
+RECORDED_FIELDS = ("tool", "repo", "scenario", "trial")
+
+
+def check_recorded_model(path: Path, model: str, spec: dict, specs: Specs) -> None:
+    """A recorded model: its path pattern names only {tool} {repo} {scenario} {trial}, and a
+    host can run it (a loop host: claude-code drives live anthropic models only)."""
+    import string
+
+    where = f"{path}: field models.{model}"
+    try:
+        names = [f for _, f, _, _ in string.Formatter().parse(spec["path"]) if f is not None]
+    except ValueError as e:
+        raise ConfigError(f"{where}.path: {spec['path']!r} is not a valid pattern ({e}); write placeholders as "
+                          "{tool} {repo} {scenario} {trial}, and a literal brace as {{ or }}") from None
+    bad = sorted({n for n in names if n not in RECORDED_FIELDS})
+    if bad:
+        raise ConfigError(f"{where}.path: unknown placeholder(s) {', '.join('{' + n + '}' for n in bad)} in "
+                          f"{spec['path']!r}; use {{tool}} {{repo}} {{scenario}} {{trial}}")
+    if not any(h.drives("recorded") for h in specs.hosts.values()):
+        raise ConfigError(f"{where}: a recorded model runs under a loop host only, and the config has none; "
+                          "add `loop: {kind: loop}` to hosts")
 
 
 def check_sandbox(m: Matrix) -> list[str]:

@@ -12,6 +12,9 @@ new cells are planned, existing ones are not rerun; aggregate and report follow 
 their set of inputs changed. `NONE` fields change nothing that is measured (the name of
 the variable that holds a key, where a repository is cloned from).
 
+A recorded model's trial jobs (provider recorded, mcptrials.recorded) also carry the
+sha256 of each of the cell's recorded files and the scenario parts marked `recorded_only`.
+
 The README's "Reruns" table is `markdown_table()` (tests/test_rerun_table.py checks it).
 """
 
@@ -47,6 +50,11 @@ class Entry:
     field: str          # config field (`*` = any key of a map), `scenario.<part>` or `prompt:<file>`
     stages: object      # tuple of rules whose params carry the value, NONE, or SHAPE
     why: str
+    # left out of the params while unset (None, or None in every step): a field added after
+    # results exist reruns nothing until a config or scenario sets it
+    omit_unset: bool = False
+    # carried by the transcript params of recorded models only (what their conversion reads)
+    recorded_only: bool = False
 
 
 T, SN, SC, J, H = "transcript", "tools_snapshot", "scored", "judged", "heldout"
@@ -84,6 +92,8 @@ TABLE: tuple[Entry, ...] = (
     Entry("models.*.max_retries", (T,), "that model's trials (retries decide api_failed)"),
     Entry("models.*.params", (T,), "that model's trials"),
     Entry("models.*.api_key_env", NONE, "only which variable holds the key"),
+    Entry("models.*.format", (T,), "that recorded model's trials (with each recorded file's sha256)", omit_unset=True),
+    Entry("models.*.path", (T,), "that recorded model's trials (with each recorded file's sha256)", omit_unset=True),
     # hosts.<name>
     Entry("hosts.*.kind", (T,), "that host's trials"),
     Entry("hosts.*.builtin_tools", (T,), "that host's trials"),
@@ -118,8 +128,12 @@ TABLE: tuple[Entry, ...] = (
     Entry("scenario.suite", ("aggregate",), "only how its rows are grouped"),
     Entry("scenario.limits", (T,), "its trials"),
     Entry("scenario.rubric", (J, H), "its judgements (and the agreement, if it is held out)"),
+    Entry("scenario.one_answer", (T,), "its recorded models' trials only (one answer for every step); live trials "
+          "send the steps as before", omit_unset=True, recorded_only=True),
     Entry("scenario.steps.name", (T, J), "its trials"),
     Entry("scenario.steps.prompt", (T, J), "its trials"),
+    Entry("scenario.steps.answer_key", (SC, J, H), "its scores and judgements (which part of one answer is a "
+          "step's)", omit_unset=True),
     Entry("scenario.steps.checks", (SC,), "its scores only"),
     Entry("scenario.steps.citations", (SC, J), "its scores and judgements (the gold locations)"),
     Entry("scenario.steps.exact_answer", (SC,), "its scores only"),
@@ -179,6 +193,21 @@ def _dim_of(field: str) -> str | None:
     return None
 
 
+def _unset(value) -> bool:
+    return value is None or (isinstance(value, list) and all(v is None for v in value))
+
+
+def _recorded_part(m: Matrix, model: str, tool: str, scenario: str) -> dict:
+    """What a recorded model's trial job depends on beyond the table's model fields: the
+    recorded_only scenario parts and the sha256 of each trial's recorded file."""
+    from .recorded import rerun_files
+
+    part = {e.field: v for e in TABLE if e.recorded_only
+            if not (e.omit_unset and _unset(v := _value(e.field, m.scenarios[scenario].data)))}
+    part["files"] = rerun_files(m, model, tool, scenario)
+    return part
+
+
 def heldout_scenarios(m: Matrix) -> list[str]:
     """Scenario ids of the config that the held-out anchor holds frozen transcripts of:
     their current rubric is what the agreement re-judges with."""
@@ -207,11 +236,12 @@ def rule_params(m: Matrix) -> dict[str, dict]:
     scenario's suite to the aggregate). A transcript or score job's repo is its scenario's."""
     out: dict[str, dict] = {}
     for rule, dims in RULE_KEYS.items():
-        fields = [e.field for e in TABLE if e.stages != SHAPE and rule in e.stages]
+        entries = [e for e in TABLE if e.stages != SHAPE and rule in e.stages and not e.recorded_only]
         ents = _entities(m, rule)
         # per dimension, per entity: {field: value}, and the global part
         glob, per = {}, {d: {} for d in ents}
-        for f in fields:
+        for e in entries:
+            f = e.field
             dim = _dim_of(f)
             if f.startswith("prompt:"):
                 glob[f] = _prompt_hash(f)
@@ -219,10 +249,15 @@ def rule_params(m: Matrix) -> dict[str, dict]:
                 glob[f] = _value(f, m.config)
             elif dim == "scenario":
                 for s in ents["scenario"]:
-                    per["scenario"].setdefault(s, {})[f] = _value(f, m.scenarios[s].data)
+                    v = _value(f, m.scenarios[s].data)
+                    if not (e.omit_unset and _unset(v)):
+                        per["scenario"].setdefault(s, {})[f] = v
             else:
                 for k in ents[dim]:
-                    per[dim].setdefault(k, {})[f] = _value(f, m.config, k)
+                    v = _value(f, m.config, k)
+                    if not (e.omit_unset and _unset(v)):
+                        per[dim].setdefault(k, {})[f] = v
+        recorded = {k for k, spec in m.models.items() if spec["provider"] == "recorded"} if rule == T else set()
         free = {d: per[d] for d in per if d not in dims and per[d]}  # all entities of unfixed dims
         if "scenario" in dims and "repo" not in dims and "repo" in free:
             free.pop("repo")  # the scenario's own repo is added per job below
@@ -232,6 +267,8 @@ def rule_params(m: Matrix) -> dict[str, dict]:
             if "scenario" in named and per["repo"]:
                 named["repo"] = m.scenarios[named["scenario"]].repo
             scope = {d: per[d].get(v, {}) for d, v in named.items()}
+            if named.get("model") in recorded:
+                scope["recorded"] = _recorded_part(m, named["model"], named["tool"], named["scenario"])
             jobs[key] = canonical_hash({"global": glob, "fixed": scope, "all": free})
         out[rule] = jobs
     return out

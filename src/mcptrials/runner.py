@@ -3,7 +3,8 @@ mcptrials.hosts, the trial from the core mcptrials.trial) and the `mcptrials run
 command, which writes its transcript.json and run_meta.json.
 
 A fault inside the trial is recorded in its records and the command exits 0, so the
-workflow goes on; only bad input (the config) fails it, before anything is spent.
+workflow goes on; only bad input (the config) fails it, before anything is spent. A model
+with provider `recorded` runs nothing: its recorded file is converted (mcptrials.recorded).
 """
 
 from __future__ import annotations
@@ -18,9 +19,14 @@ __all__ = ["register", "run_trial", "scrub_secrets"]
 
 def run_trial(m: Matrix, model: str, tool: str, scenario_id: str, trial: int, checkout: dict,
               snapshot: dict | None, index_dir: Path | None, out_dir: Path, host: str = "loop") -> tuple[dict, dict]:
-    """Run one trial in a sandbox; always return (transcript, run_meta), API keys scrubbed."""
+    """Run one trial in a sandbox; always return (transcript, run_meta), API keys scrubbed.
+    A recorded model's trial is its recording converted (mcptrials.recorded): nothing runs."""
     from .hosts import host_for
 
+    if m.specs.models[model].recorded:
+        from .recorded import run_recorded
+
+        return run_recorded(m, model, tool, scenario_id, trial, checkout, snapshot, host)
     return run_under(host_for(m.specs.hosts[host].kind), m, model, tool, scenario_id, trial, checkout, snapshot,
                      index_dir, out_dir, host)
 

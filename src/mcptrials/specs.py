@@ -71,7 +71,9 @@ class ToolSpec:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """config `models.<name>`. `max_tokens`: the per-reply cap of `params` (None: the limits')."""
+    """config `models.<name>`. `max_tokens`: the per-reply cap of `params` (None: the limits').
+    `format` and `path`: provider recorded only (what its recorded files are, and their
+    pattern relative to the config's folder), else None."""
 
     name: str
     provider: str
@@ -81,12 +83,19 @@ class ModelSpec:
     max_retries: int
     max_tokens: int | None
     params: dict
+    format: str | None = None
+    path: str | None = None
 
     @classmethod
     def from_config(cls, name: str, d: dict) -> ModelSpec:
         return cls(name=name, provider=d["provider"], model=d.get("model"), base_url=d.get("base_url"),
                    api_key_env=d["api_key_env"], max_retries=d["max_retries"],
-                   max_tokens=d["params"].get("max_tokens"), params=d["params"])
+                   max_tokens=d["params"].get("max_tokens"), params=d["params"], format=d.get("format"),
+                   path=d.get("path"))
+
+    @property
+    def recorded(self) -> bool:
+        return self.provider == "recorded"
 
 
 @dataclass(frozen=True)

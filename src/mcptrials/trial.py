@@ -350,14 +350,16 @@ def run_under(host_impl, m: Matrix, model: str, tool: str, scenario_id: str, tri
         if sandbox is not None:
             sandbox.remove()
     meta["ended_at"] = now_iso()
-    transcript = _transcript(m, mspec, host, tool, scenario, trial, outcome, detail, rec, meta,
+    transcript = transcript_record(m, mspec, host, tool, scenario, trial, outcome, detail, rec, meta,
                              round(time.monotonic() - t0, 3))
     secrets = secret_values(specs)
     return scrub_secrets(transcript, secrets), scrub_secrets(meta, secrets)
 
 
-def _transcript(m: Matrix, mspec: ModelSpec, host: str, tool: str, scenario: Scenario, trial: int, outcome: str,
-                detail, rec: Recorder, meta: dict, wall_seconds: float) -> dict:
+def transcript_record(m: Matrix, mspec: ModelSpec, host: str, tool: str, scenario: Scenario, trial: int,
+                      outcome: str, detail, rec: Recorder, meta: dict, wall_seconds: float) -> dict:
+    """The transcript.json record of a trial from its Recorder (also a recorded trial's:
+    mcptrials.recorded); cost from our pricing, by the model id (else the model's name)."""
     from .graders.cost import cost_usd
 
     usage = {"input_tokens": rec.usage.input_tokens, "output_tokens": rec.usage.output_tokens,

@@ -177,7 +177,7 @@ def host_environment(home: str, tmp: str, api_key: str, base_url: str | None, ma
 # --- parsing one step's stream -----------------------------------------------------------
 
 
-def _ts(event: dict) -> float | None:
+def event_time(event: dict) -> float | None:
     try:
         return datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
     except (KeyError, TypeError, ValueError):
@@ -248,7 +248,7 @@ def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | Non
                 elif b.get("type") == "tool_use":
                     has_tool = True
                     pending[b["id"]] = ({"id": b["id"], "step": step, "turn": turn, "name": b["name"],
-                                         "arguments": b.get("input") or {}}, _ts(ev))
+                                         "arguments": b.get("input") or {}}, event_time(ev))
                 else:
                     continue
                 content.append({k: b[k] for k in ("type", "text", "id", "name", "input") if k in b})
@@ -270,7 +270,7 @@ def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | Non
                 call, t0 = pending.pop(b.get("tool_use_id"), (None, None))
                 if call is None:
                     continue
-                s.calls.append(_call_record(call, text, is_error, t0, _ts(ev), tool_names or {}))
+                s.calls.append(_call_record(call, text, is_error, t0, event_time(ev), tool_names or {}))
     if pending:  # asked for, never answered (a kill, a time-out): close the turn for the record, as the loop does
         if not s.messages or s.messages[-1]["role"] != "user":
             s.messages.append({"role": "user", "content": []})

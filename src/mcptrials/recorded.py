@@ -1,0 +1,285 @@
+"""Recorded runs as a model: `models: {NAME: {provider: recorded, format, path}}`.
+
+The transcript job of a recorded model (the same `transcript` rule, `mcptrials run-trial`)
+converts the cell's recorded file into the same transcript.json and run_meta.json as a
+live trial: no model call, no server, no sandbox.
+
+- `path` is a pattern relative to the config's folder, with {tool} {repo} {scenario}
+  {trial}; the file's sha256 is a rerun key of the trial (mcptrials.rerun) and is recorded
+  in run_meta with the file's project-relative path. A missing file makes the trial
+  `harness_failed`, with the file named in `outcome_detail`.
+- `format: claude-code-stream-json`: the JSON lines of `claude -p --output-format
+  stream-json --verbose`, parsed by the `claude-code` host's own parser and record
+  functions (hosts/claude_code.py: parse_stream, record_step, step_answer,
+  result_outcome), so both callers make the same records. One `result` event per step;
+  a scenario with `one_answer: true` is one session with one result: its one final answer
+  is the transcript's one step (name `one_answer`, the steps' prompts joined), and the
+  transcript is marked `one_answer: true` (graders/answer_map.py maps it onto the steps).
+  Outcomes from the result subtype as that host maps them (success -> completed,
+  error_max_turns -> max_turns, error_max_budget_usd -> budget_exceeded with the last
+  assistant text as the partial answer, an API error -> api_failed, any other ->
+  harness_failed); a recording cut off before its result event is harness_failed. Tool
+  names as the loop records them (the snapshot's, else the part after mcp__<server>__);
+  workspace paths made relative to the recorded run's cwd; usage with cache fields from the
+  result events, cost from our `pricing` (by the model's `model`, else the model the
+  recording names), the recording's own cost as `usage.host_cost_usd`; wall time from the
+  result events' `duration_ms`.
+- `format: mcptrials`: a transcript.json of ours, validated against
+  schemas/transcript.schema.yaml and taken as it is, its cell (and host) rewritten.
+
+This module is imported by mcptrials.rerun at DAG time: only light imports at the top.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import traceback
+from dataclasses import replace
+from pathlib import Path
+
+from .config import ConfigError, Matrix, file_sha256
+
+STREAM, MCPTRIALS = "claude-code-stream-json", "mcptrials"
+ONE_ANSWER_STEP = "one_answer"
+
+
+def recorded_file(m: Matrix, model: str, tool: str, repo: str, scenario: str, trial: int) -> Path:
+    """The cell's recorded file (the model's `path`, from the config's folder)."""
+    return m.base_dir / m.models[model]["path"].format(tool=tool, repo=repo, scenario=scenario, trial=trial)
+
+
+def project_path(path: Path, base: Path) -> str:
+    """A path as records name it: relative to the project (the config's folder) when inside it."""
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(base))
+    return str(path) if rel.startswith("..") else rel
+
+
+_SHA: dict[tuple, str] = {}
+
+
+def cached_sha256(path: Path) -> str | None:
+    """The file's sha256 (None: no such file), hashed once per size and mtime in a process."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _SHA:
+        _SHA[key] = file_sha256(path)
+    return _SHA[key]
+
+
+def rerun_files(m: Matrix, model: str, tool: str, scenario: str) -> dict[str, str]:
+    """trial -> the sha256 of its recorded file, for the trials of the cell that have one: the
+    part of the transcript job's rerun key that the recordings give (a missing file is left
+    out, so more `trials` without recordings change nothing of the existing ones)."""
+    repo = m.scenarios[scenario].repo
+    shas = {str(t): cached_sha256(recorded_file(m, model, tool, repo, scenario, t)) for t in range(1, m.trials + 1)}
+    return {t: h for t, h in shas.items() if h is not None}
+
+
+# --- reading a stream-json recording -----------------------------------------------
+
+
+def read_stream(path: Path) -> list[dict]:
+    """The events of a stream-json file (JSON lines; a JSON array is taken too). Lines that
+    are not JSON objects are skipped, as the live host skips them."""
+    text = path.read_text(errors="replace")
+    if text.lstrip().startswith("["):
+        with_events = json.loads(text)
+        return [e for e in with_events if isinstance(e, dict)]
+    out = []
+    for line in text.splitlines():
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(ev, dict):
+            out.append(ev)
+    return out
+
+
+def sessions(events: list[dict]) -> list[list[dict]]:
+    """The events split after each `result` event: one part per `claude -p` run (step); a
+    tail with model traffic but no result is a run cut off, kept as a last part."""
+    parts, cur = [], []
+    for ev in events:
+        cur.append(ev)
+        if ev.get("type") == "result":
+            parts.append(cur)
+            cur = []
+    if cur and (not parts or any(e.get("type") in ("assistant", "user") for e in cur)):
+        parts.append(cur)
+    return parts
+
+
+def recorded_model_id(events: list[dict]) -> str | None:
+    """The model the recording names: its replies' `model`, else the init event's (without a
+    context suffix such as `[1m]`)."""
+    for ev in events:
+        mid = (ev.get("message") or {}).get("model") if ev.get("type") == "assistant" else None
+        if mid and mid != "<synthetic>":
+            return mid
+    for ev in events:
+        if ev.get("type") == "system" and ev.get("subtype") == "init" and ev.get("model"):
+            return re.sub(r"\[.*\]$", "", ev["model"])
+    return None
+
+
+def _seconds(part: list[dict]) -> float:
+    from .hosts.claude_code import event_time
+
+    r = next((e for e in part if e.get("type") == "result"), None)
+    if r and isinstance(r.get("duration_ms"), (int, float)):
+        return round(r["duration_ms"] / 1000, 3)
+    ts = [t for t in map(event_time, part) if t is not None]
+    return round(max(ts) - min(ts), 3) if ts else 0.0
+
+
+def _from_stream(m: Matrix, path: Path, scenario, tool: str, snapshot: dict | None, rec, meta: dict):
+    """Fill rec from a stream-json recording; return (outcome, detail, one_answer, model id, wall seconds)."""
+    from .hosts.claude_code import parse_stream, record_step, result_outcome, server_tool_names, step_answer
+
+    events = read_stream(path)
+    model_id = recorded_model_id(events)
+    if not events:
+        msg = f"recorded file {meta['recorded_path']}: no stream-json events"
+        rec.error("harness_error", msg)
+        return "harness_failed", msg, False, model_id, 0.0
+    init = next((e for e in events if e.get("type") == "system" and e.get("subtype") == "init"), None) or {}
+    meta.update(recorded_session_id=init.get("session_id"), recorded_cwd=init.get("cwd"))
+    cwd = (init.get("cwd") or "").rstrip("/")
+
+    def relative(text: str) -> str:
+        return text.replace(f"{cwd}/", "") if cwd else text
+
+    steps = scenario.data["steps"]
+    one_answer = bool(scenario.data.get("one_answer"))
+    parts = sessions(events)
+    if one_answer and len(parts) != 1:
+        msg = (f"recorded file {meta['recorded_path']}: scenario {scenario.id} has one_answer: true (one session, "
+               f"one result), but the recording has {len(parts)} result part(s)")
+        rec.error("harness_error", msg)
+        return "harness_failed", msg, False, model_id, 0.0
+    if not one_answer and len(parts) != len(steps):
+        msg = (f"recorded file {meta['recorded_path']}: {len(parts)} result part(s) for the {len(steps)} step(s) of "
+               f"scenario {scenario.id}; a recording of every step in one session with one answer needs "
+               "`one_answer: true` in the scenario")
+        rec.error("harness_error", msg)
+        return "harness_failed", msg, False, model_id, 0.0
+    names = server_tool_names(tool, (snapshot or {}).get("tools") or [])
+    wall = 0.0
+    outcome, detail = "completed", None
+    for i, part in enumerate(parts):
+        if one_answer:
+            name = ONE_ANSWER_STEP
+            prompt = "\n\n".join(f"## {st['name']}\n\n{st['prompt']}" for st in steps)
+        else:
+            name, prompt = steps[i]["name"], steps[i]["prompt"]
+        s = parse_stream(part, i, names)
+        seconds = _seconds(part)
+        wall += seconds
+        srec = record_step(rec, s, i, name, prompt, relative, meta, seconds)
+        if s.result is None:
+            outcome = "harness_failed"
+            detail = f"recorded file {meta['recorded_path']}: step {i} ends without a result event (the run was cut off)"
+            rec.error("harness_error", detail, step=i)
+        else:
+            outcome, detail = result_outcome(s, rec, i)
+        srec["outcome"] = outcome
+        answer, feedback = step_answer(s, outcome, relative)
+        srec["answer_text"] = answer
+        if feedback:
+            rec.feedback = feedback
+        rec.steps.append(srec)
+        if outcome != "completed":
+            break
+    return outcome, detail, one_answer, model_id, round(wall, 3)
+
+
+def _from_transcript(path: Path, cell: dict, host: str, where: str) -> tuple[dict | None, str | None]:
+    """(the recorded transcript with our cell and host, None) or (None, why it is unusable)."""
+    from .config import validate_against
+
+    try:
+        t = json.loads(path.read_text())
+    except ValueError as e:
+        return None, f"recorded file {where}: not JSON ({e})"
+    try:
+        validate_against("transcript.schema.yaml", t, where)
+    except ConfigError as e:
+        return None, f"recorded file {where} is not a valid mcptrials transcript: {e}"
+    t["cell"] = dict(cell)
+    t["host"] = host
+    return t, None
+
+
+# --- one recorded trial ---------------------------------------------------------------
+
+
+def run_recorded(m: Matrix, model: str, tool: str, scenario_id: str, trial: int, checkout: dict,
+                 snapshot: dict | None, host: str) -> tuple[dict, dict]:
+    """The (transcript, run_meta) of one recorded trial; a fault is recorded as harness_failed,
+    never raised (only bad config raises ConfigError). API-key values are scrubbed."""
+    from . import __version__
+    from .trial import Recorder, now_iso, scrub_secrets, secret_values, transcript_record
+
+    specs = m.specs
+    mspec, hspec = specs.models[model], specs.hosts[host]
+    scenario = m.scenarios[scenario_id]
+    if not hspec.drives(mspec.provider):
+        raise ConfigError(f"{m.path}: field hosts.{host}: {hspec.kind} cannot drive models.{model} "
+                          f"(provider {mspec.provider}); run that model under a loop host")
+    t0 = time.monotonic()
+    path = recorded_file(m, model, tool, scenario.repo, scenario_id, trial)
+    where = project_path(path, m.base_dir)
+    meta = {
+        "harness_version": __version__, "host": host, "host_kind": hspec.kind,
+        "provider": mspec.provider, "model": model, "model_id": mspec.model, "model_params": mspec.params,
+        "recorded_format": mspec.format, "recorded_path": where, "recorded_sha256": None,
+        "limits": None, "tool": tool, "tool_spec_sha256": m.tool_hash(tool),
+        "server_name": (snapshot or {}).get("server_name"), "server_version": (snapshot or {}).get("server_version"),
+        "tool_version_label": specs.tools[tool].version, "tools_sha256": (snapshot or {}).get("tools_sha256"),
+        "repo": scenario.repo, "repo_url": checkout["url"], "commit": checkout["commit"],
+        "scenario": scenario_id, "scenario_sha256": scenario.sha256, "trial": trial,
+        "system_prompt_sha256": None, "started_at": now_iso(),
+        "server_startup_seconds": None, "server_peak_rss_kb": None, "server_stderr_tail": "",
+        "live_tools_sha256": None,
+    }
+    cell = {"model": model, "host": host, "tool": tool, "repo": scenario.repo, "scenario": scenario_id,
+            "trial": trial}
+    rec = Recorder()
+    outcome, detail, one_answer, model_id, wall = "harness_failed", None, False, None, None
+    transcript = None
+    try:
+        if not path.is_file():
+            detail = (f"recorded file {where} not found (models.{model}.path: {mspec.path!r} for tool {tool}, "
+                      f"repo {scenario.repo}, scenario {scenario_id}, trial {trial})")
+            rec.error("harness_error", detail)
+        else:
+            meta["recorded_sha256"] = file_sha256(path)
+            if mspec.format == MCPTRIALS:
+                transcript, detail = _from_transcript(path, cell, host, where)
+                if transcript is None:
+                    rec.error("harness_error", detail)
+            else:
+                outcome, detail, one_answer, model_id, wall = _from_stream(m, path, scenario, tool, snapshot, rec, meta)
+    except (ConfigError, KeyboardInterrupt):
+        raise
+    except Exception:  # noqa: BLE001 - a bad recording is recorded, never a crash of the workflow
+        outcome, detail = "harness_failed", traceback.format_exc()[-4000:]
+        rec.error("harness_error", detail)
+    meta["ended_at"] = now_iso()
+    if transcript is None:
+        if model_id and not mspec.model:
+            meta["model_id"] = model_id
+        priced = replace(mspec, model=mspec.model or model_id)
+        transcript = transcript_record(m, priced, host, tool, scenario, trial, outcome, detail, rec, meta,
+                                 wall if wall is not None else round(time.monotonic() - t0, 3))
+        if one_answer:
+            transcript["one_answer"] = True
+    secrets = secret_values(specs)
+    return scrub_secrets(transcript, secrets), scrub_secrets(meta, secrets)
