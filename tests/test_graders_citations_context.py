@@ -251,3 +251,18 @@ def test_table_identifiers_come_from_the_name_columns_only(tree):
     # Response is on line 2, but the Notes column is no name column: with_state is 7 lines away
     wrong = got["axum/src/handler/mod.rs:2"]
     assert wrong["identifiers"] == ["with_state"] and wrong["verification"] == "mismatch"
+
+
+def test_comma_lists_of_lines_cite_each_line(tree):
+    text = ("Uses: axum/src/routing/mod.rs:2,5,9-11.\n\n"
+            "Handlers: axum/src/handler/mod.rs:4 and `mod.rs:7,21`. Not a.rs:1, 2.")
+    got = [(c["resolved_path"], c["lines"], c["bucket"], c["resolved_by"]) for c in items(text, tree)]
+    assert got == [("axum/src/routing/mod.rs", [2], "grounded", "exact"),
+                   ("axum/src/routing/mod.rs", [5], "grounded", "exact"),
+                   ("axum/src/routing/mod.rs", [9, 11], "grounded", "exact"),
+                   ("axum/src/handler/mod.rs", [4], "grounded", "exact"),
+                   ("axum/src/handler/mod.rs", [7], "grounded", "context"),      # a basename list: each item
+                   ("axum/src/handler/mod.rs", [21], "hallucinated", "context"),  # resolves like its head
+                   (None, [1], "unresolved", None)]                             # ", 2" (a space) is no item
+    c = {c["text"]: c for c in items(text, tree)}["axum/src/routing/mod.rs:2,5"]
+    assert [text[a:b] for a, b in c["spans"]] == ["5"]

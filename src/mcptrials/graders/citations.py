@@ -8,7 +8,7 @@ The path's last component must end with one of the citation extensions (or be on
 extension-less names such as Makefile). Backticks around the path, the citation or the
 path alone (`a.py`:10), brackets, markdown links [x](src/a.py#L3), GitHub blob URLs and
 trailing punctuation do not break it; a leading ./ is stripped. A path alone, without a
-line or symbol, is not a citation.
+line or symbol, is not a citation. `path:N,M,K-L` (commas, no spaces) cites each of them.
 
 Line-only references take their file from the answer (resolved_by "context"): a JSON
 "line" (or "lines", "start_line" with "end_line") member beside a "file" member of the same
@@ -311,6 +311,23 @@ def _lines_of(l1, l2) -> list[int]:
     return [int(l1)] if l2 is None else [int(l1), int(l2)]
 
 
+_LINE_LIST = re.compile(rf"(?:,L?\d+(?:{_DASH}L?\d+)?)+(?!\w|\.\d)")
+_LINE_LIST_ITEM = re.compile(rf",L?(?P<l1>\d+)(?:{_DASH}L?(?P<l2>\d+))?")
+
+
+def listed_lines(text: str, citations: list[dict]) -> list[dict]:
+    """More lines of the same file after a line citation, comma-separated without spaces:
+    `summary.go:346,457` cites summary.go:457 too (its text runs from the path to the item)."""
+    out = []
+    for c in citations:
+        m = _LINE_LIST.match(text, c["end"]) if c["lines"] else None
+        for item in _LINE_LIST_ITEM.finditer(m.group(0)) if m else ():
+            start, end = c["end"] + item.start() + 1, c["end"] + item.end()
+            out.append(dict(c, lines=_lines_of(item.group("l1"), item.group("l2")), start=start, end=end,
+                            text=text[c["start"]:end]))
+    return out
+
+
 def line_only_citations(ans: Answer, taken: list[dict]) -> list[dict]:
     """Line-only references that take their file from the context: a JSON "line" member
     beside a "file" member of the same object, and `:N`, "line N", "lines N-M" in prose."""
@@ -518,7 +535,7 @@ def verify(c: dict, identifiers: list[str], tree: CommitTree) -> str:
 def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
     """Distinct citations of one answer, grounded and verified, in order of first mention."""
     ans = Answer(text, tree, extensions)
-    found = extract_citations(text, extensions)
+    found = ans.citations + listed_lines(text, ans.citations)
     found = sorted(found + line_only_citations(ans, found), key=lambda c: c["start"])
     distinct: dict[tuple, dict] = {}
     for c in found:
