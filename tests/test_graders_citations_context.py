@@ -266,3 +266,14 @@ def test_comma_lists_of_lines_cite_each_line(tree):
                    (None, [1], "unresolved", None)]                             # ", 2" (a space) is no item
     c = {c["text"]: c for c in items(text, tree)}["axum/src/routing/mod.rs:2,5"]
     assert [text[a:b] for a, b in c["spans"]] == ["5"]
+
+
+def test_prose_line_references_skip_paths_that_name_no_file(tree):
+    # `request.json` is an attribute, not a file of the commit: "line 6" takes extension.rs
+    text = "axum/src/extension.rs builds it; `request.json` is parsed at line 6."
+    (c,) = items(text, tree)
+    assert (c["resolved_path"], c["lines"], c["verification"]) == ("axum/src/extension.rs", [6], "n/a")
+    assert items("`request.json` is parsed at line 6.", tree) == []
+    # a JSON "file" member counts whatever it names: a made-up file is an unresolved citation
+    (made_up,) = items('{"file": "src/made_up.rs", "line": 3}', tree)
+    assert made_up["bucket"] == "unresolved" and made_up["reason"] == "no such file at the commit"

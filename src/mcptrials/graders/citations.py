@@ -14,8 +14,9 @@ Line-only references take their file from the answer (resolved_by "context"): a 
 "line" (or "lines", "start_line" with "end_line") member beside a "file" member of the same
 object; "line N", "lines N-M" and `:N` in prose, with the file of their JSON object's "file"
 member, else their table row's file column, else the nearest path named before them (else
-the first after) in their innermost JSON object, list item or paragraph. A reference with no
-file there is not a citation.
+the first after) in their innermost JSON object, list item or paragraph that names a file of
+the commit (a "file" member counts whatever it names). A reference with no file there is not
+a citation.
 
 Resolution (resolved_by): the exact relative path ("exact"); else the unique file whose path
 ends with the cited path on a component boundary ("suffix"); else, for a basename-only or
@@ -212,6 +213,10 @@ class Answer:
             self._resolved[path] = resolve(path, self.tree)[0]
         return self._resolved[path]
 
+    def names_a_file(self, path: str) -> bool:
+        """Whether a path means a file at the commit: it resolves, or several files end with it."""
+        return self.resolves(path) is not None or bool(self.tree.suffix_matches(path))
+
     def mentions_in(self, lo: int, hi: int) -> list[dict]:
         return [m for m in self.mentions if lo <= m["start"] and m["end"] <= hi]
 
@@ -269,7 +274,7 @@ class Answer:
         """The file a line-only reference at pos refers to, and the scope it came from: the
         `file` field of its JSON object (obj: only that one); else, in the first of its
         innermost JSON object, table row (file column), list item and paragraph that names a
-        path, the nearest path named before pos (else the first one after)."""
+        file of the commit, the nearest such path before pos (else the first one after)."""
         if obj is not None:
             fields = self.file_fields(obj)
             return (fields[0], "json file field") if fields else None
@@ -287,7 +292,8 @@ class Answer:
             scopes = [("list item", *item)] if item else []
             scopes.append(("paragraph", *structure.paragraph_bounds(self.text, pos)))
         for scope, lo, hi in scopes:
-            before, after = self.mentions_in(lo, pos), self.mentions_in(pos, hi)
+            before = [m for m in self.mentions_in(lo, pos) if self.names_a_file(m["path"])]
+            after = [m for m in self.mentions_in(pos, hi) if self.names_a_file(m["path"])]
             if before:
                 return before[-1], scope
             if after:
