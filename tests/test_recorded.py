@@ -368,3 +368,18 @@ def test_workflow_builds_a_report_of_a_recorded_model(tmp_path):
     # scenario, as for every trial) and what reads them
     place(wd, "recorded/baseline/tiny/one/2.jsonl", events=one_session())
     assert planned(wd) == {"all": 1, "transcript": 2, "scored": 2, "judged": 2, "aggregate": 1, "report": 1}
+
+
+def test_usage_is_claude_codes_own_count_over_the_session(tmp_path):
+    """A result's `usage` can leave calls out; `modelUsage` (cumulative over the session, every
+    model) is the count its total_cost_usd comes from, and ours then agrees with it."""
+    m, co = project(tmp_path)
+    model_usage = {"claude-opus-4-7[1m]": {"inputTokens": 21, "outputTokens": 6321, "cacheReadInputTokens": 192027,
+                                           "cacheCreationInputTokens": 48705, "costUSD": 0.55854975}}
+    place(tmp_path, "recorded/git/tiny/one/1.jsonl",
+          events=one_session(result(text=ONE_ANSWER, modelUsage=model_usage, total_cost_usd=0.55854975)))
+    t, _ = run_trial(m, "rec", "git", "one", 1, co, None, None, tmp_path / "out")
+    u = t["usage"]
+    assert (u["input_tokens"], u["output_tokens"], u["cache_creation_input_tokens"], u["cache_read_input_tokens"]) \
+        == (21, 6321, 48705, 192027)
+    assert u["cost_usd"] == pytest.approx(u["host_cost_usd"], abs=1e-6)

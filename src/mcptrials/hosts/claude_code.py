@@ -29,7 +29,9 @@ for tools; audit_text = tool inputs and results; tool calls from tool_use / tool
 pairs (source `mcp` for mcp__ names, with `tool` the server's own name from the
 snapshot's tool list, as the loop records it; else `builtin`, with `tool` set to the loop's
 equivalent built-in for Read/Grep/Glob/LS so adoption counts built-in searches alike);
-usage with cache fields from each step's `result` event; cost from our pricing (the
+usage with cache fields from each step's `result` event (its `modelUsage`, Claude Code's
+cumulative count over the session and every model, less the steps before; else its
+`usage`); cost from our pricing (the
 trial core) and Claude Code's own `total_cost_usd` (`usage.host_cost_usd`); turns = model
 calls (distinct assistant message ids); outcome from the `result` subtype and the `init`
 event's MCP server status. The parsing (parse_stream, record_step, step_answer,
@@ -327,12 +329,23 @@ def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative
     rec.api_calls += len(s.replies)
     rec.retries += s.api_retries
     r = s.result or {}
-    u = r.get("usage")
-    usages = [u] if u else list(s.msg_usage.values())  # no result event: the replies' own (partial) usage
-    for x in usages:
-        rec.usage.add(Usage(input_tokens=x.get("input_tokens") or 0, output_tokens=x.get("output_tokens") or 0,
-                            cache_creation_input_tokens=x.get("cache_creation_input_tokens") or 0,
-                            cache_read_input_tokens=x.get("cache_read_input_tokens") or 0))
+    totals = session_usage(r.get("modelUsage"))
+    if totals is not None:
+        # Claude Code's own count over the (resumed) session and every model it called: this
+        # step's share is what it adds to the steps before (its `usage` can leave calls out)
+        u0 = rec.usage
+        rec.usage.add(Usage(input_tokens=max(0, totals.input_tokens - u0.input_tokens),
+                            output_tokens=max(0, totals.output_tokens - u0.output_tokens),
+                            cache_creation_input_tokens=max(0, totals.cache_creation_input_tokens
+                                                            - u0.cache_creation_input_tokens),
+                            cache_read_input_tokens=max(0, totals.cache_read_input_tokens - u0.cache_read_input_tokens)))
+    else:
+        u = r.get("usage")
+        usages = [u] if u else list(s.msg_usage.values())  # no result event: the replies' own (partial) usage
+        for x in usages:
+            rec.usage.add(Usage(input_tokens=x.get("input_tokens") or 0, output_tokens=x.get("output_tokens") or 0,
+                                cache_creation_input_tokens=x.get("cache_creation_input_tokens") or 0,
+                                cache_read_input_tokens=x.get("cache_read_input_tokens") or 0))
     if r.get("total_cost_usd") is not None:  # cumulative over the resumed session (2.1.328)
         rec.extra_usage["host_cost_usd"] = max(rec.extra_usage.get("host_cost_usd") or 0.0, r["total_cost_usd"])
     if r.get("permission_denials"):
@@ -340,6 +353,20 @@ def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative
     if s.init and not meta.get("host_reported_version"):
         meta["host_reported_version"] = s.init.get("claude_code_version")
     return srec
+
+
+def session_usage(model_usage) -> Usage | None:
+    """The `result` event's `modelUsage` (model -> cumulative tokens of the session) summed
+    over its models; None when the event has none."""
+    if not isinstance(model_usage, dict) or not model_usage:
+        return None
+    total = Usage()
+    for x in model_usage.values():
+        if isinstance(x, dict):
+            total.add(Usage(input_tokens=x.get("inputTokens") or 0, output_tokens=x.get("outputTokens") or 0,
+                            cache_creation_input_tokens=x.get("cacheCreationInputTokens") or 0,
+                            cache_read_input_tokens=x.get("cacheReadInputTokens") or 0))
+    return total
 
 
 def last_assistant_text(s: StepStream) -> str:
