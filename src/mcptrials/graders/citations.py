@@ -56,6 +56,7 @@ there is one (so src/a.py:3 and a.py:3 are one citation), else the path as cited
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from . import structure
@@ -212,6 +213,42 @@ class Answer:
         if path not in self._resolved:
             self._resolved[path] = resolve(path, self.tree)[0]
         return self._resolved[path]
+
+    def index_identifiers(self, citations: list[dict]) -> None:
+        """Note the answer's backticked identifiers (those not overlapping a citation) and its
+        sentence breaks, for backticked() and sentence_bounds()."""
+        spans = sorted((c["start"], c["end"]) for c in citations)
+        starts = [a for a, _ in spans]
+        longest = max((b - a for a, b in spans), default=0)
+        self._ticks = []
+        for m in _BACKTICK.finditer(self.text):
+            k = bisect.bisect_left(starts, m.start() - longest)
+            near = spans[k:bisect.bisect_left(starts, m.end())]
+            if any(s < m.end() and m.start() < e for s, e in near):
+                continue
+            name = _identifier(m.group(1), self.extensions)
+            if name:
+                self._ticks.append((m.start(), m.end(), name))
+        self._tick_starts = [t[0] for t in self._ticks]
+        self._breaks = [(m.start(), m.end()) for m in _SENTENCE_END.finditer(self.text)]
+        self._break_ends = [e for _, e in self._breaks]
+        self._break_starts = [s for s, _ in self._breaks]
+
+    def backticked(self, lo: int, hi: int) -> list[str]:
+        """The backticked identifiers inside text[lo:hi] (citations and file paths excluded)."""
+        names = []
+        for s, e, name in self._ticks[bisect.bisect_left(self._tick_starts, lo):]:
+            if e > hi:
+                break
+            names.append(name)
+        return names
+
+    def sentence_bounds(self, start: int, end: int) -> tuple[int, int]:
+        """The sentence (or line) around text[start:end]; a break inside the citation does not count."""
+        k = bisect.bisect_right(self._break_ends, start)
+        lo = self._break_ends[k - 1] if k else 0
+        j = bisect.bisect_left(self._break_starts, end)
+        return lo, (self._break_starts[j] if j < len(self._breaks) else len(self.text))
 
     def names_a_file(self, path: str) -> bool:
         """Whether a path means a file at the commit: it resolves, or several files end with it."""
@@ -451,15 +488,6 @@ KEYWORDS = frozenset("""
 """.split())
 
 
-def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
-    """The sentence (or line) around text[start:end]; a break inside the citation does not count."""
-    lo = 0
-    for m in _SENTENCE_END.finditer(text, 0, start):
-        lo = m.end()
-    m = _SENTENCE_END.search(text, end)
-    return lo, (m.start() if m else len(text))
-
-
 def _identifier(span: str, extensions=None) -> str | None:
     """The identifier a span names (`app.route()` -> route, `Extension<T>` -> Extension), or None."""
     inner = span.strip().strip("`").strip()
@@ -468,17 +496,6 @@ def _identifier(span: str, extensions=None) -> str | None:
         return None
     name = _symbol_parts(idm.group("id"))[-1]
     return name if len(name) > 1 and name not in KEYWORDS else None
-
-
-def _backticked(text: str, lo: int, hi: int, spans: list[tuple[int, int]], extensions=None) -> list[str]:
-    names = []
-    for m in _BACKTICK.finditer(text, lo, hi):
-        if any(s < m.end() and m.start() < e for s, e in spans):
-            continue
-        name = _identifier(m.group(1), extensions)
-        if name:
-            names.append(name)
-    return names
 
 
 def signature_names(sig: str) -> list[str]:
@@ -490,23 +507,16 @@ def signature_names(sig: str) -> list[str]:
     return [w for w in re.findall(_IDENT, sig) if len(w) > 1 and w not in KEYWORDS]
 
 
-def sentence_identifiers(text: str, c: dict, all_citations: list[dict], extensions=None) -> list[str]:
-    """Identifiers the citation's sentence names in backticks, citations and file paths excluded."""
-    lo, hi = _sentence_bounds(text, c["start"], c["end"])
-    return _backticked(text, lo, hi, [(o["start"], o["end"]) for o in all_citations], extensions)
-
-
-def context_identifiers(ans: Answer, c: dict, all_citations: list[dict]) -> list[str]:
+def context_identifiers(ans: Answer, c: dict) -> list[str]:
     """Identifiers a citation occurrence is about: backticked in its sentence, its line and
-    its list item; the identifier cells of its table row; the `signature`, `symbol`, `name`,
-    `function`... members of its JSON object."""
+    its list item; the identifier cells of its table row's name columns; the `signature`,
+    `symbol`, `name`, `function`... members of its JSON object."""
     text, exts = ans.text, ans.extensions
-    spans = [(o["start"], o["end"]) for o in all_citations]
-    names = sentence_identifiers(text, c, all_citations, exts)
-    names += _backticked(text, *structure.line_bounds(text, c["start"]), spans, exts)
+    names = ans.backticked(*ans.sentence_bounds(c["start"], c["end"]))
+    names += ans.backticked(*structure.line_bounds(text, c["start"]))
     item = structure.list_item_bounds(text, c["start"])
     if item:
-        names += _backticked(text, *item, spans, exts)
+        names += ans.backticked(*item)
     row = structure.table_row(text, c["start"])
     if row:
         names += [n for cell, _, _ in row.name_cells if (n := _identifier(cell, exts))]
@@ -543,11 +553,12 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
     ans = Answer(text, tree, extensions)
     found = ans.citations + listed_lines(text, ans.citations)
     found = sorted(found + line_only_citations(ans, found), key=lambda c: c["start"])
+    ans.index_identifiers(found)
     distinct: dict[tuple, dict] = {}
     for c in found:
         g = ground(c, tree, ans)
         key = (g["resolved_path"] or g["path"], tuple(g["lines"]) if g["lines"] else None, g["symbol"])
-        idents = context_identifiers(ans, c, found)
+        idents = context_identifiers(ans, c)
         if key in distinct:
             d = distinct[key]
             d["occurrences"] += 1
