@@ -505,7 +505,12 @@ def identity(m: Matrix, records: list[dict]) -> dict:
 
     models = {}
     for name, spec in m.models.items():
-        label = REFERENCE_MODEL_LABEL if spec["provider"] == "reference" else f"{spec.get('model')} ({spec['provider']})"
+        if spec["provider"] == "reference":
+            label = REFERENCE_MODEL_LABEL
+        elif spec["provider"] == "recorded":   # runs made elsewhere, converted: say so, and from what
+            label = f"recorded runs ({spec['format']}{', ' + spec['model'] if spec.get('model') else ''})"
+        else:
+            label = f"{spec.get('model')} ({spec['provider']})"
         models[name] = {"provider": spec["provider"], "model_id": spec.get("model"), "label": label}
     tools = {}
     for name, spec in m.tools.items():

@@ -143,7 +143,8 @@ TABLE: tuple[Entry, ...] = (
     Entry("scenario.steps.expected_tools", (SC,), "its scores only (reported, never scored)"),
     Entry("scenario.steps.key_points", (J, H), "its judgements"),
     Entry("scenario.steps.rubric", (J, H), "its judgements"),
-    # the packaged prompts
+    # the packaged prompts, and the graders' own version (their rules, not a config field)
+    Entry("code:grader_version", (SC,), "every score (graders.GRADER_VERSION, bumped when their rules change)"),
     Entry("prompt:system.md", (T,), "every trial"),
     Entry("prompt:judge.md", (J, H), "every judgement and the held-out agreement"),
 )
@@ -223,6 +224,12 @@ def _entities(m: Matrix, rule: str) -> dict[str, list[str]]:
             "scenario": scen}
 
 
+def _code_version(field: str) -> str:
+    from .graders import GRADER_VERSION
+
+    return {"code:grader_version": GRADER_VERSION}[field]
+
+
 def _prompt_hash(field: str) -> str:
     return file_sha256(PROMPT_DIR / field.split(":", 1)[1])
 
@@ -245,6 +252,8 @@ def rule_params(m: Matrix) -> dict[str, dict]:
             dim = _dim_of(f)
             if f.startswith("prompt:"):
                 glob[f] = _prompt_hash(f)
+            elif f.startswith("code:"):
+                glob[f] = _code_version(f)
             elif dim is None:
                 glob[f] = _value(f, m.config)
             elif dim == "scenario":

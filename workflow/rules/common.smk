@@ -56,7 +56,8 @@ TRANSCRIPT_P = {
     for (m, h, t, s), v in RERUN["transcript"].items()
 }
 ANY_INDEX = any(spec.get("index") for spec in M.tools.values())
-MODEL_CALLS = {m: 0 if spec["provider"] == "reference" else 1 for m, spec in M.models.items()}
+# Which models call an API (the `api` resource): not the reference agent, not recorded runs.
+MODEL_CALLS = {m: 0 if spec["provider"] in ("reference", "recorded") else 1 for m, spec in M.models.items()}
 
 # The config's held-out anchor (`locked:`): its files are inputs of the check and the report.
 LOCKED = os.path.relpath(M.locked_dir, os.getcwd()) if M.locked_dir is not None else None

@@ -7,4 +7,4 @@ adoption), cost (the pricing formula), scoring (one trial's record) and cli (com
 This package imports no pandas, scipy or matplotlib.
 """
 
-GRADER_VERSION = "1"
+GRADER_VERSION = "2"   # 2: citations from the answer's context, spans, structured verification, tree-sitter symbols
