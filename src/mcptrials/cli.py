@@ -27,6 +27,7 @@ COMMANDS = {
     "demo-bundle": "demo_repo",
     "serve-trials": "worker",
     "reruns": "rerun",
+    "compare-sense-bench": "importers.sense_compare",
     "import": "importers.sense_bench",
 }
 

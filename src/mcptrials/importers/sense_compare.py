@@ -1,0 +1,202 @@
+"""Our grading of the reference bench's published runs beside its own.
+
+    mcptrials compare-sense-bench --config DIR/config.yaml --runs results/runs \\
+        --bench BENCH_DIR --out results/sense-compare
+
+After `mcptrials import sense-bench` and a run of its config (the recorded model over the
+bench's `results/`), this reads, per cell, our `scored.json` and the bench's own
+`results/<tool>/<repo>/scored.json` (`citation_grounding`: total, grounded, unresolved,
+hallucinated, and `details` with `file`, `locator`, `status`) and writes:
+
+- `cells.csv`: per (tool, repo) both sides' counts and rates, and our verified share;
+- `tools.csv` and `comparison.md`: per tool the mean grounding rate of each side over the
+  repos with a 95% interval (`stats.bounded_mean_ci`, clustered by repo), and our verified
+  share: the bench has no verification (an in-range but wrong line counts as grounded there);
+- `disagreements.csv`: every citation on which the two disagree, matched by (file, first
+  line): a different status, or found by one side only.
+
+It reads the bench's records, never changes them; nothing of them is copied into the project.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import sys
+from pathlib import Path
+
+from ..config import ConfigError
+
+STATUSES = ("grounded", "unresolved", "hallucinated")
+
+
+def bench_cell(bench: Path, tool: str, repo: str) -> dict | None:
+    """The bench's own grading of one cell (results/<tool>/<repo>/scored.json), or None."""
+    path = bench / "results" / tool / repo / "scored.json"
+    if not path.is_file():
+        return None
+    cg = json.loads(path.read_text()).get("citation_grounding") or {}
+    return {"total": cg.get("total", 0), **{s: cg.get(s, 0) for s in STATUSES}, "rate": cg.get("rate"),
+            "details": cg.get("details") or []}
+
+
+def our_cell(scored: dict) -> dict:
+    """Our counts and citations of one trial (each citation once, as the answer holds it)."""
+    c = scored["citations"]
+    items, seen = [], set()
+    for step in scored["steps"]:
+        for it in (step.get("citations") or {}).get("items", []):
+            key = (it.get("resolved_path") or it.get("path_as_cited"), tuple(it.get("lines") or []), it.get("symbol"))
+            if key not in seen:   # a one-answer transcript can map one citation into several steps
+                seen.add(key)
+                items.append(it)
+    counts = {s: sum(1 for it in items if it["bucket"] == s) for s in STATUSES}
+    return {"total": len(items), **counts, "rate": c["rates"]["grounded_rate"], "verified_rate": c["rates"]["verified_rate"],
+            "items": items}
+
+
+def _locator_key(locator) -> int | str | None:
+    """The bench's locator as a match key: its first line (`1618`, `1618-1630`), or a
+    symbol (`:test_request_processing`, `Flask.wsgi_app`) as `sym:<name>`."""
+    text = str(locator or "").strip()
+    m = re.match(r"(\d+)", text)
+    if m:
+        return int(m.group(1))
+    name = text.lstrip(":").strip()
+    return f"sym:{name}" if name else None
+
+
+def _our_keys(it: dict) -> list:
+    """Keys of one of our citations: by the path we resolved and the path as cited (the
+    bench names the cited form), each with the first line or the symbol."""
+    paths = list(dict.fromkeys(p for p in (it.get("resolved_path"), it.get("path_as_cited")) if p))
+    ats = ([f"sym:{it['symbol']}"] if it.get("symbol") else []) + ([it["lines"][0]] if it.get("lines") else [])
+    return [(p, a) for p in paths for a in ats] or [(paths[0] if paths else None, None)]
+
+
+def disagreements(tool: str, repo: str, ours: list[dict], theirs: list[dict]) -> list[dict]:
+    """Citations the two sides grade differently, matched by (file, first line) or
+    (file, symbol); a citation only one side found is listed with the other side empty."""
+    mine: dict = {}
+    for it in ours:
+        for key in _our_keys(it):
+            mine.setdefault(key, it)
+    out, matched = [], set()
+    for d in theirs:
+        key = (d.get("file"), _locator_key(d.get("locator")))
+        it = mine.get(key)
+        if it is not None:
+            matched.add(id(it))
+            if it["bucket"] != d.get("status"):
+                out.append(_row(tool, repo, key, d, it))
+        else:
+            out.append(_row(tool, repo, key, d, None))
+    for it in ours:
+        if id(it) not in matched:
+            out.append(_row(tool, repo, _our_keys(it)[0], None, it))
+    return out
+
+
+def _row(tool, repo, key, theirs, ours) -> dict:
+    return {"tool": tool, "repo": repo, "file": key[0], "at": key[1],
+            "bench_locator": (theirs or {}).get("locator"), "bench_status": (theirs or {}).get("status"),
+            "bench_reason": (theirs or {}).get("reason"),
+            "ours_text": (ours or {}).get("text"), "ours_status": (ours or {}).get("bucket"),
+            "ours_resolved_by": (ours or {}).get("resolved_by"), "ours_verification": (ours or {}).get("verification"),
+            "ours_reason": (ours or {}).get("reason")}
+
+
+def compare(m, runs: Path, bench: Path) -> dict:
+    """Per cell and per tool, both sides; and the disagreements."""
+    from ..aggregate import trial_dir
+    from ..stats import bounded_mean_ci
+
+    cells, dis = [], []
+    for model, host, tool, repo, scenario, trial in m.cells():
+        d = trial_dir(runs, model, host, tool, repo, scenario, trial)
+        if not (d / "scored.json").is_file():
+            continue
+        ours = our_cell(json.loads((d / "scored.json").read_text()))
+        theirs = bench_cell(bench, tool, scenario)   # the bench's results are per scenario file (= repo)
+        if theirs is None:
+            continue
+        cells.append({"tool": tool, "repo": repo, "scenario": scenario,
+                      **{f"bench_{k}": theirs[k] for k in ("total", *STATUSES, "rate")},
+                      **{f"ours_{k}": ours[k] for k in ("total", *STATUSES, "rate", "verified_rate")}})
+        dis += disagreements(tool, repo, ours["items"], theirs["details"])
+    tools = []
+    for tool in dict.fromkeys(c["tool"] for c in cells):
+        rows = [c for c in cells if c["tool"] == tool]
+        row = {"tool": tool, "repos": len(rows)}
+        for side, col in (("bench", "bench_rate"), ("ours", "ours_rate"), ("ours_verified", "ours_verified_rate")):
+            vals = [r[col] for r in rows if r[col] is not None]
+            ci = bounded_mean_ci(vals) if vals else {"mean": None, "lo": None, "hi": None}
+            row.update({f"{side}_mean": ci["mean"], f"{side}_lo": ci["lo"], f"{side}_hi": ci["hi"]})
+        row["disagreements"] = sum(1 for x in dis if x["tool"] == tool)
+        tools.append(row)
+    return {"cells": cells, "tools": tools, "disagreements": dis}
+
+
+def _f(x) -> str:
+    return "–" if x is None else f"{x:.3f}"
+
+
+def markdown(result: dict) -> str:
+    lines = ["# The reference bench's published runs, graded by mcptrials beside its own grading", "",
+             "Grounding rate = grounded / all citations, per cell, then the mean over repos per tool with a 95% "
+             "logit t interval (clustered by repo). The bench has no verification: an in-range but wrong line "
+             "counts as grounded there; ours checks the cited lines name what the citation is about.", "",
+             "| tool | repos | bench grounding | our grounding | our verified share | disagreements |",
+             "|---|---|---|---|---|---|"]
+    for t in result["tools"]:
+        lines.append(f"| {t['tool']} | {t['repos']} | {_f(t['bench_mean'])} [{_f(t['bench_lo'])}, {_f(t['bench_hi'])}] | "
+                     f"{_f(t['ours_mean'])} [{_f(t['ours_lo'])}, {_f(t['ours_hi'])}] | "
+                     f"{_f(t['ours_verified_mean'])} [{_f(t['ours_verified_lo'])}, {_f(t['ours_verified_hi'])}] | "
+                     f"{t['disagreements']} |")
+    lines += ["", "| tool | repo | bench: citations, grounded, unresolved, hallucinated | "
+              "ours: citations, grounded, unresolved, hallucinated | our verified share |", "|---|---|---|---|---|"]
+    for c in result["cells"]:
+        lines.append(f"| {c['tool']} | {c['repo']} | {c['bench_total']}, {c['bench_grounded']}, {c['bench_unresolved']}, "
+                     f"{c['bench_hallucinated']} | {c['ours_total']}, {c['ours_grounded']}, {c['ours_unresolved']}, "
+                     f"{c['ours_hallucinated']} | {_f(c['ours_verified_rate'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def _csv(path: Path, rows: list[dict]) -> None:
+    with open(path, "w", newline="") as f:
+        if not rows:
+            f.write("")
+            return
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compare-sense-bench", help="our grading of the reference bench's runs beside its own")
+    p.add_argument("--config", required=True, help="the config `mcptrials import sense-bench` wrote (and mirrors)")
+    p.add_argument("--runs", default="results/runs")
+    p.add_argument("--bench", required=True, help="the bench/ folder the import read")
+    p.add_argument("--out", default="results/sense-compare")
+    p.set_defaults(func=_cmd)
+
+
+def _cmd(args) -> int:
+    from ..config import load_matrix
+
+    m = load_matrix(args.config)
+    bench = Path(args.bench)
+    if (bench / "bench" / "results").is_dir():
+        bench = bench / "bench"
+    if not (bench / "results").is_dir():
+        raise ConfigError(f"{bench}: no results/ folder; give the bench/ folder the import read")
+    result = compare(m, Path(args.runs), bench)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    _csv(out / "cells.csv", result["cells"])
+    _csv(out / "tools.csv", result["tools"])
+    _csv(out / "disagreements.csv", result["disagreements"])
+    (out / "comparison.md").write_text(markdown(result))
+    print(f"{out}: {len(result['cells'])} cell(s), {len(result['disagreements'])} disagreement(s)", file=sys.stderr)
+    return 0
