@@ -202,8 +202,8 @@ def test_citations_command(repo, tmp_path, capsys, monkeypatch):
     f.write_text("See helpers.py:1 and src/app.py:16 and `create_app` at src/app.py:14.\n")
     assert _run_cli(["citations", "--repo", str(repo_dir), "--commit", a, str(f)]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert [set(o) for o in out] == [{"path_as_cited", "resolved_path", "lines", "symbol", "bucket",
-                                      "verification", "candidates"}] * 3
+    assert [set(o) for o in out] == [{"path_as_cited", "resolved_path", "resolved_by", "lines", "symbol", "symbol_by",
+                                      "bucket", "verification", "candidates", "spans"}] * 3
     assert [(o["bucket"], o["verification"]) for o in out] == [
         ("unresolved", "n/a"), ("hallucinated", "n/a"), ("grounded", "verified")]
     assert out[0]["candidates"] == ["lib/util/helpers.py", "src/util/helpers.py"]
