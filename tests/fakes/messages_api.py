@@ -18,8 +18,11 @@ The script is a list of entries, consumed one per ``/v1/messages`` request:
 - a reply: ``{"content": [blocks], "stop_reason": ..., "usage": {...}}``; blocks are
   ``{"type": "text", "text"}`` or ``{"type": "tool_use", "id", "name", "input"}`` (several
   allowed, zero text blocks allowed). ``stop_reason`` defaults to ``tool_use`` when a
-  tool_use block is present, else ``end_turn``; unset usage fields are estimated (chars/4)
-  and cache fields default to 0.
+  tool_use block is present, else ``end_turn``. Without a scripted input side (``usage``
+  naming none of ``input_tokens`` and the cache fields) the input side comes from the
+  emulated prompt cache (below: reads, writes and uncached input by the documented rules);
+  with one, unset input fields are estimated (chars/4) and cache fields default to 0.
+  Unset ``output_tokens`` is estimated (chars/4 of the content).
 - a fault: ``{"fault": "status", "status": 429|529|500|..., "retry_after": seconds,
   "message": ...}`` (the API's JSON error body), ``{"fault": "malformed", "content_type": ...}``
   (a 200 whose body is not JSON, sent as application/json unless told; for a stream, an
@@ -27,6 +30,12 @@ The script is a list of entries, consumed one per ``/v1/messages`` request:
   ``{"fault": "hang"}`` (never answers; released by ``stop()``).
 - any entry may carry ``"delay": seconds`` (a slow reply or slow fault).
 - a callable ``fn(request_body) -> entry`` (in-process only), e.g. to echo tool results.
+
+Prompt caching is emulated per server (``api.cache``; rules and token counts at
+``PromptCache``): a request whose prefix up to a ``cache_control`` breakpoint was seen within
+the entry's lifetime (5 minutes from its last use, or ``"ttl": "1h"``) is billed as a cache
+read, the rest up to the last breakpoint as a cache write, the rest as input. Time comes from
+``clock`` (default ``time.monotonic``), so a test can expire entries.
 
 When the script is exhausted the server answers ``exhausted="default"`` (an ``end_turn``
 text ``default_text``) or ``exhausted="repeat"`` (the last entry again, whatever it is).
@@ -40,11 +49,15 @@ requests being served at once.
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import os
 import subprocess
+import threading
+import time
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 try:
     from .scripted_server import Entry, ScriptedHandler, ScriptedServer, serve_main
@@ -123,6 +136,130 @@ def _prompt_tokens(body: dict[str, Any]) -> int:
     return estimate_tokens({k: body.get(k) for k in ("system", "tools", "messages") if k in body})
 
 
+# ---- prompt caching, emulated (docs: "Prompt caching") ----
+#
+# The prompt is a sequence of blocks in the order tools -> system -> messages: each tool
+# definition, each system block (a string system is one text block), each content block of
+# each message (a string content is one text block; a block's identity includes its message's
+# role and whether it opens the message). A block costs max(1, len(compact JSON without
+# cache_control) // 4) tokens. A breakpoint is a block with `cache_control` (a top-level
+# `cache_control` puts one on the last block); more than 4 is the API's 400. The cache key of
+# a position is a hash chain of the model and every block up to it.
+#
+# Per request: the lookback checks, for each breakpoint from the last, its own position and
+# the 19 before it (20 positions) for a live entry; the longest hit is read
+# (`cache_read_input_tokens` = the tokens up to it) and refreshed. Every breakpoint after it
+# whose prefix has at least the model's minimum cacheable length gets an entry; the tokens
+# from the hit to the last such breakpoint are the write (`cache_creation_input_tokens`,
+# split into 5m and 1h by the ttl of the breakpoint closing each segment), the rest is
+# `input_tokens`. An entry lives `ttl` (5 minutes, or 1 hour with `"ttl": "1h"`) from its
+# last write or read. A request with no breakpoint keeps the whole-prompt estimate
+# (`_prompt_tokens`) as `input_tokens`.
+
+LOOKBACK = 20
+INPUT_SIDE = {"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "cache_creation"}
+MAX_BREAKPOINTS = 4
+TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
+# Minimum cacheable prompt length (tokens) by model-name prefix, longest match wins; else 1024.
+MIN_CACHEABLE = {"claude-opus-5": 512, "claude-fable-5": 512, "claude-mythos-5": 512,
+                 "claude-opus-4-8": 1024, "claude-sonnet-5": 1024, "claude-sonnet-4": 1024,
+                 "claude-opus-4-7": 2048, "claude-opus-4-6": 4096, "claude-opus-4-5": 4096,
+                 "claude-haiku-4-5": 4096, "claude-haiku-3": 2048, "claude-3-haiku": 2048}
+DEFAULT_MIN_CACHEABLE = 1024
+
+
+def min_cacheable_tokens(model: str) -> int:
+    hits = [p for p in MIN_CACHEABLE if model.startswith(p)]
+    return MIN_CACHEABLE[max(hits, key=len)] if hits else DEFAULT_MIN_CACHEABLE
+
+
+def prompt_blocks(body: dict[str, Any]) -> list[tuple[Any, dict[str, Any] | None]]:
+    """The request's prompt as (block identity, cache_control or None), tools -> system -> messages."""
+    def strip(b: Any) -> tuple[Any, Any]:
+        if isinstance(b, dict):
+            return {k: v for k, v in b.items() if k != "cache_control"}, b.get("cache_control")
+        return b, None
+
+    out: list[tuple[Any, dict[str, Any] | None]] = []
+    for tool in body.get("tools") or []:
+        out.append(strip(tool))
+    system = body.get("system")
+    for b in ([{"type": "text", "text": system}] if isinstance(system, str) and system else system or []):
+        out.append(strip(b))
+    for msg in body.get("messages") or []:
+        if not isinstance(msg, dict):
+            continue
+        content = msg.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        for k, b in enumerate(blocks):
+            ident, cc = strip(b)
+            out.append(({"role": msg.get("role"), "opens": k == 0, "block": ident}, cc))
+    top = body.get("cache_control")
+    if isinstance(top, dict) and out:
+        out[-1] = (out[-1][0], top)
+    return out
+
+
+def block_tokens(ident: Any) -> int:
+    return estimate_tokens(ident["block"] if isinstance(ident, dict) and "block" in ident and "opens" in ident
+                           else ident)
+
+
+def count_breakpoints(body: dict[str, Any]) -> int:
+    return sum(cc is not None for _, cc in prompt_blocks(body))
+
+
+class PromptCache:
+    """The fake's prompt cache: live entries by prefix hash, with expiry on ``clock``."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.entries: dict[str, tuple[float, float]] = {}  # hash -> (expires_at, ttl seconds)
+        self._lock = threading.Lock()
+
+    def bill(self, body: dict[str, Any]) -> dict[str, int]:
+        """The input side of the usage for ``body``, updating the cache."""
+        blocks = prompt_blocks(body)
+        bps = [i for i, (_, cc) in enumerate(blocks) if cc is not None]
+        if not bps:
+            return {"input_tokens": _prompt_tokens(body), "cache_read_input_tokens": 0,
+                    "cache_creation_input_tokens": 0, "ephemeral_5m_input_tokens": 0,
+                    "ephemeral_1h_input_tokens": 0}
+        tokens = [block_tokens(ident) for ident, _ in blocks]
+        cum = list(itertools.accumulate(tokens))
+        h = hashlib.sha256(json.dumps(body.get("model", "")).encode())
+        keys = []
+        for ident, _ in blocks:
+            h.update(json.dumps(ident, sort_keys=True, separators=(",", ":")).encode())
+            keys.append(h.copy().hexdigest())
+        minimum = min_cacheable_tokens(str(body.get("model", "")))
+        ttl = {i: TTL_SECONDS.get(str(blocks[i][1].get("ttl", "5m")), 300.0) if isinstance(blocks[i][1], dict)
+               else 300.0 for i in bps}
+        with self._lock:
+            now = self.clock()
+            live = {k for k, (exp, _) in self.entries.items() if exp > now}
+            hit = -1
+            for bp in reversed(bps):
+                found = next((p for p in range(bp, max(-1, bp - LOOKBACK), -1) if keys[p] in live), None)
+                if found is not None:
+                    hit = max(hit, found)
+                    break
+            if hit >= 0:  # a read refreshes the entry it hit
+                self.entries[keys[hit]] = (now + self.entries[keys[hit]][1], self.entries[keys[hit]][1])
+            writes = [bp for bp in bps if bp > hit and cum[bp] >= minimum]
+            split = {300.0: 0, 3600.0: 0}
+            prev = hit
+            for bp in writes:
+                split[ttl[bp]] = split.get(ttl[bp], 0) + cum[bp] - (cum[prev] if prev >= 0 else 0)
+                self.entries[keys[bp]] = (now + ttl[bp], ttl[bp])
+                prev = bp
+        read = cum[hit] if hit >= 0 else 0
+        write = sum(split.values())
+        return {"input_tokens": cum[-1] - read - write, "cache_read_input_tokens": read,
+                "cache_creation_input_tokens": write, "ephemeral_5m_input_tokens": split[300.0],
+                "ephemeral_1h_input_tokens": split[3600.0]}
+
+
 def check_tool_pairing(messages: list[Any]) -> str | None:
     """The API's rule: every tool_use of an assistant turn is answered by a tool_result in the
     very next (user) turn, and every tool_result answers a tool_use of the turn before it.
@@ -162,9 +299,11 @@ class FakeMessagesAPI(ScriptedServer):
 
     name = "fake messages api"
 
-    def __init__(self, script: list[Entry] | None = None, *, require_auth: bool = False, **kwargs: Any) -> None:
+    def __init__(self, script: list[Entry] | None = None, *, require_auth: bool = False,
+                 clock: Callable[[], float] = time.monotonic, **kwargs: Any) -> None:
         super().__init__(script, **kwargs)
         self.require_auth = require_auth
+        self.cache = PromptCache(clock)  # prompt caching, emulated: see PromptCache.bill
 
     def message_requests(self) -> list[dict[str, Any]]:
         """Logged requests to /v1/messages (not count_tokens)."""
@@ -184,13 +323,20 @@ class FakeMessagesAPI(ScriptedServer):
                 block.setdefault("input", {})
             content.append(block)
         has_tool = any(b.get("type") == "tool_use" for b in content)
+        billed = self.cache.bill(body)  # the cache is updated whoever sets the usage
         usage = dict(entry.get("usage") or {})
-        usage.setdefault("input_tokens", _prompt_tokens(body))
+        if set(usage) & INPUT_SIDE:  # a scripted input side: unset fields estimated, cache fields 0
+            usage.setdefault("input_tokens", _prompt_tokens(body))
+            usage.setdefault("cache_creation_input_tokens", 0)
+            usage.setdefault("cache_read_input_tokens", 0)
+            usage.setdefault("cache_creation", {"ephemeral_5m_input_tokens": usage["cache_creation_input_tokens"],
+                                                "ephemeral_1h_input_tokens": 0})
+        else:
+            usage.update({k: billed[k] for k in ("input_tokens", "cache_creation_input_tokens",
+                                                 "cache_read_input_tokens")})
+            usage["cache_creation"] = {k: billed[k] for k in ("ephemeral_5m_input_tokens",
+                                                              "ephemeral_1h_input_tokens")}
         usage.setdefault("output_tokens", estimate_tokens(content) if content else 1)
-        usage.setdefault("cache_creation_input_tokens", 0)
-        usage.setdefault("cache_read_input_tokens", 0)
-        usage.setdefault("cache_creation", {"ephemeral_5m_input_tokens": usage["cache_creation_input_tokens"],
-                                            "ephemeral_1h_input_tokens": 0})
         usage.setdefault("service_tier", "standard")
         return {
             "id": f"msg_fake{seq:06d}",
@@ -225,6 +371,9 @@ class _Handler(ScriptedHandler):
             record["kind"] = "count_tokens"
             return self._json(record, 200, {"input_tokens": _prompt_tokens(body)})
 
+        if (n := count_breakpoints(body)) > MAX_BREAKPOINTS:
+            return self._error(record, 400, f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be "
+                                            f"provided. Found {n}.")
         index, entry = api._take_entry(body)
         record["script_index"] = index
         if entry.get("delay"):
