@@ -407,9 +407,34 @@ def _percentile(values, q):
     return float(np.percentile(values, q)) if values else None
 
 
-def server_profile(records: list[dict]) -> list[dict]:
+def definition_costs(m: Matrix, snapshots) -> dict:
+    """tool -> what its tool definitions add to every request, from its snapshots
+    (<snapshots>/<tool>/<repo>/tools.json, mcptrials.definition_tokens): `tokens` (the
+    largest over the run's repos; None with no snapshot), `methods`, and `per_repo`."""
+    out = {}
+    for tool in m.tools:
+        per_repo = {}
+        for repo in m.run_repos():
+            path = Path(snapshots) / tool / repo / "tools.json"
+            snap = _read(path) if path.is_file() else {}
+            if snap.get("definition_tokens") is not None:
+                per_repo[repo] = {k: snap.get(k) for k in (
+                    "definition_tokens", "definition_tokens_method", "definition_tokens_model",
+                    "definition_tokens_error", "definition_tokens_estimate", "builtin_definition_tokens",
+                    "definition_tools")}
+        vals = [r["definition_tokens"] for r in per_repo.values()]
+        out[tool] = {"tokens": max(vals) if vals else None, "tokens_min": min(vals) if vals else None,
+                     "methods": sorted({r["definition_tokens_method"] for r in per_repo.values()}),
+                     "builtin_tokens": max((r["builtin_definition_tokens"] for r in per_repo.values()
+                                            if r["builtin_definition_tokens"] is not None), default=None),
+                     "per_repo": per_repo}
+    return out
+
+
+def server_profile(records: list[dict], definitions: dict | None = None) -> list[dict]:
     """Per tool: server name/version, start-up time, tool-call latency p50/p95, result sizes,
-    peak memory (run_meta and the transcripts' tool calls)."""
+    peak memory (run_meta and the transcripts' tool calls), and what its tool definitions
+    add to every request (`definition_tokens`, from definition_costs)."""
     out = []
     for tool in dict.fromkeys(r["key"]["tool"] for r in records):
         rs = [r for r in records if r["key"]["tool"] == tool]
@@ -434,6 +459,7 @@ def server_profile(records: list[dict]) -> list[dict]:
             "result_chars_max": max(sizes) if sizes else None,
             "truncated_results": sum(1 for c in calls if c.get("truncated")),
             "peak_rss_kb_max": max(rss) if rss else None,
+            "definition_tokens": (definitions or {}).get(tool),
         })
     return out
 
@@ -604,7 +630,8 @@ def aggregate(m: Matrix, runs) -> dict:
         "methods": {"interval": INTERVAL_METHOD, "costs": COST_METHOD},
         "notes": notes,
         "trials": rows, "cells": cells, "tools": tools,
-        "judge_noise": noise, "errors": error_taxonomy(rows), "server_profile": server_profile(records),
+        "judge_noise": noise, "errors": error_taxonomy(rows),
+        "server_profile": server_profile(records, definition_costs(m, Path(runs).parent / "snapshots")),
         "scenarios": scenario_flags(rows, m), "pass_hat_curve": pass_hat_curve(rows, m.trials), "power": power,
         "model_host": model_host_view(rows, list(m.hosts), list(m.models)),
     }

@@ -498,15 +498,35 @@ def _errors(doc: Doc, s: dict) -> None:
 
 def _profile(doc: Doc, s: dict) -> None:
     doc.h(2, "Server profile per tool", "profile")
-    t = Table(["tool", "server", "start-up (median / max)", "calls", "latency p50", "latency p95",
-               "result chars (mean / p95 / max)", "truncated", "peak memory"])
+    t = Table(["tool", "server", "tool definitions, tokens per request", "start-up (median / max)", "calls",
+               "latency p50", "latency p95", "result chars (mean / p95 / max)", "truncated", "peak memory"])
+    methods, builtin = set(), None
     for p in s["server_profile"]:
         server = " ".join(p["server_name"] + p["server_version"]) or ("built-in tools" if p["tool"] == BASELINE else "–")
-        t.add(p["tool"], server, f"{fsec(p['startup_median_s'])} / {fsec(p['startup_max_s'])}",
+        d = p.get("definition_tokens") or {}
+        methods.update(d.get("methods") or [])
+        builtin = d.get("builtin_tokens") if d.get("builtin_tokens") is not None else builtin
+        t.add(p["tool"], server, definition_cell(d), f"{fsec(p['startup_median_s'])} / {fsec(p['startup_max_s'])}",
               f"{p['calls']} {p['calls_measured']}", fnum(p["latency_p50_ms"], " ms"), fnum(p["latency_p95_ms"], " ms"),
               f"{fnum(p['result_chars_mean'])} / {fnum(p['result_chars_p95'])} / {fnum(p['result_chars_max'])}",
               p["truncated_results"], "–" if p["peak_rss_kb_max"] is None else f"{p['peak_rss_kb_max'] / 1024:.1f} MiB")
     doc.table(t, "profile-table")
+    if methods:
+        doc.p("Tool definitions: the input tokens the server's tool definitions add to every request of the loop "
+              "(each turn of a trial pays them again, as cache reads once cached), from the tools snapshot, by "
+              + "; ".join(sorted(methods)) + ("" if builtin is None else
+                                              f". The built-in tools (read_file, grep, list_files), sent in every trial "
+                                              f"including the baseline's, add {builtin:,} more") + ".",
+              "note")
+
+
+def definition_cell(d: dict) -> str:
+    """A tool's definition tokens: one figure, or the range over its repos, and its tool count."""
+    if d.get("tokens") is None:
+        return "–"
+    n = f"{d['tokens']:,}" if d["tokens_min"] == d["tokens"] else f"{d['tokens_min']:,}–{d['tokens']:,}"
+    counts = {r.get("definition_tools") for r in d["per_repo"].values()} - {None}
+    return n + (f" ({max(counts)} tools)" if counts and max(counts) else "")
 
 
 def _spread_row(t: Table, name: str, sp: dict | None) -> None:

@@ -1,7 +1,8 @@
 """The tools snapshot: what a server offers against one repo, and a hash of it.
 
 Per-trial rules take `tools.json` as input, so a new server version or a changed
-tool description reruns that server's trials and nothing else.
+tool description reruns that server's trials and nothing else. It also records how many
+input tokens the server's tool definitions add to every request (mcptrials.definition_tokens).
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ async def snapshot_server(tool: ToolSpec, workspace: Path, index_dir: Path | Non
 
 
 def make_snapshot(config_path: str, tool: str, repo: str, checkout_json: Path, install_json: Path | None,
-                  index_dir: Path | None, out: Path) -> dict:
+                  index_dir: Path | None, out: Path, count_tokens: bool = True) -> dict:
+    """`count_tokens=False` (a dry run): the definitions' tokens are estimated, no API request."""
     m = load_matrix(config_path)
     if tool not in m.tools:
         raise ConfigError(f"{m.path}: field tools: no tool {tool!r}")
@@ -107,6 +109,9 @@ def make_snapshot(config_path: str, tool: str, repo: str, checkout_json: Path, i
         rec["builtin_tools"] = BUILTIN_TOOLS
     rec["tools_sha256"] = tools_hash(rec["tools"])
     rec["version_label"] = spec.version
+    from .definition_tokens import definition_tokens
+
+    rec.update(definition_tokens(m, tool, rec["tools"], count=count_tokens))
     write_json(out, rec)
     return rec
 
@@ -120,16 +125,21 @@ def register(sub) -> None:
     p.add_argument("--install", help="results/tools/<tool>/install.json")
     p.add_argument("--index", help="results/index/<tool>/<repo>/ (when the tool has an index step)")
     p.add_argument("--out", required=True)
+    p.add_argument("--estimate-only", action="store_true",
+                   help="estimate the tool definitions' tokens (chars/4), never call the count-tokens endpoint")
     p.set_defaults(func=_cmd)
 
 
 def _cmd(args) -> int:
     rec = make_snapshot(args.config, args.tool, args.repo, Path(args.checkout),
                         Path(args.install) if args.install else None,
-                        Path(args.index) if args.index else None, Path(args.out))
+                        Path(args.index) if args.index else None, Path(args.out), not args.estimate_only)
     if rec.get("error"):
         print(f"{args.tool}/{args.repo}: the server did not start: {rec['error']}")
     else:
         print(f"{args.tool}/{args.repo}: {len(rec['tools'])} tools, sha256 {rec['tools_sha256'][:12]}, "
               f"server {rec.get('server_name')} {rec.get('server_version')}")
+    print(f"{args.tool}/{args.repo}: tool definitions {rec['definition_tokens']} tokens per request "
+          f"({rec['definition_tokens_method']})"
+          + (f"; {rec['definition_tokens_error']}" if rec.get("definition_tokens_error") else ""))
     return 0

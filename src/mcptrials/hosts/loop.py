@@ -26,6 +26,24 @@ def model_tool_name(tool: str, name: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_-]", "_", raw)[:64]
 
 
+def tool_definitions(tool: str, server_tools: list[dict]) -> tuple[list[dict], list[dict], dict[str, str]]:
+    """The tool definitions the loop sends with every request, in the order it sends them:
+    (the built-ins, the server's tools as `mcp__<tool>__<name>`, model-facing name -> the
+    server's own name). The one rendering of them: the trial's loop and the snapshot's
+    definition-token count (mcptrials.definition_tokens) both use it."""
+    from ..builtins import BUILTIN_TOOLS
+
+    builtin = [dict(t) for t in BUILTIN_TOOLS]
+    server, names = [], {}
+    for t in server_tools:
+        name = model_tool_name(tool, t["name"])
+        names[name] = t["name"]
+        schema = t.get("input_schema") if isinstance(t.get("input_schema"), dict) else {"type": "object"}
+        server.append({"name": name, "description": (t.get("description") or "")[:4000] or t["name"],
+                       "input_schema": schema})
+    return builtin, server, names
+
+
 def make_provider(ctx: TrialContext) -> Provider:
     """The model's client: the deterministic reference agent, or a model API's (the
     provider layer's one path, shared with the judge)."""
@@ -70,15 +88,9 @@ class Loop:
         self.mcp_names: dict[str, str] = {}  # model-facing name -> the server's own tool name
 
     def tool_definitions(self) -> list[dict]:
-        from ..builtins import BUILTIN_TOOLS
-
-        defs = [dict(t) for t in BUILTIN_TOOLS]
-        for t in self.server.tools if self.server else []:
-            name = model_tool_name(self.ctx.tool.name, t["name"])
-            self.mcp_names[name] = t["name"]
-            schema = t["input_schema"] if isinstance(t["input_schema"], dict) else {"type": "object"}
-            defs.append({"name": name, "description": t["description"][:4000] or t["name"], "input_schema": schema})
-        return defs
+        builtin, server, names = tool_definitions(self.ctx.tool.name, self.server.tools if self.server else [])
+        self.mcp_names.update(names)
+        return builtin + server
 
     async def run(self, system_text: str) -> tuple[str, str | None]:
         tools = self.tool_definitions()
