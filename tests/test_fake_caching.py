@@ -36,7 +36,7 @@ def total(b):
 
 
 def test_first_request_writes_identical_prefix_reads(fake_api):
-    api = fake_api([reply(text("one")), reply(text("two"))])
+    api = fake_api([reply(text("one")), reply(text("two"))], prompt_cache=True)
     client = anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0)
     b = body()
     kw = {k: v for k, v in b.items()}
@@ -86,7 +86,7 @@ def test_changed_model_misses():
 
 def test_expired_entry_misses_and_a_read_refreshes(fake_api):
     clock = Clock()
-    api = fake_api([reply(text("x"))], exhausted="repeat", clock=clock)
+    api = fake_api([reply(text("x"))], exhausted="repeat", prompt_cache=True, clock=clock)
     client = anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0)
     b = body()
     n = total(b)
@@ -167,9 +167,35 @@ def test_top_level_cache_control_and_the_4_breakpoint_limit(fake_api):
 def test_scripted_usage_wins():
     from fakes.messages_api import FakeMessagesAPI
 
-    with FakeMessagesAPI([reply(text("a"), usage={"input_tokens": 11}), reply(text("b"), usage={"output_tokens": 3})]) as api:
+    script = [reply(text("a"), usage={"input_tokens": 11}), reply(text("b"), usage={"output_tokens": 3})]
+    with FakeMessagesAPI(script, prompt_cache=True) as api:
         client = anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0)
         u = client.messages.create(**body()).usage
         assert (u.input_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens) == (11, 0, 0)
         u = client.messages.create(**body()).usage   # output only scripted: the input side is emulated
         assert u.output_tokens == 3 and u.cache_read_input_tokens == total(body())
+
+
+def test_off_by_default_and_on_in_a_separate_process(fake_api, tmp_path):
+    import json
+    import urllib.request
+
+    from fakes.messages_api import spawn
+
+    api = fake_api([reply(text("x"))], exhausted="repeat")
+    client = anthropic.Anthropic(api_key="k", base_url=api.url, max_retries=0)
+    for _ in range(2):
+        u = client.messages.create(**body()).usage
+        assert (u.cache_read_input_tokens, u.cache_creation_input_tokens) == (0, 0) and u.input_tokens > 0
+    (tmp_path / "s.json").write_text(json.dumps([reply(text("x"))] * 2))
+    proc, url = spawn(tmp_path / "s.json", tmp_path / "log.jsonl", tmp_path / "port.txt", "--prompt-cache")
+    try:
+        got = []
+        for _ in range(2):
+            req = urllib.request.Request(url + "/v1/messages", json.dumps(body()).encode(),
+                                         {"content-type": "application/json"})
+            got.append(json.loads(urllib.request.urlopen(req, timeout=10).read())["usage"])
+        assert got[0]["cache_creation_input_tokens"] == got[1]["cache_read_input_tokens"] == total(body())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -3,7 +3,7 @@
 Stdlib only, so it also runs as a separate process next to a Snakemake run:
 
     python tests/fakes/messages_api.py --script script.json --log requests.jsonl \
-        --port-file port.txt [--port 0] [--exhausted default|repeat] [--default-text TEXT]
+        --port-file port.txt [--port 0] [--exhausted default|repeat] [--default-text TEXT] [--prompt-cache]
 
 or from a test: ``proc, url = spawn(script_json, log_jsonl, port_txt)``. In-process:
 
@@ -18,10 +18,11 @@ The script is a list of entries, consumed one per ``/v1/messages`` request:
 - a reply: ``{"content": [blocks], "stop_reason": ..., "usage": {...}}``; blocks are
   ``{"type": "text", "text"}`` or ``{"type": "tool_use", "id", "name", "input"}`` (several
   allowed, zero text blocks allowed). ``stop_reason`` defaults to ``tool_use`` when a
-  tool_use block is present, else ``end_turn``. Without a scripted input side (``usage``
-  naming none of ``input_tokens`` and the cache fields) the input side comes from the
-  emulated prompt cache (below: reads, writes and uncached input by the documented rules);
-  with one, unset input fields are estimated (chars/4) and cache fields default to 0.
+  tool_use block is present, else ``end_turn``. With ``prompt_cache`` on and no scripted
+  input side (``usage`` naming none of ``input_tokens`` and the cache fields) the input side
+  comes from the emulated prompt cache (below: reads, writes and uncached input by the
+  documented rules); otherwise unset input fields are estimated (chars/4) and cache fields
+  default to 0.
   Unset ``output_tokens`` is estimated (chars/4 of the content).
 - a fault: ``{"fault": "status", "status": 429|529|500|..., "retry_after": seconds,
   "message": ...}`` (the API's JSON error body), ``{"fault": "malformed", "content_type": ...}``
@@ -31,7 +32,8 @@ The script is a list of entries, consumed one per ``/v1/messages`` request:
 - any entry may carry ``"delay": seconds`` (a slow reply or slow fault).
 - a callable ``fn(request_body) -> entry`` (in-process only), e.g. to echo tool results.
 
-Prompt caching is emulated per server (``api.cache``; rules and token counts at
+Prompt caching is emulated per server with ``prompt_cache=True`` (``--prompt-cache``; off
+by default, so existing scripts keep cache fields 0; rules and token counts at
 ``PromptCache``): a request whose prefix up to a ``cache_control`` breakpoint was seen within
 the entry's lifetime (5 minutes from its last use, or ``"ttl": "1h"``) is billed as a cache
 read, the rest up to the last breakpoint as a cache write, the rest as input. Time comes from
@@ -300,10 +302,11 @@ class FakeMessagesAPI(ScriptedServer):
     name = "fake messages api"
 
     def __init__(self, script: list[Entry] | None = None, *, require_auth: bool = False,
-                 clock: Callable[[], float] = time.monotonic, **kwargs: Any) -> None:
+                 prompt_cache: bool = False, clock: Callable[[], float] = time.monotonic, **kwargs: Any) -> None:
         super().__init__(script, **kwargs)
         self.require_auth = require_auth
-        self.cache = PromptCache(clock)  # prompt caching, emulated: see PromptCache.bill
+        # prompt caching, emulated (see PromptCache.bill); off: cache fields 0, as scripts expect
+        self.cache = PromptCache(clock) if prompt_cache else None
 
     def message_requests(self) -> list[dict[str, Any]]:
         """Logged requests to /v1/messages (not count_tokens)."""
@@ -323,9 +326,9 @@ class FakeMessagesAPI(ScriptedServer):
                 block.setdefault("input", {})
             content.append(block)
         has_tool = any(b.get("type") == "tool_use" for b in content)
-        billed = self.cache.bill(body)  # the cache is updated whoever sets the usage
+        billed = self.cache.bill(body) if self.cache else None  # updated whoever sets the usage
         usage = dict(entry.get("usage") or {})
-        if set(usage) & INPUT_SIDE:  # a scripted input side: unset fields estimated, cache fields 0
+        if billed is None or set(usage) & INPUT_SIDE:  # a scripted input side: unset fields estimated, cache fields 0
             usage.setdefault("input_tokens", _prompt_tokens(body))
             usage.setdefault("cache_creation_input_tokens", 0)
             usage.setdefault("cache_read_input_tokens", 0)
@@ -502,7 +505,15 @@ def spawn(script: str | os.PathLike, log: str | os.PathLike, port_file: str | os
 
 
 def main(argv: list[str] | None = None) -> int:
-    return serve_main(FakeMessagesAPI, "Fake Anthropic Messages API for tests.", argv)
+    import functools
+    import sys
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cache = "--prompt-cache" in argv  # emulate prompt caching (FakeMessagesAPI(prompt_cache=True))
+    argv = [a for a in argv if a != "--prompt-cache"]
+    server = functools.partial(FakeMessagesAPI, prompt_cache=True) if cache else FakeMessagesAPI
+    return serve_main(server, "Fake Anthropic Messages API for tests (--prompt-cache: emulate prompt caching).",
+                      argv)
 
 
 if __name__ == "__main__":
