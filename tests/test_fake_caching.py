@@ -199,3 +199,34 @@ def test_off_by_default_and_on_in_a_separate_process(fake_api, tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_the_loops_breakpoints_read_the_whole_previous_request(tmp_path, fake_api, monkeypatch):
+    """Our loop (providers/anthropic.py) through run_trial: once the prompt passes the minimum,
+    every request reads all of the one before it and writes only what is new."""
+    from fakes.messages_api import tool_use
+    from matrix_helpers import faulty_tool, write_matrix
+    from mcptrials.checkout import checkout
+    from mcptrials.config import load_matrix
+    from mcptrials.runner import run_trial
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-cache")
+    calls = [reply(tool_use("mcp__faulty__big", {"chars": 6000}, id=f"toolu_{k}")) for k in range(3)]
+    api = fake_api(calls + [reply(text("`helper` is at `src/util.py:1`."))], prompt_cache=True)
+    extra = {"models": {"claude": {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": api.url,
+                                   "max_retries": 0}}}
+    m = load_matrix(write_matrix(tmp_path, tools={"faulty": faulty_tool("ok")}, extra=extra))
+    co = checkout("tiny", m.repo_source("tiny"), "repo", m.repos["tiny"]["commit"], tmp_path / "co")
+    t, _ = run_trial(m, "claude", "faulty", "find-helper", 1, co, None, None, tmp_path / "out")
+    assert t["outcome"] == "completed", t["outcome_detail"]
+    reqs = api.message_requests()
+    assert len(reqs) == 4
+    prompt = [total(r["body"]) for r in reqs]
+    usage = [r["reply"]["usage"] for r in reqs]
+    for k in range(1, 4):
+        if prompt[k - 1] >= 1024:
+            assert usage[k]["cache_read_input_tokens"] == prompt[k - 1]
+            assert usage[k]["cache_creation_input_tokens"] == prompt[k] - prompt[k - 1]
+        assert usage[k]["input_tokens"] == 0       # the breakpoint is on the newest block: nothing after it
+    assert usage[3]["cache_read_input_tokens"] > 0
+    assert t["usage"]["cache_read_input_tokens"] == sum(u["cache_read_input_tokens"] for u in usage)
