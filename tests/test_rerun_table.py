@@ -144,6 +144,7 @@ EDITS = {
     # recorded-model fields: the cc project only (see RECORDED_ONLY)
     "models.*.format": lambda c, s: c["models"]["rec"].update(format="mcptrials"),
     "models.*.path": lambda c, s: c["models"]["rec"].update(path="other/{tool}/{scenario}/{trial}.json"),
+    "retries.max_attempts": lambda c, s: c.update(retries={"max_attempts": 5}),
     "limits.max_turns": lambda c, s: c["limits"].update(max_turns=6),
     "limits.max_output_tokens": lambda c, s: c["limits"].update(max_output_tokens=100),
     "limits.max_seconds": lambda c, s: c["limits"].update(max_seconds=10),

@@ -7,8 +7,12 @@ run_meta.json, scored.json, judged.json) and only the trials of the config's cur
 rerun. Every formula is in mcptrials.stats; this module only picks the inputs:
 
 - fairness   = stats.fairness(keyword coverage, judge quality, citation grounding,
-               efficiency, config weights); 0 for a trial whose outcome is not `completed`
-               (it counts as a fail, it is never dropped);
+               efficiency, config weights); 0 for a trial whose attributable outcome is not
+               `completed` (it counts as a fail, it is never dropped);
+- missing    = a trial whose outcome is an infrastructure one (mcptrials.outcomes: api_failed,
+               harness_failed, not_run): `missing` true with `missing_reason`, every score None
+               (never 0), left out of every mean, pass@k and interval; every table counts it
+               (`n_missing`, `missing_reasons`) beside the trials used (`n`, `n_trials`);
 - cost       = recomputed here from the recorded token usage at the config's current
                `pricing` (graders.cost: trial_cost on transcript.json `usage`, judge_cost on
                judged.json `usage`), never the cost_usd frozen in the records at run time, so a
@@ -39,11 +43,12 @@ import sys
 from pathlib import Path
 
 from .config import BASELINE, ConfigError, Matrix, canonical_hash
+from .outcomes import COMPLETED, OUTCOMES, is_missing, missing_reason, read_attempts
 
-COMPLETED = "completed"
 ERROR_KINDS = ("tool_error", "protocol_error", "api_error", "harness_error")
-OUTCOMES = ("completed", "max_turns", "budget_exceeded", "server_crashed", "timed_out", "api_failed",
-            "harness_failed")
+# the figures of a trial that are scores: None for a missing trial (never 0)
+SCORE_FIELDS = ("passed", "keyword_coverage", "citation_grounding", "verified_rate", "cited_recall", "exact_passed",
+                "state_passed", "quality", "efficiency", "fairness", "tool_fluency", "discoverability", "adoption")
 FILES = ("transcript.json", "run_meta.json", "scored.json", "judged.json")
 INTERVAL_METHOD = ("95% logit-transformed t interval (stats.bounded_mean_ci): fairness and adoption of a tool "
                    "with standard errors clustered by scenario (df = scenarios - 1), of a cell over its trials "
@@ -89,6 +94,7 @@ def load_records(m: Matrix, runs) -> list[dict]:
         rec = {name.removesuffix(".json"): _read(p) for name, p in paths.items()}
         rec["key"] = {"model": model_label(m, model, host), "model_name": model, "host": host, "tool": tool,
                       "repo": repo, "scenario": scenario, "trial": trial}
+        rec["attempts"] = read_attempts(d)
         out.append(rec)
     if missing:
         shown = "\n  ".join(str(p) for p in missing[:10])
@@ -151,7 +157,24 @@ def raw_row(rec: dict, m: Matrix) -> dict:
         "server_peak_rss_kb": meta.get("server_peak_rss_kb"),
         "page": trial_page(k["model"], k["tool"], k["scenario"], k["trial"]),  # model = model@host when several
     })
+    att = rec.get("attempts")
+    row.update(missing=is_missing(outcome), missing_reason=missing_reason(outcome, t.get("outcome_detail")),
+               attempts=int(att["runs"]) if att else 1)
+    if row["missing"]:  # neither a pass nor a fail nor a zero: no score at all
+        row.update({f: None for f in SCORE_FIELDS})
     return row
+
+
+def used(rows: list[dict]) -> list[dict]:
+    """The trials that count: every trial but the missing ones."""
+    return [r for r in rows if not r["missing"]]
+
+
+def missing_counts(rs: list[dict]) -> dict:
+    """{n_missing, missing_reasons ('api_failed=1;not_run: budget=2', '' when none)} of some trials."""
+    gone = [r["missing_reason"] for r in rs if r["missing"]]
+    return {"n_missing": len(gone),
+            "missing_reasons": ";".join(f"{why}={gone.count(why)}" for why in dict.fromkeys(gone))}
 
 
 def baseline_means(rows: list[dict]) -> dict:
@@ -173,6 +196,8 @@ def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]
     base = baseline_means(rows)
     lacking = set()
     for r in rows:
+        if r["missing"]:
+            continue  # efficiency and fairness stay None
         if not has_baseline:
             r["efficiency"] = 1.0
         elif (r["model"], r["scenario"]) in base:
@@ -185,7 +210,7 @@ def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]
             r["fairness"] = fairness(r["keyword_coverage"], r["quality"], r["citation_grounding"], r["efficiency"],
                                      weights)
         else:
-            r["fairness"] = 0.0  # a failed trial scores 0 and counts as a fail
+            r["fairness"] = 0.0  # a failed (attributable) trial scores 0 and counts as a fail
     if not has_baseline:
         notes.append("no tool named `baseline` in the config: efficiency is 1.0 for every trial and there are "
                      "no paired differences")
@@ -205,26 +230,39 @@ MEAN_FIELDS = ("fairness", "quality", "keyword_coverage", "citation_grounding", 
 def cell_rows(rows: list[dict], k: int) -> list[dict]:
     """One row per (model, tool, scenario): means, the fairness interval over its trials,
     pass counts and pass@1 / pass@k / pass^k with k = trials per cell."""
-    from .stats import bounded_mean_ci, pass_at_k, pass_hat_k
+    from .stats import pass_at_k, pass_hat_k
 
     out = []
     keys = list(dict.fromkeys((r["model"], r["tool"], r["scenario"]) for r in rows))
     for model, tool, scenario in keys:
-        rs = [r for r in rows if (r["model"], r["tool"], r["scenario"]) == (model, tool, scenario)]
+        every = [r for r in rows if (r["model"], r["tool"], r["scenario"]) == (model, tool, scenario)]
+        rs = used(every)  # `n` counts the trials used; the missing ones are counted apart
         n, c = len(rs), sum(r["passed"] for r in rs)
-        ci = bounded_mean_ci([r["fairness"] for r in rs])
-        row = {"model": model, "tool": tool, "scenario": scenario, "repo": rs[0]["repo"], "suite": rs[0]["suite"],
-               "n": n, "passes": c, "completed": sum(r["completed"] for r in rs),
+        ci = _ci([r["fairness"] for r in rs])
+        kk = min(k, n)
+        row = {"model": model, "tool": tool, "scenario": scenario, "repo": every[0]["repo"],
+               "suite": every[0]["suite"], "n": n, "n_total": len(every), **missing_counts(every),
+               "passes": c, "completed": sum(r["completed"] for r in rs),
                "fairness_se": ci["se"], "fairness_lo": ci["lo"], "fairness_hi": ci["hi"],
-               "pass_at_1": pass_at_k(n, c, 1), "k": min(k, n),
-               "pass_at_k": pass_at_k(n, c, min(k, n)), "pass_hat_k": pass_hat_k(n, c, min(k, n))}
+               "pass_at_1": pass_at_k(n, c, 1) if n else None, "k": kk,
+               "pass_at_k": pass_at_k(n, c, kk) if n else None, "pass_hat_k": pass_hat_k(n, c, kk) if n else None}
         row.update({f: _mean(r[f] for r in rs) for f in MEAN_FIELDS})
-        row.update({e: sum(r[e] for r in rs) for e in ERROR_KINDS})
-        row["outcomes"] = ";".join(f"{o}={sum(r['outcome'] == o for r in rs)}" for o in OUTCOMES
-                                   if any(r["outcome"] == o for r in rs))
-        row["pages"] = " ".join(r["page"] for r in rs)
+        row.update({e: sum(r[e] for r in every) for e in ERROR_KINDS})
+        row["outcomes"] = ";".join(f"{o}={sum(r['outcome'] == o for r in every)}" for o in OUTCOMES
+                                   if any(r["outcome"] == o for r in every))
+        row["pages"] = " ".join(r["page"] for r in every)
         out.append(row)
     return out
+
+
+def _ci(values, clusters=None) -> dict:
+    """stats.bounded_mean_ci, or an empty interval when no trial is left (all missing)."""
+    from .stats import bounded_mean_ci
+
+    if not values:
+        return {"mean": None, "se": None, "lo": None, "hi": None, "n": 0, "n_clusters": None,
+                "method": "no trials: every trial is missing"}
+    return bounded_mean_ci(values, clusters=clusters)
 
 
 def per_scenario(rows, model, tool, field="fairness") -> dict:
@@ -253,15 +291,17 @@ def tool_rows(rows: list[dict], k: int, noise: float | None, has_baseline: bool)
         tools = list(dict.fromkeys(r["tool"] for r in rows if r["model"] == model))
         base_fair = per_scenario(rows, model, BASELINE)
         for tool in tools:
-            rs = [r for r in rows if r["model"] == model and r["tool"] == tool]
+            every = [r for r in rows if r["model"] == model and r["tool"] == tool]
+            rs = used(every)  # missing trials are left out of every figure below, and counted
             scen = list(dict.fromkeys(r["scenario"] for r in rs))
-            fair = bounded_mean_ci([r["fairness"] for r in rs], clusters=[r["scenario"] for r in rs])
+            fair = _ci([r["fairness"] for r in rs], clusters=[r["scenario"] for r in rs])
             ad_vals = [(r["adoption"], r["scenario"]) for r in rs if r["adoption"] is not None]
             ad = bounded_mean_ci([a for a, _ in ad_vals], clusters=[s for _, s in ad_vals]) if ad_vals else None
             tasks = {s: (sum(1 for r in rs if r["scenario"] == s), sum(r["passed"] for r in rs if r["scenario"] == s))
                      for s in scen}
-            kk = min(min(n for n, _ in tasks.values()), k)
+            kk = min(min(n for n, _ in tasks.values()), k) if tasks else k
             row = {"model": model, "tool": tool, "n_scenarios": len(scen), "n_trials": len(rs),
+                   "n_total": len(every), **missing_counts(every),
                    "passes": sum(r["passed"] for r in rs), "failed_outcomes": sum(not r["completed"] for r in rs),
                    "fairness": fair["mean"], "fairness_se": fair["se"], "fairness_lo": fair["lo"],
                    "fairness_hi": fair["hi"], "fairness_method": fair["method"],
@@ -279,7 +319,7 @@ def tool_rows(rows: list[dict], k: int, noise: float | None, has_baseline: bool)
             row.update({f: _mean(r[f] for r in rs) for f in ("quality", "keyword_coverage", "citation_grounding",
                                                                "verified_rate", "efficiency", "tool_fluency",
                                                                "discoverability")})
-            row.update({e: sum(r[e] for r in rs) for e in ERROR_KINDS})
+            row.update({e: sum(r[e] for r in every) for e in ERROR_KINDS})
             if tool == BASELINE:
                 row["verdict"] = "baseline"
             elif has_baseline and base_fair:
@@ -339,19 +379,22 @@ def model_host_view(rows: list[dict], hosts: list[str], models: list[str]) -> di
     for tool in dict.fromkeys(r["tool"] for r in rows):
         for model in models:
             for host in hosts:
-                rs = [r for r in rows if (r["tool"], r["model_name"], r["host"]) == (tool, model, host)]
-                if not rs:
+                every = [r for r in rows if (r["tool"], r["model_name"], r["host"]) == (tool, model, host)]
+                if not every:
                     continue
-                ci = bounded_mean_ci([r["fairness"] for r in rs], clusters=[r["scenario"] for r in rs])
+                rs = used(every)
+                ci = _ci([r["fairness"] for r in rs], clusters=[r["scenario"] for r in rs])
                 cells.append({"tool": tool, "model": model, "host": host, "n_trials": len(rs),
+                              "n_total": len(every), **missing_counts(every),
                               "fairness": ci["mean"], "fairness_lo": ci["lo"], "fairness_hi": ci["hi"],
-                              "pass_at_1": sum(r["passed"] for r in rs) / len(rs),
+                              "pass_at_1": sum(r["passed"] for r in rs) / len(rs) if rs else None,
                               "cost_per_trial": _mean(r["cost_usd"] for r in rs),
                               "wall_per_trial": _mean(r["wall_seconds"] for r in rs)})
                 sc: dict = {}
                 for r in rs:
                     sc.setdefault(r["scenario"], []).append(r["fairness"])
-                per_sc[tool, model, host] = {k: _mean(v) for k, v in sc.items()}
+                if sc:
+                    per_sc[tool, model, host] = {k: _mean(v) for k, v in sc.items()}
     pairs = []
 
     def pair(compare, tool, fixed, a, b, sa, sb):
@@ -469,7 +512,7 @@ def error_taxonomy(rows: list[dict]) -> list[dict]:
     out = []
     for model, tool in dict.fromkeys((r["model"], r["tool"]) for r in rows):
         rs = [r for r in rows if (r["model"], r["tool"]) == (model, tool)]
-        row = {"model": model, "tool": tool, "trials": len(rs)}
+        row = {"model": model, "tool": tool, "trials": len(rs), **missing_counts(rs)}
         row.update({e: sum(r[e] for r in rs) for e in ERROR_KINDS})
         row["trials_with_errors"] = sum(1 for r in rs if any(r[e] for e in ERROR_KINDS))
         row["outcomes"] = {o: sum(r["outcome"] == o for r in rs) for o in OUTCOMES if any(r["outcome"] == o for r in rs)}
@@ -482,13 +525,15 @@ def scenario_flags(rows: list[dict], m: Matrix) -> list[dict]:
     regression suite) or never passed (no trial passes: likely a defect in the task or grader)."""
     out = []
     for sc in dict.fromkeys(r["scenario"] for r in rows):
-        rs = [r for r in rows if r["scenario"] == sc]
+        every = [r for r in rows if r["scenario"] == sc]
+        rs = used(every)
         passes = sum(r["passed"] for r in rs)
-        flag = "saturated" if passes == len(rs) else "never_passed" if passes == 0 else None
+        flag = None if not rs else "saturated" if passes == len(rs) else "never_passed" if passes == 0 else None
         data = m.scenarios[sc].data
         out.append({"scenario": sc, "title": data.get("title"), "suite": data["suite"],
                     "split": data["split"], "repo": data["repo"], "steps": len(data["steps"]),
-                    "sha256": m.scenarios[sc].sha256, "trials": len(rs), "passes": passes, "flag": flag})
+                    "sha256": m.scenarios[sc].sha256, "trials": len(rs), **missing_counts(every), "passes": passes,
+                    "flag": flag})
     return out
 
 
@@ -498,7 +543,7 @@ def pass_hat_curve(rows: list[dict], k_max: int) -> list[dict]:
 
     out = []
     for model, tool in dict.fromkeys((r["model"], r["tool"]) for r in rows):
-        rs = [r for r in rows if (r["model"], r["tool"]) == (model, tool)]
+        rs = used(r for r in rows if (r["model"], r["tool"]) == (model, tool))
         tasks = {}
         for r in rs:
             n, c = tasks.get(r["scenario"], (0, 0))
@@ -617,7 +662,12 @@ def aggregate(m: Matrix, runs) -> dict:
     weights = m.config["weights"]
     notes = score_rows(rows, weights, has_baseline)
     notes += pricing_notes(rows)
-    noise = judge_noise(records, weights["quality"])
+    missing = missing_summary(rows, m.config["retries"]["max_attempts"])
+    if missing["note"]:
+        notes.append(missing["note"])
+    # the judge's spread over the trials that count (a missing trial's answer is not judged work)
+    noise = judge_noise([r for r in records if not is_missing(r["transcript"]["outcome"])] or records,
+                        weights["quality"])
     if noise["note"]:
         notes.append(noise["note"])
     tools = tool_rows(rows, m.trials, noise["fairness_noise"], has_baseline)
@@ -629,12 +679,33 @@ def aggregate(m: Matrix, runs) -> dict:
         "identity": identity(m, records),
         "methods": {"interval": INTERVAL_METHOD, "costs": COST_METHOD},
         "notes": notes,
+        "missing": missing,
         "trials": rows, "cells": cells, "tools": tools,
         "judge_noise": noise, "errors": error_taxonomy(rows),
         "server_profile": server_profile(records, definition_costs(m, Path(runs).parent / "snapshots")),
         "scenarios": scenario_flags(rows, m), "pass_hat_curve": pass_hat_curve(rows, m.trials), "power": power,
         "model_host": model_host_view(rows, list(m.hosts), list(m.models)),
     }
+
+
+def missing_summary(rows: list[dict], max_attempts: int) -> dict:
+    """summary.json `missing`: how many trials are missing and why, which ones, and a note."""
+    gone = [r for r in rows if r["missing"]]
+    counts = missing_counts(rows)
+    by_reason = {why: sum(r["missing_reason"] == why for r in gone) for why in dict.fromkeys(r["missing_reason"] for r in gone)}
+    note = None
+    if gone:
+        spent = sum(1 for r in gone if r["attempts"] >= max_attempts and not r["outcome"] == "not_run")
+        note = (f"{len(gone)} of {len(rows)} trial(s) are missing ("
+                + ", ".join(f"{why} {n}" for why, n in by_reason.items())
+                + "): an infrastructure failure, not the tool's; they are left out of every score, mean, pass@k "
+                  f"and interval (never counted as 0), and the next snakemake invocation retries them (up to "
+                  f"retries.max_attempts = {max_attempts} attempts"
+                + (f"; {spent} have used them up" if spent else "") + ")")
+    return {"n_trials": len(rows), "n_used": len(rows) - counts["n_missing"], "n_missing": counts["n_missing"],
+            "by_reason": by_reason, "max_attempts": max_attempts, "note": note,
+            "trials": [{k: r[k] for k in ("model", "tool", "scenario", "trial", "outcome", "missing_reason", "attempts")}
+                       for r in gone]}
 
 
 def pricing_notes(rows: list[dict]) -> list[str]:

@@ -49,6 +49,23 @@ def fsigned_ci(mean, lo, hi) -> str:
     return f"{mean:+.3f}" if lo is None else f"{mean:+.3f} [{lo:+.3f}, {hi:+.3f}]"
 
 
+def fmissing(n_used, row: dict) -> str:
+    """'' for a cell that lost no trial, else 'n=3 of 4, 1 missing: api_failed' (the missing
+    trials are infrastructure failures, left out of the interval beside which this stands)."""
+    gone = row.get("n_missing") or 0
+    if not gone:
+        return ""
+    reasons = ", ".join(f"{why}" + (f" {c}" if int(c) != gone else "")
+                        for why, _, c in (part.rpartition("=") for part in row["missing_reasons"].split(";")))
+    return f"n={n_used} of {n_used + gone}, {gone} missing: {reasons}"
+
+
+def fci_missing(mean, lo, hi, n_used, row: dict) -> str:
+    """The interval, and beside it what the cell lost (fmissing)."""
+    lost = fmissing(n_used, row)
+    return fci(mean, lo, hi) + (f" ({lost})" if lost else "")
+
+
 def fusd(v) -> str:
     return "–" if v is None else f"${v:.4f}"
 
@@ -367,13 +384,18 @@ def _headline(doc: Doc, s: dict) -> None:
                   caption=f"model {model}: {mdl['label']}", cls="headline")
         for r in rows:
             vcls = {"better": "better", "worse": "worse", "within noise": "noise"}.get(r["verdict"])
-            t.add(r["tool"], fci(r["fairness"], r["fairness_lo"], r["fairness_hi"]),
+            t.add(r["tool"], fci_missing(r["fairness"], r["fairness_lo"], r["fairness_hi"], r["n_trials"], r),
                   Cell(fsigned_ci(r["diff"], r["diff_lo"], r["diff_hi"]), cls=vcls),
                   fp(r["holm_t_p"]), fp(r["holm_wilcoxon_p"]), Cell(r["verdict"] or "–", cls=vcls),
                   "–" if r["rank"] is None else r["rank"], f3(r["pass_at_1"]), f3(r["pass_at_k"]),
                   f3(r["pass_hat_k"]), fusd(r["cost_per_trial"]), fsec(r["wall_per_trial"]),
-                  f"{r['n_trials']} ({r['failed_outcomes']} failed)")
+                  f"{r['n_trials']} ({r['failed_outcomes']} failed; {r.get('n_missing', 0)} missing)")
         doc.table(t, f"headline-{model}")
+        lost = [r for r in rows if r.get("n_missing")]
+        if lost:
+            doc.p(f"Missing trials (model {model}): " + "; ".join(f"{r['tool']} {fmissing(r['n_trials'], r)}" for r in lost)
+                  + ". A missing trial (api_failed, harness_failed, not_run) is an infrastructure failure, not the "
+                    "tool's: it is neither a pass nor a fail nor a 0, and is left out of every figure here.", "note")
         comp = Table(["tool", "judge quality", "keyword coverage", "citation grounding", "citations verified",
                       "efficiency", "tokens / trial"],
                      caption=f"model {model}: the components of fairness (means over trials); citations verified "
@@ -404,7 +426,8 @@ def _model_host(doc: Doc, s: dict) -> None:
             for host in v["hosts"]:
                 c = cells.get((tool, model, host))
                 row.append("–" if c is None else f"{fci(c['fairness'], c['fairness_lo'], c['fairness_hi'])}; "
-                           f"pass@1 {f3(c['pass_at_1'])}; {fusd(c['cost_per_trial'])}; n={c['n_trials']}")
+                           f"pass@1 {f3(c['pass_at_1'])}; {fusd(c['cost_per_trial'])}; "
+                           + (fmissing(c["n_trials"], c) or f"n={c['n_trials']}"))
             t.add(*row)
         doc.table(t, f"model-host-{tool}")
     if v["pairs"]:
@@ -437,11 +460,14 @@ def _plots(doc: Doc, s: dict, plot_dir: Path) -> list[str]:
     doc.h(2, "Plots", "plots")
     noise = s["judge_noise"]["fairness_noise"]
     made = []
+    # missing trials are not scores: plotted nowhere (a tool whose trials are all missing has no bar)
+    tools = [r for r in s["tools"] if r["fairness"] is not None]
+    trials = [r for r in s["trials"] if not r.get("missing")]
     for name, png, alt in (
-        ("fairness", plots.fairness_by_tool(s["tools"]), "Fairness by tool with 95% intervals"),
-        ("forest", plots.forest(s["tools"], noise), "Paired differences against the baseline (forest plot)"),
-        ("cost_quality", plots.cost_vs_quality(s["trials"]), "Cost against judge quality"),
-        ("grounding", plots.grounding_buckets(s["trials"]), "Citation grounding buckets"),
+        ("fairness", plots.fairness_by_tool(tools), "Fairness by tool with 95% intervals"),
+        ("forest", plots.forest(tools, noise), "Paired differences against the baseline (forest plot)"),
+        ("cost_quality", plots.cost_vs_quality(trials), "Cost against judge quality"),
+        ("grounding", plots.grounding_buckets(trials), "Citation grounding buckets"),
         ("pass_hat_k", plots.pass_hat_k_curve(s["pass_hat_curve"]), "pass^k against k"),
     ):
         if png is None:
@@ -458,7 +484,9 @@ def _scenarios(doc: Doc, s: dict) -> None:
     for sc in s["scenarios"]:
         flag = {"saturated": "saturated: every tool passes every trial — ready for the regression suite",
                 "never_passed": "no trial passes — likely a defect in the task or its grader"}.get(sc["flag"], "")
-        t.add(sc["scenario"], sc["title"] or "", sc["suite"], sc["repo"], sc["steps"], f"{sc['passes']}/{sc['trials']}",
+        gone = sc.get("n_missing") or 0
+        t.add(sc["scenario"], sc["title"] or "", sc["suite"], sc["repo"], sc["steps"],
+              f"{sc['passes']}/{sc['trials']}" + (f" ({gone} missing)" if gone else ""),
               Cell(flag, cls="pass" if sc["flag"] == "saturated" else "fail" if sc["flag"] else None))
     doc.table(t, "scenario-flags")
     for model in model_labels(s):
@@ -473,13 +501,16 @@ def _scenarios(doc: Doc, s: dict) -> None:
                       caption=f"model {model}, scenario {sc['scenario']}")
             for c in cells:
                 trials = [r for r in s["trials"] if (r["model"], r["tool"], r["scenario"]) == (model, c["tool"], sc["scenario"])]
-                links = [Cell(f"#{r['trial']} {'pass' if r['passed'] else 'fail'}"
+                links = [Cell(f"#{r['trial']} missing ({r['missing_reason']})", href=href(r["page"]), cls="noise")
+                         if r.get("missing") else
+                         Cell(f"#{r['trial']} {'pass' if r['passed'] else 'fail'}"
                               + ("" if r["outcome"] == "completed" else f" ({r['outcome']})"),
                               href=href(r["page"]), cls="pass" if r["passed"] else "fail") for r in trials]
                 links += [Cell("")] * (n_trials - len(links))
-                t.add(c["tool"], fci(c["fairness"], c["fairness_lo"], c["fairness_hi"]), f3(c["quality"]),
+                t.add(c["tool"], fci_missing(c["fairness"], c["fairness_lo"], c["fairness_hi"], c["n"], c), f3(c["quality"]),
                       f3(c["keyword_coverage"]), f3(c["citation_grounding"]), f3(c["efficiency"]), f3(c["adoption"]),
-                      f"{c['passes']}/{c['n']}", f3(c["pass_hat_k"]), fusd(c["cost_usd"]), fsec(c["wall_seconds"]),
+                      f"{c['passes']}/{c['n']}" + (f" ({c['n_missing']} missing)" if c.get("n_missing") else ""),
+                      f3(c["pass_hat_k"]), fusd(c["cost_usd"]), fsec(c["wall_seconds"]),
                       sum(c[e] for e in ("tool_error", "protocol_error", "api_error", "harness_error")), *links)
             doc.table(t, f"scenario-{model}-{sc['scenario']}")
 
@@ -488,10 +519,10 @@ def _errors(doc: Doc, s: dict) -> None:
     doc.h(2, "Errors per tool", "errors")
     doc.p("tool_error: the server answered with isError; protocol_error: MCP/JSON-RPC failures (time-outs, "
           "closed connections, bad replies); api_error: the model API; harness_error: a fault of the harness.", "note")
-    t = Table(["model", "tool", "trials", "tool_error", "protocol_error", "api_error", "harness_error",
+    t = Table(["model", "tool", "trials", "missing", "tool_error", "protocol_error", "api_error", "harness_error",
                "trials with errors", "outcomes"])
     for e in s["errors"]:
-        t.add(e["model"], e["tool"], e["trials"], e["tool_error"], e["protocol_error"], e["api_error"],
+        t.add(e["model"], e["tool"], e["trials"], e.get("n_missing", 0), e["tool_error"], e["protocol_error"], e["api_error"],
               e["harness_error"], e["trials_with_errors"], ", ".join(f"{k} {v}" for k, v in e["outcomes"].items()))
     doc.table(t, "errors-table")
 
@@ -647,20 +678,24 @@ def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
     t, sc, j, meta = recs["transcript"] or {}, recs["scored"] or {}, recs["judged"] or {}, recs["run_meta"] or {}
     model_label = model_text(summary, row["model"])
 
-    verdict = "PASS" if row["passed"] else "FAIL"
+    missing = bool(row.get("missing"))
+    verdict = "MISSING" if missing else "PASS" if row["passed"] else "FAIL"
     kv = Table(["", ""], cls="kv")
     kv.add("model", model_label)
     kv.add("tool", f"{row['tool']} {meta.get('server_name') or ''} {meta.get('server_version') or ''}".strip())
     kv.add("repo", f"{row['repo']} @ {meta.get('commit') or sc.get('repo_commit') or '–'}")
     kv.add("outcome", f"{row['outcome']}" + (f": {t.get('outcome_detail')}" if t.get("outcome_detail") else ""))
-    kv.add("result", Cell(verdict, cls="pass" if row["passed"] else "fail"))
+    kv.add("result", Cell(verdict + (f": {row['missing_reason']} (an infrastructure failure, not scored; attempt "
+                                     f"{row.get('attempts', 1)})" if missing else ""),
+                          cls="noise" if missing else "pass" if row["passed"] else "fail"))
     if sc.get("failures"):
         kv.add("why not passed", "; ".join(sc["failures"]))
     w = summary["identity"]["weights"]
     kv.add("fairness", f"{f3(row['fairness'])} = {w['keyword']:.2f}×keyword {f3(row['keyword_coverage'])} + "
                        f"{w['quality']:.2f}×quality {f3(row['quality'])} + {w['citation']:.2f}×grounding "
                        f"{f3(row['citation_grounding'])} + {w['efficiency']:.2f}×efficiency {f3(row['efficiency'])}"
-                       + ("" if row["completed"] else " — scored 0: the trial did not complete"))
+                       + ("" if row["completed"] else " — missing: not scored, left out of every mean" if missing
+                          else " — scored 0: the trial did not complete"))
     kv.add("adoption", f"{f3(row['adoption'])} (fluency {f3(row['tool_fluency'])}, discoverability "
                        f"{f3(row['discoverability'])})")
     kv.add("cost / time", f"{fusd(row['cost_usd'])}, {fsec(row['wall_seconds'])}")

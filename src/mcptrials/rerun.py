@@ -101,6 +101,9 @@ TABLE: tuple[Entry, ...] = (
     Entry("hosts.*.extra_args", (T,), "that host's trials"),
     Entry("hosts.*.version", ("install_host",), "its install, then its trials"),
     # limits
+    # retries: how often a missing trial (api_failed, harness_failed, not_run) is retried
+    Entry("retries.max_attempts", NONE, "only whether a missing trial is retried once more (its attempt number "
+          "enters that trial's params: mcptrials.outcomes); no other job's params"),
     Entry("limits.max_turns", (T,), "every trial"),
     Entry("limits.max_output_tokens", (T,), "every trial"),
     Entry("limits.max_seconds", (T,), "every trial"),

@@ -3,7 +3,8 @@ mcptrials.hosts, the trial from the core mcptrials.trial) and the `mcptrials run
 command, which writes its transcript.json and run_meta.json.
 
 A fault inside the trial is recorded in its records and the command exits 0, so the
-workflow goes on; only bad input (the config) fails it, before anything is spent. A model
+workflow goes on; a missing outcome (mcptrials.outcomes) also keeps the attempt's records
+under attempts/<n>/ for the retry of the next invocation; only bad input (the config) fails it, before anything is spent. A model
 with provider `recorded` runs nothing: its recorded file is converted (mcptrials.recorded).
 """
 
@@ -48,6 +49,7 @@ def register(sub) -> None:
 
 def _cmd(args) -> int:
     from .config import check_api_keys, load_matrix
+    from .outcomes import record_attempt
     from .records import read_json, write_json
 
     m = load_matrix(args.config)
@@ -66,6 +68,11 @@ def _cmd(args) -> int:
     # run_trial has scrubbed API-key values from both records already
     write_json(out.parent / "run_meta.json", meta)
     write_json(out, transcript)
+    # a missing outcome (api_failed, harness_failed, not_run): keep this attempt's records
+    # under attempts/<n>/ and the count in attempts/attempts.json, which the next DAG reads
+    state = record_attempt(out.parent, transcript, m.config["retries"]["max_attempts"])
     print(f"{args.model}/{args.host}/{args.tool}/{args.scenario}/{args.trial}: {transcript['outcome']} "
-          f"({transcript['wall_seconds']} s, {len(transcript['tool_calls'])} tool calls)")
+          f"({transcript['wall_seconds']} s, {len(transcript['tool_calls'])} tool calls)"
+          + ("" if state is None else f"; attempt {state['attempt']}, run {state['runs']}"
+             + (f", missing ({state['failed']} of {state['max_attempts']} attempts failed)" if state["missing"] else "")))
     return 0

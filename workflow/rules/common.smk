@@ -56,6 +56,27 @@ TRANSCRIPT_P = {
     for (m, h, t, s), v in RERUN["transcript"].items()
 }
 ANY_INDEX = any(spec.get("index") for spec in M.tools.values())
+# Missing trials (api_failed, harness_failed, not_run: mcptrials.outcomes) are retried by the
+# next invocation: `mcptrials run-trial` keeps each missing attempt under <trial>/attempts/ and
+# its count in attempts/attempts.json; one glob finds those files, and such a trial's params
+# carry its next attempt number (an unchanged one once it completed or used up
+# retries.max_attempts), so exactly the missing trials, and what reads them, rerun. Every other
+# trial keeps its one lookup in TRANSCRIPT_P and the params it always had.
+from mcptrials.outcomes import retry_attempts
+
+RETRY_ATTEMPT = retry_attempts("results/runs", M.config["retries"]["max_attempts"])
+TRANSCRIPT_RETRY_P = {
+    (m, h, t, r, s, n): dict(TRANSCRIPT_P[m, h, t, s], attempt=a)
+    for (m, h, t, r, s, n), a in RETRY_ATTEMPT.items()
+    if (m, h, t, s) in TRANSCRIPT_P
+}
+if TRANSCRIPT_RETRY_P:
+    def transcript_params(wc):
+        return (TRANSCRIPT_RETRY_P.get((wc.model, wc.host, wc.tool, wc.repo, wc.scenario, wc.trial))
+                or TRANSCRIPT_P[wc.model, wc.host, wc.tool, wc.scenario])
+else:
+    def transcript_params(wc):
+        return TRANSCRIPT_P[wc.model, wc.host, wc.tool, wc.scenario]
 # Which models call an API (the `api` resource): not the reference agent, not recorded runs.
 MODEL_CALLS = {m: 0 if spec["provider"] in ("reference", "recorded") else 1 for m, spec in M.models.items()}
 

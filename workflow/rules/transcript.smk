@@ -1,5 +1,6 @@
 # One trial: fresh workspace, fresh server, the agent loop. Faults are recorded in the
-# transcript (the command exits 0), so one bad trial never stops the others.
+# transcript (the command exits 0), so one bad trial never stops the others; a missing one
+# (api_failed, harness_failed, not_run) is retried by the next invocation (common.smk).
 rule transcript:
     input:
         checkout="results/checkouts/{repo}/checkout.json",
@@ -10,7 +11,7 @@ rule transcript:
         transcript="results/runs/{model}/{host}/{tool}/{repo}/{scenario}/{trial}/transcript.json",
         meta="results/runs/{model}/{host}/{tool}/{repo}/{scenario}/{trial}/run_meta.json",
     params:
-        p=lambda wc: TRANSCRIPT_P[wc.model, wc.host, wc.tool, wc.scenario],
+        p=transcript_params,  # common.smk: TRANSCRIPT_P, plus the attempt of a retried missing trial
     resources:
         api=(lambda wc: MODEL_CALLS[wc.model]) if len(set(MODEL_CALLS.values())) > 1 else max(MODEL_CALLS.values()),
     conda:
