@@ -190,3 +190,12 @@ def test_no_snapshots_leaves_it_unknown(tmp_path):
     assert main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(agg)]) == 0
     prof = json.loads((agg / "summary.json").read_text())["server_profile"]
     assert all(p["definition_tokens"]["tokens"] is None for p in prof)
+
+
+def test_a_server_that_did_not_start_has_no_figure(tmp_path, fake_api, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    api = fake_api()
+    m, _ = project(tmp_path, api.url, tools={"dead": faulty_tool("crash_at_start")})
+    snap = snapshot(m, tmp_path, tool="dead")
+    assert snap["error"] and not count_requests(api)
+    assert (snap["definition_tokens"], snap["definition_tokens_method"]) == (None, "none: the server did not start")

@@ -64,6 +64,13 @@ def count_tokens(spec, key: str, tool_sets: list[list[dict]]) -> list[int]:
         client.close()
 
 
+def not_started() -> dict:
+    """The fields for a server that did not start: nothing is known of its definitions."""
+    return {"definition_tokens": None, "definition_tokens_method": "none: the server did not start",
+            "definition_tokens_model": None, "definition_tokens_error": None, "definition_tokens_estimate": None,
+            "builtin_definition_tokens": None, "definition_tools": None}
+
+
 def definition_tokens(m, tool: str, server_tools: list[dict], count: bool = True) -> dict:
     """The snapshot's definition_tokens fields for `tool` with its tools/list `server_tools`.
     `count=False` (a dry run): the estimate, no request."""

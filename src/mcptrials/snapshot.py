@@ -109,9 +109,9 @@ def make_snapshot(config_path: str, tool: str, repo: str, checkout_json: Path, i
         rec["builtin_tools"] = BUILTIN_TOOLS
     rec["tools_sha256"] = tools_hash(rec["tools"])
     rec["version_label"] = spec.version
-    from .definition_tokens import definition_tokens
+    from .definition_tokens import definition_tokens, not_started
 
-    rec.update(definition_tokens(m, tool, rec["tools"], count=count_tokens))
+    rec.update(not_started() if rec.get("error") else definition_tokens(m, tool, rec["tools"], count=count_tokens))
     write_json(out, rec)
     return rec
 
@@ -139,7 +139,7 @@ def _cmd(args) -> int:
     else:
         print(f"{args.tool}/{args.repo}: {len(rec['tools'])} tools, sha256 {rec['tools_sha256'][:12]}, "
               f"server {rec.get('server_name')} {rec.get('server_version')}")
-    print(f"{args.tool}/{args.repo}: tool definitions {rec['definition_tokens']} tokens per request "
-          f"({rec['definition_tokens_method']})"
-          + (f"; {rec['definition_tokens_error']}" if rec.get("definition_tokens_error") else ""))
+        print(f"{args.tool}/{args.repo}: tool definitions {rec['definition_tokens']} tokens per request "
+              f"({rec['definition_tokens_method']})"
+              + (f"; {rec['definition_tokens_error']}" if rec.get("definition_tokens_error") else ""))
     return 0
