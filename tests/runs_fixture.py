@@ -15,6 +15,10 @@ Costs: the config prices claude-sonnet-4-6 at PRICING (3 / 15 USD per million to
 sonnet baseline trial costs (1000*3 + 50*3.75 + 300*0.3 + 200*15) / 1e6 = 0.0062775
 and a git trial twice that. The records' own cost_usd (baseline 0.10, git 0.40, as if frozen at
 run time with another price list, and in another ratio) must never be what the aggregate uses.
+Missing trials: build(..., missing={(model, tool, scenario, trial): (outcome, detail)}) gives
+those trials an infrastructure outcome (api_failed, harness_failed, not_run): no answer, no
+citations, quality [0, 0], keyword 0, wall 2 s, as a failed call would leave them; the
+aggregate must leave every one of those figures out.
 Held-out anchor: the config says `locked: locked`, a folder with an empty lockfile (pass
 locked=None for a config without an anchor).
 """
@@ -54,8 +58,8 @@ def validate(record: dict, name: str) -> None:
     validator(name).validate(record)
 
 
-def spec(model: str, tool: str, scenario: str, trial: int) -> dict:
-    """The hand-chosen figures of one trial."""
+def spec(model: str, tool: str, scenario: str, trial: int, missing: tuple | None = None) -> dict:
+    """The hand-chosen figures of one trial; `missing` = (outcome, detail) of an infrastructure failure."""
     if tool == "baseline":
         s = {"kw": 0.5, "q": [0.5, 0.5], "grounded": 1, "total": 2, "wall": 10.0, "cost": 0.10,
              "outcome": "completed", "tokens": 1}
@@ -66,6 +70,8 @@ def spec(model: str, tool: str, scenario: str, trial: int) -> dict:
              "cost": 0.40, "outcome": "completed", "tokens": 2}
         if scenario == "s2" and trial == 2:
             s.update(outcome="server_crashed", q=[0.0, 0.0], kw=0.0, grounded=0, total=0, wall=1.5)
+    if missing:
+        s.update(outcome=missing[0], detail=missing[1], q=[0.0, 0.0], kw=0.0, grounded=0, total=0, wall=2.0)
     s["passed"] = s["outcome"] == "completed" and (scenario == "s1" or scenario == "s2")
     if model == "reference":
         s["cost"] = None
@@ -93,7 +99,8 @@ def transcript(model, tool, scenario, trial, s) -> dict:
         "cell": {"model": model, "host": "loop", "tool": tool, "repo": "tiny", "scenario": scenario, "trial": trial},
         "provider": "reference" if model == "reference" else "anthropic",
         "model_id": None if model == "reference" else "claude-sonnet-4-6",
-        "outcome": s["outcome"], "outcome_detail": None if done else "server crashed: connection closed",
+        "outcome": s["outcome"],
+        "outcome_detail": None if done else s.get("detail", "server crashed: connection closed"),
         "system_prompt_sha256": "b" * 64,
         "steps": [{"index": 0, "name": "locate", "prompt": "Where is `helper`? <cite>", "answer_text": answer,
                    "audit_text": "grep helper", "outcome": s["outcome"], "turns": 3, "wall_seconds": s["wall"],
@@ -232,21 +239,23 @@ def write_config(tmp: Path, tools=TOOLS, scenarios=SCENARIOS, models=MODELS, tri
     return path
 
 
-def write_trial(runs: Path, model, tool, scenario, trial) -> None:
-    s = spec(model, tool, scenario, trial)
+def write_trial(runs: Path, model, tool, scenario, trial, missing: tuple | None = None) -> None:
+    s = spec(model, tool, scenario, trial, missing)
     d = runs / model / "loop" / tool / "tiny" / scenario / str(trial)
     d.mkdir(parents=True, exist_ok=True)
     for name, fn in (("transcript", transcript), ("scored", scored), ("judged", judged), ("run_meta", run_meta)):
         (d / f"{name}.json").write_text(json.dumps(fn(model, tool, scenario, trial, s), indent=1))
 
 
-def build(tmp: Path, tools=TOOLS, scenarios=SCENARIOS, models=MODELS, trials=2, **extra) -> tuple[Path, Path]:
-    """Write config + scenarios + results/runs under tmp; returns (config path, runs dir)."""
+def build(tmp: Path, tools=TOOLS, scenarios=SCENARIOS, models=MODELS, trials=2, missing: dict | None = None,
+          **extra) -> tuple[Path, Path]:
+    """Write config + scenarios + results/runs under tmp; returns (config path, runs dir).
+    missing: {(model, tool, scenario, trial): (outcome, detail)} for trials that are missing."""
     cfg = write_config(tmp, tools, scenarios, models, trials, **extra)
     runs = tmp / "results" / "runs"
     for model in models:
         for tool in tools:
             for sc in scenarios:
                 for trial in range(1, trials + 1):
-                    write_trial(runs, model, tool, sc, trial)
+                    write_trial(runs, model, tool, sc, trial, (missing or {}).get((model, tool, sc, trial)))
     return cfg, runs
