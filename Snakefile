@@ -21,10 +21,13 @@ include: "workflow/rules/report.smk"
 include: "workflow/rules/worker.smk"
 
 
-# Before any job of a real run (dry runs skip this): a missing API key, or a sandbox that
-# cannot be built here, stops everything, before a single trial is spent.
+# Before any job of a real run (dry runs skip this): a missing API key, a sandbox that
+# cannot be built here, or a run expected to cost more than `budget.max_cost_usd` stops
+# everything, before a single trial is spent.
 onstart:
-    missing = check_api_keys(M) + check_sandbox(M)
+    from mcptrials.config import check_budget
+
+    missing = check_api_keys(M) + check_sandbox(M) + check_budget(M)
     if missing:
         sys.exit("mcptrials: error: " + "\n".join(missing))
     start_trial_worker()  # local runs: one warm process forks the trials (workflow/rules/worker.smk)

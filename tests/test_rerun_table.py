@@ -162,6 +162,8 @@ EDITS = {
     "weights.efficiency": lambda c, s: _weights(c, "efficiency", "keyword"),
     "pricing": lambda c, s: c.update(pricing={"ref-2": {"input": 1.0, "output": 2.0}}),
     "citation_extensions": lambda c, s: c.update(citation_extensions=[".py", ".md"]),
+    "budget.max_cost_usd": lambda c, s: c.update(budget={"max_cost_usd": 1000.0}),
+    "budget.input_tokens_per_call": lambda c, s: c.update(budget={"input_tokens_per_call": 100000}),
     "scenario.title": lambda c, s: s["find-helper"].update(title="Another title"),
     "scenario.description": lambda c, s: s["find-helper"].update(description="A note."),
     "scenario.repo": lambda c, s: (c["repos"].update(other=dict(c["repos"]["tiny"])),

@@ -464,3 +464,15 @@ def check_api_keys(m: Matrix, environ=os.environ) -> list[str]:
     if j["provider"] in ("anthropic", "openai") and not environ.get(j["api_key_env"]):
         missing.append(f"{m.path}: field judge: provider {j['provider']} needs ${j['api_key_env']}; export it or use provider: reference")
     return missing
+
+
+def check_budget(m: Matrix, results: Path = Path("results")) -> list[str]:
+    """Why the run must not start under the config's `budget.max_cost_usd` (empty when it fits, or
+    no budget is set): the spend so far (results/budget/ledger.jsonl) plus the expected cost of the
+    trials still to run, a cell with no history at its upper bound (mcptrials.costplan). Checked
+    before any job, with both figures and the fix."""
+    from .costplan import budget_refusal, cost_plan
+
+    if m.config["budget"].get("max_cost_usd") is None:
+        return []
+    return budget_refusal(cost_plan(m, results), f"{m.path}: ")

@@ -123,6 +123,9 @@ TABLE: tuple[Entry, ...] = (
     Entry("weights.efficiency", ("aggregate",), "fairness only: no trial, score or judgement"),
     Entry("pricing", ("aggregate",), "costs are recomputed from the recorded tokens"),
     Entry("citation_extensions", (SC,), "which citations the grader recognises"),
+    Entry("budget.max_cost_usd", NONE, "only whether a run may start and when trials stop starting; what ran "
+          "is kept (trials not run are retried)"),
+    Entry("budget.input_tokens_per_call", NONE, "only the upper bound of the cost plan"),
     # a scenario file (scenarios/<id>.yaml); `steps.x` is that part of every step
     Entry("scenario.title", ("report",), "only its name in the report"),
     Entry("scenario.description", NONE, "a note for people; no stage reads it"),

@@ -62,9 +62,19 @@ def _cmd(args) -> int:
         raise ConfigError("\n".join(missing))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    transcript, meta = run_trial(m, args.model, args.tool, args.scenario, args.trial, read_json(args.checkout),
-                                 read_json(args.snapshot) if args.snapshot else None,
-                                 Path(args.index) if args.index else None, out.parent, host=args.host)
+    # the budget (mcptrials.budget): once the results folder's ledger reaches budget.max_cost_usd,
+    # the trial is not run (no model call, no server); a trial that ran appends its cost
+    from .budget import gate, ledger_record
+
+    ledger, stopped = gate(m.config, m.specs.models[args.model].provider, out)
+    if stopped:
+        transcript, meta = _not_run(m, args, stopped)
+    else:
+        transcript, meta = run_trial(m, args.model, args.tool, args.scenario, args.trial, read_json(args.checkout),
+                                     read_json(args.snapshot) if args.snapshot else None,
+                                     Path(args.index) if args.index else None, out.parent, host=args.host)
+        if ledger is not None:
+            ledger.append(ledger_record(m.config["pricing"], transcript))
     # run_trial has scrubbed API-key values from both records already
     write_json(out.parent / "run_meta.json", meta)
     write_json(out, transcript)
@@ -76,3 +86,17 @@ def _cmd(args) -> int:
           + ("" if state is None else f"; attempt {state['attempt']}, run {state['runs']}"
              + (f", missing ({state['failed']} of {state['max_attempts']} attempts failed)" if state["missing"] else "")))
     return 0
+
+
+def _not_run(m: Matrix, args, detail: str) -> tuple[dict, dict]:
+    """The records of a trial the budget stopped before it started: outcome not_run, nothing spent."""
+    from .config import file_sha256
+    from .trial import SYSTEM_PROMPT, Recorder, now_iso, transcript_record
+
+    at = now_iso()
+    meta = {"model": args.model, "host": args.host, "tool": args.tool, "scenario": args.scenario, "trial": args.trial,
+            "provider": m.specs.models[args.model].provider, "model_id": m.specs.models[args.model].model,
+            "repo": m.scenarios[args.scenario].repo, "system_prompt_sha256": file_sha256(SYSTEM_PROMPT),
+            "started_at": at, "ended_at": at, "not_run": detail}
+    return transcript_record(m, m.specs.models[args.model], args.host, args.tool, m.scenarios[args.scenario],
+                             args.trial, "not_run", detail, Recorder(), meta, 0.0), meta

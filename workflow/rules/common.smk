@@ -137,8 +137,11 @@ def final_outputs():
 
 
 # The plan, printed once by the main process (`-n -q` hides the job table, not this). It
-# counts what the selected scenarios use, as the DAG does.
+# counts what the selected scenarios use, as the DAG does, and ends with the expected cost
+# (mcptrials.costplan: measured usage of earlier trials, else the upper bound).
 if workflow.is_main_process:
+    from mcptrials.costplan import cost_plan, plan_line
+
     n_repos = len(M.run_repos())
     print(
         f"mcptrials plan: {len(M.models)} model(s) x {len(M.hosts)} host(s) x {len(M.tools)} tool(s) x "
@@ -147,6 +150,7 @@ if workflow.is_main_process:
         f"{len(M.server_tools())} server install(s) and {len(M.tools) * n_repos} tool snapshot(s), "
         "then aggregate, "
         + (f"the held-out check ({LOCKED})" if HAS_ANCHOR else "no held-out anchor")
-        + " and report",
+        + " and report; "
+        + plan_line(cost_plan(M)),
         file=sys.stderr,
     )

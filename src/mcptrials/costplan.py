@@ -1,0 +1,255 @@
+"""The cost of a run before it runs: expected from measured usage, bounded from the limits.
+
+Per cell of the matrix (model, host, tool, scenario; `trials` trials each):
+
+- **measured** (`history`): the mean cost of the cell's earlier trials, from the `usage` of
+  every results/runs/<model>/<host>/<tool>/<repo>/<scenario>/<trial>/transcript.json (any trial
+  number, the last attempt of each; `not_run` trials left out), priced with the config's *current*
+  `pricing` by graders.cost.trial_cost, as the aggregate prices them. A pilot
+  (`mcptrials pilot`: trial 1 of every cell) is such a history: its trials are the run's
+  trial 1, kept, not rerun.
+- **upper bound**: `upper_bound_usd` below, from the limits and the pricing.
+- a cell with no history is expected at its upper bound, and says "no history".
+- the `reference` and `recorded` models cost 0 (no model call).
+- a model that calls an API but has no `pricing` entry: unknown (None), never free.
+
+`to_run`: the cell's trials 1..trials whose transcript is absent or is missing data that the
+next invocation retries (`not_run`, `api_failed`, `harness_failed`); what the run is still
+expected to spend is their count times the cell's expected cost per trial.
+
+This module imports nothing of mcptrials but the cost formula and the ledger: config reads it
+(`check_budget`), and the CLI (`mcptrials plan`, `mcptrials pilot`) lives in mcptrials.costcmd.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .budget import FREE_PROVIDERS, NOT_RUN, Ledger, budget_cap, ledger_path
+from .graders.cost import CACHE_READ_FACTOR, CACHE_WRITE_FACTOR, trial_cost
+
+# Outcomes that are missing data, retried by the next invocation: their trials are still to run.
+RETRIED = (NOT_RUN, "api_failed", "harness_failed")
+
+
+def upper_bound_usd(price: dict, steps: int, max_turns: int, max_output_tokens: int, input_tokens_per_call: int,
+                    max_tokens: int | None = None) -> float:
+    """The most one trial can cost, in USD, at `price` (a `pricing` entry, USD per million tokens):
+
+        reply_cap = min(max_tokens or max_output_tokens, max_output_tokens)
+        in_rate   = max(input, cache_write, cache_read)     (cache_write default 1.25 x input,
+                                                              cache_read 0.1 x input)
+        bound     = steps x max_turns x (input_tokens_per_call x in_rate + reply_cap x output) / 1e6
+
+    Each step makes at most `max_turns` model calls (the loop stops the step there; claude-code
+    gets --max-turns); each call writes at most `reply_cap` output tokens (the model's
+    `params.max_tokens` within the step's `max_output_tokens`) and reads at most
+    `input_tokens_per_call` input tokens (config `budget.input_tokens_per_call`, default
+    200,000: the context window of the Claude models, which no request can exceed), every one
+    billed at the dearest input rate. `max_turns` and `max_output_tokens` are the step's limits
+    (the config's, a scenario's overriding them). E.g. 2 steps x 3 turns, 10,000 input and
+    1,000 output tokens per call at input 3, output 15: 6 x (10,000 x 3.75 + 1,000 x 15) / 1e6
+    = $0.315.
+    """
+    reply_cap = min(max_tokens or max_output_tokens, max_output_tokens)
+    in_rate = max(price["input"], price.get("cache_write", CACHE_WRITE_FACTOR * price["input"]),
+                  price.get("cache_read", CACHE_READ_FACTOR * price["input"]))
+    return steps * max_turns * (input_tokens_per_call * in_rate + reply_cap * price["output"]) / 1_000_000
+
+
+def _price(pricing: dict, mspec) -> dict | None:
+    """The pricing entry a model's trials are priced by (trial_cost's rule: the model id, else the name)."""
+    for key in (mspec.model, mspec.name):
+        if key and key in pricing:
+            return pricing[key]
+    return None
+
+
+@dataclass
+class CellCost:
+    model: str
+    host: str
+    tool: str
+    scenario: str
+    trials: int
+    basis: str                      # free | history | no history | unpriced
+    measured: int                   # earlier trials whose usage was priced
+    per_trial: float | None         # the expected cost of one trial (mean measured, else the upper bound)
+    upper_per_trial: float | None
+    to_run: int
+
+    @property
+    def expected(self) -> float | None:
+        return None if self.per_trial is None else self.per_trial * self.trials
+
+    @property
+    def upper(self) -> float | None:
+        return None if self.upper_per_trial is None else self.upper_per_trial * self.trials
+
+    @property
+    def to_spend(self) -> float | None:
+        return None if self.per_trial is None else self.per_trial * self.to_run
+
+
+def _sum(values):
+    values = list(values)
+    return None if any(v is None for v in values) else sum(values)
+
+
+@dataclass
+class CostPlan:
+    cells: list[CellCost]
+    cap: float | None
+    spent: float                    # the ledger's total
+    ledger: Path
+
+    @property
+    def expected(self) -> float | None:
+        return _sum(c.expected for c in self.cells)
+
+    @property
+    def upper(self) -> float | None:
+        return _sum(c.upper for c in self.cells)
+
+    @property
+    def to_spend(self) -> float | None:
+        return _sum(c.to_spend for c in self.cells)
+
+    @property
+    def to_run(self) -> int:
+        return sum(c.to_run for c in self.cells)
+
+    def no_history(self) -> list[CellCost]:
+        return [c for c in self.cells if c.basis == "no history"]
+
+    def unpriced(self) -> list[str]:
+        return sorted({c.model for c in self.cells if c.basis == "unpriced"})
+
+
+def _read(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def cost_plan(m, results: Path = Path("results")) -> CostPlan:
+    """The cost plan of matrix `m` (a config.Matrix) over the records in `results`."""
+    results = Path(results)
+    pricing = m.config["pricing"]
+    input_per_call = m.config["budget"]["input_tokens_per_call"]
+    cells = []
+    seen = set()
+    for model, host, tool, repo, scenario, _trial in m.cells():
+        if (model, host, tool, scenario) in seen:
+            continue
+        seen.add((model, host, tool, scenario))
+        mspec = m.specs.models[model]
+        sc = m.scenarios[scenario]
+        folder = results / "runs" / model / host / tool / repo / scenario
+        main = {k: _read(folder / str(k) / "transcript.json") for k in range(1, m.trials + 1)
+                if (folder / str(k) / "transcript.json").exists()}
+        to_run = sum(1 for k in range(1, m.trials + 1) if main.get(k) is None or main[k].get("outcome") in RETRIED)
+        if mspec.provider in FREE_PROVIDERS:
+            cells.append(CellCost(model, host, tool, scenario, m.trials, "free", 0, 0.0, 0.0, to_run))
+            continue
+        price = _price(pricing, mspec)
+        lim = m.specs.limits.overridden(sc.data["limits"])
+        upper = None if price is None else upper_bound_usd(price, len(sc.data["steps"]), lim.max_turns,
+                                                           lim.max_output_tokens, input_per_call, mspec.max_tokens)
+        costs = []
+        for path in sorted(folder.glob("*/transcript.json")):
+            t = _read(path)
+            if not t or t.get("outcome") == NOT_RUN or "usage" not in t or "cell" not in t:
+                continue
+            cost, _ = trial_cost(pricing, t)
+            if cost is not None:
+                costs.append(cost)
+        if price is None and not costs:
+            cells.append(CellCost(model, host, tool, scenario, m.trials, "unpriced", 0, None, None, to_run))
+        elif costs:
+            cells.append(CellCost(model, host, tool, scenario, m.trials, "history", len(costs),
+                                  sum(costs) / len(costs), upper, to_run))
+        else:
+            cells.append(CellCost(model, host, tool, scenario, m.trials, "no history", 0, upper, upper, to_run))
+    ledger = ledger_path(results)
+    return CostPlan(cells=cells, cap=budget_cap(m.config), spent=Ledger(ledger).total(), ledger=ledger)
+
+
+def usd(x: float | None) -> str:
+    return "unknown" if x is None else f"${x:.4f}" if x < 1 else f"${x:.2f}"
+
+
+def format_plan(plan: CostPlan, config_name: str = "") -> str:
+    """The table of `mcptrials plan --cost`: one row per model, host and tool."""
+    groups: dict[tuple, list[CellCost]] = {}
+    for c in plan.cells:
+        groups.setdefault((c.model, c.host, c.tool), []).append(c)
+    header = ("model", "host", "tool", "trials", "expected", "upper bound", "basis")
+    rows = []
+    for (model, host, tool), cs in groups.items():
+        kinds = {c.basis for c in cs}
+        if kinds == {"free"}:
+            basis = "free (no model call)"
+        elif "unpriced" in kinds:
+            basis = f"no pricing entry for model {model}: cost unknown"
+        else:
+            measured = sum(c.measured for c in cs)
+            nh = sum(1 for c in cs if c.basis == "no history")
+            parts = [f"measured: {measured} earlier trial(s)"] if measured else []
+            if nh:
+                parts.append(f"no history: upper bound for {nh} of {len(cs)} scenario(s)")
+            basis = "; ".join(parts)
+        rows.append((model, host, tool, str(sum(c.trials for c in cs)), usd(_sum(c.expected for c in cs)),
+                     usd(_sum(c.upper for c in cs)), basis))
+    rows.append(("total", "", "", str(sum(c.trials for c in plan.cells)), usd(plan.expected), usd(plan.upper), ""))
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = [f"mcptrials cost plan{': ' + config_name if config_name else ''} (USD at the config's pricing)"]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+    lines.append(f"still to run: {plan.to_run} trial(s), expected {usd(plan.to_spend)}; "
+                 f"spent so far (ledger {plan.ledger}): {usd(plan.spent)}")
+    if plan.cap is not None:
+        lines.append(f"budget: max_cost_usd ${plan.cap:.2f}: "
+                     + ("; ".join(budget_refusal(plan)) or "the run fits"))
+    return "\n".join(lines)
+
+
+def plan_line(plan: CostPlan) -> str:
+    """The cost part of the workflow's plan line."""
+    nh = plan.no_history()
+    text = f"expected cost {usd(plan.expected)} (upper bound {usd(plan.upper)}"
+    if nh:
+        text += f"; {len(nh)} cell(s) with no history, at their upper bound"
+    text += f"; {plan.to_run} trial(s) still to run, {usd(plan.to_spend)}"
+    if plan.cap is not None:
+        text += f"; budget ${plan.cap:.2f}, spent {usd(plan.spent)}"
+    return text + ")"
+
+
+def budget_refusal(plan: CostPlan, where: str = "") -> list[str]:
+    """Why the run must not start under its budget (empty when it fits, or no budget is set):
+    the spend so far plus the expected cost of the trials still to run (a cell with no history
+    at its upper bound) above `budget.max_cost_usd`, or a cost that cannot be known."""
+    if plan.cap is None:
+        return []
+    field = f"{where}field budget.max_cost_usd"
+    unpriced = plan.unpriced()
+    if unpriced:
+        return [f"{field}: the cost of model(s) {', '.join(unpriced)} cannot be estimated or capped: they have no "
+                "`pricing` entry; add one (USD per million tokens) or remove the budget"]
+    need = plan.spent + plan.to_spend
+    if need <= plan.cap:
+        return []
+    nh = [c for c in plan.no_history() if c.to_run]
+    how = f"{usd(plan.to_spend)} expected for the {plan.to_run} trial(s) still to run"
+    if nh:
+        how += (f", of which {sum(c.to_run for c in nh)} in {len(nh)} cell(s) with no history at their upper bound "
+                f"{usd(_sum(c.to_spend for c in nh))}")
+    if plan.spent:
+        how += f", plus {usd(plan.spent)} already spent ({plan.ledger})"
+    fixes = f"raise budget.max_cost_usd to at least {need:.2f}, or run fewer trials, models or tools"
+    if nh:
+        fixes += ", or measure the cells with no history first (`mcptrials pilot`, then `mcptrials plan --cost`)"
+    return [f"{field}: this run is expected to cost {usd(need)} ({how}), above the budget of ${plan.cap:.2f}; {fixes}"]
