@@ -1,0 +1,171 @@
+"""The budget (mcptrials.budget, config.check_budget) through the real workflow and the fake
+Messages API: a budget below the estimate refuses the run before any job; a ledger that reaches
+the budget stops the trials that have not started (outcome not_run, "budget: spent $S of $X"),
+which the aggregate counts as missing; a larger budget picks them up; the ledger under
+concurrent appends of two processes stays whole."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import yaml
+
+from fakes.messages_api import reply, text, tool_use
+from matrix_helpers import write_matrix
+from mcptrials.budget import Ledger, gate, ledger_path, results_dir_of, stop_detail
+from workflow_helpers import MessagesServer, copy_workflow, run_snakemake, workflow_env
+
+PRICE = {"input": 3.0, "output": 15.0}
+
+
+def test_results_dir_and_gate(tmp_path):
+    out = tmp_path / "results" / "runs" / "m" / "loop" / "t" / "r" / "s" / "1" / "transcript.json"
+    assert results_dir_of(out) == tmp_path / "results"
+    assert results_dir_of(tmp_path / "x" / "transcript.json") == tmp_path / "x"
+    cfg = {"budget": {"max_cost_usd": 0.5}}
+    assert gate({"budget": {}}, "anthropic", out) == (None, None)        # no budget: no ledger
+    assert gate(cfg, "reference", out) == (None, None)                   # spends nothing: never stopped
+    ledger, stopped = gate(cfg, "anthropic", out)
+    assert ledger.path == ledger_path(tmp_path / "results") and stopped is None
+    ledger.append({"trial": "a", "cost_usd": 0.25})
+    ledger.append({"trial": "b", "cost_usd": 0.25})
+    assert gate(cfg, "anthropic", out)[1] == stop_detail(0.5, 0.5) == "budget: spent $0.5000 of $0.5000"
+
+
+APPENDER = textwrap.dedent("""
+    import sys
+    from mcptrials.budget import Ledger
+    ledger, who, n = Ledger(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    totals = []
+    for i in range(n):
+        ledger.append({"trial": f"{who}/{i}", "cost_usd": 0.001, "filler": "x" * 5000})
+        totals.append(ledger.total())
+    # what this process read never went down, and always counted its own lines
+    assert all(b >= a for a, b in zip(totals, totals[1:])), totals
+    assert all(t >= 0.001 * (i + 1) - 1e-9 for i, t in enumerate(totals))
+""")
+
+
+def test_ledger_stays_whole_under_concurrent_appends(tmp_path):
+    path = tmp_path / "results" / "budget" / "ledger.jsonl"
+    n = 150
+    procs = [subprocess.Popen([sys.executable, "-c", APPENDER, str(path), who, str(n)]) for who in ("a", "b")]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    lines = path.read_text().splitlines()
+    assert len(lines) == 2 * n
+    recs = [json.loads(line) for line in lines]          # every line whole (5 kB each, no interleaving)
+    for who in ("a", "b"):
+        assert [r["trial"] for r in recs if r["trial"].startswith(who)] == [f"{who}/{i}" for i in range(n)]
+    assert Ledger(path).total() == pytest.approx(0.001 * 2 * n)
+
+
+def test_a_torn_last_line_is_skipped(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    Ledger(path).append({"trial": "a", "cost_usd": 0.5})
+    with open(path, "a") as f:
+        f.write('{"trial": "b", "cost_')
+    assert Ledger(path).total() == 0.5
+
+
+# --- the real workflow ---------------------------------------------------------------------
+
+
+def claude_project(wd, url, trials, budget=None):
+    extra = {"models": {"claude": {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": url,
+                                   "max_retries": 0}},
+             "limits": {"max_turns": 2, "max_output_tokens": 200},
+             "pricing": {"claude-sonnet-4-6": PRICE},
+             "budget": dict({"input_tokens_per_call": 1000}, **(budget or {}))}
+    write_matrix(wd, trials=trials, extra=extra)
+    copy_workflow(wd)
+
+
+def set_budget(wd, **budget):
+    cfg = yaml.safe_load((wd / "config.yaml").read_text())
+    cfg["budget"].update(budget)
+    (wd / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+
+
+ANSWER = "`helper` is defined at `src/util.py:1`; it returns x * 2."
+
+
+@pytest.mark.slow
+def test_a_budget_below_the_estimate_refuses_the_run_before_any_job(tmp_path):
+    wd = tmp_path / "project"
+    wd.mkdir()
+    # no history: each trial at its upper bound, 1 step x 2 turns x (1,000 x 3.75 + 200 x 15) / 1e6
+    # = $0.0135; 2 trials = $0.027 > $0.02
+    claude_project(wd, "http://127.0.0.1:9", trials=2, budget={"max_cost_usd": 0.02})
+    dry = run_snakemake(wd, "-n")
+    assert "expected cost $0.0270 (upper bound $0.0270; 1 cell(s) with no history" in dry.stderr
+    p = run_snakemake(wd, "-j", "1", check=False)
+    assert p.returncode != 0
+    assert "field budget.max_cost_usd: this run is expected to cost $0.0270" in p.stderr
+    assert "above the budget of $0.02" in p.stderr and "mcptrials pilot" in p.stderr
+    assert not (wd / "results" / "runs").exists() and not (wd / "results" / "checkouts").exists()
+    v = subprocess.run([sys.executable, "-m", "mcptrials.cli", "validate", "config.yaml"], cwd=wd,
+                       capture_output=True, text=True, env=workflow_env(wd))
+    assert v.returncode == 2 and "$0.0270" in v.stderr
+
+
+@pytest.mark.slow
+def test_a_small_budget_stops_a_run_mid_way_and_a_larger_one_picks_it_up(tmp_path):
+    # The pilot's trial is cheap: one reply, 100 input + 10 output tokens = $0.00045.
+    # Every later trial: a tool call and an answer, each 1,000 input tokens written to the cache
+    # (x 3.75) and 90 output: 2 x (0.00375 + 0.00135) = $0.0102 (its upper bound, 1 step x 2
+    # turns of 1,000 input and 200 output tokens, is $0.0135).
+    cheap = reply(text(ANSWER), usage={"input_tokens": 100, "output_tokens": 10})
+    dear = {"input_tokens": 0, "cache_creation_input_tokens": 1000, "output_tokens": 90}
+    call = reply(text("Searching."), tool_use("grep", {"pattern": "def helper"}), usage=dear)
+    answer = reply(text(ANSWER), usage=dear)
+    api = MessagesServer(tmp_path / "api", [cheap, call, answer, call, answer], "--exhausted", "repeat")
+    try:
+        wd = tmp_path / "project"
+        wd.mkdir()
+        claude_project(wd, api.url, trials=3)
+        # the pilot: trial 1 of the one cell, nothing downstream
+        p = subprocess.run([sys.executable, "-m", "mcptrials.cli", "pilot", "config.yaml", "--",
+                            "-j", "1", "--scheduler", "greedy"], cwd=wd, capture_output=True, text=True,
+                           env=workflow_env(wd), timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+        runs = wd / "results" / "runs" / "claude" / "loop" / "baseline" / "tiny" / "find-helper"
+        assert sorted(d.name for d in runs.iterdir()) == ["1"]
+        assert not (wd / "results" / "aggregate").exists()
+        plan = subprocess.run([sys.executable, "-m", "mcptrials.cli", "plan", "--cost", "config.yaml"], cwd=wd,
+                              capture_output=True, text=True, env=workflow_env(wd))
+        assert "measured: 1 earlier trial(s)" in plan.stdout and "$0.0014" in plan.stdout, plan.stdout  # 3 x 0.00045 = 0.00135
+
+        # the run under $0.005: expected 2 x 0.00045, so it starts; the first of trials 2 and 3
+        # (one by one, -j1) spends $0.0102, and the other finds the budget spent
+        set_budget(wd, max_cost_usd=0.005)
+        run_snakemake(wd, "-j", "1")
+        outcomes = {k: json.loads((runs / str(k) / "transcript.json").read_text()) for k in (2, 3)}
+        stopped = [t for t in outcomes.values() if t["outcome"] == "not_run"]
+        assert sorted(t["outcome"] for t in outcomes.values()) == ["completed", "not_run"]
+        assert stopped[0]["outcome_detail"] == "budget: spent $0.0102 of $0.0050"
+        assert stopped[0]["usage"]["api_calls"] == 0
+        ledger = [json.loads(x) for x in (wd / "results" / "budget" / "ledger.jsonl").read_text().splitlines()]
+        assert len(ledger) == 1 and ledger[0]["cost_usd"] == pytest.approx(0.0102)
+        assert ledger[0]["trial"].startswith("claude/loop/baseline/tiny/find-helper/")
+        assert len(api.requests()) == 3   # the pilot's 1 and one trial's 2: the stopped one called nothing
+        rows = list(csv.DictReader(open(wd / "results" / "aggregate" / "trials.csv")))
+        missing = [r for r in rows if r["missing"] == "True"]
+        assert len(rows) == 3 and len(missing) == 1 and missing[0]["missing_reason"].startswith("not_run: budget")
+        report = (wd / "results" / "report" / "report.md").read_text()
+        assert "not_run: budget" in report
+
+        # a larger budget: the plan fits, and the next invocation runs exactly the stopped trial
+        set_budget(wd, max_cost_usd=1.0)
+        run_snakemake(wd, "-j", "1")
+        assert all(json.loads((runs / str(k) / "transcript.json").read_text())["outcome"] == "completed"
+                   for k in (1, 2, 3))
+        assert len(api.requests()) == 5
+        rows = list(csv.DictReader(open(wd / "results" / "aggregate" / "trials.csv")))
+        assert [r["missing"] for r in rows] == ["False"] * 3
+    finally:
+        api.stop()
