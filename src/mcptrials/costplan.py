@@ -149,19 +149,20 @@ def cost_plan(m, results: Path = Path("results")) -> CostPlan:
         mspec = m.specs.models[model]
         sc = m.scenarios[scenario]
         folder = results / "runs" / model / host / tool / repo / scenario
-        main = {k: _read(folder / str(k) / "transcript.json") for k in range(1, m.trials + 1)
-                if (folder / str(k) / "transcript.json").exists()}
-        to_run = sum(1 for k in range(1, m.trials + 1) if main.get(k) is None or main[k].get("outcome") in RETRIED)
-        if mspec.provider in FREE_PROVIDERS:
+        mine = [folder / str(k) / "transcript.json" for k in range(1, m.trials + 1)]
+        if mspec.provider in FREE_PROVIDERS:  # never stopped, nothing to price: no transcript is read
+            to_run = sum(1 for p in mine if not p.exists())
             cells.append(CellCost(model, host, tool, scenario, m.trials, "free", 0, 0.0, 0.0, to_run))
             continue
+        # every trial folder of the cell, this run's and any earlier one's (more trials), read once
+        found = {p: _read(p) for p in sorted(folder.glob("*/transcript.json"))}
+        to_run = sum(1 for p in mine if found.get(p) is None or found[p].get("outcome") in RETRIED)
         price = _price(pricing, mspec)
         lim = m.specs.limits.overridden(sc.data["limits"])
         upper = None if price is None else upper_bound_usd(price, len(sc.data["steps"]), lim.max_turns,
                                                            lim.max_output_tokens, input_per_call, mspec.max_tokens)
         costs = []
-        for path in sorted(folder.glob("*/transcript.json")):
-            t = _read(path)
+        for t in found.values():
             if not t or t.get("outcome") == NOT_RUN or "usage" not in t or "cell" not in t:
                 continue
             cost, _ = trial_cost(pricing, t)
