@@ -159,6 +159,12 @@ def test_a_small_budget_stops_a_run_mid_way_and_a_larger_one_picks_it_up(tmp_pat
         report = (wd / "results" / "report" / "report.md").read_text()
         assert "not_run: budget" in report
 
+        # the same budget again: spent $0.0102 + the stopped trial's expected cost is above it,
+        # so the retry is refused before any job (no not_run attempt after not_run attempt)
+        again = run_snakemake(wd, "-j", "1", check=False)
+        assert again.returncode != 0 and "already spent" in again.stderr and "$0.0102" in again.stderr
+        assert len(api.requests()) == 3
+
         # a larger budget: the plan fits, and the next invocation runs exactly the stopped trial
         set_budget(wd, max_cost_usd=1.0)
         run_snakemake(wd, "-j", "1")

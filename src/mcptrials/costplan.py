@@ -180,7 +180,7 @@ def cost_plan(m, results: Path = Path("results")) -> CostPlan:
 
 
 def usd(x: float | None) -> str:
-    return "unknown" if x is None else f"${x:.4f}" if x < 1 else f"${x:.2f}"
+    return "unknown" if x is None else "$0" if x == 0 else f"${x:.4f}" if x < 1 else f"${x:.2f}"
 
 
 def format_plan(plan: CostPlan, config_name: str = "") -> str:
