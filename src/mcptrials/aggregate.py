@@ -167,12 +167,12 @@ def raw_row(rec: dict, m: Matrix) -> dict:
 
 def used(rows: list[dict]) -> list[dict]:
     """The trials that count: every trial but the missing ones."""
-    return [r for r in rows if not r["missing"]]
+    return [r for r in rows if not r.get("missing")]
 
 
 def missing_counts(rs: list[dict]) -> dict:
     """{n_missing, missing_reasons ('api_failed=1;not_run: budget=2', '' when none)} of some trials."""
-    gone = [r["missing_reason"] for r in rs if r["missing"]]
+    gone = [r["missing_reason"] for r in rs if r.get("missing")]
     return {"n_missing": len(gone),
             "missing_reasons": ";".join(f"{why}={gone.count(why)}" for why in dict.fromkeys(gone))}
 
