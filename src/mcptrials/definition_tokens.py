@@ -1,14 +1,14 @@
 """What a server's tool definitions cost: the input tokens they add to every request.
 
 The loop sends the built-ins and the server's tools with every request
-(hosts.loop.tool_definitions, the one rendering of them), so a 60-tool server costs its
+(tooldefs.tool_definitions, the one rendering of them), so a 60-tool server costs its
 definitions on every turn before the model does anything. The snapshot records it:
 
 - `count_tokens`: the Messages API's count-tokens endpoint (free, no model run), with the
   config's first anthropic model, its base_url and its key from the environment: the count
   of one fixed request with the built-ins and the server's tools minus the count of the
   same request with the built-ins only.
-- else an estimate, named in `definition_tokens_method`: chars/4 (trial.CHARS_PER_TOKEN,
+- else an estimate, named in `definition_tokens_method`: chars/4 (tooldefs.CHARS_PER_TOKEN,
   the measure of tool results) of the compact JSON of the server's definitions as sent.
 
 A count that fails (no network, a bad key, an endpoint that answers an error) never fails
@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 
-from .trial import CHARS_PER_TOKEN
+from .tooldefs import CHARS_PER_TOKEN, tool_definitions
 
 COUNT_METHOD = "count_tokens"
 ESTIMATE_METHOD = f"estimate: chars/{CHARS_PER_TOKEN} of the definitions' JSON"
@@ -74,8 +74,6 @@ def not_started() -> dict:
 def definition_tokens(m, tool: str, server_tools: list[dict], count: bool = True) -> dict:
     """The snapshot's definition_tokens fields for `tool` with its tools/list `server_tools`.
     `count=False` (a dry run): the estimate, no request."""
-    from .hosts.loop import tool_definitions
-
     builtin, server, _ = tool_definitions(tool, server_tools)
     est = estimate_tokens(server)
     rec = {"definition_tokens": est, "definition_tokens_method": ESTIMATE_METHOD,

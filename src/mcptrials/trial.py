@@ -38,7 +38,7 @@ from .specs import HostSpec, Limits, ModelSpec, Specs, ToolSpec
 SYSTEM_PROMPT = PROMPT_DIR / "system.md"
 LAST_STEP_NOTE = "\n\n(This is the last step: end with brief feedback on the tools.)"
 FEEDBACK_RE = re.compile(r"^\W*feedback on the tools\s*:", re.I | re.M)
-CHARS_PER_TOKEN = 4  # a rough estimate, the same Claude Code uses for its cap
+from .tooldefs import CHARS_PER_TOKEN  # noqa: E402  (the one measure; re-exported for the hosts)
 INSTRUCTIONS_HEADING = "\n\n# Instructions from the MCP server\n\n"
 
 

@@ -11,37 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import time
 import traceback
 
 from ..providers.base import Provider, ProviderError
-from ..trial import CHARS_PER_TOKEN, INSTRUCTIONS_HEADING, TrialAbort, TrialContext, TrialServer, cap_text, \
+from ..tooldefs import CHARS_PER_TOKEN, tool_definitions
+from ..trial import INSTRUCTIONS_HEADING, TrialAbort, TrialContext, TrialServer, cap_text, \
     split_feedback, step_prompt
-
-
-def model_tool_name(tool: str, name: str) -> str:
-    """mcp__<tool>__<name>, reduced to what the Messages API accepts (^[a-zA-Z0-9_-]{1,64}$)."""
-    raw = f"mcp__{tool}__{name}"
-    return re.sub(r"[^a-zA-Z0-9_-]", "_", raw)[:64]
-
-
-def tool_definitions(tool: str, server_tools: list[dict]) -> tuple[list[dict], list[dict], dict[str, str]]:
-    """The tool definitions the loop sends with every request, in the order it sends them:
-    (the built-ins, the server's tools as `mcp__<tool>__<name>`, model-facing name -> the
-    server's own name). The one rendering of them: the trial's loop and the snapshot's
-    definition-token count (mcptrials.definition_tokens) both use it."""
-    from ..builtins import BUILTIN_TOOLS
-
-    builtin = [dict(t) for t in BUILTIN_TOOLS]
-    server, names = [], {}
-    for t in server_tools:
-        name = model_tool_name(tool, t["name"])
-        names[name] = t["name"]
-        schema = t.get("input_schema") if isinstance(t.get("input_schema"), dict) else {"type": "object"}
-        server.append({"name": name, "description": (t.get("description") or "")[:4000] or t["name"],
-                       "input_schema": schema})
-    return builtin, server, names
 
 
 def make_provider(ctx: TrialContext) -> Provider:
