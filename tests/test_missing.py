@@ -105,6 +105,14 @@ def test_not_run_uses_up_no_attempt(tmp_path):
     assert (trial / "attempts/5/transcript.json").is_file()
 
 
+def test_a_recorded_models_missing_trial_is_not_retried(tmp_path):
+    # converting the same recording again gives the same result; a new recording changes its params
+    trial, t = _trial(tmp_path, "harness_failed", "recording not found")
+    st = record_attempt(trial, t, 3, retriable=False)
+    assert st["missing"] and next_attempt(st, 3) == 1
+    assert retry_attempts(tmp_path / "results" / "runs", 3) == {}
+
+
 # --- the aggregate: hand-computed, missing trials left out -----------------------------
 
 

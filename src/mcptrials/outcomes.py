@@ -60,7 +60,8 @@ def read_attempts(trial_dir) -> dict | None:
         return None
 
 
-def record_attempt(trial_dir, transcript: dict, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> dict | None:
+def record_attempt(trial_dir, transcript: dict, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+                   retriable: bool = True) -> dict | None:
     """After a trial's transcript.json and run_meta.json are written: when its outcome is
     missing, copy both to attempts/<run>/ and update attempts.json; a trial that completes after
     missing attempts keeps attempts.json (missing false), so the attempt number its job ran with
@@ -69,7 +70,9 @@ def record_attempt(trial_dir, transcript: dict, max_attempts: int = DEFAULT_MAX_
 
     State: `attempt` = the number this job carried in its params (next_attempt of the previous
     state, 1 without one), `runs` = every run recorded (the folder names), `failed` = missing
-    runs that count against max_attempts, `missing`, `outcome`, `outcome_detail`, `history`."""
+    runs that count against max_attempts, `missing`, `retriable`, `outcome`, `outcome_detail`,
+    `history`. retriable=False (a recorded model: its conversion gives the same result again;
+    a new recording changes its params anyway) keeps the trial missing without a retry."""
     from .records import write_json
 
     d = Path(trial_dir)
@@ -83,7 +86,7 @@ def record_attempt(trial_dir, transcript: dict, max_attempts: int = DEFAULT_MAX_
     run = int(prev.get("runs", 0)) + 1
     reason = missing_reason(outcome, transcript.get("outcome_detail"))
     state = {"attempt": attempt, "runs": run, "failed": int(prev.get("failed", 0)) + (missing and outcome not in UNCHARGED),
-             "max_attempts": max_attempts, "missing": missing, "outcome": outcome,
+             "max_attempts": max_attempts, "missing": missing, "retriable": retriable, "outcome": outcome,
              "outcome_detail": transcript.get("outcome_detail"),
              "history": list(prev.get("history", [])) + [{"run": run, "attempt": attempt, "outcome": outcome,
                                                          "reason": reason}]}
@@ -101,7 +104,7 @@ def next_attempt(state: dict, max_attempts: int) -> int:
     """The attempt number a trial's transcript job carries: the last attempt's + 1 while it is
     missing and has attempts left (a rerun), else the last attempt's (no rerun)."""
     n = int(state["attempt"])
-    if state.get("missing") and int(state.get("failed", 0)) < max_attempts:
+    if state.get("missing") and state.get("retriable", True) and int(state.get("failed", 0)) < max_attempts:
         return n + 1
     return n
 

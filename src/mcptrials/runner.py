@@ -80,7 +80,9 @@ def _cmd(args) -> int:
     write_json(out, transcript)
     # a missing outcome (api_failed, harness_failed, not_run): keep this attempt's records
     # under attempts/<n>/ and the count in attempts/attempts.json, which the next DAG reads
-    state = record_attempt(out.parent, transcript, m.config["retries"]["max_attempts"])
+    # (a recorded model's conversion would give the same again: kept missing, not retried)
+    state = record_attempt(out.parent, transcript, m.config["retries"]["max_attempts"],
+                           retriable=not m.specs.models[args.model].recorded)
     print(f"{args.model}/{args.host}/{args.tool}/{args.scenario}/{args.trial}: {transcript['outcome']} "
           f"({transcript['wall_seconds']} s, {len(transcript['tool_calls'])} tool calls)"
           + ("" if state is None else f"; attempt {state['attempt']}, run {state['runs']}"
