@@ -40,6 +40,7 @@ def test_outcome_kinds_are_defined_once_and_match_the_transcript_schema():
     assert set(schema["properties"]["outcome"]["enum"]) == set(OUTCOMES)
     assert [o for o in OUTCOMES if is_missing(o)] == list(INFRASTRUCTURE)
     assert missing_reason("not_run", "budget") == "not_run: budget"
+    assert missing_reason("not_run", "budget: spent $0.0120 of $0.0100") == "not_run: budget"  # grouped by reason
     assert missing_reason("api_failed", "500 from the API") == "api_failed"
     assert missing_reason("server_crashed", "died") is None
 

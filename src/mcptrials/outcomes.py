@@ -44,10 +44,13 @@ def is_missing(outcome: str) -> bool:
 
 
 def missing_reason(outcome: str, detail: str | None = None) -> str | None:
-    """Why a trial is missing ('api_failed', 'not_run: budget'), or None when it is not."""
+    """Why a trial is missing ('api_failed', 'not_run: budget'), or None when it is not. For
+    not_run the reason is its detail up to the first colon ('budget: spent $S of $X' -> budget),
+    so the trials a cell lost for one reason are counted together."""
     if not is_missing(outcome):
         return None
-    return f"{outcome}: {detail}" if outcome == "not_run" and detail else outcome
+    why = (detail or "").split(":", 1)[0].strip()
+    return f"{outcome}: {why}" if outcome == "not_run" and why else outcome
 
 
 def read_attempts(trial_dir) -> dict | None:
