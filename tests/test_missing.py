@@ -67,14 +67,16 @@ def test_attempts_are_kept_and_numbered_until_max_attempts(tmp_path):
     assert (st["attempt"], st["runs"], st["failed"], st["missing"]) == (1, 1, 1, True)
     assert json.loads((trial / "attempts/1/transcript.json").read_text())["outcome"] == "api_failed"
     assert (trial / "attempts/1/run_meta.json").is_file()
-    assert retry_attempts(runs, 3) == {key: 2}
+    retried = []
+    assert retry_attempts(runs, 3, retried) == {key: 2} and retried == [key]
     # attempts 2 and 3 fail: after the third, the trial stays missing and its number stays 3
     for n in (2, 3):
         trial, t = _trial(tmp_path, "harness_failed" if n == 2 else "api_failed")
         st = record_attempt(trial, t, 3)
         assert (st["attempt"], st["failed"]) == (n, n)
     assert sorted(p.name for p in (trial / "attempts").iterdir()) == ["1", "2", "3", "attempts.json"]
-    assert retry_attempts(runs, 3) == {key: 3}  # = the last run's: nothing to rerun
+    retried = []
+    assert retry_attempts(runs, 3, retried) == {key: 3} and retried == []  # = the last run's: nothing to rerun
     assert retry_attempts(runs, 4) == {key: 4}  # a larger max_attempts: one more
     assert [h["outcome"] for h in st["history"]] == ["api_failed", "harness_failed", "api_failed"]
 
@@ -283,6 +285,7 @@ def test_api_failures_are_missing_retried_and_then_complete(tmp_path):
         assert jobs.get("scored") == {f"{d}/scored.json" for d in CLAUDE}
         assert jobs.get("judged") == {f"{d}/judged.json" for d in CLAUDE}
         assert set(jobs) == {"transcript", "scored", "judged", "aggregate", "report"}, jobs
+        assert "mcptrials retry: 2 missing trial(s)" in run_snakemake(wd, "-n", "-q").stderr
 
         # the API answers now (same address): the retried trials complete and count
         api = _swap(api, tmp_path / "api2", [reply(text(ANSWER))], port)

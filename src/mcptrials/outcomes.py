@@ -112,9 +112,11 @@ def next_attempt(state: dict, max_attempts: int) -> int:
     return n
 
 
-def retry_attempts(runs="results/runs", max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> dict:
+def retry_attempts(runs="results/runs", max_attempts: int = DEFAULT_MAX_ATTEMPTS, retried: list | None = None) -> dict:
     """(model, host, tool, repo, scenario, trial as str) -> the attempt number of each trial with
-    an attempts record whose number is not 1 (one glob; the files read are those trials' only)."""
+    an attempts record whose number is not 1 (one glob; the files read are those trials' only).
+    `retried`, when given, receives the keys of the trials this number reruns (missing ones with
+    attempts left)."""
     out = {}
     for p in glob.glob(os.path.join(glob.escape(str(runs)), *["*"] * 6, ATTEMPTS_DIR, ATTEMPTS)):
         parts = Path(p).parts[-8:-2]
@@ -125,4 +127,6 @@ def retry_attempts(runs="results/runs", max_attempts: int = DEFAULT_MAX_ATTEMPTS
             continue
         if a > 1:
             out[tuple(parts)] = a
+        if retried is not None and a > int(state["attempt"]):
+            retried.append(tuple(parts))
     return out

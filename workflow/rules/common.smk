@@ -64,7 +64,8 @@ ANY_INDEX = any(spec.get("index") for spec in M.tools.values())
 # trial keeps its one lookup in TRANSCRIPT_P and the params it always had.
 from mcptrials.outcomes import retry_attempts
 
-RETRY_ATTEMPT = retry_attempts("results/runs", M.config["retries"]["max_attempts"])
+RETRIED = []
+RETRY_ATTEMPT = retry_attempts("results/runs", M.config["retries"]["max_attempts"], RETRIED)
 TRANSCRIPT_RETRY_P = {
     (m, h, t, r, s, n): dict(TRANSCRIPT_P[m, h, t, s], attempt=a)
     for (m, h, t, r, s, n), a in RETRY_ATTEMPT.items()
@@ -77,6 +78,10 @@ if TRANSCRIPT_RETRY_P:
 else:
     def transcript_params(wc):
         return TRANSCRIPT_P[wc.model, wc.host, wc.tool, wc.scenario]
+RETRIED = [k for k in RETRIED if k[:3] + k[4:5] in TRANSCRIPT_P]
+if RETRIED and workflow.is_main_process:
+    print(f"mcptrials retry: {len(RETRIED)} missing trial(s) (api_failed, harness_failed, not_run) are retried, "
+          f"up to retries.max_attempts = {M.config['retries']['max_attempts']}", file=sys.stderr)
 # Which models call an API (the `api` resource): not the reference agent, not recorded runs.
 MODEL_CALLS = {m: 0 if spec["provider"] in ("reference", "recorded") else 1 for m, spec in M.models.items()}
 
