@@ -250,3 +250,13 @@ def test_every_interval_stays_in_the_scores_range(tables):
     t = find(tools, model="reference", tool="git")
     assert t["fairness_method"].startswith("logit-transformed t interval on [0, 1], clustered SE over 3 clusters")
     assert "logit-transformed t interval" in summary["methods"]["interval"]
+
+
+def test_no_trial_is_missing_when_every_outcome_is_attributable(tables):
+    trials, cells, tools, summary = tables
+    # server_crashed (reference and sonnet, git, s2 #2) is the tool's: scored 0, not missing
+    assert {r["missing"] for r in trials} == {"False"} and {r["missing_reason"] for r in trials} == {""}
+    assert {c["n_missing"] for c in cells} == {"0"} and {t["n_missing"] for t in tools} == {"0"}
+    assert {c["n"] for c in cells} == {"2"} and {t["n_trials"] for t in tools} == {"6"}
+    assert summary["missing"]["n_missing"] == 0 and summary["missing"]["note"] is None
+    assert not any("missing" in n for n in summary["notes"])
