@@ -50,6 +50,10 @@ def test_json_reply_and_request_log(fake_api):
     assert rec["auth_present"] is True and "authorization" not in rec["headers"]
     assert rec["headers"]["anthropic-version"]
     assert rec["arrived"] <= rec["finished"]
+    # the handler logs just after its last byte, which the client may read first: wait a moment
+    deadline = time.monotonic() + 2
+    while not (api.log_path.exists() and api.log_path.read_text().endswith("\n")) and time.monotonic() < deadline:
+        time.sleep(0.01)
     log = api.log_path.read_text()
     assert json.loads(log)["body"] == rec["body"]
     assert KEY not in log
