@@ -267,8 +267,8 @@ def test_demo_matrix_on_slurm(slurm, filesystem_server, tmp_path):
     # the report is built
     assert (tmp_path / "results/report/index.html").stat().st_size > 1000
     md = (tmp_path / "results/report/report.md").read_text()
-    for tool in cfg["tools"]:  # a headline row per tool, 2 trials each, none failed
-        assert re.search(rf"^\| {tool} \|.*\| 2 \(0 failed\) \|$", md, re.M), md[:3000]
+    for tool in cfg["tools"]:  # a headline row per tool, 2 trials each, none failed, none missing
+        assert re.search(rf"^\| {tool} \|.*\| 2 \(0 failed; 0 missing\) \|$", md, re.M), md[:3000]
     # and every trial ran sandboxed, inside its Slurm job (the real filesystem server included)
     metas = [json.loads(f.read_text()) for f in (tmp_path / "results/runs").rglob("run_meta.json")]
     assert metas and {m["sandbox"]["mechanism"] for m in metas} == {"bubblewrap"}
