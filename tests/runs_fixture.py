@@ -259,3 +259,10 @@ def build(tmp: Path, tools=TOOLS, scenarios=SCENARIOS, models=MODELS, trials=2, 
                 for trial in range(1, trials + 1):
                     write_trial(runs, model, tool, sc, trial, (missing or {}).get((model, tool, sc, trial)))
     return cfg, runs
+
+
+def find_row(rows, **key):
+    """The one table row (a csv.DictReader row) whose fields equal key; asserts there is one."""
+    hits = [r for r in rows if all(str(r[k]) == str(v) for k, v in key.items())]
+    assert len(hits) == 1, (key, len(hits))
+    return hits[0]

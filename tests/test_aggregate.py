@@ -11,6 +11,7 @@ from mcptrials.aggregate import verdict
 from mcptrials.cli import main
 
 import runs_fixture as fx
+from runs_fixture import find_row as find
 
 W = {"keyword": 0.10, "quality": 0.55, "citation": 0.15, "efficiency": 0.20}
 
@@ -19,12 +20,6 @@ def run_aggregate(cfg, runs, out):
     assert main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(out)]) == 0
     read = lambda name: list(csv.DictReader(open(out / name)))  # noqa: E731
     return read("trials.csv"), read("cells.csv"), read("tools.csv"), json.loads((out / "summary.json").read_text())
-
-
-def find(rows, **key):
-    hits = [r for r in rows if all(str(r[k]) == str(v) for k, v in key.items())]
-    assert len(hits) == 1, (key, len(hits))
-    return hits[0]
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 import runs_fixture as fx
+from runs_fixture import find_row as find
 from fakes.messages_api import error, reply, text
 from matrix_helpers import write_matrix
 from mcptrials import outcomes
@@ -121,12 +122,6 @@ def test_a_recorded_models_missing_trial_is_not_retried(tmp_path):
 
 MISSING = {("reference", "git", "s1", 2): ("api_failed", "Error code: 500"),
            ("reference", "baseline", "s3", 2): ("not_run", "budget")}
-
-
-def find(rows, **key):
-    hits = [r for r in rows if all(str(r[k]) == str(v) for k, v in key.items())]
-    assert len(hits) == 1, (key, len(hits))
-    return hits[0]
 
 
 @pytest.fixture(scope="module")
