@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .config import BASELINE, ConfigError
+from .explorer import EXPLORER, write_explorer
 
 FOLD_CHARS = 600  # longer texts are folded into <details>
 NOISE_TEXT = ("within noise: the 95% interval contains 0, or the difference is smaller than the judge's "
@@ -439,6 +440,26 @@ def _model_host(doc: Doc, s: dict) -> None:
         doc.table(t, "model-host-pairs")
 
 
+def _comparisons(doc: Doc, s: dict) -> None:
+    """The config's `compare:` pairs: A minus B, paired over scenarios, Holm across the pairs of a model."""
+    rows = s.get("comparisons") or []
+    if not rows:
+        return
+    doc.h(2, "Tools compared with each other (the config's `compare:`)", "comparisons")
+    doc.p("Δ = fairness of A minus B, paired over the scenarios both ran (per-scenario means), the same "
+          "statistics as against the baseline; p-values Holm-adjusted across the configured pairs of a model. "
+          "better / worse: A against B; " + NOISE_TEXT + ". Missing trials are left out and counted.", "note")
+    t = Table(["model", "A − B", "fairness A", "fairness B", "Δ fairness [95% CI]", "Holm p (t)", "Holm p (Wilcoxon)",
+               "verdict", "scenarios", "trials A (missing)", "trials B (missing)"], cls="comparisons")
+    for r in rows:
+        vcls = {"better": "better", "worse": "worse", "within noise": "noise"}.get(r["verdict"])
+        t.add(r["model"], f"{r['a']} − {r['b']}", f3(r["fairness_a"]), f3(r["fairness_b"]),
+              Cell(fsigned_ci(r["diff"], r["diff_lo"], r["diff_hi"]), cls=vcls), fp(r["holm_t_p"]),
+              fp(r["holm_wilcoxon_p"]), Cell(r["verdict"], cls=vcls), r["n_scenarios"],
+              f"{r['n_trials_a']} ({r['n_missing_a']})", f"{r['n_trials_b']} ({r['n_missing_b']})")
+    doc.table(t, "comparisons")
+
+
 def _adoption(doc: Doc, s: dict) -> None:
     doc.h(2, "Adoption (reported apart, never part of fairness)", "adoption")
     from .stats import ADOPTION_WEIGHTS as w   # the weights live in stats only
@@ -603,6 +624,13 @@ def _heldout(doc: Doc, agreement: dict | None, held: dict) -> None:
         doc.table(t, "heldout-items")
 
 
+def _explorer_link(doc: Doc, s: dict) -> None:
+    """The way to the trial explorer (mcptrials.explorer), near the top of the report."""
+    text = f"every trial ({len(s['trials']):,}) in one table: filter, sort, search the answers, open a trial"
+    doc.md.append(f"[Trial explorer]({EXPLORER}): {text}\n")
+    doc.html.append(f'<p id="explorer-link"><a href="{esc(EXPLORER)}">Trial explorer</a>: {esc(text)}</p>')
+
+
 def build_report(summary: dict, agreement: dict | None, lock: dict | None, runs, out_dir,
                  judge_cfg: dict, current_set_sha256: str | None = None, lockfile_sha256: str | None = None) -> dict:
     """Write report.md, index.html, plots/*.png and the trial pages under out_dir.
@@ -627,7 +655,9 @@ def build_report(summary: dict, agreement: dict | None, lock: dict | None, runs,
         doc.p("WARNING: " + w, "warning")
     for n in held["notes"] + summary["notes"]:
         doc.p("Note: " + n, "note")
+    _explorer_link(doc, summary)
     _headline(doc, summary)
+    _comparisons(doc, summary)
     _model_host(doc, summary)
     _identity(doc, summary, held)
     _adoption(doc, summary)
@@ -642,7 +672,8 @@ def build_report(summary: dict, agreement: dict | None, lock: dict | None, runs,
     md_path.write_text("\n".join(doc.md))
     html_path.write_text(page("mcptrials report", "\n".join(doc.html)))
     pages = [write_trial_page(r, runs, out, summary) for r in summary["trials"]]
-    return {"html": html_path, "md": md_path, "pages": pages}
+    explorer = write_explorer(summary, runs, out)
+    return {"html": html_path, "md": md_path, "pages": pages, "explorer": explorer}
 
 
 # --- one page per trial ------------------------------------------------------------------------
