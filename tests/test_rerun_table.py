@@ -127,6 +127,8 @@ EDITS = {
     "tools.*.sandbox": lambda c, s: c["tools"]["echo"].update(sandbox="none"),
     "tools.*.network": lambda c, s: c["tools"]["echo"].update(network=False),
     "tools.*.read_only": lambda c, s: c["tools"]["echo"].setdefault("read_only", []).append("README.md"),
+    "tools.*.variant_of": None,     # edited on a project with a description variant: see EDITS_ON_VARIANT
+    "tools.*.overrides": None,
     "sandbox": lambda c, s: c.update(sandbox="none"),
     "repos.*.url": lambda c, s: c["repos"]["tiny"].update(url="./repo"),
     "repos.*.commit": lambda c, s: c["repos"]["tiny"].update(commit="f" * 40),
@@ -161,6 +163,7 @@ EDITS = {
     "weights.citation": lambda c, s: _weights(c, "citation", "efficiency"),
     "weights.efficiency": lambda c, s: _weights(c, "efficiency", "keyword"),
     "pricing": lambda c, s: c.update(pricing={"ref-2": {"input": 1.0, "output": 2.0}}),
+    "compare": lambda c, s: c.update(compare=[["echo", "baseline"]]),
     "citation_extensions": lambda c, s: c.update(citation_extensions=[".py", ".md"]),
     "budget.max_cost_usd": lambda c, s: c.update(budget={"max_cost_usd": 1000.0}),
     "budget.input_tokens_per_call": lambda c, s: c.update(budget={"input_tokens_per_call": 100000}),
@@ -182,6 +185,12 @@ EDITS = {
     "scenario.steps.state_check.command": _step(lambda st: st.update(state_check={"command": "true", "expect": ""})),
     "scenario.steps.state_check.expect": None,      # edited on a step that has a state check: see EDITS_ON_CHECK
     "scenario.steps.state_check.required": None,
+    "scenario.steps.state_check.sql": _step(lambda st: st.update(
+        state_check={"sql": {"database": "data/app.db", "query": "SELECT count(*) FROM t", "value": 1}})),
+    "scenario.steps.state_check.json": _step(lambda st: st.update(
+        state_check={"json": {"file": "data/graph.jsonl", "path": "$[*].name", "count": 2}})),
+    "scenario.steps.state_check.unchanged_except": _step(lambda st: st.update(
+        state_check={"unchanged_except": {"file": "data/graph.jsonl", "allow": [{"name": "x"}]}})),
     "scenario.steps.expected_tools": _step(lambda st: st.update(expected_tools=["grep"])),
     "scenario.steps.key_points": _step(lambda st: st["key_points"].append("it returns x * 2")),
     "scenario.steps.rubric": _step(lambda st: st.update(rubric=copy.deepcopy(SCENARIO["rubric"]))),
@@ -196,6 +205,11 @@ CHECK = {"command": "git status --short", "expect": "", "required": True}
 EDITS_ON_CHECK = {  # a project whose step already has a state check
     "scenario.steps.state_check.expect": _step(lambda st: st["state_check"].update(expect="M ")),
     "scenario.steps.state_check.required": _step(lambda st: st["state_check"].update(required=False)),
+}
+VARIANT = {"variant_of": "echo", "overrides": {"tools": {"echo": {"description": "Say it back."}}}}
+EDITS_ON_VARIANT = {  # a project with a variant of echo, and echo2, the same server under another name
+    "tools.*.variant_of": lambda c, s: c["tools"]["echo-v"].update(variant_of="echo2"),
+    "tools.*.overrides": lambda c, s: c["tools"]["echo-v"]["overrides"]["tools"]["echo"].update(name="say"),
 }
 CC_ONLY = {"hosts.*.kind", "hosts.*.builtin_tools", "hosts.*.bare", "hosts.*.extra_args", "hosts.*.version"}
 RECORDED_ONLY = {"models.*.format", "models.*.path"}
@@ -272,6 +286,11 @@ def test_each_edit_changes_exactly_the_params_its_row_names(tmp_path):
     scen["find-helper"]["steps"][0]["state_check"] = dict(CHECK)
     write_project(wd, cfg, scen)
     _check_rows_in_process(wd, list(EDITS_ON_CHECK), EDITS_ON_CHECK)
+    # a description variant's own fields (the DAG side: tests/test_proxy.py)
+    cfg, scen = read_project(wd)
+    cfg["tools"].update({"echo2": copy.deepcopy(cfg["tools"]["echo"]), "echo-v": copy.deepcopy(VARIANT)})
+    write_project(wd, cfg, scen)
+    _check_rows_in_process(wd, list(EDITS_ON_VARIANT), EDITS_ON_VARIANT)
 
 
 def test_heldout_follows_only_the_rubrics_of_the_anchor_scenarios(tmp_path):

@@ -119,6 +119,9 @@ def _explain(err) -> str:
         return f"{err.instance!r} does not match {schema['pattern']}"
     if v == "required":
         return err.message + " (add it)"
+    if v in ("anyOf", "oneOf") and all(set(b) == {"required"} for b in schema[v]):   # a choice of keys
+        keys = ", ".join(b["required"][0] for b in schema[v])
+        return f"give {'exactly one' if v == 'oneOf' else 'at least one'} of: {keys}"
     return err.message
 
 
@@ -165,7 +168,8 @@ class Scenario:
             "repo": self.data["repo"],
             "limits": self.data["limits"],
             "steps": [
-                {"name": s["name"], "prompt": s["prompt"], "state_check": (s.get("state_check") or {}).get("command")}
+                {"name": s["name"], "prompt": s["prompt"], "state_check": (s.get("state_check") or {}).get("command"),
+                 **({"state_read": read} if (read := state_read_part(s.get("state_check"))) else {})}
                 for s in self.data["steps"]
             ],
         }
@@ -234,6 +238,14 @@ class Matrix:
         d = self.config.get("locked")
         return None if d is None else (self.base_dir / d)
 
+    def server_of(self, tool: str) -> str:
+        """The tool whose install and index a tool uses: its own, or a variant's base's."""
+        return self.tools[tool].get("variant_of") or tool
+
+    def installed_tools(self) -> list[str]:
+        """The server tools with an install (and index) job of their own: not the variants."""
+        return [t for t in self.server_tools() if self.server_of(t) == t]
+
     def server_tools(self) -> list[str]:
         return [t for t, spec in self.tools.items() if spec["transport"] != "none"]
 
@@ -286,6 +298,45 @@ def _read_yaml(path: Path, what: str):
         raise ConfigError(f"{path}: does not parse as YAML{where}: {getattr(e, 'problem', e)}; fix the syntax") from None
 
 
+def state_read_part(spec: dict | None) -> dict | None:
+    """What the trial reads for a state check besides its command (graders/state.py): the
+    sql query, the json file and path, the file compared; their expected values are not here,
+    so an edit of those rescoring only."""
+    spec = spec or {}
+    out = {}
+    if spec.get("sql"):
+        out["sql"] = {k: spec["sql"][k] for k in ("database", "query")}
+    if spec.get("json"):
+        out["json"] = {k: spec["json"][k] for k in ("file", "path")}
+    if spec.get("unchanged_except"):
+        out["unchanged_except"] = {k: v for k, v in spec["unchanged_except"].items() if k in ("database", "file")}
+    return out or None
+
+
+def check_state_spec(spec: dict, where: str) -> None:
+    """What the schema cannot say of a state check: its files stay in the workspace, its
+    JSON path parses, its query is one statement."""
+    import sqlite3
+
+    from .jsonpath import parse
+
+    for part, key in (("sql", "database"), ("json", "file"), ("unchanged_except", "database"),
+                      ("unchanged_except", "file")):
+        rel = (spec.get(part) or {}).get(key)
+        if rel is not None and (rel.startswith("/") or ".." in Path(rel).parts):
+            raise ConfigError(f"{where}.{part}.{key}: {rel!r} must be a path inside the workspace, relative to it "
+                              "(no leading / and no ..)")
+    if spec.get("json"):
+        try:
+            parse(spec["json"]["path"])
+        except ValueError as e:
+            raise ConfigError(f"{where}.json.path: {e}") from None
+    if spec.get("sql"):
+        q = spec["sql"]["query"].strip().rstrip(";")
+        if not sqlite3.complete_statement(q + ";") or ";" in q:
+            raise ConfigError(f"{where}.sql.query: give one complete SQL statement (a SELECT), without a second one")
+
+
 def load_scenario(path: Path) -> Scenario:
     data = _read_yaml(path, "scenario file")
     if not isinstance(data, dict):
@@ -298,6 +349,8 @@ def load_scenario(path: Path) -> Scenario:
     for i, step in enumerate(data["steps"]):
         if not step.get("rubric") and not data.get("rubric"):
             raise ConfigError(f"{path}: field steps.{i}.rubric: no rubric for step {step['name']!r}; add a top-level `rubric` or one on the step")
+        if step.get("state_check"):
+            check_state_spec(step["state_check"], f"{path}: field steps.{i}.state_check")
     return Scenario(id=path.stem, path=path, data=data, sha256=file_sha256(path))
 
 
@@ -351,7 +404,10 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
         path, data = read_config_files(config_path)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the config must be a mapping with tools, repos, scenarios and models")
+    # what each tool entry itself says, before the schema fills defaults (a variant may set only a few fields)
+    given = {n: set(t) for n, t in (data.get("tools") or {}).items() if isinstance(t, dict)}
     validate_against("config.schema.yaml", data, str(path))
+    resolve_variants(path, data, given)
     m = Matrix(path=path, base_dir=path.parent, config=data)
 
     if BASELINE in data["tools"] and data["tools"][BASELINE]["transport"] != "none":
@@ -390,6 +446,8 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
         if spec["provider"] == "recorded":
             check_recorded_model(path, model, spec, specs)
 
+    check_compare(path, data)
+
     w = data["weights"]
     total = sum(w.values())
     if abs(total - 1.0) > 1e-6:
@@ -413,6 +471,75 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
     if not m.run_scenarios():
         raise ConfigError(f"{path}: field splits: no scenario is in splits {data['splits']}; add scenarios or change `splits`")
     return m
+
+
+def check_compare(path: Path, data: dict) -> None:
+    """`compare:` pairs name two different tools of the config, each pair once (A, B and B, A are
+    the same comparison with the sign flipped, and would count twice in the Holm adjustment)."""
+    seen: dict = {}
+    for i, pair in enumerate(data["compare"]):
+        where = f"{path}: field compare.{i}"
+        unknown = [t for t in pair if t not in data["tools"]]
+        if unknown:
+            raise ConfigError(f"{where}: {unknown[0]!r} is not a tool of the config; use two of: "
+                              f"{', '.join(sorted(data['tools']))}")
+        if pair[0] == pair[1]:
+            raise ConfigError(f"{where}: [{pair[0]}, {pair[1]}] compares a tool with itself; name two different tools")
+        key = frozenset(pair)
+        if key in seen:
+            raise ConfigError(f"{where}: [{pair[0]}, {pair[1]}] is the same comparison as compare.{seen[key]}; "
+                              "remove one")
+        seen[key] = i
+
+
+# What a description variant (`variant_of`) may set itself; the rest is its base's.
+VARIANT_FIELDS = ("variant_of", "overrides", "version")
+
+
+def resolve_variants(path: Path, data: dict, given: dict[str, set]) -> None:
+    """Each description variant becomes its base's entry (the same server: install, index,
+    command, args, env, sandbox, timeouts) plus its `variant_of`, `overrides` and `version`
+    (its own label, else the base's), in place. The trial, snapshot and rerun code then
+    read a variant like any tool; ToolSpec.env_name names the base's install.
+
+    A base must exist, have a stdio server (the proxy relays stdio: an http server would
+    need an http proxy, and the baseline has no server) and not be a variant itself; two
+    overrides may not give the same new name. Whether the overrides fit the server's tool
+    list is known only from the server: its snapshot checks (mcptrials.proxy)."""
+    tools = data["tools"]
+    for name, spec in tools.items():
+        base = spec.get("variant_of")
+        if base is None:
+            continue
+        where = f"{path}: field tools.{name}"
+        extra = sorted(given.get(name, set()) - set(VARIANT_FIELDS))
+        if extra:
+            raise ConfigError(f"{where}.{extra[0]}: a variant runs its base's server (tools.{base}) and takes "
+                              f"everything from it but {', '.join(VARIANT_FIELDS)}; remove `{extra[0]}` "
+                              f"(set it on tools.{base})")
+        if base not in tools:
+            raise ConfigError(f"{where}.variant_of: {base!r} is not a tool of the config; use one of: "
+                              f"{', '.join(sorted(t for t in tools if t != name))}")
+        if base == name or tools[base].get("variant_of"):
+            raise ConfigError(f"{where}.variant_of: {base!r} is itself a variant; name the tool it is a variant "
+                              f"of ({tools[base].get('variant_of') or base!r}) and repeat the overrides you keep")
+        if tools[base]["transport"] != "stdio":
+            raise ConfigError(f"{where}.variant_of: tools.{base} has transport {tools[base]['transport']}; the "
+                              "variant proxy relays stdio servers only: name a stdio tool "
+                              + ("(the baseline has no server to rewrite)" if tools[base]["transport"] == "none"
+                                 else "(or run that server with transport stdio)"))
+        new_names: dict[str, str] = {}
+        for old, o in spec["overrides"]["tools"].items():
+            if o.get("name") in new_names:
+                raise ConfigError(f"{where}.overrides.tools.{old}.name: {o['name']!r} is also the new name of "
+                                  f"{new_names[o['name']]}; give each tool its own name")
+            if o.get("name"):
+                new_names[o["name"]] = old
+    for name, spec in list(tools.items()):
+        if spec.get("variant_of"):
+            base = tools[spec["variant_of"]]
+            tools[name] = {**copy.deepcopy(base), "variant_of": spec["variant_of"], "overrides": spec["overrides"],
+                           **({"version": spec["version"]} if "version" in given.get(name, ()) else {})}
 
 
 RECORDED_FIELDS = ("tool", "repo", "scenario", "trial")

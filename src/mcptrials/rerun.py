@@ -75,6 +75,11 @@ TABLE: tuple[Entry, ...] = (
     Entry("tools.*.sandbox", ("index", SN), "what its processes can reach: its index, snapshots and trials"),
     Entry("tools.*.network", ("index", SN), "what its processes can reach: its index, snapshots and trials"),
     Entry("tools.*.read_only", ("index", SN), "what its processes can read: its index, snapshots and trials"),
+    # a description variant: its base's server (whose fields its entry carries) behind mcptrials.proxy
+    Entry("tools.*.variant_of", (SN,), "whose server the variant runs: its snapshot (the rewritten tools/list), "
+          "then its trials", omit_unset=True),
+    Entry("tools.*.overrides", (SN,), "what the proxy rewrites in tools/list: the variant's snapshot, then its "
+          "trials", omit_unset=True),
     # repos.<name>
     Entry("repos.*.url", ("checkout",), "a different repository"),
     Entry("repos.*.commit", ("checkout", SC), "a different tree: everything of that repo (graders read the commit)"),
@@ -122,6 +127,8 @@ TABLE: tuple[Entry, ...] = (
     Entry("weights.citation", ("aggregate",), "fairness only: no trial, score or judgement"),
     Entry("weights.efficiency", ("aggregate",), "fairness only: no trial, score or judgement"),
     Entry("pricing", ("aggregate",), "costs are recomputed from the recorded tokens"),
+    Entry("compare", ("aggregate",), "only which pairs of tools are compared with each other: no trial, score "
+          "or judgement"),
     Entry("citation_extensions", (SC,), "which citations the grader recognises"),
     Entry("budget.max_cost_usd", NONE, "only whether a run may start and when trials stop starting; what ran "
           "is kept (trials not run are retried)"),
@@ -146,6 +153,12 @@ TABLE: tuple[Entry, ...] = (
     Entry("scenario.steps.state_check.command", (T, SC), "its trials (the command runs in the workspace)"),
     Entry("scenario.steps.state_check.expect", (SC,), "its scores only"),
     Entry("scenario.steps.state_check.required", (SC,), "its scores only"),
+    Entry("scenario.steps.state_check.sql", (T, SC), "its trials (the query is read right after the step); an "
+          "edit of its rows, value, ordered, case_sensitive or tolerance alone: its scores only"),
+    Entry("scenario.steps.state_check.json", (T, SC), "its trials (the file and path are read right after the "
+          "step); an edit of its value, contains, count, case_sensitive or tolerance alone: its scores only"),
+    Entry("scenario.steps.state_check.unchanged_except", (T, SC), "its trials (the file is compared right after "
+          "the step); an edit of its allow list alone: its scores only"),
     Entry("scenario.steps.expected_tools", (SC,), "its scores only (reported, never scored)"),
     Entry("scenario.steps.key_points", (J, H), "its judgements"),
     Entry("scenario.steps.rubric", (J, H), "its judgements"),
@@ -295,10 +308,10 @@ def _job_keys(m: Matrix, rule: str, dims: tuple[str, ...]):
     if not dims:
         return [()]
     ents = dict(_entities(m, rule))
-    if rule == "index":
-        ents["tool"] = [t for t in m.tools if m.tools[t].get("index")]
+    if rule == "index":  # a variant uses its base's index and install: no job of its own
+        ents["tool"] = [t for t in m.installed_tools() if m.tools[t].get("index")]
     elif rule == "install_tool":
-        ents["tool"] = m.server_tools()
+        ents["tool"] = m.installed_tools()
     keys = [()]
     for d in dims:
         keys = [k + (v,) for k in keys for v in ents[d]]
