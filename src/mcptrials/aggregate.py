@@ -17,9 +17,10 @@ rerun. Every formula is in mcptrials.stats; this module only picks the inputs:
                `pricing` (graders.cost: trial_cost on transcript.json `usage`, judge_cost on
                judged.json `usage`), never the cost_usd frozen in the records at run time, so a
                new pricing needs only aggregate and report;
-- efficiency = stats.relative_efficiency against the mean (recomputed) cost and wall time of
-               the completed `baseline` trials of the same model and scenario (1.0 when there
-               is no baseline tool, said in summary.json `notes`);
+- efficiency = stats.relative_efficiency against the mean (recomputed) cost and working time
+               (the steps' wall time, `work_seconds`, graders.usage.work_seconds; server start-up
+               is reported apart, `server_startup_seconds`) of the completed `baseline` trials of the same model
+               and scenario (1.0 when there is no baseline tool, said in summary.json `notes`);
 - adoption   = stats.adoption(tool fluency, discoverability): reported apart, never in
                fairness; None for the baseline (it has no server to adopt).
 - intervals  of 0-1 scores (fairness, adoption) = stats.bounded_mean_ci, and paired
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -55,6 +57,10 @@ INTERVAL_METHOD = ("95% logit-transformed t interval (stats.bounded_mean_ci): fa
                    "(df = trials - 1); paired differences over per-scenario means on [-1, 1] (df = scenarios - 1); "
                    "bounds always inside the score's range")
 COST_METHOD = "recomputed from usage with the config's pricing"
+EFFICIENCY_METHOD = ("stats.relative_efficiency of cost and the agent's working time (work_seconds: the steps' "
+                     "wall time, graders.usage.work_seconds) against the same model and scenario's baseline; "
+                     "server start-up (server_startup_seconds) and the harness's set-up are reported apart and "
+                     "never count against efficiency")
 
 
 def trial_dir(runs, model, host, tool, repo, scenario, trial) -> Path:
@@ -116,6 +122,7 @@ def raw_row(rec: dict, m: Matrix) -> dict:
     """Every figure of one trial that needs no other trial (efficiency and fairness come later).
     Costs come from the recorded usage at the config's pricing, not from the records' cost_usd."""
     from .graders.cost import judge_cost, trial_cost
+    from .graders.usage import work_seconds
     from .stats import adoption
 
     k, t, s, j, meta = rec["key"], rec["transcript"], rec["scored"], rec["judged"], rec["run_meta"]
@@ -148,6 +155,7 @@ def raw_row(rec: dict, m: Matrix) -> dict:
         "tokens_total": eff["tokens"]["total"],
         "turns": eff["turns"], "api_calls": eff.get("api_calls"), "retries": eff.get("retries"),
         "wall_seconds": eff["wall_seconds"],
+        "work_seconds": work_seconds(t),   # the steps' wall time: what efficiency compares
         "tool_calls": eff["tool_calls"], "tool_calls_mcp": eff["tool_calls_mcp"],
         "tool_calls_builtin": eff["tool_calls_builtin"],
         **{k2: int(t["errors"].get(k2, 0)) for k2 in ERROR_KINDS},
@@ -178,13 +186,15 @@ def missing_counts(rs: list[dict]) -> dict:
 
 
 def baseline_means(rows: list[dict]) -> dict:
-    """(model, scenario) -> (mean cost, mean wall) of its completed baseline trials.
-    Failed baseline trials are left out: a crash is quick and cheap, not efficient."""
+    """(model, scenario) -> (mean cost, mean working time) of its completed baseline trials.
+    Working time is graders.usage.work_seconds (the steps' wall time), so a server is not
+    judged by its start-up. Failed baseline trials are left out: a crash is
+    quick and cheap, not efficient."""
     out = {}
     for key in {(r["model"], r["scenario"]) for r in rows if r["tool"] == BASELINE}:
         done = [r for r in rows if r["tool"] == BASELINE and (r["model"], r["scenario"]) == key and r["completed"]]
         if done:
-            out[key] = (_mean(r["cost_usd"] for r in done), _mean(r["wall_seconds"] for r in done))
+            out[key] = (_mean(r["cost_usd"] for r in done), _mean(r.get("work_seconds", r["wall_seconds"]) for r in done))
     return out
 
 
@@ -202,7 +212,7 @@ def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]
             r["efficiency"] = 1.0
         elif (r["model"], r["scenario"]) in base:
             bc, bw = base[(r["model"], r["scenario"])]
-            r["efficiency"] = relative_efficiency(r["cost_usd"], r["wall_seconds"], bc, bw)
+            r["efficiency"] = relative_efficiency(r["cost_usd"], r.get("work_seconds", r["wall_seconds"]), bc, bw)
         else:
             lacking.add((r["model"], r["scenario"]))
             r["efficiency"] = 1.0
@@ -227,6 +237,10 @@ MEAN_FIELDS = ("fairness", "quality", "keyword_coverage", "citation_grounding", 
                "cited_recall", "verified_rate")
 
 
+# wall time split: the agent's working time (what efficiency compares) and the server's start-up
+TIME_SPLIT = ("work_seconds", "server_startup_seconds")
+
+
 def cell_rows(rows: list[dict], k: int) -> list[dict]:
     """One row per (model, tool, scenario): means, the fairness interval over its trials,
     pass counts and pass@1 / pass@k / pass^k with k = trials per cell."""
@@ -247,6 +261,7 @@ def cell_rows(rows: list[dict], k: int) -> list[dict]:
                "pass_at_1": pass_at_k(n, c, 1) if n else None, "k": kk,
                "pass_at_k": pass_at_k(n, c, kk) if n else None, "pass_hat_k": pass_hat_k(n, c, kk) if n else None}
         row.update({f: _mean(r[f] for r in rs) for f in MEAN_FIELDS})
+        row.update({f: _mean(r.get(f) for r in rs) for f in TIME_SPLIT})
         row.update({e: sum(r[e] for r in every) for e in ERROR_KINDS})
         row["outcomes"] = ";".join(f"{o}={sum(r['outcome'] == o for r in every)}" for o in OUTCOMES
                                    if any(r["outcome"] == o for r in every))
@@ -313,6 +328,8 @@ def tool_rows(rows: list[dict], k: int, noise: float | None, has_baseline: bool)
                    "pass_at_k": mean_pass_at_k(tasks, kk)["mean"], "pass_hat_k": mean_pass_hat_k(tasks, kk)["mean"],
                    "cost_per_trial": _mean(r["cost_usd"] for r in rs),
                    "wall_per_trial": _mean(r["wall_seconds"] for r in rs),
+                   "work_per_trial": _mean(r.get("work_seconds") for r in rs),
+                   "startup_per_trial": _mean(r.get("server_startup_seconds") for r in rs),
                    "tokens_per_trial": _mean(r["tokens_total"] for r in rs),
                    "adoption": ad["mean"] if ad else None, "adoption_lo": ad["lo"] if ad else None,
                    "adoption_hi": ad["hi"] if ad else None}
@@ -345,6 +362,60 @@ def tool_rows(rows: list[dict], k: int, noise: float | None, has_baseline: bool)
         for i, r in enumerate(ranked, 1):
             r["rank"] = i
     return out
+
+
+COMPARISON_FIELDS = ("model", "a", "b", "n_scenarios", "n_trials_a", "n_missing_a", "missing_reasons_a",
+                     "n_trials_b", "n_missing_b", "missing_reasons_b", "fairness_a", "fairness_b", "diff", "diff_se",
+                     "diff_lo", "diff_hi", "diff_method", "t_p", "wilcoxon_p", "holm_t_p", "holm_wilcoxon_p",
+                     "verdict", "only_a", "only_b")
+
+
+def comparison_rows(rows: list[dict], pairs: list, noise: float | None) -> list[dict]:
+    """One row per (model, configured `compare:` pair [A, B]): the paired difference A minus B of
+    fairness, computed exactly as a tool against the baseline in tool_rows (stats.paired_difference
+    over per-scenario means on [-1, 1], 95%, df = shared scenarios - 1), t and Wilcoxon p-values
+    Holm-adjusted (stats.holm_adjust) across the configured pairs of that model, and `verdict`
+    (better: A above B, worse, within noise). Missing trials are left out and counted per side."""
+    from .stats import holm_adjust, paired_difference
+
+    out = []
+    for model in dict.fromkeys(r["model"] for r in rows):
+        mine = []
+        for a, b in pairs:
+            every = {t: [r for r in rows if r["model"] == model and r["tool"] == t] for t in (a, b)}
+            means = {t: {sc: _mean(v) for sc, v in per_scenario(rows, model, t).items()} for t in (a, b)}
+            row = {"model": model, "a": a, "b": b, "n_scenarios": 0}
+            for side, t in (("a", a), ("b", b)):
+                lost = missing_counts(every[t])
+                row.update({f"n_trials_{side}": len(used(every[t])), f"n_missing_{side}": lost["n_missing"],
+                            f"missing_reasons_{side}": lost["missing_reasons"],
+                            f"fairness_{side}": _mean(r["fairness"] for r in used(every[t]))})
+            row.update({k: None for k in ("diff", "diff_se", "diff_lo", "diff_hi", "t_p", "wilcoxon_p",
+                                          "holm_t_p", "holm_wilcoxon_p")})
+            row.update(diff_method="no shared scenario with trials on both sides", verdict="within noise",
+                       only_a=sorted(set(means[a]) - set(means[b])), only_b=sorted(set(means[b]) - set(means[a])))
+            if set(means[a]) & set(means[b]):
+                d = paired_difference(means[a], means[b], bounds=(-1, 1))
+                row.update(n_scenarios=d["n"], diff=d["mean_diff"], diff_se=d["se"], diff_lo=d["lo"], diff_hi=d["hi"],
+                           diff_method=d["method"], t_p=d["t_p"], wilcoxon_p=d["wilcoxon_p"])
+                row["verdict"] = verdict(row, noise)
+            mine.append(row)
+        for pkey, hkey in (("t_p", "holm_t_p"), ("wilcoxon_p", "holm_wilcoxon_p")):
+            adj = holm_adjust({i: r[pkey] for i, r in enumerate(mine)})
+            for i, r in enumerate(mine):
+                r[hkey] = adj[i]
+        out += mine
+    return out
+
+
+def write_comparisons_csv(path: Path, rows: list[dict]) -> None:
+    """comparisons.csv, with its header even when the config compares nothing (a stable file)."""
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COMPARISON_FIELDS)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if r[k] is None else json.dumps(r[k]) if isinstance(r[k], list) else r[k])
+                        for k in COMPARISON_FIELDS})
 
 
 def verdict(row: dict, noise: float | None) -> str:
@@ -619,10 +690,23 @@ def identity(m: Matrix, records: list[dict]) -> dict:
         "sandbox": m.config["sandbox"],
         "costs": {"method": COST_METHOD, "pricing_sha256": canonical_hash(m.config["pricing"]),
                   "priced_models": sorted(m.config["pricing"])},
+        # what scored the trials, so that `mcptrials compare` refuses runs graded differently
+        "grading": grading_identity(records),
         "baseline": BASELINE if BASELINE in m.tools else None,
         "started": min((r["run_meta"].get("started_at") or "" for r in records), default=None),
         "ended": max((r["run_meta"].get("ended_at") or "" for r in records), default=None),
     }
+
+
+def grading_identity(records: list[dict]) -> dict:
+    """The deterministic graders' version (scored.json grader_version) and, per scenario, the hashes
+    of what graded and judged it (scored grading_sha256, judged scenario.rubric_hash), as recorded."""
+    scen = dict.fromkeys(r["key"]["scenario"] for r in records)
+    return {"grader_versions": sorted({str(r["scored"].get("grader_version")) for r in records}),
+            "grading_sha256": {sc: sorted({str(r["scored"].get("grading_sha256")) for r in records
+                                           if r["key"]["scenario"] == sc}) for sc in scen},
+            "rubric_sha256": {sc: sorted({str(r["judged"]["scenario"].get("rubric_hash")) for r in records
+                                          if r["key"]["scenario"] == sc}) for sc in scen}}
 
 
 POWER_TARGET = 0.05  # the difference the power line says how many scenarios would detect
@@ -658,6 +742,7 @@ def aggregate(m: Matrix, runs) -> dict:
     """Read every trial of the matrix and compute the tables and the summary (no writing)."""
     records = load_records(m, runs)
     rows = [raw_row(r, m) for r in records]
+    findings = add_patterns(rows, records, Path(runs).parent / "snapshots")  # row["patterns"]: {name: count}
     has_baseline = BASELINE in m.tools
     weights = m.config["weights"]
     notes = score_rows(rows, weights, has_baseline)
@@ -671,20 +756,24 @@ def aggregate(m: Matrix, runs) -> dict:
     if noise["note"]:
         notes.append(noise["note"])
     tools = tool_rows(rows, m.trials, noise["fairness_noise"], has_baseline)
+    comparisons = comparison_rows(rows, m.config["compare"], noise["fairness_noise"])
     cells = cell_rows(rows, m.trials)
     labels = list(dict.fromkeys(r["model"] for r in rows))  # model, or model@host with several hosts
     power = [power_line(model, tools, len(m.run_scenarios()), m.trials) for model in labels]
     return {
         "schema": "mcptrials/summary/1",
         "identity": identity(m, records),
-        "methods": {"interval": INTERVAL_METHOD, "costs": COST_METHOD},
+        "methods": {"interval": INTERVAL_METHOD, "costs": COST_METHOD, "efficiency": EFFICIENCY_METHOD},
         "notes": notes,
         "missing": missing,
         "trials": rows, "cells": cells, "tools": tools,
+        "comparisons": comparisons,
         "judge_noise": noise, "errors": error_taxonomy(rows),
         "server_profile": server_profile(records, definition_costs(m, Path(runs).parent / "snapshots")),
         "scenarios": scenario_flags(rows, m), "pass_hat_curve": pass_hat_curve(rows, m.trials), "power": power,
         "model_host": model_host_view(rows, list(m.hosts), list(m.models)),
+        "patterns": pattern_summary(rows, findings),
+        "feedback": feedback_table(records, rows, Path(runs).parent / "snapshots"),
     }
 
 
@@ -710,13 +799,13 @@ def missing_summary(rows: list[dict], max_attempts: int) -> dict:
 
 def pricing_notes(rows: list[dict]) -> list[str]:
     """A note per model whose trials have token usage but no price: cost unknown, efficiency
-    then rests on wall time alone (stats.relative_efficiency counts an unknown ratio as 1)."""
+    then rests on working time alone (stats.relative_efficiency counts an unknown ratio as 1)."""
     out = []
     for model in dict.fromkeys(r["model"] for r in rows):
         rs = [r for r in rows if r["model"] == model]
         if rs[0]["provider"] != "reference" and all(r["cost_usd"] is None for r in rs):
             out.append(f"model {model} ({rs[0]['model_id']}): no entry in `pricing`, so its cost is unknown "
-                       "and its efficiency compares wall time only")
+                       "and its efficiency compares working time only")
     return out
 
 
@@ -740,8 +829,110 @@ def write_aggregate(result: dict, out_dir) -> dict[str, Path]:
     write_csv(paths["trials"], result["trials"])
     write_csv(paths["cells"], result["cells"])
     write_csv(paths["tools"], result["tools"])
+    if "patterns" in result:   # one row per (model, tool, pattern)
+        paths["patterns"] = out / "patterns.csv"
+        write_csv(paths["patterns"], pattern_csv_rows(result["patterns"]))
+    paths["comparisons"] = out / "comparisons.csv"
+    write_comparisons_csv(paths["comparisons"], result.get("comparisons", []))
     write_json(paths["summary"], result)
     return paths
+
+
+# --- patterns and the agent's feedback on the tools ------------------------------------------
+
+
+def snapshot_of(snapshots, tool: str, repo: str, cache: dict) -> dict | None:
+    """The tools snapshot a trial's server offered (<snapshots>/<tool>/<repo>/tools.json), read
+    once per (tool, repo); None when there is none (a run aggregated without its snapshots)."""
+    if (tool, repo) not in cache:
+        path = Path(snapshots) / tool / repo / "tools.json"
+        cache[tool, repo] = _read(path) if path.is_file() else None
+    return cache[tool, repo]
+
+
+def add_patterns(rows: list[dict], records: list[dict], snapshots) -> list[list[dict]]:
+    """mcptrials.patterns.detect over each record's transcript and scored.json (the records
+    load_records already read; nothing is rerun), with the tools its snapshot offered. Sets each
+    row's `patterns` ({name: count}, patterns.counts) and returns the findings, aligned with rows."""
+    from .patterns import counts, detect
+
+    cache: dict = {}
+    out = [detect(r["transcript"], r["scored"], snapshot_of(snapshots, r["key"]["tool"], r["key"]["repo"], cache))
+           for r in records]
+    for row, found in zip(rows, out):
+        row["patterns"] = counts(found)
+    return out
+
+
+def pattern_summary(rows: list[dict], findings: list[list[dict]]) -> dict:
+    """summary.json `patterns`: the patterns' definitions; per (model, tool) and pattern, how many
+    trials show it, how many findings, and the pages of those trials; the server tools no trial of
+    that (model, tool) called though the server ran through (patterns.RAN_THROUGH); and every
+    trial's findings by its page (the trial page marks them). rows and findings align."""
+    from .patterns import PATTERNS, RAN_THROUGH
+
+    by_page = {r["page"]: f for r, f in zip(rows, findings)}
+    out = []
+    for model, tool in dict.fromkeys((r["model"], r["tool"]) for r in rows):
+        rs = [r for r in rows if (r["model"], r["tool"]) == (model, tool)]
+        counts = {}
+        for name in PATTERNS:
+            hit = [r for r in rs if r["patterns"].get(name)]
+            counts[name] = {"trials": len(hit), "findings": sum(r["patterns"][name] for r in hit),
+                            "pages": [r["page"] for r in hit]}
+        ran = [r for r in rs if r["outcome"] in RAN_THROUGH]
+        unused = [{f["tool"] for f in by_page[r["page"]] if f["pattern"] == "unused_tool"} for r in ran]
+        never = sorted(set.intersection(*unused)) if unused else []
+        out.append({"model": model, "tool": tool, "trials": len(rs), "patterns": counts, "never_used_tools": never})
+    return {"definitions": {name: p.description for name, p in PATTERNS.items()}, "by_tool": out,
+            "findings": {page: f for page, f in by_page.items() if f}}
+
+
+def pattern_csv_rows(patterns: dict) -> list[dict]:
+    """patterns.csv: one row per (model, tool, pattern), zero counts included."""
+    return [{"model": t["model"], "tool": t["tool"], "pattern": name, "trials_showing": c["trials"],
+             "trials": t["trials"], "findings": c["findings"], "pages": " ".join(c["pages"])}
+            for t in patterns["by_tool"] for name, c in t["patterns"].items()]
+
+
+def feedback_names(text: str, tool: str, snapshot: dict | None, calls: list[dict]) -> list[str]:
+    """The tools a feedback paragraph names, by the server's own names (and the built-ins'):
+    as the model saw them (mcp__<tool>__<name>, tooldefs.model_tool_name) or bare."""
+    from .tooldefs import model_tool_name
+
+    seen = {c["name"]: c["tool"] for c in calls}
+    for b in (snapshot or {}).get("builtin_tools") or []:
+        name = b if isinstance(b, str) else b["name"]
+        seen.setdefault(name, name)
+    for t in (snapshot or {}).get("tools") or []:
+        seen.setdefault(model_tool_name(tool, t["name"]), t["name"])
+        seen.setdefault(t["name"], t["name"])
+    for own in list(seen.values()):
+        seen.setdefault(own, own)
+    named = {own for said, own in seen.items() if re.search(rf"(?<![\w.-]){re.escape(said)}(?![\w-])", text)}
+    return [own for own in dict.fromkeys(seen.values()) if own in named]
+
+
+FEEDBACK_START = re.compile(r"feedback on the tools\s*:", re.I)
+
+
+def feedback_table(records: list[dict], rows: list[dict], snapshots) -> dict:
+    """summary.json `feedback`: per tool, every trial's closing feedback on the tools
+    (transcript feedback_text, split off the answer by trial.split_feedback), with the tools it names."""
+    cache: dict = {}
+    out: dict = {}
+    for rec, r in zip(records, rows):
+        text = (rec["transcript"].get("feedback_text") or "").strip()
+        start = FEEDBACK_START.search(text)
+        text = text[start.start():] if start else text   # records where the split kept a line of markup before it
+        if not text:
+            continue
+        snap = snapshot_of(snapshots, r["tool"], r["repo"], cache)
+        out.setdefault(r["tool"], []).append(
+            {"model": r["model"], "scenario": r["scenario"], "trial": r["trial"], "outcome": r["outcome"],
+             "page": r["page"], "text": text,
+             "names": feedback_names(text, r["tool"], snap, rec["transcript"].get("tool_calls") or [])})
+    return out
 
 
 def cmd_aggregate(args) -> int:

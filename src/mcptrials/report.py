@@ -72,7 +72,8 @@ def fusd(v) -> str:
 
 
 def fsec(v) -> str:
-    return "–" if v is None else f"{v:.1f} s"
+    """Seconds; under 1 s with three decimals, so the reference agent's milliseconds show."""
+    return "–" if v is None else f"{v:.3f} s" if abs(v) < 1 else f"{v:.1f} s"
 
 
 def fnum(v, unit="") -> str:
@@ -118,6 +119,29 @@ def md_table(t: Table) -> str:
     out.append("|" + "---|" * len(t.headers))
     out += ["| " + " | ".join(cell(c) for c in r) + " |" for r in t.rows]
     return "\n".join(out) + "\n"
+
+
+def _state_parts(state: dict | None) -> str:
+    """A step's state check, part by part: what was read, whether it passed, and why (the
+    changes outside the expected ones named)."""
+    if not state or not state.get("parts"):
+        return ""
+    t = Table(["part", "result", "why", "unexpected changes"])
+    for p in state["parts"]:
+        t.add(p["kind"], Cell("passed" if p["passed"] else "failed", cls="pass" if p["passed"] else "fail"),
+              p["reason"], "; ".join(p.get("unexpected") or []) or "–")
+    return html_table(t, "state-parts")
+
+
+def _expected_tools_line(scored: dict, index: int) -> str:
+    """Expected tools against the tools called, with precision and recall: reported, never scored."""
+    row = next((r for r in (scored.get("adoption") or {}).get("expected_tools") or [] if r.get("index") == index), None)
+    if row is None:
+        return ""
+    return (f"<p class=\"note\">expected tools (reported, never scored): {esc(', '.join(row['expected']) or 'none')}; "
+            f"called: {esc(', '.join(row['called']) or 'none')}; precision {esc(f3(row.get('precision')))}, "
+            f"recall {esc(f3(row.get('recall')))}"
+            + (f"; unexpected: {esc(', '.join(row['unexpected']))}" if row.get("unexpected") else "") + "</p>")
 
 
 def html_table(t: Table, table_id: str | None = None) -> str:
@@ -183,6 +207,8 @@ pre{background:#f7f7f7;border:1px solid #ddd;padding:6px;white-space:pre-wrap;wo
 details summary{cursor:pointer;color:#0645ad}
 .kv th{width:16em}
 a{color:#0645ad}
+span.pattern{background:#ffe08a;border:1px solid #e0b400;border-radius:3px;padding:0 4px;font-size:0.8em;font-weight:normal}
+div.call.flagged{border-left:4px solid #e0b400;padding-left:6px}td.flagged{background:#fff3cd}
 """
 
 
@@ -375,13 +401,15 @@ def _headline(doc: Doc, s: dict) -> None:
     doc.p("Fairness = " + " + ".join(f"{v:.2f} × {k}" for k, v in ident["weights"].items())
           + " (0-1). Difference = paired over scenarios against the baseline of the same model; p-values Holm-adjusted "
           "across the tools of a model. " + NOISE_TEXT + ". Intervals: " + s["methods"]["interval"] + ". Costs: "
-          + s["methods"]["costs"] + ".", "note")
+          + s["methods"]["costs"] + ". Efficiency: " + s["methods"].get("efficiency", "cost and wall time against the "
+          "baseline") + ". Time / trial is the wall time, split into the agent's work and the server's start-up.", "note")
     k = ident["trials"]
     for model in model_labels(s):
         mdl = {"label": model_text(s, model)}
         rows = [r for r in s["tools"] if r["model"] == model]
         t = Table(["tool", "fairness [95% CI]", "Δ vs baseline [95% CI]", "Holm p (t)", "Holm p (Wilcoxon)",
-                   "verdict", "rank", "pass@1", f"pass@{k}", f"pass^{k}", "cost / trial", "time / trial", "trials"],
+                   "verdict", "rank", "pass@1", f"pass@{k}", f"pass^{k}", "cost / trial", "time / trial",
+                   "work / trial", "start-up / trial", "trials"],
                   caption=f"model {model}: {mdl['label']}", cls="headline")
         for r in rows:
             vcls = {"better": "better", "worse": "worse", "within noise": "noise"}.get(r["verdict"])
@@ -390,6 +418,7 @@ def _headline(doc: Doc, s: dict) -> None:
                   fp(r["holm_t_p"]), fp(r["holm_wilcoxon_p"]), Cell(r["verdict"] or "–", cls=vcls),
                   "–" if r["rank"] is None else r["rank"], f3(r["pass_at_1"]), f3(r["pass_at_k"]),
                   f3(r["pass_hat_k"]), fusd(r["cost_per_trial"]), fsec(r["wall_per_trial"]),
+                  fsec(r.get("work_per_trial")), fsec(r.get("startup_per_trial")),
                   f"{r['n_trials']} ({r['failed_outcomes']} failed; {r.get('n_missing', 0)} missing)")
         doc.table(t, f"headline-{model}")
         lost = [r for r in rows if r.get("n_missing")]
@@ -518,7 +547,8 @@ def _scenarios(doc: Doc, s: dict) -> None:
             k = max(c["k"] for c in cells)
             n_trials = max(c["n"] for c in cells)
             t = Table(["tool", "fairness [95% CI]", "quality", "keyword", "grounding", "efficiency", "adoption",
-                       "passes", f"pass^{k}", "cost", "time", "errors"] + [f"trial {i}" for i in range(1, n_trials + 1)],
+                       "passes", f"pass^{k}", "cost", "time", "work", "start-up", "errors"]
+                      + [f"trial {i}" for i in range(1, n_trials + 1)],
                       caption=f"model {model}, scenario {sc['scenario']}")
             for c in cells:
                 trials = [r for r in s["trials"] if (r["model"], r["tool"], r["scenario"]) == (model, c["tool"], sc["scenario"])]
@@ -532,6 +562,7 @@ def _scenarios(doc: Doc, s: dict) -> None:
                       f3(c["keyword_coverage"]), f3(c["citation_grounding"]), f3(c["efficiency"]), f3(c["adoption"]),
                       f"{c['passes']}/{c['n']}" + (f" ({c['n_missing']} missing)" if c.get("n_missing") else ""),
                       f3(c["pass_hat_k"]), fusd(c["cost_usd"]), fsec(c["wall_seconds"]),
+                      fsec(c.get("work_seconds")), fsec(c.get("server_startup_seconds")),
                       sum(c[e] for e in ("tool_error", "protocol_error", "api_error", "harness_error")), *links)
             doc.table(t, f"scenario-{model}-{sc['scenario']}")
 
@@ -624,6 +655,147 @@ def _heldout(doc: Doc, agreement: dict | None, held: dict) -> None:
         doc.table(t, "heldout-items")
 
 
+# --- patterns and the agent's feedback on the tools (aggregate.pattern_summary, feedback_table) --
+
+
+PATTERN_LIST_MAX = 50  # trial links listed per (model, tool, pattern) in the report; all are in the explorer
+
+
+def html_id(*parts) -> str:
+    """An element id from names (model, tool, pattern): letters, digits, - and _ kept, the rest _."""
+    return "-".join("".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in str(p)) for p in parts)
+
+
+def explorer_filter(**filters) -> str:
+    """A link to the trial explorer with its filters set (explorer.html#tool=git&patterns=...)."""
+    from urllib.parse import urlencode
+
+    return f"{EXPLORER}#{urlencode(filters)}"
+
+
+def _pattern_table(p: dict, names: list[str], links: bool) -> Table:
+    t = Table(["model", "tool", "trials"] + names + ["server tools never called"], cls="patterns",
+              caption="trials showing each pattern (findings in brackets)")
+    for row in p["by_tool"]:
+        cells = []
+        for name in names:
+            c = row["patterns"][name]
+            anchor = "#" + html_id("patterns", row["model"], row["tool"], name) if links and c["trials"] else None
+            cells.append(Cell(f"{c['trials']} ({c['findings']})" if c["trials"] else "0", href=anchor,
+                              cls="flagged" if c["trials"] else None))
+        t.add(row["model"], row["tool"], row["trials"], *cells, ", ".join(row["never_used_tools"]) or "–")
+    return t
+
+
+def _patterns(doc: Doc, s: dict) -> None:
+    """Counts per tool of each pattern (mcptrials.patterns), each linked to the trials that show it."""
+    p = s.get("patterns")
+    if not p:
+        return
+    names = list(p["definitions"])
+    doc.h(2, "Patterns in the transcripts", "patterns")
+    doc.p("Behaviours worth reading a transcript for, found in every trial by mcptrials.patterns; they are never "
+          "part of a score. A count is the trials of that model and tool showing the pattern (its findings in "
+          "brackets) and links to them; each trial page marks where the pattern occurs.", "note")
+    defs = Table(["pattern", "what it means"], cls="pattern-definitions")
+    for name, text in p["definitions"].items():
+        defs.add(name, text)
+    doc.table(defs, "pattern-definitions")
+    doc.md.append(md_table(_pattern_table(p, names, links=False)))
+    doc.html.append(html_table(_pattern_table(p, names, links=True), "patterns-table"))
+    trials = {r["page"]: r for r in s["trials"]}
+    for row in p["by_tool"]:
+        for name in names:
+            c = row["patterns"][name]
+            if not c["trials"]:
+                continue
+            title = f"{row['model']} / {row['tool']}: {name}, {c['trials']} trial(s)"
+            more = explorer_filter(model=row["model"], tool=row["tool"], patterns=name)
+            shown = c["pages"][:PATTERN_LIST_MAX]
+            rest = len(c["pages"]) - len(shown)
+            items = [(trials[pg]["scenario"], trials[pg]["trial"], trials[pg]["patterns"].get(name, 0), pg)
+                     for pg in shown if pg in trials]
+            doc.md.append(f"**{title}**: " + ", ".join(f"[{sc} #{n}]({href(pg)}) ({k})" for sc, n, k, pg in items)
+                          + (f", and {rest} more in the [explorer]({more})" if rest else "") + "\n")
+            doc.html.append(
+                f'<div class="pattern-trials" id="{esc(html_id("patterns", row["model"], row["tool"], name))}">'
+                f"<p><b>{esc(title)}</b> (<a href=\"{esc(more)}\">in the explorer</a>)</p><ul>"
+                + "".join(f'<li><a href="{esc(href(pg))}#patterns">{esc(sc)} trial {esc(n)}</a>: {esc(k)} finding(s)</li>'
+                          for sc, n, k, pg in items)
+                + (f"<li>and {rest} more: <a href=\"{esc(more)}\">all in the explorer</a></li>" if rest else "")
+                + "</ul></div>")
+
+
+def _feedback(doc: Doc, s: dict) -> None:
+    """The agent's closing feedback on its tools, one table per tool; identical texts grouped."""
+    fb = s.get("feedback")
+    if fb is None:
+        return
+    doc.h(2, "Feedback on the tools", "feedback")
+    if not fb:
+        doc.p("No trial ended with feedback on its tools.", "note")
+        return
+    doc.p("The agent's closing 'Feedback on the tools' paragraph (the last step asks for it; it is kept out of the "
+          "answer and never scored), gathered per tool; identical texts are one row with all their trials.", "note")
+    for tool, items in fb.items():
+        groups: dict = {}
+        for it in items:
+            groups.setdefault(it["text"], []).append(it)
+        headers = ["feedback", "tools named", "trials"]
+        caption = f"tool {tool}: {len(items)} trial(s) with feedback, {len(groups)} different text(s)"
+        md = Table(headers, caption=caption)
+        rows_html = []
+        for text, its in groups.items():
+            named = ", ".join(dict.fromkeys(n for it in its for n in it["names"])) or "–"
+            md.add(text, named, ", ".join(f"[{it['model']} {it['scenario']} #{it['trial']}]({href(it['page'])})"
+                                          for it in its))
+            links = ", ".join(f'<a href="{esc(href(it["page"]))}">{esc(it["model"])} {esc(it["scenario"])} '
+                              f'#{esc(it["trial"])}</a>' for it in its)
+            rows_html.append(f"<tr><td>{esc(text)}</td><td>{esc(named)}</td><td>{links}</td></tr>")
+        doc.md.append(md_table(md))
+        doc.html.append(f'<table class="feedback" id="{esc(html_id("feedback", tool))}"><caption>{esc(caption)}'
+                        "</caption><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in headers)
+                        + "</tr></thead><tbody>" + "".join(rows_html) + "</tbody></table>")
+
+
+def finding_anchor(f: dict) -> str | None:
+    """Where a finding is on the trial page: its call, else its step; None for the whole trial."""
+    if f.get("call") is not None:
+        return f"call-{f['call']}"
+    return None if f.get("step") is None else f"step-{f['step']}"
+
+
+def trial_findings(summary: dict, page_rel: str) -> list[dict]:
+    return ((summary.get("patterns") or {}).get("findings") or {}).get(page_rel) or []
+
+
+def pattern_marks(found: list[dict], **where) -> str:
+    """Badges for the findings at one place (call=n, or step=i with no call)."""
+    hits = [f for f in found if all(f.get(k) == v for k, v in where.items())
+            and ("call" in where or f.get("call") is None)]
+    return "".join(f' <span class="pattern" title="{esc(f["detail"])}">{esc(f["pattern"])}</span>' for f in hits)
+
+
+def pattern_list(found: list[dict]) -> str:
+    """The trial page's list of its patterns, each linked to where it occurs."""
+    if not found:
+        return '<h2 id="patterns">Patterns</h2><p class="note">No pattern found in this trial.</p>'
+    items = []
+    whole = [f for f in found if finding_anchor(f) is None]
+    for name in dict.fromkeys(f["pattern"] for f in whole):   # one line per pattern: e.g. 12 tools never called
+        mine = [f for f in whole if f["pattern"] == name]
+        what = "; ".join(f.get("tool") or f["detail"] for f in mine)
+        items.append(f"<li>{esc(name)} (the whole trial, {len(mine)}): {esc(what)}</li>")
+    for f in found:
+        a = finding_anchor(f)
+        if a is None:
+            continue
+        where = ", ".join(f"{k} {f[k]}" for k in ("step", "turn", "call") if f.get(k) is not None)
+        label = f'<a href="#{esc(a)}">{esc(f["pattern"])}</a>'
+        items.append(f"<li>{label} ({esc(where)}): {esc(f['detail'])}</li>")
+    return f'<h2 id="patterns">Patterns ({len(found)})</h2><ul class="patterns">' + "".join(items) + "</ul>"
+
+
 def _explorer_link(doc: Doc, s: dict) -> None:
     """The way to the trial explorer (mcptrials.explorer), near the top of the report."""
     text = f"every trial ({len(s['trials']):,}) in one table: filter, sort, search the answers, open a trial"
@@ -664,6 +836,8 @@ def build_report(summary: dict, agreement: dict | None, lock: dict | None, runs,
     _plots(doc, summary, out / "plots")
     _scenarios(doc, summary)
     _errors(doc, summary)
+    _patterns(doc, summary)
+    _feedback(doc, summary)
     _profile(doc, summary)
     _judge(doc, summary)
     _heldout(doc, agreement, held)
@@ -729,7 +903,9 @@ def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
                           else " — scored 0: the trial did not complete"))
     kv.add("adoption", f"{f3(row['adoption'])} (fluency {f3(row['tool_fluency'])}, discoverability "
                        f"{f3(row['discoverability'])})")
-    kv.add("cost / time", f"{fusd(row['cost_usd'])}, {fsec(row['wall_seconds'])}")
+    kv.add("cost / time", f"{fusd(row['cost_usd'])}, {fsec(row['wall_seconds'])} wall = "
+                          f"{fsec(row.get('work_seconds'))} the agent's work (what efficiency compares) + "
+                          f"{fsec(row.get('server_startup_seconds'))} server start-up")
     kv.add("tokens", f"input {row['tokens_input_uncached']}, cache write {row['tokens_cache_write']}, cache read "
                      f"{row['tokens_cache_read']}, output {row['tokens_output']}")
     kv.add("tool calls", f"{row['tool_calls']} ({row['tool_calls_mcp']} server, {row['tool_calls_builtin']} built-in)")
@@ -737,6 +913,8 @@ def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
     kv.add("citations", f"{row['citations']} ({row['grounded']} grounded, {row['hallucinated']} hallucinated, "
                         f"{row['unresolved']} unresolved; verified {f3(row.get('verified_rate'))})")
     b.append(html_table(kv, "trial-summary"))
+    found = trial_findings(summary, row["page"])  # mcptrials.patterns, marked below where they occur
+    b.append(pattern_list(found))
 
     if t.get("error_events"):
         et = Table(["kind", "step", "message", "code"])
@@ -752,7 +930,7 @@ def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
     for i in indices:
         ts, ss, js = t_steps.get(i, {}), sc_steps.get(i, {}), j_steps.get(i, {})
         name = ts.get("name") or ss.get("name") or js.get("name") or str(i)
-        b.append(f"<h2>Step {i}: {esc(name)}</h2>")
+        b.append(f"<h2 id=\"step-{i}\">Step {i}: {esc(name)}{pattern_marks(found, step=i)}</h2>")
         if not ts:
             b.append("<p class=\"warning\">The transcript has no such step: the trial stopped before it.</p>")
         b.append("<h3>Prompt</h3>" + _pre(ts.get("prompt")))
@@ -764,13 +942,17 @@ def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
             ct = []
             for c in step_calls:
                 status = f"error ({c.get('error_kind') or 'is_error'})" if c.get("is_error") else "ok"
-                ct.append(f"<div class=\"call\"><p><b>{esc(c.get('name'))}</b> [{esc(c.get('source'))}] turn "
+                n = next(k for k, x in enumerate(calls) if x is c)   # its index in tool_calls: the findings' `call`
+                marks = pattern_marks(found, call=n)
+                ct.append(f"<div class=\"call{' flagged' if marks else ''}\" id=\"call-{n}\"><p>{marks + ' ' if marks else ''}"
+                          f"<b>{esc(c.get('name'))}</b> [{esc(c.get('source'))}] turn "
                           f"{esc(c.get('turn'))}, {esc(fnum(c.get('latency_ms'), ' ms'))}, {esc(status)}, "
                           f"{esc(c.get('result_chars'))} chars{' (truncated)' if c.get('truncated') else ''}</p>"
                           f"{_pre(_json(c.get('arguments')), 'arguments')}{_pre(c.get('result_text'), 'result')}</div>")
             b += ct
         if ts.get("state_check"):
-            b.append("<h3>State check</h3>" + _pre(_json(ts["state_check"])))
+            b.append("<h3>State check</h3>" + _state_parts(ss.get("state")) + _pre(_json(ts["state_check"]), "found"))
+        b.append(_expected_tools_line(sc, i))
         if ss:
             b.append("<h3>Grader evidence</h3>")
             kw = ss.get("keywords") or {}
