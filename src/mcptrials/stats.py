@@ -312,6 +312,38 @@ def holm_adjust(pvalues: dict) -> dict:
     return {name: out[name] for name in pvalues}
 
 
+REGRESSION, NON_INFERIOR, INCONCLUSIVE = "regression", "non-inferior", "inconclusive"
+
+
+def margin_test(diff: dict, margin: float) -> dict:
+    """Non-inferiority of HEAD against BASE with a margin, read off a two-sided (1 - 2 alpha)
+    interval [lo, hi] of the paired difference HEAD - BASE (paired_difference with level 1 - 2 alpha;
+    0.90 for alpha = 0.05):
+        non-inferior  when lo > -margin   (rejects H0: delta <= -margin, one-sided, level alpha),
+        regression    when hi < -margin   (rejects H0: delta >= -margin, one-sided, level alpha:
+                                           worse by more than the margin, beyond the noise),
+        inconclusive  otherwise, or when there is no interval (fewer than 2 paired scenarios).
+    A two-sided 1 - 2 alpha interval excluding a bound is the one-sided level-alpha test of that bound.
+    Source: Schuirmann 1987, "A comparison of the two one-sided tests procedure and the power
+    approach for assessing the equivalence of average bioavailability", J. Pharmacokinet. Biopharm.
+    15(6):657-680 (the 1 - 2 alpha interval = two one-sided tests); ICH E9 (1998), "Statistical
+    Principles for Clinical Trials", section 3.3.2 (non-inferiority by a confidence bound against a margin).
+    Returns {verdict, margin, lo, hi}. margin must be >= 0.
+    """
+    if margin is None or margin < 0:
+        raise ValueError(f"margin={margin}: the non-inferiority margin must be >= 0 (0.05 = five points of a 0-1 score)")
+    lo, hi = diff.get("lo"), diff.get("hi")
+    if lo is None or hi is None:
+        v = INCONCLUSIVE
+    elif hi < -margin:
+        v = REGRESSION
+    elif lo > -margin:
+        v = NON_INFERIOR
+    else:
+        v = INCONCLUSIVE
+    return {"verdict": v, "margin": margin, "lo": lo, "hi": hi}
+
+
 # ---------------------------------------------------------------- power
 
 def variance_components(scores_a: dict, scores_b: dict) -> dict:
