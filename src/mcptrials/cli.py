@@ -31,6 +31,7 @@ COMMANDS = {
     "import": "importers.sense_bench",
     "plan": "costcmd",
     "pilot": "costcmd",
+    "compare": "compare",
 }
 
 
