@@ -144,8 +144,32 @@ def tool_sandbox(tool: ToolSpec, extra_rw=(), extra_ro=()):
     from .sandbox import ProcessSandbox, python_prefix
 
     sb = ProcessSandbox(mechanism=tool.sandbox, network=tool.network)
-    sb.ro(python_prefix(), tool_env_dir(tool.name), *tool.read_only, *extra_ro)
+    sb.ro(python_prefix(), tool_env_dir(tool.env_name), *tool.read_only, *extra_ro)
+    if tool.variant_of:  # the proxy is the sandbox's first process: its one file, run by the base Python
+        sb.ro(proxy_script())
     return sb.rw(*extra_rw)
+
+
+def proxy_script() -> str:
+    """mcptrials/proxy.py, which a variant's sandbox mounts read-only (stdlib only: nothing
+    else of the package or its venv is needed there)."""
+    from . import proxy
+
+    return str(Path(proxy.__file__).resolve())
+
+
+def server_argv(tool: ToolSpec, values: dict[str, str]) -> list[str]:
+    """The command line that starts a tool's stdio server (both hosts start it from this): the
+    resolved command and its arguments, behind mcptrials.proxy for a description variant (run
+    by the interpreter the venvs are made from, which every tool sandbox mounts)."""
+    import sys
+
+    from .proxy import command_line
+
+    argv = [resolve_command(tool.env_name, tool.command)] + [substitute(a, values) for a in tool.args]
+    if not tool.variant_of:
+        return argv
+    return command_line(os.path.realpath(sys.executable), proxy_script(), tool.overrides, argv)
 
 
 def server_sandbox(tool: ToolSpec, values: dict[str, str]):
@@ -162,7 +186,7 @@ def start_http_server(tool: ToolSpec, values: dict[str, str], forbidden_env: set
     env = {k: os.environ[k] for k in ("LANG",) if k in os.environ} | \
         server_environment(tool.config, values, forbidden_env)
     argv, env = server_sandbox(tool, values).wrap(
-        [resolve_command(tool.name, tool.command)] + [substitute(a, values) for a in tool.args],
+        [resolve_command(tool.env_name, tool.command)] + [substitute(a, values) for a in tool.args],
         {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **env}, cwd or values.get("workspace"))
     proc = subprocess.Popen(argv, env=env, cwd=cwd or values.get("workspace"), stdout=errlog, stderr=errlog,
                             stdin=subprocess.DEVNULL, start_new_session=True)
@@ -188,8 +212,7 @@ async def open_server(tool: ToolSpec, values: dict[str, str], errlog_path: Path,
         if tool.transport == "stdio":
             # Under bubblewrap the client starts `env -i bwrap ... -- command args`: the mcp
             # client's own default variables never reach bwrap, only `env` reaches the server.
-            argv, env = sandbox.wrap([resolve_command(tool.name, tool.command)]
-                                     + [substitute(a, values) for a in tool.args],
+            argv, env = sandbox.wrap(server_argv(tool, values),
                                      env if tool.sandbox == "none" else {"PATH": _sandbox_path(), **env},
                                      cwd or values.get("workspace"))
             params = StdioServerParameters(command=argv[0], args=argv[1:], env=env,

@@ -97,9 +97,13 @@ def make_snapshot(config_path: str, tool: str, repo: str, checkout_json: Path, i
             except Exception as e:
                 # A server that does not start is a fault of that tool, not of the run: it is
                 # recorded here, and each of its trials records its own attempt as crashed.
-                from .servers import leaf_error, stderr_tail
+                from .proxy import OVERRIDE_MISMATCH
+                from .servers import leaf_error, mcp_error_code, stderr_tail
 
                 leaf = leaf_error(e)
+                if spec.variant_of and mcp_error_code(e) == OVERRIDE_MISMATCH:  # bad input, not a fault
+                    raise ConfigError(override_mismatch_message(m.path, spec, getattr(leaf, "data", None) or {},
+                                                                str(leaf))) from None
                 data = {"error": f"{type(leaf).__name__}: {leaf}", "tools": [], "server_name": None,
                         "server_version": None, "protocol_version": None, "instructions": None,
                         "startup_seconds": None, "stderr_tail": stderr_tail(errlog)}
@@ -107,13 +111,41 @@ def make_snapshot(config_path: str, tool: str, repo: str, checkout_json: Path, i
         from .builtins import BUILTIN_TOOLS
 
         rec["builtin_tools"] = BUILTIN_TOOLS
-    rec["tools_sha256"] = tools_hash(rec["tools"])
+    rec["tools_sha256"] = tools_hash(rec["tools"])   # a variant's: the rewritten list the model sees
     rec["version_label"] = spec.version
+    rec.update(variant_record(spec))
     from .definition_tokens import definition_tokens, not_started
 
     rec.update(not_started() if rec.get("error") else definition_tokens(m, tool, rec["tools"], count=count_tokens))
     write_json(out, rec)
     return rec
+
+
+def variant_record(spec: ToolSpec) -> dict:
+    """What a record says of a description variant (snapshot and run_meta): its base and the
+    sha256 of its overrides; for any other tool both None."""
+    return {"variant_of": spec.variant_of,
+            "overrides_sha256": canonical_hash(spec.overrides) if spec.variant_of else None}
+
+
+def override_mismatch_message(path, spec: ToolSpec, problems: dict, detail: str) -> str:
+    """The config error for overrides that do not fit the server's tool list (the proxy's
+    OVERRIDE_MISMATCH data: unknown_tools, unknown_parameters, name_clashes)."""
+    where = f"{path}: field tools.{spec.name}.overrides.tools"
+    fix = f"name only tools and parameters the server of tools.{spec.variant_of} lists (its tools.json snapshot)"
+    if problems.get("unknown_tools"):
+        name = problems["unknown_tools"][0]
+        return (f"{where}.{name}: the server lists no tool {name!r} (it lists: {', '.join(problems.get('listed', []))}); "
+                f"fix the name or remove the entry: {fix}")
+    if problems.get("unknown_parameters"):
+        name, p = next(iter(problems["unknown_parameters"].items()))
+        return (f"{where}.{name}.parameters.{p['unknown'][0]}: tool {name!r} has no such parameter (it has: "
+                f"{', '.join(p['listed']) or 'none'}); fix the name or remove it: {fix}")
+    if problems.get("name_clashes"):
+        new, olds = next(iter(problems["name_clashes"].items()))
+        return (f"{where}: tools {', '.join(olds)} would all be named {new!r} (a rename onto a tool the server "
+                "already has); give the renamed tool a name of its own")
+    return f"{where}: {detail}; {fix}"
 
 
 def register(sub) -> None:

@@ -56,17 +56,25 @@ class ToolSpec:
     network: bool
     read_only: tuple[str, ...]
     config: dict = field(repr=False)
+    variant_of: str | None = None   # a description variant: its base's server behind mcptrials.proxy
+    overrides: dict | None = field(default=None, repr=False)
 
     @classmethod
     def from_config(cls, name: str, d: dict, sandbox: str) -> ToolSpec:
         return cls(name=name, transport=d["transport"], command=d.get("command"), args=tuple(d["args"]),
                    url=d.get("url"), instructions=d["instructions"], startup_timeout=d["startup_timeout"],
                    call_timeout=d["call_timeout"], version=d.get("version"), sandbox=d.get("sandbox") or sandbox,
-                   network=d["network"], read_only=tuple(d["read_only"]), config=d)
+                   network=d["network"], read_only=tuple(d["read_only"]), config=d,
+                   variant_of=d.get("variant_of"), overrides=d.get("overrides"))
 
     @property
     def has_server(self) -> bool:
         return self.transport != "none"
+
+    @property
+    def env_name(self) -> str:
+        """Whose environment (.tools/<name>/) holds the server: a variant runs its base's install."""
+        return self.variant_of or self.name
 
 
 @dataclass(frozen=True)

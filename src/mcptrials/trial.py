@@ -32,7 +32,7 @@ from .config import ConfigError, Matrix, Scenario, file_sha256
 from .paths import PROMPT_DIR
 from .providers.base import Usage
 from .servers import leaf_error, mcp_error_code, open_server, stderr_tail
-from .snapshot import tools_hash
+from .snapshot import tools_hash, variant_record
 from .specs import HostSpec, Limits, ModelSpec, Specs, ToolSpec
 
 SYSTEM_PROMPT = PROMPT_DIR / "system.md"
@@ -146,11 +146,12 @@ class Sandbox:
     home: Path
     tmp: Path
     index: Path
+    origin: Path | None = None   # the checkout the workspace was copied from: the state at the pinned commit
 
     @classmethod
     def create(cls, tree: str, index_dir: Path | None) -> Sandbox:
         root = Path(tempfile.mkdtemp(prefix="mcptrials-trial-"))
-        sb = cls(root, root / "workspace", root / "home", root / "tmp", root / "index")
+        sb = cls(root, root / "workspace", root / "home", root / "tmp", root / "index", origin=Path(tree))
         shutil.copytree(tree, sb.workspace, symlinks=True)
         sb.home.mkdir()
         sb.tmp.mkdir()
@@ -214,9 +215,16 @@ class TrialContext:
         return key
 
     def state_check(self, step: dict) -> dict | None:
-        if not step.get("state_check"):
+        """The step's state as it left it, recorded for graders/state.py: the command's
+        output (sandboxed), and the sql / json / unchanged_except parts read by the harness."""
+        spec = step.get("state_check")
+        if not spec:
             return None
-        return run_state_check(step["state_check"]["command"], self.sandbox.workspace, self.m.specs.sandbox)
+        from .graders.state import read_state
+
+        rec = run_state_check(spec["command"], self.sandbox.workspace, self.m.specs.sandbox) if spec.get("command") else {}
+        rec.update(read_state(spec, self.sandbox.workspace, self.sandbox.origin))
+        return rec
 
 
 class TrialServer:
@@ -324,6 +332,7 @@ def run_under(host_impl, m: Matrix, model: str, tool: str, scenario_id: str, tri
         "system_prompt_sha256": file_sha256(SYSTEM_PROMPT), "started_at": started,
         "server_startup_seconds": None, "server_peak_rss_kb": None, "server_stderr_tail": "",
         "live_tools_sha256": None,
+        **variant_record(tspec),   # a description variant: its base and overrides (tools_sha256 is the rewritten list's)
     }
     outcome, detail = "harness_failed", None
     rec = Recorder()
@@ -361,6 +370,7 @@ def transcript_record(m: Matrix, mspec: ModelSpec, host: str, tool: str, scenari
     """The transcript.json record of a trial from its Recorder (also a recorded trial's:
     mcptrials.recorded); cost from our pricing, by the model id (else the model's name)."""
     from .graders.cost import cost_usd
+    from .graders.usage import work_seconds
 
     usage = {"input_tokens": rec.usage.input_tokens, "output_tokens": rec.usage.output_tokens,
              "cache_creation_input_tokens": rec.usage.cache_creation_input_tokens,
@@ -368,6 +378,7 @@ def transcript_record(m: Matrix, mspec: ModelSpec, host: str, tool: str, scenari
              "api_calls": rec.api_calls, "retries": rec.retries,
              "cost_usd": cost_usd(m.config["pricing"], mspec.model or mspec.name, rec.usage),
              **rec.extra_usage}
+    startup = meta.get("server_startup_seconds")
     return {
         "schema": "mcptrials/transcript/1",
         "cell": {"model": mspec.name, "host": host, "tool": tool, "repo": scenario.repo, "scenario": scenario.id,
@@ -375,6 +386,11 @@ def transcript_record(m: Matrix, mspec: ModelSpec, host: str, tool: str, scenari
         "provider": mspec.provider, "model_id": mspec.model, "host": host,
         "outcome": outcome, "outcome_detail": detail, "system_prompt_sha256": meta["system_prompt_sha256"],
         "steps": rec.steps, "tool_calls": rec.tool_calls, "errors": rec.errors, "error_events": rec.error_events,
-        "usage": usage, "wall_seconds": wall_seconds, "feedback_text": rec.feedback,
+        "usage": usage, "wall_seconds": wall_seconds,
+        # Start-up apart from the agent's work: efficiency compares work_seconds only.
+        "server_startup_seconds": startup,
+        "work_seconds": work_seconds({"steps": rec.steps, "wall_seconds": wall_seconds,
+                                      "server_startup_seconds": startup}),
+        "feedback_text": rec.feedback,
         "messages": rec.messages,
     }

@@ -51,8 +51,8 @@ JUDGED_P = {s: {"rerun": RERUN["judged"][(s,)], "scenario": f} for s, f in SCENA
 # The trial's --index argument is a value of its lookup, never a param that comes and goes
 # with whether any tool has an index (that would rerun every trial).
 TRANSCRIPT_P = {
-    (m, h, t, s): {"rerun": v, "index": (f"--index results/index/{shlex.quote(t)}/{shlex.quote(M.scenarios[s].repo)}"
-                                         if M.tools[t].get("index") else "")}
+    (m, h, t, s): {"rerun": v, "index": (f"--index results/index/{shlex.quote(M.server_of(t))}/"
+                                         f"{shlex.quote(M.scenarios[s].repo)}" if M.tools[t].get("index") else "")}
     for (m, h, t, s), v in RERUN["transcript"].items()
 }
 ANY_INDEX = any(spec.get("index") for spec in M.tools.values())
@@ -114,10 +114,11 @@ def trial_dirs():
     ]
 
 
+# A description variant (variant_of) runs its base's install and index: no jobs of its own.
 def install_input(wc):
     if M.tools[wc.tool]["transport"] == "none":
         return []
-    return f"results/tools/{wc.tool}/install.json"
+    return f"results/tools/{M.server_of(wc.tool)}/install.json"
 
 
 def host_install_input(wc):
@@ -126,7 +127,7 @@ def host_install_input(wc):
 
 def index_input(wc):
     if M.tools[wc.tool].get("index"):
-        return f"results/index/{wc.tool}/{wc.repo}/index.json"
+        return f"results/index/{M.server_of(wc.tool)}/{wc.repo}/index.json"
     return []
 
 
@@ -152,7 +153,7 @@ if workflow.is_main_process:
         f"mcptrials plan: {len(M.models)} model(s) x {len(M.hosts)} host(s) x {len(M.tools)} tool(s) x "
         f"{len(M.run_scenarios())} scenario(s) x {M.trials} trial(s) = {sum(1 for _ in M.cells())} trials "
         f"(transcript, scored, judged each), {n_repos} repo checkout(s), "
-        f"{len(M.server_tools())} server install(s) and {len(M.tools) * n_repos} tool snapshot(s), "
+        f"{len(M.installed_tools())} server install(s) and {len(M.tools) * n_repos} tool snapshot(s), "
         "then aggregate, "
         + (f"the held-out check ({LOCKED})" if HAS_ANCHOR else "no held-out anchor")
         + " and report; "

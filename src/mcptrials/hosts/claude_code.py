@@ -122,13 +122,12 @@ def stdio_entry(tool, values: dict, forbidden: set[str]) -> dict:
     enforced with `env -i`."""
     from mcp.client.stdio import get_default_environment
 
-    from ..servers import resolve_command, server_environment, substitute
+    from ..servers import server_argv, server_environment
 
     env = get_default_environment() | server_environment(tool.config, values, forbidden)
-    command = resolve_command(tool.name, tool.command)
-    args = [substitute(a, values) for a in tool.args]
+    # a description variant's argv starts with our proxy (mcptrials.proxy), inside the CLI's sandbox
     return {"type": "stdio", "command": shutil.which("env") or "/usr/bin/env",
-            "args": ["-i", *(f"{k}={v}" for k, v in sorted(env.items())), command, *args]}
+            "args": ["-i", *(f"{k}={v}" for k, v in sorted(env.items())), *server_argv(tool, values)]}
 
 
 def allowed_tools(tool: str, snapshot: dict | None, builtins: list[str], has_server: bool) -> list[str]:
