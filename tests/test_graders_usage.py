@@ -2,7 +2,7 @@
 
 import pytest
 
-from mcptrials.graders.usage import adoption, efficiency
+from mcptrials.graders.usage import adoption, efficiency, work_seconds
 
 
 def call(step, turn, tool, source, latency=10.0, chars=100, error=None, name=None):
@@ -46,11 +46,22 @@ def test_adoption_hand_case():
     assert a["tool_errors"] == {"tool_error": 1, "protocol_error": 1, "harness_error": 0}
     assert a["per_tool"]["git_log"] == {"calls": 2, "errors": 1, "median_latency_ms": 20.0,
                                         "mean_result_chars": 75.0, "max_result_chars": 100}
+    # precision = expected tools called / distinct tools called; recall = expected called / expected
     assert a["expected_tools"] == [
         {"index": 0, "expected": ["mcp__git__git_log", "grep"], "called": ["grep", "mcp__git__git_log"],
-         "used": ["mcp__git__git_log", "grep"], "missing": []},
+         "used": ["mcp__git__git_log", "grep"], "missing": [], "unexpected": [], "precision": 1.0, "recall": 1.0},
         {"index": 1, "expected": ["git_diff", "git_show"], "called": ["mcp__git__git_log", "mcp__git__git_show", "read_file"],
-         "used": ["git_show"], "missing": ["git_diff"]}]
+         "used": ["git_show"], "missing": ["git_diff"], "unexpected": ["git_log", "read_file"],
+         "precision": pytest.approx(1 / 3), "recall": 0.5}]
+
+
+def test_expected_tools_empty_means_any_call_is_unexpected():
+    """`expected_tools: []` (the answer is in the prompt): precision 0 when a tool was called,
+    null when none was; recall null (nothing to recall)."""
+    sc = {"steps": [{"name": "a", "expected_tools": []}, {"name": "b", "expected_tools": []}]}
+    a = adoption(transcript([call(0, 1, "git_log", "mcp")]), sc)["expected_tools"]
+    assert (a[0]["precision"], a[0]["recall"], a[0]["unexpected"]) == (0.0, None, ["git_log"])
+    assert (a[1]["called"], a[1]["precision"], a[1]["recall"]) == ([], None, None)
 
 
 def test_discovery_counts_turns_across_steps():
@@ -82,3 +93,16 @@ def test_efficiency_figures():
     assert efficiency(t, {"other": {"input": 1, "output": 1}})["cost_usd"] is None
     kept = efficiency(t, None)
     assert kept["cost_usd"] == 0.5 and kept["priced_as"] == "transcript"
+
+
+def test_work_seconds_leaves_server_start_up_out():
+    # the steps' own wall time when they record it: 0.2 + 0.3 of a 1.5 s trial whose server took 0.8 s to start
+    t = {"wall_seconds": 1.5, "server_startup_seconds": 0.8, "steps": [{"wall_seconds": 0.2}, {"wall_seconds": 0.3}]}
+    assert work_seconds(t) == 0.5
+    # steps without times (an older host): wall minus start-up, 1.5 - 0.8
+    assert work_seconds({"wall_seconds": 1.5, "server_startup_seconds": 0.8, "steps": [{"index": 0}]}) == 0.7
+    assert work_seconds({"wall_seconds": 1.5, "steps": []}) == 1.5          # no server: no start-up
+    assert work_seconds({"wall_seconds": None, "steps": []}) is None
+    base = transcript([], turns=(2, 3))      # its steps record 1.5 s and 3.0 s
+    eff = efficiency({**base, "wall_seconds": 5.0, "server_startup_seconds": 0.4}, None)
+    assert (eff["wall_seconds"], eff["server_startup_seconds"], eff["work_seconds"]) == (5.0, 0.4, 4.5)

@@ -84,8 +84,10 @@ def clean_git_env(home: Path, git_dir: Path | None = None) -> dict:
     return env
 
 
-def build_bundle(src_dir=DEMO_SRC, bundle_path=DEMO_BUNDLE) -> str:
-    """Make src_dir's files one commit on branch `main`, write it as a git bundle, return the commit id."""
+def build_bundle(src_dir=DEMO_SRC, bundle_path=DEMO_BUNDLE, message: str = MESSAGE) -> str:
+    """Make src_dir's files one commit on branch `main`, write it as a git bundle, return the commit id.
+    Other fixed repositories (the data pack's fixture) give their own `message`; the demo's default
+    keeps its commit id."""
     files = demo_files(src_dir)
     src = Path(src_dir)
     bundle_path = Path(bundle_path)
@@ -101,7 +103,7 @@ def build_bundle(src_dir=DEMO_SRC, bundle_path=DEMO_BUNDLE) -> str:
             blob = _git(["hash-object", "-w", "--no-filters", "--stdin"], env, input=(src / rel).read_bytes())
             _git(["update-index", "--add", "--cacheinfo", f"{FILE_MODE},{blob},{rel}"], env)
         tree = _git(["write-tree"], env)
-        commit = _git(["commit-tree", tree], env, input=MESSAGE.encode())
+        commit = _git(["commit-tree", tree], env, input=message.encode())
         _git(["update-ref", f"refs/heads/{BRANCH}", commit], env)
         _git(["symbolic-ref", "HEAD", f"refs/heads/{BRANCH}"], env)
         bundle_path.parent.mkdir(parents=True, exist_ok=True)
@@ -129,9 +131,10 @@ def register(sub) -> None:
     p = sub.add_parser("demo-bundle", help="build demo/shop.bundle (one commit with a fixed id) and print the commit id")
     p.add_argument("--src", default=str(DEMO_SRC), help="folder with the demo code (default: demo/shop)")
     p.add_argument("--out", default=str(DEMO_BUNDLE), help="bundle to write (default: demo/shop.bundle)")
+    p.add_argument("--message", default=MESSAGE, help="the commit message (default: the demo's)")
     p.set_defaults(func=_cmd)
 
 
 def _cmd(args) -> int:
-    print(build_bundle(args.src, args.out))
+    print(build_bundle(args.src, args.out, args.message))
     return 0

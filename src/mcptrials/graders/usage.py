@@ -28,8 +28,28 @@ def trial_turn_offsets(transcript: dict) -> dict[int, int]:
     return offsets
 
 
+def work_seconds(transcript: dict) -> float | None:
+    """The agent's working time: what efficiency compares (aggregate), instead of wall time.
+
+    work_seconds = sum of the steps' wall_seconds (each step's agent loop: model replies and
+    tool calls), when the steps record them; else wall_seconds - server_startup_seconds.
+    Left out either way: the server's start-up (a host pays it once per session, not per
+    task; reported apart as server_startup_seconds) and the harness's own set-up and
+    clean-up (sandbox, tools/list, server shutdown), which are the same for every task.
+    Rounded to milliseconds, as wall_seconds is.
+    """
+    steps = [s.get("wall_seconds") for s in transcript.get("steps", [])]
+    if steps and all(isinstance(v, (int, float)) for v in steps):
+        return round(sum(steps), 3)
+    wall = transcript.get("wall_seconds")
+    if wall is None:
+        return None
+    return round(max(0.0, wall - (transcript.get("server_startup_seconds") or 0.0)), 3)
+
+
 def efficiency(transcript: dict, pricing: dict | None) -> dict:
-    """Tokens split four ways, cost, turns, tool calls and wall time, per trial and per step.
+    """Tokens split four ways, cost, turns, tool calls and time (wall, server start-up and the
+    agent's working time, see work_seconds), per trial and per step.
 
     pricing None means "no pricing table given": the transcript's own cost_usd is kept.
     A pricing table without the model gives cost null.
@@ -59,6 +79,8 @@ def efficiency(transcript: dict, pricing: dict | None) -> dict:
         "tool_calls_mcp": sum(1 for c in calls if c["source"] == "mcp"),
         "tool_calls_builtin": sum(1 for c in calls if c["source"] == "builtin"),
         "wall_seconds": transcript.get("wall_seconds"),
+        "server_startup_seconds": transcript.get("server_startup_seconds"),
+        "work_seconds": work_seconds(transcript),
         "steps": steps,
     }
 
@@ -75,10 +97,22 @@ def _tool_stats(calls: list[dict]) -> dict:
 
 
 def _expected_vs_called(expected: list[str], calls: list[dict]) -> dict:
+    """The step's tools against the ones it was expected to use (reported, never scored).
+
+    precision = distinct tools called that are expected / distinct tools called (null when
+    none was called); recall = expected tools called / expected tools (null when none is
+    expected: `expected_tools: []` says the answer needs no tool, and any call is unexpected).
+    A tool is named by what the model saw or by the server's own name (`name` or `tool`)."""
     called = sorted({c["name"] for c in calls})
     names = {c["name"] for c in calls} | {c["tool"] for c in calls}
+    tools = {c["tool"]: {c["name"], c["tool"]} for c in calls}
+    hit = sorted(t for t, ns in tools.items() if ns & set(expected))
+    used = [e for e in expected if e in names]
     return {"expected": list(expected), "called": called,
-            "used": [e for e in expected if e in names], "missing": [e for e in expected if e not in names]}
+            "used": used, "missing": [e for e in expected if e not in names],
+            "unexpected": sorted(set(tools) - set(hit)),
+            "precision": len(hit) / len(tools) if tools else None,
+            "recall": len(used) / len(expected) if expected else None}
 
 
 def adoption(transcript: dict, scenario: dict | None = None, window: int = DISCOVERY_TURNS) -> dict:
@@ -101,7 +135,7 @@ def adoption(transcript: dict, scenario: dict | None = None, window: int = DISCO
     steps = []
     for i, step in enumerate((scenario or {}).get("steps", [])):
         expected = step.get("expected_tools")
-        if expected:
+        if expected is not None:     # [] too: a step where any tool call is a mistake
             steps.append(dict(index=i, **_expected_vs_called(expected, [c for c in calls if c["step"] == i])))
     return {
         "mcp_calls": len(mcp),
