@@ -287,6 +287,8 @@ def test_markdown_and_junit_of_a_regression():
     failure = suite.find("testcase/failure")
     assert "regression" in failure.get("message") and "-margin -0.02" in failure.get("message")
     assert "description of search" in failure.text
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert props["margin"] == "0.02" and props["repos"] == "tiny@" + "a" * 40 and "mcptrials" in props
 
 
 def write_results(folder, res):
@@ -317,3 +319,45 @@ def test_the_command_exit_codes(tmp_path, capsys):
     assert main(["compare", str(base), str(tmp_path / "nowhere")]) == 2
     assert "aggregate/summary.json: not found" in capsys.readouterr().err
     assert main(["compare", str(base), str(head), "--margin", "-1"]) == 2
+
+
+# --- the documented GitHub Actions workflow ----------------------------------------------------
+
+
+def doc_blocks():
+    from matrix_helpers import ROOT
+
+    text = (ROOT / "docs" / "ci-github-actions.md").read_text()
+    return [b.split("\n", 1)[1] for b in text.split("```yaml")[1:] for b in [b.split("```")[0]]]
+
+
+def test_the_documented_workflow_parses_and_calls_compare_with_real_flags():
+    import shlex
+
+    from mcptrials.cli import build_parser
+
+    config, workflow = doc_blocks()
+    wf = yaml.safe_load(workflow)
+    steps = wf["jobs"]["mcptrials"]["steps"]
+    runs = "\n".join(s.get("run", "") for s in steps)
+    line = next(ln for ln in runs.replace("\\\n", " ").splitlines() if ln.strip().startswith("mcptrials compare"))
+    words = [w.replace('"$MARGIN"', "0.05").replace("$MARGIN", "0.05") for w in shlex.split(line)]
+    args = build_parser("compare").parse_args(words[1:])
+    assert (args.base, args.head, args.tool, args.margin) == ("stored", "server/.mcptrials/results", ["my-server"], 0.05)
+    assert args.markdown == "comment.md" and args.junit == "junit.xml"
+    uses = {s.get("uses", "").split("@")[0] for s in steps}
+    assert {"actions/cache/save", "actions/cache/restore", "marocchino/sticky-pull-request-comment",
+            "mikepenz/action-junit-report"} <= uses
+    # the gate's exit code fails the job
+    assert any("steps.compare.outputs.code != '0'" in str(s.get("if")) for s in steps)
+
+
+def test_the_documented_pack_config_validates(tmp_path):
+    from matrix_helpers import SCENARIO
+
+    config = doc_blocks()[0]
+    (tmp_path / "config.yaml").write_text(config)
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "find-route.yaml").write_text(yaml.safe_dump(dict(SCENARIO, repo="flask")))
+    m = load_matrix(tmp_path / "config.yaml")
+    assert list(m.tools) == ["my-server"] and m.trials == 2

@@ -395,6 +395,14 @@ def junit(result: dict | None, reasons: list[str] | None = None) -> str:
     import xml.etree.ElementTree as ET
 
     suite = ET.Element("testsuite", name="mcptrials compare")
+    props = ET.SubElement(suite, "properties")   # what produced it
+    facts = {"mcptrials": __version__}
+    if result:
+        facts.update(test=result["test"], margin=f"{result['margin']:g}", base=result["base"]["folder"],
+                     head=result["head"]["folder"], scenarios=" ".join(result["scenarios"]),
+                     repos=" ".join(f"{k}@{v}" for k, v in result["repos"].items()))
+    for name, value in facts.items():
+        ET.SubElement(props, "property", name=name, value=str(value))
     cases = failures = errors = skipped = 0
     if reasons:
         case = ET.SubElement(suite, "testcase", classname="mcptrials.compare", name="comparability")
