@@ -396,19 +396,39 @@ def test_loop_trial_the_model_sees_the_variant_and_its_call_reaches_the_real_too
     assert KEY not in json.dumps(meta) and "ANTHROPIC_API_KEY" not in (tmp_path / "out" / "server.stderr.log").read_text()
 
 
+@pytest.mark.slow
 def test_the_workflow_runs_a_variant_on_its_bases_install(tmp_path):
-    """Through the real rules (plan only): the variant has a snapshot and trials of its own,
-    but no install or index job; its snapshot reads the base's install."""
-    from workflow_helpers import copy_workflow
+    """The real rules: the variant has a snapshot and trials of its own but no install or index
+    job (it reads the base's); an edit of its overrides replans its snapshot and trials only,
+    an edit of the base's server replans both snapshots and both tools' trials."""
+    from workflow_helpers import copy_workflow, run_snakemake
+
+    from test_workflow import planned
 
     copy_workflow(tmp_path)
     write_matrix(tmp_path, tools=variant_tools())
-    p = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-q", "rules", "--cores", "1"], cwd=tmp_path,
-                       capture_output=True, text=True, env={"PATH": f"{ROOT / '.venv' / 'bin'}:/usr/bin:/bin",
-                                                            "HOME": str(tmp_path), "MCPTRIALS_TOOLS_DIR": str(ROOT / ".tools")})
-    assert p.returncode == 0, p.stderr
-    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", p.stdout + p.stderr, re.M))
-    assert jobs["install_tool"] == "1" and jobs["tools_snapshot"] == "3" and jobs["transcript"] == "3", jobs
-    cfg = yaml.safe_load((tmp_path / "config.yaml").read_text())
-    assert cfg["tools"]["terse"] == {"variant_of": "faulty", "overrides": OVERRIDES}
+    run_snakemake(tmp_path, "-j2")
+    res = tmp_path / "results"
+    assert sorted(p.name for p in (res / "tools").iterdir()) == ["faulty"]
+    snap = json.loads((res / "snapshots" / "terse" / "tiny" / "tools.json").read_text())
+    assert [t["name"] for t in snap["tools"]] == ["say", "big", "fail"] and snap["variant_of"] == "faulty"
+    meta = json.loads((res / "runs/reference/loop/terse/tiny/find-helper/1/run_meta.json").read_text())
+    assert meta["variant_of"] == "faulty" and meta["tools_sha256"] == snap["tools_sha256"]
+    assert planned(tmp_path) == {}
+    cfg0 = (tmp_path / "config.yaml").read_text()
 
+    def edit(fn):
+        cfg = yaml.safe_load(cfg0)
+        fn(cfg["tools"])
+        (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+        try:
+            return planned(tmp_path)
+        finally:
+            (tmp_path / "config.yaml").write_text(cfg0)
+
+    trials_of = {"transcript": 1, "scored": 1, "judged": 1, "aggregate": 1, "report": 1, "all": 1}
+    assert edit(lambda t: t["terse"]["overrides"]["tools"]["echo"].update(description="Echo.")) == \
+        {"tools_snapshot": 1, **trials_of}
+    assert edit(lambda t: t["faulty"]["args"].append("--quiet")) == \
+        {"tools_snapshot": 2, **{k: 2 if k in ("transcript", "scored", "judged") else 1 for k in trials_of}}
+    assert planned(tmp_path) == {}

@@ -216,7 +216,8 @@ def relay(rewriter: Rewriter, command: list[str]) -> None:
     import os
 
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    # buffered pipes: readline on an unbuffered one reads a byte per system call
+    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     out_lock = threading.Lock()   # the proxy's own answers and the server's share stdout
 
     def write_client(data: bytes) -> None:
