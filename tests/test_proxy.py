@@ -19,9 +19,11 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import shlex
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 import yaml
@@ -256,6 +258,49 @@ def test_the_proxy_ends_with_its_server():
     p.stdin.write(msg({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "say", "arguments": {}}}))
     p.stdin.flush()   # stdin stays open: the proxy must not wait for it
     assert p.stdout.read() == b"" and p.wait(timeout=10) == 3
+
+
+def test_a_stopped_proxy_stops_its_server():
+    """Unsandboxed, a host may signal the proxy alone: the server does not outlive it."""
+    import psutil
+
+    direct = [BASE_PYTHON, str(FAULTY_SERVER), "ok"]
+    p = subprocess.Popen(command_line(BASE_PYTHON, proxy_script(), OVERRIDES, direct), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    p.stdin.write(msg({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+    p.stdin.flush()
+    assert json.loads(p.stdout.readline())["id"] == 1   # the server is up
+    (server,) = psutil.Process(p.pid).children()
+    p.terminate()
+    assert p.wait(timeout=10) == 128 + 15
+    server.wait(timeout=10)   # psutil: returns once it is gone (raises TimeoutExpired otherwise)
+    assert not server.is_running()
+
+
+def test_server_memory_leaves_the_proxy_out():
+    """run_meta's server_peak_rss_kb is the server's: the proxy's own memory is not counted."""
+    import psutil
+
+    from mcptrials.servers import process_tree_peak_rss_kb
+
+    argv = command_line(BASE_PYTHON, proxy_script(), OVERRIDES, [BASE_PYTHON, str(FAULTY_SERVER), "ok"])
+    # a shell stays the tree's root (`; true`: no exec), as the harness is the root of a trial's tree
+    root = subprocess.Popen(["sh", "-c", shlex.join(argv) + "; true"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while len(psutil.Process(root.pid).children(recursive=True)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proxy, server = psutil.Process(root.pid).children(recursive=True)
+        assert server.ppid() == proxy.pid and proxy_script() in proxy.cmdline()
+
+        def hwm(pid):
+            return int(next(x for x in open(f"/proc/{pid}/status") if x.startswith("VmHWM:")).split()[1])
+
+        assert process_tree_peak_rss_kb(root.pid) == hwm(server.pid) and hwm(proxy.pid) > 0
+    finally:
+        root.stdin.close()
+        root.wait(timeout=10)
 
 
 # --- the config ------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ servers.tool_sandbox). The overrides come on the command line: no file, no envir
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -236,6 +237,17 @@ def relay(rewriter: Rewriter, command: list[str]) -> None:
             pass  # the client is gone
         os._exit(status(child.wait()))   # the main thread may still be blocked reading stdin
 
+    def forward(signum, _frame) -> None:
+        # unsandboxed, a host may stop the proxy alone (its pid): the server must not outlive it
+        child.send_signal(signum)
+        try:
+            child.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            child.kill()
+        os._exit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, forward)
     pump = threading.Thread(target=server_to_client, daemon=True)
     pump.start()
     try:
@@ -266,7 +278,8 @@ def relay(rewriter: Rewriter, command: list[str]) -> None:
 
 def command_line(python: str, script: str, overrides: dict, server_argv: list[str]) -> list[str]:
     """The argv that runs `server_argv` behind the proxy (`-I -S`: no site, no PYTHON* variables,
-    no current folder on sys.path; the server gets the environment unchanged)."""
+    no current folder on sys.path; the server gets the environment unchanged). servers.process_tree_peak_rss_kb
+    knows the proxy by these first arguments."""
     return [python, "-I", "-S", script, "--overrides", json.dumps(overrides, sort_keys=True, separators=(",", ":")),
             "--", *server_argv]
 

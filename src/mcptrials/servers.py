@@ -80,14 +80,21 @@ def free_port() -> int:
 
 
 def process_tree_peak_rss_kb(root_pid: int) -> int | None:
-    """Sum of VmHWM (peak resident set) over the process tree under root_pid, from /proc."""
+    """Sum of VmHWM (peak resident set) over the process tree under root_pid, from /proc;
+    a description variant's proxy (ours, not the server's) is left out."""
     try:
         import psutil
         procs = psutil.Process(root_pid).children(recursive=True)
     except Exception:
         return None
     total = 0
+    proxy = proxy_script()
     for p in procs:
+        try:
+            if p.cmdline()[1:4] == ["-I", "-S", proxy]:   # the proxy itself (not bwrap, whose argv names it)
+                continue
+        except Exception:  # gone, or not ours to read
+            pass
         try:
             with open(f"/proc/{p.pid}/status") as f:
                 for line in f:
