@@ -112,3 +112,30 @@ def test_mismatched_scenario_sets_are_refused(runs, tmp_path, capsys):
     assert "not compared" in md and "only in BASE: callers" in md
     suite = ET.fromstring(xml).find("testsuite")
     assert suite.get("errors") == "1" and suite.find("testcase").get("name") == "comparability"
+
+
+TERSE = {"tools": {"echo": {"name": "say", "description": "Say the text back, word for word."}}}
+
+
+def test_a_description_variant_is_compared_like_any_tool(tmp_path, capsys):
+    """compare: [[echo, echo-terse]] with a variant (issue 16 part 2) in a real run: the pair in
+    summary.json, comparisons.csv and the report; then `mcptrials compare` of the run with itself
+    gates both tools and shows no tools/list change, while the variant's own tools.json differs."""
+    write_matrix(tmp_path, tools={"echo": faulty_tool("ok", version="1"),
+                                  "echo-terse": {"variant_of": "echo", "overrides": TERSE}},
+                 scenarios={"find-helper": SCENARIO, "callers": CALLERS}, extra={"compare": [["echo-terse", "echo"]]})
+    copy_workflow(tmp_path)
+    run_snakemake(tmp_path, "-j2")
+    summary = json.loads((tmp_path / "results/aggregate/summary.json").read_text())
+    (c,) = summary["comparisons"]
+    assert (c["a"], c["b"], c["n_scenarios"], c["n_trials_a"], c["n_trials_b"]) == ("echo-terse", "echo", 2, 2, 2)
+    # the reference agent searches with the built-in grep here, so the descriptions change nothing
+    assert c["diff"] == 0 and c["verdict"] == "within noise"
+    assert "echo-terse − echo" in (tmp_path / "results/report/report.md").read_text()
+    snaps = {t: json.loads((tmp_path / f"results/snapshots/{t}/tiny/tools.json").read_text())
+             for t in ("echo", "echo-terse")}
+    assert snaps["echo"]["tools_sha256"] != snaps["echo-terse"]["tools_sha256"]
+    code, md, xml = compare(tmp_path, tmp_path, tmp_path)
+    assert code == 0
+    suite = ET.fromstring(xml).find("testsuite")
+    assert suite.get("tests") == "2" and {c.get("name") for c in suite.iter("testcase")} == {"echo", "echo-terse"}

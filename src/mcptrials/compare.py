@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .aggregate import ERROR_KINDS
 from .config import ConfigError, canonical_hash
 
 DEFAULT_MARGIN = 0.05   # fairness points (0-1 scale): the --margin default, its only definition
@@ -176,15 +177,11 @@ def tools_list_diff(base_snap: dict | None, head_snap: dict | None) -> dict:
     }
 
 
-def diff_is_empty(d: dict) -> bool:
-    return not (d["added"] or d["removed"] or d["descriptions"] or d["schemas"]) and d["tools_sha256"][0] == d["tools_sha256"][1]
-
-
 # --- paired figures --------------------------------------------------------------------------
 
 
-ERROR_KINDS = ("tool_error", "protocol_error", "api_error", "harness_error")
-# figure -> (how one trial's value is read, the bounds of a per-scenario difference)
+# figure -> (how one trial's value is read, the bounds of a per-scenario difference: 0-1 figures
+# on [-1, 1], so their interval never leaves it; cost is unbounded, a plain paired t interval)
 METRICS = {
     "fairness": (lambda r: r["fairness"], (-1, 1)),
     "pass_rate": (lambda r: None if r["passed"] is None else float(bool(r["passed"])), (-1, 1)),
