@@ -103,7 +103,8 @@ def test_where_each_finding_points():
     assert lim == [{"pattern": "limit_reached", "step": 0, "turn": 2, "call": None,
                     "detail": "step 0: max_turns after 2 model call(s)"}]
     unused = P.unused_tool(CASES["unused_tool"][0], None, TOOLS)
-    assert [(f["step"], f["call"], f["tool"]) for f in unused] == [(None, None, "outline")]
+    assert unused == [{"pattern": "unused_tool", "step": None, "turn": None, "call": None, "tools": ["outline"],
+                       "detail": "1 of 2 offered server tool(s) never called: outline"}]
 
 
 def test_thresholds_at_their_edges():
@@ -153,7 +154,8 @@ def test_unused_tool_only_when_the_server_ran_through():
     assert P.unused_tool(crashed, None, TOOLS) == []
     assert P.unused_tool(transcript([SEARCH], outcome="not_run"), None, TOOLS) == []
     assert P.unused_tool(transcript([SEARCH]), None, None) == []   # no snapshot: nothing is known to be offered
-    assert [f["tool"] for f in P.unused_tool(transcript([SEARCH], outcome="timed_out"), None, ["search", "x"])] == ["x"]
+    assert [f["tools"] for f in P.unused_tool(transcript([], outcome="timed_out"), None, ["search", "x"])] == [
+        ["search", "x"]]
 
 
 def test_answer_before_search_counts_only_steps_before_the_first_call():
@@ -275,6 +277,9 @@ def test_report_sections(built):
                       index, re.S).group(1)
     assert len(re.findall(r'<a href="trials/reference/git/s\d/\d\.html#patterns">', block)) == 5
     assert "explorer.html#model=reference&amp;tool=git&amp;patterns=unused_result" in block
+    never = re.search(r'<table id="never-used-tools"[^>]*>(.*?)</table>', index, re.S).group(1)
+    assert "<tr><td>reference</td><td>git</td><td>git_status</td></tr>" in never
+    assert never.count("<tr>") == 1 + 2   # both models' git; the baseline offers nothing
     # one feedback table per tool; the two equal texts are one row with both trials
     table = re.search(r'<table class="feedback" id="feedback-git">(.*?)</table>', index, re.S).group(1)
     assert table.count("<tr>") == 1 + 2
@@ -291,7 +296,7 @@ def test_trial_page_marks_where_patterns_occur(built):
     assert re.search(r'<div class="call flagged" id="call-1"><p> <span class="pattern"[^>]*>repeated_call</span>', page)
     assert '<div class="call" id="call-0">' in page   # the first grep is not marked
     git = (built["out"] / "trials/reference/git/s1/1.html").read_text()
-    assert "<li>unused_tool (the whole trial, 1): git_status</li>" in git
+    assert "<li>unused_tool (the whole trial): 1 of 2 offered server tool(s) never called: git_status</li>" in git
     assert re.search(r'id="call-1"><p> <span class="pattern"[^>]*>unused_result</span>', git)
     clean = (built["out"] / "trials/reference/baseline/s1/2.html").read_text()
     assert "No pattern found in this trial." in clean and "span class=\"pattern\"" not in clean

@@ -881,7 +881,7 @@ def pattern_summary(rows: list[dict], findings: list[list[dict]]) -> dict:
             counts[name] = {"trials": len(hit), "findings": sum(r["patterns"][name] for r in hit),
                             "pages": [r["page"] for r in hit]}
         ran = [r for r in rs if r["outcome"] in RAN_THROUGH]
-        unused = [{f["tool"] for f in by_page[r["page"]] if f["pattern"] == "unused_tool"} for r in ran]
+        unused = [{name for f in by_page[r["page"]] if f["pattern"] == "unused_tool" for name in f["tools"]} for r in ran]
         never = sorted(set.intersection(*unused)) if unused else []
         out.append({"model": model, "tool": tool, "trials": len(rs), "patterns": counts, "never_used_tools": never})
     return {"definitions": {name: p.description for name, p in PATTERNS.items()}, "by_tool": out,

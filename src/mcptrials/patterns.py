@@ -38,7 +38,7 @@ EMPTY_RESULT_RE = re.compile(
     r"|none|null|\[\s*\]|\{\s*\})\W*$", re.I)
 # Words shorter than this are too common in code and prose to show that an answer used a result.
 MIN_TOKEN_CHARS = 4
-TOKEN_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+TOKEN_RE = re.compile(rf"[a-z_][a-z0-9_]{{{MIN_TOKEN_CHARS - 1},}}")   # on lower-cased text
 # Words every code result and every answer share: their presence shows no use of a result.
 STOPWORDS = frozenset("""
 self this that with from import return class none true false file files line lines path
@@ -119,14 +119,18 @@ def offered_tools(tools) -> list[str]:
 
 
 def unused_tool(t: dict, scored=None, tools=None) -> list[dict]:
-    """A server tool the snapshot offered and the trial never called, in a trial whose server stayed
-    up to the end (RAN_THROUGH). One finding per tool, about the whole trial (step None)."""
+    """Server tools the snapshot offered and the trial never called, in a trial whose server stayed
+    up to the end (RAN_THROUGH): one finding about the whole trial (step None), naming them in
+    `tools` (one per tool would make most trials' findings a list of a server's tool names)."""
     offered = offered_tools(tools)
     if not offered or t.get("outcome") not in RAN_THROUGH:
         return []
     called = {c.get("tool") for c in t.get("tool_calls") or [] if c.get("source") == "mcp"}
-    return [finding("unused_tool", detail=f"{name} was offered and never called", tool=name)
-            for name in offered if name not in called]
+    unused = [name for name in offered if name not in called]
+    if not unused:
+        return []
+    return [finding("unused_tool", detail=f"{len(unused)} of {len(offered)} offered server tool(s) never called: "
+                                          + ", ".join(unused), tools=unused)]
 
 
 def answer_before_search(t: dict, scored=None, tools=None) -> list[dict]:
@@ -207,7 +211,7 @@ def empty_results(t: dict, scored=None, tools=None) -> list[dict]:
 
 def words(text: str) -> set[str]:
     """The distinctive words of a text (identifiers and path parts, lower-cased)."""
-    return {w.lower() for w in TOKEN_RE.findall(text or "") if len(w) >= MIN_TOKEN_CHARS} - STOPWORDS
+    return set(TOKEN_RE.findall((text or "").lower())) - STOPWORDS
 
 
 def _args_text(c: dict) -> str:
@@ -225,21 +229,28 @@ def unused_result(t: dict, scored=None, tools=None) -> list[dict]:
     for s in (scored or {}).get("steps") or []:
         cited[s["index"]] = " ".join(str(c.get("resolved_path") or "")
                                      for c in ((s.get("citations") or {}).get("items") or []))
+    # the words each step's answer (and its citations) and every later step's hold, computed once
+    answer_words, any_answer, seen, answered = {}, {}, set(), False
+    for i in sorted(steps, reverse=True):
+        text = (steps[i].get("answer_text") or "") + " " + cited.get(i, "")
+        seen, answered = seen | words(text), answered or bool(text.strip())
+        answer_words[i], any_answer[i] = seen, answered
+    # the words of the arguments of every call after call n
+    later_args = [set()] * (len(calls) + 1)
+    for n in range(len(calls) - 1, -1, -1):
+        later_args[n] = later_args[n + 1] | words(_args_text(calls[n]))
     out = []
     for n, c in enumerate(calls):
         step = c.get("step")
         if c.get("is_error") or near_empty(c) or step not in steps:
             continue
-        later = [s for i, s in steps.items() if i >= step]
-        answers = " ".join((s.get("answer_text") or "") + " " + cited.get(s["index"], "") for s in later)
-        if not answers.strip():
+        if not any_answer[step]:
             continue   # no answer to use it in: the trial stopped (limit_reached says so)
         own = words(steps[step].get("prompt") or "") | words(_args_text(c))
         mine = words(content_text(c.get("result_text") or "")) - own
         if not mine:
             continue   # the result only repeats the question: nothing to use
-        used = words(answers) | words(" ".join(_args_text(x) for x in calls[n + 1:]))
-        if not mine & used:
+        if not mine & (answer_words[step] | later_args[n + 1]):
             out.append(finding("unused_result", step, c.get("turn"), n,
                                f"{c.get('name')}: {len(mine)} distinctive word(s) of its result "
                                f"({', '.join(sorted(mine)[:3])}...), none in the answer or a later call"))
@@ -271,8 +282,8 @@ PATTERNS: dict[str, Pattern] = {
                                  retry_after_error),
     "large_result": Pattern(f"a result cut by the cap, or of {LARGE_RESULT_CHARS:,} characters or more",
                             large_result),
-    "unused_tool": Pattern("a server tool offered (tools snapshot) and never called in a trial the server "
-                           "ran through", unused_tool),
+    "unused_tool": Pattern("server tools offered (tools snapshot) and never called in a trial the server "
+                           "ran through (one finding per trial, naming them)", unused_tool),
     "answer_before_search": Pattern("a step answered before the trial made any tool call", answer_before_search),
     "empty_results": Pattern(f"{MANY_EMPTY_RESULTS} or more calls whose results are near-empty ('no matches', "
                              "blank, [])", empty_results),

@@ -674,7 +674,7 @@ def explorer_filter(**filters) -> str:
 
 
 def _pattern_table(p: dict, names: list[str], links: bool) -> Table:
-    t = Table(["model", "tool", "trials"] + names + ["server tools never called"], cls="patterns",
+    t = Table(["model", "tool", "trials"] + names, cls="patterns",
               caption="trials showing each pattern (findings in brackets)")
     for row in p["by_tool"]:
         cells = []
@@ -683,7 +683,7 @@ def _pattern_table(p: dict, names: list[str], links: bool) -> Table:
             anchor = "#" + html_id("patterns", row["model"], row["tool"], name) if links and c["trials"] else None
             cells.append(Cell(f"{c['trials']} ({c['findings']})" if c["trials"] else "0", href=anchor,
                               cls="flagged" if c["trials"] else None))
-        t.add(row["model"], row["tool"], row["trials"], *cells, ", ".join(row["never_used_tools"]) or "–")
+        t.add(row["model"], row["tool"], row["trials"], *cells)
     return t
 
 
@@ -703,6 +703,13 @@ def _patterns(doc: Doc, s: dict) -> None:
     doc.table(defs, "pattern-definitions")
     doc.md.append(md_table(_pattern_table(p, names, links=False)))
     doc.html.append(html_table(_pattern_table(p, names, links=True), "patterns-table"))
+    never = Table(["model", "tool", "server tools no trial called"], cls="never-used",
+                  caption="server tools offered in every trial that ran through and called in none")
+    for row in p["by_tool"]:
+        if row["never_used_tools"]:
+            never.add(row["model"], row["tool"], ", ".join(row["never_used_tools"]))
+    if never.rows:
+        doc.table(never, "never-used-tools")
     trials = {r["page"]: r for r in s["trials"]}
     for row in p["by_tool"]:
         for name in names:
@@ -710,7 +717,8 @@ def _patterns(doc: Doc, s: dict) -> None:
             if not c["trials"]:
                 continue
             title = f"{row['model']} / {row['tool']}: {name}, {c['trials']} trial(s)"
-            more = explorer_filter(model=row["model"], tool=row["tool"], patterns=name)
+            model, _, host = row["model"].partition("@")   # a label model@host when the run has several hosts
+            more = explorer_filter(model=model, **({"host": host} if host else {}), tool=row["tool"], patterns=name)
             shown = c["pages"][:PATTERN_LIST_MAX]
             rest = len(c["pages"]) - len(shown)
             items = [(trials[pg]["scenario"], trials[pg]["trial"], trials[pg]["patterns"].get(name, 0), pg)
@@ -781,17 +789,10 @@ def pattern_list(found: list[dict]) -> str:
     if not found:
         return '<h2 id="patterns">Patterns</h2><p class="note">No pattern found in this trial.</p>'
     items = []
-    whole = [f for f in found if finding_anchor(f) is None]
-    for name in dict.fromkeys(f["pattern"] for f in whole):   # one line per pattern: e.g. 12 tools never called
-        mine = [f for f in whole if f["pattern"] == name]
-        what = "; ".join(f.get("tool") or f["detail"] for f in mine)
-        items.append(f"<li>{esc(name)} (the whole trial, {len(mine)}): {esc(what)}</li>")
     for f in found:
         a = finding_anchor(f)
-        if a is None:
-            continue
-        where = ", ".join(f"{k} {f[k]}" for k in ("step", "turn", "call") if f.get(k) is not None)
-        label = f'<a href="#{esc(a)}">{esc(f["pattern"])}</a>'
+        where = ", ".join(f"{k} {f[k]}" for k in ("step", "turn", "call") if f.get(k) is not None) or "the whole trial"
+        label = f'<a href="#{esc(a)}">{esc(f["pattern"])}</a>' if a else esc(f["pattern"])
         items.append(f"<li>{label} ({esc(where)}): {esc(f['detail'])}</li>")
     return f'<h2 id="patterns">Patterns ({len(found)})</h2><ul class="patterns">' + "".join(items) + "</ul>"
 
