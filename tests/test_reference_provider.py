@@ -18,8 +18,8 @@ import pytest
 
 from mcptrials.builtins import BUILTIN_TOOLS, BuiltinTools, glob_to_regex
 from mcptrials.providers.reference import (
-    MAX_ROUNDS, ReferenceProvider, build_arguments, classify_tool, extract_terms, looks_failed,
-    parse_hits, parse_read, stem, Need, Term, _Paths, _window,
+    MAX_ROUNDS, ReferenceProvider, build_arguments, classify_tool, extract_scopes, extract_terms, looks_failed,
+    next_page, page_key, parse_hits, parse_read, stem, Need, Term, _Paths, _window,
 )
 
 SYSTEM = [{"type": "text", "text": "State your reasoning before each tool call."}]
@@ -367,7 +367,7 @@ def test_classify_tools():
     roles = {t["name"]: classify_tool(t).role for t in (SEARCH_CODE, SEARCH_FILES, READ_TEXT_FILE, WRITE_FILE,
                                                        GIT_LOG, BUILTIN_TOOLS[0], BUILTIN_TOOLS[1])}
     assert roles == {"mcp__x__search_code": "search", "mcp__fs__search_files": "filesearch",
-                     "mcp__fs__read_text_file": "read", "mcp__fs__write_file": None, "mcp__git__git_log": None,
+                     "mcp__fs__read_text_file": "read", "mcp__fs__write_file": None, "mcp__git__git_log": "history",
                      "read_file": "read", "grep": "search"}
 
 
@@ -425,3 +425,109 @@ def test_parse_read_and_failure_detection():
     assert looks_failed(json.dumps({"status": "error", "message": "File not found in index"}))
     assert looks_failed("Error: access denied - path outside allowed directories")
     assert not looks_failed(json.dumps({"results": []}))
+
+
+# --- exact answers, scopes, paged results, history (general rules, no scenario knowledge) ---
+
+
+def paged_search(root: Path, page_size: int = 2):
+    """code-index-mcp's paging: `max_results` a page, `start_index` to ask for a later one,
+    and a pagination block saying whether more are left."""
+    def run(args):
+        hits = []
+        for f in sorted(root.rglob("*.py")):
+            for n, line in enumerate(f.read_text().splitlines(), 1):
+                if args["pattern"] in line:
+                    hits.append({"file": str(f), "line": n, "text": line})
+        start = args.get("start_index", 0)
+        page = hits[start:start + page_size]
+        return json.dumps({"results": page, "pagination": {
+            "total_matches": len(hits), "returned": len(page), "start_index": start,
+            "end_index": start + len(page), "has_more": start + len(page) < len(hits)}}), False
+    return run
+
+
+PAGED_SEARCH = {**SEARCH_CODE, "name": "mcp__x__search_code",
+                "input_schema": {**SEARCH_CODE["input_schema"], "properties": {
+                    **SEARCH_CODE["input_schema"]["properties"], "start_index": {"type": "integer", "default": 0}}}}
+COUNT_PROMPT = ("How many times is `apply_discount` called inside the `src` folder? Count call expressions only, "
+                "nothing in the tests folder. Give the total as a bare integer alone on the last line of your answer.")
+
+
+def test_counts_call_sites_and_puts_the_count_alone_on_the_last_line(repo):
+    _, replies = drive(ReferenceProvider(str(repo)), BUILTIN_TOOLS, {}, [COUNT_PROMPT], BuiltinTools(repo))
+    answer = answer_of(replies)
+    # calls at app.py:6 and pricing.py:13; the definition, the import and the test's two lines are left out
+    assert answer.splitlines()[-1] == "2"
+    assert "tests/test_pricing.py" not in answer
+    assert "`src/shop/app.py:6` in `checkout`" in answer and "`src/shop/pricing.py:13` in `PriceBook.lookup`" in answer
+
+
+def test_follows_a_paged_search_to_its_last_page(repo):
+    messages, replies = drive(ReferenceProvider(str(repo)), [PAGED_SEARCH] + BUILTIN_TOOLS,
+                              {"mcp__x__search_code": paged_search(repo)}, [COUNT_PROMPT], BuiltinTools(repo))
+    searches = [c["input"] for c in tool_calls(messages) if c["name"] == "mcp__x__search_code"]
+    # 6 matching lines (with the tests'), 2 a page: pages at 0, 2 and 4, then has_more is false
+    assert searches == [{"pattern": "apply_discount"}, {"pattern": "apply_discount", "start_index": 2},
+                        {"pattern": "apply_discount", "start_index": 4}]
+    assert answer_of(replies).splitlines()[-1] == "2"
+    assert not any(c["name"] == "grep" for c in tool_calls(messages))    # the server's pages sufficed
+
+
+def test_without_the_pages_the_count_is_short(repo):
+    """The same agent on the first page only (a server without a page argument) counts what
+    it saw: the paging is what makes the paged server's answer right."""
+    no_paging = {**SEARCH_CODE}
+    _, replies = drive(ReferenceProvider(str(repo)), [no_paging] + BUILTIN_TOOLS,
+                       {"mcp__x__search_code": lambda a: paged_search(repo)({"pattern": a["pattern"]})},
+                       [COUNT_PROMPT], BuiltinTools(repo))
+    assert answer_of(replies).splitlines()[-1] == "1"     # app.py:6 only: the page held the import and it
+
+
+def test_value_of_a_definition_alone_on_the_last_line(repo):
+    _, replies = drive(ReferenceProvider(str(repo)), BUILTIN_TOOLS, {},
+                       ["Where is `TAX_RATE` defined and what is its value? Give the value alone on the last line "
+                        "of your answer."], BuiltinTools(repo))
+    answer = answer_of(replies)
+    assert answer.splitlines()[-1] == "0.2"
+    assert "`TAX_RATE` is assigned `0.2` at `src/shop/pricing.py:3`." in answer
+
+
+def git_log_result(args):
+    return ("Commit history:\nCommit: 0123456789abcdef0123456789abcdef01234567\nAuthor: Ann\n"
+            "Date: 2024-05-01 12:00:00+00:00\nMessage: release 2.0\n\nCommit: " + "f" * 40
+            + "\nAuthor: Bob\nDate: 2024-04-01 12:00:00+00:00\nMessage: first\n"), False
+
+
+HISTORY_PROMPT = "Which commit is checked out, who authored it and when? Give its full id alone on the last line."
+
+
+def test_history_questions_go_to_a_history_tool(repo, tmp_path):
+    messages, replies = drive(ReferenceProvider(str(repo)), [GIT_LOG] + BUILTIN_TOOLS,
+                              {"mcp__git__git_log": git_log_result}, [HISTORY_PROMPT], BuiltinTools(repo))
+    calls = tool_calls(messages)
+    assert [c["name"] for c in calls] == ["mcp__git__git_log"]
+    assert calls[0]["input"] == {"repo_path": str(repo)}
+    answer = answer_of(replies)
+    assert "- author: Ann" in answer and "- message: release 2.0" in answer
+    assert answer.splitlines()[-1] == "0123456789abcdef0123456789abcdef01234567"    # the newest commit
+
+
+def test_history_question_without_a_history_tool_is_answered_honestly(repo):
+    _, replies = drive(ReferenceProvider(str(repo)), BUILTIN_TOOLS, {}, [HISTORY_PROMPT], BuiltinTools(repo))
+    answer = answer_of(replies)
+    assert answer.startswith("None of my tools shows the repository's history")
+    assert not re.search(r"\b[0-9a-f]{40}\b", answer)
+
+
+def test_scopes_and_paging_helpers():
+    assert extract_scopes("calls inside the `acme_shop` package, not in the `src/x` folder") == ["acme_shop/", "src/x/"]
+    assert extract_scopes("within the `a.b` module") == ["a/b/"]
+    terms, _ = extract_terms("How many times is `f` called inside the `pkg` package?")
+    assert [t.search for t in terms] == ["f"]                   # the scope is not searched for
+    assert next_page(json.dumps({"results": [], "pagination": {"has_more": True, "end_index": 10}})) == 10
+    assert next_page(json.dumps({"pagination": {"has_more": True, "start_index": 4, "returned": 3}})) == 7
+    assert next_page(json.dumps({"items": [], "next_cursor": "abc"})) == "abc"
+    assert next_page(json.dumps({"pagination": {"has_more": False, "end_index": 13}})) is None
+    assert next_page("a.py:1: x") is None
+    assert page_key(classify_tool(PAGED_SEARCH)) == "start_index" and page_key(classify_tool(SEARCH_CODE)) is None

@@ -11,7 +11,8 @@ tool results. From that prompt it takes search terms (`backticked` names, "quote
 phrases", CamelCase, snake_case and dotted identifiers; common English words are
 skipped). It ranks the offered tools by name and description: the server's search tools
 first (symbol, then code search, then file-name search), the built-in `grep` last; the
-server's read tools first, the built-in `read_file` last. Then, round by round:
+server's read tools first, the built-in `read_file` last. Then, round by round (a history
+question asks the history tool instead, see below):
 
 1. search each term with the best search tool whose required arguments it can fill;
 2. parse `path:line` hits from the results (grep lines, JSON results such as
@@ -23,6 +24,27 @@ server's read tools first, the built-in `read_file` last. Then, round by round:
    once every best hit has been read, nothing is left to try, or `MAX_ROUNDS` tool
    rounds are spent. Only what the tools returned is cited: a server that returns
    better hits gives a better answer, and nothing found gives an honest "not found".
+
+Reading the question (general rules from its wording; the agent knows no scenario):
+
+- a name given as the place to look ("inside the `pkg` package", "in the `src` folder") is a
+  scope: hits outside it are dropped and it is not searched for itself; "not/nothing ...
+  tests" drops test files;
+- "how many" asks for a count: of call expressions (`name(`) when it says "call", else of
+  uses; the definition and import lines are never counted. "what is its value" asks for the
+  literal assigned where the first term is defined. When the prompt wants the value "alone
+  on the last line", the answer ends with that bare value, else states it in a sentence;
+- a question about commits, authors or history goes to a history tool (a server tool named
+  log/history/blame, e.g. git's git_log) when one is offered, and the answer quotes the
+  newest commit's id, author, date and message from its result (the one the question asks
+  for alone on the last line). Without such a tool the agent says plainly that none of its
+  tools shows the history: the work tree's files do not record it (the built-ins skip .git).
+
+Reading results: a search result that says more is left (`"has_more": true` with an
+`end_index`, a `next_cursor`) is asked again for its next page, when the tool takes a page
+argument (`start_index`, `offset`, `cursor`); so a server that pages its results costs an
+extra call where one that returns everything does not. A prompt that asks where something
+is used gets every use found cited (up to USAGE_CITES), with the enclosing function.
 
 A step whose prompt mentions the "last step", "final step" or "feedback on the tools"
 also gets a "Feedback on the tools:" paragraph (which tools helped, which failed).
@@ -46,11 +68,22 @@ MAX_ROUNDS = 4            # tool rounds per step; the next reply is the answer
 MAX_TERMS = 3             # search terms taken from one prompt
 MAX_CALLS_PER_REPLY = 6
 READS_PER_TERM = 2        # hits read (and cited) per term
-USAGE_CITES = 4           # citations per term when the prompt asks where something is used
+USAGE_CITES = 16          # uses cited per term when the prompt asks where something is used: every one found
 READ_BEFORE, READ_AFTER = 3, 8   # the window read around a hit line
 USAGE_READ_BEFORE = 20           # more above a use, to see the function it is in
 SNIPPET_LINES = 4         # lines quoted after a cited line, when a read returned them
 CHARS_PER_TOKEN = 4       # the usage estimate
+
+# What the question asks for, read from its wording (never from knowledge of any scenario).
+COUNT_INTENT = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b", re.IGNORECASE)
+VALUE_INTENT = re.compile(r"\b(what is|what's) (its|the) value\b|\bvalue of\b|\bset to\b", re.IGNORECASE)
+LAST_LINE = re.compile(r"\balone on the last line\b|\blast line of (your|the) answer\b|\bon its own line\b",
+                       re.IGNORECASE)
+HISTORY_INTENT = re.compile(r"\b(commits?|committed|history|authored|author|git log)\b", re.IGNORECASE)
+NEGATED_TESTS = re.compile(r"\b(not|nothing|no|excluding|except|without)\b[^.?!]{0,40}\btests?\b", re.IGNORECASE)
+# `x` named as where to look ("inside the `pkg` package"): a scope for the hits, not a search term.
+SCOPE = re.compile(r"\b(?:in|inside|within|under)\s+(?:the\s+)?`([\w./-]+)`\s+(?:package|folder|directory|module|tree)\b",
+                   re.IGNORECASE)
 
 FEEDBACK_MARKERS = re.compile(r"\b(last|final) step\b|feedback on the tools|tool feedback", re.IGNORECASE)
 USAGE_INTENT = re.compile(r"\b(call(s|ed|ers?|ing)?|uses?|used|usages?|referenc\w*|invok\w*|import(s|ed)?)\b",
@@ -164,10 +197,27 @@ def plain_text(prompt: str) -> str:
     return _QUOTED.sub(" ", _BACKTICK.sub(" ", prompt))
 
 
+def extract_scopes(prompt: str) -> list[str]:
+    """Folders the prompt confines the question to ("inside the `pkg` package" -> pkg/), as
+    workspace-relative path prefixes; a dotted package name becomes its folder."""
+    out = []
+    for m in SCOPE.finditer(prompt):
+        prefix = m.group(1).strip("/").replace(".", "/") if "/" not in m.group(1) else m.group(1).strip("/")
+        if prefix and prefix + "/" not in out:
+            out.append(prefix + "/")
+    return out
+
+
+def in_scope(path: str, scopes: list[str]) -> bool:
+    return not scopes or any(path.startswith(s) for s in scopes)
+
+
 def extract_terms(prompt: str) -> tuple[list[Term], list[str]]:
-    """Search terms (in priority order) and file names mentioned in a prompt."""
+    """Search terms (in priority order) and file names mentioned in a prompt. A name the
+    prompt gives as the place to look (see extract_scopes) is not searched for."""
     terms: list[Term] = []
     files: list[str] = []
+    scope_names = {m.group(1) for m in SCOPE.finditer(prompt)}
 
     def add(term, fname):
         if fname and fname not in files:
@@ -178,7 +228,8 @@ def extract_terms(prompt: str) -> tuple[list[Term], list[str]]:
             terms.append(Term(term.qualifier, term.qualifier, "ident"))     # find the class too
 
     for m in _BACKTICK.finditer(prompt):
-        add(*_term_from(m.group(1), quoted=False))
+        if m.group(1) not in scope_names:
+            add(*_term_from(m.group(1), quoted=False))
     for m in _QUOTED.finditer(prompt):
         add(*_term_from(m.group(1) or m.group(2), quoted=True))
     plain = plain_text(prompt)
@@ -213,7 +264,7 @@ class ToolSpec:
     description: str
     schema: dict
     mcp: bool
-    role: str | None      # symbol | search | filesearch | read | None
+    role: str | None      # symbol | search | filesearch | read | history | None
     rank: int             # lower is tried first within a role
 
 
@@ -236,6 +287,8 @@ def classify_tool(tool: dict) -> ToolSpec:
         rank = 100                    # built-ins come after every server tool
     elif any(t in MUTATING for t in toks) or any(t in ("multiple", "media", "image", "tail") for t in toks):
         role = None
+    elif any(t in ("log", "history", "blame") for t in toks):
+        role = "history"              # e.g. git_log: the commits, which no file of the work tree records
     elif "symbol" in toks and any(t in ("find", "search", "lookup", "query") for t in toks) and "referencing" not in toks:
         role = "symbol"
     elif any(t in ("find", "search", "grep", "query", "lookup", "locate") for t in toks):
@@ -385,6 +438,45 @@ class Call:
     failed: bool = False
     term: Term | None = None
     useful: bool = False
+    next_page: int | str | None = None   # where the next page starts, when the result says there is one
+
+
+_PAGE_KEYS = ("startindex", "offset", "start", "skip", "cursor", "page", "pagetoken", "after")
+
+
+def next_page(text: str) -> int | str | None:
+    """Where a paged search result's next page starts ({"pagination": {"has_more": true,
+    "end_index": 10}} -> 10; a next_cursor value), or None when it says nothing more is left."""
+    try:
+        data = json.loads(text.strip())
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    for where in (data.get("pagination"), data.get("page_info"), data):
+        if not isinstance(where, dict):
+            continue
+        low = {re.sub(r"[^a-z]", "", k.lower()): v for k, v in where.items() if isinstance(k, str)}
+        cursor = next((low[k] for k in ("nextcursor", "nextpagetoken", "nextoffset", "nextstart")
+                       if isinstance(low.get(k), (int, str)) and low.get(k) not in ("", None)), None)
+        if cursor is not None and not isinstance(cursor, bool):
+            return cursor
+        if low.get("hasmore") is True or low.get("more") is True:
+            end = low.get("endindex")
+            if isinstance(end, int) and not isinstance(end, bool):
+                return end
+            start, got = low.get("startindex"), low.get("returned")
+            if isinstance(start, int) and isinstance(got, int):
+                return start + got
+    return None
+
+
+def page_key(spec: ToolSpec) -> str | None:
+    """The argument of a search tool that asks for a later page (start_index, offset, cursor)."""
+    for key in _props(spec.schema):
+        if re.sub(r"[^a-z]", "", key.lower()) in _PAGE_KEYS:
+            return key
+    return None
 
 
 def _result_text(content) -> str:
@@ -566,6 +658,8 @@ class StepState:
     hits: list[Hit] = field(default_factory=list)
     known: dict[str, dict[int, str]] = field(default_factory=dict)
     reads: list[tuple[str, str, int | None, int | None, bool]] = field(default_factory=list)  # tool, path, lo, hi, ok
+    scopes: list[str] = field(default_factory=list)          # path prefixes the prompt confines hits to
+    history: list[str] = field(default_factory=list)         # what history tools (git log) returned
 
 
 def _call_term(terms: list[Term], call_input: dict) -> Term | None:
@@ -600,10 +694,15 @@ def analyze_step(prompt: str, calls: list[Call], rounds: int, paths: _Paths, pri
     terms, files = extract_terms(prompt)
     if not terms:
         terms = prior_terms
-    st = StepState(terms, files, calls, rounds)
+    st = StepState(terms, files, calls, rounds, scopes=extract_scopes(prompt))
     for c in calls:
         c.failed = c.is_error or looks_failed(c.text)
         role = c.spec.role if c.spec else None
+        if role == "history":
+            if not c.failed and c.text.strip():
+                st.history.append(c.text)
+                c.useful = True
+            continue
         if role == "read":
             path, lo, hi = _window(c.spec, c.input, paths)
             lines = {} if c.failed or not path else parse_read(c.text, lo or 1, numbered_only=not c.spec.mcp)
@@ -617,11 +716,12 @@ def analyze_step(prompt: str, calls: list[Call], rounds: int, paths: _Paths, pri
         c.term = _call_term(terms, c.input)
         if c.failed:
             continue
+        c.next_page = next_page(c.text)
         for p, n, t in parse_hits(c.text, paths):
             st.hits.append(Hit(p, n, t, c.name, c.term))
     # Which searches helped: a hit whose text (or the file read later) holds the term.
     for c in calls:
-        if c.spec and c.spec.role != "read" and not c.failed:
+        if c.spec and c.spec.role not in ("read", "history") and not c.failed:
             c.useful = any(h.tool == c.name and h.term == c.term and (_relevance(st, h, c.term) or h.line is None)
                            for h in st.hits) if c.term else False
     return st
@@ -659,8 +759,11 @@ def candidates(st: StepState, term: Term, prompt: str) -> list[tuple[int, str, i
             if term.matches(st.known[path][n]):
                 found[(path, n)] = st.known[path][n]
     wants_tests = re.search(r"\btests?\b", prompt, re.IGNORECASE) is not None
+    no_tests = NEGATED_TESTS.search(plain_text(prompt)) is not None     # "nothing in the tests folder"
     scored = []
     for (path, n), t in found.items():
+        if not in_scope(path, st.scopes) or (no_tests and _is_test_path(path)):
+            continue
         score = {1: 5, 2: 10, 3: 30}[term.matches(t)]
         if term.is_definition(t):
             score += 100
@@ -771,7 +874,22 @@ class ReferenceProvider(Provider):
         read_chain = self._read_chain(specs)
         reads_wanted: dict[str, list[tuple[int | None, str]]] = {}   # path -> [(line or None, why)]
 
+        if self._asks_history(prompt, specs):
+            # The commits are in no file of the work tree: ask the history tool, once.
+            if any(c.spec and c.spec.role == "history" for c in st.calls):
+                return []
+            spec = self._history_tool(specs)
+            args = build_arguments(spec, Need(), self.workspace)
+            if args is not None:
+                return [{"type": "text", "text": f"The question is about the repository's history, which no file "
+                                                 f"of the work tree records, so I will ask `{spec.name}`."},
+                        {"type": "tool_use", "id": f"toolu_ref_{n_assistant:03d}_0", "name": spec.name,
+                         "input": args}]
+
         for term, chosen in citations(st, prompt):
+            page = self._page_call(st, term, specs)
+            if page:
+                planned.append(page)
             if chosen:
                 for _, path, n, _ in chosen:
                     if n not in st.known.get(path, {}) and not self._read_tried(st, path, n, read_chain):
@@ -840,6 +958,31 @@ class ReferenceProvider(Provider):
         return blocks
 
     @staticmethod
+    def _history_tool(specs: dict[str, ToolSpec]) -> ToolSpec | None:
+        return min((s for s in specs.values() if s.mcp and s.role == "history"), key=lambda s: (s.rank, s.name),
+                   default=None)
+
+    def _asks_history(self, prompt: str, specs: dict[str, ToolSpec]) -> bool:
+        return bool(HISTORY_INTENT.search(plain_text(prompt))) and self._history_tool(specs) is not None
+
+    @staticmethod
+    def _page_call(st: StepState, term: Term, specs: dict[str, ToolSpec]) -> tuple[str, ToolSpec, dict] | None:
+        """The same search again for its next page, when the newest page of it said more is left
+        (a paged result otherwise hides hits: code-index's search returns 10 at a time)."""
+        pages = [c for c in st.calls if c.term == term and c.spec and c.spec.role not in ("read", "history")
+                 and not c.failed]
+        if not pages or pages[-1].next_page is None:
+            return None
+        last = pages[-1]
+        spec = specs.get(last.name)
+        key = page_key(spec) if spec else None
+        if key is None or any(c.name == last.name and c.input.get(key) == last.next_page for c in pages):
+            return None
+        args = {**last.input, key: last.next_page}
+        return (f"The search with `{last.name}` says more results are left, so I will ask it for the next page "
+                f"({key}={last.next_page}).", spec, args)
+
+    @staticmethod
     def _read_tried(st: StepState, path: str, line: int | None, read_chain: list[ToolSpec]) -> bool:
         """True when no read of this file is left to try: every read tool failed on it, or a
         successful read already covered the line (so reading again would not help)."""
@@ -867,6 +1010,19 @@ class ReferenceProvider(Provider):
     # --- the answer ----------------------------------------------------------
 
     def _answer(self, st: StepState, prompt: str) -> str:
+        if st.history:
+            return _history_answer(st.history, prompt)
+        text = self._found_answer(st, prompt)
+        if HISTORY_INTENT.search(plain_text(prompt)):
+            text = ("None of my tools shows the repository's history (its commits, authors and messages), and no "
+                    "file of the work tree records it, so I cannot answer that part.\n\n" + text)
+        final = _final_value(st, prompt)
+        if final is not None:
+            what, value = final
+            text += f"\n\n{what}" + (f"\n\n{value}" if LAST_LINE.search(prompt) else f": {value}")
+        return text
+
+    def _found_answer(self, st: StepState, prompt: str) -> str:
         usage = bool(USAGE_INTENT.search(plain_text(prompt)))
         parts, missing = [], []
         for term, chosen in citations(st, prompt):
@@ -907,6 +1063,71 @@ class ReferenceProvider(Provider):
         if missing:
             out += "\n\nI found no occurrence of " + ", ".join(f"`{t.label}`" for t in missing) + "."
         return out
+
+
+_IMPORT_LINE = re.compile(r"^\s*(from\s+\S+\s+import|import)\b")
+
+
+def _final_value(st: StepState, prompt: str) -> tuple[str, str] | None:
+    """(how it was found, the bare value) for a question that asks for one value about its
+    first term: a count ("how many times is f called": the call expressions found, not the
+    definition or imports) or a definition's value ("what is its value": the literal assigned
+    where it is defined). None when the question asks for neither or nothing was found."""
+    if not st.terms:
+        return None
+    term = st.terms[0]
+    plain = plain_text(prompt)
+    cands = candidates(st, term, prompt)
+    if COUNT_INTENT.search(plain):
+        s = re.escape(term.search)
+        calls_only = re.search(r"\bcall", plain, re.IGNORECASE) is not None
+        sites = [(p, n) for _, p, n, t in cands
+                 if not term.is_definition(t) and not _IMPORT_LINE.match(t)
+                 and (not calls_only or re.search(rf"(?<![A-Za-z0-9_]){s}\s*\(", t))]
+        if not sites:
+            return None
+        what = "call expression(s)" if calls_only else "use(s)"
+        files = len({p for p, _ in sites})
+        return (f"Counting the {what} of `{term.label}` listed above (definition and import lines left out): "
+                f"{len(sites)} in {files} file(s).", str(len(sites)))
+    if VALUE_INTENT.search(plain):
+        s = re.escape(term.search)
+        for _, path, n, t in cands:
+            m = re.match(rf"^\s*(?:export\s+)?(?:const\s+|let\s+|var\s+)?{s}\s*(?::[^=]*)?=(?!=)\s*(.+?)\s*(?:#.*)?$", t)
+            if m:
+                return f"`{term.label}` is assigned `{_inline(m.group(1))}` at `{path}:{n}`.", m.group(1).strip()
+    return None
+
+
+def _history_answer(texts: list[str], prompt: str) -> str:
+    """An answer from what a history tool returned: its newest commit's id, author, date and
+    message, quoted; alone on the last line, the one the question asks for."""
+    joined = "\n".join(texts)
+    entries = []
+    for m in re.finditer(r"(?im)^commit:?\s+([0-9a-f]{7,64})\b", joined):
+        tail = joined[m.end():]
+        nxt = re.search(r"(?im)^commit:?\s+[0-9a-f]{7,64}\b", tail)
+        block = tail[:nxt.start()] if nxt else tail
+        field_of = lambda name: (re.search(rf"(?im)^{name}:\s*(.+)$", block) or [None, None])[1]  # noqa: E731
+        message = field_of("message")
+        if message is None:      # `git show` style: the message indented by four spaces
+            body = re.findall(r"(?m)^ {4}(\S.*)$", block)
+            message = body[0] if body else None
+        entries.append({"id": m.group(1), "author": field_of("author"), "date": field_of("date"),
+                        "message": (message or "").strip().strip("'\"")})
+    if not entries:
+        return "The history tool returned no commit I could read:\n\n```\n" + joined[:1500] + "\n```"
+    e = entries[0]
+    lines = [f"The history tool lists {len(entries)} commit(s); the newest (the one checked out) is:",
+             f"- commit `{e['id']}`", f"- author: {e['author']}", f"- date: {e['date']}",
+             f"- message: {e['message']}"]
+    out = "\n".join(lines)
+    if LAST_LINE.search(prompt):
+        plain = plain_text(prompt).lower()
+        key = ("id" if re.search(r"\b(id|hash|sha|sha-1)\b", plain) else "author" if "author" in plain or "who" in plain
+               else "date" if re.search(r"\b(date|when)\b", plain) else "message")
+        out += f"\n\n{e[key]}"
+    return out
 
 
 def _overviews(st: StepState, term: Term) -> list[str]:
