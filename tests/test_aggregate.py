@@ -255,3 +255,19 @@ def test_no_trial_is_missing_when_every_outcome_is_attributable(tables):
     assert {c["n"] for c in cells} == {"2"} and {t["n_trials"] for t in tools} == {"6"}
     assert summary["missing"]["n_missing"] == 0 and summary["missing"]["note"] is None
     assert not any("missing" in n for n in summary["notes"])
+
+
+def test_efficiency_compares_working_time_not_server_start_up():
+    """A server trial as quick at the work as the baseline but with 0.5 s of start-up: by wall
+    time its efficiency would be 0.5 * 1 + 0.5 * (0.05 / 0.55) = 0.545; by working time
+    (work_seconds, what score_rows uses) it is 0.5 * 1 + 0.5 * 1 = 1.0. Cost is unknown (None)."""
+    from mcptrials.aggregate import score_rows
+
+    def row(tool, wall, work, startup):
+        return {"model": "reference", "scenario": "s1", "tool": tool, "missing": False, "completed": True,
+                "cost_usd": None, "wall_seconds": wall, "work_seconds": work, "server_startup_seconds": startup,
+                "keyword_coverage": 1.0, "quality": 1.0, "citation_grounding": 1.0}
+
+    rows = [row("baseline", 0.05, 0.05, None), row("git", 0.55, 0.05, 0.5), row("slow", 0.6, 0.1, 0.5)]
+    assert score_rows(rows, W, has_baseline=True) == []
+    assert [r["efficiency"] for r in rows] == [1.0, 1.0, pytest.approx(0.75)]    # slow: 0.5 + 0.5 * 0.05 / 0.1
