@@ -282,6 +282,8 @@ def test_markdown_and_junit_of_a_regression():
     assert md.startswith("### mcptrials: ❌ 1 regression(s)")
     assert "| git | m@loop | ❌ regression |" in md and "one-sided test at alpha 0.05" in md
     assert "removed: read" in md and "Find &lt;things&gt;." in md      # a server's text is escaped
+    b, h = (x["snapshots"][("git", "tiny")]["tools_sha256"][:12] for x in (base, head))
+    assert f"| changed {b} → {h} |" in md                              # which tools/list each side had
     suite = ET.fromstring(junit(r)).find("testsuite")
     assert (suite.get("tests"), suite.get("failures")) == ("1", "1")
     failure = suite.find("testcase/failure")

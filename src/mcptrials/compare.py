@@ -324,6 +324,14 @@ def diff_lines(row: dict) -> list[str]:
     return out or ["tools/list unchanged"]
 
 
+def _hashes(r: dict, changed: bool) -> str:
+    """'unchanged 5bf3ef2602cd' or 'changed 5bf3ef2602cd → 0d1e...': the tools_sha256 of each side
+    (the hash every run_meta.json records), per repo when they differ between repos."""
+    pairs = list(dict.fromkeys(tuple((h or "none")[:12] for h in d["tools_sha256"]) for d in r["tools_list"].values()))
+    shown = "; ".join(b if b == h else f"{b} → {h}" for b, h in pairs)
+    return f"{'changed' if changed else 'unchanged'} {shown}".strip()
+
+
 def _row_line(r: dict) -> str:
     if r["figures"] is None:
         return f"{_label(r)}: {r['status']}, not compared"
@@ -363,7 +371,7 @@ def markdown(result: dict) -> str:
         changed = dl != ["tools/list unchanged"]
         if r["figures"] is None:
             t.append(f"| {r['tool']} | {r['model']}@{r['host']} | {r['status']} | – | – | – | – | "
-                     f"{r['n_base']} → {r['n_head']} | {'changed' if changed else 'unchanged'} |")
+                     f"{r['n_base']} → {r['n_head']} | {_hashes(r, changed)} |")
         else:
             f = r["figures"]
             mark = "❌" if r["status"] == "fail" else "✅"
@@ -371,7 +379,7 @@ def markdown(result: dict) -> str:
                      f"{_interval(f['fairness'])} | {_interval(f['pass_rate'])} | {_interval(f['cost_usd'], usd=True)} | "
                      f"{_interval(f['error_rate'])} | {r['n_base']} → {r['n_head']}"
                      + (f" (missing {r['missing_base']} → {r['missing_head']})" if r["missing_base"] or r["missing_head"] else "")
-                     + f" | {'changed' if changed else 'unchanged'} |")
+                     + f" | {_hashes(r, changed)} |")
         if changed:
             details.append(f"<details><summary>{_label(r)}: tools/list diff</summary>\n\n"
                            + "\n".join(f"- {html.escape(x, quote=False)}" for x in dl) + "\n\n</details>\n")
