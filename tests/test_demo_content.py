@@ -18,8 +18,8 @@ from mcptrials.demo_repo import DEMO_BUNDLE, DEMO_SRC, build_bundle, bundle_comm
 from mcptrials.paths import ROOT
 
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
-DEMO_SCENARIOS = {"checkout-flow": "train", "round-money-impact": "train",
-                  "limits-and-alerts": "train", "discount-selection": "held-out"}
+DEMO_SCENARIOS = {"checkout-flow": "train", "round-money-impact": "train", "limits-and-alerts": "train",
+                  "commit-history": "train", "discount-selection": "held-out"}
 GOLD = re.compile(r"^(?P<path>[^:\s]+):(?:(?P<a>\d+)(?:[-\u2013](?P<b>\d+))?|(?P<sym>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*))$")
 
 
@@ -89,7 +89,7 @@ def test_cli_prints_the_commit(tmp_path, capsys):
 
 # --- the scenarios --------------------------------------------------------------
 
-def test_the_four_demo_scenarios_exist_with_their_splits():
+def test_the_demo_scenarios_exist_with_their_splits():
     found = {p.stem: load_scenario(p) for p in SCENARIOS}
     for sid, split in DEMO_SCENARIOS.items():
         assert sid in found, f"scenarios/{sid}.yaml is missing"
@@ -165,6 +165,22 @@ def test_round_money_call_count(shipped):
     assert len(calls) == int(step["exact_answer"]["value"])
     gold = {g for g in step["citations"]["gold"] if not g.startswith("acme_shop/utils.py")}
     assert gold == set(calls)
+
+
+def test_max_line_quantity_value(shipped):
+    src = _package_sources(shipped)["acme_shop/constants.py"]
+    value = next(n.value.value for n in ast.parse(src).body
+                 if isinstance(n, ast.Assign) and [t.id for t in n.targets] == ["MAX_LINE_QUANTITY"])
+    assert value == _step("limits-and-alerts", "max-line-quantity")["exact_answer"]["value"]
+
+
+def test_commit_history_answer_is_the_bundle_commit(shipped):
+    tree, commit, env = shipped
+    step = _step("commit-history", "checked-out-commit")
+    assert step["exact_answer"]["value"] == commit
+    author, date, message = git("log", "-1", "--format=%an|%ad|%s", "--date=iso", cwd=tree, env=env).strip().split("|")
+    assert f"author {author}" in step["key_points"] and f"message {message}" in step["key_points"]
+    assert f"date {date[:19]}" in step["key_points"]
 
 
 def test_discount_subclasses(shipped):
