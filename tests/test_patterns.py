@@ -341,3 +341,23 @@ def test_patterns_render_in_chromium(built, tmp_path):
     assert page["badge-bg"] == "rgb(255, 224, 138)"   # the badge is styled, i.e. highlighted
     link = re.search(r'href="(trials/reference/baseline/s1/1\.html)#patterns"', (built["out"] / "index.html").read_text())
     assert (built["out"] / unquote(link.group(1))).is_file()
+
+
+def test_a_summary_from_before_the_detectors_says_nothing_about_patterns():
+    from mcptrials import report
+
+    old = {"trials": []}   # no `patterns` key: not "none found", just not computed
+    assert report.trial_findings(old, "trials/m/t/s/1.html") is None
+    assert report.pattern_list(None) == "" and report.pattern_marks(None, call=0) == ""
+    doc = report.Doc()
+    report._patterns(doc, old)
+    report._feedback(doc, old)
+    assert doc.html == [] and doc.md == []
+    new = {"patterns": {"findings": {}}}
+    assert report.trial_findings(new, "trials/m/t/s/1.html") == []
+    assert "No pattern found" in report.pattern_list([])
+
+
+def test_summary_records_the_thresholds(built):
+    assert built["summary"]["patterns"]["thresholds"]["LARGE_RESULT_CHARS"] == P.LARGE_RESULT_CHARS
+    assert built["summary"]["patterns"]["thresholds"]["MANY_EMPTY_RESULTS"] == P.MANY_EMPTY_RESULTS

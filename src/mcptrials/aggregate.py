@@ -869,7 +869,7 @@ def pattern_summary(rows: list[dict], findings: list[list[dict]]) -> dict:
     trials show it, how many findings, and the pages of those trials; the server tools no trial of
     that (model, tool) called though the server ran through (patterns.RAN_THROUGH); and every
     trial's findings by its page (the trial page marks them). rows and findings align."""
-    from .patterns import PATTERNS, RAN_THROUGH
+    from .patterns import PATTERNS, RAN_THROUGH, THRESHOLDS
 
     by_page = {r["page"]: f for r, f in zip(rows, findings)}
     out = []
@@ -884,8 +884,8 @@ def pattern_summary(rows: list[dict], findings: list[list[dict]]) -> dict:
         unused = [{name for f in by_page[r["page"]] if f["pattern"] == "unused_tool" for name in f["tools"]} for r in ran]
         never = sorted(set.intersection(*unused)) if unused else []
         out.append({"model": model, "tool": tool, "trials": len(rs), "patterns": counts, "never_used_tools": never})
-    return {"definitions": {name: p.description for name, p in PATTERNS.items()}, "by_tool": out,
-            "findings": {page: f for page, f in by_page.items() if f}}
+    return {"definitions": {name: p.description for name, p in PATTERNS.items()}, "thresholds": THRESHOLDS,
+            "by_tool": out, "findings": {page: f for page, f in by_page.items() if f}}
 
 
 def pattern_csv_rows(patterns: dict) -> list[dict]:

@@ -53,6 +53,11 @@ LIMIT_OUTCOMES = ("max_turns", "timed_out", "budget_exceeded")
 RAN_THROUGH = (COMPLETED,) + LIMIT_OUTCOMES
 
 
+# what summary.json records beside the counts, so a reader knows what produced them
+THRESHOLDS = {"LARGE_RESULT_CHARS": LARGE_RESULT_CHARS, "MANY_EMPTY_RESULTS": MANY_EMPTY_RESULTS,
+              "MIN_TOKEN_CHARS": MIN_TOKEN_CHARS, "LIMIT_OUTCOMES": list(LIMIT_OUTCOMES), "RAN_THROUGH": list(RAN_THROUGH)}
+
+
 def finding(pattern: str, step=None, turn=None, call=None, detail: str = "", **extra) -> dict:
     return {"pattern": pattern, "step": step, "turn": turn, "call": call, "detail": detail, **extra}
 

@@ -773,19 +773,27 @@ def finding_anchor(f: dict) -> str | None:
     return None if f.get("step") is None else f"step-{f['step']}"
 
 
-def trial_findings(summary: dict, page_rel: str) -> list[dict]:
-    return ((summary.get("patterns") or {}).get("findings") or {}).get(page_rel) or []
+def trial_findings(summary: dict, page_rel: str) -> list[dict] | None:
+    """The trial's findings (summary.json patterns.findings), or None for a summary made before the
+    pattern detectors (nothing is then said about patterns, rather than 'none found')."""
+    if "patterns" not in summary:
+        return None
+    return summary["patterns"]["findings"].get(page_rel) or []
 
 
-def pattern_marks(found: list[dict], **where) -> str:
+def pattern_marks(found: list[dict] | None, **where) -> str:
     """Badges for the findings at one place (call=n, or step=i with no call)."""
+    if not found:
+        return ""
     hits = [f for f in found if all(f.get(k) == v for k, v in where.items())
             and ("call" in where or f.get("call") is None)]
     return "".join(f' <span class="pattern" title="{esc(f["detail"])}">{esc(f["pattern"])}</span>' for f in hits)
 
 
-def pattern_list(found: list[dict]) -> str:
+def pattern_list(found: list[dict] | None) -> str:
     """The trial page's list of its patterns, each linked to where it occurs."""
+    if found is None:
+        return ""
     if not found:
         return '<h2 id="patterns">Patterns</h2><p class="note">No pattern found in this trial.</p>'
     items = []
