@@ -7,7 +7,7 @@ snapshot where they help) that returns findings, never a score. A finding is
     {"pattern": name, "step": i or None, "turn": t or None, "call": index or None, "detail": text}
 
 `call` is the index into the transcript's `tool_calls`, `turn` the 1-based model call of the
-step, `step` None for a finding about the whole trial (a server tool never used). `PATTERNS`
+step, `step` None for a finding about the whole trial (server tools never used). `PATTERNS`
 is the registry (name -> description, detector); `detect` runs them all, `counts` turns the
 findings into {name: count}. Patterns are computed at aggregate time from the records the
 aggregate already loads (no stage of their own, no rerun row: they read no config), and are
