@@ -477,3 +477,21 @@ def test_the_workflow_runs_a_variant_on_its_bases_install(tmp_path):
     assert edit(lambda t: t["faulty"]["args"].append("--quiet")) == \
         {"tools_snapshot": 2, **{k: 2 if k in ("transcript", "scored", "judged") else 1 for k in trials_of}}
     assert planned(tmp_path) == {}
+
+
+def test_the_proxy_and_its_server_see_only_the_servers_environment(tmp_path, fake_api, monkeypatch):
+    """The proxy passes its environment to the server unchanged, and it is the one the config
+    allows: no API key (unsandboxed here, so that the server can write its dump outside)."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    dump = tmp_path / "env.json"
+    api = fake_api([reply(tool_use("mcp__terse__say", {"text": "hi"}, id="toolu_1")), reply(text("Done."))])
+    tools = variant_tools()
+    tools["faulty"] = faulty_tool("ok", env={"FAULT_MODE": "ok", "FAULT_ENV_DUMP": str(dump), "KEEP": "me"},
+                                  sandbox="none")
+    m, co = _project(tmp_path, tools, extra=anthropic_extra(api))
+    t, meta = run_trial(m, "claude", "terse", "find-helper", 1, co, None, None, tmp_path / "out", host="loop")
+    assert t["outcome"] == "completed", t["outcome_detail"]
+    env = json.loads(dump.read_text())
+    assert env["KEEP"] == "me" and env["HOME"].endswith("/home")
+    assert "ANTHROPIC_API_KEY" not in env and not any(KEY in v for v in env.values())
+    assert meta["sandbox"]["mechanism"] == "none"
