@@ -286,3 +286,16 @@ def test_strict_refuses_when_the_anchored_check_was_not_run(tmp_path, capsys):
     code, out = run_report(tmp_path, None, judge=dict(JUDGE, strict=True))
     assert code == 1 and not out.exists()
     assert "the held-out agreement was not computed" in capsys.readouterr().err
+
+
+def test_time_split_into_work_and_server_start_up(report):
+    """The headline says which time efficiency compares and shows start-up apart. In the
+    fixture a trial's one step records the trial's whole wall time, so work = wall (13.6 s a
+    git trial), and each git server took 0.5 s to start (run_meta); the baseline has none."""
+    md = (report / "report.md").read_text()
+    assert "Efficiency: stats.relative_efficiency of cost and the agent's working time (work_seconds" in md
+    assert "| time / trial | work / trial | start-up / trial | trials |" in md
+    assert re.search(r"^\| git \|.*\| 13\.6 s \| 13\.6 s \| 0\.500 s \| 6 \(", md, re.M), md[:3000]
+    assert re.search(r"^\| baseline \|.*\| 10\.0 s \| 10\.0 s \| – \| 6 \(", md, re.M), md[:3000]
+    trial = (report / "trials/reference/git/s1/1.html").read_text()
+    assert "the agent&#x27;s work (what efficiency compares)" in trial or "the agent's work (what efficiency compares)" in trial

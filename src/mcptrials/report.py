@@ -912,9 +912,10 @@ def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
                           else " — scored 0: the trial did not complete"))
     kv.add("adoption", f"{f3(row['adoption'])} (fluency {f3(row['tool_fluency'])}, discoverability "
                        f"{f3(row['discoverability'])})")
-    kv.add("cost / time", f"{fusd(row['cost_usd'])}, {fsec(row['wall_seconds'])} wall = "
-                          f"{fsec(row.get('work_seconds'))} the agent's work (what efficiency compares) + "
-                          f"{fsec(row.get('server_startup_seconds'))} server start-up")
+    kv.add("cost / time", f"{fusd(row['cost_usd'])}, {fsec(row['wall_seconds'])} wall, of which "
+                          f"{fsec(row.get('work_seconds'))} the agent's work (what efficiency compares) and "
+                          f"{fsec(row.get('server_startup_seconds'))} server start-up (the rest: sandbox, "
+                          "tools/list, shutdown)")
     kv.add("tokens", f"input {row['tokens_input_uncached']}, cache write {row['tokens_cache_write']}, cache read "
                      f"{row['tokens_cache_read']}, output {row['tokens_output']}")
     kv.add("tool calls", f"{row['tool_calls']} ({row['tool_calls_mcp']} server, {row['tool_calls_builtin']} built-in)")
