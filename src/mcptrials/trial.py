@@ -37,7 +37,9 @@ from .specs import HostSpec, Limits, ModelSpec, Specs, ToolSpec
 
 SYSTEM_PROMPT = PROMPT_DIR / "system.md"
 LAST_STEP_NOTE = "\n\n(This is the last step: end with brief feedback on the tools.)"
-FEEDBACK_RE = re.compile(r"^\W*feedback on the tools\s*:", re.I | re.M)
+# `[^\w\n]*`, not `\W*`: markup before the heading ("**", "## ") stays on its own line, so an
+# earlier markup-only line (a closing code fence) stays in the answer.
+FEEDBACK_RE = re.compile(r"^[^\w\n]*feedback on the tools\s*:", re.I | re.M)
 from .tooldefs import CHARS_PER_TOKEN  # noqa: E402  (the one measure; re-exported for the hosts)
 INSTRUCTIONS_HEADING = "\n\n# Instructions from the MCP server\n\n"
 
