@@ -9,6 +9,8 @@ rule aggregate:
         cells="results/aggregate/cells.csv",
         tools="results/aggregate/tools.csv",
         summary="results/aggregate/summary.json",
+        patterns="results/aggregate/patterns.csv",
+        comparisons="results/aggregate/comparisons.csv",
     params:
         rerun=RERUN["aggregate"][()],
     localrule: True
