@@ -131,7 +131,13 @@ def test_a_description_variant_is_compared_like_any_tool(tmp_path, capsys):
     assert (c["a"], c["b"], c["n_scenarios"], c["n_trials_a"], c["n_trials_b"]) == ("echo-terse", "echo", 2, 2, 2)
     # the reference agent searches with the built-in grep here, so the descriptions change nothing
     assert c["diff"] == 0 and c["verdict"] == "within noise"
-    assert "echo-terse − echo" in (tmp_path / "results/report/report.md").read_text()
+    report_md = (tmp_path / "results/report/report.md").read_text()
+    assert "echo-terse − echo" in report_md
+    # the run's identity names the variant, its base and its overrides
+    ident = summary["identity"]["tools"]
+    assert ident["echo-terse"]["variant_of"] == "echo" and ident["echo"]["variant_of"] is None
+    assert len(ident["echo-terse"]["overrides_sha256"]) == 1
+    assert "description variant of echo" in report_md
     snaps = {t: json.loads((tmp_path / f"results/snapshots/{t}/tiny/tools.json").read_text())
              for t in ("echo", "echo-terse")}
     assert snaps["echo"]["tools_sha256"] != snaps["echo-terse"]["tools_sha256"]

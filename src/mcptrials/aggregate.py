@@ -662,6 +662,9 @@ def identity(m: Matrix, records: list[dict]) -> dict:
                        "server_version": sorted({str(x.get("server_version")) for x in metas if x.get("server_version")}),
                        "tools_sha256": sorted({x["tools_sha256"] for x in metas if x.get("tools_sha256")}),
                        "spec_sha256": m.tool_hash(name),
+                       # a description variant: its base's server behind our proxy (run_meta says so too)
+                       "variant_of": spec.get("variant_of"),
+                       "overrides_sha256": sorted({x["overrides_sha256"] for x in metas if x.get("overrides_sha256")}),
                        # how its processes ran, as the trials recorded it (run_meta.sandbox)
                        "sandbox": sorted({_sandbox_label(x.get("sandbox")) for x in metas})}
     repos = {}

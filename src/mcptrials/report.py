@@ -356,6 +356,9 @@ def _identity(doc: Doc, s: dict, held: dict) -> None:
             server = " ".join(tl["server_name"]) or "(server name not reported)"
             ver = ", ".join(tl["server_version"]) or "?"
             desc = f"{server} {ver} (configured version {tl['version_label'] or '–'}, {tl['transport']})"
+            if tl.get("variant_of"):
+                desc += (f"; description variant of {tl['variant_of']} (its server behind the mcptrials proxy, "
+                         f"overrides sha256 {', '.join(h[:12] for h in tl.get('overrides_sha256', [])) or '–'})")
             if len(tl["tools_sha256"]) > 1:
                 desc += f"; WARNING: {len(tl['tools_sha256'])} different tool lists seen"
         t.add("tool " + name, desc)
