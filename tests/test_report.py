@@ -299,3 +299,16 @@ def test_time_split_into_work_and_server_start_up(report):
     assert re.search(r"^\| baseline \|.*\| 10\.0 s \| 10\.0 s \| – \| 6 \(", md, re.M), md[:3000]
     trial = (report / "trials/reference/git/s1/1.html").read_text()
     assert "the agent&#x27;s work (what efficiency compares)" in trial or "the agent's work (what efficiency compares)" in trial
+
+
+def test_a_never_passed_scenario_with_the_reference_agent_only_says_it_may_need_reasoning(tmp_path):
+    """With real models in the run the flag points to the task or its grader; with only the
+    reference agent it says the task may need reasoning that agent cannot do."""
+    out = make_report(tmp_path, rho=0.9, models=("reference",))
+    html = (out / "index.html").read_text()
+    summary = json.loads((tmp_path / "aggregate" / "summary.json").read_text())
+    assert any(sc["flag"] == "never_passed" for sc in summary["scenarios"])   # the fixture has one
+    flags = html[html.index('id="scenario-flags"'):]
+    flags = flags[:flags.index("</table>")]
+    assert "only the reference agent (no language model) ran" in flags
+    assert "likely a defect in the task or its grader" not in flags

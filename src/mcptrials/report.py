@@ -531,12 +531,22 @@ def _plots(doc: Doc, s: dict, plot_dir: Path) -> list[str]:
     return made
 
 
+def never_passed_text(s: dict) -> str:
+    """What a scenario no trial passes points to. With real models, most often a defect in the
+    task or its grader (the seed method); when only the reference agent (no language model) ran,
+    it may just be a task that needs reasoning, so the text says both."""
+    if all(mdl["provider"] == "reference" for mdl in s["identity"]["models"].values()):
+        return ("no trial passes — only the reference agent (no language model) ran: the task may need "
+                "reasoning it cannot do; with a real model this would point to a defect in the task or its grader")
+    return "no trial passes — likely a defect in the task or its grader"
+
+
 def _scenarios(doc: Doc, s: dict) -> None:
     doc.h(2, "Scenarios", "scenarios")
     t = Table(["scenario", "title", "suite", "repo", "steps", "passes", "flag"])
     for sc in s["scenarios"]:
         flag = {"saturated": "saturated: every tool passes every trial — ready for the regression suite",
-                "never_passed": "no trial passes — likely a defect in the task or its grader"}.get(sc["flag"], "")
+                "never_passed": never_passed_text(s)}.get(sc["flag"], "")
         gone = sc.get("n_missing") or 0
         t.add(sc["scenario"], sc["title"] or "", sc["suite"], sc["repo"], sc["steps"],
               f"{sc['passes']}/{sc['trials']}" + (f" ({gone} missing)" if gone else ""),
