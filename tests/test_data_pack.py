@@ -32,7 +32,7 @@ import pytest
 import yaml
 
 from fakes.messages_api import reply, text, tool_use
-from matrix_helpers import ROOT, TOOLS_ENV
+from matrix_helpers import ROOT
 from mcptrials.checkout import checkout
 from mcptrials.config import load_matrix
 from mcptrials.demo_repo import build_bundle, bundle_commit
@@ -323,7 +323,7 @@ def test_a_tool_called_where_none_is_needed_is_reported(tmp_path, installed, fak
 
 
 @pytest.mark.slow
-def test_the_reference_run_of_the_pack_completes(tmp_path, installed):
+def test_the_reference_run_of_the_pack_completes(tmp_path):
     from workflow_helpers import copy_workflow, run_snakemake, workflow_env
 
     wd = tmp_path / "proj"
@@ -335,7 +335,11 @@ def test_the_reference_run_of_the_pack_completes(tmp_path, installed):
     cfg["trials"] = 1
     (wd / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     shutil.rmtree(wd / "locked", ignore_errors=True)
-    env = {**workflow_env(wd), **TOOLS_ENV}
+    # The install rule re-installs (a fresh environment each time): into this test's own
+    # tools folder, so the servers other tests share are never removed under them. npm and
+    # pip need the machine's certificate settings to reach the registry.
+    certs = {k: os.environ[k] for k in ("NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "PIP_CERT") if k in os.environ}
+    env = {**workflow_env(wd), "MCPTRIALS_TOOLS_DIR": str(tmp_path / "tools"), **certs}
     run_snakemake(wd, "--cores", "2", timeout=1500, env=env)
     rows = list(csv.DictReader((wd / "results" / "aggregate" / "trials.csv").open()))
     assert len(rows) == 30 and all(r["outcome"] == "completed" for r in rows), [r["outcome"] for r in rows]

@@ -153,7 +153,7 @@ class Sandbox:
     @classmethod
     def create(cls, tree: str, index_dir: Path | None) -> Sandbox:
         root = Path(tempfile.mkdtemp(prefix="mcptrials-trial-"))
-        sb = cls(root, root / "workspace", root / "home", root / "tmp", root / "index", origin=Path(tree))
+        sb = cls(root, root / "workspace", root / "home", root / "tmp", root / "index", origin=Path(tree).resolve())
         shutil.copytree(tree, sb.workspace, symlinks=True)
         sb.home.mkdir()
         sb.tmp.mkdir()

@@ -58,7 +58,7 @@ def _inside(workspace: Path, rel: str) -> Path:
 def _connect(path: Path) -> sqlite3.Connection:
     if not path.is_file():
         raise FileNotFoundError(f"{path.name}: no such database file")
-    con = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     con.execute("PRAGMA query_only = ON")
     con.execute("PRAGMA trusted_schema = OFF")
     return con
