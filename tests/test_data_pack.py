@@ -355,4 +355,6 @@ def test_the_reference_run_of_the_pack_completes(tmp_path):
             assert part["passed"], (scored, part)
         if rec["cell"]["scenario"] in WRITE_TASKS:
             assert any("state check" in f for f in rec["failures"]), rec["failures"]
-    assert (wd / "results" / "report" / "index.html").exists()
+    tools = {r["tool"]: r for r in csv.DictReader((wd / "results" / "aggregate" / "tools.csv").open())}
+    assert float(tools["sqlite"]["expected_tools_precision"]) < 1     # it also greps the SQL seed
+    assert "expected tools: precision" in (wd / "results" / "report" / "index.html").read_text()

@@ -106,3 +106,14 @@ def test_work_seconds_leaves_server_start_up_out():
     base = transcript([], turns=(2, 3))      # its steps record 1.5 s and 3.0 s
     eff = efficiency({**base, "wall_seconds": 5.0, "server_startup_seconds": 0.4}, None)
     assert (eff["wall_seconds"], eff["server_startup_seconds"], eff["work_seconds"]) == (5.0, 0.4, 4.5)
+
+
+def test_a_trials_expected_tools_means_leave_null_steps_out():
+    """aggregate.expected_tools_means by hand: precision (1 + 0) / 2, recall 0.5 / 1."""
+    from mcptrials.aggregate import expected_tools_means
+
+    ad = {"expected_tools": [{"precision": 1.0, "recall": 0.5}, {"precision": None, "recall": None},
+                             {"precision": 0.0, "recall": None}]}
+    assert expected_tools_means(ad) == {"expected_tools_precision": 0.5, "expected_tools_recall": 0.5}
+    assert expected_tools_means({"expected_tools": []}) == {"expected_tools_precision": None,
+                                                           "expected_tools_recall": None}

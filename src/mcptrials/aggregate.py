@@ -160,6 +160,7 @@ def raw_row(rec: dict, m: Matrix) -> dict:
         "tool_calls_builtin": eff["tool_calls_builtin"],
         **{k2: int(t["errors"].get(k2, 0)) for k2 in ERROR_KINDS},
         "tool_error_rate": ad.get("tool_error_rate"),
+        **expected_tools_means(ad),
         "judge_cost_usd": judge_cost(pricing, j),
         "server_startup_seconds": meta.get("server_startup_seconds"),
         "server_peak_rss_kb": meta.get("server_peak_rss_kb"),
@@ -239,6 +240,15 @@ MEAN_FIELDS = ("fairness", "quality", "keyword_coverage", "citation_grounding", 
 
 # wall time split: the agent's working time (what efficiency compares) and the server's start-up
 TIME_SPLIT = ("work_seconds", "server_startup_seconds")
+# expected tools against the tools called (graders/usage.py): reported, never scored
+EXPECTED_TOOLS_FIELDS = ("expected_tools_precision", "expected_tools_recall")
+
+
+def expected_tools_means(ad: dict) -> dict:
+    """A trial's mean precision and recall of tools over its steps with expected_tools
+    (a step where it is null, e.g. no tool called, is left out; null when none is left)."""
+    steps = ad.get("expected_tools") or []
+    return {f"expected_tools_{k}": _mean(st.get(k) for st in steps) for k in ("precision", "recall")}
 
 
 def cell_rows(rows: list[dict], k: int) -> list[dict]:
@@ -262,6 +272,7 @@ def cell_rows(rows: list[dict], k: int) -> list[dict]:
                "pass_at_k": pass_at_k(n, c, kk) if n else None, "pass_hat_k": pass_hat_k(n, c, kk) if n else None}
         row.update({f: _mean(r[f] for r in rs) for f in MEAN_FIELDS})
         row.update({f: _mean(r.get(f) for r in rs) for f in TIME_SPLIT})
+        row.update({f: _mean(r.get(f) for r in rs) for f in EXPECTED_TOOLS_FIELDS})
         row.update({e: sum(r[e] for r in every) for e in ERROR_KINDS})
         row["outcomes"] = ";".join(f"{o}={sum(r['outcome'] == o for r in every)}" for o in OUTCOMES
                                    if any(r["outcome"] == o for r in every))
@@ -336,6 +347,7 @@ def tool_rows(rows: list[dict], k: int, noise: float | None, has_baseline: bool)
             row.update({f: _mean(r[f] for r in rs) for f in ("quality", "keyword_coverage", "citation_grounding",
                                                                "verified_rate", "efficiency", "tool_fluency",
                                                                "discoverability")})
+            row.update({f: _mean(r.get(f) for r in rs) for f in EXPECTED_TOOLS_FIELDS})
             row.update({e: sum(r[e] for r in every) for e in ERROR_KINDS})
             if tool == BASELINE:
                 row["verdict"] = "baseline"

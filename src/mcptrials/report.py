@@ -498,13 +498,18 @@ def _adoption(doc: Doc, s: dict) -> None:
 
     doc.p(f"adoption = {w['fluency']:.2f} tool fluency (server calls / (server calls + built-in searches)) + "
           f"{w['discoverability']:.2f} discoverability (a server tool called within the first model calls).", "note")
-    t = Table(["model", "tool", "adoption [95% CI]", "tool fluency", "discoverability"])
+    t = Table(["model", "tool", "adoption [95% CI]", "tool fluency", "discoverability",
+               "expected tools: precision", "recall"])
     for r in s["tools"]:
         if r["tool"] == BASELINE:
             continue
         t.add(r["model"], r["tool"], fci(r["adoption"], r["adoption_lo"], r["adoption_hi"]), f3(r["tool_fluency"]),
-              f3(r["discoverability"]))
+              f3(r["discoverability"]), f3(r.get("expected_tools_precision")), f3(r.get("expected_tools_recall")))
     doc.table(t, "adoption-table")
+    doc.p("Expected tools (the scenarios' expected_tools against the tools each step called; reported, never "
+          "scored): precision = expected tools called / distinct tools called, recall = expected tools called / "
+          "expected tools, each the mean over steps, then over trials; a step that expects no tool makes any "
+          "call unexpected.", "note")
 
 
 def _plots(doc: Doc, s: dict, plot_dir: Path) -> list[str]:
