@@ -43,6 +43,7 @@ MAX_ROWS = 200        # rows of a query result kept on the transcript
 MAX_FOUND = 50        # JSON-path matches kept
 MAX_CHANGES = 100     # changes kept (all are counted)
 BASELINE = "the same file in the checkout at the pinned commit"
+READ_BY = f"the harness, read-only (Python sqlite3, SQLite {sqlite3.sqlite_version})"
 
 
 # --- reading, in the trial --------------------------------------------------------------
@@ -70,7 +71,7 @@ def _jsonable(v):
 
 def read_sql(spec: dict, workspace: Path) -> dict:
     out = {"database": spec["database"], "query": spec["query"], "columns": None, "rows": None,
-           "row_count": None, "truncated": False, "error": None}
+           "row_count": None, "truncated": False, "error": None, "read_by": READ_BY}
     try:
         con = _connect(_inside(workspace, spec["database"]))
         try:
@@ -176,7 +177,7 @@ def _file_changes(new: Path, old: Path) -> list[dict]:
 def read_changes(spec: dict, workspace: Path, origin: Path | None) -> dict:
     kind = "database" if spec.get("database") else "file"
     rel = spec[kind]
-    out = {kind: rel, "baseline": BASELINE, "changes": None, "total": None, "error": None}
+    out = {kind: rel, "baseline": BASELINE, "changes": None, "total": None, "error": None, "read_by": READ_BY}
     try:
         if origin is None:
             raise ValueError("the trial has no checkout to compare with")
