@@ -29,7 +29,9 @@ The script is a list of entries, consumed one per ``/v1/messages`` request:
   (a 200 whose body is not JSON, sent as application/json unless told; for a stream, an
   SSE event whose data is not JSON),
   ``{"fault": "hang"}`` (never answers; released by ``stop()``).
-- any entry may carry ``"delay": seconds`` (a slow reply or slow fault).
+- any entry may carry ``"delay": seconds`` (a slow reply or slow fault) and
+  ``"hold_until": path`` (answered only once that file exists, so a test can hold a run at
+  a known point and release it; each held request adds a line to ``<path>.held``).
 - a callable ``fn(request_body) -> entry`` (in-process only), e.g. to echo tool results.
 
 Prompt caching is emulated per server with ``prompt_cache=True`` (``--prompt-cache``; off
@@ -379,6 +381,7 @@ class _Handler(ScriptedHandler):
                                             f"provided. Found {n}.")
         index, entry = api._take_entry(body)
         record["script_index"] = index
+        api._hold(entry, record)
         if entry.get("delay"):
             api._stopping.wait(float(entry["delay"]))
         fault = entry.get("fault")
