@@ -100,11 +100,33 @@ def planned_outputs(wd: Path, rule: str) -> set[str]:
     return planned
 
 
+def default_sigint() -> None:
+    """In the run's process, before exec: SIGINT back to its default. A shell without job
+    control (`make test &`, a CI step's background job) starts its children with SIGINT
+    ignored, which exec keeps; Snakemake and the trials would then never see the Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def session_processes(run: subprocess.Popen) -> str:
+    """The processes of the run's session and their states (what a run that does not end is
+    waiting on)."""
+    out = []
+    for proc in Path("/proc").iterdir():
+        try:
+            stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            if proc.name.isdigit() and int(stat[3]) == run.pid:  # stat[3]: the session id
+                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ")[:160].decode()
+                out.append(f"{proc.name} {stat[0]}: {cmd}")
+        except OSError:
+            continue
+    return "\n".join(out)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
 def test_killed_run_resumes_with_nothing_lost(tmp_path, held_api, uninterrupted, sig):
     wd = make_project(tmp_path / "p", held_api)
     run = subprocess.Popen(snakemake_cmd(wd, TARGET, "-j", "2"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                           text=True, env=workflow_env(wd), start_new_session=True)
+                           text=True, env=workflow_env(wd), start_new_session=True, preexec_fn=default_sigint)
     runs = wd / "results" / "runs"
     deadline = time.monotonic() + 300  # a guard against a hung test only; the hold does the timing
     # The known point: the trials the API answered are recorded and a later trial waits on the
@@ -114,7 +136,12 @@ def test_killed_run_resumes_with_nothing_lost(tmp_path, held_api, uninterrupted,
         assert time.monotonic() < deadline, "the run never reached the hold"
         time.sleep(0.05)
     os.killpg(run.pid, sig)  # the whole group: Snakemake, its job shells and the trials
-    _, err = run.communicate(timeout=60)
+    try:
+        _, err = run.communicate(timeout=120)
+    except subprocess.TimeoutExpired:  # say what still runs, then stop it
+        running = session_processes(run)
+        os.killpg(run.pid, signal.SIGKILL)
+        pytest.fail(f"the run did not end after {sig.name}; still running:\n{running}\n{run.communicate()[1][-2000:]}")
     assert run.returncode != 0
     done = finished_records(wd)
     transcripts_before = {k for k in done if k.endswith("transcript.json")}
