@@ -99,6 +99,20 @@ def test_files_outside_the_project_and_in_tool_installs_are_not_keys(tmp_path, m
     assert snapshot_params(wd) == before
 
 
+def test_a_project_folder_named_whole_leaves_out_what_the_harness_writes(tmp_path, monkeypatch):
+    """read_only: ["{project}"] hashes the project's files, not results/, .snakemake/ or .tools/."""
+    wd = make_project(tmp_path / "p", read_only=["{project}"])
+    monkeypatch.chdir(wd)
+    monkeypatch.setenv("MCPTRIALS_TOOLS_DIR", str(wd / ".tools"))
+    before = snapshot_params(wd)
+    for d in ("results/runs", ".snakemake/metadata", ".tools/mine"):
+        (wd / d).mkdir(parents=True)
+        (wd / d / "x.json").write_text("{}")
+    assert snapshot_params(wd) == before
+    (wd / "server.py").write_text("# edited\n")
+    assert snapshot_params(wd)["tools_snapshot"] != before["tools_snapshot"]
+
+
 # --- validate ----------------------------------------------------------------------------
 
 

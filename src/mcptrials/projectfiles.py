@@ -28,6 +28,9 @@ from pathlib import Path
 PLACEHOLDER = "{project}"
 # Folders never part of a server's identity: caches written when it runs.
 SKIPPED_DIRS = {"__pycache__", ".git", ".pytest_cache", "node_modules"}
+# Folders of the project the harness writes (a folder named in read_only may hold them, e.g.
+# `{project}` itself): hashing them would rerun the server after every run.
+HARNESS_DIRS = ("results", ".snakemake")
 
 
 def project_dir() -> Path:
@@ -101,6 +104,7 @@ def content_hashes(entry: dict, project, tools_dir) -> dict[str, str]:
     folder: each file under it); a named path that does not exist is "missing" (validate
     says which field names it). Relative paths: a project copied elsewhere reruns nothing."""
     project = Path(os.path.normpath(Path(project).absolute()))
+    skipped = {project / d for d in HARNESS_DIRS} | {Path(os.path.normpath(tools_dir))}
     out: dict[str, str] = {}
     for _, p in named_paths(entry, project, tools_dir):
         path = Path(p)
@@ -109,7 +113,7 @@ def content_hashes(entry: dict, project, tools_dir) -> dict[str, str]:
             out[rel] = _file_sha256(path)
         elif path.is_dir():
             for root, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+                dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and Path(root, d) not in skipped)
                 for name in sorted(files):
                     f = Path(root, name)
                     if f.is_file():
