@@ -133,3 +133,10 @@ def test_a_remote_url_is_not_checked(tmp_path):
     """Without the network the harness cannot know: the checkout job says it."""
     cfg = project(tmp_path, "https://example.org/tiny.git", MISSING)
     assert check_commits(load_matrix(cfg)) == []
+
+
+def test_validate_without_git_says_so(tmp_path, monkeypatch):
+    cfg = project(tmp_path, "repo", MISSING)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    (problem,) = check_commits(load_matrix(cfg))
+    assert problem.startswith(f"{cfg}: field repos: git is not on PATH") and "install git" in problem

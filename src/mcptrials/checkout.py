@@ -121,6 +121,9 @@ def check_commits(m) -> list[str]:
     the network (empty when they can): a local source (the url, or its mirror) that does not
     exist or is not a repository or bundle, or does not hold the pinned commit. A remote
     URL is the checkout job's to try."""
+    if shutil.which("git") is None:
+        return [f"{m.path}: field repos: git is not on PATH, and every checkout needs it; install git "
+                "(`apt-get install git`) or put it on PATH"]
     problems = []
     for repo in m.run_repos():
         url, commit = m.repos[repo]["url"], m.repos[repo]["commit"]
