@@ -160,6 +160,9 @@ def raw_row(rec: dict, m: Matrix) -> dict:
         "tool_calls_builtin": eff["tool_calls_builtin"],
         **{k2: int(t["errors"].get(k2, 0)) for k2 in ERROR_KINDS},
         "tool_error_rate": ad.get("tool_error_rate"),
+        # which server tools the trial called and how many of those calls failed (compare's gate)
+        "server_tools_used": sorted(ad.get("per_tool") or {}),
+        "server_tool_errors": sum(int(v.get("errors") or 0) for v in (ad.get("per_tool") or {}).values()),
         **expected_tools_means(ad),
         "judge_cost_usd": judge_cost(pricing, j),
         "server_startup_seconds": meta.get("server_startup_seconds"),
@@ -695,7 +698,8 @@ def identity(m: Matrix, records: list[dict]) -> dict:
              "settings_hash": sorted({j["settings_hash"] for j in judge_recs}),
              "temperature": sorted({str(j.get("temperature")) for j in judge_recs})}
     return {
-        "config": project_path(m.path), "models": models,
+        "config": project_path(m.path), "config_files": [project_path(f) for f in m.sources or (m.path,)],
+        "models": models,
         "hosts": sorted({str(r["run_meta"].get("host")) for r in records if r["run_meta"].get("host")}),
         "harness_versions": sorted({str(r["run_meta"].get("harness_version")) for r in records
                                     if r["run_meta"].get("harness_version")}),
