@@ -348,25 +348,48 @@ def doc_blocks():
     return [b.split("\n", 1)[1] for b in text.split("```yaml")[1:] for b in [b.split("```")[0]]]
 
 
-def test_the_documented_workflow_parses_and_calls_compare_with_real_flags():
+def documented_command(name: str) -> tuple[dict, list[str], dict]:
+    """(its job, the words of the documented `mcptrials NAME` line, its step) of the workflow."""
     import shlex
 
+    wf = yaml.safe_load(doc_blocks()[1])
+    for job in wf["jobs"].values():
+        for step in job["steps"]:
+            for ln in step.get("run", "").replace("\\\n", " ").splitlines():
+                if ln.strip().startswith(f"mcptrials {name} "):
+                    return job, shlex.split(ln.replace('"$MARGIN"', "0.05")), step
+    raise AssertionError(f"no `mcptrials {name}` line in the documented workflow")
+
+
+def test_the_documented_workflow_parses_and_calls_compare_with_real_flags():
     from mcptrials.cli import build_parser
 
-    config, workflow = doc_blocks()
-    wf = yaml.safe_load(workflow)
-    steps = wf["jobs"]["mcptrials"]["steps"]
-    runs = "\n".join(s.get("run", "") for s in steps)
-    line = next(ln for ln in runs.replace("\\\n", " ").splitlines() if ln.strip().startswith("mcptrials compare"))
-    words = [w.replace('"$MARGIN"', "0.05").replace("$MARGIN", "0.05") for w in shlex.split(line)]
+    job, words, _ = documented_command("compare")
     args = build_parser("compare").parse_args(words[1:])
     assert (args.base, args.head, args.tool, args.margin) == ("stored", "server/.mcptrials/results", ["my-server"], 0.05)
     assert args.markdown == "comment.md" and args.junit == "junit.xml"
-    uses = {s.get("uses", "").split("@")[0] for s in steps}
+    uses = {s.get("uses", "").split("@")[0] for s in job["steps"]}
     assert {"actions/cache/save", "actions/cache/restore", "marocchino/sticky-pull-request-comment",
             "mikepenz/action-junit-report"} <= uses
     # the gate's exit code fails the job
-    assert any("steps.compare.outputs.code != '0'" in str(s.get("if")) for s in steps)
+    assert any("steps.compare.outputs.code != '0'" in str(s.get("if")) for s in job["steps"])
+
+
+def test_the_documented_replay_job_runs_on_every_pull_request_without_secrets():
+    from mcptrials.cli import build_parser
+
+    job, words, step = documented_command("replay")
+    args = build_parser("replay").parse_args(words[1:])
+    assert (args.base, args.tool, args.markdown, args.junit) == ("../../stored", ["my-server"], "../../replay.md",
+                                                                  "../../replay.xml")
+    assert args.config == "config.yaml:$RUNNER_TEMP/ci.local.yaml" and step["working-directory"] == "server/.mcptrials"
+    # forks included: no condition on the head repository, no secret anywhere in the job
+    assert job["if"] == "github.event_name == 'pull_request'"
+    assert "secrets." not in json.dumps(job)
+    assert any("steps.replay.outputs.code != '0'" in str(s.get("if")) for s in job["steps"])
+    # the paid job is the one that is limited to branches with the secrets
+    wf = yaml.safe_load(doc_blocks()[1])
+    assert "head.repo.full_name == github.repository" in wf["jobs"]["mcptrials"]["if"]
 
 
 def test_the_documented_pack_config_validates(tmp_path):

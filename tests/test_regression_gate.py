@@ -245,3 +245,48 @@ def test_replay_cannot_replay_says_why(runs, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(other)
     assert main(["replay", base]) == 2
     assert "replay needs the same commit" in capsys.readouterr().err
+
+
+# --- the documented GitHub Actions commands, on real runs ------------------------------------------
+
+
+def test_the_documented_ci_commands_on_real_runs(runs, tmp_path, monkeypatch, capsys):
+    """docs/ci-github-actions.md's store step on main's real run, then its replay and compare
+    lines (the tool renamed my-server -> search) in a pull request's checkout whose server renamed
+    a tool: both exit 1 and name it."""
+    import subprocess
+
+    from test_compare import documented_command
+
+    ws = tmp_path / "ws"
+    (ws / "server").mkdir(parents=True)
+    shutil.copytree(runs["base"], ws / "server/.mcptrials", symlinks=True)
+    from test_compare import doc_blocks
+
+    wf = yaml.safe_load(doc_blocks()[1])
+    store = next(s for s in wf["jobs"]["mcptrials"]["steps"] if s.get("name") == "Store main's results")
+    subprocess.run(["bash", "-ec", store["run"]], cwd=ws, check=True)
+    stored = ws / "stored"
+    assert (stored / "aggregate/summary.json").is_file() and list(stored.glob("snapshots/*/*/tools.json"))
+    transcripts = list(stored.glob("runs/**/transcript.json"))
+    assert len(transcripts) == 4 and all((t.parent / "run_meta.json").is_file() for t in transcripts)
+    assert not list(stored.glob("runs/**/scored.json"))      # only what replay reads
+
+    # the pull request's checkout: the renamed server, its pack run
+    shutil.rmtree(ws / "server/.mcptrials")
+    shutil.copytree(runs["renamed"], ws / "server/.mcptrials", symlinks=True)
+    rt = tmp_path / "runner_temp"
+    rt.mkdir()
+    (rt / "ci.local.yaml").write_text(yaml.safe_dump({"tools": {"search": {"version": "2"}}}))
+
+    def words(name):
+        return [w.replace("$RUNNER_TEMP", str(rt)).replace("my-server", "search") for w in documented_command(name)[1][1:]]
+
+    monkeypatch.chdir(ws / "server/.mcptrials")
+    assert main(words("replay")) == 1
+    assert "tool gone: search_code" in capsys.readouterr().out
+    assert "tool gone" in (ws / "replay.md").read_text()
+    monkeypatch.chdir(ws)
+    assert main(words("compare")) == 1
+    assert "FINDING tool_gone: search_code" in capsys.readouterr().out
+    assert "renamed to find_code" in (ws / "comment.md").read_text()
