@@ -210,32 +210,34 @@ def select(trials: list[dict], m, tools: list[str] | None) -> dict[str, list[dic
 # --- HEAD's side: checkout, install, index as the workflow would ------------------------------
 
 
-def prepare(config: str, m, tool: str, repos: set[str], results: Path) -> dict:
+def prepare(m, tool: str, repos: set[str], results: Path) -> dict:
     """HEAD's checkout of each repo, install and index of the tool, made by the stages' own
-    commands when missing or out of date. Returns {repo: (checkout record, index dir or None)}."""
-    from .cli import main
-    from .records import read_json
+    functions when missing or out of date. Returns {repo: (checkout record, index dir or None)}."""
+    from .checkout import checkout
+    from .index import build_index
+    from .install import drop_keys, install_tool
+    from .records import read_json, write_json
 
-    def run(argv):
-        if main(argv) != 0:
-            raise ConfigError(f"mcptrials {' '.join(argv[:1])} failed for {tool}: see above")
-
-    spec = m.tools[tool]
-    inst = results / "tools" / tool / "install.json"
+    env = m.specs.tools[tool].env_name          # a description variant runs its base's install
+    spec = m.tools[env]
+    inst = results / "tools" / env / "install.json"
     wanted = [*(spec.get("install") or {}).get("pip", []), *(spec.get("install") or {}).get("npm", [])]
     if wanted and (not inst.is_file() or read_json(inst).get("requested") != wanted):
-        print(f"replay: installing {tool} as HEAD's config declares it", file=sys.stderr)
-        run(["install-tool", "--config", config, "--tool", tool, "--out", str(inst)])
+        print(f"replay: installing {env} as HEAD's config declares it", file=sys.stderr)
+        drop_keys(m)
+        write_json(inst, install_tool(env, spec, sys.stderr))
     out = {}
     for repo in sorted(repos):
         co = results / "checkouts" / repo / "checkout.json"
         if not co.is_file() or read_json(co).get("commit") != m.repos[repo]["commit"]:
-            run(["checkout", "--config", config, "--repo", repo, "--out", str(co)])
+            r = m.repos[repo]
+            write_json(co, checkout(repo, m.repo_source(repo), r["url"], r["commit"], co.parent))
         index_dir = None
         if spec.get("index"):
-            index_dir = results / "index" / tool / repo
+            index_dir = results / "index" / env / repo
             if not (index_dir / "index.json").is_file():
-                run(["index", "--config", config, "--tool", tool, "--checkout", str(co), "--out", str(index_dir)])
+                build_index(env, spec, read_json(co)["tree"], index_dir, m.specs.key_env_names(), sys.stderr,
+                            tool_spec=m.specs.tools[tool])
         out[repo] = (read_json(co), index_dir)
     return out
 
@@ -505,7 +507,7 @@ def replay(base_folder, config: str, tools: list[str] | None = None, strict: boo
     """The whole replay of a BASE results folder against HEAD's config. Raises CannotReplay."""
     m = load_matrix(config)
     picked = select(load_base_trials(base_folder), m, tools)
-    prepared = {tool: prepare(config, m, tool, {t["cell"]["repo"] for t in trials}, results)
+    prepared = {tool: prepare(m, tool, {t["cell"]["repo"] for t in trials}, results)
                 for tool, trials in picked.items()}
     # a server start mostly waits (imports, the sandbox): twice the cores keeps them busy
     replays = asyncio.run(replay_all(m, picked, prepared, results / "logs" / "replay", jobs or 2 * (os.cpu_count() or 1)))
