@@ -44,6 +44,17 @@ def test_the_trial_folder_is_found_and_replaced_in_the_arguments():
     assert rebase(args, None, ROOT_H) == args
 
 
+@pytest.mark.parametrize("text, says", [
+    ("Error: not found", True), ("Database error: no such table: t", True), ("error executing tool", True),
+    ("Traceback (most recent call last):", True), ("ValueError exception raised", False),
+    ("src/errors.py:1: x", False), ("No error here", False), ("", False),
+])
+def test_says_error(text, says):
+    from mcptrials.replay import says_error
+
+    assert says_error(text) is says
+
+
 def call(text, is_error=False):
     return {"result_text": text, "is_error": is_error}
 
@@ -57,6 +68,9 @@ def call(text, is_error=False):
     (call("No matches found"), {"text": "a.py:1"}, CHANGED),
     (call("a.py:1"), {"text": "boom", "is_error": True}, NOW_ERROR),
     (call("a.py:1"), {"text": "", "error": "McpError: timed out"}, NOW_ERROR),
+    (call("a.py:1"), {"text": "Database error: no such table: t"}, NOW_ERROR),   # said in text, no isError
+    (call("Error: x"), {"text": "Error: y"}, CHANGED),                          # it said so in BASE too
+    (call("a.py:1"), {"text": "errors.py:3: def f():"}, CHANGED),               # a file named errors.py is no error
     (call("bad", True), {"text": "bad", "is_error": True}, IDENTICAL),        # failed in BASE too, same text
     (call("bad", True), {"text": "worse", "is_error": True}, CHANGED),
     (call("bad", True), {"text": "a.py:1"}, CHANGED),                         # now a result

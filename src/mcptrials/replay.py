@@ -15,7 +15,9 @@ replayed once, and the result stands for each of them.
 Each call is classified against what BASE recorded (CLASSES), after `normalise` on both sides:
 identical; now empty (BASE had content, HEAD has none or says it found nothing: `is_empty`);
 changed; now an error (isError, a protocol error, a time-out, the server gone) where BASE had a
-result; tool gone (not in HEAD's tools/list); did not start (HEAD's server did not come up).
+result (or HEAD's result says it is an error, `says_error`, where BASE's did not: many servers
+report failures as text); tool gone (not in HEAD's tools/list); did not start (HEAD's server
+did not come up).
 A call that failed in BASE too is identical or changed by its text. Exit 1 on a failing class
 (FAILING, plus changed with --strict) of a call that succeeded in BASE, 2 when it cannot
 replay (another repository commit, a BASE without recorded calls, a tool BASE never ran or
@@ -53,6 +55,18 @@ TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?
 NOTHING_FOUND = re.compile(r"^\s*(?:no (?:results?|matches|match|files?|entries|items|symbols?|references?|"
                            r"definitions?|occurrences?)(?: were)?(?: found)?|nothing (?:was )?found|not found|"
                            r"0 (?:results?|matches)(?: found)?)\b[^\n]{0,80}$", re.I)
+
+
+# a result that says it is an error without setting isError (mcp-server-sqlite answers
+# "Database error: no such table: ..." as a plain result): its first line
+SAYS_ERROR = re.compile(r"^\s*(?:(?:error|exception|traceback)\b|[\w.-]+ (?:error|exception)\s*:)", re.I)
+
+
+def says_error(text: str) -> bool:
+    """The result's first line starts with "Error", "Exception" or "Traceback", or with
+    "<Word> error:" / "<Word> exception:": a failure reported as text (many servers never set
+    isError). "No error here" and a path such as errors.py are not."""
+    return bool(SAYS_ERROR.match((text or "").lstrip().split("\n", 1)[0]))
 
 
 class CannotReplay(Exception):
@@ -134,7 +148,7 @@ def classify(base_call: dict, head: dict, roots: tuple[str, ...]) -> str:
         return head["class"]
     b, h = normalise(base_call.get("result_text") or "", roots), normalise(head.get("text") or "", roots)
     head_failed = bool(head.get("error")) or bool(head.get("is_error"))
-    if base_ok and head_failed:
+    if base_ok and (head_failed or (says_error(head.get("text")) and not says_error(base_call.get("result_text")))):
         return NOW_ERROR
     if b == h and base_ok == (not head_failed):
         return IDENTICAL
