@@ -135,46 +135,51 @@ def _read(path: Path) -> dict | None:
         return None
 
 
+def cell_cost(m, model: str, host: str, tool: str, repo: str, scenario: str, results: Path = Path("results")) -> CellCost:
+    """The cost of one cell (its `trials` trials) over the records in `results`: see the module
+    docstring. mcptrials.runner reserves `per_trial` of it in the ledger before a trial starts."""
+    results = Path(results)
+    pricing = m.config["pricing"]
+    mspec = m.specs.models[model]
+    sc = m.scenarios[scenario]
+    folder = results / "runs" / model / host / tool / repo / scenario
+    mine = [folder / str(k) / "transcript.json" for k in range(1, m.trials + 1)]
+    if mspec.provider in FREE_PROVIDERS:  # never stopped, nothing to price: no transcript is read
+        to_run = sum(1 for p in mine if not p.exists())
+        return CellCost(model, host, tool, scenario, m.trials, "free", 0, 0.0, 0.0, to_run)
+    # every trial folder of the cell, this run's and any earlier one's (more trials), read once
+    found = {p: _read(p) for p in sorted(folder.glob("*/transcript.json"))}
+    to_run = sum(1 for p in mine if found.get(p) is None or found[p].get("outcome") in RETRIED)
+    price = _price(pricing, mspec)
+    lim = m.specs.limits.overridden(sc.data["limits"])
+    upper = None if price is None else upper_bound_usd(price, len(sc.data["steps"]), lim.max_turns,
+                                                       lim.max_output_tokens, m.config["budget"]["input_tokens_per_call"],
+                                                       mspec.max_tokens)
+    costs = []
+    for t in found.values():
+        if not t or t.get("outcome") == NOT_RUN or "usage" not in t or "cell" not in t:
+            continue
+        cost, _ = trial_cost(pricing, t)
+        if cost is not None:
+            costs.append(cost)
+    if price is None and not costs:
+        return CellCost(model, host, tool, scenario, m.trials, "unpriced", 0, None, None, to_run)
+    if costs:
+        return CellCost(model, host, tool, scenario, m.trials, "history", len(costs), sum(costs) / len(costs), upper,
+                        to_run)
+    return CellCost(model, host, tool, scenario, m.trials, "no history", 0, upper, upper, to_run)
+
+
 def cost_plan(m, results: Path = Path("results")) -> CostPlan:
     """The cost plan of matrix `m` (a config.Matrix) over the records in `results`."""
     results = Path(results)
-    pricing = m.config["pricing"]
-    input_per_call = m.config["budget"]["input_tokens_per_call"]
     cells = []
     seen = set()
     for model, host, tool, repo, scenario, _trial in m.cells():
         if (model, host, tool, scenario) in seen:
             continue
         seen.add((model, host, tool, scenario))
-        mspec = m.specs.models[model]
-        sc = m.scenarios[scenario]
-        folder = results / "runs" / model / host / tool / repo / scenario
-        mine = [folder / str(k) / "transcript.json" for k in range(1, m.trials + 1)]
-        if mspec.provider in FREE_PROVIDERS:  # never stopped, nothing to price: no transcript is read
-            to_run = sum(1 for p in mine if not p.exists())
-            cells.append(CellCost(model, host, tool, scenario, m.trials, "free", 0, 0.0, 0.0, to_run))
-            continue
-        # every trial folder of the cell, this run's and any earlier one's (more trials), read once
-        found = {p: _read(p) for p in sorted(folder.glob("*/transcript.json"))}
-        to_run = sum(1 for p in mine if found.get(p) is None or found[p].get("outcome") in RETRIED)
-        price = _price(pricing, mspec)
-        lim = m.specs.limits.overridden(sc.data["limits"])
-        upper = None if price is None else upper_bound_usd(price, len(sc.data["steps"]), lim.max_turns,
-                                                           lim.max_output_tokens, input_per_call, mspec.max_tokens)
-        costs = []
-        for t in found.values():
-            if not t or t.get("outcome") == NOT_RUN or "usage" not in t or "cell" not in t:
-                continue
-            cost, _ = trial_cost(pricing, t)
-            if cost is not None:
-                costs.append(cost)
-        if price is None and not costs:
-            cells.append(CellCost(model, host, tool, scenario, m.trials, "unpriced", 0, None, None, to_run))
-        elif costs:
-            cells.append(CellCost(model, host, tool, scenario, m.trials, "history", len(costs),
-                                  sum(costs) / len(costs), upper, to_run))
-        else:
-            cells.append(CellCost(model, host, tool, scenario, m.trials, "no history", 0, upper, upper, to_run))
+        cells.append(cell_cost(m, model, host, tool, repo, scenario, results))
     ledger = ledger_path(results)
     return CostPlan(cells=cells, cap=budget_cap(m.config), spent=Ledger(ledger).total(), ledger=ledger)
 

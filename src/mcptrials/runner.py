@@ -64,9 +64,17 @@ def _cmd(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     # the budget (mcptrials.budget): once the results folder's ledger reaches budget.max_cost_usd,
     # the trial is not run (no model call, no server); a trial that ran appends its cost
-    from .budget import gate, ledger_record
+    from .budget import gate, ledger_record, results_dir_of, trial_key
+    from .costplan import cell_cost
 
-    ledger, stopped = gate(m.config, m.specs.models[args.model].provider, out)
+    repo = m.scenarios[args.scenario].repo
+    cell = {"model": args.model, "host": args.host, "tool": args.tool, "repo": repo, "scenario": args.scenario,
+            "trial": args.trial}
+    bound = None
+    if m.config["budget"].get("max_cost_usd") is not None:   # the most it can cost, reserved before it starts
+        cost = cell_cost(m, args.model, args.host, args.tool, repo, args.scenario, results_dir_of(out))
+        bound = cost.upper_per_trial if cost.upper_per_trial is not None else cost.per_trial
+    ledger, reservation, stopped = gate(m.config, m.specs.models[args.model].provider, out, trial_key(cell), bound)
     if stopped:
         transcript, meta = _not_run(m, args, stopped)
     else:
@@ -74,7 +82,7 @@ def _cmd(args) -> int:
                                      read_json(args.snapshot) if args.snapshot else None,
                                      Path(args.index) if args.index else None, out.parent, host=args.host)
         if ledger is not None:
-            ledger.append(ledger_record(m.config["pricing"], transcript))
+            ledger.append(ledger_record(m.config["pricing"], transcript, settles=reservation))
     # run_trial has scrubbed API-key values from both records already
     write_json(out.parent / "run_meta.json", meta)
     write_json(out, transcript)

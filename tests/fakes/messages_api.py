@@ -29,7 +29,8 @@ The script is a list of entries, consumed one per ``/v1/messages`` request:
   (a 200 whose body is not JSON, sent as application/json unless told; for a stream, an
   SSE event whose data is not JSON),
   ``{"fault": "hang"}`` (never answers; released by ``stop()``).
-- any entry may carry ``"delay": seconds`` (a slow reply or slow fault).
+- any entry may carry ``"delay": seconds`` (a slow reply or slow fault), and ``"wait_for":
+  path`` (held until that file exists, at most 120 s: a test releases replies at a known point).
 - a callable ``fn(request_body) -> entry`` (in-process only), e.g. to echo tool results.
 
 Prompt caching is emulated per server with ``prompt_cache=True`` (``--prompt-cache``; off
@@ -54,6 +55,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+from pathlib import Path
 import os
 import subprocess
 import threading
@@ -381,6 +383,11 @@ class _Handler(ScriptedHandler):
         record["script_index"] = index
         if entry.get("delay"):
             api._stopping.wait(float(entry["delay"]))
+        if entry.get("wait_for"):
+            released = Path(entry["wait_for"])
+            for _ in range(1200):
+                if released.exists() or api._stopping.wait(0.1):
+                    break
         fault = entry.get("fault")
         if fault == "hang":
             record["kind"] = "hang"
