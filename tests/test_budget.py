@@ -117,6 +117,14 @@ def set_budget(wd, **budget):
     (wd / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
 
 
+def run_pilot(wd):
+    """`mcptrials pilot`: trial 1 of every cell, nothing downstream."""
+    p = subprocess.run([sys.executable, "-m", "mcptrials.cli", "pilot", "config.yaml", "--",
+                        "-j", "1", "--scheduler", "greedy"], cwd=wd, capture_output=True, text=True,
+                       env=workflow_env(wd), timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+
+
 ANSWER = "`helper` is defined at `src/util.py:1`; it returns x * 2."
 
 
@@ -155,10 +163,7 @@ def test_a_small_budget_stops_a_run_mid_way_and_a_larger_one_picks_it_up(tmp_pat
         wd.mkdir()
         claude_project(wd, api.url, trials=3)
         # the pilot: trial 1 of the one cell, nothing downstream
-        p = subprocess.run([sys.executable, "-m", "mcptrials.cli", "pilot", "config.yaml", "--",
-                            "-j", "1", "--scheduler", "greedy"], cwd=wd, capture_output=True, text=True,
-                           env=workflow_env(wd), timeout=600)
-        assert p.returncode == 0, p.stderr[-3000:]
+        run_pilot(wd)
         runs = wd / "results" / "runs" / "claude" / "loop" / "baseline" / "tiny" / "find-helper"
         assert sorted(d.name for d in runs.iterdir()) == ["1"]
         assert not (wd / "results" / "aggregate").exists()
@@ -229,10 +234,7 @@ def test_concurrent_trials_cannot_pass_the_cap_together(tmp_path):
         wd = tmp_path / "project"
         wd.mkdir()
         claude_project(wd, api.url, trials=5)
-        p = subprocess.run([sys.executable, "-m", "mcptrials.cli", "pilot", "config.yaml", "--",
-                            "-j", "1", "--scheduler", "greedy"], cwd=wd, capture_output=True, text=True,
-                           env=workflow_env(wd), timeout=600)
-        assert p.returncode == 0, p.stderr[-3000:]
+        run_pilot(wd)
         cap = 0.00045 + 3 * 0.0135
         set_budget(wd, max_cost_usd=cap)
         runs = wd / "results" / "runs" / "claude" / "loop" / "baseline" / "tiny" / "find-helper"

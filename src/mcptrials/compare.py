@@ -36,12 +36,12 @@ from __future__ import annotations
 
 import html
 import json
-import sys
 from pathlib import Path
 
 from . import __version__
 from .aggregate import ERROR_KINDS
 from .config import ConfigError, canonical_hash
+from .gate_output import refuse, write_outputs
 
 DEFAULT_MARGIN = 0.05   # fairness points (0-1 scale): the --margin default, its only definition
 DEFAULT_ERROR_RISE = 0.2   # absolute rise of the server tools' error rate that fails: the --error-rise default
@@ -680,19 +680,10 @@ def cmd_compare(args) -> int:
         config = None if args.no_config_check else head_config(args.head, head["summary"]["identity"], args.config)
         result = compare_runs(base, head, args.margin, args.tool, args.strict, args.lenient, args.error_rise, config)
     except Refused as e:
-        print("mcptrials compare: refused: the two runs cannot be compared:", file=sys.stderr)
-        for r in e.reasons:
-            print(f"  - {r}", file=sys.stderr)
-        if args.markdown:
-            Path(args.markdown).write_text(refusal_markdown(e.reasons))
-        if args.junit:
-            Path(args.junit).write_text(junit(None, e.reasons))
-        return 2
+        return refuse("compare", "refused: the two runs cannot be compared", e.reasons, args,
+                      refusal_markdown(e.reasons), junit(None, e.reasons))
     print(text_report(result), end="")
-    if args.markdown:
-        Path(args.markdown).write_text(markdown(result))
-    if args.junit:
-        Path(args.junit).write_text(junit(result))
+    write_outputs(args, markdown(result), junit(result))
     return 1 if result["failed"] else 0
 
 

@@ -38,6 +38,7 @@ from pathlib import Path
 
 from . import __version__
 from .config import ConfigError, load_matrix
+from .gate_output import refuse, write_outputs
 
 IDENTICAL, NOW_EMPTY, CHANGED = "identical", "now empty", "changed"
 NOW_ERROR, TOOL_GONE, NOT_STARTED = "now an error", "tool gone", "did not start"
@@ -533,19 +534,9 @@ def cmd_replay(args) -> int:
     try:
         result = replay(args.base, config, args.tool, args.strict, jobs=args.jobs)
     except CannotReplay as e:
-        print("mcptrials replay: cannot replay:", file=sys.stderr)
-        for r in e.reasons:
-            print(f"  - {r}", file=sys.stderr)
-        if args.markdown:
-            Path(args.markdown).write_text(cannot_markdown(e.reasons))
-        if args.junit:
-            Path(args.junit).write_text(junit(None, e.reasons))
-        return 2
+        return refuse("replay", "cannot replay", e.reasons, args, cannot_markdown(e.reasons), junit(None, e.reasons))
     print(text_report(result), end="")
-    if args.markdown:
-        Path(args.markdown).write_text(markdown(result))
-    if args.junit:
-        Path(args.junit).write_text(junit(result))
+    write_outputs(args, markdown(result), junit(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1, ensure_ascii=False))
     return 1 if result["failed"] else 0
