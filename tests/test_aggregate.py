@@ -82,6 +82,17 @@ def test_crashed_trial_scores_zero_and_counts(tables):
     assert t["n_trials"] == "6" and t["failed_outcomes"] == "1" and t["protocol_error"] == "1"
 
 
+def test_only_better_tools_are_ranked():
+    from mcptrials.aggregate import rank_better
+
+    rows = [{"tool": "a", "verdict": "worse", "diff": -0.2, "rank": None},
+            {"tool": "b", "verdict": "better", "diff": 0.1, "rank": None},
+            {"tool": "c", "verdict": "within noise", "diff": 0.3, "rank": None},
+            {"tool": "d", "verdict": "better", "diff": 0.25, "rank": None}]
+    rank_better(rows)
+    assert {r["tool"]: r["rank"] for r in rows} == {"a": None, "b": 2, "c": None, "d": 1}
+
+
 def test_paired_difference_against_the_baseline(tables):
     tools = tables[2]
     t = find(tools, model="reference", tool="git")

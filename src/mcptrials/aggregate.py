@@ -311,7 +311,8 @@ def tool_rows(rows: list[dict], k: int, noise: float | None, has_baseline: bool)
 
     `noise` is the judge's spread in fairness units (w_quality x mean SD of repeated judgements),
     or None when the judge ran once. A difference whose interval contains 0 or whose size is below
-    that spread is `within noise` and not ranked."""
+    that spread is `within noise` and not ranked; `rank` orders only the tools that are better
+    than the baseline (1 = the largest difference), so a worse tool has none."""
     from .stats import (bounded_mean_ci, holm_adjust, mean_pass_at_k, mean_pass_hat_k, min_detectable_effect,
                         paired_difference, variance_components)
 
@@ -373,10 +374,15 @@ def tool_rows(rows: list[dict], k: int, noise: float | None, has_baseline: bool)
             adj = holm_adjust({r["tool"]: r[pkey] for r in mine})
             for r in mine:
                 r[hkey] = adj[r["tool"]]
-        ranked = sorted((r for r in mine if r["verdict"] in ("better", "worse")), key=lambda r: -r["diff"])
-        for i, r in enumerate(ranked, 1):
-            r["rank"] = i
+        rank_better(mine)
     return out
+
+
+def rank_better(rows: list[dict]) -> None:
+    """Set `rank` 1, 2, ... on the rows whose verdict is `better`, largest difference first.
+    Only those: a tool judged worse is never "1", even when it is the only one outside the noise."""
+    for i, r in enumerate(sorted((r for r in rows if r["verdict"] == "better"), key=lambda r: -r["diff"]), 1):
+        r["rank"] = i
 
 
 COMPARISON_FIELDS = ("model", "a", "b", "n_scenarios", "n_trials_a", "n_missing_a", "missing_reasons_a",

@@ -179,6 +179,12 @@ class Doc:
         c = f' class="{esc(cls)}"' if cls else ""
         self.html.append(f"<p{c}>{esc(text)}</p>")
 
+    def folded(self, summary: str, text: str) -> None:
+        """A paragraph a newcomer may skip (the method): folded in HTML, labelled in Markdown."""
+        self.md.append(f"*{summary}:* {text}\n")
+        self.html.append(f"<details class=\"method\"><summary>{esc(summary)}</summary><p class=\"note\">{esc(text)}</p>"
+                         "</details>")
+
     def table(self, t: Table, table_id: str | None = None) -> None:
         self.md.append(md_table(t))
         self.html.append(html_table(t, table_id))
@@ -201,7 +207,7 @@ th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f0f0f0}caption{text-align:left;font-style:italic;padding:4px 0;color:#555}
 td.pass{background:#e3f6e3}td.fail{background:#fbe3e3}td.noise{color:#777}td.better{background:#e3f6e3}td.worse{background:#fbe3e3}
 p.warning{background:#fff3cd;border:1px solid #e0b400;padding:8px;font-weight:bold}
-p.note{color:#555}
+p.note{color:#555}details.method summary{color:#555;cursor:pointer}
 img.plot{max-width:100%;border:1px solid #ddd}figure{margin:1em 0}figcaption{color:#555;font-size:0.9em}
 pre{background:#f7f7f7;border:1px solid #ddd;padding:6px;white-space:pre-wrap;word-break:break-word;max-height:40em;overflow:auto}
 details summary{cursor:pointer;color:#0645ad}
@@ -250,7 +256,7 @@ STRICT_FIX = ("fix the rubric or prompt, or re-grade gold and re-anchor with `mc
 
 
 def heldout_state(agreement: dict | None, lock: dict | None, threshold: float, strict: bool,
-                  lockfile_sha256: str | None = None) -> dict:
+                  lockfile_sha256: str | None = None, judge_provider: str | None = None) -> dict:
     """What the report says about the held-out check, judged against the config's judge.threshold.
 
     agreement: results/heldout/agreement.json, or None when it was not computed. With an anchor
@@ -258,7 +264,8 @@ def heldout_state(agreement: dict | None, lock: dict | None, threshold: float, s
     passes = rho is not None and rho >= threshold, computed here: judge.threshold reruns only
     the report. Without one (`anchor` null) there is nothing to check: the report says so with
     the agreement's reason, and judge.strict does not fail the run. lockfile_sha256: the sha256 of
-    this config's lockfile; an agreement computed on another lockfile is flagged.
+    this config's lockfile; an agreement computed on another lockfile is flagged. judge_provider
+    "reference": the warning says, in the same line, that the judge is the deterministic stand-in.
     Returns {line, lock_line, warnings, notes, anchored, passes, refuse}; `refuse` is the
     message `mcptrials report` exits with when judge.strict is true and the check fails.
     """
@@ -286,7 +293,13 @@ def heldout_state(agreement: dict | None, lock: dict | None, threshold: float, s
         if not passes:
             what = (f"rho = {f3(rho)} (n={n}) is below judge.threshold {threshold}" if rho is not None
                     else f"rho is undefined (n={n}: too few items, or constant scores)")
-            warnings.append(f"Held-out judge agreement {what}: the judge's quality scores may not be trusted.")
+            if judge_provider == "reference":
+                warnings.append(f"Held-out judge agreement {what}. This run's judge is the deterministic reference judge "
+                                "(key points and gold citations, no language model): the figure says how far that "
+                                "stand-in is from hand grading; with a model judge the same warning would mean its "
+                                "quality scores may not be trusted.")
+            else:
+                warnings.append(f"Held-out judge agreement {what}: the judge's quality scores may not be trusted.")
             if strict:
                 agrees = (f"the judge agrees with gold at rho {f3(rho)}, n={n}, below judge.threshold {threshold}"
                           if rho is not None else f"the judge's agreement with gold is undefined (rho none, n={n})")
@@ -401,11 +414,14 @@ def model_text(s: dict, label: str) -> str:
 def _headline(doc: Doc, s: dict) -> None:
     ident = s["identity"]
     doc.h(2, "Headline: does the server make the answers better than no server?", "headline")
-    doc.p("Fairness = " + " + ".join(f"{v:.2f} × {k}" for k, v in ident["weights"].items())
-          + " (0-1). Difference = paired over scenarios against the baseline of the same model; p-values Holm-adjusted "
-          "across the tools of a model. " + NOISE_TEXT + ". Intervals: " + s["methods"]["interval"] + ". Costs: "
-          + s["methods"]["costs"] + ". Efficiency: " + s["methods"].get("efficiency", "cost and wall time against the "
-          "baseline") + ". Time / trial is the wall time, split into the agent's work and the server's start-up.", "note")
+    # The answer first; how it is computed folded below the tables.
+    method = ("Fairness = " + " + ".join(f"{v:.2f} × {k}" for k, v in ident["weights"].items())
+              + " (0-1). Difference = paired over scenarios against the baseline of the same model; p-values "
+              "Holm-adjusted across the tools of a model. " + NOISE_TEXT + ". Rank: only the tools better than the "
+              "baseline, 1 = the largest difference; a worse tool has none. Intervals: " + s["methods"]["interval"]
+              + ". Costs: " + s["methods"]["costs"] + ". Efficiency: " + s["methods"].get("efficiency", "cost and wall "
+              "time against the baseline") + ". Time / trial is the wall time, split into the agent's work and the "
+              "server's start-up.")
     k = ident["trials"]
     for model in model_labels(s):
         mdl = {"label": model_text(s, model)}
@@ -439,6 +455,7 @@ def _headline(doc: Doc, s: dict) -> None:
         doc.table(comp)
     for pw in s["power"]:
         doc.p(f"Power ({pw['model']}): {pw['text']}.")
+    doc.folded("How these figures are computed", method)
 
 
 def _model_host(doc: Doc, s: dict) -> None:
@@ -836,7 +853,8 @@ def build_report(summary: dict, agreement: dict | None, lock: dict | None, runs,
     judge_cfg is the config's `judge:` (threshold and strict: the held-out verdict is made here).
     Raises StrictHeldout, before writing anything, when judge.strict is true and the check fails.
     Returns {"html", "md", "pages"} paths."""
-    held = heldout_state(agreement, lock, judge_cfg["threshold"], judge_cfg["strict"], lockfile_sha256)
+    held = heldout_state(agreement, lock, judge_cfg["threshold"], judge_cfg["strict"], lockfile_sha256,
+                         summary["identity"]["judge"].get("provider"))
     if held["refuse"]:
         raise StrictHeldout(held["refuse"])
     out = Path(out_dir)
