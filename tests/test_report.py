@@ -160,9 +160,17 @@ def test_trial_page_has_scores_and_judge(report):
     assert "server_crashed" in page and "FAIL" in page
     assert "scored 0: the trial did not complete" in page
     assert "connection closed" in page   # the error event
+    # and the server's own last words, escaped
+    words = page[page.index('id="server-stderr"'):]
+    assert "KeyError: &#x27;GIT_DIR&#x27; &lt;b&gt;" in words[:words.index("</pre>")]
+    assert 'id="server-stderr"' not in ok_page(report)
     ok = (report / "trials/reference/git/s1/1.html").read_text()
     assert "0.747 = 0.10×keyword 1.000" in ok
     assert "map_quality" in ok and "repeat 2: key point" in ok
+
+
+def ok_page(report):
+    return (report / "trials/reference/git/s1/1.html").read_text()
 
 
 def test_low_heldout_rho_warns_at_the_top(report):

@@ -898,6 +898,9 @@ def build_report(summary: dict, agreement: dict | None, lock: dict | None, runs,
 # --- one page per trial ------------------------------------------------------------------------
 
 
+STDERR_LINES = 15   # of a crashed server's stderr on its trial page
+
+
 def _pre(text, fold_label: str | None = None) -> str:
     """Escaped preformatted text; folded into <details> when fold_label is given and it is long."""
     text = "" if text is None else str(text)
@@ -959,6 +962,10 @@ def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
     kv.add("citations", f"{row['citations']} ({row['grounded']} grounded, {row['hallucinated']} hallucinated, "
                         f"{row['unresolved']} unresolved; verified {f3(row.get('verified_rate'))})")
     b.append(html_table(kv, "trial-summary"))
+    if row["outcome"] == "server_crashed" and meta.get("server_stderr_tail"):
+        # "Connection closed" says only that the server went; its own last words say why
+        b.append('<h2 id="server-stderr">The server\'s last stderr lines</h2>'
+                 + _pre("\n".join(meta["server_stderr_tail"].splitlines()[-STDERR_LINES:])))
     found = trial_findings(summary, row["page"])  # mcptrials.patterns, marked below where they occur
     b.append(pattern_list(found))
 
