@@ -265,3 +265,42 @@ def test_concurrent_trials_cannot_pass_the_cap_together(tmp_path):
                                              "this trial may cost up to $0.0135")
     finally:
         api.stop()
+
+
+@pytest.mark.slow
+def test_a_paid_judge_is_planned_reserved_and_settled(tmp_path):
+    """A model judge (the same fake Messages API) under a budget: `plan --cost` shows its part apart,
+    the trial reserves its own bound plus its judging's, keeps the judging's part reserved when it
+    ends, and `mcptrials judge` settles it; nothing stays reserved and the spend is both costs.
+    Bounds: the trial 1 step x 2 turns x (1,000 x 3.75 + 200 x 15) / 1e6 = $0.0135; the judge
+    1 step x 1 repeat x (1,000 x 3.75 + 2,048 x 15) / 1e6 = $0.03447."""
+    judged = json.dumps({"criteria": [{"name": "map_quality", "score": 1, "rationale": "names util.py"},
+                                      {"name": "specificity", "score": 0.5, "rationale": "says it doubles"}]})
+    answer = reply(text(ANSWER), usage={"input_tokens": 100, "output_tokens": 10})            # $0.00045
+    judge = reply(text(judged), usage={"input_tokens": 1000, "output_tokens": 100})           # $0.0045
+    api = MessagesServer(tmp_path / "api", [answer, judge])
+    try:
+        wd = tmp_path / "project"
+        wd.mkdir()
+        claude_project(wd, api.url, trials=1, budget={"max_cost_usd": 1.0})
+        cfg = yaml.safe_load((wd / "config.yaml").read_text())
+        cfg["judge"] = {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": api.url, "repeats": 1}
+        (wd / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+        plan = subprocess.run([sys.executable, "-m", "mcptrials.cli", "plan", "--cost", "config.yaml"], cwd=wd,
+                              capture_output=True, text=True, env=workflow_env(wd))
+        assert plan.returncode == 0, plan.stderr
+        row = next(ln for ln in plan.stdout.splitlines() if ln.startswith("claude"))
+        assert "$0.0480" in row and "$0.0345" in row, plan.stdout      # 0.0135 + 0.03447 expected, of which judge
+        run_snakemake(wd, "-j", "1")
+        ledger = Ledger(wd / "results" / "budget" / "ledger.jsonl")
+        recs = ledger.records()
+        reserves = [r for r in recs if r.get("kind") == "reserve"]
+        assert [round(r["reserve_usd"], 5) for r in reserves] == [0.04797, 0.03447]
+        assert reserves[1]["trial"].endswith("/judge")
+        settles = [r for r in recs if r.get("settles")]
+        assert [r["settles"] for r in settles] == [reserves[0]["id"], reserves[1]["id"]]
+        assert ledger.reserved() == 0
+        assert ledger.spent() == pytest.approx(0.00045 + 0.0045)
+        assert len(api.requests()) == 2
+    finally:
+        api.stop()

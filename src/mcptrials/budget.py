@@ -33,6 +33,13 @@ A reservation counts until it is settled, or until the same trial reserves again
 the first attempt died), or its process is gone on this machine (a killed trial); on another
 node it counts until settled or superseded.
 
+A paid judge's calls are reserved with the trial: it reserves its own bound plus its judging's
+(costplan.judge_upper_bound_usd), and when it ends it keeps the judging's part reserved under
+`<trial>/judge` (`judge_key`) before it settles its own cost; `mcptrials judge` settles that
+reservation with the judge's cost, or, judging again (a new judge or rubric), reserves anew
+and refuses to call the judge when that no longer fits. A judge's reservation is not tied to
+the trial's process (it outlives it), so it counts until settled or superseded.
+
 Only trials of a model that calls an API are recorded (reference and recorded models spend
 nothing and are never stopped); the ledger is written only when the config sets a budget.
 
@@ -145,6 +152,13 @@ class Ledger:
         finally:
             os.close(fd)
 
+    def open_reservation(self, trial: str) -> str | None:
+        """The id of `trial`'s newest reservation when it is not settled yet, else None."""
+        recs = self.records()
+        settled = {r.get("settles") for r in recs if r.get("settles")}
+        mine = [r for r in recs if r.get("kind") == "reserve" and r.get("trial") == trial]
+        return mine[-1]["id"] if mine and mine[-1]["id"] not in settled else None
+
     def _ensure(self) -> Path:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         return self.path
@@ -179,7 +193,7 @@ def _spent(recs: list[dict]) -> float:
 
 def _alive(rec: dict) -> bool:
     """False for a reservation whose process is gone on this machine; True elsewhere (unknown)."""
-    if rec.get("node") != socket.gethostname() or not rec.get("pid"):
+    if rec.get("node") != socket.gethostname() or not rec.get("pid") or str(rec.get("trial", "")).endswith("/judge"):
         return True
     try:
         os.kill(int(rec["pid"]), 0)
@@ -203,6 +217,11 @@ def trial_key(cell: dict) -> str:
     return "/".join(str(cell[k]) for k in ("model", "host", "tool", "repo", "scenario", "trial"))
 
 
+def judge_key(cell: dict) -> str:
+    """The ledger key of a trial's judging (reserved by the trial, settled by `mcptrials judge`)."""
+    return trial_key(cell) + "/judge"
+
+
 def ledger_record(pricing: dict, transcript: dict, settles: str | None = None) -> dict:
     """The ledger line of a finished trial: its cost from its recorded usage at the config's
     pricing, and the reservation it settles."""
@@ -224,7 +243,7 @@ def gate(config: dict, provider: str, out: Path, trial: str = "", expected: floa
     counted as 0, the plan refuses an unpriced model before any job) reserved for `trial`, or
     the detail of why not."""
     cap = budget_cap(config)
-    if cap is None or provider in FREE_PROVIDERS:
+    if cap is None or (provider in FREE_PROVIDERS and not expected):   # a free model with a paid judge reserves
         return None, None, None
     ledger = Ledger(ledger_path(results_dir_of(out)))
     rid, stopped = ledger.reserve(trial, float(expected or 0.0), cap)
