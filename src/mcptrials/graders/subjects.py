@@ -1,0 +1,201 @@
+"""The subject of a citation: the identifier the answer says is at the cited place, read
+as a careful reader reads it, from the narrowest scope first (issue 25 item 3):
+
+1. "after": the clause right after the citation (a parenthetical `(Channel.notify)`, or
+   `path:16 Apprise`, `path:60 defines Transport`): its first code-like name, or its first
+   word when that is a capitalised identifier directly after the citation;
+2. "before": the nearest code-like name before it in the same clause
+   (`` `is_noop(self)` — path:74 ``, `Http.post (path:28)`);
+3. "json field": the `name`/`symbol`/`function`/`signature`... member of its own innermost
+   JSON object (for a JSON `"line"` member this comes first: the member is the clause);
+4. "table name cell": the identifier in its table row's symbol/name column;
+5. "list item": the first code-like name of its list item;
+6. "sentence": the nearest backticked identifier of its sentence.
+
+A clause ends at `, ; |`, a line break, a sentence's full stop, an unopened `)` or another
+citation; commas inside backticks do not end it. Code-like: backticked, or bold, or with a
+qualifier (`a.b`, `A::b`, `A#b`), an underscore, an inner capital (`HttpTransport`), all
+capitals (`TRANSPORTS`) or a call's `(`. Inside a code span the subject is the span's
+qualified identifier (`Story#is_gone?`), else its first Ruby symbol (`has_many :taggings`
+-> taggings), else the name before its first `(` (`def notify(self)` -> notify), else its
+first identifier that is not a keyword (`include Token` -> Token). Paths, one-letter names
+and keywords are never subjects.
+
+Each subject is {"name": qualified name, "from": the scope above}.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import structure
+
+IDENT = r"[A-Za-z_]\w*[?!]?"
+QUALIFIED = rf"{IDENT}(?:(?:\.|::|#){IDENT})*"
+_QUALIFIED_SPAN = re.compile(rf"^(?:&|\*|@)?(?P<id>{QUALIFIED})(?:<.*>|\[.*\])?(?:\(.*\)?)?\s*(?:->.*)?$")
+_TOKEN = re.compile(rf"`(?P<tick>[^`\n]+)`|\*\*(?P<bold>[^*\n]+)\*\*|(?<![\w`:.#])(?P<bare>{QUALIFIED})(?P<call>\()?")
+_RUBY_SYMBOL = re.compile(rf"(?<![:\w]):(?P<s>{IDENT})")
+_BEFORE_CALL = re.compile(rf"(?P<id>{QUALIFIED})\s*\(")
+_WORD = re.compile(IDENT)
+_CLAUSE_END = re.compile(r"[,;|\n]|\.(?=\s|$)")
+KEYWORDS = frozenset("""
+    fn func def class struct impl pub async await const let var static public private protected
+    internal void return for if while where self Self this mut type interface trait enum module
+    export function final abstract override unsafe extern crate super in of dyn ref mod use
+    package import from lambda end do then else true false None null nil True False
+    include extend prepend require require_relative attr_reader attr_writer attr_accessor
+    and or not is the a an
+""".split())
+# Capitalised words that start prose rather than name a definition (`path:74: Check if ...`).
+PROSE_WORDS = frozenset("""
+    The This That These Those It Its See Also And Or But Then Here There Called Used Uses Returns
+    Base Entry Note Each All Every Only No Not Default For In On At With From Via If When Where
+    Which What Why How Both Line Lines File Files Defined Calls Call Shared Same Similar One Two
+    Other Another New Old Main Core Key Top Bottom Most Many Some Any Overrides Override Inherits
+""".split())
+# Words that may stand between a citation and the name it is about: `path:60 defines Transport`.
+LEAD_WORDS = frozenset("defines define declares declared is are has holds contains class def module method "
+                       "function fn func type struct trait interface the a an with named called".split())
+WINDOW = 160   # characters a clause reaches at most, either side
+
+
+def _clean(name: str) -> str | None:
+    parts = [p for p in re.split(r"\.|::|#", name) if p]
+    if not parts or len(parts[-1].rstrip("?!")) < 2 or parts[-1] in KEYWORDS:
+        return None
+    return name
+
+
+def code_subject(span: str, is_path) -> str | None:
+    """The subject a code span names (rules in the module docstring), or None."""
+    s = span.strip()
+    if not s or is_path(s):
+        return None
+    m = _QUALIFIED_SPAN.match(s)
+    if m and m.group("id").split(".")[0] not in KEYWORDS:
+        return _clean(m.group("id"))
+    sym = _RUBY_SYMBOL.search(s)
+    if sym:
+        return _clean(sym.group("s"))
+    call = next((c for c in _BEFORE_CALL.finditer(s) if c.group("id") not in KEYWORDS), None)
+    if call:
+        return _clean(call.group("id"))
+    for w in _WORD.finditer(s):
+        if w.group(0) not in KEYWORDS and len(w.group(0)) > 1:
+            return _clean(w.group(0))
+    return None
+
+
+def _code_like(name: str, call: bool) -> bool:
+    last = re.split(r"\.|::|#", name)[-1]
+    return (call or bool(re.search(r"\.|::|#", name)) or "_" in name.strip("_") or re.search(r"[a-z][A-Z]", name) is not None
+            or (len(last) >= 3 and last.isupper()))
+
+
+def _tokens(text: str, lo: int, hi: int, is_path):
+    """(start, name, strong) for the names in text[lo:hi]; strong: backticked, bold or code-like."""
+    for m in _TOKEN.finditer(text, lo, hi):
+        if m.group("tick") is not None:
+            name = code_subject(m.group("tick"), is_path)
+            if name:
+                yield m.start(), name, True
+        elif m.group("bold") is not None:
+            inner = m.group("bold").strip()
+            name = code_subject(inner, is_path) if _QUALIFIED_SPAN.match(inner) else None
+            if name and (_code_like(name, "(" in inner) or " " not in inner):
+                yield m.start(), name, _code_like(name, "(" in inner) or inner[:1].isupper()
+        else:
+            name = m.group("bare")
+            if is_path(name) or name in KEYWORDS:
+                continue
+            yield m.start(), name, _code_like(name, m.group("call") is not None)
+
+
+def _tick_spans(text: str, lo: int, hi: int) -> list[tuple[int, int]]:
+    return [(m.start(), m.end()) for m in re.finditer(r"`[^`\n]*`", text[lo:hi])]
+
+
+def _clause_end(text: str, pos: int, stop: int) -> int:
+    """Where the clause starting at pos ends (the first boundary outside backticks, at most stop)."""
+    hi = min(stop, pos + WINDOW, len(text))
+    ticks = _tick_spans(text, pos, hi)
+    depth = 0
+    for k in range(pos, hi):
+        ch = text[k]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            if depth == 0:
+                return k
+            depth -= 1
+        elif _CLAUSE_END.match(text, k) and not any(a <= k - pos < b for a, b in ticks):
+            return k
+    return hi
+
+
+def _clause_start(text: str, pos: int, stop: int) -> int:
+    """Where the clause ending at pos starts (the last boundary outside backticks, at least stop)."""
+    lo = max(stop, pos - WINDOW, 0)
+    ticks = _tick_spans(text, lo, pos)
+    for k in range(pos - 1, lo - 1, -1):
+        if _CLAUSE_END.match(text, k) and not any(a <= k - lo < b for a, b in ticks):
+            return k + 1
+    return lo
+
+
+def _after(text: str, start: int, end: int, is_path) -> str | None:
+    lead = re.compile(r"[\s`*)\]:#\u2014\u2013>=-]*(?:\((?P<paren>\s*))?")
+    m = lead.match(text, start, end)
+    opened = m.group("paren") is not None
+    colon = ":" in m.group(0) and not opened
+    first = True
+    for pos, name, strong in _tokens(text, m.end(), end, is_path):
+        word = name.split(".")[0]
+        if strong:
+            return name
+        if first and not colon and name[:1].isupper() and name not in PROSE_WORDS:
+            return name
+        if name not in LEAD_WORDS and word not in LEAD_WORDS:
+            first = False
+    return None
+
+
+def subject(text: str, start: int, end: int, *, objects, before: int, after: int,
+            is_path, json_member: bool = False) -> dict | None:
+    """The subject of the citation text[start:end] (rules in the module docstring); before and
+    after: where the previous citation ends and the next one starts (a clause stops there)."""
+    if not json_member:
+        got = _after(text, end, _clause_end(text, end, after), is_path)
+        if got:
+            return {"name": got, "from": "after"}
+        lo = _clause_start(text, start, before)
+        strong = [name for _, name, s in _tokens(text, lo, start, is_path) if s]
+        if strong:
+            return {"name": strong[-1], "from": "before"}
+    objs = structure.enclosing_objects(objects, start)
+    if objs:
+        for mem in objs[0].members:
+            if mem.key.lower() in IDENT_KEYS and isinstance(mem.value, str):
+                name = code_subject(mem.value, is_path)
+                if name:
+                    return {"name": name, "from": "json field"}
+    row = structure.table_row(text, start)
+    if row:
+        for cell, _, _ in row.name_cells:
+            name = code_subject(cell.strip("`* "), is_path)
+            if name:
+                return {"name": name, "from": "table name cell"}
+    item = structure.list_item_bounds(text, start)
+    if item:
+        strong = [name for _, name, s in _tokens(text, item[0], start, is_path) if s]
+        if strong:
+            return {"name": strong[0], "from": "list item"}
+    lo = max(text.rfind("\n", 0, start), text.rfind(". ", 0, start)) + 1
+    ticks = [name for _, name, s in _tokens(text, lo, start, is_path) if s]
+    if ticks:
+        return {"name": ticks[-1], "from": "sentence"}
+    return None
+
+
+IDENT_KEYS = frozenset(("name", "symbol", "function", "method", "class", "struct", "trait", "interface",
+                        "identifier", "definition", "module", "signature"))

@@ -1,0 +1,315 @@
+"""Issue 25: every citation form real answers use (with `form` recorded), each citation's
+subject (narrowest scope first, with where it came from), resolution by the subject, the
+strict verdict beside the lenient one, and the composition by form. Every expectation below
+was worked out by hand from the numbered fixture files."""
+
+import pytest
+
+from matrix_helpers import make_repo
+from mcptrials.graders.citations import grade_citations, pool
+from mcptrials.graders.gittree import commit_tree
+
+
+def numbered(*lines):
+    return "".join(line + "\n" for line in lines)
+
+
+TRANSPORTS = numbered(
+    '"""Transports."""',                   # 1
+    "import json",                         # 2
+    "",                                    # 3
+    "",                                    # 4
+    "class TransportError(Exception):",    # 5
+    "    pass",                            # 6
+    "",                                    # 7
+    "",                                    # 8
+    "class Transport:",                    # 9
+    "    def __init__(self, channel):",    # 10
+    "        self.channel = channel",      # 11
+    "",                                    # 12
+    "    def notify(self, flip):",         # 13
+    "        raise NotImplementedError",   # 14
+    "",                                    # 15
+    "    def is_noop(self, status):",      # 16
+    "        return False",                # 17
+    "",                                    # 18
+    "    def render(self, name):",         # 19
+    "        # see notify",                # 20
+    "        return name",                 # 21
+    "",                                    # 22
+    "",                                    # 23
+    "class Http(Transport):",              # 24
+    "    def notify(self, flip):",         # 25
+    "        return self.post(flip)",      # 26
+    "",                                    # 27
+    "    def post(self, flip):",           # 28
+    "        return flip",                 # 29
+    "",                                    # 30
+)
+MODELS = numbered(
+    "TRANSPORTS = {",                              # 1
+    '    "email": "pkg.email.Email",',             # 2
+    "}",                                           # 3
+    "",                                            # 4
+    "",                                            # 5
+    "class Channel:",                              # 6
+    "    def transport(self):",                    # 7
+    "        return TRANSPORTS[self.kind]",        # 8
+    "",                                            # 9
+    "    def notify(self, flip):",                 # 10
+    "        if self.transport().is_noop(flip):",  # 11
+    '            return "no-op"',                  # 12
+    "        self.transport().notify(flip)",       # 13
+    "",                                            # 14
+)
+TESTS = numbered(
+    "def test_notify():",      # 1
+    "    assert True",         # 2
+    "",                        # 3
+    "",                        # 4
+    "def test_noop():",        # 5
+    "    assert True",         # 6
+)
+STORY = numbered(
+    "class Story < ApplicationRecord",           # 1
+    "  belongs_to :user",                        # 2
+    "  has_many :taggings, dependent: :destroy",  # 3
+    "",                                          # 4
+    "  def title=(t)",                           # 5
+    "    self[:title] = t",                      # 6
+    "  end",                                     # 7
+    "",                                          # 8
+    "  def is_gone?",                            # 9
+    "    is_deleted",                            # 10
+    "  end",                                     # 11
+    "end",                                       # 12
+)
+UTIL_A = numbered("def helper():", "    return 1", "", "", "def other():", "    return 2")      # 6 lines
+UTIL_B = numbered("import os", "", "", "def unrelated():", "    return os", "", "", "def helper2():", "    return 3")
+LIB = numbered(
+    "pub struct A;",               # 1
+    "pub struct B;",               # 2
+    "",                            # 3
+    "impl Service for A {",        # 4
+    "    fn call(&self) {",        # 5
+    "    }",                       # 6
+    "}",                           # 7
+    "",                            # 8
+    "impl Service for B {",        # 9
+    "    fn call(&self) {",        # 10
+    "    }",                       # 11
+    "}",                           # 12
+)
+FILES = {"pkg/transports.py": TRANSPORTS, "pkg/models.py": MODELS, "tests/test_transports.py": TESTS,
+         "app/models/story.rb": STORY, "a/util.py": UTIL_A, "b/util.py": UTIL_B, "src/lib.rs": LIB}
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    repo = tmp_path_factory.mktemp("subj") / "repo"
+    return commit_tree(repo, make_repo(repo, FILES))
+
+
+def grade(text, tree):
+    return grade_citations(text, tree)
+
+
+def by_lines(text, tree, path=None):
+    """{(resolved path, first line): item} for the line citations of one answer."""
+    out = {}
+    for c in grade(text, tree)["items"]:
+        if c["lines"]:
+            out[(c["resolved_path"] or c["path_as_cited"], c["lines"][0])] = c
+    return out
+
+
+# --- forms --------------------------------------------------------------------------------
+
+def test_every_number_of_a_prose_list_is_a_citation_with_its_form(tree):
+    text = "In pkg/transports.py the methods start at (lines 13, 16, 19) and the class at lines 24-29.\n"
+    got = by_lines(text, tree)
+    assert {k for k in got} == {("pkg/transports.py", 13), ("pkg/transports.py", 16), ("pkg/transports.py", 19),
+                                ("pkg/transports.py", 24)}
+    assert got[("pkg/transports.py", 16)]["form"] == "line-in-context"
+    assert got[("pkg/transports.py", 24)]["lines"] == [24, 29]
+
+
+def test_l_prefix_tilde_and_bare_parenthesised_range(tree):
+    text = ("- pkg/models.py: `Channel.notify` at L10, `TRANSPORTS` at line ~1.\n"
+            "- pkg/transports.py holds `Http` (24–29).\n")
+    got = by_lines(text, tree)
+    assert got[("pkg/models.py", 10)]["form"] == "line-in-context"
+    assert got[("pkg/models.py", 1)]["lines"] == [1]
+    rng = got[("pkg/transports.py", 24)]
+    assert rng["lines"] == [24, 29] and rng["form"] == "line-in-context"
+    # A bare (N-M) with no file in its item is not a citation.
+    assert grade("- the retries happen (3-5) times\n", tree)["counts"]["total"] == 0
+
+
+def test_json_lines_string_with_a_comma_list_cites_every_number(tree):
+    text = '{"file": "pkg/transports.py", "lines": "13, 25", "name": "notify"}'
+    got = by_lines(text, tree)
+    assert set(got) == {("pkg/transports.py", 13), ("pkg/transports.py", 25)}
+    assert {c["form"] for c in got.values()} == {"json-fields"}
+    assert {c["strict"] for c in got.values()} == {"verified"}      # both lines define a notify
+
+
+def test_path_forms_list_basename_symbol_and_test_id(tree):
+    text = ("See pkg/transports.py:13,16 and `transports.py:19` (`render`), pkg/models.py:Channel.notify "
+            "and the test tests/test_transports.py::test_noop.\n")
+    items = grade(text, tree)["items"]
+    forms = {(c["resolved_path"], tuple(c["lines"] or ()), c["symbol"]): c["form"] for c in items}
+    assert forms == {
+        ("pkg/transports.py", (13,), None): "path:list",
+        ("pkg/transports.py", (16,), None): "path:list",
+        ("pkg/transports.py", (19,), None): "basename",
+        ("pkg/models.py", (), "Channel.notify"): "path:symbol",
+        ("tests/test_transports.py", (), "test_noop"): "test-id",
+    }
+    test_id = next(c for c in items if c["form"] == "test-id")
+    assert test_id["bucket"] == "grounded" and test_id["symbol_lines"] == [5, 6]
+
+
+def test_absolute_path_of_the_agent_workspace_resolves_by_its_tail(tree):
+    text = "The base is /Users/someone/work/repo/pkg/transports.py:9 (`Transport`).\n"
+    c, = grade(text, tree)["items"]
+    assert (c["resolved_path"], c["form"], c["bucket"], c["strict"]) == ("pkg/transports.py", "absolute", "grounded",
+                                                                         "verified")
+
+
+def test_path_range_form(tree):
+    c, = grade("pkg/transports.py:24-29 is `Http`.", tree)["items"]
+    assert c["form"] == "path:range" and c["strict"] == "verified"
+
+
+# --- subjects -----------------------------------------------------------------------------
+
+def test_subject_from_the_parenthetical_after_wins_over_a_name_before(tree):
+    c, = grade("`Transport` is dispatched from pkg/models.py:10 (`Channel.notify`).\n", tree)["items"]
+    assert c["subject"] == {"name": "Channel.notify", "from": "after"}
+    assert c["strict"] == "verified"
+
+
+def test_subject_from_the_name_right_before(tree):
+    c, = grade("- `is_noop(self, status) -> bool` — pkg/transports.py:16. Called by dispatch.\n", tree)["items"]
+    assert c["subject"] == {"name": "is_noop", "from": "before"}
+    assert c["strict"] == "verified"
+
+
+def test_subject_of_a_string_in_a_list_is_its_own_name_not_the_enclosing_objects_symbol(tree):
+    text = ('{"symbol": "Channel.transport", "file": "pkg/models.py", "line": 7,\n'
+            ' "callers": ["Http.post (pkg/transports.py:28)"]}')
+    got = by_lines(text, tree)
+    post = got[("pkg/transports.py", 28)]
+    assert post["subject"] == {"name": "Http.post", "from": "before"} and post["strict"] == "verified"
+    # The old rule took the object's symbol (transport), absent near line 28: mismatch.
+    assert post["verification"] == "mismatch"
+    own = got[("pkg/models.py", 7)]
+    assert own["subject"] == {"name": "Channel.transport", "from": "json field"} and own["strict"] == "verified"
+
+
+def test_subject_from_a_json_objects_own_name_field(tree):
+    text = '{"callers": [{"name": "Http.post", "file": "pkg/transports.py", "line": 29}], "symbol": "Transport"}'
+    c, = grade(text, tree)["items"]
+    assert c["subject"] == {"name": "Http.post", "from": "json field"} and c["strict"] == "verified"
+
+
+def test_subject_from_the_list_items_head(tree):
+    text = "1. **Http.post** sends the request; the body is built at pkg/transports.py:29.\n"
+    c, = grade(text, tree)["items"]
+    assert c["subject"] == {"name": "Http.post", "from": "list item"} and c["strict"] == "verified"
+
+
+def test_no_subject_is_na(tree):
+    c, = grade("pkg/transports.py:2 imports it.\n", tree)["items"]
+    assert c["subject"] is None and c["strict"] == "n/a"
+
+
+def test_ruby_association_and_predicate_subjects(tree):
+    text = ("- `has_many :taggings, dependent: :destroy` — `story.rb:3`\n"
+            "- `Story#is_gone?` — app/models/story.rb:9\n")
+    got = by_lines(text, tree)
+    assert got[("app/models/story.rb", 3)]["subject"]["name"] == "taggings"
+    assert got[("app/models/story.rb", 3)]["strict"] == "verified"
+    assert got[("app/models/story.rb", 9)]["subject"]["name"] == "Story#is_gone?"
+    assert got[("app/models/story.rb", 9)]["strict"] == "verified"
+
+
+# --- resolution by the subject ------------------------------------------------------------
+
+def test_line_only_reference_resolves_to_the_file_where_its_subject_is(tree):
+    # The nearest path before is models.py (14 lines): the old rule called line 16 past EOF.
+    text = "The base is pkg/transports.py:9 and dispatch is pkg/models.py:6; `is_noop` is at line 16.\n"
+    c = by_lines(text, tree)[("pkg/transports.py", 16)]
+    assert c["resolved_by"] == "context" and c["context"]["scope"] == "subject at the line"
+    assert c["bucket"] == "grounded" and c["strict"] == "verified"
+
+
+def test_basename_resolves_by_its_subject_else_stays_ambiguous_with_candidates(tree):
+    text = "See a/util.py:1 and b/util.py:4.\n\nThen util.py:5 (`other`) and util.py:8 (`helper`).\n"
+    got = by_lines(text, tree)
+    other = got[("a/util.py", 5)]
+    assert other["resolved_by"] == "context" and other["strict"] == "verified"
+    helper = got[("util.py", 8)]
+    assert helper["bucket"] == "unresolved" and helper["candidates"] == ["a/util.py", "b/util.py"]
+    assert helper["ungrounded"] == "basename"
+
+
+# --- strict verification ------------------------------------------------------------------
+
+def test_a_neighbour_passes_the_lenient_window_but_not_the_strict_rule(tree):
+    c, = grade("`Transport.render` (pkg/transports.py:16)\n", tree)["items"]
+    assert (c["verification"], c["strict"]) == ("verified", "mismatch")
+
+
+def test_a_name_only_in_a_comment_does_not_verify(tree):
+    c, = grade("`notify` is at pkg/transports.py:20.\n", tree)["items"]
+    assert c["strict"] == "mismatch"
+
+
+def test_a_call_inside_the_named_function_verifies(tree):
+    c, = grade("Dispatch (`Channel.notify`) calls the transport at pkg/models.py:13.\n", tree)["items"]
+    assert c["subject"]["name"] == "Channel.notify" and c["strict"] == "verified"
+
+
+def test_qualified_subject_checks_the_chain(tree):
+    got = by_lines("`A::call` (src/lib.rs:10) and `B::call` (src/lib.rs:5).\n", tree)
+    assert got[("src/lib.rs", 10)]["verification"] == "verified"      # lenient: `call` is near
+    assert got[("src/lib.rs", 10)]["strict"] == "mismatch"             # line 10 is B's call
+    assert got[("src/lib.rs", 5)]["strict"] == "mismatch"
+    ok = by_lines("`B::call` (src/lib.rs:10)\n", tree)[("src/lib.rs", 10)]
+    assert ok["strict"] == "verified"
+
+
+def test_a_receivers_name_near_the_line_is_not_enough(tree):
+    # Http.post is defined at 28; line 24 names Http (the receiver) but not post.
+    c, = grade("`Http.post` (pkg/transports.py:24)\n", tree)["items"]
+    assert (c["verification"], c["strict"]) == ("verified", "mismatch")
+
+
+# --- counts, composition, ungrounded ------------------------------------------------------
+
+def test_counts_strict_beside_lenient_and_composition_by_form(tree):
+    text = ("- `Transport.render` (pkg/transports.py:16)\n"       # path:line, lenient verified, strict mismatch
+            "- `Http` (pkg/transports.py:24-29)\n"              # path:range, verified both ways
+            "- `nothing` (pkg/models.py:99)\n"                 # past the end of the file
+            "- `x` (nowhere/gone.py:3)\n"                       # no such file
+            "- pkg/models.py:Missing\n")                        # symbol not defined
+    g = grade(text, tree)
+    c = g["counts"]
+    assert (c["total"], c["grounded"], c["verified"], c["mismatch"]) == (5, 2, 2, 0)
+    assert (c["strict_verified"], c["strict_mismatch"], c["strict_na"]) == (1, 1, 3)
+    assert c["ungrounded"] == {"basename": 0, "past_eof": 1, "no_such_file": 1, "symbol_not_defined": 1,
+                               "ambiguous": 0}
+    r = g["rates"]
+    assert r["verified_rate"] == 1.0 and r["strict_verified_rate"] == 0.5
+    # strict grounding: grounded and not a strict mismatch, over all citations = 1/5
+    assert r["grounded_rate"] == 2 / 5 and r["strict_grounded_rate"] == 1 / 5
+    forms = c["by_form"]
+    assert forms["path:line"] == {"total": 3, "grounded": 1, "verified": 1, "mismatch": 0,
+                                  "strict_verified": 0, "strict_mismatch": 1}
+    assert forms["path:range"]["strict_verified"] == 1 and forms["path:symbol"]["total"] == 1
+    pooled = pool([g, g])
+    assert pooled["counts"]["by_form"]["path:line"]["total"] == 6
+    assert pooled["counts"]["ungrounded"]["past_eof"] == 2
+    assert pooled["rates"]["strict_verified_rate"] == 0.5
