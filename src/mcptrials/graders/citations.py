@@ -349,7 +349,7 @@ class Answer:
                     if m["path"] not in seen and self.names_a_file(m["path"]):
                         seen.add(m["path"])
                         out.append(m)
-        return out[:16]
+        return out[:64]
 
     def line_file(self, pos: int, obj=None, near_only: bool = False) -> tuple[dict, str] | None:
         """The file a line-only reference at pos refers to, and the scope it came from: the
@@ -680,6 +680,11 @@ def citation_subject(ans: Answer, c: dict, before: int, after: int) -> dict | No
     """The subject of one citation occurrence (graders/subjects.py), read around its whole
     text (a list of lines `lines 72, 74, 76` has one subject for every number)."""
     lo, hi = c.get("subject_span") or (c["start"], c["end"])
+    text = ans.text
+    while lo > 0 and text[lo - 1] == "`":          # the citation's own backticks belong to it
+        lo -= 1
+    while hi < len(text) and text[hi] == "`":
+        hi += 1
     return subjects.subject(ans.text, lo, hi, objects=ans.objects, before=before, after=after,
                             is_path=ans.is_path, json_member=bool(c.get("json_member")))
 

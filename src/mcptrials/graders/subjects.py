@@ -144,11 +144,13 @@ def _clause_start(text: str, pos: int, stop: int) -> int:
 
 
 def _after(text: str, start: int, end: int, is_path) -> str | None:
-    lead = re.compile(r"[\s`*)\]:#\u2014\u2013>=-]*(?:\((?P<paren>\s*))?")
+    lead = re.compile(r"[ \t`*:#\u2014\u2013>=-]*(?:\((?P<paren>\s*))?")
     m = lead.match(text, start, end)
     opened = m.group("paren") is not None
     colon = ":" in m.group(0) and not opened
     first = True
+    conj = re.search(r"\s(?:and|or|but|while|then)\s", text[m.end():end])    # the next conjunct is another clause
+    end = m.end() + conj.start() if conj else end
     for pos, name, strong in _tokens(text, m.end(), end, is_path):
         word = name.split(".")[0]
         if strong:
@@ -169,7 +171,12 @@ def subject(text: str, start: int, end: int, *, objects, before: int, after: int
         if got:
             return {"name": got, "from": "after"}
         lo = _clause_start(text, start, before)
-        strong = [name for _, name, s in _tokens(text, lo, start, is_path) if s]
+        toks = list(_tokens(text, lo, start, is_path))
+        # the word right before it names it even when plain (`notify :96`, `Webhook :60`)
+        if toks and re.fullmatch(r"[\s`*(]*(?:at|in|on)?[\s`*(]*", text[toks[-1][0] + len(toks[-1][1]):start]) \
+                and toks[-1][1] not in LEAD_WORDS and toks[-1][1] not in PROSE_WORDS and len(toks[-1][1]) > 2:
+            return {"name": toks[-1][1], "from": "before"}
+        strong = [name for _, name, s in toks if s]
         if strong:
             return {"name": strong[-1], "from": "before"}
     objs = structure.enclosing_objects(objects, start)

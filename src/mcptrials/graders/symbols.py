@@ -141,7 +141,7 @@ def _names(lang: str, node) -> list[str]:
     return [_text(name)]
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=256)
 def definitions(lang: str, source: str) -> list[dict]:
     """Every definition of `source`: name, containers (innermost first, each a list of names),
     kind, start and end line (1-based)."""
