@@ -26,7 +26,9 @@ rerun. Every formula is in mcptrials.stats; this module only picks the inputs:
 - intervals  of 0-1 scores (fairness, adoption) = stats.bounded_mean_ci, and paired
                differences of fairness = stats.paired_difference(bounds=(-1, 1)): they never
                leave the score's range (INTERVAL_METHOD names them in summary.json).
-- citation grounding = grounded citations / all citations (scored.citations.rates.grounded_rate);
+- citation grounding = the strict grounding, (grounded - strict mismatch) / all citations
+  (scored.citations.rates.strict_grounded_rate; the lenient grounded / all beside it as
+  citation_grounding_lenient, the strict verified share as verified_rate_strict);
   an answer without citations has no grounding (None, which fairness counts as 0).
 - citations verified = verified / (verified + mismatch) (scored.citations.rates.verified_rate),
   per cell and tool the mean over the trials that have one; shown beside grounding, never in
@@ -140,7 +142,10 @@ def raw_row(rec: dict, m: Matrix) -> dict:
         "outcome": outcome, "completed": outcome == COMPLETED,
         "passed": bool(s["passed"]) and outcome == COMPLETED,
         "keyword_coverage": s["keywords"]["coverage"],
-        "citation_grounding": cit["rates"]["grounded_rate"],
+        # fairness's citation part is the strict grounding (graders.citations.citation_rates)
+        "citation_grounding": cit["rates"].get("strict_grounded_rate", cit["rates"]["grounded_rate"]),
+        "citation_grounding_lenient": cit["rates"]["grounded_rate"],
+        "verified_rate_strict": cit["rates"].get("strict_verified_rate"),
         "citations": cit["counts"]["total"], "grounded": cit["counts"]["grounded"],
         "hallucinated": cit["counts"]["hallucinated"], "unresolved": cit["counts"]["unresolved"],
         "verified_rate": cit["rates"]["verified_rate"], "cited_recall": cit["rates"]["cited_recall"],

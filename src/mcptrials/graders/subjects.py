@@ -147,7 +147,7 @@ def _after(text: str, start: int, end: int, is_path) -> str | None:
     lead = re.compile(r"[ \t`*:#\u2014\u2013>=-]*(?:\((?P<paren>\s*))?")
     m = lead.match(text, start, end)
     opened = m.group("paren") is not None
-    colon = ":" in m.group(0) and not opened
+    colon = any(ch in m.group(0) for ch in ":-\u2014\u2013") and not opened   # a description follows
     first = True
     conj = re.search(r"\s(?:and|or|but|while|then)\s", text[m.end():end])    # the next conjunct is another clause
     end = m.end() + conj.start() if conj else end
