@@ -192,7 +192,7 @@ def test_subject_from_the_parenthetical_after_wins_over_a_name_before(tree):
 
 def test_subject_from_the_name_right_before(tree):
     c, = grade("- `is_noop(self, status) -> bool` — pkg/transports.py:16. Called by dispatch.\n", tree)["items"]
-    assert c["subject"] == {"name": "is_noop", "from": "before"}
+    assert c["subject"] == {"name": "is_noop", "from": "label"}
     assert c["strict"] == "verified"
 
 
@@ -201,7 +201,7 @@ def test_subject_of_a_string_in_a_list_is_its_own_name_not_the_enclosing_objects
             ' "callers": ["Http.post (pkg/transports.py:28)"]}')
     got = by_lines(text, tree)
     post = got[("pkg/transports.py", 28)]
-    assert post["subject"] == {"name": "Http.post", "from": "before"} and post["strict"] == "verified"
+    assert post["subject"] == {"name": "Http.post", "from": "label"} and post["strict"] == "verified"
     # The old rule took the object's symbol (transport), absent near line 28: mismatch.
     assert post["verification"] == "mismatch"
     own = got[("pkg/models.py", 7)]
@@ -246,13 +246,24 @@ def test_line_only_reference_resolves_to_the_file_where_its_subject_is(tree):
 
 
 def test_basename_resolves_by_its_subject_else_stays_ambiguous_with_candidates(tree):
-    text = "See a/util.py:1 and b/util.py:4.\n\nThen util.py:5 (`other`) and util.py:8 (`helper`).\n"
+    text = "See a/util.py:1 and b/util.py:4.\n\nThen util.py:5 (`other`) and util.py:3 (`helper`).\n"
     got = by_lines(text, tree)
     other = got[("a/util.py", 5)]
     assert other["resolved_by"] == "context" and other["strict"] == "verified"
-    helper = got[("util.py", 8)]
+    helper = got[("util.py", 3)]           # both files have a line 3, neither holds helper there
     assert helper["bucket"] == "unresolved" and helper["candidates"] == ["a/util.py", "b/util.py"]
     assert helper["ungrounded"] == "basename"
+
+
+def test_a_basename_is_not_the_file_shorter_than_the_line(tree):
+    # a/util.py has 6 lines, b/util.py 9: util.py:8 can only be b/util.py, whose line 8 is
+    # `def helper2():`, so `helper` is not there (strict mismatch, not ambiguous).
+    c = by_lines("Then util.py:8 (`helper`).\n", tree)[("b/util.py", 8)]
+    assert c["context"]["scope"] == "file long enough" and c["bucket"] == "grounded"
+    assert c["strict"] == "mismatch"
+    # a line-only reference after a file too short for it moves to the context's file that has it
+    d = by_lines("In b/util.py `helper2` is defined; in a/util.py `helper2` (line 8) is called.\n", tree)
+    assert d[("b/util.py", 8)]["context"]["scope"] in ("file long enough", "subject at the line")
 
 
 # --- strict verification ------------------------------------------------------------------
@@ -313,3 +324,87 @@ def test_counts_strict_beside_lenient_and_composition_by_form(tree):
     assert pooled["counts"]["by_form"]["path:line"]["total"] == 6
     assert pooled["counts"]["ungrounded"]["past_eof"] == 2
     assert pooled["rates"]["strict_verified_rate"] == 0.5
+
+
+# --- subject and definition fixes found on the corpus (each failed before its fix) ---------
+
+def test_a_module_level_assignment_is_a_definition_over_its_whole_statement(tree):
+    # pkg/models.py lines 1-3 are `TRANSPORTS = {` ... `}`: line 2 holds only a dict entry,
+    # yet it is inside the definition of TRANSPORTS.
+    c, = grade("The `TRANSPORTS` registry entry (pkg/models.py:2).\n", tree)["items"]
+    assert c["subject"]["name"] == "TRANSPORTS" and c["strict"] == "verified"
+    # a local assignment inside a function body is not a definition: `Channel` line 8 is
+    # inside transport(), not a definition of anything named TRANSPORTS
+    d, = grade("`TRANSPORTS` (pkg/models.py:7)\n", tree)["items"]
+    assert d["strict"] == "mismatch"
+
+
+def test_a_plain_word_before_a_parenthetical_is_prose_not_the_subject(tree):
+    # "the re-raise logic (path:14)": `logic` names nothing; no code-like name in the
+    # clause, so no subject (n/a), not a mismatch against `logic`.
+    c, = grade("Transport has the re-raise logic (pkg/transports.py:14), kept as is.\n", tree)["items"]
+    assert c["subject"] is None and c["strict"] == "n/a"
+
+
+def test_a_capitalised_name_right_before_is_the_subject_in_a_list_of_pairs(tree):
+    text = "Overridden by Transport `pkg/transports.py:9`, Http `pkg/transports.py:24`.\n"
+    got = by_lines(text, tree)
+    assert got[("pkg/transports.py", 24)]["subject"] == {"name": "Http", "from": "label"}
+    assert got[("pkg/transports.py", 24)]["strict"] == "verified"
+
+
+def test_the_next_items_name_after_a_middle_dot_is_not_this_citations_subject(tree):
+    # `·` ends the clause: Http is the subject of :24, not Channel (the next item's name)
+    text = "Http `pkg/transports.py:24` · Channel `pkg/models.py:6`\n"
+    got = by_lines(text, tree)
+    assert got[("pkg/transports.py", 24)]["subject"]["name"] == "Http"
+    assert got[("pkg/transports.py", 24)]["strict"] == "verified"
+
+
+def test_a_prose_acronym_before_the_citation_loses_to_the_backticked_name(tree):
+    # HTTP (4 capitals) is prose, not a constant; `Http` is the name the citation is about
+    c, = grade("- `Http` HTTP — pkg/transports.py:24\n", tree)["items"]
+    assert c["subject"]["name"] == "Http" and c["strict"] == "verified"
+
+
+def test_a_json_file_key_is_not_the_subject_and_a_text_member_names_it(tree):
+    text = '[{"file": "pkg/transports.py:28", "what": "Http.post sends the request"}]'
+    c, = grade(text, tree)["items"]
+    assert c["subject"] == {"name": "Http.post", "from": "json text"} and c["strict"] == "verified"
+
+
+def test_each_occurrence_has_its_own_subject_and_verdict(tree):
+    # pkg/transports.py:24 is `class Http(Transport):`. First occurrence: `render` (not there:
+    # mismatch); second: `Http` (there: verified). The citation is verified once; each
+    # occurrence keeps its own verdict.
+    text = "`render` (pkg/transports.py:24) is wrong.\n\n- `Http` — pkg/transports.py:24\n"
+    c, = grade(text, tree)["items"]
+    assert [o["strict"] for o in c["by_occurrence"]] == ["mismatch", "verified"]
+    assert c["strict"] == "verified" and c["subject"]["name"] == "Http"
+
+
+CHAN = numbered(
+    "class Channel:",                       # 1
+    "    @property",                        # 2
+    "    def transport(self):",             # 3
+    "        return object()",              # 4
+    "",                                     # 5
+    "    def notify(self, flip):",          # 6
+    "        self.transport.notify(flip)",  # 7
+)
+
+
+@pytest.fixture(scope="module")
+def chan_tree(tmp_path_factory):
+    repo = tmp_path_factory.mktemp("chan") / "repo"
+    return commit_tree(repo, make_repo(repo, {"pkg/chan.py": CHAN}))
+
+
+def test_a_call_site_naming_the_whole_chain_verifies(chan_tree):
+    # line 7 is inside Channel.notify, a `notify` whose container is Channel, not `transport`:
+    # the chain rule alone says mismatch; but line 7 names `self.transport.notify` whole.
+    c, = grade("Channel.notify calls `self.transport.notify(flip)` at pkg/chan.py:7.\n", chan_tree)["items"]
+    assert c["subject"]["name"] == "self.transport.notify" and c["strict"] == "verified"
+    # the same subject at line 6 (the def line, no call there) stays a mismatch
+    d, = grade("Channel.notify calls `self.transport.notify(flip)` at pkg/chan.py:6.\n", chan_tree)["items"]
+    assert d["strict"] == "mismatch"

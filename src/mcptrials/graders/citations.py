@@ -23,7 +23,10 @@ ends with the cited path on a component boundary ("suffix"); else, for a basenam
 partial path several files end with, the answer's context ("context"): a citation of the
 same lines elsewhere in the answer by a path that resolves on its own to one of those files
 (`routing/mod.rs:296` ... `mod.rs:296`); else the closest scope that names one of those
-files by a path that resolves on its own decides. Scopes, closest first:
+files by a path that resolves on its own decides. A candidate shorter than a cited line is
+never meant when another one has the line (`stories_controller.rb:445` is not the 76-line
+mod/stories_controller.rb); a line-only reference whose nearest file is too short moves to
+the closest file of its context that has the line. Scopes, closest first:
 each enclosing JSON object (its "file" member, then the paths it names before the citation),
 the table row's file column, the list item, the paragraph, the markdown section, the whole
 answer (the last four: paths named before the citation). One file in the closest such scope
@@ -491,22 +494,39 @@ def subject_at(tree: CommitTree, path: str, lines: list[int], subject: str) -> b
     return strict.verdict(path, tree.text(path), lines, subject, tree.lines(path)) == "verified"
 
 
+def fits(tree: CommitTree, path: str, lines: list[int]) -> bool:
+    """Whether every cited line is a line of the file (1..EOF)."""
+    n = tree.line_count(path)
+    return all(1 <= k <= n for k in lines)
+
+
 def _by_subject(c: dict, tree: CommitTree, ans: Answer | None, subj: str | None) -> dict | None:
     """For a line-only reference whose default file does not hold its subject at the line:
-    the closest other file of its context that does (context scope "subject at the line")."""
-    if not subj or not c.get("may_move") or ans is None:
+    the closest other file of its context that does (context scope "subject at the line");
+    for one whose default file is shorter than a cited line: the closest other file of its
+    context where the subject is at the line, else the closest one that has the lines
+    (scope "file long enough"): no reader means a line past the end of a file."""
+    if not c.get("may_move") or ans is None:
         return None
     first = ans.resolves(c["path"])
-    if first and subject_at(tree, first, c["lines"], subj):
+    short = first is not None and not fits(tree, first, c["lines"])
+    if not short and (not subj or (first and subject_at(tree, first, c["lines"], subj))):
         return None
+    long_enough = None
     for m in ans.line_alternatives(c["start"]):
         r = ans.resolves(m["path"])
         for path in [r] if r else tree.suffix_matches(m["path"]):
-            if path != first and subject_at(tree, path, c["lines"], subj):
+            if path == first:
+                continue
+            if subj and subject_at(tree, path, c["lines"], subj):
                 return {"resolved_path": path, "candidates": [], "resolved_by": "context",
                         "context": {"scope": "subject at the line", "from": ans.text[m["start"]:m["end"]],
                                     "span": [m["start"], m["end"]]}}
-    return None
+            if short and long_enough is None and fits(tree, path, c["lines"]):
+                long_enough = {"resolved_path": path, "candidates": [], "resolved_by": "context",
+                               "context": {"scope": "file long enough", "from": ans.text[m["start"]:m["end"]],
+                                           "span": [m["start"], m["end"]]}}
+    return long_enough
 
 
 def _resolve_in_context(c: dict, tree: CommitTree, ans: Answer | None, subj: str | None = None) -> dict:
@@ -516,6 +536,11 @@ def _resolve_in_context(c: dict, tree: CommitTree, ans: Answer | None, subj: str
     if moved:
         return moved
     resolved, cands = resolve(c["path"], tree)
+    if resolved is None and len(cands) > 1 and c["lines"]:     # a file shorter than the line is not meant
+        cands = [p for p in cands if fits(tree, p, c["lines"])] or cands
+        if len(cands) == 1 and not c.get("line_only"):
+            return {"resolved_path": cands[0], "candidates": [], "resolved_by": "context",
+                    "context": {"scope": "file long enough", "from": c["path"], "span": [c["start"], c["end"]]}}
     if resolved is None and cands and subj and c["lines"] and not c.get("line_only"):
         got = ans.settle(c["start"], cands, skip=c["start"], lines=c["lines"]) if ans is not None else {}
         hits = [p for p in cands if subject_at(tree, p, c["lines"], subj)]
@@ -724,19 +749,37 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
             d["occurrences"] += 1
             d["spans"].append([c["start"], c["end"]])
             d["identifiers"] += [i for i in idents if i not in d["identifiers"]]
-            d["subject"] = d["subject"] or subj
+            d["by_occurrence"].append({"span": [c["start"], c["end"]], "subject": subj})
         else:
             g["occurrences"] = 1
             g["spans"] = [[c["start"], c["end"]]]
             g["identifiers"] = list(dict.fromkeys(idents))
-            g["subject"] = subj
+            g["by_occurrence"] = [{"span": [c["start"], c["end"]], "subject": subj}]
             distinct[key] = g
     out = []
     for g in distinct.values():
         g["verification"] = verify(g, g["identifiers"], tree)
-        g["strict"] = strict_verdict(g, tree)
+        settle_strict(g, tree)
         out.append(g)
     return out
+
+
+def settle_strict(g: dict, tree: CommitTree) -> None:
+    """The strict verdict of each occurrence of a distinct citation (its own subject), then
+    the citation's: verified when one occurrence's subject is at the cited line (the answer
+    says once what is there, and that is right), else mismatch when one has a subject, else
+    n/a; its subject is that occurrence's (the first verified one, else the first found)."""
+    seen: dict[str, str] = {}
+    for occ in g["by_occurrence"]:
+        name = occ["subject"]["name"] if occ["subject"] else None
+        if name not in seen:
+            seen[name] = strict_verdict(dict(g, subject=occ["subject"]), tree)
+        occ["strict"] = seen[name]
+    occs = g["by_occurrence"]
+    best = (next((o for o in occs if o["strict"] == "verified"), None)
+            or next((o for o in occs if o["subject"]), None))
+    g["subject"] = best["subject"] if best else None
+    g["strict"] = best["strict"] if best else "n/a"
 
 
 def public_view(c: dict) -> dict:
@@ -749,6 +792,7 @@ def public_view(c: dict) -> dict:
         "identifiers": c["identifiers"], "occurrences": c["occurrences"],
         "resolved_by": c["resolved_by"], "context": c["context"], "spans": c["spans"],
         "symbol_by": c["symbol_by"], "symbol_lines": c["symbol_lines"],
+        "by_occurrence": c["by_occurrence"],
     }
 
 

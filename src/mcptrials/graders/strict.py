@@ -1,7 +1,8 @@
 """The strict verdict of a line citation against its subject (issue 25 item 4).
 
 verified  when a cited line lies inside a definition of the subject (tree-sitter spans, see
-          symbols.definitions, for the languages parsed there), or, when no definition of the
+          symbols.definitions, for the languages parsed there), or a cited line's code names
+          the qualified subject whole as written (`self.transport.notify`), or, when no definition of the
           subject's name encloses the cited line, the code of a cited line (comments cut off)
           names the subject's last component as a whole word;
 mismatch  otherwise;
@@ -49,6 +50,11 @@ def _has_word(text: str, word: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(word)}{tail}", text) is not None
 
 
+def _has_chain(text: str, subject: str) -> bool:
+    """The qualified subject as written (`self.transport.notify`), a whole word at both ends."""
+    return re.search(rf"(?<![\w.]){re.escape(subject)}(?![\w?!])", text) is not None
+
+
 def _chain_ok(d: dict, qualifiers: list[str], known: set[str]) -> bool:
     """The qualifiers that name something of the file are d's containers, innermost first, in order."""
     wanted = [q for q in reversed(qualifiers) if q in known]
@@ -80,6 +86,9 @@ def verdict(path: str, source: str, lines: list[int], subject: str | None, file_
     same = [d for d in defs if d["name"] == name and d["start"] <= hi and lo <= d["end"]]
     if any(_chain_ok(d, qualifiers, known) for d in same):
         return "verified"
+    if qualifiers and any(_has_chain(_code(file_lines[n - 1], path), subject)
+                          for n in range(max(lo, 1), min(hi, len(file_lines)) + 1)):
+        return "verified"        # the line names the whole chain: `self.transport.notify(...)`
     if same and qualifiers and any(q in known for q in qualifiers):
         return "mismatch"        # the line is inside a same-named definition of another scope
     for n in range(max(lo, 1), min(hi, len(file_lines)) + 1):

@@ -1,21 +1,34 @@
 """The subject of a citation: the identifier the answer says is at the cited place, read
 as a careful reader reads it, from the narrowest scope first (issue 25 item 3):
 
+0. "label": the name the citation is attached to, right before it with nothing but
+   spaces, backticks, quotes, an opening `(` and one `:`, dash or `at`/`in`/`on` between
+   (`` `is_noop(self)` — path:74 ``, `Http.post (path:28)`, `Sms :36`, `notify at path:96`,
+   `"Shell": "path:13"`): a code-like name, a capitalised word that does not start prose,
+   or a plain word that begins its clause or is joined by `at`/`in`/`on` and is not a verb
+   (`built at path` is not one), when no code-like name is in its clause (`logic (path)`
+   in "the 404-is-permanent logic (path)" is not one: the clause began earlier); a JSON key
+   (`"file": "path"`) is never one;
 1. "after": the clause right after the citation (a parenthetical `(Channel.notify)`, or
    `path:16 Apprise`, `path:60 defines Transport`): its first code-like name, or its first
-   word when that is a capitalised identifier directly after the citation;
+   word when that is a capitalised identifier directly after the citation; Rails
+   declaration words (`has_many merged_stories`) lead to the name after them;
 2. "before": the nearest code-like name before it in the same clause
-   (`` `is_noop(self)` — path:74 ``, `Http.post (path:28)`);
+   (`` `Transport.notify` signature (path:64) ``);
 3. "json field": the `name`/`symbol`/`function`/`signature`... member of its own innermost
    JSON object (for a JSON `"line"` member this comes first: the member is the clause);
+   "json text": else the first code-like name of another member's text (`"what":
+   "Utils.normalize used by Story#url="`, `"use": "has_many :stories"`), a file, line or
+   prose member (`reason`, `risk`, `description`, `usage`...) excepted;
 4. "table name cell": the identifier in its table row's symbol/name column;
 5. "list item": the first code-like name of its list item;
 6. "sentence": the nearest backticked identifier of its sentence.
 
-A clause ends at `, ; |`, a line break, a sentence's full stop, an unopened `)` or another
-citation; commas inside backticks do not end it. Code-like: backticked, or bold, or with a
+A clause ends at `, ; | ·`, a line break, a sentence's full stop, an unopened `)` or another
+citation; commas inside backticks, or before the citation inside a closed `(...)`
+(`calls self.transport.notify(flip, n) at path`), do not end it. Code-like: backticked, or bold, or with a
 qualifier (`a.b`, `A::b`, `A#b`), an underscore, an inner capital (`HttpTransport`), all
-capitals (`TRANSPORTS`) or a call's `(`. Inside a code span the subject is the span's
+capitals of five letters or more (`TRANSPORTS`; `HTTP`, `PORO` are prose) or a call's `(`. Inside a code span the subject is the span's
 qualified identifier (`Story#is_gone?`), else its first Ruby symbol (`has_many :taggings`
 -> taggings), else the name before its first `(` (`def notify(self)` -> notify), else its
 first identifier that is not a keyword (`include Token` -> Token). Paths, one-letter names
@@ -37,7 +50,7 @@ _TOKEN = re.compile(rf"`(?P<tick>[^`\n]+)`|\*\*(?P<bold>[^*\n]+)\*\*|(?<![\w`:.#
 _RUBY_SYMBOL = re.compile(rf"(?<![:\w]):(?P<s>{IDENT})")
 _BEFORE_CALL = re.compile(rf"(?P<id>{QUALIFIED})\s*\(")
 _WORD = re.compile(IDENT)
-_CLAUSE_END = re.compile(r"[,;|\n]|\.(?=\s|$)")
+_CLAUSE_END = re.compile(r"[,;|\n\u00b7]|\.(?=\s|$)")
 KEYWORDS = frozenset("""
     fn func def class struct impl pub async await const let var static public private protected
     internal void return for if while where self Self this mut type interface trait enum module
@@ -55,7 +68,8 @@ PROSE_WORDS = frozenset("""
 """.split())
 # Words that may stand between a citation and the name it is about: `path:60 defines Transport`.
 LEAD_WORDS = frozenset("defines define declares declared is are has holds contains class def module method "
-                       "function fn func type struct trait interface the a an with named called".split())
+                       "function fn func type struct trait interface the a an with named called "
+                       "has_many has_one belongs_to has_and_belongs_to_many scope".split())
 WINDOW = 160   # characters a clause reaches at most, either side
 
 
@@ -89,30 +103,34 @@ def code_subject(span: str, is_path) -> str | None:
 def _code_like(name: str, call: bool) -> bool:
     last = re.split(r"\.|::|#", name)[-1]
     return (call or bool(re.search(r"\.|::|#", name)) or "_" in name.strip("_") or re.search(r"[a-z][A-Z]", name) is not None
-            or (len(last) >= 3 and last.isupper()))
+            or (len(last) >= 5 and last.isupper()))
 
 
 def _tokens(text: str, lo: int, hi: int, is_path):
-    """(start, name, strong) for the names in text[lo:hi]; strong: backticked, bold or code-like."""
+    """(start, name, strong, end) for the names in text[lo:hi]; strong: backticked, bold or code-like."""
     for m in _TOKEN.finditer(text, lo, hi):
         if m.group("tick") is not None:
             name = code_subject(m.group("tick"), is_path)
             if name:
-                yield m.start(), name, True
+                yield m.start(), name, True, m.end()
         elif m.group("bold") is not None:
             inner = m.group("bold").strip()
             name = code_subject(inner, is_path) if _QUALIFIED_SPAN.match(inner) else None
             if name and (_code_like(name, "(" in inner) or " " not in inner):
-                yield m.start(), name, _code_like(name, "(" in inner) or inner[:1].isupper()
+                yield m.start(), name, _code_like(name, "(" in inner) or inner[:1].isupper(), m.end()
         else:
             name = m.group("bare")
             if is_path(name) or name in KEYWORDS:
                 continue
-            yield m.start(), name, _code_like(name, m.group("call") is not None)
+            yield m.start(), name, _code_like(name, m.group("call") is not None), m.end("bare")
 
 
 def _tick_spans(text: str, lo: int, hi: int) -> list[tuple[int, int]]:
-    return [(m.start(), m.end()) for m in re.finditer(r"`[^`\n]*`", text[lo:hi])]
+    """The code spans meeting text[lo:hi], offsets relative to lo; paired from the start of
+    lo's line (a window that starts inside a code span must not flip the pairing)."""
+    line = text.rfind("\n", 0, lo) + 1
+    spans = ((m.start() + line, m.end() + line) for m in re.finditer(r"`[^`\n]*`", text[line:hi]))
+    return [(a - lo, b - lo) for a, b in spans if b > lo]
 
 
 def _clause_end(text: str, pos: int, stop: int) -> int:
@@ -137,21 +155,29 @@ def _clause_start(text: str, pos: int, stop: int) -> int:
     """Where the clause ending at pos starts (the last boundary outside backticks, at least stop)."""
     lo = max(stop, pos - WINDOW, 0)
     ticks = _tick_spans(text, lo, pos)
+    depth = 0                    # a comma inside a closed (...) before pos does not end the clause
     for k in range(pos - 1, lo - 1, -1):
-        if _CLAUSE_END.match(text, k) and not any(a <= k - lo < b for a, b in ticks):
+        ch = text[k]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            depth = max(depth - 1, 0)
+        elif depth == 0 and _CLAUSE_END.match(text, k) and not any(a <= k - lo < b for a, b in ticks):
             return k + 1
     return lo
 
 
 def _after(text: str, start: int, end: int, is_path) -> str | None:
-    lead = re.compile(r"[ \t`*:#\u2014\u2013>=-]*(?:\((?P<paren>\s*))?")
+    lead = re.compile(r"[ \t*:#\u2014\u2013>=-]*(?:\((?P<paren>\s*))?")
     m = lead.match(text, start, end)
     opened = m.group("paren") is not None
     colon = any(ch in m.group(0) for ch in ":-\u2014\u2013") and not opened   # a description follows
     first = True
     conj = re.search(r"\s(?:and|or|but|while|then)\s", text[m.end():end])    # the next conjunct is another clause
     end = m.end() + conj.start() if conj else end
-    for pos, name, strong in _tokens(text, m.end(), end, is_path):
+    toks = list(_tokens(text, m.end(), end, is_path))
+    names = [t for t in toks if t[1] not in LEAD_WORDS and t[1].split(".")[0] not in LEAD_WORDS]
+    for pos, name, strong, _ in toks:
         word = name.split(".")[0]
         if strong:
             return name
@@ -159,7 +185,56 @@ def _after(text: str, start: int, end: int, is_path) -> str | None:
             return name
         if name not in LEAD_WORDS and word not in LEAD_WORDS:
             first = False
+    # the clause is the name alone (`path - class Apprise`, `path:522 votes;`, `path:191 saved scope`)
+    if len(names) == 1 or (len(names) == 2 and names[1][1] in KIND_WORDS):
+        name = names[0][1]
+        if name not in KIND_WORDS and len(name) > 2 and (
+                name[:1].isupper() or (not colon and name not in PROSE_WORDS)):
+            return name
     return None
+
+
+KIND_WORDS = frozenset("scope method class module constant table association callback helper function "
+                       "model concern job controller".split())
+_PREPS = frozenset(("at", "in", "on"))
+_LABEL_GAP = re.compile("[\\s`*\"'(]*(?:[:\u2014\u2013-][\\s`*\"'(]*)?")
+
+
+def _safe_start(text: str, lo: int, hi: int) -> int:
+    """lo, moved back to the start of a code span it falls inside."""
+    for a, b in _tick_spans(text, lo, hi):
+        if a < 0 < b:
+            return lo + a
+    return lo
+
+
+def _label(text: str, toks: list, start: int) -> str | None:
+    """The name the citation at start is attached to (rule 0 of the module docstring)."""
+    prep = False
+    while toks and toks[-1][1] in _PREPS and not toks[-1][2]:
+        if prep or not re.fullmatch(r"\s+", text[toks[-1][3]:start].replace("`", " ") or " "):
+            return None
+        prep, start, toks = True, toks[-1][0], toks[:-1]
+    if not toks:
+        return None
+    _, name, strong, end = toks[-1]
+    gap = text[end:start]
+    if not _LABEL_GAP.fullmatch(gap) or '"' in gap or (prep and not re.fullmatch(r"\s+", gap)):
+        return None          # a JSON key (`"file": "path"`) is a member's name, not the citation's subject
+    if strong:
+        return name
+    if name in LEAD_WORDS or name in PROSE_WORDS or len(name) < 3 or any(t[2] for t in toks):
+        return None          # a plain word loses to a code-like name of its clause
+    if prep and (name.endswith("ed") or name in _PLACE_VERBS):
+        return None          # `built at path`, `lives in path`: the verb, not a name
+    if name[:1].isupper() and "(" not in gap or prep or len(toks) == 1 or re.fullmatch(r"[\s`]*", gap):
+        return name
+    return None
+
+
+_PLACE_VERBS = frozenset("is are was were lives live sits sit happens happen starts start begins begin found "
+                         "runs run occurs occur exists exist appears appear built made set done kept held sent "
+                         "thrown caught written read".split())
 
 
 def subject(text: str, start: int, end: int, *, objects, before: int, after: int,
@@ -167,16 +242,15 @@ def subject(text: str, start: int, end: int, *, objects, before: int, after: int
     """The subject of the citation text[start:end] (rules in the module docstring); before and
     after: where the previous citation ends and the next one starts (a clause stops there)."""
     if not json_member:
+        lo = _safe_start(text, _clause_start(text, start, before), start)
+        toks = list(_tokens(text, lo, start, is_path))
+        got = _label(text, toks, start)
+        if got:
+            return {"name": got, "from": "label"}
         got = _after(text, end, _clause_end(text, end, after), is_path)
         if got:
             return {"name": got, "from": "after"}
-        lo = _clause_start(text, start, before)
-        toks = list(_tokens(text, lo, start, is_path))
-        # the word right before it names it even when plain (`notify :96`, `Webhook :60`)
-        if toks and re.fullmatch(r"[\s`*(]*(?:at|in|on)?[\s`*(]*", text[toks[-1][0] + len(toks[-1][1]):start]) \
-                and toks[-1][1] not in LEAD_WORDS and toks[-1][1] not in PROSE_WORDS and len(toks[-1][1]) > 2:
-            return {"name": toks[-1][1], "from": "before"}
-        strong = [name for _, name, s in toks if s]
+        strong = [name for _, name, s, _ in toks if s]
         if strong:
             return {"name": strong[-1], "from": "before"}
     objs = structure.enclosing_objects(objects, start)
@@ -186,6 +260,12 @@ def subject(text: str, start: int, end: int, *, objects, before: int, after: int
                 name = code_subject(mem.value, is_path)
                 if name:
                     return {"name": name, "from": "json field"}
+        for mem in objs[0].members:      # else the first code-like name of another member's text
+            values = mem.value if isinstance(mem.value, list) else [mem.value]
+            for v in (v for v in values if isinstance(v, str) and mem.key.lower() not in _NOT_NAMES):
+                name = next((n for _, n, strong, _ in _tokens(v, 0, len(v), is_path) if strong), None)
+                if name:
+                    return {"name": name, "from": "json text"}
     row = structure.table_row(text, start)
     if row:
         for cell, _, _ in row.name_cells:
@@ -194,15 +274,17 @@ def subject(text: str, start: int, end: int, *, objects, before: int, after: int
                 return {"name": name, "from": "table name cell"}
     item = structure.list_item_bounds(text, start)
     if item:
-        strong = [name for _, name, s in _tokens(text, item[0], start, is_path) if s]
+        strong = [name for _, name, s, _ in _tokens(text, item[0], start, is_path) if s]
         if strong:
             return {"name": strong[0], "from": "list item"}
     lo = max(text.rfind("\n", 0, start), text.rfind(". ", 0, start)) + 1
-    ticks = [name for _, name, s in _tokens(text, lo, start, is_path) if s]
+    ticks = [name for _, name, s, _ in _tokens(text, _safe_start(text, lo, start), start, is_path) if s]
     if ticks:
         return {"name": ticks[-1], "from": "sentence"}
     return None
 
 
+_NOT_NAMES = frozenset(("file", "path", "file_path", "filepath", "filename", "location", "line", "lines",
+                        "reason", "risk", "why", "note", "notes", "description", "usage", "purpose"))
 IDENT_KEYS = frozenset(("name", "symbol", "function", "method", "class", "struct", "trait", "interface",
                         "identifier", "definition", "module", "signature"))
