@@ -408,3 +408,15 @@ def test_a_call_site_naming_the_whole_chain_verifies(chan_tree):
     # the same subject at line 6 (the def line, no call there) stays a mismatch
     d, = grade("Channel.notify calls `self.transport.notify(flip)` at pkg/chan.py:6.\n", chan_tree)["items"]
     assert d["strict"] == "mismatch"
+
+
+def test_names_joined_by_a_slash_pair_with_citations_joined_the_same_way(tree):
+    # pkg/transports.py: `def notify` at 13, `def is_noop` at 16; "a/b path:13,16" means
+    # a at 13 and b at 16 (the nearest name, is_noop, would call 13 a mismatch)
+    got = by_lines("`notify`/`is_noop` pkg/transports.py:13,16\n", tree)
+    assert got[("pkg/transports.py", 13)]["subject"] == {"name": "notify", "from": "respectively"}
+    assert got[("pkg/transports.py", 16)]["subject"]["name"] == "is_noop"
+    assert got[("pkg/transports.py", 13)]["strict"] == got[("pkg/transports.py", 16)]["strict"] == "verified"
+    # counts that differ pair nothing: two names, one citation
+    one, = grade("`notify`/`is_noop` pkg/transports.py:16\n", tree)["items"]
+    assert one["subject"]["from"] != "respectively"

@@ -509,14 +509,15 @@ def _by_subject(c: dict, tree: CommitTree, ans: Answer | None, subj: str | None)
     if not c.get("may_move") or ans is None:
         return None
     first = ans.resolves(c["path"])
-    short = first is not None and not fits(tree, first, c["lines"])
+    named = [first] if first else tree.suffix_matches(c["path"])      # a basename: each file it may be
+    short = bool(named) and not any(fits(tree, p, c["lines"]) for p in named)
     if not short and (not subj or (first and subject_at(tree, first, c["lines"], subj))):
         return None
     long_enough = None
     for m in ans.line_alternatives(c["start"]):
         r = ans.resolves(m["path"])
         for path in [r] if r else tree.suffix_matches(m["path"]):
-            if path == first:
+            if path in named:
                 continue
             if subj and subject_at(tree, path, c["lines"], subj):
                 return {"resolved_path": path, "candidates": [], "resolved_by": "context",
@@ -714,6 +715,45 @@ def citation_subject(ans: Answer, c: dict, before: int, after: int) -> dict | No
                             is_path=ans.is_path, json_member=bool(c.get("json_member")))
 
 
+_JOIN = re.compile(r"[\s`]*[/,][\s`]*")
+_NAME_JOIN = re.compile(r"`?\s*/\s*`?")
+
+
+def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
+    """The subject of one of a group of citations joined by `/` or `,` right after as many
+    names joined by `/` (`` `hide_story_for_user`/`unhide_story_for_user` `:13`/`:19` ``,
+    `current_flagged?/current_upvoted? story.rb:423,427`): the name in the same place
+    ("respectively"); None when the counts differ or there is no such list of names."""
+    text = ans.text
+    own = sorted({(x["start"], x["end"]) for x in found})
+    k = own.index((c["start"], c["end"]))
+    first = last = k
+    while first > 0 and _JOIN.fullmatch(text, own[first - 1][1], own[first][0]):
+        first -= 1
+    while last + 1 < len(own) and _JOIN.fullmatch(text, own[last][1], own[last + 1][0]):
+        last += 1
+    if first == last:
+        return None
+    lo = own[first][0]
+    while lo > 0 and text[lo - 1] in "`":
+        lo -= 1
+    names, pos = [], lo
+    while True:                  # the names right before the group, last first
+        m = re.search(rf"`?(?P<n>{subjects.QUALIFIED})`?\s*$", text[max(0, pos - 120):pos])
+        if not m:
+            break
+        names.insert(0, m.group("n"))
+        pos = max(0, pos - 120) + m.start()
+        j = re.search(r"`?\s*/\s*`?$", text[max(0, pos - 4):pos])
+        if not j or len(names) > last - first:
+            break
+        pos = max(0, pos - 4) + j.start()
+    if len(names) != last - first + 1:
+        return None
+    name = names[k - first]
+    return {"name": name, "from": "respectively"} if subjects._clean(name) else None
+
+
 def strict_verdict(c: dict, tree: CommitTree) -> str:
     """The strict verdict of a grounded line citation against its subject (graders/strict.py);
     n/a for a citation that is not grounded, a symbol citation, or one without a subject."""
@@ -741,6 +781,7 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
         k = bisect.bisect_right(ends, lo) - 1
         j = bisect.bisect_right(starts, hi - 1)
         subj = citation_subject(ans, c, ends[k] if k >= 0 else 0, starts[j] if j < len(starts) else len(text))
+        subj = respectively(ans, found, c) or subj
         g = ground(c, tree, ans, subj["name"] if subj and c["lines"] else None)
         key = (g["resolved_path"] or g["path"], tuple(g["lines"]) if g["lines"] else None, g["symbol"])
         idents = context_identifiers(ans, c)

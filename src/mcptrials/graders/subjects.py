@@ -24,6 +24,10 @@ as a careful reader reads it, from the narrowest scope first (issue 25 item 3):
 5. "list item": the first code-like name of its list item;
 6. "sentence": the nearest backticked identifier of its sentence.
 
+Before all of these, "respectively" (graders/citations.respectively): one of a group of
+citations joined by `/` or `,` right after as many names joined by `/` takes the name in
+its place (`` `hidden_by`/`not_hidden_by` `:148`/`:151` ``: :151 is about not_hidden_by).
+
 A clause ends at `, ; | ·`, a line break, a sentence's full stop, an unopened `)` or another
 citation; commas inside backticks, or before the citation inside a closed `(...)`
 (`calls self.transport.notify(flip, n) at path`), do not end it. Code-like: backticked, or bold, or with a
