@@ -12,8 +12,15 @@ the repositories' code are read from mirrors at run time:
 
 Labelling rules (so another person labels the same way):
 - The sample: 10 line citations per answer drawn at random (seed 25) from the 38 Claude Code,
-  Codex and Opencode answers on healthchecks (fb4bf16) and lobsters (6e98af0); a citation is
-  the grader's occurrence at those offsets, the label is about what the answer meant there.
+  Codex and Opencode answers on healthchecks (fb4bf16) and lobsters (6e98af0) (the first 376
+  labels); a citation is the grader's occurrence at those offsets, the label is about what
+  the answer meant there. The random sample holds only 2 wrong lines, too few to measure
+  anything, so 35 more labels (those with `found_by`) come from a search of the same answers
+  for likely wrong lines, each read by hand: lines past the end of the file, citations of a
+  blank, `end` or comment line, citations both rules call mismatch, and names defined
+  elsewhere in the cited file. The search leans on the grader, so the mismatch share of
+  wrong lines is measured on citations the grader already suspected: read it as an upper
+  bound; the random part's figures are printed apart.
 - Intended file: the file the sentence means, read as a maintainer would (a line-only `:64`
   after "`Transport.notify` signature" means hc/api/transports.py even when another file is
   named closer).
@@ -88,7 +95,7 @@ def agrees(label: dict, item: dict | None) -> bool:
     if v == "correct":
         return item["strict"] == "verified" and item["resolved_path"] == label["file"]
     if v == "wrong line":
-        return item["strict"] == "mismatch" or item["bucket"] == "hallucinated"
+        return (item["strict"] == "mismatch" or item["bucket"] == "hallucinated") and item["resolved_path"] == label["file"]
     if v == "no such file":
         return item["ungrounded"] == "no_such_file"
     if v == "ambiguous":
@@ -108,6 +115,7 @@ def corpus_scores(labels: dict, sense: str, mirrors: Path) -> dict:
         assert text is not None and hashlib.sha256(text.encode()).hexdigest() == sha, a["source"]
         graded[sha] = grade_citations(text, trees[a["repo"]])["items"]
     n = agree = correct = correct_ok = wrong = wrong_ok = 0
+    random_n = random_ok = 0
     for lab in labels["labels"]:
         start = lab["span"][0]
         item = next((c for c in graded[lab["sha256"]] if any(s <= start < e for s, e in c["spans"])), None)
@@ -115,6 +123,9 @@ def corpus_scores(labels: dict, sense: str, mirrors: Path) -> dict:
         ok = agrees(lab, dict(item, strict=occ["strict"]) if occ else item)
         n += 1
         agree += ok
+        if "found_by" not in lab:
+            random_n += 1
+            random_ok += ok
         if lab["verdict"] == "correct":
             correct += 1
             correct_ok += ok
@@ -122,14 +133,15 @@ def corpus_scores(labels: dict, sense: str, mirrors: Path) -> dict:
             wrong += 1
             wrong_ok += ok
     return {"n": n, "agreement": agree / n, "verified_of_correct": correct_ok / correct,
-            "mismatch_of_wrong": wrong_ok / wrong if wrong else None, "correct": correct, "wrong": wrong}
+            "mismatch_of_wrong": wrong_ok / wrong if wrong else None, "correct": correct, "wrong": wrong,
+            "random_agreement": random_ok / random_n, "random_n": random_n}
 
 
 # Issue 25's targets, and the figures this grader reached on the corpus (a floor: a change
 # that grades the corpus worse fails). The floors sit below the targets where the grader
 # does not reach them yet; raise them when it does, never lower them to pass.
 TARGETS = {"agreement": 0.95, "verified_of_correct": 0.80, "mismatch_of_wrong": 0.80}
-FLOORS = {"agreement": 0.89, "verified_of_correct": 0.91, "mismatch_of_wrong": 1.0}
+FLOORS = {"agreement": 0.90, "verified_of_correct": 0.91, "mismatch_of_wrong": 0.96}
 
 
 def test_grader_agrees_with_the_hand_labels():
@@ -144,5 +156,7 @@ def test_grader_agrees_with_the_hand_labels():
     print(f"\ncitation corpus: {s['n']} labels ({s['correct']} correct, {s['wrong']} wrong line)")
     for k in TARGETS:
         print(f"  {k}: {s[k]:.3f} (floor {FLOORS[k]}, issue 25 target {TARGETS[k]})")
+    print(f"  agreement on the {s['random_n']} randomly drawn labels alone: {s['random_agreement']:.3f}")
+    assert s["wrong"] >= 30, "the corpus needs wrong-line labels for the mismatch share to mean something"
     for k in TARGETS:
         assert s[k] >= FLOORS[k], f"{k} {s[k]:.3f} fell below its floor {FLOORS[k]}"
