@@ -420,3 +420,20 @@ def test_names_joined_by_a_slash_pair_with_citations_joined_the_same_way(tree):
     # counts that differ pair nothing: two names, one citation
     one, = grade("`notify`/`is_noop` pkg/transports.py:16\n", tree)["items"]
     assert one["subject"]["from"] != "respectively"
+
+
+DECO = numbered(
+    "class Http:",              # 1
+    "    @classmethod",         # 2
+    "    def put(cls):",        # 3
+    "        return 1",         # 4
+)
+
+
+def test_a_decorator_line_is_part_of_the_decorated_definition(tmp_path):
+    # `@classmethod` at line 2 belongs to `def put` (lines 2-4 with it); line 1 does not
+    t = commit_tree(tmp_path / "repo", make_repo(tmp_path / "repo", {"pkg/deco.py": DECO}))
+    c, = grade("`put` (pkg/deco.py:2)\n", t)["items"]
+    assert c["strict"] == "verified"
+    d, = grade("`put` (pkg/deco.py:1)\n", t)["items"]
+    assert d["strict"] == "mismatch"

@@ -1,7 +1,8 @@
 """The strict verdict of a line citation against its subject (issue 25 item 4).
 
 verified  when a cited line lies inside a definition of the subject (tree-sitter spans, see
-          symbols.definitions, for the languages parsed there), or a cited line's code names
+          symbols.definitions, for the languages parsed there; a Python definition's
+          decorators are inside it), or a cited line's code names
           the qualified subject whole as written (`self.transport.notify`), or, when no definition of the
           subject's name encloses the cited line, the code of a cited line (comments cut off)
           names the subject's last component as a whole word;
@@ -83,7 +84,7 @@ def verdict(path: str, source: str, lines: list[int], subject: str | None, file_
     lo, hi = (lines[0], lines[0]) if len(lines) == 1 else (min(lines), max(lines))
     defs = _defs(path, source) or []
     known = {d["name"] for d in defs} | {n for d in defs for c in d["containers"] for n in c}
-    same = [d for d in defs if d["name"] == name and d["start"] <= hi and lo <= d["end"]]
+    same = [d for d in defs if d["name"] == name and d.get("outer_start", d["start"]) <= hi and lo <= d["end"]]
     if any(_chain_ok(d, qualifiers, known) for d in same):
         return "verified"
     if qualifiers and any(_has_chain(_code(file_lines[n - 1], path), subject)

@@ -5,7 +5,9 @@ A definition is a function, method, class, struct, enum, trait, interface, modul
 or constant node (per language, in DEFINITIONS) whose name is the symbol's last component;
 in Python and Ruby also an assignment at module or class level (Python: to a name,
 `TRANSPORTS: dict[...] = {...}` defines TRANSPORTS over the whole statement; Ruby: to a
-constant, `FLAGGABLE_DAYS = 7`), never one inside a function body.
+constant, `FLAGGABLE_DAYS = 7`), never one inside a function body. Each definition also
+keeps `outer_start`: a decorated Python definition's first decorator line (the strict
+verdict counts the decorators as part of it; `start` stays the def line).
 The components before it must name the definition's enclosing containers, innermost first:
 a class or module around it, a Rust `impl` (its type or its trait), a Go method's receiver
 type. Leading components beyond the containers (a module or crate path such as
@@ -171,6 +173,14 @@ def _span_node(lang: str, node):
     return node
 
 
+def _outer_start(lang: str, node) -> int:
+    """The first line of a definition with what belongs to it above: a decorated Python
+    function or class from its first decorator (`@classmethod` above `def put`)."""
+    if lang == "python" and node.parent is not None and node.parent.type == "decorated_definition":
+        return node.parent.start_point[0] + 1
+    return node.start_point[0] + 1
+
+
 @lru_cache(maxsize=256)
 def definitions(lang: str, source: str) -> list[dict]:
     """Every definition of `source`: name, containers (innermost first, each a list of names),
@@ -192,7 +202,8 @@ def definitions(lang: str, source: str) -> list[dict]:
                 span = _span_node(lang, node)
                 for name in names[:1]:
                     out.append({"name": name, "containers": outer, "kind": node.type,
-                                "start": span.start_point[0] + 1, "end": span.end_point[0] + 1})
+                                "start": span.start_point[0] + 1, "end": span.end_point[0] + 1,
+                                "outer_start": min(_outer_start(lang, node), span.start_point[0] + 1)})
             if role in ("container", "both") and names:
                 inner = [names] + containers
         for child in node.children:
