@@ -15,7 +15,15 @@ each null when its denominator is 0.
 
 Ungrounded kinds (a citation's `ungrounded`): basename (a bare file name several files
 share, not settled by the context), past_eof (a line outside 1..EOF), no_such_file,
-symbol_not_defined, ambiguous (a partial path several files end with).
+symbol_not_defined, ambiguous (a partial path several files end with); each with
+    share = n_kind / total_all     (ungrounded_shares)
+
+view() puts one pooled score (graders.citations.pool over a tool's trials: counts summed,
+then citation_rates) together: the lenient grounded_rate and verified_rate beside the strict
+strict_grounded_rate = (grounded - strict_mismatch) / total and strict_verified_rate =
+strict_verified / (strict_verified + strict_mismatch), the composition by form and the
+ungrounded kinds. summary.json (`citation_composition`, per model and tool), the report (a
+table per model) and `compare-sense-bench` (per tool) print it.
 """
 
 from __future__ import annotations
@@ -78,3 +86,18 @@ def rates(forms: dict[str, dict]) -> dict[str, dict]:
                    "verified_rate": _ratio(f["verified"], f["verified"] + f["mismatch"]),
                    "strict_verified_rate": _ratio(f["strict_verified"], f["strict_verified"] + f["strict_mismatch"])}
             for form, f in forms.items()}
+
+
+def ungrounded_shares(kinds: dict[str, int], total: int) -> dict[str, dict]:
+    """{kind: {"n", "share"}}, share = n / all citations (null when there are none)."""
+    return {k: {"n": kinds.get(k, 0), "share": _ratio(kinds.get(k, 0), total)} for k in UNGROUNDED_KINDS}
+
+
+def view(pooled: dict) -> dict:
+    """One pooled citation score's composition (pooled: graders.citations.pool's counts and
+    rates): strict beside lenient, by form (rates) and the ungrounded kinds (ungrounded_shares)."""
+    c, r = pooled["counts"], pooled["rates"]
+    return {"n_citations": c["total"],
+            "grounded_rate": r["grounded_rate"], "strict_grounded_rate": r["strict_grounded_rate"],
+            "verified_rate": r["verified_rate"], "strict_verified_rate": r["strict_verified_rate"],
+            "by_form": rates(c["by_form"]), "ungrounded": ungrounded_shares(c["ungrounded"], c["total"])}
