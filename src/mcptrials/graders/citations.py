@@ -725,8 +725,11 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
     `current_flagged?/current_upvoted? story.rb:423,427`): the name in the same place
     ("respectively"); None when the counts differ or there is no such list of names."""
     text = ans.text
-    own = sorted({(x["start"], x["end"]) for x in found})
-    k = own.index((c["start"], c["end"]))
+    if getattr(ans, "_own_spans", None) is None:       # once per answer
+        ans._own_spans = sorted({(x["start"], x["end"]) for x in found})
+        ans._own_index = {span: i for i, span in enumerate(ans._own_spans)}
+    own = ans._own_spans
+    k = ans._own_index[(c["start"], c["end"])]
     first = last = k
     while first > 0 and _JOIN.fullmatch(text, own[first - 1][1], own[first][0]):
         first -= 1
