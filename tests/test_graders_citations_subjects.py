@@ -437,3 +437,45 @@ def test_a_decorator_line_is_part_of_the_decorated_definition(tmp_path):
     assert c["strict"] == "verified"
     d, = grade("`put` (pkg/deco.py:1)\n", t)["items"]
     assert d["strict"] == "mismatch"
+
+
+def test_a_json_key_names_the_citation_only_when_the_file_names_it(tree):
+    # pkg/models.py has `transport` (line 7) and `notify` (line 10), no word `dispatch_flow`
+    text = '{"transport": "pkg/models.py:7", "dispatch_flow": "pkg/models.py:10"}'
+    got = by_lines(text, tree)
+    assert got[("pkg/models.py", 7)]["subject"] == {"name": "transport", "from": "json key"}
+    assert got[("pkg/models.py", 7)]["strict"] == "verified"
+    assert got[("pkg/models.py", 10)]["subject"] is None and got[("pkg/models.py", 10)]["strict"] == "n/a"
+    # a key naming something else of the file is a subject, and catches the wrong line
+    c, = grade('{"notify": "pkg/models.py:7"}', tree)["items"]
+    assert c["subject"]["name"] == "notify" and c["strict"] == "mismatch"
+
+
+def test_ruby_method_and_setter_notation_are_names(tree):
+    # app/models/story.rb: line 5 `def title=(t)`, line 9 `def is_gone?`
+    c, = grade('"after_save #is_gone?: app/models/story.rb:9"', tree)["items"]
+    assert c["subject"]["name"] == "is_gone?" and c["strict"] == "verified"
+    d, = grade('"app/models/story.rb:5 title= strips the input and stores it"', tree)["items"]
+    assert d["subject"]["name"] == "title" and d["strict"] == "verified"
+
+
+def test_a_capitalised_name_before_a_kind_word_in_a_json_text_member(tree):
+    # app/models/story.rb:10 is inside `class Story` (lines 1-12)
+    c, = grade('{"dependent": "Story model", "location": "app/models/story.rb:10"}', tree)["items"]
+    assert c["subject"] == {"name": "Story", "from": "json text"} and c["strict"] == "verified"
+
+
+def test_the_name_owning_the_parenthetical_a_citation_stands_in(tree):
+    # "`is_gone?` (method, line 9)": the citation is in is_gone?'s parenthetical; line 9 is
+    # `def is_gone?` (the list item's head, `title=`, is not what it is about)
+    text = "- In app/models/story.rb: `title=` (line 5), `is_gone?` (method, line 9)\n"
+    got = by_lines(text, tree)
+    assert got[("app/models/story.rb", 9)]["subject"] == {"name": "is_gone?", "from": "label"}
+    assert got[("app/models/story.rb", 9)]["strict"] == "verified"
+
+
+def test_names_joined_by_and_pair_with_citations_joined_by_and(tree):
+    # `notify` at 13 and `is_noop` at 16 of pkg/transports.py
+    got = by_lines("`notify` and `is_noop` at pkg/transports.py:13 and pkg/transports.py:16\n", tree)
+    assert got[("pkg/transports.py", 13)]["subject"] == {"name": "notify", "from": "respectively"}
+    assert got[("pkg/transports.py", 16)]["subject"]["name"] == "is_noop"

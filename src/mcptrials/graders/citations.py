@@ -711,18 +711,32 @@ def citation_subject(ans: Answer, c: dict, before: int, after: int) -> dict | No
         lo -= 1
     while hi < len(text) and text[hi] == "`":
         hi += 1
+    tree = ans.tree
+    files = [p for p in [ans.resolves(c["path"])] if p] or tree.suffix_matches(c["path"])
+    cache = ans.__dict__.setdefault("_named", {})
+
+    def key_named(name: str) -> bool:
+        """Whether a file the citation may mean names `name` as a whole word (subjects: json key)."""
+        for p in files:
+            if (p, name) not in cache:
+                cache[(p, name)] = _has_word(tree.text(p), name)
+            if cache[(p, name)]:
+                return True
+        return False
+
     return subjects.subject(ans.text, lo, hi, objects=ans.objects, before=before, after=after,
-                            is_path=ans.is_path, json_member=bool(c.get("json_member")))
+                            is_path=ans.is_path, json_member=bool(c.get("json_member")), key_named=key_named)
 
 
-_JOIN = re.compile(r"[\s`]*[/,][\s`]*")
+_JOIN = re.compile(r"[\s`]*(?:[/,]|\sand\s)[\s`]*")
 _NAME_JOIN = re.compile(r"`?\s*/\s*`?")
 
 
 def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
-    """The subject of one of a group of citations joined by `/` or `,` right after as many
-    names joined by `/` (`` `hide_story_for_user`/`unhide_story_for_user` `:13`/`:19` ``,
-    `current_flagged?/current_upvoted? story.rb:423,427`): the name in the same place
+    """The subject of one of a group of citations joined by `/`, `,` or `and` right after (or
+    after `at`/`in`) as many names joined by `/` or `and` (`` `hide_story_for_user`/`unhide_story_for_user` `:13`/`:19` ``,
+    `current_flagged?/current_upvoted? story.rb:423,427`, `is_gone? and can_be_seen_by_user?
+    at story.rb:761 and story.rb:582`): the name in the same place
     ("respectively"); None when the counts differ or there is no such list of names."""
     text = ans.text
     if getattr(ans, "_own_spans", None) is None:       # once per answer
@@ -741,16 +755,19 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
     while lo > 0 and text[lo - 1] in "`":
         lo -= 1
     names, pos = [], lo
+    at = re.search(r"\s(?:at|in)\s*$", text[max(0, pos - 6):pos])     # `a and b at x:1 and y:2`
+    if at:
+        pos = max(0, pos - 6) + at.start()
     while True:                  # the names right before the group, last first
         m = re.search(rf"`?(?P<n>{subjects.QUALIFIED})`?\s*$", text[max(0, pos - 120):pos])
         if not m:
             break
         names.insert(0, m.group("n"))
         pos = max(0, pos - 120) + m.start()
-        j = re.search(r"`?\s*/\s*`?$", text[max(0, pos - 4):pos])
+        j = re.search(r"`?\s*(?:/|\sand)\s*`?$", text[max(0, pos - 6):pos])
         if not j or len(names) > last - first:
             break
-        pos = max(0, pos - 4) + j.start()
+        pos = max(0, pos - 6) + j.start()
     if len(names) != last - first + 1:
         return None
     name = names[k - first]

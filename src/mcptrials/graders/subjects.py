@@ -8,7 +8,9 @@ as a careful reader reads it, from the narrowest scope first (issue 25 item 3):
    or a plain word that begins its clause or is joined by `at`/`in`/`on` and is not a verb
    (`built at path` is not one), when no code-like name is in its clause (`logic (path)`
    in "the 404-is-permanent logic (path)" is not one: the clause began earlier); a JSON key
-   (`"file": "path"`) is never one;
+   (`"file": "path"`) is never one; else, for a citation inside a parenthetical with nothing
+   code-like before it there, the code-like name right before the `(`
+   (`` `domain` (belongs_to, line 5) ``);
 1. "after": the clause right after the citation (a parenthetical `(Channel.notify)`, or
    `path:16 Apprise`, `path:60 defines Transport`): its first code-like name, or its first
    word when that is a capitalised identifier directly after the citation; Rails
@@ -17,9 +19,14 @@ as a careful reader reads it, from the narrowest scope first (issue 25 item 3):
    (`` `Transport.notify` signature (path:64) ``);
 3. "json field": the `name`/`symbol`/`function`/`signature`... member of its own innermost
    JSON object (for a JSON `"line"` member this comes first: the member is the clause);
-   "json text": else the first code-like name of another member's text (`"what":
+   "json text": else the first code-like name of another member's text, or its capitalised
+   name before a kind word (`"dependent": "Tagging model"`) (`"what":
    "Utils.normalize used by Story#url="`, `"use": "has_many :stories"`), a file, line or
    prose member (`reason`, `risk`, `description`, `usage`...) excepted;
+   "json key": before these, the key of the JSON member the citation is the value of
+   (`"user": "story.rb:4"`), when the cited file names it somewhere (key_named): a key that
+   names nothing of the file (`"model_validation": "story.rb:265"`) is a label, no subject;
+   a file, line or prose key never is one;
 4. "table name cell": the identifier in its table row's symbol/name column;
 5. "list item": the first code-like name of its list item;
 6. "sentence": the nearest backticked identifier of its sentence.
@@ -50,7 +57,9 @@ from . import structure
 IDENT = r"[A-Za-z_]\w*[?!]?"
 QUALIFIED = rf"{IDENT}(?:(?:\.|::|#){IDENT})*"
 _QUALIFIED_SPAN = re.compile(rf"^(?:&|\*|@)?(?P<id>{QUALIFIED})(?:<.*>|\[.*\])?(?:\(.*\)?)?\s*(?:->.*)?$")
-_TOKEN = re.compile(rf"`(?P<tick>[^`\n]+)`|\*\*(?P<bold>[^*\n]+)\*\*|(?<![\w`:.#])(?P<bare>{QUALIFIED})(?P<call>\()?")
+_TOKEN = re.compile(rf"`(?P<tick>[^`\n]+)`|\*\*(?P<bold>[^*\n]+)\*\*|(?:(?<=\s#)|(?<![\w`:.#]))"
+                    rf"(?P<bare>{QUALIFIED})(?:(?P<call>\()|(?P<setter>=)(?=[\s`),;]|$))?")
+_JSON_KEY_AFTER = re.compile(r'"\s*:\s*"')
 _RUBY_SYMBOL = re.compile(rf"(?<![:\w]):(?P<s>{IDENT})")
 _BEFORE_CALL = re.compile(rf"(?P<id>{QUALIFIED})\s*\(")
 _WORD = re.compile(IDENT)
@@ -126,7 +135,11 @@ def _tokens(text: str, lo: int, hi: int, is_path):
             name = m.group("bare")
             if is_path(name) or name in KEYWORDS:
                 continue
-            yield m.start(), name, _code_like(name, m.group("call") is not None), m.end("bare")
+            if _JSON_KEY_AFTER.match(text, m.end("bare")) and text[m.start() - 1:m.start()] == '"':
+                continue             # a JSON key: the member's name, not a name of the code (see "json key")
+            code = _code_like(name, m.group("call") is not None) or m.group("setter") is not None \
+                or text[m.start() - 1:m.start()] == "#"
+            yield m.start(), name, code, m.end("bare")
 
 
 def _tick_spans(text: str, lo: int, hi: int) -> list[tuple[int, int]]:
@@ -236,19 +249,46 @@ def _label(text: str, toks: list, start: int) -> str | None:
     return None
 
 
+def _paren_owner(text: str, start: int, is_path) -> str | None:
+    """The code-like name right before the `(` the citation at start stands in, when nothing
+    code-like comes between (`` `domain` (belongs_to, line 5) ``: domain)."""
+    line = text.rfind("\n", 0, start) + 1
+    depth = 0
+    for k in range(start - 1, line - 1, -1):
+        ch = text[k]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            if depth == 0:
+                inner = list(_tokens(text, k + 1, start, is_path))
+                if any(t[2] and t[1] not in LEAD_WORDS for t in inner):
+                    return None
+                toks = list(_tokens(text, max(line, k - WINDOW), k, is_path))
+                if toks and toks[-1][2] and re.fullmatch(r"[\s`*]*", text[toks[-1][3]:k]):
+                    return toks[-1][1]
+                return None
+            depth -= 1
+    return None
+
+
 _PLACE_VERBS = frozenset("is are was were lives live sits sit happens happen starts start begins begin found "
                          "runs run occurs occur exists exist appears appear built made set done kept held sent "
                          "thrown caught written read".split())
 
 
+_NAMED_KIND = re.compile(r"(?P<name>[A-Z]\w+(?:::[A-Z]\w+)*)\s+(?:model|class|module|controller|concern|job|"
+                         r"helper|mailer|mailbox|struct|trait|interface)\b")
+_KEY_BEFORE = re.compile(r'"(?P<key>[A-Za-z_][\w?!]*)"\s*:\s*"$')
+
+
 def subject(text: str, start: int, end: int, *, objects, before: int, after: int,
-            is_path, json_member: bool = False) -> dict | None:
+            is_path, json_member: bool = False, key_named=None) -> dict | None:
     """The subject of the citation text[start:end] (rules in the module docstring); before and
     after: where the previous citation ends and the next one starts (a clause stops there)."""
     if not json_member:
         lo = _safe_start(text, _clause_start(text, start, before), start)
         toks = list(_tokens(text, lo, start, is_path))
-        got = _label(text, toks, start)
+        got = _label(text, toks, start) or (None if any(t[2] for t in toks) else _paren_owner(text, start, is_path))
         if got:
             return {"name": got, "from": "label"}
         got = _after(text, end, _clause_end(text, end, after), is_path)
@@ -257,6 +297,10 @@ def subject(text: str, start: int, end: int, *, objects, before: int, after: int
         strong = [name for _, name, s, _ in toks if s]
         if strong:
             return {"name": strong[-1], "from": "before"}
+        key = _KEY_BEFORE.search(text, max(0, start - 80), start)
+        if key and key.group("key").lower() not in _NOT_NAMES and _clean(key.group("key")) \
+                and (key_named is None or key_named(key.group("key"))):
+            return {"name": key.group("key"), "from": "json key"}
     objs = structure.enclosing_objects(objects, start)
     if objs:
         for mem in objs[0].members:
@@ -268,8 +312,9 @@ def subject(text: str, start: int, end: int, *, objects, before: int, after: int
             values = mem.value if isinstance(mem.value, list) else [mem.value]
             for v in (v for v in values if isinstance(v, str) and mem.key.lower() not in _NOT_NAMES):
                 name = next((n for _, n, strong, _ in _tokens(v, 0, len(v), is_path) if strong), None)
-                if name:
-                    return {"name": name, "from": "json text"}
+                kind = _NAMED_KIND.match(v)
+                if name or kind:
+                    return {"name": name or kind.group("name"), "from": "json text"}
     row = structure.table_row(text, start)
     if row:
         for cell, _, _ in row.name_cells:
