@@ -479,3 +479,16 @@ def test_names_joined_by_and_pair_with_citations_joined_by_and(tree):
     got = by_lines("`notify` and `is_noop` at pkg/transports.py:13 and pkg/transports.py:16\n", tree)
     assert got[("pkg/transports.py", 13)]["subject"] == {"name": "notify", "from": "respectively"}
     assert got[("pkg/transports.py", 16)]["subject"]["name"] == "is_noop"
+
+
+def test_the_name_before_a_closed_parenthetical_right_before_the_citation(tree):
+    # line 9 is `def is_gone?`; `title` is inside is_gone?'s parenthetical, not the subject
+    c, = grade("`is_gone?` (a check, not `title`) app/models/story.rb:9\n", tree)["items"]
+    assert c["subject"] == {"name": "is_gone?", "from": "label"} and c["strict"] == "verified"
+
+
+def test_a_heading_clause_ending_in_a_colon_names_the_citation(tree):
+    # line 14 (`raise NotImplementedError`) is inside class Transport (9-21), not TransportError:
+    # the heading's `Transport` is the subject, the parenthetical after is a note
+    c, = grade("`Transport` raises the error: pkg/transports.py:14 (TransportError)\n", tree)["items"]
+    assert c["subject"] == {"name": "Transport", "from": "label"} and c["strict"] == "verified"

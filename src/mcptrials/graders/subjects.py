@@ -10,7 +10,9 @@ as a careful reader reads it, from the narrowest scope first (issue 25 item 3):
    in "the 404-is-permanent logic (path)" is not one: the clause began earlier); a JSON key
    (`"file": "path"`) is never one; else, for a citation inside a parenthetical with nothing
    code-like before it there, the code-like name right before the `(`
-   (`` `domain` (belongs_to, line 5) ``);
+   (`` `domain` (belongs_to, line 5) ``); across a closed parenthetical right before the
+   citation (`` `incoming_links` (inbound, `to_story`) :48 ``: incoming_links); a heading
+   clause ending in `:` gives its first code-like name (`SuggestedTitle belongs_to story: path`);
 1. "after": the clause right after the citation (a parenthetical `(Channel.notify)`, or
    `path:16 Apprise`, `path:60 defines Transport`): its first code-like name, or its first
    word when that is a capitalised identifier directly after the citation; Rails
@@ -226,7 +228,31 @@ def _safe_start(text: str, lo: int, hi: int) -> int:
 
 
 def _label(text: str, toks: list, start: int) -> str | None:
-    """The name the citation at start is attached to (rule 0 of the module docstring)."""
+    """The name the citation at start is attached to (rule 0 of the module docstring), also
+    across a closed parenthetical right before it (`` `incoming_links` (inbound, `to_story`) :48 ``)."""
+    got = _label_at(text, toks, start)
+    if got:
+        return got
+    j = start
+    while j > 0 and text[j - 1] in " \t`*:\u2014\u2013-":
+        j -= 1
+    if j == 0 or text[j - 1] != ")":
+        return None
+    depth = 0
+    for k in range(j - 1, max(-1, j - 1 - WINDOW), -1):
+        if text[k] == ")":
+            depth += 1
+        elif text[k] == "(":
+            depth -= 1
+            if depth == 0:
+                before = [t for t in toks if t[3] <= k]
+                if before and before[-1][2] and re.fullmatch(r"[\s`*]*", text[before[-1][3]:k]):
+                    return before[-1][1]
+                return None
+    return None
+
+
+def _label_at(text: str, toks: list, start: int) -> str | None:
     prep = False
     while toks and toks[-1][1] in _PREPS and not toks[-1][2]:
         if prep or not re.fullmatch(r"\s+", text[toks[-1][3]:start].replace("`", " ") or " "):
@@ -240,6 +266,10 @@ def _label(text: str, toks: list, start: int) -> str | None:
         return None          # a JSON key (`"file": "path"`) is a member's name, not the citation's subject
     if strong:
         return name
+    if re.fullmatch(r"\s*:\s*", gap):   # a heading clause `SuggestedTitle belongs_to story: path`
+        head = next((t[1] for t in toks if t[2] and t[1] not in LEAD_WORDS), None)
+        if head:
+            return head
     if name in LEAD_WORDS or name in PROSE_WORDS or len(name) < 3 or any(t[2] for t in toks):
         return None          # a plain word loses to a code-like name of its clause
     if prep and (name.endswith("ed") or name in _PLACE_VERBS):
