@@ -492,3 +492,28 @@ def test_a_heading_clause_ending_in_a_colon_names_the_citation(tree):
     # the heading's `Transport` is the subject, the parenthetical after is a note
     c, = grade("`Transport` raises the error: pkg/transports.py:14 (TransportError)\n", tree)["items"]
     assert c["subject"] == {"name": "Transport", "from": "label"} and c["strict"] == "verified"
+
+
+def test_a_kind_word_right_before_gives_the_name_before_it(tree):
+    # "Story model at app/models/story.rb:10": `model` is the kind, Story the name (class
+    # Story spans 1-12); a plain `model` would be a mismatch
+    c, = grade("Shared behaviour (Story model at app/models/story.rb:10):\n", tree)["items"]
+    assert c["subject"] == {"name": "Story", "from": "label"} and c["strict"] == "verified"
+
+
+def test_a_nested_item_naming_nothing_takes_its_parent_items_head(tree):
+    text = "8. **Http.post** - easy to overlook\n   - File: `pkg/transports.py:28`\n"
+    c, = grade(text, tree)["items"]
+    assert c["subject"] == {"name": "Http.post", "from": "list item"} and c["strict"] == "verified"
+
+
+def test_a_plain_name_before_a_note_and_a_colon_is_the_heading(tree):
+    # "Story has_many taggings (dependent): app/models/story.rb:3": taggings, at line 3
+    c, = grade('"Story has_many taggings (dependent): app/models/story.rb:3"', tree)["items"]
+    assert c["subject"]["name"] == "taggings" and c["strict"] == "verified"
+
+
+def test_a_json_text_name_the_file_lacks_is_not_the_subject(tree):
+    # `audit_done` names nothing of pkg/transports.py: no subject (n/a), not a mismatch
+    c, = grade('{"action": "audit_done", "base": "pkg/transports.py:9"}', tree)["items"]
+    assert c["subject"] is None and c["strict"] == "n/a"

@@ -13,6 +13,8 @@ as a careful reader reads it, from the narrowest scope first (issue 25 item 3):
    (`` `domain` (belongs_to, line 5) ``); across a closed parenthetical right before the
    citation (`` `incoming_links` (inbound, `to_story`) :48 ``: incoming_links); a heading
    clause ending in `:` gives its first code-like name (`SuggestedTitle belongs_to story: path`);
+   a kind word (model, class, method, scope, block...) right before gives the name before it
+   (`Story model at path`, `validate block (path)`);
 1. "after": the clause right after the citation (a parenthetical `(Channel.notify)`, or
    `path:16 Apprise`, `path:60 defines Transport`): its first code-like name, or its first
    word when that is a capitalised identifier directly after the citation; Rails
@@ -22,7 +24,8 @@ as a careful reader reads it, from the narrowest scope first (issue 25 item 3):
 3. "json field": the `name`/`symbol`/`function`/`signature`... member of its own innermost
    JSON object (for a JSON `"line"` member this comes first: the member is the clause);
    "json text": else the first code-like name of another member's text, or its capitalised
-   name before a kind word (`"dependent": "Tagging model"`) (`"what":
+   name before a kind word (`"dependent": "Tagging model"`), when the cited file names it
+   (a name of another member that the file lacks is about something else) (`"what":
    "Utils.normalize used by Story#url="`, `"use": "has_many :stories"`), a file, line or
    prose member (`reason`, `risk`, `description`, `usage`...) excepted;
    "json key": before these, the key of the JSON member the citation is the value of
@@ -30,8 +33,10 @@ as a careful reader reads it, from the narrowest scope first (issue 25 item 3):
    names nothing of the file (`"model_validation": "story.rb:265"`) is a label, no subject;
    a file, line or prose key never is one;
 4. "table name cell": the identifier in its table row's symbol/name column;
-5. "list item": the first code-like name of its list item;
-6. "sentence": the nearest backticked identifier of its sentence.
+5. "list item": the first code-like name of its list item (of a nested item that names
+   nothing, its parent item's bullet line: `8. **Slackalike.payload**` over `   - File: path`);
+6. "sentence": the nearest code-like name of its sentence that the cited file names (the
+   widest scope: a name the file lacks is about something else).
 
 Before all of these, "respectively" (graders/citations.respectively): one of a group of
 citations joined by `/` or `,` right after as many names joined by `/` takes the name in
@@ -86,6 +91,10 @@ LEAD_WORDS = frozenset("defines define declares declared is are has holds contai
                        "function fn func type struct trait interface the a an with named called "
                        "has_many has_one belongs_to has_and_belongs_to_many scope".split())
 WINDOW = 160   # characters a clause reaches at most, either side
+
+
+def parts_of(name: str) -> list[str]:
+    return [p for p in re.split(r"\.|::|#", name) if p] or [name]
 
 
 def _clean(name: str) -> str | None:
@@ -214,7 +223,7 @@ def _after(text: str, start: int, end: int, is_path) -> str | None:
 
 
 KIND_WORDS = frozenset("scope method class module constant table association callback helper function "
-                       "model concern job controller".split())
+                       "model concern job controller block".split())
 _PREPS = frozenset(("at", "in", "on"))
 _LABEL_GAP = re.compile("[\\s`*\"'(]*(?:[:\u2014\u2013-][\\s`*\"'(]*)?")
 
@@ -246,8 +255,13 @@ def _label(text: str, toks: list, start: int) -> str | None:
             depth -= 1
             if depth == 0:
                 before = [t for t in toks if t[3] <= k]
-                if before and before[-1][2] and re.fullmatch(r"[\s`*]*", text[before[-1][3]:k]):
-                    return before[-1][1]
+                if not before or not re.fullmatch(r"[\s`*]*", text[before[-1][3]:k]):
+                    return None
+                _, name, strong, _ = before[-1]
+                heading = re.fullmatch(r"[\s`*]*:[\s`*]*", text[j:start] or " ") is not None
+                if strong or (heading and name not in LEAD_WORDS and name not in PROSE_WORDS
+                              and name not in KIND_WORDS and len(name) > 2):
+                    return name      # `Origin belongs_to stories (counter_cache): path`: stories
                 return None
     return None
 
@@ -262,6 +276,10 @@ def _label_at(text: str, toks: list, start: int) -> str | None:
         return None
     _, name, strong, end = toks[-1]
     gap = text[end:start]
+    if not strong and name in KIND_WORDS and len(toks) > 1 and _LABEL_GAP.fullmatch(gap) \
+            and re.fullmatch(r"[ \t`*]+", text[toks[-2][3]:toks[-1][0]]) and toks[-2][1] not in LEAD_WORDS \
+            and toks[-2][1] not in PROSE_WORDS and len(toks[-2][1]) > 2:
+        return toks[-2][1]   # `Story model at path`, `validate block (path)`: the name the kind word follows
     if not _LABEL_GAP.fullmatch(gap) or '"' in gap or (prep and not re.fullmatch(r"\s+", gap)):
         return None          # a JSON key (`"file": "path"`) is a member's name, not the citation's subject
     if strong:
@@ -298,6 +316,29 @@ def _paren_owner(text: str, start: int, is_path) -> str | None:
                     return toks[-1][1]
                 return None
             depth -= 1
+    return None
+
+
+_BULLET_LINE = re.compile(r"([ \t]*)(?:[-*+]|\d+[.)])[ \t]+")
+
+
+def _parent_item_head(text: str, item_start: int, is_path) -> str | None:
+    """For a nested list item that names nothing (`   - File: path:31`): the first code-like
+    name of its parent item's bullet line (`8. **Slackalike.payload** - ...`), at most 12
+    lines up."""
+    m = _BULLET_LINE.match(text, item_start)
+    if not m or not m.group(1):
+        return None
+    indent, pos = len(m.group(1).expandtabs()), item_start
+    for _ in range(12):
+        if pos <= 0:
+            return None
+        lo = text.rfind("\n", 0, pos - 1) + 1
+        b = _BULLET_LINE.match(text, lo)
+        if b and len(b.group(1).expandtabs()) < indent:
+            hi = text.find("\n", lo)
+            return next((n for _, n, strong, _ in _tokens(text, lo, len(text) if hi < 0 else hi, is_path) if strong), None)
+        pos = lo
     return None
 
 
@@ -343,8 +384,9 @@ def subject(text: str, start: int, end: int, *, objects, before: int, after: int
             for v in (v for v in values if isinstance(v, str) and mem.key.lower() not in _NOT_NAMES):
                 name = next((n for _, n, strong, _ in _tokens(v, 0, len(v), is_path) if strong), None)
                 kind = _NAMED_KIND.match(v)
-                if name or kind:
-                    return {"name": name or kind.group("name"), "from": "json text"}
+                name = name or (kind.group("name") if kind else None)
+                if name and (key_named is None or key_named(parts_of(name)[-1])):
+                    return {"name": name, "from": "json text"}
     row = structure.table_row(text, start)
     if row:
         for cell, _, _ in row.name_cells:
@@ -356,8 +398,12 @@ def subject(text: str, start: int, end: int, *, objects, before: int, after: int
         strong = [name for _, name, s, _ in _tokens(text, item[0], start, is_path) if s]
         if strong:
             return {"name": strong[0], "from": "list item"}
+        head = _parent_item_head(text, item[0], is_path)
+        if head:
+            return {"name": head, "from": "list item"}
     lo = max(text.rfind("\n", 0, start), text.rfind(". ", 0, start)) + 1
-    ticks = [name for _, name, s, _ in _tokens(text, _safe_start(text, lo, start), start, is_path) if s]
+    ticks = [name for _, name, s, _ in _tokens(text, _safe_start(text, lo, start), start, is_path) if s
+             and (key_named is None or key_named(parts_of(name)[-1]))]
     if ticks:
         return {"name": ticks[-1], "from": "sentence"}
     return None
