@@ -26,8 +26,13 @@ rerun. Every formula is in mcptrials.stats; this module only picks the inputs:
 - intervals  of 0-1 scores (fairness, adoption) = stats.bounded_mean_ci, and paired
                differences of fairness = stats.paired_difference(bounds=(-1, 1)): they never
                leave the score's range (INTERVAL_METHOD names them in summary.json).
-- citation grounding = grounded citations / all citations (scored.citations.rates.grounded_rate);
+- citation grounding = the strict grounding, (grounded - strict mismatch) / all citations
+  (scored.citations.rates.strict_grounded_rate; the lenient grounded / all beside it as
+  citation_grounding_lenient, the strict verified share as verified_rate_strict);
   an answer without citations has no grounding (None, which fairness counts as 0).
+- citation composition (summary.json `citation_composition`, per model and tool): the trials'
+  citations pooled, strict beside lenient, by form and the ungrounded kinds
+  (citation_composition; formulas in graders.composition);
 - citations verified = verified / (verified + mismatch) (scored.citations.rates.verified_rate),
   per cell and tool the mean over the trials that have one; shown beside grounding, never in
   fairness.
@@ -140,7 +145,10 @@ def raw_row(rec: dict, m: Matrix) -> dict:
         "outcome": outcome, "completed": outcome == COMPLETED,
         "passed": bool(s["passed"]) and outcome == COMPLETED,
         "keyword_coverage": s["keywords"]["coverage"],
-        "citation_grounding": cit["rates"]["grounded_rate"],
+        # fairness's citation part is the strict grounding (graders.citations.citation_rates)
+        "citation_grounding": cit["rates"].get("strict_grounded_rate", cit["rates"]["grounded_rate"]),
+        "citation_grounding_lenient": cit["rates"]["grounded_rate"],
+        "verified_rate_strict": cit["rates"].get("strict_verified_rate"),
         "citations": cit["counts"]["total"], "grounded": cit["counts"]["grounded"],
         "hallucinated": cit["counts"]["hallucinated"], "unresolved": cit["counts"]["unresolved"],
         "verified_rate": cit["rates"]["verified_rate"], "cited_recall": cit["rates"]["cited_recall"],
@@ -799,7 +807,26 @@ def aggregate(m: Matrix, runs) -> dict:
         "model_host": model_host_view(rows, list(m.hosts), list(m.models)),
         "patterns": pattern_summary(rows, findings),
         "feedback": feedback_table(records, rows, Path(runs).parent / "snapshots"),
+        "citation_composition": citation_composition(records),
     }
+
+
+def citation_composition(records: list[dict]) -> list[dict]:
+    """Per (model, tool): the completed-or-failed trials' citations pooled
+    (graders.citations.pool: counts summed, then the same rates) and composed
+    (graders.composition.view: strict beside lenient, by form, the ungrounded kinds). A
+    missing trial, and one scored before the composition existed, are left out."""
+    from .graders.citations import pool
+    from .graders.composition import view
+
+    groups: dict[tuple, list] = {}
+    for rec in records:
+        cit = rec["scored"]["citations"]
+        if is_missing(rec["transcript"]["outcome"]) or "by_form" not in cit["counts"]:
+            continue
+        groups.setdefault((rec["key"]["model"], rec["key"]["tool"]), []).append(cit)
+    return [{"model": model, "tool": tool, "n_trials": len(cits), **view(pool(cits))}
+            for (model, tool), cits in groups.items()]
 
 
 def missing_summary(rows: list[dict], max_attempts: int) -> dict:
