@@ -210,6 +210,24 @@ def baseline_means(rows: list[dict]) -> dict:
     return out
 
 
+def efficiency_basis(cost, work, base_cost, base_work) -> str:
+    """Which parts a trial's efficiency measured (stats.relative_efficiency counts a ratio it
+    cannot form as 1): "cost and time", "time only, no cost", "cost only, no time" or "none, 1.0"."""
+    has_cost = cost is not None and base_cost is not None
+    has_time = work is not None and base_work is not None
+    if has_cost and has_time:
+        return "cost and time"
+    if has_time:
+        return "time only, no cost"
+    return "cost only, no time" if has_cost else "none, 1.0"
+
+
+def bases(rs: list[dict]) -> str | None:
+    """The distinct efficiency bases of some trials, '; '-joined (None when none was scored)."""
+    found = sorted({r["efficiency_basis"] for r in rs if r.get("efficiency_basis")})
+    return "; ".join(found) or None
+
+
 def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]:
     """Fill efficiency and fairness in place; returns notes for the summary."""
     from .stats import fairness, relative_efficiency
@@ -218,16 +236,19 @@ def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]
     base = baseline_means(rows)
     lacking = set()
     for r in rows:
+        r["efficiency_basis"] = None
         if r["missing"]:
             continue  # efficiency and fairness stay None
         if not has_baseline:
-            r["efficiency"] = 1.0
+            r["efficiency"], r["efficiency_basis"] = 1.0, "none: no baseline, 1.0"
         elif (r["model"], r["scenario"]) in base:
             bc, bw = base[(r["model"], r["scenario"])]
-            r["efficiency"] = relative_efficiency(r["cost_usd"], r.get("work_seconds", r["wall_seconds"]), bc, bw)
+            work = r.get("work_seconds", r["wall_seconds"])
+            r["efficiency"] = relative_efficiency(r["cost_usd"], work, bc, bw)
+            r["efficiency_basis"] = efficiency_basis(r["cost_usd"], work, bc, bw)
         else:
             lacking.add((r["model"], r["scenario"]))
-            r["efficiency"] = 1.0
+            r["efficiency"], r["efficiency_basis"] = 1.0, "none: no completed baseline trial, 1.0"
         if r["completed"]:
             r["fairness"] = fairness(r["keyword_coverage"], r["quality"], r["citation_grounding"], r["efficiency"],
                                      weights)
@@ -282,6 +303,8 @@ def cell_rows(rows: list[dict], k: int) -> list[dict]:
                "pass_at_1": pass_at_k(n, c, 1) if n else None, "k": kk,
                "pass_at_k": pass_at_k(n, c, kk) if n else None, "pass_hat_k": pass_hat_k(n, c, kk) if n else None}
         row.update({f: _mean(r[f] for r in rs) for f in MEAN_FIELDS})
+        row["efficiency_basis"] = bases(rs)
+        row["citations"] = sum(int(r.get("citations") or 0) for r in rs)   # the n of the citation rates
         row.update({f: _mean(r.get(f) for r in rs) for f in TIME_SPLIT})
         row.update({f: _mean(r.get(f) for r in rs) for f in EXPECTED_TOOLS_FIELDS})
         row.update({e: sum(r[e] for r in every) for e in ERROR_KINDS})
@@ -359,6 +382,8 @@ def tool_rows(rows: list[dict], k: int, noise: float | None, has_baseline: bool)
             row.update({f: _mean(r[f] for r in rs) for f in ("quality", "keyword_coverage", "citation_grounding",
                                                                "verified_rate", "efficiency", "tool_fluency",
                                                                "discoverability")})
+            row["efficiency_basis"] = bases(rs)
+            row["citations"] = sum(int(r.get("citations") or 0) for r in rs)   # the n of the citation rates
             row.update({f: _mean(r.get(f) for r in rs) for f in EXPECTED_TOOLS_FIELDS})
             row.update({e: sum(r[e] for r in every) for e in ERROR_KINDS})
             if tool == BASELINE:

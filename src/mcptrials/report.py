@@ -67,6 +67,11 @@ def fci_missing(mean, lo, hi, n_used, row: dict) -> str:
     return fci(mean, lo, hi) + (f" ({lost})" if lost else "")
 
 
+def with_n(v, n) -> str:
+    """A rate beside its denominator: "0.750 (n=8)"; "– (n=0)" when there is nothing to measure."""
+    return f3(v) if n is None else f"{f3(v)} (n={n})"
+
+
 def fusd(v) -> str:
     return "–" if v is None else f"${v:.4f}"
 
@@ -445,13 +450,16 @@ def _headline(doc: Doc, s: dict) -> None:
             doc.p(f"Missing trials (model {model}): " + "; ".join(f"{r['tool']} {fmissing(r['n_trials'], r)}" for r in lost)
                   + ". A missing trial (api_failed, harness_failed, not_run) is an infrastructure failure, not the "
                     "tool's: it is neither a pass nor a fail nor a 0, and is left out of every figure here.", "note")
-        comp = Table(["tool", "judge quality", "keyword coverage", "citation grounding", "citations verified",
-                      "efficiency", "tokens / trial"],
+        comp = Table(["tool", "judge quality", "keyword coverage", "citation grounding (n citations)",
+                      "citations verified", "efficiency (what it measured, when not cost and time)", "tokens / trial"],
                      caption=f"model {model}: the components of fairness (means over trials); citations verified "
                              "= verified / (verified + mismatch), beside grounding, not part of fairness")
         for r in rows:
-            comp.add(r["tool"], f3(r["quality"]), f3(r["keyword_coverage"]), f3(r["citation_grounding"]),
-                     f3(r.get("verified_rate")), f3(r["efficiency"]), fnum(r["tokens_per_trial"]))
+            comp.add(r["tool"], f3(r["quality"]), f3(r["keyword_coverage"]), with_n(r["citation_grounding"], r.get("citations")),
+                     f3(r.get("verified_rate")),
+                     f3(r["efficiency"]) + (f" ({r['efficiency_basis']})" if r.get("efficiency_basis") not in
+                                            (None, "cost and time") else ""),
+                     fnum(r["tokens_per_trial"]))
         doc.table(comp)
     for pw in s["power"]:
         doc.p(f"Power ({pw['model']}): {pw['text']}.")
