@@ -212,7 +212,9 @@ def run_meta(model, tool, scenario, trial, s) -> dict:
             "tool_version_label": "2026.10.19" if server else None, "tools_sha256": "2" * 64 if server else None,
             "repo": "tiny", "repo_url": "repo", "commit": COMMIT, "scenario": scenario, "scenario_sha256": "3" * 64,
             "trial": trial, "started_at": "2026-11-01T10:00:00.000+00:00", "ended_at": "2026-11-01T10:01:00.000+00:00",
-            "server_startup_seconds": 0.5 if server else None, "server_peak_rss_kb": 40000 if server else None}
+            "server_startup_seconds": 0.5 if server else None, "server_peak_rss_kb": 40000 if server else None,
+            "server_stderr_tail": "Traceback (most recent call last):\nKeyError: 'GIT_DIR' <b>" if
+            s["outcome"] == "server_crashed" else ""}
 
 
 def write_config(tmp: Path, tools=TOOLS, scenarios=SCENARIOS, models=MODELS, trials=2, **extra) -> Path:

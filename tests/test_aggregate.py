@@ -82,6 +82,17 @@ def test_crashed_trial_scores_zero_and_counts(tables):
     assert t["n_trials"] == "6" and t["failed_outcomes"] == "1" and t["protocol_error"] == "1"
 
 
+def test_only_better_tools_are_ranked():
+    from mcptrials.aggregate import rank_better
+
+    rows = [{"tool": "a", "verdict": "worse", "diff": -0.2, "rank": None},
+            {"tool": "b", "verdict": "better", "diff": 0.1, "rank": None},
+            {"tool": "c", "verdict": "within noise", "diff": 0.3, "rank": None},
+            {"tool": "d", "verdict": "better", "diff": 0.25, "rank": None}]
+    rank_better(rows)
+    assert {r["tool"]: r["rank"] for r in rows} == {"a": None, "b": 2, "c": None, "d": 1}
+
+
 def test_paired_difference_against_the_baseline(tables):
     tools = tables[2]
     t = find(tools, model="reference", tool="git")
@@ -271,3 +282,18 @@ def test_efficiency_compares_working_time_not_server_start_up():
     rows = [row("baseline", 0.05, 0.05, None), row("git", 0.55, 0.05, 0.5), row("slow", 0.6, 0.1, 0.5)]
     assert score_rows(rows, W, has_baseline=True) == []
     assert [r["efficiency"] for r in rows] == [1.0, 1.0, pytest.approx(0.75)]    # slow: 0.5 + 0.5 * 0.05 / 0.1
+
+
+def test_what_efficiency_measured_and_rates_without_data(tables):
+    """Issue 27 item 6: each row says which parts its efficiency used; a rate with nothing to
+    measure is empty (null), never 1.0 or 0.0, with its n beside it."""
+    trials, cells, tools, summary = tables
+    assert {r["efficiency_basis"] for r in trials if r["model"] == "reference"} == {"time only, no cost"}
+    assert {r["efficiency_basis"] for r in trials if r["model"] == "sonnet"} == {"cost and time"}
+    assert find(cells, model="reference", tool="git", scenario="s1")["efficiency_basis"] == "time only, no cost"
+    assert find(tools, model="sonnet", tool="git")["efficiency_basis"] == "cost and time"
+    crashed = find(trials, model="reference", tool="git", scenario="s2", trial=2)
+    assert crashed["citations"] == "0" and crashed["citation_grounding"] == "" and crashed["verified_rate"] == ""
+    # the tool's grounding is over the trials with citations, its n the citations counted
+    git = find(tools, model="reference", tool="git")
+    assert git["citations"] == "20"

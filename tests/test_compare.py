@@ -212,8 +212,14 @@ def test_compare_runs_pairs_by_scenario_and_gates_by_hand():
     c = row["figures"]["cost_usd"]
     assert c["mean_diff"] == pytest.approx(0.02) and c["lo"] == pytest.approx(0.02)
     assert row["figures"]["error_rate"]["mean_diff"] == 1.0 and row["figures"]["pass_rate"]["mean_diff"] == 0.0
-    assert compare_runs(base, head, margin=DEFAULT_MARGIN)["failed"] == []        # inconclusive passes
-    assert compare_runs(base, head, margin=DEFAULT_MARGIN, strict=True)["failed"]  # ... unless --strict
+    # margin 0.05: inconclusive ([-0.361, -0.027] straddles -0.05), but the estimate -0.2 is below -0.05
+    probable = compare_runs(base, head, margin=DEFAULT_MARGIN)
+    assert probable["rows"][0]["gate"]["verdict"] == "probable regression" and probable["failed"]
+    assert compare_runs(base, head, margin=DEFAULT_MARGIN, lenient=True)["failed"] == []   # --lenient passes it
+    # V = omega2 + sigma2/2 + sigma2/2 = 0.01/3 * 3 = 0.01, delta |-0.2 + 0.05| = 0.15: n = 5 (by hand in
+    # test_scenarios_to_decide_margin_by_hand)
+    assert probable["rows"][0]["gate"]["to_decide"]["scenarios"] == 5
+    assert compare_runs(base, head, margin=DEFAULT_MARGIN, strict=True)["failed"]  # ... and --strict
     assert compare_runs(base, head, margin=0.4)["rows"][0]["gate"]["verdict"] == "non-inferior"
 
 
@@ -277,6 +283,8 @@ def test_markdown_and_junit_of_a_regression():
     new_search = dict(SEARCH, description="Find <things>.")
     base = results(BASE_FAIR, snapshot=snap([SEARCH, READ]))
     head = results(HEAD_FAIR, snapshot=snap([new_search]))
+    for row in base["summary"]["trials"]:
+        row["server_tools_used"] = ["search"]     # `read` was offered, never called: its removal is no finding
     r = compare_runs(base, head, margin=0.02)
     md = markdown(r)
     assert md.startswith("### mcptrials: ❌ 1 regression(s)")
@@ -308,19 +316,26 @@ def test_the_command_exit_codes(tmp_path, capsys):
     ident = copy.deepcopy(IDENTITY)
     ident["scenarios"].pop("s2")
     other = write_results(tmp_path / "other", results(BASE_FAIR, identity=ident))
-    assert main(["compare", str(base), str(base)]) == 0
+    nc = "--no-config-check"     # hand-made folders: no config beside them
+    assert main(["compare", str(base), str(base), nc]) == 0
     assert "result: no regression" in capsys.readouterr().out
-    assert main(["compare", str(base), str(head), "--margin", "0.02"]) == 1
+    assert main(["compare", str(base), str(head), "--margin", "0.02", nc]) == 1
     assert "result: 1 regression(s): git (m@loop)" in capsys.readouterr().out
-    assert main(["compare", str(base), str(head)]) == 0          # default margin 0.05: inconclusive
-    assert main(["compare", str(base), str(head), "--strict"]) == 1
-    assert main(["compare", str(base), str(other)]) == 2
+    assert main(["compare", str(base), str(head), nc]) == 1      # default margin 0.05: probable regression
+    assert "probable regression; about 5 scenarios at 2 trial(s) each" in capsys.readouterr().out
+    assert main(["compare", str(base), str(head), nc, "--lenient"]) == 0
+    assert main(["compare", str(base), str(head), nc, "--margin", "0.3"]) == 0   # inconclusive, estimate above -margin
+    assert main(["compare", str(base), str(head), nc, "--margin", "0.3", "--strict"]) == 1
+    assert main(["compare", str(base), str(other), nc]) == 2
     assert "scenario sets differ (scenarios only in BASE: s2)" in capsys.readouterr().err
-    assert main(["compare", str(base), str(head), "--tool", "nope"]) == 2
+    assert main(["compare", str(base), str(head), "--tool", "nope", nc]) == 2
     assert "--tool nope: neither run has that tool; use one of: git" in capsys.readouterr().err
     assert main(["compare", str(base), str(tmp_path / "nowhere")]) == 2
     assert "aggregate/summary.json: not found" in capsys.readouterr().err
-    assert main(["compare", str(base), str(head), "--margin", "-1"]) == 2
+    assert main(["compare", str(base), str(head), "--margin", "-1", nc]) == 2
+    # without a config beside HEAD, and no --config: refused, saying how to go on
+    assert main(["compare", str(base), str(head)]) == 2
+    assert "HEAD's config" in capsys.readouterr().err
 
 
 # --- the documented GitHub Actions workflow ----------------------------------------------------
@@ -333,25 +348,48 @@ def doc_blocks():
     return [b.split("\n", 1)[1] for b in text.split("```yaml")[1:] for b in [b.split("```")[0]]]
 
 
-def test_the_documented_workflow_parses_and_calls_compare_with_real_flags():
+def documented_command(name: str) -> tuple[dict, list[str], dict]:
+    """(its job, the words of the documented `mcptrials NAME` line, its step) of the workflow."""
     import shlex
 
+    wf = yaml.safe_load(doc_blocks()[1])
+    for job in wf["jobs"].values():
+        for step in job["steps"]:
+            for ln in step.get("run", "").replace("\\\n", " ").splitlines():
+                if ln.strip().startswith(f"mcptrials {name} "):
+                    return job, shlex.split(ln.replace('"$MARGIN"', "0.05")), step
+    raise AssertionError(f"no `mcptrials {name}` line in the documented workflow")
+
+
+def test_the_documented_workflow_parses_and_calls_compare_with_real_flags():
     from mcptrials.cli import build_parser
 
-    config, workflow = doc_blocks()
-    wf = yaml.safe_load(workflow)
-    steps = wf["jobs"]["mcptrials"]["steps"]
-    runs = "\n".join(s.get("run", "") for s in steps)
-    line = next(ln for ln in runs.replace("\\\n", " ").splitlines() if ln.strip().startswith("mcptrials compare"))
-    words = [w.replace('"$MARGIN"', "0.05").replace("$MARGIN", "0.05") for w in shlex.split(line)]
+    job, words, _ = documented_command("compare")
     args = build_parser("compare").parse_args(words[1:])
     assert (args.base, args.head, args.tool, args.margin) == ("stored", "server/.mcptrials/results", ["my-server"], 0.05)
     assert args.markdown == "comment.md" and args.junit == "junit.xml"
-    uses = {s.get("uses", "").split("@")[0] for s in steps}
+    uses = {s.get("uses", "").split("@")[0] for s in job["steps"]}
     assert {"actions/cache/save", "actions/cache/restore", "marocchino/sticky-pull-request-comment",
             "mikepenz/action-junit-report"} <= uses
     # the gate's exit code fails the job
-    assert any("steps.compare.outputs.code != '0'" in str(s.get("if")) for s in steps)
+    assert any("steps.compare.outputs.code != '0'" in str(s.get("if")) for s in job["steps"])
+
+
+def test_the_documented_replay_job_runs_on_every_pull_request_without_secrets():
+    from mcptrials.cli import build_parser
+
+    job, words, step = documented_command("replay")
+    args = build_parser("replay").parse_args(words[1:])
+    assert (args.base, args.tool, args.markdown, args.junit) == ("../../stored", ["my-server"], "../../replay.md",
+                                                                  "../../replay.xml")
+    assert args.config == "config.yaml:$RUNNER_TEMP/ci.local.yaml" and step["working-directory"] == "server/.mcptrials"
+    # forks included: no condition on the head repository, no secret anywhere in the job
+    assert job["if"] == "github.event_name == 'pull_request'"
+    assert "secrets." not in json.dumps(job)
+    assert any("steps.replay.outputs.code != '0'" in str(s.get("if")) for s in job["steps"])
+    # the paid job is the one that is limited to branches with the secrets
+    wf = yaml.safe_load(doc_blocks()[1])
+    assert "head.repo.full_name == github.repository" in wf["jobs"]["mcptrials"]["if"]
 
 
 def test_the_documented_pack_config_validates(tmp_path):
@@ -363,3 +401,81 @@ def test_the_documented_pack_config_validates(tmp_path):
     (tmp_path / "scenarios" / "find-route.yaml").write_text(yaml.safe_dump(dict(SCENARIO, repo="flask")))
     m = load_matrix(tmp_path / "config.yaml")
     assert list(m.tools) == ["my-server"] and m.trials == 2
+
+
+# --- findings: deterministic failures, before any statistics (issue 22) -------------------------
+
+
+def test_scenarios_to_decide_margin_by_hand():
+    from mcptrials.stats import scenarios_to_decide_margin
+
+    # V = 0.01, delta = 0.15; (t_0.95,df + t_0.80,df) * sqrt(V / n) from t tables:
+    # n=3: (2.920 + 1.061) * 0.05774 = 0.2298; n=4: (2.353 + 0.978) * 0.05 = 0.1666; n=5: (2.132 + 0.941) * 0.04472 = 0.1374
+    assert scenarios_to_decide_margin(0.15, 0.01) == 5
+    assert scenarios_to_decide_margin(0.1666, 0.01) == 4     # just above n=4's 0.16655
+    assert scenarios_to_decide_margin(0.5, 0.0) == 2          # no spread: the smallest paired design
+    with pytest.raises(ValueError, match="delta"):
+        scenarios_to_decide_margin(0, 0.01)
+
+
+def rows_of(tool="git", outcome="completed", calls=4, errors=0, used=("search",), n=2, fair=0.5):
+    return [dict(trial(s, fair, tool=tool), outcome=outcome, tool_calls_mcp=calls, server_tool_errors=errors,
+                 server_tools_used=list(used), repo="tiny") for s in ("s1", "s2", "s3") for _ in range(n)]
+
+
+def test_findings_name_each_deterministic_failure():
+    from mcptrials.compare import findings
+
+    ok = snap([SEARCH, READ])
+    same = {"tiny": (ok, ok)}
+    assert findings("git", True, rows_of(), rows_of(), same) == []
+    # the server did not start / no snapshot at all
+    dead = {"tiny": (ok, dict(snap([]), error="McpError: Connection closed"))}
+    f = findings("git", True, rows_of(), rows_of(outcome="server_crashed", calls=0, used=()), dead)
+    assert [x["kind"] for x in f] == ["did_not_start", "ended_badly"]
+    assert "Connection closed" in f[0]["message"] and "from 0% to 100%" in f[1]["message"]
+    assert findings("git", True, rows_of(), rows_of(), {"tiny": (ok, None)})[0]["kind"] == "did_not_start"
+    # a called tool renamed (same input schema) or gone; an uncalled one removed is no finding
+    renamed = snap([dict(SEARCH, name="search_code"), READ])
+    f = findings("git", True, rows_of(), rows_of(), {"tiny": (ok, renamed)})
+    assert [x["message"] for x in f] == ["search, which BASE's trials called, is renamed to search_code "
+                                         "(same input schema) in HEAD's tools/list (tiny)"]
+    assert findings("git", True, rows_of(), rows_of(), {"tiny": (ok, snap([SEARCH]))}) == []   # read never called
+    # a BASE made before server_tools_used: every tool BASE offered counts
+    old = [{k: v for k, v in r.items() if k != "server_tools_used"} for r in rows_of()]
+    assert findings("git", True, old, rows_of(), {"tiny": (ok, snap([SEARCH]))})[0]["kind"] == "tool_gone"
+    # error rate: 0/24 -> 6/24 = 0.25 > 0.2 fails; 4/24 = 0.17 does not; the rise is configurable
+    assert [x["kind"] for x in findings("git", True, rows_of(), rows_of(errors=1), same)] == ["server_errors"]
+    few = [dict(r, server_tool_errors=1 if i < 4 else 0) for i, r in enumerate(rows_of())]
+    assert findings("git", True, rows_of(), few, same) == []
+    assert findings("git", True, rows_of(), few, same, error_rise=0.1)[0]["kind"] == "server_errors"
+    # the baseline has no server: only the outcome share is checked
+    assert findings("baseline", False, rows_of(), rows_of(outcome="timed_out"), {})[0]["kind"] == "ended_badly"
+
+
+def test_a_finding_fails_whatever_the_interval_and_is_named_first():
+    ok = snap([SEARCH, READ])
+    base = results(BASE_FAIR, snapshot=ok)
+    head = results(BASE_FAIR, snapshot=dict(snap([]), error="boom"))    # fairness unchanged, server dead
+    r = compare_runs(base, head, margin=0.5, lenient=True)
+    row = r["rows"][0]
+    assert row["status"] == "fail" and row["gate"]["verdict"] == "deterministic failure"
+    assert text_first_line_of(r) == "git (m@loop): FINDING did_not_start: HEAD's server did not start (tiny): boom"
+    md = markdown(r)
+    assert md.index("did_not_start") < md.index("| tool |")
+    failure = ET.fromstring(junit(r)).find("testsuite/testcase/failure")
+    assert failure.get("message").startswith("did_not_start: HEAD's server did not start")
+
+
+def text_first_line_of(result):
+    from mcptrials.compare import text_report
+
+    return next(ln for ln in text_report(result).splitlines() if ln.startswith("git"))
+
+
+def test_a_tool_in_one_run_only_is_refused_even_strict():
+    base, head = results(BASE_FAIR), results(BASE_FAIR, tool="git2")
+    with pytest.raises(Refused, match="git2 \\(m@loop\\) is only in HEAD"):
+        compare_runs(base, head, strict=True)
+    with pytest.raises(Refused, match="only in HEAD"):
+        compare_runs(base, head, tools=["git2"])

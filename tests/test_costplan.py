@@ -138,3 +138,48 @@ def test_pilot_runs_trial_1_of_every_cell_through_an_overlay(tmp_path, monkeypat
     assert cmd[cmd.index("--until") + 1] == "transcript" and cmd[-2:] == ["-j", "2"]
     import yaml
     assert yaml.safe_load(overlay.read_text()) == {"trials": 1}
+
+
+def test_judge_bound_and_floor_by_hand():
+    from mcptrials.costplan import floor_usd, judge_upper_bound_usd
+
+    # 2 steps x 3 repeats x (10,000 x 3.75 + 2,048 x 15) / 1e6 = 6 x 68,220 / 1e6
+    assert judge_upper_bound_usd(PRICE, 2, 3, 10_000) == pytest.approx(0.40932)
+    # 2 steps x 3,000 tokens x 3 / 1e6
+    assert floor_usd(PRICE, 2, 3000) == pytest.approx(0.018)
+
+
+def judged(trial, input_tokens=2000, output_tokens=200):
+    return {"judge": {"provider": "anthropic", "model": "claude-sonnet-4-6"},
+            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens, "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": 0, "api_calls": 1}}
+
+
+def test_a_paid_judge_is_planned_apart(tmp_path):
+    cfg = project(tmp_path)
+    data = load_matrix(cfg).config
+    judge = {"provider": "anthropic", "model": "claude-sonnet-4-6", "repeats": 2}
+    text = cfg.read_text() + "judge: " + json.dumps(judge) + "\n"
+    cfg.write_text(text)
+    m = load_matrix(cfg)
+    c = by_model(cost_plan(m, tmp_path / "results"))
+    # no judged.json yet: 1 step x 2 repeats x (10,000 x 3.75 + 2,048 x 15) / 1e6 = 0.13644 a trial, for
+    # every trial of every model (the reference model's answers are judged by the paid judge too)
+    jb = 2 * (10_000 * 3.75 + 2_048 * 15) / 1e6
+    assert c["claude"].judge_per_trial == pytest.approx(jb) and c["reference"].judge_per_trial == pytest.approx(jb)
+    assert c["claude"].expected == pytest.approx(2 * (UB_TRIAL + jb)) and c["reference"].expected == pytest.approx(2 * jb)
+    # one judged trial: its judge cost (2,000 x 3 + 200 x 15) / 1e6 = 0.009 is the cell's judge history
+    results = tmp_path / "results"
+    put(results, transcript(1))
+    (results / "runs/claude/loop/baseline/tiny/find-helper/1/judged.json").write_text(json.dumps(judged(1)))
+    c = by_model(cost_plan(m, results))["claude"]
+    assert c.judge_per_trial == pytest.approx(0.009) and c.to_judge == 1 and c.judge_to_spend == pytest.approx(0.009)
+    plan_text = format_plan(cost_plan(m, results))
+    assert "of which judge" in plan_text
+    assert data["judge"]["provider"] == "reference"      # the project's own default judge costs nothing
+
+
+def test_a_plan_with_no_history_says_how_wide_it_is_and_points_to_the_pilot(tmp_path):
+    text = format_plan(cost_plan(load_matrix(project(tmp_path)), tmp_path / "results"))
+    line = next(ln for ln in text.splitlines() if ln.startswith("no history for 1 cell(s)"))
+    assert "the least such a trial can cost" in line and "x that" in line and "`mcptrials pilot`" in line

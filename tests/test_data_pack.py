@@ -358,3 +358,40 @@ def test_the_reference_run_of_the_pack_completes(tmp_path):
     tools = {r["tool"]: r for r in csv.DictReader((wd / "results" / "aggregate" / "tools.csv").open())}
     assert float(tools["sqlite"]["expected_tools_precision"]) < 1     # it also greps the SQL seed
     assert "expected tools: precision" in (wd / "results" / "report" / "index.html").read_text()
+
+
+@pytest.mark.slow
+def test_a_data_changing_trial_replays_in_its_recorded_order(tmp_path, installed, fake_api, monkeypatch, capsys):
+    """`mcptrials replay` of a trial that writes (issue 22): its calls go to a fresh copy of the
+    fixture in their recorded order, so the read after the write sees the write again and every
+    call is identical; the same trial against a server given another database file is not."""
+    from mcptrials.cli import main
+    from mcptrials.records import write_json
+
+    after = "SELECT COUNT(*) FROM issue_labels WHERE issue_id = 140"
+    script = [reply(tool_use("mcp__sqlite__read_query", {"query": after}, id="r0")),
+              reply(sql("INSERT INTO issue_labels VALUES (140, (SELECT id FROM labels WHERE name = 'regression'))", "w1")),
+              reply(tool_use("mcp__sqlite__read_query", {"query": after}, id="r1")),
+              reply(text("Labelled `#140`."))]
+    t, _ = scripted_trial(tmp_path / "trial", fake_api, monkeypatch, "sqlite", "label-the-regression", script)
+    calls = {c["id"]: c["result_text"] for c in t["tool_calls"]}
+    assert calls["r0"] != calls["r1"]                 # the write changed what the later read sees
+    base = tmp_path / "base"
+    out = base / "runs/claude/loop/sqlite/tracker/label-the-regression/1"
+    write_json(out / "transcript.json", t)
+    write_json(out / "run_meta.json", {"commit": MATRIX.repos["tracker"]["commit"], "limits": {"max_result_tokens": 25000}})
+    head = tmp_path / "head"
+    spec = MATRIX.tools["sqlite"]
+    write_json(head / "results/tools/sqlite/install.json", {"requested": spec["install"]["pip"]})   # the shared .tools/
+    monkeypatch.chdir(head)
+    js = tmp_path / "r.json"
+    assert main(["replay", str(base), "--config", str(PACK), "--json", str(js)]) == 0, capsys.readouterr()
+    v = json.loads(js.read_text())["tools"]["sqlite"]
+    assert v["calls"] == 3 and v["counts"]["identical"] == 3
+    # another database file (an empty one the server creates): every call answers "Database error: no
+    # such table" as a plain result (no isError): now an error all the same (replay.says_error)
+    other = tmp_path / "other.yaml"
+    other.write_text(yaml.safe_dump({"tools": {"sqlite": {"args": ["--db-path", "{workspace}/other.db"]}}}))
+    assert main(["replay", str(base), "--config", f"{PACK}{os.pathsep}{other}", "--json", str(js)]) == 1
+    v = json.loads(js.read_text())["tools"]["sqlite"]
+    assert v["counts"]["now an error"] == 3, v["differences"]

@@ -276,3 +276,23 @@ def test_show_more_and_filters_from_the_link(run, tmp_path):
     # 12 git trials: 2 crashed with no answer and the long answer does not say 'helper', so 9 match
     assert out["first"] == 5 and out["second"] == 9
     assert out["tool"] == ["git"] * 9 and out["count"] == "showing 9 of 9 matching trial(s); 24 in all"
+
+
+WIDTH = r"""<script>
+(function () {
+  var pre = document.createElement("pre"); pre.id = "probe";
+  pre.textContent = JSON.stringify({page: document.documentElement.scrollWidth, window: window.innerWidth});
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+
+def test_the_explorer_fits_a_1400_pixel_window(run, tmp_path):
+    """No sideways scrolling at 1,400 pixels: answers wrap, patterns wrap (issue 27 item 7)."""
+    p = run["out"] / "probe_width.html"
+    p.write_text((run["out"] / "explorer.html").read_text().replace("</body>", WIDTH + "</body>"))
+    res = chromium(["--window-size=1400,1000", "--virtual-time-budget=5000", "--dump-dom", p.as_uri()],
+                   tmp_path / "profile")
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(re.search(r'<pre id="probe">(.*?)</pre>', res.stdout, re.S).group(1).replace("&quot;", '"'))
+    assert out["window"] == 1400 and out["page"] <= out["window"], out

@@ -161,8 +161,13 @@ def test_rates_and_cited_recall(repo):
     text = "`Flask` lives in app.py:14. Not src/app.py:99 or helpers.py:1 or docs/guide.md:Nope."
     r = one(text, repo_dir, a, gold)
     # 4 citations: grounded 1, hallucinated 1, unresolved 2; `Flask` is on line 15, within 5 of 14
-    assert r["counts"] == {"total": 4, "grounded": 1, "hallucinated": 1, "unresolved": 2,
-                           "verified": 1, "mismatch": 0, "n/a": 3, "gold_total": 4, "gold_cited": 2}
+    counts = {k: v for k, v in r["counts"].items() if k not in ("by_form", "ungrounded")}
+    assert counts == {"total": 4, "grounded": 1, "hallucinated": 1, "unresolved": 2,
+                      "verified": 1, "mismatch": 0, "n/a": 3, "gold_total": 4, "gold_cited": 2,
+                      # strictly, line 14 does not hold `Flask` (line 15 does): a mismatch
+                      "strict_verified": 0, "strict_mismatch": 1, "strict_na": 3}
+    assert r["counts"]["ungrounded"] == {"basename": 1, "past_eof": 1, "no_such_file": 0,
+                                         "symbol_not_defined": 1, "ambiguous": 0}
     assert r["rates"]["grounded_rate"] == 0.25 and r["rates"]["hallucinated_rate"] == 0.25
     cited = {g["location"]: g["cited"] for g in r["gold"]}
     # line 14 is 5 from gold 9 (cited); Flask: file cited and name in the answer; docs only by a bad symbol
@@ -174,9 +179,12 @@ def test_rates_and_cited_recall(repo):
 
 def test_rates_formula_hand_case():
     counts = {"total": 8, "grounded": 5, "hallucinated": 2, "unresolved": 1, "verified": 3,
-              "mismatch": 1, "n/a": 4, "gold_total": 3, "gold_cited": 1}
+              "mismatch": 1, "n/a": 4, "gold_total": 3, "gold_cited": 1,
+              "strict_verified": 2, "strict_mismatch": 2, "strict_na": 4}
+    # strict grounding (5 - 2) / 8; strict verified 2 / (2 + 2)
     assert citation_rates(counts) == {"grounded_rate": 0.625, "hallucinated_rate": 0.25,
                                       "unresolved_rate": 0.125, "verified_rate": 0.75,
+                                      "strict_grounded_rate": 0.375, "strict_verified_rate": 0.5,
                                       "cited_recall": pytest.approx(1 / 3)}
     zero = dict.fromkeys(counts, 0)
     assert set(citation_rates(zero).values()) == {None}

@@ -160,19 +160,39 @@ def test_trial_page_has_scores_and_judge(report):
     assert "server_crashed" in page and "FAIL" in page
     assert "scored 0: the trial did not complete" in page
     assert "connection closed" in page   # the error event
+    # and the server's own last words, escaped
+    words = page[page.index('id="server-stderr"'):]
+    assert "KeyError: &#x27;GIT_DIR&#x27; &lt;b&gt;" in words[:words.index("</pre>")]
+    assert 'id="server-stderr"' not in ok_page(report)
     ok = (report / "trials/reference/git/s1/1.html").read_text()
     assert "0.747 = 0.10×keyword 1.000" in ok
     assert "map_quality" in ok and "repeat 2: key point" in ok
+
+
+def ok_page(report):
+    return (report / "trials/reference/git/s1/1.html").read_text()
 
 
 def test_low_heldout_rho_warns_at_the_top(report):
     html = (report / "index.html").read_text()
     warn = html.index("Held-out judge agreement rho = 0.500 (n=3) is below judge.threshold 0.85")
     assert warn < html.index('id="headline-reference"')
+    # the same line says the judge is the deterministic stand-in, and what it would mean with a model judge
+    line = html[warn:html.index("</p>", warn)]
+    assert "the deterministic reference judge" in line and "with a model judge the same warning would mean" in line
     assert "BELOW the threshold" in html
     assert "verified: 1 file(s) match the lockfile" in html
     assert 'id="heldout-items"' in html and "percentile bootstrap over pairs" in html
     assert "against gold of the anchor locked; judge.threshold 0.85" in html
+
+
+def test_the_answer_comes_before_the_method(report):
+    html = (report / "index.html").read_text()
+    table = html.index('id="headline-reference"')
+    method = html.index("Fairness = 0.10 × keyword")
+    assert table < method
+    assert html.rindex('<details class="method"><summary>How these figures are computed</summary>', 0, method) > table
+    assert "Rank: only the tools better than the baseline" in html
 
 
 def test_flags_and_sections(report):
@@ -193,6 +213,17 @@ def test_passing_heldout_has_no_warning_and_missing_one_warns(tmp_path):
 
 
 JUDGE = {"provider": "reference", "repeats": 2}
+
+
+def test_a_model_judge_below_the_threshold_is_not_trusted():
+    from mcptrials.report import heldout_state
+
+    agreement = {"anchor": "locked", "rho": 0.5, "n": 9}
+    model = heldout_state(agreement, None, 0.85, False, judge_provider="anthropic")["warnings"][0]
+    assert model == "Held-out judge agreement rho = 0.500 (n=9) is below judge.threshold 0.85: the judge's quality " \
+                    "scores may not be trusted."
+    ref = heldout_state(agreement, None, 0.85, False, judge_provider="reference")["warnings"][0]
+    assert ref.startswith("Held-out judge agreement rho = 0.500 (n=9) is below judge.threshold 0.85. This run's judge")
 
 
 def test_the_verdict_uses_the_configs_threshold(tmp_path):

@@ -42,10 +42,12 @@ def test_the_aggregate_tables_carry_the_verified_share(built):
 def test_the_report_shows_it_beside_grounding(built):
     _, out = built
     md = (out / "report.md").read_text()
-    assert "| tool | judge quality | keyword coverage | citation grounding | citations verified |" in md
+    assert "| tool | judge quality | keyword coverage | citation grounding (n citations) | citations verified |" in md
     # model reference, tool git: quality and keywords with the crashed trial's zeros, grounding 0.750
     # over the five trials with citations, then citations verified 0.850; model sonnet keeps 1.000
-    assert "| git | 0.583 | 0.833 | 0.750 | 0.850 |" in md
-    assert "| git | 0.583 | 0.833 | 0.750 | 1.000 |" in md
+    assert "| git | 0.583 | 0.833 | 0.750 (n=20) | 0.850 |" in md
+    assert "| git | 0.583 | 0.833 | 0.750 (n=20) | 1.000 |" in md
+    # the reference model has no cost: its efficiency says it measured time only; sonnet's both
+    assert "| 0.875 (time only, no cost) |" in md and "| 0.625 | 3,100 |" in md
     page = (out / "trials/reference/git/s1/1.html").read_text()
     assert "1 unresolved; verified 0.250)" in page

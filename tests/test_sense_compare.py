@@ -51,3 +51,25 @@ def test_markdown_names_both_sides():
     md = markdown(result)
     assert "| t | 2 | 1.000 [1.000, 1.000] | 0.900 [0.500, 0.990] | 0.400 [0.100, 0.800] | 3 |" in md
     assert "| t | r | 2, 2, 0, 0 | 3, 2, 1, 0 | – |" in md
+
+
+def test_markdown_and_csv_carry_the_composition_per_tool():
+    from mcptrials.graders.citations import pool
+    from mcptrials.graders.composition import view
+    from mcptrials.importers.sense_compare import composition_rows
+
+    # one cell: 4 citations, 3 grounded (1 past the end), 2 verified / 1 mismatch leniently,
+    # 1 verified / 1 mismatch strictly: strict grounding (3 - 1) / 4 = 0.5
+    counts = {"total": 4, "grounded": 3, "hallucinated": 1, "unresolved": 0, "verified": 2, "mismatch": 1,
+              "n/a": 1, "strict_verified": 1, "strict_mismatch": 1, "strict_na": 2, "gold_total": 0, "gold_cited": 0,
+              "by_form": {"json-fields": {"total": 4, "grounded": 3, "verified": 2, "mismatch": 1,
+                                          "strict_verified": 1, "strict_mismatch": 1}},
+              "ungrounded": {"basename": 0, "past_eof": 1, "no_such_file": 0, "symbol_not_defined": 0,
+                             "ambiguous": 0}}
+    comp = [{"tool": "t", "cells": 1, **view(pool([{"counts": counts}]))}]
+    md = markdown({"tools": [], "cells": [], "composition": comp})
+    assert "| t | 4 | 0.750 | 0.500 | 0.667 | 0.500 | 0 (0.000) | 1 (0.250) | 0 (0.000) | 0 (0.000) | 0 (0.000) |" in md
+    assert "| t | json-fields | 1.000 (4) | 0.750 | 0.667 | 0.500 |" in md
+    rows = composition_rows(comp)
+    assert [(r["form"], r["grounded_strict"], r["ungrounded_past_eof"]) for r in rows] == [("all", 0.5, 1),
+                                                                                          ("json-fields", None, None)]

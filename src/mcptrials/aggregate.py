@@ -26,8 +26,13 @@ rerun. Every formula is in mcptrials.stats; this module only picks the inputs:
 - intervals  of 0-1 scores (fairness, adoption) = stats.bounded_mean_ci, and paired
                differences of fairness = stats.paired_difference(bounds=(-1, 1)): they never
                leave the score's range (INTERVAL_METHOD names them in summary.json).
-- citation grounding = grounded citations / all citations (scored.citations.rates.grounded_rate);
+- citation grounding = the strict grounding, (grounded - strict mismatch) / all citations
+  (scored.citations.rates.strict_grounded_rate; the lenient grounded / all beside it as
+  citation_grounding_lenient, the strict verified share as verified_rate_strict);
   an answer without citations has no grounding (None, which fairness counts as 0).
+- citation composition (summary.json `citation_composition`, per model and tool): the trials'
+  citations pooled, strict beside lenient, by form and the ungrounded kinds
+  (citation_composition; formulas in graders.composition);
 - citations verified = verified / (verified + mismatch) (scored.citations.rates.verified_rate),
   per cell and tool the mean over the trials that have one; shown beside grounding, never in
   fairness.
@@ -140,7 +145,10 @@ def raw_row(rec: dict, m: Matrix) -> dict:
         "outcome": outcome, "completed": outcome == COMPLETED,
         "passed": bool(s["passed"]) and outcome == COMPLETED,
         "keyword_coverage": s["keywords"]["coverage"],
-        "citation_grounding": cit["rates"]["grounded_rate"],
+        # fairness's citation part is the strict grounding (graders.citations.citation_rates)
+        "citation_grounding": cit["rates"].get("strict_grounded_rate", cit["rates"]["grounded_rate"]),
+        "citation_grounding_lenient": cit["rates"]["grounded_rate"],
+        "verified_rate_strict": cit["rates"].get("strict_verified_rate"),
         "citations": cit["counts"]["total"], "grounded": cit["counts"]["grounded"],
         "hallucinated": cit["counts"]["hallucinated"], "unresolved": cit["counts"]["unresolved"],
         "verified_rate": cit["rates"]["verified_rate"], "cited_recall": cit["rates"]["cited_recall"],
@@ -160,6 +168,9 @@ def raw_row(rec: dict, m: Matrix) -> dict:
         "tool_calls_builtin": eff["tool_calls_builtin"],
         **{k2: int(t["errors"].get(k2, 0)) for k2 in ERROR_KINDS},
         "tool_error_rate": ad.get("tool_error_rate"),
+        # which server tools the trial called and how many of those calls failed (compare's gate)
+        "server_tools_used": sorted(ad.get("per_tool") or {}),
+        "server_tool_errors": sum(int(v.get("errors") or 0) for v in (ad.get("per_tool") or {}).values()),
         **expected_tools_means(ad),
         "judge_cost_usd": judge_cost(pricing, j),
         "server_startup_seconds": meta.get("server_startup_seconds"),
@@ -199,6 +210,24 @@ def baseline_means(rows: list[dict]) -> dict:
     return out
 
 
+def efficiency_basis(cost, work, base_cost, base_work) -> str:
+    """Which parts a trial's efficiency measured (stats.relative_efficiency counts a ratio it
+    cannot form as 1): "cost and time", "time only, no cost", "cost only, no time" or "none, 1.0"."""
+    has_cost = cost is not None and base_cost is not None
+    has_time = work is not None and base_work is not None
+    if has_cost and has_time:
+        return "cost and time"
+    if has_time:
+        return "time only, no cost"
+    return "cost only, no time" if has_cost else "none, 1.0"
+
+
+def bases(rs: list[dict]) -> str | None:
+    """The distinct efficiency bases of some trials, '; '-joined (None when none was scored)."""
+    found = sorted({r["efficiency_basis"] for r in rs if r.get("efficiency_basis")})
+    return "; ".join(found) or None
+
+
 def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]:
     """Fill efficiency and fairness in place; returns notes for the summary."""
     from .stats import fairness, relative_efficiency
@@ -207,16 +236,19 @@ def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]
     base = baseline_means(rows)
     lacking = set()
     for r in rows:
+        r["efficiency_basis"] = None
         if r["missing"]:
             continue  # efficiency and fairness stay None
         if not has_baseline:
-            r["efficiency"] = 1.0
+            r["efficiency"], r["efficiency_basis"] = 1.0, "none: no baseline, 1.0"
         elif (r["model"], r["scenario"]) in base:
             bc, bw = base[(r["model"], r["scenario"])]
-            r["efficiency"] = relative_efficiency(r["cost_usd"], r.get("work_seconds", r["wall_seconds"]), bc, bw)
+            work = r.get("work_seconds", r["wall_seconds"])
+            r["efficiency"] = relative_efficiency(r["cost_usd"], work, bc, bw)
+            r["efficiency_basis"] = efficiency_basis(r["cost_usd"], work, bc, bw)
         else:
             lacking.add((r["model"], r["scenario"]))
-            r["efficiency"] = 1.0
+            r["efficiency"], r["efficiency_basis"] = 1.0, "none: no completed baseline trial, 1.0"
         if r["completed"]:
             r["fairness"] = fairness(r["keyword_coverage"], r["quality"], r["citation_grounding"], r["efficiency"],
                                      weights)
@@ -271,6 +303,8 @@ def cell_rows(rows: list[dict], k: int) -> list[dict]:
                "pass_at_1": pass_at_k(n, c, 1) if n else None, "k": kk,
                "pass_at_k": pass_at_k(n, c, kk) if n else None, "pass_hat_k": pass_hat_k(n, c, kk) if n else None}
         row.update({f: _mean(r[f] for r in rs) for f in MEAN_FIELDS})
+        row["efficiency_basis"] = bases(rs)
+        row["citations"] = sum(int(r.get("citations") or 0) for r in rs)   # the n of the citation rates
         row.update({f: _mean(r.get(f) for r in rs) for f in TIME_SPLIT})
         row.update({f: _mean(r.get(f) for r in rs) for f in EXPECTED_TOOLS_FIELDS})
         row.update({e: sum(r[e] for r in every) for e in ERROR_KINDS})
@@ -308,7 +342,8 @@ def tool_rows(rows: list[dict], k: int, noise: float | None, has_baseline: bool)
 
     `noise` is the judge's spread in fairness units (w_quality x mean SD of repeated judgements),
     or None when the judge ran once. A difference whose interval contains 0 or whose size is below
-    that spread is `within noise` and not ranked."""
+    that spread is `within noise` and not ranked; `rank` orders only the tools that are better
+    than the baseline (1 = the largest difference), so a worse tool has none."""
     from .stats import (bounded_mean_ci, holm_adjust, mean_pass_at_k, mean_pass_hat_k, min_detectable_effect,
                         paired_difference, variance_components)
 
@@ -347,6 +382,8 @@ def tool_rows(rows: list[dict], k: int, noise: float | None, has_baseline: bool)
             row.update({f: _mean(r[f] for r in rs) for f in ("quality", "keyword_coverage", "citation_grounding",
                                                                "verified_rate", "efficiency", "tool_fluency",
                                                                "discoverability")})
+            row["efficiency_basis"] = bases(rs)
+            row["citations"] = sum(int(r.get("citations") or 0) for r in rs)   # the n of the citation rates
             row.update({f: _mean(r.get(f) for r in rs) for f in EXPECTED_TOOLS_FIELDS})
             row.update({e: sum(r[e] for r in every) for e in ERROR_KINDS})
             if tool == BASELINE:
@@ -370,10 +407,15 @@ def tool_rows(rows: list[dict], k: int, noise: float | None, has_baseline: bool)
             adj = holm_adjust({r["tool"]: r[pkey] for r in mine})
             for r in mine:
                 r[hkey] = adj[r["tool"]]
-        ranked = sorted((r for r in mine if r["verdict"] in ("better", "worse")), key=lambda r: -r["diff"])
-        for i, r in enumerate(ranked, 1):
-            r["rank"] = i
+        rank_better(mine)
     return out
+
+
+def rank_better(rows: list[dict]) -> None:
+    """Set `rank` 1, 2, ... on the rows whose verdict is `better`, largest difference first.
+    Only those: a tool judged worse is never "1", even when it is the only one outside the noise."""
+    for i, r in enumerate(sorted((r for r in rows if r["verdict"] == "better"), key=lambda r: -r["diff"]), 1):
+        r["rank"] = i
 
 
 COMPARISON_FIELDS = ("model", "a", "b", "n_scenarios", "n_trials_a", "n_missing_a", "missing_reasons_a",
@@ -695,7 +737,8 @@ def identity(m: Matrix, records: list[dict]) -> dict:
              "settings_hash": sorted({j["settings_hash"] for j in judge_recs}),
              "temperature": sorted({str(j.get("temperature")) for j in judge_recs})}
     return {
-        "config": project_path(m.path), "models": models,
+        "config": project_path(m.path), "config_files": [project_path(f) for f in m.sources or (m.path,)],
+        "models": models,
         "hosts": sorted({str(r["run_meta"].get("host")) for r in records if r["run_meta"].get("host")}),
         "harness_versions": sorted({str(r["run_meta"].get("harness_version")) for r in records
                                     if r["run_meta"].get("harness_version")}),
@@ -789,7 +832,26 @@ def aggregate(m: Matrix, runs) -> dict:
         "model_host": model_host_view(rows, list(m.hosts), list(m.models)),
         "patterns": pattern_summary(rows, findings),
         "feedback": feedback_table(records, rows, Path(runs).parent / "snapshots"),
+        "citation_composition": citation_composition(records),
     }
+
+
+def citation_composition(records: list[dict]) -> list[dict]:
+    """Per (model, tool): the completed-or-failed trials' citations pooled
+    (graders.citations.pool: counts summed, then the same rates) and composed
+    (graders.composition.view: strict beside lenient, by form, the ungrounded kinds). A
+    missing trial, and one scored before the composition existed, are left out."""
+    from .graders.citations import pool
+    from .graders.composition import view
+
+    groups: dict[tuple, list] = {}
+    for rec in records:
+        cit = rec["scored"]["citations"]
+        if is_missing(rec["transcript"]["outcome"]) or "by_form" not in cit["counts"]:
+            continue
+        groups.setdefault((rec["key"]["model"], rec["key"]["tool"]), []).append(cit)
+    return [{"model": model, "tool": tool, "n_trials": len(cits), **view(pool(cits))}
+            for (model, tool), cits in groups.items()]
 
 
 def missing_summary(rows: list[dict], max_attempts: int) -> dict:

@@ -32,6 +32,7 @@ COMMANDS = {
     "plan": "costcmd",
     "pilot": "costcmd",
     "compare": "compare",
+    "replay": "replay",
 }
 
 

@@ -197,6 +197,8 @@ class Matrix:
     base_dir: Path
     config: dict
     scenarios: dict[str, Scenario] = field(default_factory=dict)
+    # every config file it was read from, in order (main first): what a later check rereads
+    sources: tuple[str, ...] = ()
 
     @property
     def tools(self) -> dict:
@@ -407,6 +409,7 @@ def read_config_files(config_path) -> tuple[Path, dict]:
 def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
     """Read the config file(s) (see `read_config_files`), or use `overrides` as the
     config's data with `config_path` naming it; check everything."""
+    sources = tuple(str(Path(p).resolve()) for p in str(config_path).split(os.pathsep) if p)
     if overrides is not None:
         path = Path(str(config_path).split(os.pathsep)[0]).resolve()
         data = copy.deepcopy(overrides)
@@ -419,7 +422,7 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
     given = {n: set(t) for n, t in raw_tools.items() if isinstance(t, dict)}
     validate_against("config.schema.yaml", data, str(path))
     resolve_variants(path, data, given)
-    m = Matrix(path=path, base_dir=path.parent, config=data)
+    m = Matrix(path=path, base_dir=path.parent, config=data, sources=sources)
 
     if BASELINE in data["tools"] and data["tools"][BASELINE]["transport"] != "none":
         raise ConfigError(f"{path}: field tools.{BASELINE}.transport: `baseline` is built in and has no server; set transport: none or rename the tool")

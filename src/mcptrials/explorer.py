@@ -163,7 +163,8 @@ th{background:#f0f0f0;cursor:pointer;user-select:none;position:sticky;top:0}
 th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
 td.num{text-align:right;white-space:nowrap}
 td.pass{background:#e3f6e3}td.fail{background:#fbe3e3}td.missing{background:#eee;color:#555}
-td.answer{min-width:24em;max-width:40em;font-size:0.95em}
+td.patterns{font-size:0.9em;max-width:10em}
+td.answer{min-width:16em;max-width:26em;font-size:0.95em;overflow-wrap:anywhere}
 td.answer pre{white-space:pre-wrap;word-break:break-word;margin:0.3em 0 0;max-height:30em;overflow:auto}
 mark{background:#ffe066}
 #more{margin:0.8em 0;padding:0.3em 1em}
@@ -264,7 +265,7 @@ JS = r"""
       } else if (c.kind === "answer") { td.className = "answer"; answerCell(td, r); }
       else {
         td.textContent = c.key === "result" && r[C.why] ? "missing: " + r[C.why] : fmt(v, c.kind);
-        if (c.kind !== "text") td.className = "num";
+        if (c.kind !== "text") td.className = c.kind === "patterns" ? "patterns" : "num";
         if (c.key === "result") td.className = r[C.result];
       }
       td.setAttribute("data-col", c.key);

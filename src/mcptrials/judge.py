@@ -57,7 +57,7 @@ NOTES = {
     "openai": ("no sampling parameters are sent: the judge runs at the model's default sampling; "
                "its spread is measured by judge.repeats"),
 }
-MAX_TOKENS = 2048
+MAX_TOKENS = JudgeSpec.MAX_TOKENS
 MAX_RETRIES = 4          # the provider's retries per judge call (429/529/5xx, honouring retry-after)
 CONCURRENCY = 4          # judge calls in flight at once (per trial)
 REPLY_NAME = "judge_scores"
@@ -570,6 +570,27 @@ def judge_variance(records: list[dict]) -> dict:
 # --- command ----------------------------------------------------------------------
 
 
+def judge_budget(m, transcript: dict, scenario: str, out: Path):
+    """(ledger, reservation id) of a paid judge under a budget, else (None, None). The trial
+    reserved its judging; judging again (a new judge or rubric) reserves anew, and raises
+    ConfigError, before any call, when that no longer fits under budget.max_cost_usd."""
+    from .budget import Ledger, budget_cap, judge_key, ledger_path, results_dir_of
+    from .costplan import judge_bound
+
+    cap = budget_cap(m.config)
+    if cap is None or m.config["judge"]["provider"] == "reference":
+        return None, None
+    ledger = Ledger(ledger_path(results_dir_of(out)))
+    key = judge_key(transcript["cell"])
+    rid = ledger.open_reservation(key)
+    if rid is None:
+        rid, why = ledger.reserve(key, judge_bound(m, scenario) or 0.0, cap)
+        if rid is None:
+            raise ConfigError(f"{m.path}: field budget.max_cost_usd: judging {key[:-len('/judge')]} again does not "
+                              f"fit ({why}); raise the budget, or keep the judge settings that judged it")
+    return ledger, rid
+
+
 def cmd_judge(args) -> int:
     from .config import load_matrix, load_scenario
     from .records import read_json, write_json
@@ -580,12 +601,19 @@ def cmd_judge(args) -> int:
         transcript = read_json(args.transcript)
     except (OSError, json.JSONDecodeError) as e:
         raise ConfigError(f"{args.transcript}: cannot read the transcript ({e}); re-run its trial") from None
+    ledger, reservation = judge_budget(m, transcript, scenario.id, Path(args.out))
     try:
         record = judge_trial(transcript, scenario, JudgeSpec.from_config(m.config["judge"]), args.prompt,
                              tool_names=list(m.tools), pricing=m.config["pricing"])
     except JudgeError as e:
         print(f"mcptrials judge: {args.transcript}: {e}", file=sys.stderr)
         return 1
+    if ledger is not None:
+        from .budget import judge_key
+        from .graders.cost import judge_cost
+
+        ledger.append({"trial": judge_key(transcript["cell"]), "cell": transcript["cell"], "settles": reservation,
+                       "cost_usd": judge_cost(m.config["pricing"], record), "priced_as": record["judge"].get("model")})
     write_json(args.out, record)
     print(f"{args.out}: quality {record['quality_mean']:.3f} ({record['judge']['provider']} judge, {record['judge']['repeats']} repeat(s))")
     return 0

@@ -67,6 +67,11 @@ def fci_missing(mean, lo, hi, n_used, row: dict) -> str:
     return fci(mean, lo, hi) + (f" ({lost})" if lost else "")
 
 
+def with_n(v, n) -> str:
+    """A rate beside its denominator: "0.750 (n=8)"; "– (n=0)" when there is nothing to measure."""
+    return f3(v) if n is None else f"{f3(v)} (n={n})"
+
+
 def fusd(v) -> str:
     return "–" if v is None else f"${v:.4f}"
 
@@ -179,6 +184,12 @@ class Doc:
         c = f' class="{esc(cls)}"' if cls else ""
         self.html.append(f"<p{c}>{esc(text)}</p>")
 
+    def folded(self, summary: str, text: str) -> None:
+        """A paragraph a newcomer may skip (the method): folded in HTML, labelled in Markdown."""
+        self.md.append(f"*{summary}:* {text}\n")
+        self.html.append(f"<details class=\"method\"><summary>{esc(summary)}</summary><p class=\"note\">{esc(text)}</p>"
+                         "</details>")
+
     def table(self, t: Table, table_id: str | None = None) -> None:
         self.md.append(md_table(t))
         self.html.append(html_table(t, table_id))
@@ -201,7 +212,7 @@ th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f0f0f0}caption{text-align:left;font-style:italic;padding:4px 0;color:#555}
 td.pass{background:#e3f6e3}td.fail{background:#fbe3e3}td.noise{color:#777}td.better{background:#e3f6e3}td.worse{background:#fbe3e3}
 p.warning{background:#fff3cd;border:1px solid #e0b400;padding:8px;font-weight:bold}
-p.note{color:#555}
+p.note{color:#555}details.method summary{color:#555;cursor:pointer}
 img.plot{max-width:100%;border:1px solid #ddd}figure{margin:1em 0}figcaption{color:#555;font-size:0.9em}
 pre{background:#f7f7f7;border:1px solid #ddd;padding:6px;white-space:pre-wrap;word-break:break-word;max-height:40em;overflow:auto}
 details summary{cursor:pointer;color:#0645ad}
@@ -250,7 +261,7 @@ STRICT_FIX = ("fix the rubric or prompt, or re-grade gold and re-anchor with `mc
 
 
 def heldout_state(agreement: dict | None, lock: dict | None, threshold: float, strict: bool,
-                  lockfile_sha256: str | None = None) -> dict:
+                  lockfile_sha256: str | None = None, judge_provider: str | None = None) -> dict:
     """What the report says about the held-out check, judged against the config's judge.threshold.
 
     agreement: results/heldout/agreement.json, or None when it was not computed. With an anchor
@@ -258,7 +269,8 @@ def heldout_state(agreement: dict | None, lock: dict | None, threshold: float, s
     passes = rho is not None and rho >= threshold, computed here: judge.threshold reruns only
     the report. Without one (`anchor` null) there is nothing to check: the report says so with
     the agreement's reason, and judge.strict does not fail the run. lockfile_sha256: the sha256 of
-    this config's lockfile; an agreement computed on another lockfile is flagged.
+    this config's lockfile; an agreement computed on another lockfile is flagged. judge_provider
+    "reference": the warning says, in the same line, that the judge is the deterministic stand-in.
     Returns {line, lock_line, warnings, notes, anchored, passes, refuse}; `refuse` is the
     message `mcptrials report` exits with when judge.strict is true and the check fails.
     """
@@ -286,7 +298,13 @@ def heldout_state(agreement: dict | None, lock: dict | None, threshold: float, s
         if not passes:
             what = (f"rho = {f3(rho)} (n={n}) is below judge.threshold {threshold}" if rho is not None
                     else f"rho is undefined (n={n}: too few items, or constant scores)")
-            warnings.append(f"Held-out judge agreement {what}: the judge's quality scores may not be trusted.")
+            if judge_provider == "reference":
+                warnings.append(f"Held-out judge agreement {what}. This run's judge is the deterministic reference judge "
+                                "(key points and gold citations, no language model): the figure says how far that "
+                                "stand-in is from hand grading; with a model judge the same warning would mean its "
+                                "quality scores may not be trusted.")
+            else:
+                warnings.append(f"Held-out judge agreement {what}: the judge's quality scores may not be trusted.")
             if strict:
                 agrees = (f"the judge agrees with gold at rho {f3(rho)}, n={n}, below judge.threshold {threshold}"
                           if rho is not None else f"the judge's agreement with gold is undefined (rho none, n={n})")
@@ -401,11 +419,14 @@ def model_text(s: dict, label: str) -> str:
 def _headline(doc: Doc, s: dict) -> None:
     ident = s["identity"]
     doc.h(2, "Headline: does the server make the answers better than no server?", "headline")
-    doc.p("Fairness = " + " + ".join(f"{v:.2f} × {k}" for k, v in ident["weights"].items())
-          + " (0-1). Difference = paired over scenarios against the baseline of the same model; p-values Holm-adjusted "
-          "across the tools of a model. " + NOISE_TEXT + ". Intervals: " + s["methods"]["interval"] + ". Costs: "
-          + s["methods"]["costs"] + ". Efficiency: " + s["methods"].get("efficiency", "cost and wall time against the "
-          "baseline") + ". Time / trial is the wall time, split into the agent's work and the server's start-up.", "note")
+    # The answer first; how it is computed folded below the tables.
+    method = ("Fairness = " + " + ".join(f"{v:.2f} × {k}" for k, v in ident["weights"].items())
+              + " (0-1). Difference = paired over scenarios against the baseline of the same model; p-values "
+              "Holm-adjusted across the tools of a model. " + NOISE_TEXT + ". Rank: only the tools better than the "
+              "baseline, 1 = the largest difference; a worse tool has none. Intervals: " + s["methods"]["interval"]
+              + ". Costs: " + s["methods"]["costs"] + ". Efficiency: " + s["methods"].get("efficiency", "cost and wall "
+              "time against the baseline") + ". Time / trial is the wall time, split into the agent's work and the "
+              "server's start-up.")
     k = ident["trials"]
     for model in model_labels(s):
         mdl = {"label": model_text(s, model)}
@@ -429,16 +450,20 @@ def _headline(doc: Doc, s: dict) -> None:
             doc.p(f"Missing trials (model {model}): " + "; ".join(f"{r['tool']} {fmissing(r['n_trials'], r)}" for r in lost)
                   + ". A missing trial (api_failed, harness_failed, not_run) is an infrastructure failure, not the "
                     "tool's: it is neither a pass nor a fail nor a 0, and is left out of every figure here.", "note")
-        comp = Table(["tool", "judge quality", "keyword coverage", "citation grounding", "citations verified",
-                      "efficiency", "tokens / trial"],
+        comp = Table(["tool", "judge quality", "keyword coverage", "citation grounding (n citations)",
+                      "citations verified", "efficiency (what it measured, when not cost and time)", "tokens / trial"],
                      caption=f"model {model}: the components of fairness (means over trials); citations verified "
                              "= verified / (verified + mismatch), beside grounding, not part of fairness")
         for r in rows:
-            comp.add(r["tool"], f3(r["quality"]), f3(r["keyword_coverage"]), f3(r["citation_grounding"]),
-                     f3(r.get("verified_rate")), f3(r["efficiency"]), fnum(r["tokens_per_trial"]))
+            comp.add(r["tool"], f3(r["quality"]), f3(r["keyword_coverage"]), with_n(r["citation_grounding"], r.get("citations")),
+                     f3(r.get("verified_rate")),
+                     f3(r["efficiency"]) + (f" ({r['efficiency_basis']})" if r.get("efficiency_basis") not in
+                                            (None, "cost and time") else ""),
+                     fnum(r["tokens_per_trial"]))
         doc.table(comp)
     for pw in s["power"]:
         doc.p(f"Power ({pw['model']}): {pw['text']}.")
+    doc.folded("How these figures are computed", method)
 
 
 def _model_host(doc: Doc, s: dict) -> None:
@@ -510,6 +535,49 @@ def _adoption(doc: Doc, s: dict) -> None:
           "scored): precision = expected tools called / distinct tools called, recall = expected tools called / "
           "expected tools, each the mean over steps, then over trials; a step that expects no tool makes any "
           "call unexpected.", "note")
+
+
+FORM_ORDER = ("path:line", "path:range", "path:list", "path:symbol", "test-id", "basename", "absolute",
+              "line-in-context", "json-fields")
+
+
+def _citation_composition(doc: Doc, s: dict) -> None:
+    """Per model: strict beside lenient grounding and verification per tool, the ungrounded
+    decomposed, and the composition by form (summary.json citation_composition)."""
+    comp = s.get("citation_composition") or []
+    if not comp:
+        return
+    from .graders.composition import UNGROUNDED_KINDS
+
+    doc.h(2, "Citations: strict beside lenient, by form", "citation-composition")
+    doc.p("Per tool, the trials' citations pooled. grounded (lenient) = grounded / all citations; grounded "
+          "(strict) = (grounded - strict mismatch) / all citations, the citation part of fairness; verified "
+          "(lenient) = verified / (verified + mismatch) with the +/-5-line window; verified (strict) = the cited "
+          "line is inside the definition of the citation's subject or names it (graders.strict). Ungrounded: "
+          "each kind's share of all citations. By form: a form's share of the citations, and its own rates: "
+          "a grader lenient with one form is lenient with whichever arm writes it.", "note")
+    for model in dict.fromkeys(r["model"] for r in comp):
+        rows = [r for r in comp if r["model"] == model]
+        doc.h(3, f"{model_text(s, model)}: citations per tool", html_id("citations", model))
+        t = Table(["tool", "trials", "citations", "grounded (lenient)", "grounded (strict)", "verified (lenient)",
+                   "verified (strict)", *(f"ungrounded: {k.replace('_', ' ')}" for k in UNGROUNDED_KINDS)])
+        for r in rows:
+            t.add(r["tool"], r["n_trials"], r["n_citations"], f3(r["grounded_rate"]), f3(r["strict_grounded_rate"]),
+                  f3(r["verified_rate"]), f3(r["strict_verified_rate"]),
+                  *(f"{r['ungrounded'][k]['n']} ({f3(r['ungrounded'][k]['share'])})" for k in UNGROUNDED_KINDS))
+        doc.table(t, html_id("citations-table", model))
+        forms = [f for f in FORM_ORDER if any(f in r["by_form"] for r in rows)]
+        forms += sorted({f for r in rows for f in r["by_form"]} - set(forms))
+        t = Table(["form", *(f"{r['tool']}: {h}" for r in rows for h in ("share", "grounded", "verified (lenient)",
+                                                                        "verified (strict)"))])
+        for form in forms:
+            cells = []
+            for r in rows:
+                f = r["by_form"].get(form)
+                cells += ([f"{f3(f['share'])} (n={f['n']})", f3(f["grounded_rate"]), f3(f["verified_rate"]),
+                           f3(f["strict_verified_rate"])] if f else ["–"] * 4)
+            t.add(form, *cells)
+        doc.table(t, html_id("citation-forms-table", model))
 
 
 def _plots(doc: Doc, s: dict, plot_dir: Path) -> list[str]:
@@ -836,7 +904,8 @@ def build_report(summary: dict, agreement: dict | None, lock: dict | None, runs,
     judge_cfg is the config's `judge:` (threshold and strict: the held-out verdict is made here).
     Raises StrictHeldout, before writing anything, when judge.strict is true and the check fails.
     Returns {"html", "md", "pages"} paths."""
-    held = heldout_state(agreement, lock, judge_cfg["threshold"], judge_cfg["strict"], lockfile_sha256)
+    held = heldout_state(agreement, lock, judge_cfg["threshold"], judge_cfg["strict"], lockfile_sha256,
+                         summary["identity"]["judge"].get("provider"))
     if held["refuse"]:
         raise StrictHeldout(held["refuse"])
     out = Path(out_dir)
@@ -860,6 +929,7 @@ def build_report(summary: dict, agreement: dict | None, lock: dict | None, runs,
     _model_host(doc, summary)
     _identity(doc, summary, held)
     _adoption(doc, summary)
+    _citation_composition(doc, summary)
     _plots(doc, summary, out / "plots")
     _scenarios(doc, summary)
     _errors(doc, summary)
@@ -878,6 +948,9 @@ def build_report(summary: dict, agreement: dict | None, lock: dict | None, runs,
 
 
 # --- one page per trial ------------------------------------------------------------------------
+
+
+STDERR_LINES = 15   # of a crashed server's stderr on its trial page
 
 
 def _pre(text, fold_label: str | None = None) -> str:
@@ -941,6 +1014,10 @@ def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
     kv.add("citations", f"{row['citations']} ({row['grounded']} grounded, {row['hallucinated']} hallucinated, "
                         f"{row['unresolved']} unresolved; verified {f3(row.get('verified_rate'))})")
     b.append(html_table(kv, "trial-summary"))
+    if row["outcome"] == "server_crashed" and meta.get("server_stderr_tail"):
+        # "Connection closed" says only that the server went; its own last words say why
+        b.append('<h2 id="server-stderr">The server\'s last stderr lines</h2>'
+                 + _pre("\n".join(meta["server_stderr_tail"].splitlines()[-STDERR_LINES:])))
     found = trial_findings(summary, row["page"])  # mcptrials.patterns, marked below where they occur
     b.append(pattern_list(found))
 

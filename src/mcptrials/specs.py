@@ -12,6 +12,7 @@ judge all read it.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
+from typing import ClassVar
 
 # Variables that hold API keys whatever the config says: never passed to a server, and
 # their values are scrubbed from records like the config's own key variables.
@@ -29,6 +30,9 @@ class JudgeSpec:
     repeats: int
     threshold: float
     strict: bool
+    # Output tokens per judge call: part of the judge's definition (its settings hash records
+    # it), not a setting; the cost plan bounds a judge's spend with it.
+    MAX_TOKENS: ClassVar[int] = 2048
 
     @classmethod
     def from_config(cls, d: dict) -> JudgeSpec:

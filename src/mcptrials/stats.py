@@ -442,6 +442,33 @@ def scenarios_needed(delta, omega2, sigma2_a, sigma2_b, k_a, k_b, alpha: float =
     return max(2, math.ceil(raw - 1e-9))  # the tolerance keeps 40.0000000001 from becoming 41
 
 
+def scenarios_to_decide_margin(delta, variance, alpha: float = 0.05, power: float = 0.8, max_n: int = 10000) -> int | None:
+    """Scenarios a one-sided paired t test at level alpha needs to tell the mean difference from
+    a bound (here -margin) that lies delta away, with the given power:
+
+        the smallest n >= 2 with (t_{1-alpha, n-1} + t_{power, n-1}) * sqrt(variance / n) <= delta,
+
+    variance = omega^2 + sigma_A^2/K_A + sigma_B^2/K_B (variance_components), the per-scenario
+    variance of the difference. It is scenarios_needed with t quantiles at df = n - 1 in place of
+    normal ones (found by counting up), because the gate's interval is a t interval and with few
+    scenarios the normal formula promises too few. None when even max_n does not reach it.
+    Source: Julious 2004, "Sample sizes for clinical trials with Normal data", Stat. Med.
+    23:1921-1986, section 3 (the iterative t-based sample size of a one-sample / paired test);
+    Miller 2024 (arXiv 2411.00640), the power-analysis section (the variance of the paired mean).
+    """
+    from scipy import stats
+
+    if delta is None or delta <= 0:
+        raise ValueError(f"delta={delta}: the distance to decide must be > 0")
+    if variance is None or variance < 0:
+        raise ValueError(f"variance={variance}: must be a number >= 0")
+    for n in range(2, max_n + 1):
+        q = stats.t.ppf(1 - alpha, n - 1) + stats.t.ppf(power, n - 1)
+        if q * math.sqrt(variance / n) <= delta:
+            return n
+    return None
+
+
 # ---------------------------------------------------------------- judge agreement
 
 def judge_spread(repeats) -> dict:

@@ -7,4 +7,4 @@ adoption), cost (the pricing formula), scoring (one trial's record) and cli (com
 This package imports no pandas, scipy or matplotlib.
 """
 
-GRADER_VERSION = "4"   # 2: citations from the answer's context, spans, structured verification, tree-sitter symbols; 3: efficiency figures split server start-up from the agent's working time; 4: state checks in parts (command, sql, json, unchanged_except), each with what it found
+GRADER_VERSION = "5"   # 2: citations from the answer's context, spans, structured verification, tree-sitter symbols; 3: efficiency figures split server start-up from the agent's working time; 4: state checks in parts (command, sql, json, unchanged_except), each with what it found; 5: every citation form, a subject per citation, strict verification beside the lenient one, composition by form (issue 25)

@@ -23,7 +23,10 @@ ends with the cited path on a component boundary ("suffix"); else, for a basenam
 partial path several files end with, the answer's context ("context"): a citation of the
 same lines elsewhere in the answer by a path that resolves on its own to one of those files
 (`routing/mod.rs:296` ... `mod.rs:296`); else the closest scope that names one of those
-files by a path that resolves on its own decides. Scopes, closest first:
+files by a path that resolves on its own decides. A candidate shorter than a cited line is
+never meant when another one has the line (`stories_controller.rb:445` is not the 76-line
+mod/stories_controller.rb); a line-only reference whose nearest file is too short moves to
+the closest file of its context that has the line. Scopes, closest first:
 each enclosing JSON object (its "file" member, then the paths it names before the citation),
 the table row's file column, the list item, the paragraph, the markdown section, the whole
 answer (the last four: paths named before the citation). One file in the closest such scope
@@ -59,7 +62,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from . import structure
+from . import composition, strict, structure, subjects
 from .gittree import CommitTree
 from .symbols import find_definition
 
@@ -116,7 +119,7 @@ def _path_regex(extensions) -> str:
     last = rf"[\w.@+-]*\.(?i:{ext_alt})"
     if name_alt:
         last = rf"(?:{last}|(?:{name_alt}))"
-    return rf"(?P<path>(?:\./)?(?:[\w.@+-]+/)*{last})"
+    return rf"(?P<path>(?:\./|/)?(?:[\w.@+-]+/)*{last})"
 
 
 def citation_pattern(extensions=None) -> re.Pattern:
@@ -129,6 +132,7 @@ def citation_pattern(extensions=None) -> re.Pattern:
             r"(?:"
             rf":L?(?P<l1>\d+)(?:\s?{_DASH}\s?L?(?P<l2>\d+))?"
             rf"|#L(?P<a1>\d+)(?:{_DASH}L?(?P<a2>\d+))?"
+            rf"|::(?P<test>{_SYMBOL}(?:\[[^\]\s]*\])?)"                      # a pytest node id
             rf"|:(?P<sym>{_SYMBOL})"
             r")"
             r"(?![\w])"
@@ -157,13 +161,32 @@ def extract_citations(text: str, extensions=None) -> list[dict]:
         lines = None
         if first is not None:
             lines = [int(first)] if last is None else [int(first), int(last)]
-        out.append({"path_as_cited": path_as_cited, "path": path, "lines": lines,
-                    "symbol": m.group("sym"), "start": m.start(), "end": m.end(), "text": m.group(0)})
+        symbol, form = m.group("sym"), "path:symbol"
+        if m.group("test"):
+            symbol, form = m.group("test").split("[")[0], "test-id"
+        elif lines is not None:
+            form = "path:line" if len(lines) == 1 else "path:range"
+        if path.startswith("/"):
+            form = "absolute"
+        out.append({"path_as_cited": path_as_cited, "path": path, "lines": lines, "form": form,
+                    "symbol": symbol, "start": m.start(), "end": m.end(), "text": m.group(0)})
     return out
 
 
 def resolve(path: str, tree: CommitTree) -> tuple[str | None, list[str]]:
-    """(resolved path or None, candidates): exact path, else a unique component-boundary suffix match."""
+    """(resolved path or None, candidates): exact path, else a unique component-boundary suffix match.
+    An absolute path (the agent's workspace, /Users/x/repo/pkg/a.py) resolves by its longest
+    tail that is a file of the commit, else by the longest tail with suffix matches."""
+    if path.startswith("/"):
+        tails = path.strip("/").split("/")
+        for k in range(len(tails)):
+            if tree.has("/".join(tails[k:])):
+                return "/".join(tails[k:]), []
+        for k in range(len(tails)):
+            got = resolve("/".join(tails[k:]), tree)
+            if got[0] or got[1]:
+                return got
+        return None, []
     if tree.has(path):
         return path, []
     cands = tree.suffix_matches(path)
@@ -188,9 +211,6 @@ END_LINE_KEYS = ("end_line", "line_end")
 IDENT_KEYS = ("signature", "symbol", "name", "function", "method", "class", "struct", "trait", "interface",
               "identifier", "definition")
 
-_PROSE_LINE = re.compile(rf"(?<![\w:/.#])[Ll]ines?\s+(?P<l1>\d+)(?:\s*(?:{_DASH}|to)\s*(?P<l2>\d+))?(?![\w])")
-_COLON_LINE = re.compile(rf"`:L?(?P<l1>\d+)(?:\s?{_DASH}\s?L?(?P<l2>\d+))?`")
-_LINES_VALUE = re.compile(rf"\s*L?(?P<l1>\d+)(?:\s*{_DASH}\s*L?(?P<l2>\d+))?\s*")
 
 
 class Answer:
@@ -307,11 +327,43 @@ class Answer:
                 return {"resolved": None, "scope": scope, "ambiguous": sorted(named)}
         return {"resolved": None, "scope": None}
 
-    def line_file(self, pos: int, obj=None) -> tuple[dict, str] | None:
+    def line_alternatives(self, pos: int) -> list[dict]:
+        """Every file a line-only reference at pos could mean, the closest first: the paths
+        named in its innermost JSON object, list item, paragraph, section and the answer
+        (in each, those before pos nearest first, then those after); resolution by the
+        subject picks among them (ground)."""
+        text, out, seen = self.text, [], set()
+        bounds = []
+        objs = structure.enclosing_objects(self.objects, pos)
+        if objs:
+            bounds.append((objs[0].start, objs[0].end))
+        item = structure.list_item_bounds(text, pos)
+        if item:
+            bounds.append(item)
+        bounds += [structure.paragraph_bounds(text, pos), (structure.section_start(text, pos), len(text)),
+                   (0, len(text))]
+        for lo, hi in bounds:
+            for m in reversed(self.mentions_in(lo, pos)):
+                if m["path"] not in seen and self.names_a_file(m["path"]):
+                    seen.add(m["path"])
+                    out.append(m)
+            if lo < pos:
+                for m in self.mentions_in(pos, min(hi, pos + 2000)):
+                    if m["path"] not in seen and self.names_a_file(m["path"]):
+                        seen.add(m["path"])
+                        out.append(m)
+        return out[:64]
+
+    def line_file(self, pos: int, obj=None, near_only: bool = False) -> tuple[dict, str] | None:
         """The file a line-only reference at pos refers to, and the scope it came from: the
         `file` field of its JSON object (obj: only that one); else, in the first of its
         innermost JSON object, table row (file column), list item and paragraph that names a
-        file of the commit, the nearest such path before pos (else the first one after)."""
+        file of the commit, the nearest such path before pos (else the first one after).
+        near_only: only its list item, else its line (a bare "(32-37)")."""
+        if near_only:
+            item = structure.list_item_bounds(self.text, pos) or structure.line_bounds(self.text, pos)
+            named = [m for m in self.mentions_in(item[0], pos) if self.names_a_file(m["path"])]
+            return (named[-1], "list item") if named else None
         if obj is not None:
             fields = self.file_fields(obj)
             return (fields[0], "json file field") if fields else None
@@ -338,14 +390,16 @@ class Answer:
         return None
 
 
-def _line_citation(ans: Answer, start: int, end: int, lines: list[int], obj=None) -> dict | None:
-    got = ans.line_file(start, obj)
+def _line_citation(ans: Answer, start: int, end: int, lines: list[int], obj=None, form="line-in-context",
+                   near_only=False) -> dict | None:
+    got = ans.line_file(start, obj, near_only)
     if got is None:
         return None
     mention, scope = got
     path = mention["path"]
     return {"path_as_cited": path, "path": path, "lines": lines, "symbol": None, "start": start, "end": end,
-            "text": ans.text[start:end], "line_only": True,
+            "text": ans.text[start:end], "line_only": True, "form": form,
+            "may_move": obj is None and not near_only,       # another file of the context may be meant
             "context": {"scope": scope, "from": ans.text[mention["start"]:mention["end"]],
                         "span": [mention["start"], mention["end"]]}}
 
@@ -356,6 +410,20 @@ def _lines_of(l1, l2) -> list[int]:
 
 _LINE_LIST = re.compile(rf"(?:,L?\d+(?:{_DASH}L?\d+)?)+(?!\w|\.\d)")
 _LINE_LIST_ITEM = re.compile(rf",L?(?P<l1>\d+)(?:{_DASH}L?(?P<l2>\d+))?")
+_NUM = rf"L?\d+(?:\s*(?:{_DASH}|to)\s*L?\d+)?"
+_ONE_NUM = re.compile(rf"L?(?P<l1>\d+)(?:\s*(?:{_DASH}|to)\s*L?(?P<l2>\d+))?")
+# "line 5", "lines 5-9", "line ~327", "(lines 72, 74, 76)", "lines 5, 9 and 12"
+_PROSE_LINE = re.compile(rf"(?<![\w:/.#])[Ll]ines?\s+~?\s*(?P<nums>{_NUM}(?:\s*(?:,|and|&)\s*{_NUM})*)(?![\w])")
+_COLON_LINE = re.compile(rf"`:L?(?P<nums>\d+(?:\s?{_DASH}\s?L?\d+)?)`")
+_L_LINE = re.compile(rf"(?<![\w:/.#`-])(?P<nums>L\d+(?:{_DASH}L?\d+)?)(?![\w.])")       # "at L129"
+_PAREN_RANGE = re.compile(rf"\((?P<nums>\d+\s*{_DASH}\s*\d+)\)")                           # "(32-37)"
+_LINES_VALUE = re.compile(rf"\s*{_NUM}(?:\s*(?:,|and|&)\s*{_NUM})*\s*")
+
+
+def _numbers(ans_text: str, lo: int, hi: int):
+    """(start, end, lines) of each number or range of a list of line numbers text[lo:hi]."""
+    for m in _ONE_NUM.finditer(ans_text, lo, hi):
+        yield m.start(), m.end(), _lines_of(m.group("l1"), m.group("l2"))
 
 
 def listed_lines(text: str, citations: list[dict]) -> list[dict]:
@@ -364,6 +432,9 @@ def listed_lines(text: str, citations: list[dict]) -> list[dict]:
     out = []
     for c in citations:
         m = _LINE_LIST.match(text, c["end"]) if c["lines"] else None
+        if m:
+            c["form"] = "path:list" if c["form"] in ("path:line", "path:range") else c["form"]
+            c["subject_span"] = [c["start"], m.end()]
         for item in _LINE_LIST_ITEM.finditer(m.group(0)) if m else ():
             start, end = c["end"] + item.start() + 1, c["end"] + item.end()
             out.append(dict(c, lines=_lines_of(item.group("l1"), item.group("l2")), start=start, end=end,
@@ -373,7 +444,9 @@ def listed_lines(text: str, citations: list[dict]) -> list[dict]:
 
 def line_only_citations(ans: Answer, taken: list[dict]) -> list[dict]:
     """Line-only references that take their file from the context: a JSON "line" member
-    beside a "file" member of the same object, and `:N`, "line N", "lines N-M" in prose."""
+    beside a "file" member of the same object ("lines": "11, 25" cites both), and in prose
+    `:N`, "line N", "line ~N", "lines N-M", every number of "lines 72, 74, 76", "L129", and a
+    bare "(32-37)" whose list item or line names a file."""
     spans = [(c["start"], c["end"]) for c in taken]
     out = []
 
@@ -384,20 +457,28 @@ def line_only_citations(ans: Answer, taken: list[dict]) -> list[dict]:
         ends = obj.get(*END_LINE_KEYS)
         for mem in obj.get(*LINE_KEYS):
             raw = str(mem.value) if isinstance(mem.value, (int, str)) and not isinstance(mem.value, bool) else ""
-            lm = _LINES_VALUE.fullmatch(raw)
-            if not lm:
+            if not _LINES_VALUE.fullmatch(raw):
                 continue
-            lines = _lines_of(lm.group("l1"), lm.group("l2"))
-            if len(lines) == 1 and ends and isinstance(ends[0].value, int) and ends[0].value >= lines[0]:
-                lines.append(ends[0].value)
-            c = _line_citation(ans, mem.key_start, mem.end, lines, obj)
-            if c:
-                out.append(c)
-    for rx in (_PROSE_LINE, _COLON_LINE):
-        for m in rx.finditer(ans.text):
-            if free(m.start(), m.end()):
-                c = _line_citation(ans, m.start(), m.end(), _lines_of(m.group("l1"), m.group("l2")))
+            listed = [lines for _, _, lines in _numbers(raw, 0, len(raw))]
+            if len(listed) == 1 and len(listed[0]) == 1 and ends and isinstance(ends[0].value, int) \
+                    and ends[0].value >= listed[0][0]:
+                listed[0].append(ends[0].value)
+            for lines in listed:
+                c = _line_citation(ans, mem.key_start, mem.end, lines, obj, form="json-fields")
                 if c:
+                    c["json_member"] = True
+                    out.append(c)
+    for rx, near in ((_PROSE_LINE, False), (_COLON_LINE, False), (_L_LINE, False), (_PAREN_RANGE, True)):
+        for m in rx.finditer(ans.text):
+            if not free(m.start(), m.end()):
+                continue
+            nums = list(_numbers(ans.text, m.start("nums"), m.end("nums")))
+            for k, (a, b, lines) in enumerate(nums):
+                # one number: the whole match is its text; a list: each number, the first from "lines"
+                a, b = (m.start(), m.end()) if len(nums) == 1 else (m.start() if k == 0 else a, b)
+                c = _line_citation(ans, a, b, lines, near_only=near)
+                if c:
+                    c["subject_span"] = [m.start(), m.end()]
                     out.append(c)
     return out
 
@@ -405,9 +486,73 @@ def line_only_citations(ans: Answer, taken: list[dict]) -> list[dict]:
 # --- grounding --------------------------------------------------------------
 
 
-def _resolve_in_context(c: dict, tree: CommitTree, ans: Answer | None) -> dict:
-    """resolved_path, candidates, resolved_by (exact, suffix, context) and the context used."""
+def subject_at(tree: CommitTree, path: str, lines: list[int], subject: str) -> bool:
+    """Whether the subject is at the cited lines of path (lines inside the file, strict verdict)."""
+    n = tree.line_count(path)
+    if not lines or any(x < 1 or x > n for x in lines):
+        return False
+    return strict.verdict(path, tree.text(path), lines, subject, tree.lines(path)) == "verified"
+
+
+def fits(tree: CommitTree, path: str, lines: list[int]) -> bool:
+    """Whether every cited line is a line of the file (1..EOF)."""
+    n = tree.line_count(path)
+    return all(1 <= k <= n for k in lines)
+
+
+def _by_subject(c: dict, tree: CommitTree, ans: Answer | None, subj: str | None) -> dict | None:
+    """For a line-only reference whose default file does not hold its subject at the line:
+    the closest other file of its context that does (context scope "subject at the line");
+    for one whose default file is shorter than a cited line: the closest other file of its
+    context where the subject is at the line, else the closest one that has the lines
+    (scope "file long enough"): no reader means a line past the end of a file."""
+    if not c.get("may_move") or ans is None:
+        return None
+    first = ans.resolves(c["path"])
+    named = [first] if first else tree.suffix_matches(c["path"])      # a basename: each file it may be
+    short = bool(named) and not any(fits(tree, p, c["lines"]) for p in named)
+    if not short and (not subj or (first and subject_at(tree, first, c["lines"], subj))):
+        return None
+    long_enough = None
+    for m in ans.line_alternatives(c["start"]):
+        r = ans.resolves(m["path"])
+        for path in [r] if r else tree.suffix_matches(m["path"]):
+            if path in named:
+                continue
+            if subj and subject_at(tree, path, c["lines"], subj):
+                return {"resolved_path": path, "candidates": [], "resolved_by": "context",
+                        "context": {"scope": "subject at the line", "from": ans.text[m["start"]:m["end"]],
+                                    "span": [m["start"], m["end"]]}}
+            if short and long_enough is None and fits(tree, path, c["lines"]):
+                long_enough = {"resolved_path": path, "candidates": [], "resolved_by": "context",
+                               "context": {"scope": "file long enough", "from": ans.text[m["start"]:m["end"]],
+                                           "span": [m["start"], m["end"]]}}
+    return long_enough
+
+
+def _resolve_in_context(c: dict, tree: CommitTree, ans: Answer | None, subj: str | None = None) -> dict:
+    """resolved_path, candidates, resolved_by (exact, suffix, context) and the context used.
+    With a subject, a file of the context where it is at the cited line wins (see ground)."""
+    moved = _by_subject(c, tree, ans, subj) if c.get("line_only") and c["lines"] else None
+    if moved:
+        return moved
     resolved, cands = resolve(c["path"], tree)
+    if resolved is None and len(cands) > 1 and c["lines"]:     # a file shorter than the line is not meant
+        cands = [p for p in cands if fits(tree, p, c["lines"])] or cands
+        if len(cands) == 1 and not c.get("line_only"):
+            return {"resolved_path": cands[0], "candidates": [], "resolved_by": "context",
+                    "context": {"scope": "file long enough", "from": c["path"], "span": [c["start"], c["end"]]}}
+    if resolved is None and cands and subj and c["lines"] and not c.get("line_only"):
+        got = ans.settle(c["start"], cands, skip=c["start"], lines=c["lines"]) if ans is not None else {}
+        hits = [p for p in cands if subject_at(tree, p, c["lines"], subj)]
+        if got.get("resolved") and (got["resolved"] in hits or not hits):
+            hits = [got["resolved"]]
+            return {"resolved_path": got["resolved"], "candidates": [], "resolved_by": "context",
+                    "context": {k: got[k] for k in ("scope", "from", "span")}}
+        if len(hits) == 1:
+            return {"resolved_path": hits[0], "candidates": [], "resolved_by": "context",
+                    "context": {"scope": "subject at the line", "from": subj, "span": [c["start"], c["end"]]}}
+        cands = hits or cands
     if c.get("line_only"):
         ctx = dict(c["context"])
         if resolved is None and cands and ans is not None:     # the named file is itself a basename
@@ -430,12 +575,14 @@ def _resolve_in_context(c: dict, tree: CommitTree, ans: Answer | None) -> dict:
     return {"resolved_path": None, "candidates": cands, "resolved_by": None, "context": None}
 
 
-def ground(c: dict, tree: CommitTree, ans: Answer | None = None) -> dict:
-    """Add resolved_path, candidates, resolved_by, context, bucket and reason (and for a
-    symbol symbol_by and symbol_lines) to one extracted citation. With `ans`, a path that is
-    ambiguous at the commit is settled from the answer's context."""
-    r = dict(c, **_resolve_in_context(c, tree, ans), symbol_by=None, symbol_lines=None)
+def ground(c: dict, tree: CommitTree, ans: Answer | None = None, subj: str | None = None) -> dict:
+    """Add resolved_path, candidates, resolved_by, context, bucket, reason and ungrounded (and
+    for a symbol symbol_by and symbol_lines) to one extracted citation. With `ans`, a path that
+    is ambiguous at the commit is settled from the answer's context; with a subject, the file
+    where the subject is at the cited line wins among the context's files."""
+    r = dict(c, **_resolve_in_context(c, tree, ans, subj), symbol_by=None, symbol_lines=None)
     resolved, cands = r["resolved_path"], r["candidates"]
+    r["ungrounded"] = None
     if resolved is None:
         r["bucket"] = "unresolved"
         if r["context"] and r["context"].get("ambiguous"):
@@ -443,13 +590,16 @@ def ground(c: dict, tree: CommitTree, ans: Answer | None = None) -> dict:
                            f"names {len(r['context']['ambiguous'])} of them")
         else:
             r["reason"] = f"ambiguous: {len(cands)} files end with {c['path']}" if cands else "no such file at the commit"
+        r["ungrounded"] = ("basename" if "/" not in c["path"] else "ambiguous") if cands else "no_such_file"
         return r
+    if "/" not in c["path"] and resolved != c["path"] and r["form"] not in ("json-fields", "line-in-context"):
+        r["form"] = "basename"
     if c["lines"] is not None:
         eof = tree.line_count(resolved)
         r["eof"] = eof
         bad = [n for n in c["lines"] if n < 1 or n > eof]
         if bad:
-            r["bucket"], r["reason"] = "hallucinated", f"line {bad[0]} outside 1..{eof}"
+            r["bucket"], r["reason"], r["ungrounded"] = "hallucinated", f"line {bad[0]} outside 1..{eof}", "past_eof"
         else:
             r["bucket"], r["reason"] = "grounded", f"within 1..{eof}"
         return r
@@ -464,11 +614,13 @@ def ground(c: dict, tree: CommitTree, ans: Answer | None = None) -> dict:
             r["bucket"], r["reason"] = "grounded", f"defined at lines {a}-{b} ({found['kind']})"
         else:
             r["bucket"], r["reason"] = "unresolved", f"no definition of {c['symbol']!r} in the file"
+            r["ungrounded"] = "symbol_not_defined"
         return r
     r["symbol_by"] = "regex"
     missing = [p for p in parts if not _has_word(text, p)]
     if missing:
         r["bucket"], r["reason"] = "unresolved", f"symbol {missing[0]!r} not in the file"
+        r["ungrounded"] = "symbol_not_defined"
     else:
         r["bucket"], r["reason"] = "grounded", "symbol found in the file"
     return r
@@ -545,18 +697,112 @@ def verify(c: dict, identifiers: list[str], tree: CommitTree) -> str:
     return "verified" if any(_has_word(window, i) for i in identifiers) else "mismatch"
 
 
+def _is_path(extensions):
+    rx = citation_pattern(extensions)
+    return lambda s: "/" in s or rx.search(s + ":1") is not None
+
+
+def citation_subject(ans: Answer, c: dict, before: int, after: int) -> dict | None:
+    """The subject of one citation occurrence (graders/subjects.py), read around its whole
+    text (a list of lines `lines 72, 74, 76` has one subject for every number)."""
+    lo, hi = c.get("subject_span") or (c["start"], c["end"])
+    text = ans.text
+    while lo > 0 and text[lo - 1] == "`":          # the citation's own backticks belong to it
+        lo -= 1
+    while hi < len(text) and text[hi] == "`":
+        hi += 1
+    tree = ans.tree
+    files = [p for p in [ans.resolves(c["path"])] if p] or tree.suffix_matches(c["path"])
+    cache = ans.__dict__.setdefault("_named", {})
+
+    def key_named(name: str) -> bool:
+        """Whether a file the citation may mean names `name` as a whole word (subjects: json key)."""
+        for p in files:
+            if (p, name) not in cache:
+                cache[(p, name)] = _has_word(tree.text(p), name)
+            if cache[(p, name)]:
+                return True
+        return False
+
+    return subjects.subject(ans.text, lo, hi, objects=ans.objects, before=before, after=after,
+                            is_path=ans.is_path, json_member=bool(c.get("json_member")), key_named=key_named)
+
+
+_JOIN = re.compile(r"[\s`]*(?:[/,]|\sand\s)[\s`]*")
+_NAME_JOIN = re.compile(r"`?\s*/\s*`?")
+
+
+def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
+    """The subject of one of a group of citations joined by `/`, `,` or `and` right after (or
+    after `at`/`in`) as many names joined by `/` or `and` (`` `hide_story_for_user`/`unhide_story_for_user` `:13`/`:19` ``,
+    `current_flagged?/current_upvoted? story.rb:423,427`, `is_gone? and can_be_seen_by_user?
+    at story.rb:761 and story.rb:582`): the name in the same place
+    ("respectively"); None when the counts differ or there is no such list of names."""
+    text = ans.text
+    if getattr(ans, "_own_spans", None) is None:       # once per answer
+        ans._own_spans = sorted({(x["start"], x["end"]) for x in found})
+        ans._own_index = {span: i for i, span in enumerate(ans._own_spans)}
+    own = ans._own_spans
+    k = ans._own_index[(c["start"], c["end"])]
+    first = last = k
+    while first > 0 and _JOIN.fullmatch(text, own[first - 1][1], own[first][0]):
+        first -= 1
+    while last + 1 < len(own) and _JOIN.fullmatch(text, own[last][1], own[last + 1][0]):
+        last += 1
+    if first == last:
+        return None
+    lo = own[first][0]
+    while lo > 0 and text[lo - 1] in "`":
+        lo -= 1
+    names, pos = [], lo
+    at = re.search(r"\s(?:at|in)\s*$", text[max(0, pos - 6):pos])     # `a and b at x:1 and y:2`
+    if at:
+        pos = max(0, pos - 6) + at.start()
+    while True:                  # the names right before the group, last first
+        m = re.search(rf"`?(?P<n>{subjects.QUALIFIED})`?\s*$", text[max(0, pos - 120):pos])
+        if not m:
+            break
+        names.insert(0, m.group("n"))
+        pos = max(0, pos - 120) + m.start()
+        j = re.search(r"`?\s*(?:/|\sand)\s*`?$", text[max(0, pos - 6):pos])
+        if not j or len(names) > last - first:
+            break
+        pos = max(0, pos - 6) + j.start()
+    if len(names) != last - first + 1:
+        return None
+    name = names[k - first]
+    return {"name": name, "from": "respectively"} if subjects._clean(name) else None
+
+
+def strict_verdict(c: dict, tree: CommitTree) -> str:
+    """The strict verdict of a grounded line citation against its subject (graders/strict.py);
+    n/a for a citation that is not grounded, a symbol citation, or one without a subject."""
+    if c["bucket"] != "grounded" or c["lines"] is None or not c["subject"]:
+        return "n/a"
+    path = c["resolved_path"]
+    return strict.verdict(path, tree.text(path), c["lines"], c["subject"]["name"], tree.lines(path))
+
+
 # --- per-answer grading -------------------------------------------------------
 
 
 def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
     """Distinct citations of one answer, grounded and verified, in order of first mention."""
     ans = Answer(text, tree, extensions)
+    ans.is_path = _is_path(extensions)
     found = ans.citations + listed_lines(text, ans.citations)
     found = sorted(found + line_only_citations(ans, found), key=lambda c: c["start"])
     ans.index_identifiers(found)
+    spans = sorted({tuple(c.get("subject_span") or (c["start"], c["end"])) for c in found})
+    starts, ends = [a for a, _ in spans], sorted(b for _, b in spans)
     distinct: dict[tuple, dict] = {}
     for c in found:
-        g = ground(c, tree, ans)
+        lo, hi = c.get("subject_span") or (c["start"], c["end"])
+        k = bisect.bisect_right(ends, lo) - 1
+        j = bisect.bisect_right(starts, hi - 1)
+        subj = citation_subject(ans, c, ends[k] if k >= 0 else 0, starts[j] if j < len(starts) else len(text))
+        subj = respectively(ans, found, c) or subj
+        g = ground(c, tree, ans, subj["name"] if subj and c["lines"] else None)
         key = (g["resolved_path"] or g["path"], tuple(g["lines"]) if g["lines"] else None, g["symbol"])
         idents = context_identifiers(ans, c)
         if key in distinct:
@@ -564,27 +810,50 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
             d["occurrences"] += 1
             d["spans"].append([c["start"], c["end"]])
             d["identifiers"] += [i for i in idents if i not in d["identifiers"]]
+            d["by_occurrence"].append({"span": [c["start"], c["end"]], "subject": subj})
         else:
             g["occurrences"] = 1
             g["spans"] = [[c["start"], c["end"]]]
             g["identifiers"] = list(dict.fromkeys(idents))
+            g["by_occurrence"] = [{"span": [c["start"], c["end"]], "subject": subj}]
             distinct[key] = g
     out = []
     for g in distinct.values():
         g["verification"] = verify(g, g["identifiers"], tree)
+        settle_strict(g, tree)
         out.append(g)
     return out
+
+
+def settle_strict(g: dict, tree: CommitTree) -> None:
+    """The strict verdict of each occurrence of a distinct citation (its own subject), then
+    the citation's: verified when one occurrence's subject is at the cited line (the answer
+    says once what is there, and that is right), else mismatch when one has a subject, else
+    n/a; its subject is that occurrence's (the first verified one, else the first found)."""
+    seen: dict[str, str] = {}
+    for occ in g["by_occurrence"]:
+        name = occ["subject"]["name"] if occ["subject"] else None
+        if name not in seen:
+            seen[name] = strict_verdict(dict(g, subject=occ["subject"]), tree)
+        occ["strict"] = seen[name]
+    occs = g["by_occurrence"]
+    best = (next((o for o in occs if o["strict"] == "verified"), None)
+            or next((o for o in occs if o["subject"]), None))
+    g["subject"] = best["subject"] if best else None
+    g["strict"] = best["strict"] if best else "n/a"
 
 
 def public_view(c: dict) -> dict:
     """The fields `mcptrials citations` prints and scored.json keeps for one citation."""
     return {
         "path_as_cited": c["path_as_cited"], "resolved_path": c["resolved_path"], "lines": c["lines"],
-        "symbol": c["symbol"], "bucket": c["bucket"], "verification": c["verification"],
+        "symbol": c["symbol"], "form": c["form"], "bucket": c["bucket"], "ungrounded": c["ungrounded"],
+        "verification": c["verification"], "strict": c["strict"], "subject": c["subject"],
         "candidates": c["candidates"], "text": c["text"], "reason": c["reason"],
         "identifiers": c["identifiers"], "occurrences": c["occurrences"],
         "resolved_by": c["resolved_by"], "context": c["context"], "spans": c["spans"],
         "symbol_by": c["symbol_by"], "symbol_lines": c["symbol_lines"],
+        "by_occurrence": c["by_occurrence"],
     }
 
 
@@ -594,26 +863,39 @@ def _ratio(num: int, den: int) -> float | None:
 
 def citation_rates(counts: dict) -> dict:
     """grounded_rate = grounded/total, hallucinated_rate = hallucinated/total,
-    unresolved_rate = unresolved/total, verified_rate = verified/(verified + mismatch),
-    cited_recall = gold_cited/gold_total; each null when its denominator is 0 (issue 4 item 3)."""
+    unresolved_rate = unresolved/total, verified_rate = verified/(verified + mismatch) (the
+    lenient ±VERIFY_WINDOW rule), cited_recall = gold_cited/gold_total (issue 4 item 3);
+    strict_verified_rate = strict_verified/(strict_verified + strict_mismatch) and
+    strict_grounded_rate = (grounded - strict_mismatch)/total: a grounded citation whose line
+    does not hold its subject is not grounded strictly (issue 25 item 5). Each null when its
+    denominator is 0."""
     t = counts["total"]
     return {
         "grounded_rate": _ratio(counts["grounded"], t),
         "hallucinated_rate": _ratio(counts["hallucinated"], t),
         "unresolved_rate": _ratio(counts["unresolved"], t),
         "verified_rate": _ratio(counts["verified"], counts["verified"] + counts["mismatch"]),
+        "strict_grounded_rate": _ratio(counts["grounded"] - counts["strict_mismatch"], t),
+        "strict_verified_rate": _ratio(counts["strict_verified"], counts["strict_verified"] + counts["strict_mismatch"]),
         "cited_recall": _ratio(counts["gold_cited"], counts["gold_total"]),
     }
 
 
+COUNT_KEYS = ("total", "grounded", "hallucinated", "unresolved", "verified", "mismatch", "n/a",
+              "strict_verified", "strict_mismatch", "strict_na")
+
+
 def _count(items: list[dict], gold: list[dict]) -> dict:
-    counts = {k: 0 for k in ("total", "grounded", "hallucinated", "unresolved", "verified", "mismatch", "n/a")}
+    counts = {k: 0 for k in COUNT_KEYS}
     for c in items:
         counts["total"] += 1
         counts[c["bucket"]] += 1
         counts[c["verification"]] += 1
+        counts["strict_na" if c["strict"] == "n/a" else f"strict_{c['strict']}"] += 1
     counts["gold_total"] = len(gold)
     counts["gold_cited"] = sum(1 for g in gold if g["cited"])
+    counts["by_form"] = composition.by_form(items)
+    counts["ungrounded"] = composition.ungrounded(items)
     return counts
 
 
@@ -660,7 +942,9 @@ def grade_citations(text: str, tree: CommitTree, gold: list[str] | None = None, 
 
 
 def pool(step_results: list[dict]) -> dict:
-    """A trial's counts and rates: the steps' counts summed, then the same rates."""
-    keys = ("total", "grounded", "hallucinated", "unresolved", "verified", "mismatch", "n/a", "gold_total", "gold_cited")
-    counts = {k: sum(r["counts"][k] for r in step_results) for k in keys}
+    """A trial's counts and rates: the steps' counts summed (the composition by form and the
+    ungrounded kinds too), then the same rates."""
+    counts = {k: sum(r["counts"][k] for r in step_results) for k in (*COUNT_KEYS, "gold_total", "gold_cited")}
+    counts["by_form"] = composition.add_forms(r["counts"]["by_form"] for r in step_results)
+    counts["ungrounded"] = composition.add_ungrounded(r["counts"]["ungrounded"] for r in step_results)
     return {"counts": counts, "rates": citation_rates(counts)}

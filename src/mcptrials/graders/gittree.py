@@ -68,21 +68,25 @@ class CommitTree:
         """Lines as git and editors number them: split on \n only (str.splitlines would also
         split on form feeds and other separators that old sources contain), and a final
         newline does not start a new line."""
-        text = self.text(path)
-        if not text:
-            return []
-        parts = text.split("\n")
-        if parts[-1] == "":
-            parts.pop()
-        return [p.rstrip("\r") for p in parts]
+        cache = self.__dict__.setdefault("_lines", {})
+        if path not in cache:               # a file is split once (a commit's files never change)
+            text = self.text(path)
+            parts = text.split("\n") if text else []
+            if parts and parts[-1] == "":
+                parts.pop()
+            cache[path] = [p.rstrip("\r") for p in parts]
+        return cache[path]
 
     def line_count(self, path: str) -> int:
         return len(self.lines(path))
 
     def suffix_matches(self, cited: str) -> list[str]:
         """Files whose path ends with `cited` on a component boundary."""
-        tail = "/" + cited
-        return sorted(p for p in self._blobs if p.endswith(tail))
+        cache = self.__dict__.setdefault("_suffix", {})
+        if cited not in cache:
+            tail = "/" + cited
+            cache[cited] = sorted(p for p in self._blobs if p.endswith(tail))
+        return list(cache[cited])
 
 
 @lru_cache(maxsize=16)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _LITERAL = re.compile(r"true|false|null")
@@ -129,6 +130,7 @@ def line_bounds(text: str, pos: int) -> tuple[int, int]:
     return lo, (len(text) if hi < 0 else hi)
 
 
+@lru_cache(maxsize=8192)            # called again and again for the same offsets of one answer
 def paragraph_bounds(text: str, pos: int) -> tuple[int, int]:
     """The block around pos between blank lines."""
     lo = 0
@@ -138,6 +140,7 @@ def paragraph_bounds(text: str, pos: int) -> tuple[int, int]:
     return lo, (m.start() if m else len(text))
 
 
+@lru_cache(maxsize=8192)            # called again and again for the same offsets of one answer
 def section_start(text: str, pos: int) -> int:
     """Where the markdown section around pos starts (its heading line), else 0."""
     lo = 0
@@ -146,6 +149,7 @@ def section_start(text: str, pos: int) -> int:
     return lo
 
 
+@lru_cache(maxsize=8192)            # called again and again for the same offsets of one answer
 def list_item_bounds(text: str, pos: int) -> tuple[int, int] | None:
     """The markdown list item around pos (its bullet line and continuation lines), or None."""
     p_lo, p_hi = paragraph_bounds(text, pos)

@@ -2,7 +2,12 @@
 `Class::method`, `Class#method`), found with a tree-sitter parser of the file's language.
 
 A definition is a function, method, class, struct, enum, trait, interface, module, type
-or constant node (per language, in DEFINITIONS) whose name is the symbol's last component.
+or constant node (per language, in DEFINITIONS) whose name is the symbol's last component;
+in Python and Ruby also an assignment at module or class level (Python: to a name,
+`TRANSPORTS: dict[...] = {...}` defines TRANSPORTS over the whole statement; Ruby: to a
+constant, `FLAGGABLE_DAYS = 7`), never one inside a function body. Each definition also
+keeps `outer_start`: a decorated Python definition's first decorator line (the strict
+verdict counts the decorators as part of it; `start` stays the def line).
 The components before it must name the definition's enclosing containers, innermost first:
 a class or module around it, a Rust `impl` (its type or its trait), a Go method's receiver
 type. Leading components beyond the containers (a module or crate path such as
@@ -40,7 +45,7 @@ _TS_DEFS = {
     "internal_module": "both", "module": "both", "variable_declarator": "def",
 }
 DEFINITIONS = {
-    "python": {"function_definition": "both", "class_definition": "both"},
+    "python": {"function_definition": "both", "class_definition": "both", "assignment": "def"},
     "go": {"function_declaration": "def", "method_declaration": "def", "type_spec": "both",
            "method_elem": "def", "method_spec": "def", "const_spec": "def", "var_spec": "def"},
     "rust": {"function_item": "both", "function_signature_item": "def", "struct_item": "def",
@@ -50,7 +55,7 @@ DEFINITIONS = {
     "java": {"class_declaration": "both", "interface_declaration": "both", "enum_declaration": "both",
              "record_declaration": "both", "annotation_type_declaration": "both",
              "method_declaration": "def", "constructor_declaration": "def"},
-    "ruby": {"class": "both", "module": "both", "method": "def", "singleton_method": "def"},
+    "ruby": {"class": "both", "module": "both", "method": "def", "singleton_method": "def", "assignment": "def"},
     "typescript": _TS_DEFS, "tsx": _TS_DEFS, "javascript": _TS_DEFS,
 }
 _FUNCTION_VALUES = {"arrow_function", "function_expression", "function", "generator_function", "class"}
@@ -133,6 +138,8 @@ def _names(lang: str, node) -> list[str]:
         value = node.child_by_field_name("value")
         if value is None or value.type not in _FUNCTION_VALUES:
             return []
+    if t == "assignment":
+        return _assigned_name(lang, node)
     name = node.child_by_field_name("name")
     if name is None:
         return []
@@ -141,7 +148,40 @@ def _names(lang: str, node) -> list[str]:
     return [_text(name)]
 
 
-@lru_cache(maxsize=32)
+def _assigned_name(lang: str, node) -> list[str]:
+    """The name a module- or class-level assignment defines (rule in the module docstring)."""
+    left = node.child_by_field_name("left")
+    if left is None or left.type != ("identifier" if lang == "python" else "constant"):
+        return []
+    stmt = node.parent if lang == "python" else node
+    if stmt is None or (lang == "python" and stmt.type != "expression_statement"):
+        return []
+    scope = stmt.parent
+    if lang == "python":
+        ok = scope is not None and (scope.type == "module" or (
+            scope.type == "block" and scope.parent is not None and scope.parent.type == "class_definition"))
+    else:
+        ok = scope is not None and (scope.type == "program" or (
+            scope.type == "body_statement" and scope.parent is not None and scope.parent.type in ("class", "module")))
+    return [_text(left)] if ok else []
+
+
+def _span_node(lang: str, node):
+    """The node whose lines a definition covers: a Python assignment's whole statement."""
+    if node.type == "assignment" and lang == "python" and node.parent is not None:
+        return node.parent
+    return node
+
+
+def _outer_start(lang: str, node) -> int:
+    """The first line of a definition with what belongs to it above: a decorated Python
+    function or class from its first decorator (`@classmethod` above `def put`)."""
+    if lang == "python" and node.parent is not None and node.parent.type == "decorated_definition":
+        return node.parent.start_point[0] + 1
+    return node.start_point[0] + 1
+
+
+@lru_cache(maxsize=256)
 def definitions(lang: str, source: str) -> list[dict]:
     """Every definition of `source`: name, containers (innermost first, each a list of names),
     kind, start and end line (1-based)."""
@@ -159,9 +199,11 @@ def definitions(lang: str, source: str) -> list[dict]:
                 if lang == "go" and node.type == "method_declaration":
                     recv = _go_receiver(node.child_by_field_name("receiver"))
                     outer = [[recv]] + containers if recv else containers
+                span = _span_node(lang, node)
                 for name in names[:1]:
                     out.append({"name": name, "containers": outer, "kind": node.type,
-                                "start": node.start_point[0] + 1, "end": node.end_point[0] + 1})
+                                "start": span.start_point[0] + 1, "end": span.end_point[0] + 1,
+                                "outer_start": min(_outer_start(lang, node), span.start_point[0] + 1)})
             if role in ("container", "both") and names:
                 inner = [names] + containers
         for child in node.children:

@@ -13,7 +13,10 @@ hallucinated, and `details` with `file`, `locator`, `status`) and writes:
   repos with a 95% interval (`stats.bounded_mean_ci`, clustered by repo), and our verified
   share: the bench has no verification (an in-range but wrong line counts as grounded there);
 - `disagreements.csv`: every citation on which the two disagree, matched by (file, first
-  line): a different status, or found by one side only.
+  line): a different status, or found by one side only;
+- `composition.csv` and a section of `comparison.md`: per tool our citations pooled over its
+  cells, strict beside lenient grounding and verification, the ungrounded kinds and the
+  composition by form (graders.composition.view, the formulas there).
 
 It reads the bench's records, never changes them; nothing of them is copied into the project.
 """
@@ -112,15 +115,21 @@ def compare(m, runs: Path, bench: Path) -> dict:
     from ..aggregate import trial_dir
     from ..stats import bounded_mean_ci
 
-    cells, dis = [], []
+    from ..graders.citations import pool
+    from ..graders.composition import view
+
+    cells, dis, cits = [], [], {}
     for model, host, tool, repo, scenario, trial in m.cells():
         d = trial_dir(runs, model, host, tool, repo, scenario, trial)
         if not (d / "scored.json").is_file():
             continue
-        ours = our_cell(json.loads((d / "scored.json").read_text()))
+        scored = json.loads((d / "scored.json").read_text())
+        ours = our_cell(scored)
         theirs = bench_cell(bench, tool, scenario)   # the bench's results are per scenario file (= repo)
         if theirs is None:
             continue
+        if "by_form" in scored["citations"]["counts"]:
+            cits.setdefault(tool, []).append(scored["citations"])
         cells.append({"tool": tool, "repo": repo, "scenario": scenario,
                       **{f"bench_{k}": theirs[k] for k in ("total", *STATUSES, "rate")},
                       **{f"ours_{k}": ours[k] for k in ("total", *STATUSES, "rate", "verified_rate")}})
@@ -135,7 +144,23 @@ def compare(m, runs: Path, bench: Path) -> dict:
             row.update({f"{side}_mean": ci["mean"], f"{side}_lo": ci["lo"], f"{side}_hi": ci["hi"]})
         row["disagreements"] = sum(1 for x in dis if x["tool"] == tool)
         tools.append(row)
-    return {"cells": cells, "tools": tools, "disagreements": dis}
+    composition = [{"tool": tool, "cells": len(c), **view(pool(c))} for tool, c in cits.items()]
+    return {"cells": cells, "tools": tools, "disagreements": dis, "composition": composition}
+
+
+def composition_rows(composition: list[dict]) -> list[dict]:
+    """composition.csv: one row per tool and form (form "all" first, with the ungrounded kinds)."""
+    out = []
+    for c in composition:
+        out.append({"tool": c["tool"], "form": "all", "n": c["n_citations"], "share": 1.0 if c["n_citations"] else None,
+                    "grounded": c["grounded_rate"], "grounded_strict": c["strict_grounded_rate"],
+                    "verified": c["verified_rate"], "verified_strict": c["strict_verified_rate"],
+                    **{f"ungrounded_{k}": v["n"] for k, v in c["ungrounded"].items()}})
+        for form, f in c["by_form"].items():
+            out.append({"tool": c["tool"], "form": form, "n": f["n"], "share": f["share"], "grounded": f["grounded_rate"],
+                        "grounded_strict": None, "verified": f["verified_rate"], "verified_strict": f["strict_verified_rate"],
+                        **{f"ungrounded_{k}": None for k in c["ungrounded"]}})
+    return out
 
 
 def _f(x) -> str:
@@ -160,6 +185,26 @@ def markdown(result: dict) -> str:
         lines.append(f"| {c['tool']} | {c['repo']} | {c['bench_total']}, {c['bench_grounded']}, {c['bench_unresolved']}, "
                      f"{c['bench_hallucinated']} | {c['ours_total']}, {c['ours_grounded']}, {c['ours_unresolved']}, "
                      f"{c['ours_hallucinated']} | {_f(c['ours_verified_rate'])} |")
+    comp = result.get("composition") or []
+    if comp:
+        kinds = list(comp[0]["ungrounded"])
+        lines += ["", "## Our citations per tool: strict beside lenient, ungrounded decomposed, by form", "",
+                  "grounded (lenient) = grounded / all; grounded (strict) = (grounded - strict mismatch) / all; verified "
+                  "(lenient) = verified / (verified + mismatch), +/-5 lines; verified (strict) = the line is inside the "
+                  "subject's definition or names it; each ungrounded kind as its share of all citations.", "",
+                  "| tool | citations | grounded (lenient) | grounded (strict) | verified (lenient) | verified (strict) | "
+                  + " | ".join(f"ungrounded: {k.replace('_', ' ')}" for k in kinds) + " |",
+                  "|---|---|---|---|---|---|" + "---|" * len(kinds)]
+        for c in comp:
+            lines.append(f"| {c['tool']} | {c['n_citations']} | {_f(c['grounded_rate'])} | {_f(c['strict_grounded_rate'])} | "
+                         f"{_f(c['verified_rate'])} | {_f(c['strict_verified_rate'])} | "
+                         + " | ".join(f"{c['ungrounded'][k]['n']} ({_f(c['ungrounded'][k]['share'])})" for k in kinds) + " |")
+        lines += ["", "| tool | form | share (n) | grounded | verified (lenient) | verified (strict) |",
+                  "|---|---|---|---|---|---|"]
+        for c in comp:
+            for form, f in c["by_form"].items():
+                lines.append(f"| {c['tool']} | {form} | {_f(f['share'])} ({f['n']}) | {_f(f['grounded_rate'])} | "
+                             f"{_f(f['verified_rate'])} | {_f(f['strict_verified_rate'])} |")
     return "\n".join(lines) + "\n"
 
 
@@ -197,6 +242,7 @@ def _cmd(args) -> int:
     _csv(out / "cells.csv", result["cells"])
     _csv(out / "tools.csv", result["tools"])
     _csv(out / "disagreements.csv", result["disagreements"])
+    _csv(out / "composition.csv", composition_rows(result["composition"]))
     (out / "comparison.md").write_text(markdown(result))
     print(f"{out}: {len(result['cells'])} cell(s), {len(result['disagreements'])} disagreement(s)", file=sys.stderr)
     return 0
