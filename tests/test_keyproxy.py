@@ -65,3 +65,16 @@ def test_errors_and_an_unreachable_api_are_counted():
     with KeyProxy(dead, KEY, auth="bearer") as proxy:
         status, _ = post(proxy.url + "/responses", {"model": "m", "input": "x"}, proxy.token)
     assert status == 502 and proxy.statuses == [502]
+
+
+def test_failed_calls_in_a_row_give_up_and_a_success_resets_the_count():
+    from fakes.responses_api import error, reply as r
+    with FakeResponsesAPI([error(500), r("ok"), error(500), error(503)]) as api, \
+            KeyProxy(api.url, KEY, auth="bearer") as proxy:
+        proxy.begin_step(None, 2)
+        codes = []
+        for _ in range(4):
+            codes.append(post(proxy.url + "/responses", {"model": "m", "input": "x"}, proxy.token)[0])
+            if len(codes) == 2:
+                assert not proxy.gave_up.is_set()          # 500, then a success: not two in a row
+        assert codes == [500, 200, 500, 503] and proxy.gave_up.is_set() and proxy.stopped()

@@ -12,7 +12,9 @@ as it comes (server-sent events included).
 The proxy also sees every model call, so it counts them for the hosts whose CLI reports no
 count (`statuses`: the upstream status of each request, in order) and enforces a step's
 `max_turns` for a CLI that has no such option: once `limit` calls have succeeded, the next
-request is refused (429, never forwarded) and `limit_hit` is set, so the host stops the CLI.
+request is refused (429, never forwarded) and `limit_hit` is set, so the host stops the CLI;
+likewise a step's `max_failures` failed calls in a row (the model's retries spent) set
+`gave_up`, for a CLI that would otherwise retry without end (opencode).
 
 What a hostile server can still do under this host: send requests through the proxy (at
 the user's cost, recorded in the transcript's usage only if the CLI made them); what it can
@@ -50,7 +52,10 @@ class KeyProxy:
         self.statuses: list[int] = []     # upstream status per forwarded request (502: unreachable)
         self.limit: int | None = None     # successful calls allowed before refusing (see begin_step)
         self.limit_hit = threading.Event()
+        self.max_failures: int | None = None
+        self.gave_up = threading.Event()
         self._ok_in_step = 0
+        self._failed_in_row = 0
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -68,13 +73,18 @@ class KeyProxy:
         self._server.shutdown()
         self._server.server_close()
 
-    def begin_step(self, limit: int | None) -> int:
-        """Start counting a step's calls, at most `limit` successful ones; returns the index
-        into `statuses` where the step's calls begin."""
+    def begin_step(self, limit: int | None, max_failures: int | None = None) -> int:
+        """Start counting a step's calls, at most `limit` successful ones and `max_failures`
+        failed ones in a row; returns the index into `statuses` where the step's calls begin."""
         with self._lock:
-            self.limit, self._ok_in_step = limit, 0
+            self.limit, self.max_failures, self._ok_in_step, self._failed_in_row = limit, max_failures, 0, 0
             self.limit_hit.clear()
+            self.gave_up.clear()
             return len(self.statuses)
+
+    def stopped(self) -> bool:
+        """Whether the host should stop the CLI now (a limit of the step was reached)."""
+        return self.limit_hit.is_set() or self.gave_up.is_set()
 
     def _admit(self) -> bool:
         with self._lock:
@@ -87,7 +97,11 @@ class KeyProxy:
         with self._lock:
             self.statuses.append(status)
             if 200 <= status < 300:
-                self._ok_in_step += 1
+                self._ok_in_step, self._failed_in_row = self._ok_in_step + 1, 0
+            else:
+                self._failed_in_row += 1
+                if self.max_failures is not None and self._failed_in_row >= self.max_failures:
+                    self.gave_up.set()
 
     def _connect(self) -> http.client.HTTPConnection:
         cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection

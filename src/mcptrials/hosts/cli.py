@@ -111,16 +111,26 @@ class ProcessRun:
 
 
 async def run_process(argv: list[str], env: dict, cwd: str, timeout: float, stop_on, stop_when=None,
-                      stamp: bool = False) -> ProcessRun:
+                      stamp: bool = False, stop_on_log=None) -> ProcessRun:
     """Run the CLI, reading its stream as it comes; `stop_on(event)` True ends it early, and
-    so does `stop_when()` (polled: a condition seen outside the stream, e.g. the key proxy's
-    turn limit). With `stamp`, each event gets `_received` (epoch seconds) for a CLI whose
+    so do `stop_when()` (polled: a condition seen outside the stream, e.g. the key proxy's
+    turn limit) and `stop_on_log(stderr line)` (a CLI that reports a failed server only in
+    its log). With `stamp`, each event gets `_received` (epoch seconds) for a CLI whose
     events carry no time."""
     t0 = time.monotonic()
     proc = await asyncio.create_subprocess_exec(*argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                                 stderr=subprocess.PIPE, env=env, cwd=cwd, start_new_session=True,
                                                 limit=STREAM_LIMIT)
-    err_task = asyncio.create_task(proc.stderr.read())
+    err_lines: list[bytes] = []
+    log_said_stop = asyncio.Event()
+
+    async def read_err() -> None:
+        async for line in proc.stderr:
+            err_lines.append(line)
+            if stop_on_log and stop_on_log(line.decode(errors="replace")):
+                log_said_stop.set()
+
+    err_task = asyncio.create_task(read_err())
     events, timed_out, stopped = [], False, False
 
     async def read() -> bool:
@@ -140,11 +150,11 @@ async def run_process(argv: list[str], env: dict, cwd: str, timeout: float, stop
         return False
 
     async def watch() -> None:
-        while not stop_when():
+        while not (log_said_stop.is_set() or (stop_when and stop_when())):
             await asyncio.sleep(0.05)
 
     reader = asyncio.create_task(read())
-    tasks = {reader} | ({asyncio.create_task(watch())} if stop_when else set())
+    tasks = {reader} | ({asyncio.create_task(watch())} if stop_when or stop_on_log else set())
     try:
         async with asyncio.timeout(timeout):
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
@@ -156,7 +166,9 @@ async def run_process(argv: list[str], env: dict, cwd: str, timeout: float, stop
             t.cancel()
         if proc.returncode is None:
             await kill_group(proc)
-        stderr = (await err_task).decode(errors="replace")
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(err_task, 5)  # a grandchild may hold stderr open
+        stderr = b"".join(err_lines).decode(errors="replace")
     return ProcessRun(events, stderr, proc.returncode, timed_out, stopped, round(time.monotonic() - t0, 3))
 
 

@@ -426,10 +426,10 @@ class _Session:
         env = host_environment(str(self.host_home), str(self.host_home / ".codex"), str(ctx.sandbox.tmp),
                                self.proxy.token)
         argv, env = cli_sandbox(ctx, self.host_home, []).wrap(argv, env, str(ctx.sandbox.workspace))
-        first = self.proxy.begin_step(lim.max_turns)
+        first = self.proxy.begin_step(lim.max_turns, ctx.model.max_retries + 1)
         t0 = time.monotonic()
         run = await run_process(argv, env, str(ctx.sandbox.workspace), lim.max_seconds, lambda ev: False,
-                                stop_when=self.proxy.limit_hit.is_set, stamp=True)
+                                stop_when=self.proxy.stopped, stamp=True)
         statuses = self.proxy.statuses[first:]
         tail = ctx.meta.setdefault("server_stderr_tail", "")
         ctx.meta["server_stderr_tail"] = "\n".join([*tail.splitlines(), *server_stderr(run.stderr)][-30:])
@@ -454,10 +454,12 @@ class _Session:
 
     def _outcome(self, run: ProcessRun, s: StepStream, index: int, statuses: list[int]) -> tuple[str, str | None]:
         rec = self.ctx.rec
-        if run.stopped or self.proxy.limit_hit.is_set():  # the proxy refused a call past max_turns
+        if self.proxy.limit_hit.is_set():  # the proxy refused a call past max_turns
             return "max_turns", None
         if run.timed_out:
             return "timed_out", f"step {index} ran past max_seconds; codex was stopped"
+        if self.proxy.gave_up.is_set() and s.failed is None:  # stopped: the model's retries were spent
+            s.failed = f"the model API failed {len(statuses)} times in a row; codex was stopped"
         if "required MCP servers failed to initialize" in run.stderr:
             line = next(x for x in run.stderr.splitlines() if "required MCP servers failed" in x)
             msg = f"codex: MCP server {self.ctx.tool.name} did not start: {line.strip()[:500]}"
