@@ -11,6 +11,8 @@ needs them: `HOSTS` itself is data (the workflow reads `needs_install` at parse 
   the workflow (`mcptrials install-host`) into .tools/_hosts/<host>/.
 - `codex` (hosts/codex.py): the Codex CLI (`codex exec --json`), the same way; it speaks the
   OpenAI Responses API, so it drives `openai` models only.
+- `opencode` (hosts/opencode.py): the Opencode CLI (`opencode run --format json`), the same
+  way, with an OpenAI-compatible provider (Chat Completions): `openai` models only.
 - hosts/cli.py: what the CLI hosts share (npm install, the sandboxed run of one step).
 
 Hosts use the public API of mcptrials.trial (the shared core) and mcptrials.servers.
@@ -51,6 +53,7 @@ HOSTS: dict[str, HostKind] = {
     "loop": HostKind(module="loop", needs_install=False),
     "claude-code": HostKind(module="claude_code", needs_install=True),
     "codex": HostKind(module="codex", needs_install=True),
+    "opencode": HostKind(module="opencode", needs_install=True),
 }
 
 
