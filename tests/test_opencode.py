@@ -110,7 +110,8 @@ def test_trial_with_the_faulty_server_records_tools_usage_and_grades(tmp_path, i
     assert t["outcome"] == "completed", t["outcome_detail"]
     assert t["host"] == "oc" and meta["host_kind"] == "opencode" and meta["host_version"] == "1.18.33"
     assert meta["sandbox"]["mechanism"] == "bubblewrap" and meta["host_session_id"].startswith("ses_")
-    e, r = t["tool_calls"]
+    calls = {c["id"]: c for c in t["tool_calls"]}
+    e, r = calls["call_e1"], calls["call_r1"]
     # the server's own name, as the loop records it (Opencode offered faulty_text_echo)
     assert (e["source"], e["tool"], e["name"], e["result_text"], e["is_error"]) == \
         ("mcp", "text.echo", "faulty_text_echo", "hi", False)

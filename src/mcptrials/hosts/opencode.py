@@ -10,8 +10,8 @@ One trial is one Opencode session, run in the trial's sandbox (cwd = the workspa
   whose key is read from OPENAI_API_KEY, which holds the proxy's stand-in token (the CLI
   never holds the key); the model's output cap (``limit.output``, sent as max_tokens); the
   server under test as the only MCP server, a stdio server started through ``env -i`` with
-  exactly the loop's environment; the built-in tools the host's ``builtin_tools`` names, every
-  other one off, and permissions that never ask; our system prompt
+  exactly the loop's environment; the built-in tools the host's ``builtin_tools`` names
+  allowed, every other one denied (then not offered): no permission is ever asked; our system prompt
   (src/mcptrials/prompts/system.md) as an instructions file; no title model call; no
   sharing, auto-update, models.dev fetch, default plugins or external skills; with
   ``bare: true`` the project's own opencode.json and AGENTS.md are not read;
@@ -52,9 +52,12 @@ from .cli import binary_path as cli_binary, installed_version as cli_version
 
 PACKAGE = "opencode-ai"
 PROVIDER = "mcptrials"
-# Opencode's built-in tools (1.18.33); builtin_tools turns some on, the rest are off.
-BUILTINS = ("read", "grep", "glob", "list", "bash", "edit", "write", "apply_patch", "patch", "webfetch",
-            "websearch", "codesearch", "todowrite", "todoread", "task", "skill", "lsp", "question")
+# Opencode's built-in tools (1.18.33) -> the permission that offers it: builtin_tools allows
+# those it names, every other one is denied (a denied tool is not offered at all).
+BUILTINS = {"read": "read", "grep": "grep", "glob": "glob", "list": "list", "bash": "bash", "edit": "edit",
+            "write": "edit", "apply_patch": "edit", "patch": "edit", "webfetch": "webfetch",
+            "websearch": "websearch", "codesearch": "codesearch", "todowrite": "todowrite",
+            "todoread": "todowrite", "task": "task", "skill": "skill", "lsp": "lsp", "question": "question"}
 # the loop's equivalent built-in (graders count grep/list_files as searches)
 BUILTIN_EQUIVALENTS = {"read": "read_file", "grep": "grep", "glob": "list_files", "list": "list_files"}
 SERVER_FAILED_RE = re.compile(r'message="server unavailable" key=(\S+) .*status=failed')
@@ -103,8 +106,9 @@ def opencode_config(*, model: str, base_url: str, builtins: list[str], instructi
                                 "options": {"baseURL": base_url, "apiKey": "{env:OPENAI_API_KEY}"},
                                 "models": {model: {"name": model, "limit": {"context": 1000000, "output": reply_cap}}}}},
         "model": f"{PROVIDER}/{model}",
-        "tools": {t: t in builtins for t in BUILTINS},
-        "permission": {"edit": "allow", "bash": "allow", "webfetch": "allow", "external_directory": "allow"},
+        # never ask (nobody answers): allowed or denied; outside paths are the sandbox's to refuse
+        "permission": {p: "allow" if any(BUILTINS[b] == p for b in builtins) else "deny"
+                       for p in sorted(set(BUILTINS.values()))} | {"external_directory": "allow"},
         "agent": {"title": {"disable": True}},
         "instructions": [instructions],
         "autoupdate": False, "share": "disabled",
