@@ -1,5 +1,5 @@
 """Host `codex`: the real Codex CLI (installed by the workflow's own command into
-.tools/_hosts/cx/) against the streaming Responses-API fake (tests/fakes/responses_api.py),
+.tools/_hosts/codex/) against the streaming Responses-API fake (tests/fakes/responses_api.py),
 sandboxed, with the fault-injecting test server and the hostile server. Its transcript validates against the transcript schema and is graded."""
 
 import hashlib
@@ -44,18 +44,18 @@ def responses_api(tmp_path):
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """Codex for host `cx`, installed as the workflow does (reused when there)."""
+    """Codex for host `codex`, installed as the workflow does (reused when there)."""
     out = tmp_path_factory.mktemp("install")
     cfg = write_matrix(out / "m", extra={"models": {"g": {"provider": "openai", "model": MODEL}},
-                                         "hosts": {"cx": {"kind": "codex"}}})
-    subprocess.run([sys.executable, "-m", "mcptrials.cli", "install-host", "--config", str(cfg), "--host", "cx",
-                    "--out", str(out / "cx.json")], check=True)
-    return json.loads((out / "cx.json").read_text())
+                                         "hosts": {"codex": {"kind": "codex"}}})
+    subprocess.run([sys.executable, "-m", "mcptrials.cli", "install-host", "--config", str(cfg), "--host", "codex",
+                    "--out", str(out / "codex.json")], check=True)
+    return json.loads((out / "codex.json").read_text())
 
 
 def matrix(tmp_path, api, tools, scenarios=None, limits=None, host=None, sandbox=None):
     extra = {"models": {"gpt": {"provider": "openai", "model": MODEL, "base_url": api.url, "max_retries": 0}},
-             "hosts": {"cx": host or {"kind": "codex"}},
+             "hosts": {"codex": host or {"kind": "codex"}},
              "pricing": {MODEL: {"input": 1.25, "output": 10.0, "cache_read": 0.125}}}
     if limits:
         extra["limits"] = limits
@@ -69,7 +69,7 @@ def matrix(tmp_path, api, tools, scenarios=None, limits=None, host=None, sandbox
 def test_install_record(installed):
     assert installed["kind"] == "codex" and installed["version"] == "0.171.0"
     assert installed["reported_version"] == "codex-cli 0.171.0"
-    assert installed["binary"].endswith(".tools/_hosts/cx/node_modules/.bin/codex")
+    assert installed["binary"].endswith(".tools/_hosts/codex/node_modules/.bin/codex")
 
 
 def test_config_toml_is_valid_toml_with_the_limits():
@@ -89,11 +89,11 @@ def test_config_toml_is_valid_toml_with_the_limits():
 
 def test_builtin_tools_of_codex_are_checked(tmp_path):
     cfg = write_matrix(tmp_path, extra={"models": {"g": {"provider": "openai", "model": "m"}},
-                                        "hosts": {"cx": {"kind": "codex", "builtin_tools": ["Read"]}}})
-    with pytest.raises(ConfigError, match=r"hosts\.cx\.builtin_tools"):
+                                        "hosts": {"codex": {"kind": "codex", "builtin_tools": ["Read"]}}})
+    with pytest.raises(ConfigError, match=r"hosts\.codex\.builtin_tools"):
         load_matrix(cfg)
-    cfg = write_matrix(tmp_path / "b", extra={"hosts": {"cx": {"kind": "codex"}}})
-    with pytest.raises(ConfigError, match=r"hosts\.cx.*provider openai"):
+    cfg = write_matrix(tmp_path / "b", extra={"hosts": {"codex": {"kind": "codex"}}})
+    with pytest.raises(ConfigError, match=r"hosts\.codex.*provider openai"):
         load_matrix(cfg)
 
 
@@ -108,10 +108,10 @@ def test_trial_with_the_faulty_server_records_tools_usage_and_grades(tmp_path, i
               usage={"input_tokens": 1200, "output_tokens": 40, "cached_tokens": 1000}),
     ])
     m, co = matrix(tmp_path, api, {"faulty": faulty_tool("ok")})
-    t, meta = run_trial(m, "gpt", "faulty", "find-helper", 1, co, None, None, tmp_path / "out", host="cx")
+    t, meta = run_trial(m, "gpt", "faulty", "find-helper", 1, co, None, None, tmp_path / "out", host="codex")
     validate_against("transcript.schema.yaml", t, "transcript")
     assert t["outcome"] == "completed", t["outcome_detail"]
-    assert t["host"] == "cx" and meta["host_kind"] == "codex" and meta["host_version"] == "0.171.0"
+    assert t["host"] == "codex" and meta["host_kind"] == "codex" and meta["host_version"] == "0.171.0"
     assert meta["sandbox"]["mechanism"] == "bubblewrap" and meta["host_session_id"]
     e, s = t["tool_calls"]
     assert (e["source"], e["tool"], e["name"], e["result_text"], e["is_error"]) == \
@@ -151,7 +151,7 @@ def test_two_steps_one_thread(tmp_path, installed, responses_api, monkeypatch):
     # a dotted tool name: Codex offers it as text_echo, and reports the server's own name
     m, co = matrix(tmp_path, api, {"faulty": faulty_tool("ok", env={"FAULT_TOOL_PREFIX": "text."})},
                    scenarios={"two": two})
-    t, _ = run_trial(m, "gpt", "faulty", "two", 1, co, None, None, tmp_path / "out", host="cx")
+    t, _ = run_trial(m, "gpt", "faulty", "two", 1, co, None, None, tmp_path / "out", host="codex")
     assert t["outcome"] == "completed", t["outcome_detail"]
     (g,) = t["tool_calls"]
     assert (g["source"], g["tool"], g["step"], g["result_text"]) == ("mcp", "text.echo", 0, "step one")
@@ -170,7 +170,7 @@ def test_server_sees_only_its_environment_and_tool_errors(tmp_path, installed, r
     api = responses_api([reply(None, tool_call("echo", {"text": "hi"}, id="call_x", namespace=NS)),
                          reply("The tool failed; `helper` is in `src/util.py:1`.")])
     m, co = matrix(tmp_path, api, {"faulty": tool})
-    t, _ = run_trial(m, "gpt", "faulty", "find-helper", 1, co, None, None, tmp_path / "out", host="cx")
+    t, _ = run_trial(m, "gpt", "faulty", "find-helper", 1, co, None, None, tmp_path / "out", host="codex")
     env = json.loads(dump.read_text())
     assert "OPENAI_API_KEY" not in env and not any(KEY in v for v in env.values())
     assert env["KEEP"] == "me" and not any(k.startswith("CODEX") for k in env)
@@ -184,33 +184,33 @@ def test_outcomes_crash_at_start_crash_during_call_api_error_max_turns_timeout(t
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     api = responses_api([])
     m, co = matrix(tmp_path / "a", api, {"faulty": faulty_tool("crash_at_start")})
-    t, _ = run_trial(m, "gpt", "faulty", "find-helper", 1, co, None, None, tmp_path / "out", host="cx")
+    t, _ = run_trial(m, "gpt", "faulty", "find-helper", 1, co, None, None, tmp_path / "out", host="codex")
     assert t["outcome"] == "server_crashed" and "did not start" in t["outcome_detail"]
     assert api.response_requests() == [] and t["errors"]["protocol_error"] == 1
 
     api = responses_api([reply(None, tool_call("echo", {"text": "x"}, namespace=NS)), reply("after the crash")])
     m, co = matrix(tmp_path / "b", api, {"faulty": faulty_tool("crash_during_call")})
-    t, _ = run_trial(m, "gpt", "faulty", "find-helper", 1, co, None, None, tmp_path / "out", host="cx")
+    t, _ = run_trial(m, "gpt", "faulty", "find-helper", 1, co, None, None, tmp_path / "out", host="codex")
     assert t["outcome"] == "server_crashed", t["outcome_detail"]
     (c,) = t["tool_calls"]
     assert c["error_kind"] == "protocol_error" and c["error_code"] == -32000
 
     api = responses_api([error(500)], exhausted="repeat")
     m, co = matrix(tmp_path / "c", api, {"baseline": {"transport": "none"}})
-    t, _ = run_trial(m, "gpt", "baseline", "find-helper", 1, co, None, None, tmp_path / "out", host="cx")
+    t, _ = run_trial(m, "gpt", "baseline", "find-helper", 1, co, None, None, tmp_path / "out", host="codex")
     assert t["outcome"] == "api_failed" and t["errors"]["api_error"] == 1
     assert t["error_events"][0]["status"] == 500 and t["steps"][0]["answer_text"] == ""
     assert t["usage"]["api_calls"] == 0
 
     api = responses_api([reply(None, tool_call("exec_command", {"cmd": "true"}))], exhausted="repeat")
     m, co = matrix(tmp_path / "d", api, {"baseline": {"transport": "none"}}, limits={"max_turns": 2})
-    t, _ = run_trial(m, "gpt", "baseline", "find-helper", 1, co, None, None, tmp_path / "out", host="cx")
+    t, _ = run_trial(m, "gpt", "baseline", "find-helper", 1, co, None, None, tmp_path / "out", host="codex")
     assert t["outcome"] == "max_turns" and t["steps"][0]["turns"] == 2
     assert len(api.response_requests()) == 2                  # the third call never reached the API
 
     api = responses_api([hang()])
     m, co = matrix(tmp_path / "e", api, {"baseline": {"transport": "none"}}, limits={"max_seconds": 3})
-    t, _ = run_trial(m, "gpt", "baseline", "find-helper", 1, co, None, None, tmp_path / "out", host="cx")
+    t, _ = run_trial(m, "gpt", "baseline", "find-helper", 1, co, None, None, tmp_path / "out", host="codex")
     assert t["outcome"] == "timed_out"
 
 
@@ -218,12 +218,12 @@ def test_reply_cut_at_its_cap_and_a_failed_response(tmp_path, installed, respons
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     api = responses_api([reply("`helper` is in `src/util.py:1` and ret", incomplete=True)])
     m, co = matrix(tmp_path / "a", api, {"baseline": {"transport": "none"}})
-    t, _ = run_trial(m, "gpt", "baseline", "find-helper", 1, co, None, None, tmp_path / "out", host="cx")
+    t, _ = run_trial(m, "gpt", "baseline", "find-helper", 1, co, None, None, tmp_path / "out", host="codex")
     assert t["outcome"] == "budget_exceeded" and t["steps"][0]["answer_text"].startswith("`helper` is in")
 
     api = responses_api([failed("The model broke.")], exhausted="repeat")
     m, co = matrix(tmp_path / "b", api, {"baseline": {"transport": "none"}})
-    t, _ = run_trial(m, "gpt", "baseline", "find-helper", 1, co, None, None, tmp_path / "out", host="cx")
+    t, _ = run_trial(m, "gpt", "baseline", "find-helper", 1, co, None, None, tmp_path / "out", host="codex")
     assert t["outcome"] == "api_failed" and t["errors"]["api_error"] == 1
 
 
@@ -266,7 +266,7 @@ def _hostile_trial(tmp_path, responses_api, sandbox):
                                tool_call("probe", {}, id="call_p", namespace="mcp__hostile")),
                          reply("`src/util.py:1`")])
     m, co = matrix(tmp_path, api, {"hostile": tool}, sandbox=sandbox)
-    t, meta = run_trial(m, "gpt", "hostile", "find-helper", 1, co, None, None, tmp_path / "out", host="cx")
+    t, meta = run_trial(m, "gpt", "hostile", "find-helper", 1, co, None, None, tmp_path / "out", host="codex")
     assert t["outcome"] == "completed", t["outcome_detail"]
     calls = {c["tool"]: c for c in t["tool_calls"]}
     probe = json.loads(calls["probe"]["result_text"].replace("[redacted]", KEY))

@@ -1,5 +1,5 @@
 """Host `opencode`: the real Opencode CLI (installed by the workflow's own command into
-.tools/_hosts/oc/) against the streaming chat-completions fake (tests/fakes/openai_api.py),
+.tools/_hosts/opencode/) against the streaming chat-completions fake (tests/fakes/openai_api.py),
 sandboxed, with the fault-injecting test server and the hostile server. Its transcript
 validates against the transcript schema and is graded."""
 
@@ -45,18 +45,18 @@ def chat_api(tmp_path):
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """Opencode for host `oc`, installed as the workflow does (reused when there)."""
+    """Opencode for host `opencode`, installed as the workflow does (reused when there)."""
     out = tmp_path_factory.mktemp("install")
     cfg = write_matrix(out / "m", extra={"models": {"q": {"provider": "openai", "model": MODEL}},
-                                         "hosts": {"oc": {"kind": "opencode"}}})
-    subprocess.run([sys.executable, "-m", "mcptrials.cli", "install-host", "--config", str(cfg), "--host", "oc",
-                    "--out", str(out / "oc.json")], check=True)
-    return json.loads((out / "oc.json").read_text())
+                                         "hosts": {"opencode": {"kind": "opencode"}}})
+    subprocess.run([sys.executable, "-m", "mcptrials.cli", "install-host", "--config", str(cfg), "--host", "opencode",
+                    "--out", str(out / "opencode.json")], check=True)
+    return json.loads((out / "opencode.json").read_text())
 
 
 def matrix(tmp_path, api, tools, scenarios=None, limits=None, sandbox=None, max_retries=0):
     extra = {"models": {"q": {"provider": "openai", "model": MODEL, "base_url": api.url, "max_retries": max_retries}},
-             "hosts": {"oc": {"kind": "opencode"}},
+             "hosts": {"opencode": {"kind": "opencode"}},
              "pricing": {MODEL: {"input": 0.4, "output": 1.6, "cache_read": 0.04}}}
     if limits:
         extra["limits"] = limits
@@ -79,13 +79,13 @@ def offered(body) -> list[str]:
 def test_install_record(installed):
     assert installed["kind"] == "opencode" and installed["version"] == "1.18.33"
     assert installed["reported_version"] == "1.18.33"
-    assert installed["binary"].endswith(".tools/_hosts/oc/node_modules/.bin/opencode")
+    assert installed["binary"].endswith(".tools/_hosts/opencode/node_modules/.bin/opencode")
 
 
 def test_builtin_tools_of_opencode_are_checked(tmp_path):
     cfg = write_matrix(tmp_path, extra={"models": {"q": {"provider": "openai", "model": "m"}},
-                                        "hosts": {"oc": {"kind": "opencode", "builtin_tools": ["Read"]}}})
-    with pytest.raises(ConfigError, match=r"hosts\.oc\.builtin_tools"):
+                                        "hosts": {"opencode": {"kind": "opencode", "builtin_tools": ["Read"]}}})
+    with pytest.raises(ConfigError, match=r"hosts\.opencode\.builtin_tools"):
         load_matrix(cfg)
 
 
@@ -105,10 +105,10 @@ def test_trial_with_the_faulty_server_records_tools_usage_and_grades(tmp_path, i
     m, co = matrix(tmp_path, api, {"faulty": faulty_tool("ok", env={"FAULT_TOOL_PREFIX": "text."})},
                    scenarios={"two": sc})
     snap = {"tools": [{"name": n} for n in ("text.echo", "text.big", "text.fail")], "server_name": "faulty"}
-    t, meta = run_trial(m, "q", "faulty", "two", 1, co, snap, None, tmp_path / "out", host="oc")
+    t, meta = run_trial(m, "q", "faulty", "two", 1, co, snap, None, tmp_path / "out", host="opencode")
     validate_against("transcript.schema.yaml", t, "transcript")
     assert t["outcome"] == "completed", t["outcome_detail"]
-    assert t["host"] == "oc" and meta["host_kind"] == "opencode" and meta["host_version"] == "1.18.33"
+    assert t["host"] == "opencode" and meta["host_kind"] == "opencode" and meta["host_version"] == "1.18.33"
     assert meta["sandbox"]["mechanism"] == "bubblewrap" and meta["host_session_id"].startswith("ses_")
     calls = {c["id"]: c for c in t["tool_calls"]}
     e, r = calls["call_e1"], calls["call_r1"]
@@ -145,7 +145,7 @@ def test_server_sees_only_its_environment_and_tool_errors(tmp_path, installed, c
     api = chat_api([reply(None, tool_call("faulty_echo", {"text": "hi"}, id="call_x")),
                     reply("The tool failed; `helper` is in `src/util.py:1`.")])
     m, co = matrix(tmp_path, api, {"faulty": tool})
-    t, _ = run_trial(m, "q", "faulty", "find-helper", 1, co, None, None, tmp_path / "out", host="oc")
+    t, _ = run_trial(m, "q", "faulty", "find-helper", 1, co, None, None, tmp_path / "out", host="opencode")
     env = json.loads(dump.read_text())
     assert "OPENAI_API_KEY" not in env and not any(KEY in v for v in env.values())
     assert env["KEEP"] == "me" and not any(k.startswith("OPENCODE") for k in env)
@@ -159,13 +159,13 @@ def test_outcomes_crash_at_start_crash_during_call_api_error_max_turns_timeout(t
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     api = chat_api([reply("never asked")], exhausted="repeat")
     m, co = matrix(tmp_path / "a", api, {"faulty": faulty_tool("crash_at_start")})
-    t, _ = run_trial(m, "q", "faulty", "find-helper", 1, co, None, None, tmp_path / "out", host="oc")
+    t, _ = run_trial(m, "q", "faulty", "find-helper", 1, co, None, None, tmp_path / "out", host="opencode")
     assert t["outcome"] == "server_crashed" and "did not start" in t["outcome_detail"]
     assert t["errors"]["protocol_error"] == 1
 
     api = chat_api([reply(None, tool_call("faulty_echo", {"text": "x"})), reply("after the crash")])
     m, co = matrix(tmp_path / "b", api, {"faulty": faulty_tool("crash_during_call")})
-    t, _ = run_trial(m, "q", "faulty", "find-helper", 1, co, None, None, tmp_path / "out", host="oc")
+    t, _ = run_trial(m, "q", "faulty", "find-helper", 1, co, None, None, tmp_path / "out", host="opencode")
     assert t["outcome"] == "server_crashed", t["outcome_detail"]
     (c,) = t["tool_calls"]
     assert c["error_kind"] == "protocol_error" and c["error_code"] == -32000
@@ -173,25 +173,25 @@ def test_outcomes_crash_at_start_crash_during_call_api_error_max_turns_timeout(t
     # Opencode retries a failing API without end: the proxy gives up after max_retries + 1
     api = chat_api([error(500)], exhausted="repeat")
     m, co = matrix(tmp_path / "c", api, {"baseline": {"transport": "none"}}, max_retries=1)
-    t, _ = run_trial(m, "q", "baseline", "find-helper", 1, co, None, None, tmp_path / "out", host="oc")
+    t, _ = run_trial(m, "q", "baseline", "find-helper", 1, co, None, None, tmp_path / "out", host="opencode")
     assert t["outcome"] == "api_failed" and t["errors"]["api_error"] == 1
     assert t["error_events"][0]["status"] == 500 and t["usage"]["api_calls"] == 0
     assert len(api.completion_requests()) == 2
 
     api = chat_api([reply(None, tool_call("glob", {"pattern": "*"}))], exhausted="repeat")
     m, co = matrix(tmp_path / "d", api, {"baseline": {"transport": "none"}}, limits={"max_turns": 2})
-    t, _ = run_trial(m, "q", "baseline", "find-helper", 1, co, None, None, tmp_path / "out", host="oc")
+    t, _ = run_trial(m, "q", "baseline", "find-helper", 1, co, None, None, tmp_path / "out", host="opencode")
     assert t["outcome"] == "max_turns" and t["steps"][0]["turns"] == 2
     assert len(api.completion_requests()) == 2
 
     api = chat_api([hang()])
     m, co = matrix(tmp_path / "e", api, {"baseline": {"transport": "none"}}, limits={"max_seconds": 4})
-    t, _ = run_trial(m, "q", "baseline", "find-helper", 1, co, None, None, tmp_path / "out", host="oc")
+    t, _ = run_trial(m, "q", "baseline", "find-helper", 1, co, None, None, tmp_path / "out", host="opencode")
     assert t["outcome"] == "timed_out"
 
     api = chat_api([reply("`helper` is in `src/util.py:1` and ret", finish_reason="length")])
     m, co = matrix(tmp_path / "f", api, {"baseline": {"transport": "none"}})
-    t, _ = run_trial(m, "q", "baseline", "find-helper", 1, co, None, None, tmp_path / "out", host="oc")
+    t, _ = run_trial(m, "q", "baseline", "find-helper", 1, co, None, None, tmp_path / "out", host="opencode")
     assert t["outcome"] == "budget_exceeded" and t["steps"][0]["answer_text"].startswith("`helper` is in")
 
 
@@ -230,7 +230,7 @@ def _hostile_trial(tmp_path, chat_api, sandbox):
                           tool_call("hostile_probe", {}, id="call_p")),
                     reply("`src/util.py:1`")])
     m, co = matrix(tmp_path, api, {"hostile": tool}, sandbox=sandbox)
-    t, meta = run_trial(m, "q", "hostile", "find-helper", 1, co, None, None, tmp_path / "out", host="oc")
+    t, meta = run_trial(m, "q", "hostile", "find-helper", 1, co, None, None, tmp_path / "out", host="opencode")
     assert t["outcome"] == "completed", t["outcome_detail"]
     calls = {c["id"]: c for c in t["tool_calls"]}
     probe = json.loads(calls["call_p"]["result_text"].replace("[redacted]", KEY))

@@ -17,7 +17,10 @@ Endpoint: ``POST /v1/responses``: JSON, or server-sent events when the body has
 ``response.output_item.added`` / ``response.output_text.delta`` or
 ``response.function_call_arguments.delta`` / ``response.output_item.done``, then
 ``response.completed`` with the usage, or ``response.incomplete`` for a reply cut at
-``max_output_tokens``). ``GET /v1/models`` lists the models the requests named.
+``max_output_tokens``). ``GET /v1/models`` lists the models the requests named. As on the
+real API, the same base URL also answers ``POST /v1/chat/completions`` (from the same script,
+as tests/fakes/openai_api.py answers it), so one model can run under hosts speaking either
+API (codex, opencode).
 
 The script is a list of entries, consumed one per ``/v1/responses`` request:
 
@@ -51,9 +54,11 @@ import uuid
 from typing import Any
 
 try:
+    from . import openai_api
     from .scripted_server import ScriptedHandler, ScriptedServer, serve_main
     from .scripted_server import spawn as _spawn
 except ImportError:  # run as a script: python tests/fakes/responses_api.py
+    import openai_api
     from scripted_server import ScriptedHandler, ScriptedServer, serve_main
     from scripted_server import spawn as _spawn
 
@@ -152,6 +157,11 @@ class FakeResponsesAPI(ScriptedServer):
     def response_requests(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["path"] == PATH]
 
+    def completion_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["path"] == openai_api.PATH]
+
+    completion = openai_api.FakeOpenAIAPI.completion   # a ChatCompletion of a reply entry
+
     def default_entry(self) -> dict[str, Any]:
         return reply(self.default_text)
 
@@ -191,6 +201,8 @@ class _Handler(ScriptedHandler):
             names = sorted({r["body"].get("model") for r in api.response_requests() if isinstance(r["body"], dict)} - {None})
             data = {"object": "list", "data": [{"id": n, "object": "model", "owned_by": "fake"} for n in names]}
             return self._send(record, 200, "application/json", json.dumps(data).encode())
+        if path == openai_api.PATH and isinstance(body, dict) and "messages" in body:
+            return self._chat(record, body)
         if path != PATH:
             return self._error(record, 404, f"Invalid URL ({self.command} {path})")
         if not isinstance(body, dict):
@@ -228,6 +240,35 @@ class _Handler(ScriptedHandler):
         if body.get("stream"):
             return self._sse(record, _events(resp))
         return self._send(record, 200, "application/json", json.dumps(resp).encode())
+
+    def _chat(self, record: dict[str, Any], body: dict[str, Any]) -> None:
+        """A chat completion (status faults and hangs as for /responses; the chat fake has the rest)."""
+        api = self.api
+        index, entry = api._take_entry(body)
+        record["script_index"] = index
+        if entry.get("fault") == "hang":
+            record["kind"] = "hang"
+            api._stopping.wait()
+            self.close_connection = True
+            return
+        if entry.get("fault"):
+            return self._error(record, int(entry.get("status", 500)), entry.get("message"), kind="status")
+        completion = api.completion(entry, body)
+        record["kind"] = "reply"
+        if not body.get("stream"):
+            return self._send(record, 200, "application/json", json.dumps(completion).encode())
+        record["status"] = 200
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        chunks = openai_api._chunks(completion, bool((body.get("stream_options") or {}).get("include_usage")))
+        for data in [json.dumps(c) for c in chunks] + ["[DONE]"]:
+            piece = f"data: {data}\n\n".encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
     def _send(self, record: dict[str, Any], status: int, ctype: str, data: bytes,
               extra: dict[str, str] | None = None) -> None:
