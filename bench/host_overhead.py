@@ -13,7 +13,8 @@ twice per host:
           its `echo` tool, then a model call answering: adds one MCP call and one model call
 The loop and opencode talk Chat Completions, codex the Responses API (both answered by
 tests/fakes/responses_api.py), claude-code the Messages API (tests/fakes/messages_api.py).
-A CLI host not installed in .tools/_hosts/<kind>/ is installed first (npm, pinned).
+A CLI host not installed in .tools/_hosts/<name>/ (the tests' names: cc, codex, opencode) is
+installed first (npm, pinned).
 
 Prints, per host and variant: the median wall time of step 1 (includes the server start for
 `tool`), of the later steps (a resumed session), and of a whole trial, in seconds; then each
@@ -50,6 +51,8 @@ from mcptrials.runner import run_trial  # noqa: E402
 
 ANSWER = "`helper` is defined at `src/util.py:1`; it returns `x * 2`."
 HOSTS = ("loop", "claude-code", "codex", "opencode")
+# host names: the tests' own, so their installs are reused
+NAMES = {"loop": "loop", "claude-code": "cc", "codex": "codex", "opencode": "opencode"}
 MODEL = {"claude-code": ("anthropic", "claude-sonnet-4-6"), "loop": ("openai", "gpt-test"),
          "codex": ("openai", "gpt-test"), "opencode": ("openai", "gpt-test")}
 
@@ -79,11 +82,11 @@ def one_trial(kind: str, steps: int, tool: bool, scratch: Path, k: int) -> dict:
     with fake as api:
         cfg = write_matrix(d, tools=tools, scenarios={"bench": scenario}, extra={
             "models": {"m": {"provider": provider, "model": model, "base_url": api.url, "max_retries": 0}},
-            "hosts": {kind: {"kind": kind}}})
+            "hosts": {NAMES[kind]: {"kind": kind}}})
         m = load_matrix(cfg)
         co = checkout("tiny", m.repo_source("tiny"), "repo", m.repos["tiny"]["commit"], d / "co")
         t0 = time.monotonic()
-        t, _ = run_trial(m, "m", next(iter(tools)), "bench", 1, co, None, None, d / "out", host=kind)
+        t, _ = run_trial(m, "m", next(iter(tools)), "bench", 1, co, None, None, d / "out", host=NAMES[kind])
         total = time.monotonic() - t0
     if t["outcome"] != "completed":
         raise SystemExit(f"{kind}: trial {t['outcome']}: {t['outcome_detail']}")
@@ -95,9 +98,10 @@ def ensure_installed(kind: str) -> str | None:
     if not needs_install(kind):
         return None
     d = write_matrix(Path(tempfile.mkdtemp()) / "m", extra={
-        "models": {"m": {"provider": MODEL[kind][0], "model": MODEL[kind][1]}}, "hosts": {kind: {"kind": kind}}})
-    spec = load_matrix(d).specs.hosts[kind]
-    return host_for(kind).install(kind, spec, sys.stderr)["version"]
+        "models": {"m": {"provider": MODEL[kind][0], "model": MODEL[kind][1]}},
+        "hosts": {NAMES[kind]: {"kind": kind}}})
+    spec = load_matrix(d).specs.hosts[NAMES[kind]]
+    return host_for(kind).install(NAMES[kind], spec, sys.stderr)["version"]
 
 
 def main() -> int:
