@@ -216,6 +216,15 @@ def test_outcomes_crash_at_start_crash_during_call_api_error_max_turns_timeout(t
 
 def test_reply_cut_at_its_cap_and_a_failed_response(tmp_path, installed, responses_api, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    # a tool result above max_result_tokens: the model sees it cut (tool_output_token_limit)
+    api = responses_api([reply(None, tool_call("big", {"chars": 60000}, namespace=NS)), reply("done")])
+    m, co = matrix(tmp_path / "r", api, {"faulty": faulty_tool("ok")}, limits={"max_result_tokens": 1000})
+    t, _ = run_trial(m, "gpt", "faulty", "find-helper", 1, co, None, None, tmp_path / "out", host="codex")
+    (c,) = t["tool_calls"]
+    assert t["outcome"] == "completed" and c["result_chars"] == 60000 and c["truncated"] is True
+    seen = [i for i in api.response_requests()[1]["body"]["input"] if i.get("type") == "function_call_output"]
+    assert 1000 < len(json.dumps(seen)) < 2 * 4 * 1000
+
     api = responses_api([reply("`helper` is in `src/util.py:1` and ret", incomplete=True)])
     m, co = matrix(tmp_path / "a", api, {"baseline": {"transport": "none"}})
     t, _ = run_trial(m, "gpt", "baseline", "find-helper", 1, co, None, None, tmp_path / "out", host="codex")

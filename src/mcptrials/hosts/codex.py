@@ -434,6 +434,8 @@ class _Session:
         tail = ctx.meta.setdefault("server_stderr_tail", "")
         ctx.meta["server_stderr_tail"] = "\n".join([*tail.splitlines(), *server_stderr(run.stderr)][-30:])
         s = parse_stream(run.events, index)
+        for c in s.calls:  # Codex cuts what the model sees at tool_output_token_limit; its items hold it all
+            c["truncated"] = c["result_tokens_est"] > lim.max_result_tokens
         self.thread_id = self.thread_id or s.thread_id
         if index == 0:
             ctx.meta["host_session_id"] = s.thread_id
