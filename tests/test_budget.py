@@ -228,7 +228,7 @@ def test_concurrent_trials_cannot_pass_the_cap_together(tmp_path):
     cheap = reply(text(ANSWER), usage={"input_tokens": 100, "output_tokens": 10})
     dear = dict(reply(text("Searching."), tool_use("grep", {"pattern": "def helper"}),
                       usage={"input_tokens": 0, "cache_creation_input_tokens": 1000, "output_tokens": 200}),
-                wait_for=str(release))
+                hold_until=str(release))
     api = MessagesServer(tmp_path / "api", [cheap, dear], "--exhausted", "repeat")
     try:
         wd = tmp_path / "project"

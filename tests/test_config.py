@@ -112,7 +112,8 @@ def test_specs_are_typed_frozen_and_filled_from_the_schema(tmp_path):
     echo = s.tools["echo"]
     assert (echo.call_timeout, echo.startup_timeout, echo.instructions) == \
         (tool_defaults["call_timeout"], tool_defaults["startup_timeout"], tool_defaults["instructions"])
-    assert echo.has_server and not s.tools["baseline"].has_server and echo.config is m.tools["echo"]
+    assert echo.has_server and not s.tools["baseline"].has_server and echo.config == m.tools["echo"]
+    # (`config` is the entry with {project} expanded: the same values when it names none)
     # the key variable's default depends on the provider, in the schema (if/then)
     assert (s.models["gpt"].api_key_env, s.models["c"].api_key_env) == ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
     assert (s.models["c"].max_tokens, s.models["gpt"].max_tokens) == (99, None)

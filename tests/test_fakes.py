@@ -190,6 +190,26 @@ def test_delay_hang_and_max_in_flight(fake_api):
     assert time.monotonic() - t0 < 2
 
 
+def test_a_held_entry_answers_once_released(fake_api, tmp_path):
+    """`hold_until`: the request waits, and says so in `<path>.held`, until the file exists."""
+    import threading
+
+    release = tmp_path / "release"
+    api = fake_api([dict(reply(text("released")), hold_until=str(release))])
+    answers = []
+    caller = threading.Thread(target=lambda: answers.append(
+        sdk(api, max_retries=0).messages.create(model=MODEL, max_tokens=10, messages=HELLO)))
+    caller.start()
+    while not Path(f"{release}.held").exists():  # the request reached the hold
+        assert caller.is_alive(), f"answered without holding: {answers}"
+        time.sleep(0.01)
+    assert not answers and api.in_flight == 1   # held: no answer before the release
+    release.touch()
+    caller.join(timeout=30)
+    assert answers[0].content[0].text == "released" and api.requests[0]["held"] is True
+    assert Path(f"{release}.held").read_text() == "/v1/messages\n"
+
+
 def test_callable_entry_and_exhausted_default(fake_api):
     def echo_tool_result(body):
         last = body["messages"][-1]["content"]

@@ -278,7 +278,13 @@ def test_a_stopped_proxy_stops_its_server():
 
 
 def test_server_memory_leaves_the_proxy_out():
-    """run_meta's server_peak_rss_kb is the server's: the proxy's own memory is not counted."""
+    """run_meta's server_peak_rss_kb is the server's: the proxy's own memory is not counted.
+
+    Peak memory is compared in a fixed process state, not while it moves: the server has
+    answered `initialize` through the proxy (its start-up is over), then both are stopped
+    (SIGSTOP) while the figures are read, so two reads of the same peak are equal exactly."""
+    import signal
+
     import psutil
 
     from mcptrials.servers import process_tree_peak_rss_kb
@@ -287,18 +293,31 @@ def test_server_memory_leaves_the_proxy_out():
     # a shell stays the tree's root (`; true`: no exec), as the harness is the root of a trial's tree
     root = subprocess.Popen(["sh", "-c", shlex.join(argv) + "; true"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    stopped = []
     try:
-        deadline = time.monotonic() + 10
-        while len(psutil.Process(root.pid).children(recursive=True)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        root.stdin.write(msg({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                         "clientInfo": {"name": "t", "version": "1"}}}))
+        root.stdin.flush()
+        answer = json.loads(root.stdout.readline())  # blocks until the server, behind the proxy, is up
+        assert answer["id"] == 1 and "result" in answer
         proxy, server = psutil.Process(root.pid).children(recursive=True)
         assert server.ppid() == proxy.pid and proxy_script() in proxy.cmdline()
+        for p in (proxy, server):
+            p.send_signal(signal.SIGSTOP)
+            stopped.append(p)
+        for p in stopped:  # SIGSTOP is asynchronous: read only once both are stopped
+            while p.status() != psutil.STATUS_STOPPED:
+                time.sleep(0.01)
 
         def hwm(pid):
             return int(next(x for x in open(f"/proc/{pid}/status") if x.startswith("VmHWM:")).split()[1])
 
-        assert process_tree_peak_rss_kb(root.pid) == hwm(server.pid) and hwm(proxy.pid) > 0
+        assert hwm(proxy.pid) > 0
+        assert process_tree_peak_rss_kb(root.pid) == hwm(server.pid)
     finally:
+        for p in stopped:
+            p.send_signal(signal.SIGCONT)
         root.stdin.close()
         root.wait(timeout=10)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -186,7 +187,9 @@ def test_a_machine_without_bubblewrap_fails_validate_with_the_fix(tmp_path, monk
     m = load_matrix(cfg)
     check_available()      # here it works
     assert check_sandbox(m) == []
-    monkeypatch.setenv("PATH", str(tmp_path / "empty"))   # no bwrap on PATH
+    (tmp_path / "nobwrap").mkdir()
+    (tmp_path / "nobwrap" / "git").symlink_to(shutil.which("git"))  # git, which checkouts need, but no bwrap
+    monkeypatch.setenv("PATH", str(tmp_path / "nobwrap"))
     with pytest.raises(SandboxUnavailable, match="apt-get install bubblewrap"):
         check_available()
     (problem,) = check_sandbox(m)

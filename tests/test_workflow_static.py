@@ -66,3 +66,15 @@ def test_a_pack_narrowed_to_one_repo_counts_what_it_runs(tmp_path):
     plan = next(line for line in out.splitlines() if line.startswith("mcptrials plan:"))
     assert "1 repo checkout(s)" in plan and f"{n_tools} tool snapshot(s)" in plan, plan
     assert re.search(r"^checkout\s+1$", out, re.M) and re.search(rf"^tools_snapshot\s+{n_tools}$", out, re.M)
+
+
+def test_every_stage_log_is_rewritten_by_each_run():
+    """A stage's log holds its last run only (`> {log}`, never `>> {log}`): a log, or a record's
+    stderr tail, that showed an older run's error would mislead (issue 27)."""
+    uses = 0
+    for f in (ROOT / "workflow/rules").glob("*.smk"):
+        text = f.read_text()
+        redirects = re.findall(r"(>>?)\s*\{log", text)
+        assert redirects.count(">") == text.count("{log") and ">>" not in redirects, f.name
+        uses += len(redirects)
+    assert uses >= 10  # every stage has its log

@@ -37,10 +37,12 @@ COMMANDS = {
 
 
 def cmd_validate(args) -> int:
-    from .config import ConfigError, check_api_keys, check_budget, check_sandbox, load_matrix
+    from .config import ConfigError, check_api_keys, check_budget, check_paths, check_sandbox, load_matrix
+
+    from .checkout import check_commits
 
     m = load_matrix(args.config)
-    problems = check_api_keys(m) + check_sandbox(m) + check_budget(m)
+    problems = check_api_keys(m) + check_sandbox(m) + check_paths(m) + check_commits(m) + check_budget(m)
     if problems:
         raise ConfigError("\n".join(problems))
     cells = sum(1 for _ in m.cells())

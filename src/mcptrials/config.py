@@ -269,7 +269,7 @@ class Matrix:
     @functools.cached_property
     def specs(self) -> Specs:
         """The typed specs of the validated config, built once."""
-        return Specs.from_config(self.config, host_drives())
+        return Specs.from_config(spec_config(self.config), host_drives())
 
     def runs_under(self, model: str, host: str) -> bool:
         """Whether the host can drive the model (claude-code speaks the Messages API only, codex and
@@ -287,6 +287,16 @@ class Matrix:
                     for sc in self.run_scenarios():
                         for trial in range(1, self.trials + 1):
                             yield model, host, tool, sc.repo, sc.id, trial
+
+
+def spec_config(config: dict) -> dict:
+    """The config the typed specs are built from: each tool entry with `{project}` expanded
+    (mcptrials.projectfiles). The config itself keeps the placeholder, so the rerun keys
+    do not depend on where the project sits."""
+    from .projectfiles import expand_tool, project_dir
+
+    project = project_dir()
+    return dict(config, tools={n: expand_tool(d, project) for n, d in config["tools"].items()})
 
 
 def _read_yaml(path: Path, what: str):
@@ -440,7 +450,7 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
                               "a server never sees those: remove it")
 
     # Specs built for this check only: m.specs is built on first use, after loading.
-    specs = Specs.from_config(data, host_drives())
+    specs = Specs.from_config(spec_config(data), host_drives())
     for host, hspec in specs.hosts.items():
         if not any(hspec.drives(ms.provider) for ms in specs.models.values()):
             raise ConfigError(f"{path}: field hosts.{host}: host kind {hspec.kind} can drive none of the models "
@@ -609,3 +619,54 @@ def check_budget(m: Matrix, results: Path = Path("results")) -> list[str]:
     if m.config["budget"].get("max_cost_usd") is None:
         return []
     return budget_refusal(cost_plan(m, results), f"{m.path}: ")
+
+
+def check_paths(m: Matrix) -> list[str]:
+    """What `mcptrials validate` can tell of the paths the config names without running
+    anything: each server's (and index's) command is a file, in its install, on PATH, or
+    provided by its `install:` entry; each `read_only` path and the `locked:` folder exist."""
+    from .projectfiles import PLACEHOLDER, project_dir
+    from .servers import tools_dir
+
+    project = project_dir()
+    problems = []
+    for tool in m.installed_tools():  # a variant runs its base's command: checked there
+        raw, spec = m.tools[tool], m.specs.tools[tool].config
+        commands = [("command", raw["command"], spec["command"])]
+        if raw.get("index"):
+            commands.append(("index.command", raw["index"]["command"], spec["index"]["command"]))
+        for field_name, given, cmd in commands:
+            if problem := _command_problem(tool, given, cmd, bool(spec["install"]), project, tools_dir()):
+                problems.append(f"{m.path}: field tools.{tool}.{field_name}: {problem}")
+        for i, (given, path) in enumerate(zip(raw["read_only"], spec["read_only"])):
+            if not os.path.exists(path):
+                problems.append(f"{m.path}: field tools.{tool}.read_only[{i}]: {given!r} ({path}) does not exist; "
+                                f"fix the path (a relative one is from the project folder, {project}; "
+                                f"{PLACEHOLDER} names it) or remove the entry")
+    locked = m.config.get("locked")
+    if locked is not None and not m.locked_dir.is_dir():
+        problems.append(f"{m.path}: field locked: {locked!r} ({m.locked_dir}) is not a folder; fix the path "
+                        "(relative to the config's folder), or remove `locked:` to run without a held-out anchor")
+    return problems
+
+
+def _command_problem(tool: str, given: str, cmd: str, has_install: bool, project: Path, tools: Path) -> str | None:
+    """Why a tool's command cannot start (None when it can, or its install will bring it)."""
+    import shutil
+
+    if os.sep in cmd:  # a path: relative ones from the project folder, where the harness starts it
+        path = Path(project, cmd)
+        if not path.is_file():
+            return (f"{given!r} ({path}) does not exist; fix the path (a relative one is from the project "
+                    f"folder; {{project}} names it) or name a command on PATH")
+        if not os.access(path, os.X_OK):
+            return f"{given!r} ({path}) is not executable; `chmod +x` it, or run it with its interpreter"
+        return None
+    env = tools / tool
+    if any((d / cmd).exists() for d in (env / "bin", env / "node_modules" / ".bin")) or shutil.which(cmd):
+        return None
+    if has_install:  # not installed yet: the install job brings it (and its log says if it does not)
+        return None
+    return (f"{given!r} is neither in {env} nor on PATH, and tools.{tool} has no `install:` entry; "
+            f"add an `install:` entry that provides it (pip: [\"pkg==version\"] or npm: [\"pkg@version\"]), "
+            "install it on PATH, or give its full path")

@@ -56,6 +56,7 @@ def _cmd(args) -> int:
     spec = m.tools.get(args.tool)
     if not spec or not spec.get("index"):
         raise ConfigError(f"{m.path}: field tools.{args.tool}.index: the tool has no index step")
-    build_index(args.tool, spec, read_json(args.checkout)["tree"], Path(args.out), m.specs.key_env_names(), sys.stderr,
-                tool_spec=m.specs.tools[args.tool])
+    tool_spec = m.specs.tools[args.tool]  # its entry with {project} expanded
+    build_index(args.tool, tool_spec.config, read_json(args.checkout)["tree"], Path(args.out),
+                m.specs.key_env_names(), sys.stderr, tool_spec=tool_spec)
     return 0

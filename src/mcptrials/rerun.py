@@ -47,7 +47,8 @@ RULE_KEYS: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class Entry:
-    field: str          # config field (`*` = any key of a map), `scenario.<part>` or `prompt:<file>`
+    field: str          # config field (`*` = any key of a map), `scenario.<part>`, `prompt:<file>`,
+    #                     `code:<name>` or `files:tools.*` (a tool's files in the project)
     stages: object      # tuple of rules whose params carry the value, NONE, or SHAPE
     why: str
     # left out of the params while unset (None, or None in every step): a field added after
@@ -75,6 +76,10 @@ TABLE: tuple[Entry, ...] = (
     Entry("tools.*.sandbox", ("index", SN), "what its processes can reach: its index, snapshots and trials"),
     Entry("tools.*.network", ("index", SN), "what its processes can reach: its index, snapshots and trials"),
     Entry("tools.*.read_only", ("index", SN), "what its processes can read: its index, snapshots and trials"),
+    # your own server: the content of what it names in the project (mcptrials.projectfiles)
+    Entry("files:tools.*", (SN,), "the content of the project's files its command, args and read_only name "
+          "(`{project}/server.py`; sha256 of each): an edit of your own server, its snapshot, then its trials",
+          omit_unset=True),
     # a description variant: its base's server (whose fields its entry carries) behind mcptrials.proxy
     Entry("tools.*.variant_of", (SN,), "whose server the variant runs: its snapshot (the rewritten tools/list), "
           "then its trials", omit_unset=True),
@@ -205,6 +210,8 @@ MAP_DIM = {"tools": "tool", "repos": "repo", "models": "model", "hosts": "host"}
 
 
 def _dim_of(field: str) -> str | None:
+    if field.startswith("files:"):
+        return "tool"
     parts = field.split(".")
     if parts[0] == "scenario":
         return "scenario"
@@ -249,6 +256,14 @@ def _code_version(field: str) -> str:
     return {"code:grader_version": GRADER_VERSION}[field]
 
 
+def _tool_files(m: Matrix, tool: str) -> dict[str, str]:
+    """Project path -> sha256 of the files of the project the tool's entry names."""
+    from .projectfiles import content_hashes, project_dir
+    from .servers import tools_dir
+
+    return content_hashes(m.specs.tools[tool].config, project_dir(), tools_dir())
+
+
 def _prompt_hash(field: str) -> str:
     return file_sha256(PROMPT_DIR / field.split(":", 1)[1])
 
@@ -273,6 +288,10 @@ def rule_params(m: Matrix) -> dict[str, dict]:
                 glob[f] = _prompt_hash(f)
             elif f.startswith("code:"):
                 glob[f] = _code_version(f)
+            elif f.startswith("files:"):
+                for k in ents["tool"]:
+                    if v := _tool_files(m, k):
+                        per["tool"].setdefault(k, {})[f] = v
             elif dim is None:
                 glob[f] = _value(f, m.config)
             elif dim == "scenario":

@@ -89,6 +89,8 @@ def make_snapshot(config_path: str, tool: str, repo: str, checkout_json: Path, i
     else:
         # A scratch copy: some servers write into the repo they are pointed at.
         errlog = out.parent / "server.stderr.log"
+        # this run's stderr only: its tail goes into tools.json, and an older run's error there would mislead
+        errlog.unlink(missing_ok=True)
         with tempfile.TemporaryDirectory(prefix="mcptrials-snapws-") as ws:
             work = Path(ws, "repo")
             shutil.copytree(co["tree"], work, symlinks=True)

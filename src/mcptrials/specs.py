@@ -44,8 +44,8 @@ class JudgeSpec:
 @dataclass(frozen=True)
 class ToolSpec:
     """config `tools.<name>`: one MCP server under test (transport none: the baseline).
-    `config` is the validated entry itself: what `Matrix.tool_hash` hashes and what the
-    server-environment helpers read."""
+    `config` is the validated entry with `{project}` expanded (mcptrials.projectfiles):
+    what the server-environment and index helpers read. `read_only` paths are absolute."""
 
     name: str
     transport: str

@@ -29,8 +29,9 @@ The script is a list of entries, consumed one per ``/v1/messages`` request:
   (a 200 whose body is not JSON, sent as application/json unless told; for a stream, an
   SSE event whose data is not JSON),
   ``{"fault": "hang"}`` (never answers; released by ``stop()``).
-- any entry may carry ``"delay": seconds`` (a slow reply or slow fault), and ``"wait_for":
-  path`` (held until that file exists, at most 120 s: a test releases replies at a known point).
+- any entry may carry ``"delay": seconds`` (a slow reply or slow fault) and
+  ``"hold_until": path`` (answered only once that file exists, so a test can hold a run at
+  a known point and release it; each held request adds a line to ``<path>.held``).
 - a callable ``fn(request_body) -> entry`` (in-process only), e.g. to echo tool results.
 
 Prompt caching is emulated per server with ``prompt_cache=True`` (``--prompt-cache``; off
@@ -55,7 +56,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from pathlib import Path
 import os
 import subprocess
 import threading
@@ -381,13 +381,9 @@ class _Handler(ScriptedHandler):
                                             f"provided. Found {n}.")
         index, entry = api._take_entry(body)
         record["script_index"] = index
+        api._hold(entry, record)
         if entry.get("delay"):
             api._stopping.wait(float(entry["delay"]))
-        if entry.get("wait_for"):
-            released = Path(entry["wait_for"])
-            for _ in range(1200):
-                if released.exists() or api._stopping.wait(0.1):
-                    break
         fault = entry.get("fault")
         if fault == "hang":
             record["kind"] = "hang"

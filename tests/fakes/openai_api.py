@@ -25,7 +25,8 @@ The script is a list of entries, consumed one per request:
 - a fault: ``{"fault": "status", "status": 429|500|..., "retry_after": seconds, "message"}``
   (OpenAI's JSON error body), ``{"fault": "malformed"}`` (a 200 whose body is not JSON),
   ``{"fault": "hang"}`` (never answers; released by ``stop()``).
-- any entry may carry ``"delay": seconds``; in-process, an entry may be a callable
+- any entry may carry ``"delay": seconds`` and ``"hold_until": path`` (answered only once
+  that file exists; see ``ScriptedServer._hold``); in-process, an entry may be a callable
   ``fn(request_body) -> entry``.
 
 When the script is exhausted the server answers ``exhausted="default"`` (a ``stop`` reply
@@ -247,6 +248,7 @@ class _Handler(ScriptedHandler):
             return self._error(record, 400, bad_format[0], param=bad_format[1])
         index, entry = api._take_entry(body)
         record["script_index"] = index
+        api._hold(entry, record)
         if entry.get("delay"):
             api._stopping.wait(float(entry["delay"]))
         fault = entry.get("fault")

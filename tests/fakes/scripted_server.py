@@ -103,6 +103,23 @@ class ScriptedServer:
             entry = entry(body)
         return index, entry
 
+    def _hold(self, entry: dict[str, Any], record: dict[str, Any]) -> None:
+        """An entry with ``"hold_until": path`` is answered only once that file exists (or the
+        server stops): a test holds a run at a known point and releases it by creating the file.
+        Each held request appends a line to ``<path>.held`` when it starts waiting, so the test
+        can tell that the run has reached the hold (rather than guess from the time)."""
+        release = entry.get("hold_until")
+        if not release:
+            return
+        release = Path(release)
+        with self._lock:
+            with open(f"{release}.held", "a", encoding="utf-8") as f:
+                f.write(f"{record['path']}\n")
+        record["held"] = True
+        # polled, not timed: the test decides when the file appears
+        while not release.exists() and not self._stopping.wait(0.05):
+            pass
+
     def _arrive(self, record: dict[str, Any]) -> None:
         with self._lock:
             self.requests.append(record)
