@@ -256,7 +256,7 @@ def test_host_needs_a_model_it_can_drive(tmp_path):
     with pytest.raises(ConfigError, match=r"hosts\.cc.*provider anthropic"):
         load_matrix(cfg)
     cfg.write_text(cfg.read_text().replace("kind: claude-code", "kind: loop\n    version: '1'"))
-    with pytest.raises(ConfigError, match=r"hosts\.cc\.version.*only for kind claude-code"):
+    with pytest.raises(ConfigError, match=r"hosts\.cc\.version.*only for a CLI host kind"):
         load_matrix(cfg)
 
 

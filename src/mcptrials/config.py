@@ -272,7 +272,8 @@ class Matrix:
         return Specs.from_config(spec_config(self.config), host_drives())
 
     def runs_under(self, model: str, host: str) -> bool:
-        """Whether the host can drive the model (claude-code speaks the Messages API only)."""
+        """Whether the host can drive the model (claude-code speaks the Messages API only, codex and
+        opencode OpenAI's APIs)."""
         return self.specs.hosts[host].drives(self.specs.models[model].provider)
 
     def cells(self):
@@ -453,7 +454,8 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
     for host, hspec in specs.hosts.items():
         if not any(hspec.drives(ms.provider) for ms in specs.models.values()):
             raise ConfigError(f"{path}: field hosts.{host}: host kind {hspec.kind} can drive none of the models "
-                              "(claude-code needs a model with provider anthropic); add one or remove the host")
+                              f"(it needs a model with provider {' or '.join(sorted(hspec.providers or []))}); "
+                              "add one or remove the host")
     for model, spec in data["models"].items():
         if spec["provider"] not in ("reference", "recorded") and not spec.get("model"):
             raise ConfigError(f"{path}: field models.{model}.model: provider {spec['provider']} needs a model id; add `model:`")

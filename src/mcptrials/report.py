@@ -473,7 +473,8 @@ def _model_host(doc: Doc, s: dict) -> None:
         return
     doc.h(2, "Models × hosts: the same tools and scenarios side by side", "model-host")
     doc.p("Each cell: fairness [95% CI] over that pair's trials, pass@1, and the trial count; – = the host "
-          "cannot drive that model (claude-code needs provider anthropic). Differences are paired over the "
+          "cannot drive that model (claude-code needs provider anthropic, codex and opencode provider "
+          "openai). Differences are paired over the "
           "scenarios both sides ran: hosts against the first host of the config for the same model, models "
           "against the first model for the same host.", "note")
     cells = {(c["tool"], c["model"], c["host"]): c for c in v["cells"]}

@@ -2,7 +2,7 @@
 
 A server under test is third-party code (and the bench's author may be a contestant), so
 it must reach neither the user's API key nor the answer key. Every MCP server process the
-harness starts, every `index` and `state_check` command and the `claude-code` CLI run as
+harness starts, every `index` and `state_check` command and the CLI hosts (claude-code, codex, opencode) run as
 
     env -i bwrap --unshare-all [--share-net] --die-with-parent --new-session --clearenv
          --setenv NAME VALUE ... <mounts> --chdir <workspace> -- COMMAND ARGS
@@ -12,7 +12,7 @@ harness starts, every `index` and `state_check` command and the `claude-code` CL
   environment is readable from /proc/1/environ otherwise).
 - `--unshare-all`: new user (where possible), IPC, PID, network, UTS and cgroup namespaces;
   the process sees no process of the run. `--share-net` only where the tool says
-  `network: true` (an http server must be reached; the claude-code CLI calls the API).
+  `network: true` (an http server must be reached; a CLI host calls the API).
 - File system, nothing else: the system directories read-only (`SYSTEM_DIRS`, the ones
   that exist), the Python the tools' venvs are made from (`sys.base_prefix`) read-only,
   the tool's own install read-only, the paths the tool lists in `read_only`, and read-write

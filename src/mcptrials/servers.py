@@ -145,7 +145,7 @@ class ServerSession:
 
 
 def tool_sandbox(tool: ToolSpec, extra_rw=(), extra_ro=()):
-    """The sandbox of a tool's processes (server, index command; under claude-code the CLI
+    """The sandbox of a tool's processes (server, index command; under a CLI host the CLI
     too): the Python its venv points at, its install and its `read_only` paths read-only,
     `extra_rw` (the trial's folders) read-write; the network only with `network: true`."""
     from .sandbox import ProcessSandbox, python_prefix

@@ -112,7 +112,7 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class HostSpec:
-    """config `hosts.<name>`. The claude-code settings are None for other kinds (the schema
+    """config `hosts.<name>`. The CLI hosts' settings are None for kind loop (the schema
     forbids them there). `providers`: what the kind can drive (None: any), from the schema."""
 
     name: str

@@ -9,6 +9,11 @@ needs them: `HOSTS` itself is data (the workflow reads `needs_install` at parse 
 - `claude-code` (hosts/claude_code.py): the Claude Code CLI, run non-interactively; it
   speaks the Messages API, so it drives `anthropic` models only, and it is installed by
   the workflow (`mcptrials install-host`) into .tools/_hosts/<host>/.
+- `codex` (hosts/codex.py): the Codex CLI (`codex exec --json`), the same way; it speaks the
+  OpenAI Responses API, so it drives `openai` models only.
+- `opencode` (hosts/opencode.py): the Opencode CLI (`opencode run --format json`), the same
+  way, with an OpenAI-compatible provider (Chat Completions): `openai` models only.
+- hosts/cli.py: what the CLI hosts share (npm install, the sandboxed run of one step).
 
 Hosts use the public API of mcptrials.trial (the shared core) and mcptrials.servers.
 """
@@ -47,6 +52,8 @@ class HostKind:
 HOSTS: dict[str, HostKind] = {
     "loop": HostKind(module="loop", needs_install=False),
     "claude-code": HostKind(module="claude_code", needs_install=True),
+    "codex": HostKind(module="codex", needs_install=True),
+    "opencode": HostKind(module="opencode", needs_install=True),
 }
 
 
@@ -63,7 +70,7 @@ def needs_install(kind: str) -> bool:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("install-host", help="install a host's software (the Claude Code CLI) into .tools/_hosts/<host>/")
+    p = sub.add_parser("install-host", help="install a host's software (a CLI: Claude Code, Codex, Opencode) into .tools/_hosts/<host>/")
     p.add_argument("--config", default="config.yaml")
     p.add_argument("--host", required=True)
     p.add_argument("--out", required=True, help="results/hosts/<host>/install.json")

@@ -46,66 +46,38 @@ import glob
 import json
 import os
 import re
-import shutil
-import signal
-import subprocess
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from ..providers.base import Usage
 from ..keyproxy import KeyProxy
-from ..servers import host_env_dir
+from ..providers.base import Usage
 from ..trial import CHARS_PER_TOKEN, TrialAbort, TrialContext, split_feedback, step_prompt
+from .cli import ProcessRun, cli_sandbox, npm_install, run_process, start_http, stdio_entry
+from .cli import binary_path as cli_binary, installed_version as cli_version
 
 PACKAGE = "@anthropic-ai/claude-code"
 # Claude Code's built-ins -> the loop's equivalent built-in (graders count grep/list_files as searches)
 BUILTIN_EQUIVALENTS = {"Read": "read_file", "Grep": "grep", "Glob": "list_files", "LS": "list_files"}
 MCP_CODE_RE = re.compile(r"MCP error (-?\d+)")
-STREAM_LIMIT = 1 << 26   # one stream-json line can hold a whole tool result
 
 
 # --- install -------------------------------------------------------------------------
 
 
 def binary_path(host: str) -> Path:
-    return host_env_dir(host) / "node_modules" / ".bin" / "claude"
+    return cli_binary(host, "claude")
 
 
 def installed_version(host: str) -> str | None:
-    pkg = host_env_dir(host) / "node_modules" / "@anthropic-ai" / "claude-code" / "package.json"
-    try:
-        return json.loads(pkg.read_text())["version"]
-    except (OSError, ValueError, KeyError):
-        return None
+    return cli_version(host, PACKAGE)
 
 
 def install(host: str, spec, log) -> dict:
-    """npm-install the pinned CLI into .tools/_hosts/<host>/; an install of the same
-    version already there is reused (npm would only re-check it)."""
-    from ..install import run_logged
-
-    env_dir, want = host_env_dir(host), spec.version
-    t0 = time.monotonic()
-    reused = installed_version(host) == want and binary_path(host).exists()
-    if not reused:
-        if env_dir.exists():
-            shutil.rmtree(env_dir)
-        env_dir.mkdir(parents=True)
-        run_logged(["npm", "install", "--no-fund", "--no-audit", "--prefix", str(env_dir), f"{PACKAGE}@{want}"], log)
-    got = installed_version(host)
-    if got != want:
-        raise RuntimeError(f"hosts.{host}: npm installed {PACKAGE} {got}, not the pinned {want}; see the log")
-    with tempfile.TemporaryDirectory() as home:  # --version must not write into the user's HOME
-        reported = subprocess.run([str(binary_path(host)), "--version"], capture_output=True, text=True, timeout=60,
-                                  env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}).stdout.strip()
-    return {"host": host, "kind": "claude-code", "package": PACKAGE, "version": want, "reported_version": reported,
-            "env_dir": str(env_dir), "binary": str(binary_path(host)), "reused": reused,
-            "resolved": {PACKAGE: got}, "seconds": round(time.monotonic() - t0, 2),
-            "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    """npm-install the pinned CLI into .tools/_hosts/<host>/ (reused when there)."""
+    return npm_install(host, "claude-code", PACKAGE, "claude", spec.version, log)
 
 
 # --- the command line -------------------------------------------------------------------
@@ -114,20 +86,6 @@ def install(host: str, spec, log) -> dict:
 def mcp_tool_name(tool: str, name: str) -> str:
     """The name Claude Code gives a server tool: mcp__<server>__<tool>."""
     return re.sub(r"[^a-zA-Z0-9_-]", "_", f"mcp__{tool}__{name}")
-
-
-def stdio_entry(tool, values: dict, forbidden: set[str]) -> dict:
-    """The server's --mcp-config entry (tool: a ToolSpec): the same command, arguments, cwd
-    (the workspace) and environment as the loop's mcp client gives it, the environment
-    enforced with `env -i`."""
-    from mcp.client.stdio import get_default_environment
-
-    from ..servers import server_argv, server_environment
-
-    env = get_default_environment() | server_environment(tool.config, values, forbidden)
-    # a description variant's argv starts with our proxy (mcptrials.proxy), inside the CLI's sandbox
-    return {"type": "stdio", "command": shutil.which("env") or "/usr/bin/env",
-            "args": ["-i", *(f"{k}={v}" for k, v in sorted(env.items())), *server_argv(tool, values)]}
 
 
 def allowed_tools(tool: str, snapshot: dict | None, builtins: list[str], has_server: bool) -> list[str]:
@@ -441,56 +399,6 @@ def mcp_log_summary(host_home: Path) -> dict:
 # --- running ---------------------------------------------------------------------------
 
 
-@dataclass
-class ProcessRun:
-    events: list
-    stderr: str
-    returncode: int | None
-    timed_out: bool
-    stopped: bool        # we stopped it (a failed MCP server at init)
-
-
-async def run_process(argv: list[str], env: dict, cwd: str, timeout: float, stop_on) -> ProcessRun:
-    """Run the CLI, reading its stream as it comes; `stop_on(event)` True ends it early."""
-    proc = await asyncio.create_subprocess_exec(*argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                                stderr=subprocess.PIPE, env=env, cwd=cwd, start_new_session=True,
-                                                limit=STREAM_LIMIT)
-    err_task = asyncio.create_task(proc.stderr.read())
-    events, timed_out, stopped = [], False, False
-    try:
-        async with asyncio.timeout(timeout):
-            async for line in proc.stdout:
-                try:
-                    ev = json.loads(line)
-                except ValueError:
-                    continue  # a stray non-JSON line; stderr has the rest
-                events.append(ev)
-                if stop_on(ev):
-                    stopped = True
-                    break
-            if not stopped:
-                await proc.wait()
-    except TimeoutError:
-        timed_out = True
-    finally:
-        if proc.returncode is None:
-            await _kill_group(proc)
-        stderr = (await err_task).decode(errors="replace")
-    return ProcessRun(events, stderr, proc.returncode, timed_out, stopped)
-
-
-async def _kill_group(proc) -> None:
-    """The CLI and the servers it started: TERM, then KILL."""
-    for sig, wait in ((signal.SIGTERM, 3), (signal.SIGKILL, 5)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        try:
-            await asyncio.wait_for(proc.wait(), wait)
-            return
-        except TimeoutError:
-            continue
-
-
 class ClaudeCodeHost:
     kind = "claude-code"
 
@@ -558,27 +466,12 @@ class _Session:
         return "completed", None
 
     def cli_sandbox(self, mcp_file: Path | None):
-        """The CLI (and the stdio server it starts) in the tool's sandbox, with the network
-        for the model API: the trial's folders and Claude Code's HOME read-write, its install
-        and the MCP config read-only. Its Read/Grep/Glob take absolute paths: this view is
-        all they can reach."""
-        from ..servers import tool_sandbox
-
-        ctx = self.ctx
-        sb = tool_sandbox(ctx.tool, extra_rw=[*ctx.sandbox.values().values(), self.host_home],
-                          extra_ro=[host_env_dir(ctx.host.name), mcp_file])
-        sb.network = True
-        ctx.meta["sandbox"] = sb.record()
-        return sb
+        """The CLI (and the stdio server it starts) in the tool's sandbox (hosts.cli.cli_sandbox):
+        its Read/Grep/Glob take absolute paths, and this view is all they can reach."""
+        return cli_sandbox(self.ctx, self.host_home, [mcp_file])
 
     def _start_http(self, stack) -> dict:
-        """An http server is ours to start, as in the loop; Claude Code connects to its URL."""
-        from ..servers import start_http_server
-
-        ctx = self.ctx
-        errlog = stack.enter_context(open(ctx.sandbox.root / "server.stderr.log", "a"))
-        url = stack.enter_context(start_http_server(ctx.tool, ctx.sandbox.values(), ctx.forbidden_env, errlog))
-        return {"type": "http", "url": url}
+        return {"type": "http", "url": start_http(self.ctx, stack)}
 
     async def run_step(self, index: int, step: dict, last: bool, mcp_file: Path | None) -> tuple[str, str | None]:
         ctx, rec = self.ctx, self.ctx.rec
