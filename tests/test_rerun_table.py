@@ -348,7 +348,7 @@ def cells(m):
 
 def dag(m) -> set[tuple]:
     """Every job of the workflow for matrix m, as (rule, full key)."""
-    jobs = {("aggregate",), ("report",)}
+    jobs = {("aggregate",), ("report",), ("status",)}
     if heldout_scenarios(m) is not None and m.locked_dir is not None:
         jobs |= {("verify_lock",), ("heldout",)}
     repos = m.run_repos()
@@ -387,6 +387,8 @@ def downstream(job: tuple, jobs: set) -> set:
         elif rule in ("scored", "judged") and r == "aggregate":
             out.add(j)
         elif rule in ("aggregate", "heldout") and r == "report":
+            out.add(j)
+        elif rule == "report" and r == "status":
             out.add(j)
         elif rule == "verify_lock" and r == "heldout":
             out.add(j)

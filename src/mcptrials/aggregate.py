@@ -814,6 +814,14 @@ def aggregate(m: Matrix, runs) -> dict:
     if noise["note"]:
         notes.append(noise["note"])
     tools = tool_rows(rows, m.trials, noise["fairness_noise"], has_baseline)
+    from .stages import failed_stages
+
+    failed = failed_stages(Path(runs).parent)   # checkouts, installs, server starts that failed
+    dead = did_not_start(failed, {(t, s.repo) for t in m.tools for s in m.run_scenarios() if t != BASELINE},
+                         {t: m.server_of(t) for t in m.tools})
+    for r in tools:
+        if r["tool"] in dead:   # no verdict for a server that never ran
+            r.update(verdict="did not start", rank=None)
     comparisons = comparison_rows(rows, m.config["compare"], noise["fairness_noise"])
     cells = cell_rows(rows, m.trials)
     labels = list(dict.fromkeys(r["model"] for r in rows))  # model, or model@host with several hosts
@@ -823,6 +831,7 @@ def aggregate(m: Matrix, runs) -> dict:
         "identity": identity(m, records),
         "methods": {"interval": INTERVAL_METHOD, "costs": COST_METHOD, "efficiency": EFFICIENCY_METHOD},
         "notes": notes,
+        "failed_stages": failed,
         "missing": missing,
         "trials": rows, "cells": cells, "tools": tools,
         "comparisons": comparisons,
@@ -834,6 +843,18 @@ def aggregate(m: Matrix, runs) -> dict:
         "feedback": feedback_table(records, rows, Path(runs).parent / "snapshots"),
         "citation_composition": citation_composition(records),
     }
+
+
+def did_not_start(failed: list[dict], used: set[tuple[str, str]], install_of: dict[str, str]) -> set[str]:
+    """The tools whose server started on none of the repos the run uses: every (tool, repo)
+    snapshot failed, or a checkout or the install (install_of: a variant's is its base's)
+    before it did (mcptrials.stages.failed_stages)."""
+    bad_snap = {tuple(f["name"].split("/", 1)) for f in failed if f["stage"] == "snapshot"}
+    bad_repo = {f["name"] for f in failed if f["stage"] == "checkout"}
+    bad_tool = {f["name"] for f in failed if f["stage"] == "install"}
+    tools = {t for t, _ in used}
+    return {t for t in tools if all((t, r) in bad_snap or r in bad_repo or install_of.get(t, t) in bad_tool
+                                    for tt, r in used if tt == t)}
 
 
 def citation_composition(records: list[dict]) -> list[dict]:

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -155,6 +156,7 @@ def register(sub) -> None:
     p.add_argument("--config", default="config.yaml")
     p.add_argument("--repo", required=True)
     p.add_argument("--out", required=True, help="the checkout record, results/checkouts/<repo>/checkout.json")
+    p.add_argument("--attempt", type=int, default=0, help="the workflow's retry count (mcptrials.stages)")
     p.set_defaults(func=_cmd)
 
 
@@ -166,7 +168,14 @@ def _cmd(args) -> int:
         raise ConfigError(f"{m.path}: field repos: no repo {args.repo!r}")
     spec = m.repos[args.repo]
     out = Path(args.out)
-    rec = checkout(args.repo, m.repo_source(args.repo), spec["url"], spec["commit"], out.parent)
+    try:
+        rec = dict(checkout(args.repo, m.repo_source(args.repo), spec["url"], spec["commit"], out.parent),
+                   attempt=args.attempt)
+    except Exception as e:  # noqa: BLE001 - unreachable or missing commit: missing data (mcptrials.stages)
+        from .stages import failed_record
+
+        rec = failed_record("checkout", e, args.attempt, repo=args.repo, url=spec["url"], commit=spec["commit"])
+        print(f"mcptrials checkout: {args.repo}: {rec['error']}", file=sys.stderr)
     write_json(out, rec)
     print(json.dumps(rec))
     return 0

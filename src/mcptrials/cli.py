@@ -33,6 +33,7 @@ COMMANDS = {
     "pilot": "costcmd",
     "compare": "compare",
     "replay": "replay",
+    "status": "stages",
 }
 
 

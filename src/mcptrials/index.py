@@ -45,6 +45,7 @@ def register(sub) -> None:
     p.add_argument("--config", default="config.yaml")
     p.add_argument("--tool", required=True)
     p.add_argument("--checkout", required=True)
+    p.add_argument("--install", help="results/tools/<tool>/install.json (a failed install: nothing to index)")
     p.add_argument("--out", required=True)
     p.set_defaults(func=_cmd)
 
@@ -57,6 +58,16 @@ def _cmd(args) -> int:
     if not spec or not spec.get("index"):
         raise ConfigError(f"{m.path}: field tools.{args.tool}.index: the tool has no index step")
     tool_spec = m.specs.tools[args.tool]  # its entry with {project} expanded
-    build_index(args.tool, tool_spec.config, read_json(args.checkout)["tree"], Path(args.out),
-                m.specs.key_env_names(), sys.stderr, tool_spec=tool_spec)
+    from .stages import failure
+
+    co = read_json(args.checkout)
+    unavailable = failure(co) or (failure(read_json(args.install)) if args.install else None)
+    if unavailable:   # nothing to index; the snapshot and the trials say why (mcptrials.stages)
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        write_json(out / "index.json", {"tool": args.tool, "unavailable": unavailable})
+        print(f"mcptrials index: {args.tool}: not run: {unavailable}", file=sys.stderr)
+        return 0
+    build_index(args.tool, tool_spec.config, co["tree"], Path(args.out), m.specs.key_env_names(), sys.stderr,
+                tool_spec=tool_spec)
     return 0

@@ -82,6 +82,7 @@ def register(sub) -> None:
     p.add_argument("--config", default="config.yaml")
     p.add_argument("--tool", required=True)
     p.add_argument("--out", required=True, help="results/tools/<tool>/install.json")
+    p.add_argument("--attempt", type=int, default=0, help="the workflow's retry count (mcptrials.stages)")
     p.set_defaults(func=_cmd)
 
 
@@ -92,6 +93,14 @@ def _cmd(args) -> int:
     if args.tool not in m.tools:
         raise ConfigError(f"{m.path}: field tools: no tool {args.tool!r}")
     drop_keys(m)
-    rec = install_tool(args.tool, m.tools[args.tool], sys.stderr)
+    try:
+        rec = dict(install_tool(args.tool, m.tools[args.tool], sys.stderr), attempt=args.attempt)
+    except Exception as e:  # noqa: BLE001 - a package that does not install: missing data (mcptrials.stages)
+        from .stages import failed_record
+
+        rec = failed_record("install", e, args.attempt, tool=args.tool,
+                            requested=[*(m.tools[args.tool].get("install") or {}).get("pip", []),
+                                       *(m.tools[args.tool].get("install") or {}).get("npm", [])])
+        print(f"mcptrials install-tool: {args.tool}: {rec['error']}", file=sys.stderr)
     write_json(Path(args.out), rec)
     return 0

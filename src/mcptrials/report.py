@@ -416,6 +416,22 @@ def model_text(s: dict, label: str) -> str:
     return f"{text} under host {host}" if host else text
 
 
+def _failed_stages(doc: Doc, s: dict) -> None:
+    """What could not run, and how to fix it: first, since every figure below lacks those trials."""
+    failed = s.get("failed_stages") or []
+    if not failed:
+        return
+    lost = [r for r in s["trials"] if r.get("missing_reason") in ("not_run: checkout failed", "not_run: install failed")]
+    doc.h(2, "What could not run", "failed-stages")
+    doc.p(f"{len(failed)} stage(s) failed; {len(lost)} trial(s) could not run because of them and are missing "
+          "(neither a pass nor a fail nor a 0, left out of every figure below). The run exits non-zero after "
+          "this report; fix each and run snakemake again: only the trials they held back run.", "warning")
+    t = Table(["stage", "of", "error", "fix", "log"], caption="failed stages (results/status.json)")
+    for f in failed:
+        t.add(f["stage"], f["name"], f["error"], f["fix"], f["log"])
+    doc.table(t, "failed-stages-table")
+
+
 def _headline(doc: Doc, s: dict) -> None:
     ident = s["identity"]
     doc.h(2, "Headline: does the server make the answers better than no server?", "headline")
@@ -436,7 +452,7 @@ def _headline(doc: Doc, s: dict) -> None:
                    "work / trial", "start-up / trial", "trials"],
                   caption=f"model {model}: {mdl['label']}", cls="headline")
         for r in rows:
-            vcls = {"better": "better", "worse": "worse", "within noise": "noise"}.get(r["verdict"])
+            vcls = {"better": "better", "worse": "worse", "within noise": "noise", "did not start": "worse"}.get(r["verdict"])
             t.add(r["tool"], fci_missing(r["fairness"], r["fairness_lo"], r["fairness_hi"], r["n_trials"], r),
                   Cell(fsigned_ci(r["diff"], r["diff_lo"], r["diff_hi"]), cls=vcls),
                   fp(r["holm_t_p"]), fp(r["holm_wilcoxon_p"]), Cell(r["verdict"] or "–", cls=vcls),
@@ -924,6 +940,7 @@ def build_report(summary: dict, agreement: dict | None, lock: dict | None, runs,
         doc.p("WARNING: " + w, "warning")
     for n in held["notes"] + summary["notes"]:
         doc.p("Note: " + n, "note")
+    _failed_stages(doc, summary)
     _explorer_link(doc, summary)
     _headline(doc, summary)
     _comparisons(doc, summary)

@@ -42,6 +42,7 @@ RULE_KEYS: dict[str, tuple[str, ...]] = {
     "verify_lock": (),
     "heldout": (),
     "report": (),
+    "status": (),          # fails the run after the report when a stage failed (mcptrials.stages)
 }
 
 

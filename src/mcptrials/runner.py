@@ -79,12 +79,18 @@ def _cmd(args) -> int:
                                                       else cost.per_trial) or 0.0
         judge_part = cost.judge_upper_per_trial or 0.0
         bound = own + judge_part
-    ledger, reservation, stopped = gate(m.config, provider, out, trial_key(cell), bound)
-    if stopped:
-        transcript, meta = _not_run(m, args, stopped)
+    from .stages import failure
+
+    checkout = read_json(args.checkout)
+    snapshot = read_json(args.snapshot) if args.snapshot else None
+    # a checkout or install that failed: missing data, reserved and spent nothing (mcptrials.stages)
+    unavailable = failure(checkout) or (snapshot or {}).get("unavailable")
+    ledger, reservation, stopped = (None, None, None) if unavailable else \
+        gate(m.config, provider, out, trial_key(cell), bound)
+    if unavailable or stopped:
+        transcript, meta = _not_run(m, args, unavailable or stopped)
     else:
-        transcript, meta = run_trial(m, args.model, args.tool, args.scenario, args.trial, read_json(args.checkout),
-                                     read_json(args.snapshot) if args.snapshot else None,
+        transcript, meta = run_trial(m, args.model, args.tool, args.scenario, args.trial, checkout, snapshot,
                                      Path(args.index) if args.index else None, out.parent, host=args.host)
         if ledger is not None:
             if judge_part:   # the judge's room, kept before the trial's reservation is settled
@@ -107,7 +113,8 @@ def _cmd(args) -> int:
 
 
 def _not_run(m: Matrix, args, detail: str) -> tuple[dict, dict]:
-    """The records of a trial the budget stopped before it started: outcome not_run, nothing spent."""
+    """The records of a trial that did not start (the budget stopped it, or a checkout or install
+    it needs failed): outcome not_run, nothing spent."""
     from .config import file_sha256
     from .trial import SYSTEM_PROMPT, Recorder, now_iso, transcript_record
 

@@ -71,6 +71,9 @@ def make_snapshot(config_path: str, tool: str, repo: str, checkout_json: Path, i
         raise ConfigError(f"{m.path}: field tools: no tool {tool!r}")
     spec = m.specs.tools[tool]
     co = read_json(checkout_json)
+    inst = read_json(install_json) if install_json else None
+    from .stages import failure
+
     rec = {
         "harness_version": __version__,
         "tool": tool,
@@ -78,9 +81,15 @@ def make_snapshot(config_path: str, tool: str, repo: str, checkout_json: Path, i
         "repo_url": co["url"],
         "commit": co["commit"],
         "tool_spec_sha256": m.tool_hash(tool),
-        "install": read_json(install_json)["resolved"] if install_json else {},
+        "install": (inst or {}).get("resolved") or {},
     }
-    if not spec.has_server:
+    unavailable = failure(co) or failure(inst)
+    if unavailable:   # a stage before it failed: nothing to start (its trials are not_run, mcptrials.stages)
+        from .builtins import BUILTIN_TOOLS
+
+        rec.update(unavailable=unavailable, error=unavailable, tools=[], server_name=None, server_version=None,
+                   protocol_version=None, instructions=None, startup_seconds=None, builtin_tools=BUILTIN_TOOLS)
+    elif not spec.has_server:
         from .builtins import BUILTIN_TOOLS
 
         rec.update(server_name=None, server_version=None, protocol_version=None, instructions=None,
@@ -168,7 +177,9 @@ def _cmd(args) -> int:
     rec = make_snapshot(args.config, args.tool, args.repo, Path(args.checkout),
                         Path(args.install) if args.install else None,
                         Path(args.index) if args.index else None, Path(args.out), not args.estimate_only)
-    if rec.get("error"):
+    if rec.get("unavailable"):
+        print(f"{args.tool}/{args.repo}: not started: {rec['unavailable']}")
+    elif rec.get("error"):
         print(f"{args.tool}/{args.repo}: the server did not start: {rec['error']}")
     else:
         print(f"{args.tool}/{args.repo}: {len(rec['tools'])} tools, sha256 {rec['tools_sha256'][:12]}, "

@@ -63,6 +63,7 @@ ANY_INDEX = any(spec.get("index") for spec in M.tools.values())
 # retries.max_attempts), so exactly the missing trials, and what reads them, rerun. Every other
 # trial keeps its one lookup in TRANSCRIPT_P and the params it always had.
 from mcptrials.outcomes import retry_attempts
+from mcptrials.stages import dag_attempt
 
 RETRIED = []
 RETRY_ATTEMPT = retry_attempts("results/runs", M.config["retries"]["max_attempts"], RETRIED)
@@ -139,6 +140,7 @@ def final_outputs():
     return [
         "results/report/index.html",
         "results/report/report.md",
+        "results/status.json",   # report.smk: fails the run, after the report, when a stage failed
     ]
 
 

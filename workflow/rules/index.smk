@@ -13,4 +13,5 @@ rule index:
         "results/logs/index/{tool}/{repo}.log",
     shell:
         "mcptrials index --config \"$MCPTRIALS_CONFIG\" --tool {wildcards.tool:q} --checkout {input.checkout:q}"
+        " --install {input.install:q}"
         " --out results/index/{wildcards.tool:q}/{wildcards.repo:q} > {log:q} 2>&1"

@@ -3,12 +3,15 @@ rule install_tool:
         "results/tools/{tool}/install.json",
     params:
         rerun=lambda wc: RERUN["install_tool"][(wc.tool,)],
+        # a failed install is missing data (mcptrials.stages): the next invocation tries it again
+        attempt=lambda wc: dag_attempt(f"results/tools/{wc.tool}/install.json"),
     conda:
         "../envs/mcptrials.yaml"
     log:
         "results/logs/install/{tool}.log",
     shell:
-        "mcptrials install-tool --config \"$MCPTRIALS_CONFIG\" --tool {wildcards.tool:q} --out {output:q} > {log:q} 2>&1"
+        "mcptrials install-tool --config \"$MCPTRIALS_CONFIG\" --tool {wildcards.tool:q} --out {output:q}"
+        " --attempt {params.attempt} > {log:q} 2>&1"
 
 
 # A host's own software (the Claude Code CLI, pinned) into .tools/_hosts/{host}/; only hosts

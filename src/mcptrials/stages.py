@@ -1,0 +1,110 @@
+"""A stage that failed (a checkout, a tool's install) is missing data, not the end of the run.
+
+`mcptrials checkout` and `mcptrials install-tool` catch their own failure (an unreachable
+URL, a commit the source does not hold, a package that does not install) and write their
+record anyway, marked failed:
+
+    {"stage": "checkout", "failed": true, "error": "<one line>", "attempt": 1, ...}
+
+so the DAG goes on: the snapshot of a tool on that repo (or of that tool) says why it is
+unavailable (`unavailable`), and its trials are `not_run` with that reason (missing: never a
+pass, a fail or a zero). The aggregate lists the failed stages (`failed_stages`), the report
+opens with them and how to fix them, and `mcptrials status`, the workflow's last job, fails the
+run after the report is written, so CI sees it.
+
+Retries. A failed stage's rule carries `attempt` in its params (`dag_attempt`): the
+recorded attempt + 1 while its record is failed, else the attempt it succeeded with. So the
+next invocation runs exactly the failed stages again, and once one succeeds nothing reruns
+but what depends on it (a repository's trials, a tool's trials).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+STAGES = {"checkout": "results/checkouts/*/checkout.json", "install": "results/tools/*/install.json"}
+
+
+def first_line(error: BaseException | str) -> str:
+    text = str(error).strip() or type(error).__name__
+    return " ".join(text.split())[:1000]
+
+
+def failed_record(stage: str, error: BaseException | str, attempt: int, **what) -> dict:
+    """The record a stage writes when it failed."""
+    return {"stage": stage, **what, "failed": True, "error": first_line(error), "attempt": attempt}
+
+
+def _read(path: Path) -> dict | None:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def failure(rec: dict | None) -> str | None:
+    """"checkout failed: <error>" of a failed record, else None."""
+    if rec and rec.get("failed"):
+        return f"{rec.get('stage', 'stage')} failed: {rec.get('error')}"
+    return None
+
+
+def dag_attempt(path) -> int:
+    """The attempt a stage's job is planned with (see the module docstring): 0 without a record."""
+    rec = _read(Path(path))
+    if rec is None:
+        return 0
+    attempt = int(rec.get("attempt") or 0)
+    return attempt + 1 if rec.get("failed") else attempt
+
+
+def failed_stages(results: Path = Path("results")) -> list[dict]:
+    """Every failed checkout and install, and every tools snapshot whose server did not start,
+    in `results`: [{stage, name, error, log, fix}]."""
+    results = Path(results)
+    out = []
+    for stage, pattern in STAGES.items():
+        for p in sorted(results.glob(pattern.removeprefix("results/"))):
+            rec = _read(p)
+            if rec and rec.get("failed"):
+                name = p.parent.name
+                log = f"results/logs/{stage}/{name}.log"
+                fix = ("make the repository reachable (its url, or a mirror in `mirrors:`) or fix its commit, then run "
+                       "snakemake again: only its trials run" if stage == "checkout" else
+                       f"see {log}, fix the tool's `install:`, then run snakemake again: only its trials run")
+                out.append({"stage": stage, "name": name, "error": rec.get("error"), "log": log, "fix": fix})
+    for p in sorted(results.glob("snapshots/*/*/tools.json")):
+        rec = _read(p)
+        if rec and rec.get("error") and not rec.get("unavailable"):
+            tool, repo = p.parent.parent.name, p.parent.name
+            out.append({"stage": "snapshot", "name": f"{tool}/{repo}", "error": first_line(rec["error"]),
+                        "log": f"results/logs/snapshot/{tool}/{repo}.log",
+                        "fix": "the server did not start: read its stderr in that log (and the snapshot's "
+                               "stderr_tail), fix its command, args or install, then run snakemake again"})
+    return out
+
+
+def status_text(found: list[dict]) -> str:
+    return "\n".join(f"mcptrials: {f['stage']} {f['name']} failed: {f['error']} ({f['fix']})" for f in found)
+
+
+def register(sub) -> None:
+    p = sub.add_parser("status", help="fail (exit 1) when a checkout, install or server start failed, one line each")
+    p.add_argument("--results", default="results")
+    p.add_argument("--out", help="write the list here as JSON (results/status.json)")
+    p.set_defaults(func=_cmd)
+
+
+def _cmd(args) -> int:
+    import sys
+
+    found = failed_stages(Path(args.results))
+    if args.out:
+        Path(args.out).write_text(json.dumps({"failed_stages": found}, indent=1) + "\n")
+    if found:
+        print(status_text(found), file=sys.stderr)
+        print(f"mcptrials: {len(found)} stage(s) failed; the report lists them and the trials they left missing: "
+              "results/report/index.html", file=sys.stderr)
+        return 1
+    return 0
