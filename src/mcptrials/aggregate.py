@@ -646,6 +646,18 @@ REFERENCE_MODEL_LABEL = "reference (deterministic agent, no language model)"
 REFERENCE_JUDGE_LABEL = "reference (deterministic judge: key points and gold citations, no language model)"
 
 
+def recorded_identity(spec: dict, records: list[dict], tool: str) -> dict:
+    """A recorded arm's identity: its source, each recording's sha256 (by trial), and where its
+    tools/list came from (the recordings' init events, or unknown)."""
+    recs = [r for r in records if r["key"]["tool"] == tool]
+    lists = [r["run_meta"].get("recorded_tools") or {"from": "unknown"} for r in recs]
+    return {"source": spec.get("source"),
+            "recordings": {"/".join(str(r["key"][k]) for k in ("model", "host", "scenario", "trial")):
+                           r["run_meta"].get("recorded_sha256") for r in recs},
+            "tools_list_from": sorted({x["from"] for x in lists}),
+            "tools_list": sorted({n for x in lists for n in (x.get("names") or [])})}
+
+
 def _sandbox_label(rec: dict | None) -> str:
     """'bubblewrap 0.8.0', 'bubblewrap 0.8.0 with network', 'none', or 'unrecorded'."""
     if not rec:
@@ -682,6 +694,8 @@ def identity(m: Matrix, records: list[dict]) -> dict:
                        "overrides_sha256": sorted({x["overrides_sha256"] for x in metas if x.get("overrides_sha256")}),
                        # how its processes ran, as the trials recorded it (run_meta.sandbox)
                        "sandbox": sorted({_sandbox_label(x.get("sandbox")) for x in metas})}
+        if spec["transport"] == "recorded":   # no server: what it is known from, recording by recording
+            tools[name].update(recorded_identity(spec, records, name))
     repos = {}
     for name in m.run_repos():  # only the repos the run's scenarios use
         spec = m.repos[name]

@@ -249,7 +249,11 @@ class Matrix:
         return [t for t in self.server_tools() if self.server_of(t) == t]
 
     def server_tools(self) -> list[str]:
-        return [t for t, spec in self.tools.items() if spec["transport"] != "none"]
+        return [t for t, spec in self.tools.items() if spec["transport"] not in ("none", RECORDED)]
+
+    def snapshot_tools(self) -> list[str]:
+        """The tools with a snapshot job: all but the recorded arms (no server, nothing to list)."""
+        return [t for t, spec in self.tools.items() if spec["transport"] != RECORDED]
 
     def tool_hash(self, tool: str) -> str:
         return canonical_hash(self.tools[tool])
@@ -396,6 +400,26 @@ def read_config_files(config_path) -> tuple[Path, dict]:
     return path, data
 
 
+RECORDED = "recorded"   # a tool transport: an arm known only from recordings (no server here)
+# What a recorded arm cannot have: it is never installed, indexed or started.
+_SERVER_FIELDS = ("command", "args", "url", "env", "install", "index", "variant_of", "overrides")
+
+
+def check_recorded_tool(path: Path, name: str, spec: dict, given: dict, data: dict) -> None:
+    """A `transport: recorded` entry: no server fields, and only recorded models run it."""
+    where = f"{path}: field tools.{name}"
+    if name == BASELINE:
+        raise ConfigError(f"{where}.transport: `baseline` is built in (transport: none); a recorded arm needs another name")
+    extra = [k for k in _SERVER_FIELDS if given.get(k) not in (None, [], {})]
+    if extra:
+        raise ConfigError(f"{where}: a recorded arm has no server to install or start; remove {', '.join(extra)} "
+                          "(or give it transport stdio or http)")
+    live = sorted(mn for mn, ms in data["models"].items() if ms["provider"] != RECORDED)
+    if live:
+        raise ConfigError(f"{where}.transport: recorded: only provider recorded models can run a recorded arm, and "
+                          f"models {', '.join(live)} are live; run them in another config, or give {name} a server")
+
+
 def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
     """Read the config file(s) (see `read_config_files`), or use `overrides` as the
     config's data with `config_path` naming it; check everything."""
@@ -418,6 +442,9 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
         raise ConfigError(f"{path}: field tools.{BASELINE}.transport: `baseline` is built in and has no server; set transport: none or rename the tool")
     for name, spec in data["tools"].items():
         where = f"{path}: field tools.{name}"
+        if spec["transport"] == RECORDED:
+            check_recorded_tool(path, name, spec, raw_tools.get(name) or {}, data)
+            continue
         if spec["transport"] == "none":
             if name != BASELINE:
                 raise ConfigError(f"{where}: unknown tool {name!r}: only `{BASELINE}` is built in (transport: none); "

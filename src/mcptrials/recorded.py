@@ -40,7 +40,7 @@ import traceback
 from dataclasses import replace
 from pathlib import Path
 
-from .config import ConfigError, Matrix, file_sha256
+from .config import ConfigError, Matrix, canonical_hash, file_sha256
 
 STREAM, MCPTRIALS = "claude-code-stream-json", "mcptrials"
 ONE_ANSWER_STEP = "one_answer"
@@ -72,13 +72,9 @@ def cached_sha256(path: Path) -> str | None:
     return _SHA[key]
 
 
-def rerun_files(m: Matrix, model: str, tool: str, scenario: str) -> dict[str, str]:
-    """trial -> the sha256 of its recorded file, for the trials of the cell that have one: the
-    part of the transcript job's rerun key that the recordings give (a missing file is left
-    out, so more `trials` without recordings change nothing of the existing ones)."""
-    repo = m.scenarios[scenario].repo
-    shas = {str(t): cached_sha256(recorded_file(m, model, tool, repo, scenario, t)) for t in range(1, m.trials + 1)}
-    return {t: h for t, h in shas.items() if h is not None}
+def recorded_sha256(m: Matrix, model: str, tool: str, scenario: str, trial: int) -> str | None:
+    """The sha256 of one trial's recorded file (None: none yet): that trial's rerun key part."""
+    return cached_sha256(recorded_file(m, model, tool, m.scenarios[scenario].repo, scenario, trial))
 
 
 # --- reading a stream-json recording -----------------------------------------------
@@ -129,6 +125,18 @@ def recorded_model_id(events: list[dict]) -> str | None:
     return None
 
 
+def recorded_tools(init: dict) -> dict:
+    """The MCP tools a recording says its session had (Claude Code's `init` event lists every
+    tool, `mcp__<server>__<name>` for a server's), else `unknown`: a recorded arm has no
+    snapshot, so this is the only tools/list there is."""
+    names = init.get("tools")
+    if not isinstance(names, list):
+        return {"from": "unknown", "reason": "the recording has no init event listing its tools", "names": None,
+                "sha256": None}
+    mcp = sorted(str(n) for n in names if str(n).startswith("mcp__"))
+    return {"from": "the recording's init event", "names": mcp, "sha256": canonical_hash(mcp)}
+
+
 def _seconds(part: list[dict]) -> float:
     from .hosts.claude_code import event_time
 
@@ -151,6 +159,8 @@ def _from_stream(m: Matrix, path: Path, scenario, tool: str, snapshot: dict | No
         return "harness_failed", msg, False, model_id, 0.0
     init = next((e for e in events if e.get("type") == "system" and e.get("subtype") == "init"), None) or {}
     meta.update(recorded_session_id=init.get("session_id"), recorded_cwd=init.get("cwd"))
+    if snapshot is None:   # a recorded arm: its tools/list is what the recording says, if anything
+        meta["recorded_tools"] = recorded_tools(init)
     cwd = (init.get("cwd") or "").rstrip("/")
 
     def relative(text: str) -> str:
@@ -243,6 +253,7 @@ def run_recorded(m: Matrix, model: str, tool: str, scenario_id: str, trial: int,
         "limits": None, "tool": tool, "tool_spec_sha256": m.tool_hash(tool),
         "server_name": (snapshot or {}).get("server_name"), "server_version": (snapshot or {}).get("server_version"),
         "tool_version_label": specs.tools[tool].version, "tools_sha256": (snapshot or {}).get("tools_sha256"),
+        "tool_transport": specs.tools[tool].transport, "recorded_source": specs.tools[tool].source,
         "repo": scenario.repo, "repo_url": checkout["url"], "commit": checkout["commit"],
         "scenario": scenario_id, "scenario_sha256": scenario.sha256, "trial": trial,
         "system_prompt_sha256": None, "started_at": now_iso(),
@@ -273,6 +284,9 @@ def run_recorded(m: Matrix, model: str, tool: str, scenario_id: str, trial: int,
         outcome, detail = "harness_failed", traceback.format_exc()[-4000:]
         rec.error("harness_error", detail)
     meta["ended_at"] = now_iso()
+    if specs.tools[tool].recorded:
+        meta.setdefault("recorded_tools", recorded_tools({}))
+        meta["tools_sha256"] = meta["recorded_tools"]["sha256"]
     if transcript is None:
         if model_id and not mspec.model:
             meta["model_id"] = model_id

@@ -341,6 +341,17 @@ def sandbox_line(ident: dict) -> str:
     return line
 
 
+def recorded_tool_line(name: str, tl: dict) -> str:
+    """A recorded arm in the identity table: what it is known from, and every recording's sha256."""
+    recs = tl.get("recordings") or {}
+    shas = ", ".join(f"{k} {(v or 'missing')[:12]}" for k, v in recs.items()) or "none"
+    names = tl.get("tools_list") or []
+    listed = ("tools/list unknown (no recording lists its tools)" if tl.get("tools_list_from") in ([], ["unknown"])
+              else f"tools/list from {' and '.join(tl['tools_list_from'])}: {', '.join(names) or 'no MCP tools'}")
+    return (f"recorded runs of {name} (source: {tl.get('source') or 'not given'}; no server here); {listed}; "
+            f"{len(recs)} recording(s), sha256: {shas}")
+
+
 def _identity(doc: Doc, s: dict, held: dict) -> None:
     ident = s["identity"]
     doc.h(2, "The run", "identity")
@@ -352,6 +363,8 @@ def _identity(doc: Doc, s: dict, held: dict) -> None:
     for name, tl in ident["tools"].items():
         if tl["transport"] == "none":
             desc = "no server: the harness's read_file / grep / list_files only"
+        elif tl["transport"] == "recorded":
+            desc = recorded_tool_line(name, tl)
         else:
             server = " ".join(tl["server_name"]) or "(server name not reported)"
             ver = ", ".join(tl["server_version"]) or "?"

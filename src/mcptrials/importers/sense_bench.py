@@ -63,14 +63,10 @@ EMIT_ONE_ANSWER = True
 ONE_ANSWER_FIELD = "one_answer"
 ANSWER_KEY_FIELD = "answer_key"   # a step's section name in the one answer, when its id differs
 
-# A tool arm of the bench whose server cannot be started here: recorded runs only. A
-# command that fails at once with a message saying so (transport none is reserved for the
-# built-in baseline, so a real-looking server entry would be dishonest).
-def placeholder_tool(tool: str) -> dict:
-    msg = (f"{tool}: an arm of the reference bench imported by `mcptrials import sense-bench`: "
-           "recorded runs only, no server to start here")
-    return {"command": "sh", "args": ["-c", f"echo '{msg}' >&2; exit 1"],
-            "version": f"sense-bench recorded runs (results/{tool}); server not runnable here"}
+# A tool arm of the bench whose server is not run here: a recorded arm (transport
+# recorded): no install, no snapshot job, no server; its tools/list comes from each recording.
+def recorded_tool(tool: str, where: str) -> dict:
+    return {"transport": "recorded", "source": f"the reference bench's {where} (recorded runs only)"}
 
 
 # The bench's default criteria (SCORING.md, "llm_quality"): used for a step whose rubric
@@ -473,7 +469,7 @@ def import_bench(bench_dir, out_dir, pins_file=None, pin_args=(), skip_unpinned=
 
     results_rel = os.path.relpath(results, out)
     config = {
-        "tools": {t: ({"transport": "none"} if t == BASELINE else placeholder_tool(t)) for t in tools},
+        "tools": {t: ({"transport": "none"} if t == BASELINE else recorded_tool(t, f"results/{t}")) for t in tools},
         "repos": {r: {"url": _github_url(pins[r]["url"]), "commit": pins[r]["commit"]} for r in used},
         "scenarios": "scenarios/*.yaml",
         "splits": ["train"],
@@ -484,7 +480,7 @@ def import_bench(bench_dir, out_dir, pins_file=None, pin_args=(), skip_unpinned=
     }
     header = ("# The reference bench (luuuc/sense bench/) imported by `mcptrials import sense-bench`.\n"
               f"# Source: {bench}\n"
-              "# Tools other than baseline are recorded arms: their servers are not runnable here.\n"
+              "# Tools other than baseline are recorded arms (transport: recorded): no server runs here.\n"
               "# No held-out anchor (no locked:). See import-report.json for what could not be expressed.\n")
     _dump(out / "config.yaml", config, header)
 
