@@ -169,12 +169,26 @@ def raw_row(rec: dict, m: Matrix) -> dict:
         "server_peak_rss_kb": meta.get("server_peak_rss_kb"),
         "page": trial_page(k["model"], k["tool"], k["scenario"], k["trial"]),  # model = model@host when several
     })
+    row.update(gold_recall_columns(s.get("gold_recall")))
     att = rec.get("attempts")
     row.update(missing=is_missing(outcome), missing_reason=missing_reason(outcome, t.get("outcome_detail")),
                attempts=int(att["runs"]) if att else 1)
     if row["missing"]:  # neither a pass nor a fail nor a zero: no score at all
-        row.update({f: None for f in SCORE_FIELDS})
+        row.update({f: None for f in (*SCORE_FIELDS, *(k for k in row if k.startswith(GOLD_PREFIXES)))})
     return row
+
+
+GOLD_PREFIXES = ("cited_recall_", "mention_recall")
+
+
+def gold_recall_columns(gold: dict | None) -> dict:
+    """A scenario with gold rows (scenario `gold:`): its cited_recall (which then replaces the
+    steps' gold locations' figure), mention_recall and cited_recall_<group> per row group."""
+    if not gold:
+        return {}
+    return {"cited_recall": gold["cited_recall"], "mention_recall": gold["mention_recall"],
+            "gold_rows": gold["total"],
+            **{f"cited_recall_{g}": v["cited_recall"] for g, v in sorted(gold["groups"].items())}}
 
 
 def used(rows: list[dict]) -> list[dict]:

@@ -177,7 +177,10 @@ class Scenario:
     def grading_part(self) -> dict:
         """What the deterministic graders depend on: a change here rescoring only."""
         keys = ("checks", "citations", "exact_answer", "state_check", "expected_tools")
-        return {"steps": [{k: s.get(k) for k in keys} for s in self.data["steps"]]}
+        part = {"steps": [{k: s.get(k) for k in keys} for s in self.data["steps"]]}
+        if self.data.get("gold"):   # only when set: scenarios without gold keep their hash
+            part["gold"] = self.data["gold"]
+        return part
 
     def rubric_part(self) -> dict:
         """What the judge depends on: a change here re-judges only."""

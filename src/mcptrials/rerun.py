@@ -143,6 +143,7 @@ TABLE: tuple[Entry, ...] = (
     Entry("scenario.split", SHAPE, "whether it runs"),
     Entry("scenario.suite", ("aggregate",), "only how its rows are grouped"),
     Entry("scenario.limits", (T,), "its trials"),
+    Entry("scenario.gold", (SC,), "its scores only (gold recall, overall and per group)", omit_unset=True),
     Entry("scenario.rubric", (J, H), "its judgements (and the agreement, if it is held out)"),
     Entry("scenario.one_answer", (T,), "its recorded models' trials only (one answer for every step); live trials "
           "send the steps as before", omit_unset=True, recorded_only=True),

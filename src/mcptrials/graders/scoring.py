@@ -15,6 +15,7 @@ from . import GRADER_VERSION, citations, keywords
 from .answer_map import step_answers
 from .exact import grade_exact
 from .gittree import commit_tree
+from .gold_recall import gold_recall, whole_answer
 from .state import grade_state
 from .usage import adoption, efficiency
 
@@ -79,6 +80,7 @@ def score_trial(transcript: dict, scenario: dict, repo_dir: str, commit: str,
         "failures": failures,
         "keywords": keywords.pool([s["keywords"] for s in steps]),
         "citations": citations.pool([s["citations"] for s in steps]),
+        "gold_recall": gold_recall(whole_answer(transcript), scenario.get("gold")),
         "exact": {"steps": len(exacts), "passed": sum(1 for e in exacts if e["passed"])},
         "state": {"steps": len(states), "passed": sum(1 for e in states if e["passed"])},
         "steps": steps,
