@@ -227,6 +227,9 @@ def test_rubric_gold_and_held_out(tmp_path):
     assert [c["name"] for c in s2["rubric"]["criteria"]] == [c["name"] for c in sb.DEFAULT_CRITERIA]
     assert s2["key_points"] == ["acme/checkout.py: the service under change", "acme/cli.py or cli/main.py"]
     assert "citations" not in s2
+    assert sc["gold"] == [{"id": "svc", "match": ["acme/checkout.py"], "group": "contract",
+                           "relation": "the service under change"},
+                          {"id": "cli", "match": ["acme/cli.py", "cli/main.py"], "group": "callers"}]
     notes = {n["what"]: n for n in doc["notes"]}
     assert "criterion 'specificity' fields ['anchors']" in notes
     assert "default criteria" in notes["rubric"]["reason"] and notes["rubric"]["step"] == "Trace the checkout!"

@@ -279,8 +279,10 @@ class Matrix:
         return Specs.from_config(self.config, host_drives())
 
     def runs_under(self, model: str, host: str) -> bool:
-        """Whether the host can drive the model (claude-code speaks the Messages API only)."""
-        return self.specs.hosts[host].drives(self.specs.models[model].provider)
+        """Whether the host can drive the model (claude-code speaks the Messages API only); a
+        recorded model with a `host` runs under that host only (the one it was recorded under)."""
+        only = self.models[model].get("host")
+        return (only is None or only == host) and self.specs.hosts[host].drives(self.specs.models[model].provider)
 
     def cells(self):
         """Every (model, host, tool, repo, scenario, trial) of the run, trial counted from 1;
@@ -597,6 +599,10 @@ def check_recorded_model(path: Path, model: str, spec: dict, specs: Specs) -> No
     if not any(h.drives("recorded") for h in specs.hosts.values()):
         raise ConfigError(f"{where}: a recorded model runs under a loop host only, and the config has none; "
                           "add `loop: {kind: loop}` to hosts")
+    host = spec.get("host")
+    if host is not None and (host not in specs.hosts or not specs.hosts[host].drives("recorded")):
+        raise ConfigError(f"{where}.host: {host!r} is not a loop host of this config (hosts: "
+                          f"{', '.join(sorted(specs.hosts))}); add `{host}: {{kind: loop}}` to hosts, or remove the field")
 
 
 def check_sandbox(m: Matrix) -> list[str]:

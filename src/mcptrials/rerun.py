@@ -100,6 +100,7 @@ TABLE: tuple[Entry, ...] = (
     Entry("models.*.max_retries", (T,), "that model's trials (retries decide api_failed)"),
     Entry("models.*.params", (T,), "that model's trials"),
     Entry("models.*.api_key_env", NONE, "only which variable holds the key"),
+    Entry("models.*.host", SHAPE, "which host's cells the recorded model has"),
     Entry("models.*.format", (T,), "that recorded model's trials (with each recorded file's sha256)", omit_unset=True),
     Entry("models.*.path", (T,), "that recorded model's trials (with each recorded file's sha256)", omit_unset=True),
     # hosts.<name>

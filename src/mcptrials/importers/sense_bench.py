@@ -301,6 +301,7 @@ def convert_scenario(path: Path, split: str, sid: str, report: list, mapping: li
             report.append({"scenario": sid, "what": f"rubric step {rname!r}", "reason": f"{rub_path.name} names a step the scenario does not have: not imported"})
 
     gold = src.get("gold") or []
+    rows = gold_rows(gold, sid, report)
     if gold:
         points = []
         for g in gold:
@@ -314,9 +315,10 @@ def convert_scenario(path: Path, split: str, sid: str, report: list, mapping: li
         if points:
             steps[-1]["key_points"] = points
         report.append({"scenario": sid, "what": f"gold ({len(gold)} targets)",
-                       "reason": f"scenario-level file targets with their relation: {len(points)} key points of the last step "
-                                 f"({steps[-1]['name']}), which the judge sees; none became citations.gold, which need "
-                                 "path:N, path:N-M or path:Symbol, not a bare file"})
+                       "reason": f"scenario-level file targets with their relation: {len(rows)} scenario gold rows "
+                                 "(cited and mention recall, overall and per group, graders/gold_recall.py) and "
+                                 f"{len(points)} key points of the last step ({steps[-1]['name']}), which the judge sees; "
+                                 "none became citations.gold, which need path:N, path:N-M or path:Symbol, not a bare file"})
 
     desc = " ".join(str(src.get("description") or "").split())
     if audience:
@@ -330,8 +332,39 @@ def convert_scenario(path: Path, split: str, sid: str, report: list, mapping: li
     out_sc["split"] = split
     if one_answer:
         out_sc[ONE_ANSWER_FIELD] = True
+    if rows:
+        out_sc["gold"] = rows
     out_sc["steps"] = steps
     return out_sc
+
+
+GOLD_KEYS = ("id", "group", "match", "relation")
+
+
+def gold_rows(gold: list, sid: str, report: list) -> list[dict]:
+    """The bench's scenario-level gold as our scenario `gold:` rows (a bare string is a row
+    matching itself); a row without an id or a match list is reported and left out."""
+    out, seen = [], set()
+    for i, g in enumerate(gold):
+        g = {"id": g, "match": [g]} if isinstance(g, str) else g
+        if not isinstance(g, dict) or not g.get("match") or not isinstance(g.get("match"), list):
+            report.append({"scenario": sid, "what": f"gold row {i}", "reason": "no `match` list: not a gold row; left out"})
+            continue
+        gid = str(g.get("id") or g["match"][0])
+        if gid in seen:
+            report.append({"scenario": sid, "what": f"gold row {gid!r}", "reason": "a second row with this id; left out"})
+            continue
+        seen.add(gid)
+        extra = sorted(set(g) - set(GOLD_KEYS))
+        if extra:
+            report.append({"scenario": sid, "what": f"gold row {gid!r} fields {extra}", "reason": "not gold fields we map"})
+        row = {"id": gid, "match": [str(x) for x in g["match"]]}
+        if g.get("group"):
+            row["group"] = str(g["group"])
+        if g.get("relation"):
+            row["relation"] = " ".join(str(g["relation"]).split())
+        out.append(row)
+    return out
 
 
 # --- the whole import ----------------------------------------------------------
