@@ -137,6 +137,20 @@ def recorded_tools(init: dict) -> dict:
     return {"from": "the recording's init event", "names": mcp, "sha256": canonical_hash(mcp)}
 
 
+def sibling_wall_seconds(path: Path, meta: dict) -> float | None:
+    """The wall time of a run whose stream has no durations (Codex, Opencode), from the
+    reference bench's run_meta.json beside the recording (`wall_time_seconds`); said in meta."""
+    side = path.parent / "run_meta.json"
+    try:
+        v = json.loads(side.read_text()).get("wall_time_seconds")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(v, (int, float)) or v <= 0:
+        return None
+    meta["wall_seconds_from"] = "run_meta.json beside the recording (wall_time_seconds)"
+    return float(v)
+
+
 def _seconds(part: list[dict]) -> float:
     from .hosts.claude_code import event_time
 
@@ -151,7 +165,10 @@ def _from_stream(m: Matrix, path: Path, scenario, tool: str, snapshot: dict | No
     """Fill rec from a stream-json recording; return (outcome, detail, one_answer, model id, wall seconds)."""
     from .hosts.claude_code import parse_stream, record_step, result_outcome, server_tool_names, step_answer
 
-    events = read_stream(path)
+    from .recorded_streams import complete
+
+    events, stream = complete(read_stream(path))   # Codex and Opencode runs: ids and the answer filled in
+    meta["recorded_stream"] = stream
     model_id = recorded_model_id(events)
     if not events:
         msg = f"recorded file {meta['recorded_path']}: no stream-json events"
@@ -283,6 +300,8 @@ def run_recorded(m: Matrix, model: str, tool: str, scenario_id: str, trial: int,
     except Exception:  # noqa: BLE001 - a bad recording is recorded, never a crash of the workflow
         outcome, detail = "harness_failed", traceback.format_exc()[-4000:]
         rec.error("harness_error", detail)
+    if not wall and path.is_file():   # a stream without durations: the run's own record beside it, if any
+        wall = sibling_wall_seconds(path, meta) or wall
     meta["ended_at"] = now_iso()
     if specs.tools[tool].recorded:
         meta.setdefault("recorded_tools", recorded_tools({}))

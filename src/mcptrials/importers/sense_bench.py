@@ -153,7 +153,7 @@ def _load_yaml(path: Path):
         raise BenchImportError(f"{path}: does not parse as YAML: {e}") from None
 
 
-def _github_url(url: str) -> str:
+def github_url(url: str) -> str:
     """https://github.com/o/r.git -> https://github.com/o/r (the form our pack and mirrors files use)."""
     m = re.match(r"^(https://github\.com/[^/]+/[^/]+?)(\.git)?/?$", url or "")
     return m.group(1) if m else url
@@ -370,7 +370,7 @@ def gold_rows(gold: list, sid: str, report: list) -> list[dict]:
 # --- the whole import ----------------------------------------------------------
 
 
-def _dump(path: Path, data, header: str = "") -> None:
+def dump_yaml(path: Path, data, header: str = "") -> None:
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
     path.write_text(header + text)
 
@@ -497,13 +497,13 @@ def import_bench(bench_dir, out_dir, pins_file=None, pin_args=(), skip_unpinned=
         header = (f"# Imported from the reference bench by `mcptrials import sense-bench`: {rel}"
                   f" (sha256 {file_sha256(path)[:16]}). Regenerate rather than edit.\n")
         f = sc_dir / f"{sid}.yaml"
-        _dump(f, sc, header)
+        dump_yaml(f, sc, header)
         written.append(f)
 
     results_rel = os.path.relpath(results, out)
     config = {
         "tools": {t: ({"transport": "none"} if t == BASELINE else recorded_tool(t, f"results/{t}")) for t in tools},
-        "repos": {r: {"url": _github_url(pins[r]["url"]), "commit": pins[r]["commit"]} for r in used},
+        "repos": {r: {"url": github_url(pins[r]["url"]), "commit": pins[r]["commit"]} for r in used},
         "scenarios": "scenarios/*.yaml",
         "splits": ["train"],
         "models": {MODEL_NAME: {"provider": "recorded", "format": RECORDED_FORMAT,
@@ -515,7 +515,7 @@ def import_bench(bench_dir, out_dir, pins_file=None, pin_args=(), skip_unpinned=
               f"# Source: {bench}\n"
               "# Tools other than baseline are recorded arms (transport: recorded): no server runs here.\n"
               "# No held-out anchor (no locked:). See import-report.json for what could not be expressed.\n")
-    _dump(out / "config.yaml", config, header)
+    dump_yaml(out / "config.yaml", config, header)
 
     counts = {
         "scenarios": len(scenarios),
@@ -533,7 +533,7 @@ def import_bench(bench_dir, out_dir, pins_file=None, pin_args=(), skip_unpinned=
         "bench": str(bench),
         "out": str(out),
         "counts": counts,
-        "pins": {r: {"commit": pins[r]["commit"], "url": _github_url(pins[r]["url"]), "from": pins[r]["from"]} for r in used},
+        "pins": {r: {"commit": pins[r]["commit"], "url": github_url(pins[r]["url"]), "from": pins[r]["from"]} for r in used},
         "tools": {t: {"recorded_cells": cells[t], "arm": "built-in baseline" if t == BASELINE else "recorded only"} for t in tools},
         "scenarios": {sid: {"file": str(path.relative_to(bench)), "sha256": file_sha256(path), "split": sc["split"],
                             "repo": sc["repo"], "steps": [s["name"] for s in sc["steps"]]}
@@ -592,28 +592,3 @@ def summary(doc: dict) -> str:
     if v:
         lines.append(f"  validated with {v['by']}: " + (f"ok, {v['cells']} trial cells" if v["ok"] else f"FAILED: {v['error']}"))
     return "\n".join(lines)
-
-
-def cmd_import_sense_bench(args) -> int:
-    try:
-        doc = import_bench(args.bench_dir, args.out, pins_file=args.pins, pin_args=args.pin or (),
-                           skip_unpinned=args.skip_unpinned)
-    except ConfigError as e:
-        report = Path(args.out) / "import-report.json"
-        if report.exists() and str(e).startswith("wrote "):
-            print(summary(dict(json.loads(report.read_text()))))
-        raise
-    print(summary(doc))
-    return 0
-
-
-def register(sub) -> None:
-    p = sub.add_parser("import", help="convert another benchmark's scenarios and runs into mcptrials files")
-    isub = p.add_subparsers(dest="source", required=True)
-    s = isub.add_parser("sense-bench", help="the reference bench (luuuc/sense bench/): scenarios, rubrics, pins, results")
-    s.add_argument("bench_dir", metavar="BENCH_DIR", help="the bench/ folder (or the repository root holding it)")
-    s.add_argument("--out", required=True, metavar="DIR", help="where to write scenarios/, config.yaml, import-report.json")
-    s.add_argument("--pins", metavar="FILE", help="another PINNED_COMMITS.json, merged over the bench's own")
-    s.add_argument("--pin", action="append", metavar="REPO=COMMIT[,URL]", help="one repo's pin (wins over the ledgers); repeatable")
-    s.add_argument("--skip-unpinned", action="store_true", help="leave out scenarios whose repo has no pin (reported)")
-    s.set_defaults(func=cmd_import_sense_bench)

@@ -1,0 +1,224 @@
+"""`mcptrials import sense-bench BENCH_DIR --vertical NAME`: a small vertical of our own, in
+the reference bench's layout (results/<model>/<arm>/<repo>/[run-N/], run_meta.json with or
+without `harness`), with streams in the shapes its three agents write (Claude Code's, and
+the thinner Codex/Opencode one: no ids, no init, no result text), all written here.
+
+Nothing here comes from the reference bench's files."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from matrix_helpers import make_repo
+from mcptrials.cli import main
+from mcptrials.config import ConfigError, load_matrix
+from mcptrials.importers import sense_verticals as sv
+from mcptrials.recorded import run_recorded
+from mcptrials.recorded_streams import SHAPE_THIN, complete
+
+GOLD = [
+    {"id": "util", "group": "contract", "match": ["src/util.py"], "relation": "defines helper"},
+    {"id": "app", "group": "dependents", "match": ["src/app.py"], "relation": "calls helper"},
+    {"id": "cfg", "group": "dependents", "match": ["conf/settings.py"]},
+]
+SCEN = {"name": "Tiny helper audit", "repo": "tiny", "description": "Audit helper.",
+        "steps": [{"name": "Find the helper", "prompt": "Where is helper defined? Cite file:line.",
+                   "checks": [{"type": "word", "value": "helper"}]},
+                  {"name": "List its callers", "prompt": "Who calls helper?",
+                   "checks": [{"type": "word", "value": "main"}]}],
+        "scoring": {"weights": {"correctness": 1.0}}, "gold": GOLD}
+RUBRIC = {"steps": [{"name": "Find the helper", "criteria": {"map_quality": {"weight": 1.0, "question": "Cited?"}}}]}
+
+ANSWER = ('```json\n{"step1_find_the_helper": {"file": "src/util.py", "line": 1},\n'
+          ' "step2_list_its_callers": "main in src/app.py:5 calls it; conf/settings.py names it"}\n```')
+
+
+def claude_stream(answer=ANSWER, mcp=True):
+    tools = ["Read", "Bash"] + (["mcp__sense__sense_graph"] if mcp else [])
+    return [{"type": "system", "subtype": "init", "cwd": "/home/u/tiny", "session_id": "s", "model": "claude-x-1",
+             "tools": tools, "mcp_servers": []},
+            {"type": "assistant", "message": {"id": "m1", "model": "claude-x-1", "content": [
+                {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/home/u/tiny/src/util.py"}}],
+                "usage": {"input_tokens": 5, "output_tokens": 3}}},
+            {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t1",
+                                                      "content": [{"type": "text", "text": "def helper(x):"}]}]}},
+            {"type": "assistant", "message": {"id": "m2", "model": "claude-x-1",
+                                              "content": [{"type": "text", "text": answer}]}},
+            {"type": "result", "subtype": "success", "is_error": False, "result": answer, "duration_ms": 4000,
+             "num_turns": 2, "total_cost_usd": 0.01, "usage": {"input_tokens": 5, "output_tokens": 30}}]
+
+
+def thin_stream(answer=ANSWER):
+    """Codex/Opencode as the bench stores them: Claude Code's shape, no ids, no init, a bare result."""
+    return [{"type": "assistant", "message": {"content": [{"type": "text", "text": "Looking."}]}},
+            {"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "mcp__sense__sense_graph",
+                                                           "input": {"symbol": "helper"}}]}},
+            {"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "Bash",
+                                                           "input": {"command": "grep -rn helper"}}]}},
+            {"type": "user", "message": {"content": [{"type": "tool_result",
+                                                      "content": [{"type": "text", "text": "helper <- main"}]}]}},
+            {"type": "user", "message": {"content": [{"type": "tool_result",
+                                                      "content": [{"type": "text", "text": "src/app.py:5"}]}]}},
+            *([{"type": "assistant", "message": {"content": [{"type": "text", "text": answer}]}}] if answer else []),
+            {"type": "result", "total_cost_usd": None, "duration_ms": None, "session_id": "x",
+             "usage": {"input_tokens": 100, "output_tokens": 20, "cache_read_input_tokens": 50,
+                       "cache_creation_input_tokens": 0}}]
+
+
+def _jsonl(events) -> str:
+    return "".join(json.dumps(e) + "\n" for e in events)
+
+
+def write_run(d: Path, events, **meta):
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "transcript.json").write_text(_jsonl(events))
+    (d / "run_meta.json").write_text(json.dumps({"repo": "tiny", "repo_commit": meta.pop("commit"), "wall_time_seconds": 42,
+                                                 **meta}))
+    (d / "judged.json").write_text(json.dumps({"note": "written by the test"}))
+
+
+def write_vertical(root: Path, commit: str, url: str) -> Path:
+    bench = root / "bench"
+    v = bench / "verticals" / "mini"
+    (v / "scenarios").mkdir(parents=True)
+    (v / "scenarios" / "tiny.yaml").write_text(yaml.safe_dump(SCEN, sort_keys=False))
+    (v / "scenarios" / "tiny.rubric.yaml").write_text(yaml.safe_dump(RUBRIC))
+    (bench / "PINNED_COMMITS.json").write_text(json.dumps({"tiny": {"commit": commit, "url": url}}))
+    r = v / "results"
+    short = commit[:7]
+    for arm in ("baseline", "sense"):   # Claude Code: no harness field, two runs
+        for n in (1, 2):
+            write_run(r / "claude-x-1" / arm / "tiny" / f"run-{n}", claude_stream(mcp=arm == "sense"),
+                      commit=short, model="claude-x-1")
+    write_run(r / "gpt-z" / "baseline" / "tiny", thin_stream(), commit=short, model="gpt-z", harness="codex")
+    write_run(r / "gpt-z" / "sense" / "tiny" / "run-1", thin_stream(), commit=short, model="gpt-z", harness="codex")
+    write_run(r / "gpt-z" / "sense" / "tiny" / "run-2", thin_stream(), commit=short, model="gpt-z", harness="codex",
+              valid=False, void_reason="rate limited mid-run")
+    write_run(r / "_quarantine" / "sense" / "tiny", thin_stream(), commit=short, model="x")
+    write_run(r / "gpt-z" / "sense" / "tiny.before-fix", thin_stream(), commit=short, model="gpt-z", harness="codex")
+    write_run(r / "v9-sweep" / "sense" / "tiny" / "run-1", claude_stream(), commit=short, model="claude-x-1")
+    (r / "report.json").write_text("{}")
+    return bench
+
+
+def test_the_thin_stream_is_completed_and_what_it_lacks_is_said():
+    events, info = complete(thin_stream())
+    assert info["shape"] == SHAPE_THIN
+    assert "an init event (no tools/list, no working directory)" in info["lacks"]
+    assert any("own cost" in x for x in info["lacks"]) and any("duration" in x for x in info["lacks"])
+    uses = [b["id"] for e in events if e["type"] == "assistant" for b in e["message"]["content"] if b["type"] == "tool_use"]
+    results = [b["tool_use_id"] for e in events if e["type"] == "user" for b in e["message"]["content"]]
+    assert uses == ["recorded-use-1", "recorded-use-2"] and results == uses      # paired in order
+    assert len({e["message"]["id"] for e in events if e["type"] == "assistant"}) == 4
+    r = events[-1]
+    assert r["subtype"] == "success" and r["result"] == ANSWER and r["usage"]["input_tokens"] == 100
+    # no final text: an error, never an empty answer taken as one
+    r2 = complete(thin_stream(answer=None))[0][-1]
+    assert r2["subtype"] == "error_no_final_answer" and r2["is_error"] is True
+    # a Claude Code stream is left as it is
+    cc = claude_stream()
+    assert complete(cc) == (cc, {"shape": "claude-code", "lacks": []})
+
+
+def run_import(tmp_path) -> tuple[dict, Path, str]:
+    commit = make_repo(tmp_path / "repo")
+    bench = write_vertical(tmp_path / "src", commit, str(tmp_path / "repo"))
+    out = tmp_path / "out"
+    assert main(["import", "sense-bench", str(bench), "--vertical", "mini", "--out", str(out)]) == 0
+    return json.loads((out / "import-report.json").read_text()), out, commit
+
+
+def test_every_run_is_a_trial_and_what_is_not_says_why(tmp_path):
+    doc, out, commit = run_import(tmp_path)
+    cfg = yaml.safe_load((out / "config.yaml").read_text())
+    assert cfg["tools"] == {"baseline": {"transport": "none"},
+                            "sense": {"transport": "recorded",
+                                      "source": "the reference bench's verticals/mini/results/<model>/sense "
+                                                "(recorded runs only)"}}
+    assert cfg["hosts"] == {"claude-code": {"kind": "loop"}, "codex": {"kind": "loop"}}
+    assert cfg["models"]["claude-x-1"] == {"provider": "recorded", "format": "claude-code-stream-json",
+                                           "path": "recordings/claude-x-1/{tool}/{scenario}/{trial}/transcript.json",
+                                           "model": "claude-x-1", "host": "claude-code"}
+    assert cfg["models"]["gpt-z"]["host"] == "codex" and cfg["trials"] == 2
+    assert cfg["repos"] == {"tiny": {"url": str(tmp_path / "repo"), "commit": commit}}
+    trials = sorted((r["model"], r["arm"], r["trial"]) for r in doc["runs"])
+    assert trials == [("claude-x-1", "baseline", 1), ("claude-x-1", "baseline", 2), ("claude-x-1", "sense", 1),
+                      ("claude-x-1", "sense", 2), ("gpt-z", "baseline", 1), ("gpt-z", "sense", 1)]
+    why = {x["path"]: x["reason"] for x in doc["left_out"]}
+    assert "void_reason: rate limited mid-run" in why["verticals/mini/results/gpt-z/sense/tiny/run-2"]
+    assert "quarantined" in why["verticals/mini/results/_quarantine"]
+    assert "not a scenario of the vertical" in why["verticals/mini/results/gpt-z/sense/tiny.before-fix"]
+    assert "not the folder 'v9-sweep'" in why["verticals/mini/results/v9-sweep/sense/tiny/run-1"]
+    note = next(n for n in doc["notes"] if n["what"] == "trials without a recording")
+    assert note["cells_with_fewer_runs"] == ["gpt-z/baseline/tiny (1 of 2)", "gpt-z/sense/tiny (1 of 2)"]
+    # recordings/ links to the bench's files, copies nothing
+    link = out / "recordings" / "gpt-z" / "sense" / "tiny" / "1" / "transcript.json"
+    assert link.is_symlink() and os.readlink(link).endswith("gpt-z/sense/tiny/run-1/transcript.json")
+    assert (out / "recordings" / "claude-x-1" / "baseline" / "tiny" / "2" / "judged.json").is_symlink()
+    sc = yaml.safe_load((out / "scenarios" / "tiny.yaml").read_text())
+    assert sc["gold"][1] == {"id": "app", "match": ["src/app.py"], "group": "dependents", "relation": "calls helper"}
+    m = load_matrix(out / "config.yaml")
+    assert {(mo, h) for mo, h, *_ in m.cells()} == {("claude-x-1", "claude-code"), ("gpt-z", "codex")}
+    assert doc["validation"]["ok"] and doc["validation"]["cells"] == 8
+
+
+def test_a_thin_recording_converts_with_its_gaps_said(tmp_path):
+    _, out, commit = run_import(tmp_path)
+    m = load_matrix(out / "config.yaml")
+    t, meta = run_recorded(m, "gpt-z", "sense", "tiny", 1, {"url": "x", "commit": commit}, None, "codex")
+    assert t["outcome"] == "completed" and t["steps"][0]["answer_text"] == ANSWER
+    assert [c["tool"] for c in t["tool_calls"]] == ["sense_graph", "Bash"]
+    assert t["tool_calls"][1]["result_text"] == "src/app.py:5"
+    assert t["usage"]["input_tokens"] == 100 and t["usage"].get("host_cost_usd") is None
+    assert t["wall_seconds"] == 42.0 and "wall_time_seconds" in meta["wall_seconds_from"]
+    assert meta["recorded_stream"]["shape"] == SHAPE_THIN and meta["recorded_tools"]["from"] == "unknown"
+    assert t["model_id"] == "gpt-z" and t["host"] == "codex"
+
+
+def test_bad_verticals_and_pins_are_named(tmp_path):
+    commit = make_repo(tmp_path / "repo")
+    bench = write_vertical(tmp_path / "src", commit, str(tmp_path / "repo"))
+    with pytest.raises(ConfigError, match=r"no vertical 'nope'.*use one of: mini, or all"):
+        sv.import_vertical(bench, "nope", tmp_path / "o1")
+    (bench / "PINNED_COMMITS.json").write_text(json.dumps({"tiny": {"commit": "f" * 40, "url": "u"}}))
+    with pytest.raises(ConfigError, match=r"tiny \(the runs were made at " + commit[:7] + r", the pin ffffffffffff"):
+        sv.import_vertical(bench, "mini", tmp_path / "o2")
+    docs = sv.import_verticals(bench, "all", tmp_path / "o3", pin_args=[f"tiny={commit},{tmp_path / 'repo'}"])
+    assert [d["vertical"] for d in docs] == ["mini"] and (tmp_path / "o3" / "mini" / "config.yaml").is_file()
+
+
+@pytest.mark.slow
+def test_the_workflow_grades_every_host_with_recall_per_group(tmp_path):
+    """Issue 23's done-when in small: the import plus snakemake gives a report with both hosts,
+    and trials.csv has cited_recall and cited_recall_dependents for every trial; the recorded
+    arm has no install and no snapshot."""
+    from workflow_helpers import copy_workflow, workflow_env
+    import subprocess
+    import sys
+
+    _, out, _ = run_import(tmp_path)
+    wd = tmp_path / "run"
+    wd.mkdir()
+    copy_workflow(wd)
+    cmd = [sys.executable, "-m", "snakemake", "--configfile", str(out / "config.yaml"), "-j2", "--scheduler", "greedy"]
+    r = subprocess.run(cmd, cwd=wd, capture_output=True, text=True, env=workflow_env(wd))
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert not (wd / "results/snapshots/sense").exists() and not (wd / "results/tools").exists()
+    rows = list(csv.DictReader((wd / "results/aggregate/trials.csv").open()))
+    assert len(rows) == 8 and {x["host"] for x in rows} == {"claude-code", "codex"}
+    done = [x for x in rows if x["missing"] == "False"]
+    assert len(done) == 6   # the two codex trials without a recording are missing, not zero
+    for x in done:
+        # ANSWER pins src/util.py and src/app.py to lines and only names conf/settings.py
+        assert (x["cited_recall"], x["cited_recall_dependents"], x["cited_recall_contract"], x["mention_recall"]) \
+            == ("0.6667", "0.5", "1.0", "1.0"), x
+    for x in rows:
+        if x["missing"] == "True":
+            assert x["cited_recall"] == "" and x["cited_recall_dependents"] == "" and "harness_failed" in x["missing_reason"]
+    assert "codex" in (wd / "results/report/report.md").read_text()
