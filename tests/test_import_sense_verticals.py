@@ -186,23 +186,53 @@ def test_bad_verticals_and_pins_are_named(tmp_path):
     bench = write_vertical(tmp_path / "src", commit, str(tmp_path / "repo"))
     with pytest.raises(ConfigError, match=r"no vertical 'nope'.*use one of: mini, or all"):
         sv.import_vertical(bench, "nope", tmp_path / "o1")
+    # a ledger pin that is not the runs' commit, and no mirror: the short commit stays, unresolved
     (bench / "PINNED_COMMITS.json").write_text(json.dumps({"tiny": {"commit": "f" * 40, "url": "u"}}))
-    with pytest.raises(ConfigError, match=r"tiny \(the runs were made at " + commit[:7] + r", the pin ffffffffffff"):
-        sv.import_vertical(bench, "mini", tmp_path / "o2")
+    doc = sv.import_vertical(bench, "mini", tmp_path / "o2")
+    assert doc["unresolved"] == {"tiny": f"short commit {commit[:7]} of the runs, not resolved: PINNED_COMMITS.json "
+                                         f"pins ffffffffffff, not the runs' commit {commit[:7]}; no --mirrors given"}
+    cfg = yaml.safe_load((tmp_path / "o2" / "config.yaml").read_text())
+    assert cfg["repos"]["tiny"]["commit"] == commit[:7]
+    # on a mirror: resolved to the full id, and the mirror goes into the config
+    mf = tmp_path / "mirrors.yaml"
+    mf.write_text(yaml.safe_dump({"mirrors": {"u": str(tmp_path / "repo")}}))
+    doc = sv.import_vertical(bench, "mini", tmp_path / "o4", mirrors_file=mf)
+    assert doc["unresolved"] == {} and doc["pins"][0]["resolved_by"] == f"mirror {tmp_path / 'repo'}"
+    cfg = yaml.safe_load((tmp_path / "o4" / "config.yaml").read_text())
+    assert cfg["repos"]["tiny"] == {"url": "u", "commit": commit} and cfg["mirrors"] == {"u": str(tmp_path / "repo")}
+    mf.write_text(yaml.safe_dump({"mirrors": {"other": str(tmp_path / "repo")}}))
+    doc = sv.import_vertical(bench, "mini", tmp_path / "o5", mirrors_file=mf)
+    assert doc["unresolved"]["tiny"].endswith(f"no mirror of u in {mf}")
+    # a config with a short commit needs the reason, and recorded models only
+    c = yaml.safe_load((tmp_path / "o2" / "config.yaml").read_text())
+    del c["repos"]["tiny"]["unresolved"]
+    with pytest.raises(ConfigError, match=r"repos\.tiny\.commit: '[0-9a-f]{7}' is a short commit; give the full"):
+        load_matrix(tmp_path / "o2" / "config.yaml", overrides=c)
+    c = yaml.safe_load((tmp_path / "o2" / "config.yaml").read_text())
+    c["models"]["live"] = {"provider": "reference"}
+    c["tools"]["sense"] = {"command": "x"}
+    with pytest.raises(ConfigError, match=r"repos\.tiny\.unresolved: a repository without a checkout.*models\.live tools\.sense"):
+        load_matrix(tmp_path / "o2" / "config.yaml", overrides=c)
     docs = sv.import_verticals(bench, "all", tmp_path / "o3", pin_args=[f"tiny={commit},{tmp_path / 'repo'}"])
     assert [d["vertical"] for d in docs] == ["mini"] and (tmp_path / "o3" / "mini" / "config.yaml").is_file()
 
 
 @pytest.mark.slow
-def test_the_workflow_grades_every_host_with_recall_per_group(tmp_path):
+@pytest.mark.parametrize("resolved", [True, False])
+def test_the_workflow_grades_every_host_with_recall_per_group(tmp_path, resolved):
     """Issue 23's done-when in small: the import plus snakemake gives a report with both hosts,
     and trials.csv has cited_recall and cited_recall_dependents for every trial; the recorded
-    arm has no install and no snapshot."""
+    arm has no install and no snapshot. Unresolved (the ledger pins another commit, no mirror):
+    no checkout, citations not checked (missing, with the reason), gold recall still graded."""
     from workflow_helpers import copy_workflow, workflow_env
     import subprocess
     import sys
 
-    _, out, _ = run_import(tmp_path)
+    _, out, commit = run_import(tmp_path)
+    if not resolved:
+        bench = tmp_path / "src" / "bench"
+        (bench / "PINNED_COMMITS.json").write_text(json.dumps({"tiny": {"commit": "f" * 40, "url": str(tmp_path / "repo")}}))
+        assert main(["import", "sense-bench", str(bench), "--vertical", "mini", "--out", str(out)]) == 0
     wd = tmp_path / "run"
     wd.mkdir()
     copy_workflow(wd)
@@ -218,6 +248,14 @@ def test_the_workflow_grades_every_host_with_recall_per_group(tmp_path):
         # ANSWER pins src/util.py and src/app.py to lines and only names conf/settings.py
         assert (x["cited_recall"], x["cited_recall_dependents"], x["cited_recall_contract"], x["mention_recall"]) \
             == ("0.6667", "0.5", "1.0", "1.0"), x
+        assert x["keyword_coverage"] == "0.5"   # step 1's part of the answer does not say "helper"; step 2's says "main"
+        if resolved:
+            assert x["citations_not_checked"] == "" and x["citation_grounding"] == "1.0" and x["citations"] == "2", x
+        else:
+            assert x["citations_not_checked"].startswith(f"short commit {commit[:7]} of the runs, not resolved")
+            assert x["citation_grounding"] == x["citations"] == "", x   # missing, never zero
+            assert x["fairness_without"] == "citation (not checked)" and float(x["fairness"]) > 0
+    assert (wd / "results/checkouts/tiny/tree").is_dir() is resolved
     for x in rows:
         if x["missing"] == "True":
             assert x["cited_recall"] == "" and x["cited_recall_dependents"] == "" and "harness_failed" in x["missing_reason"]

@@ -169,6 +169,10 @@ def raw_row(rec: dict, m: Matrix) -> dict:
         "server_peak_rss_kb": meta.get("server_peak_rss_kb"),
         "page": trial_page(k["model"], k["tool"], k["scenario"], k["trial"]),  # model = model@host when several
     })
+    if s.get("citations_not_checked"):   # no checkout: the citation figures are missing, never zero
+        row.update({k: None for k in ("citation_grounding", "citations", "grounded", "hallucinated", "unresolved",
+                                      "verified_rate", "cited_recall")})
+    row["citations_not_checked"] = s.get("citations_not_checked")
     row.update(gold_recall_columns(s.get("gold_recall")))
     att = rec.get("attempts")
     row.update(missing=is_missing(outcome), missing_reason=missing_reason(outcome, t.get("outcome_detail")),
@@ -234,7 +238,13 @@ def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]
         else:
             lacking.add((r["model"], r["scenario"]))
             r["efficiency"] = 1.0
-        if r["completed"]:
+        if r["completed"] and r.get("citations_not_checked") and weights["citation"] < 1:
+            # no checkout: the citation part is missing, not zero; the other parts' weights are
+            # scaled to sum to 1, as for every trial of that repository (both arms alike)
+            rest = {k: (0.0 if k == "citation" else w / (1 - weights["citation"])) for k, w in weights.items()}
+            r["fairness"] = fairness(r["keyword_coverage"], r["quality"], None, r["efficiency"], rest)
+            r["fairness_without"] = "citation (not checked)"
+        elif r["completed"]:
             r["fairness"] = fairness(r["keyword_coverage"], r["quality"], r["citation_grounding"], r["efficiency"],
                                      weights)
         else:

@@ -425,6 +425,25 @@ def check_recorded_tool(path: Path, name: str, spec: dict, given: dict, data: di
                           f"models {', '.join(live)} are live; run them in another config, or give {name} a server")
 
 
+def check_repo_commit(path: Path, name: str, spec: dict, data: dict) -> None:
+    """A full commit, or a short one with the reason it stays unresolved (recorded models only:
+    nothing is run in a repository that has no checkout)."""
+    where = f"{path}: field repos.{name}"
+    if spec.get("unresolved") is None:
+        if len(spec["commit"]) != 40:
+            raise ConfigError(f"{where}.commit: {spec['commit']!r} is a short commit; give the full 40-hex id "
+                              "(git rev-parse on a clone or mirror), or say why it cannot be resolved with `unresolved:` "
+                              "(no checkout; citations are then not checked)")
+        return
+    live = sorted(m for m, ms in data["models"].items() if ms["provider"] != RECORDED)
+    servers = sorted(t for t, ts in data["tools"].items() if ts["transport"] not in ("none", RECORDED))
+    if live or servers:
+        raise ConfigError(f"{where}.unresolved: a repository without a checkout can only be graded from recordings, "
+                          f"and {', '.join(f'models.{m}' for m in live) + ' ' if live else ''}"
+                          f"{', '.join(f'tools.{t}' for t in servers)} would run in it; resolve the commit (--mirrors) "
+                          "or run those in another config")
+
+
 def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
     """Read the config file(s) (see `read_config_files`), or use `overrides` as the
     config's data with `config_path` naming it; check everything."""
@@ -462,6 +481,9 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
         if spec["transport"] == "http" and not spec["network"] and (spec.get("sandbox") or data["sandbox"]) != "none":
             raise ConfigError(f"{where}.network: an http server is reached over the network, and a sandboxed tool "
                               "has none by default; set `network: true` (or use transport stdio)")
+
+    for name, spec in data["repos"].items():
+        check_repo_commit(path, name, spec, data)
 
     keys = {spec["api_key_env"] for spec in data["models"].values()} | {data["judge"]["api_key_env"]}
     for name, spec in data["tools"].items():

@@ -86,6 +86,8 @@ TABLE: tuple[Entry, ...] = (
     # repos.<name>
     Entry("repos.*.url", ("checkout",), "a different repository"),
     Entry("repos.*.commit", ("checkout", SC), "a different tree: everything of that repo (graders read the commit)"),
+    Entry("repos.*.unresolved", ("checkout", SC), "whether the repo has a checkout and its citations are checked: "
+          "its checkout and scores", omit_unset=True),
     Entry("mirrors", NONE, "only where a repository is cloned from; the commit is verified"),
     # the matrix
     Entry("scenarios", SHAPE, "which scenario files exist"),

@@ -15,7 +15,7 @@ from .sense_verticals import summary as vertical_summary
 def cmd_import_sense_bench(args) -> int:
     if args.vertical:
         for doc in import_verticals(args.bench_dir, args.vertical, args.out, pins_file=args.pins,
-                                    pin_args=args.pin or ()):
+                                    pin_args=args.pin or (), mirrors_file=args.mirrors):
             print(vertical_summary(doc))
         return 0
     try:
@@ -41,4 +41,7 @@ def register(sub) -> None:
     s.add_argument("--skip-unpinned", action="store_true", help="leave out scenarios whose repo has no pin (reported)")
     s.add_argument("--vertical", metavar="NAME", help="import the runs of verticals/NAME/ (many models and agents) "
                                                       "instead of results/; `all`: each vertical into OUT/<name>/")
+    s.add_argument("--mirrors", metavar="FILE", help="--vertical: a mirrors file (the pack's format) to resolve the runs' "
+                                                     "short commits on; a repo without one stays unresolved (citations "
+                                                     "not checked)")
     s.set_defaults(func=cmd_import_sense_bench)

@@ -31,6 +31,8 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
+import yaml
+
 from ..config import BASELINE, ConfigError, file_sha256, load_matrix
 from .sense_bench import (RECORDED_FORMAT, TOOL_NAME, BenchImportError, dump_yaml, github_url,
                           convert_scenario, parse_pin_arg, read_pins, recorded_tool)
@@ -132,46 +134,108 @@ def _link_runs(out: Path, runs: list[dict]) -> None:
                 os.symlink((r["dir"] / f).resolve(), d / f)
 
 
-def _pins(bench: Path, used: list[str], runs: list[dict], pins_file, pin_args) -> tuple[dict, list[dict]]:
-    """repo -> {commit, url, from} for the repos the runs use; the runs' short commits must be
-    prefixes of it (a run at another commit than the pin is an error naming both)."""
+def read_mirrors(path) -> dict[str, str]:
+    """URL -> absolute mirror path, from a mirrors file in the pack's format (`mirrors: {URL:
+    path}`, relative paths from the file's folder)."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise BenchImportError(f"{path}: cannot read the mirrors file: {e}") from None
+    mirrors = data.get("mirrors") if isinstance(data, dict) else None
+    if not isinstance(mirrors, dict):
+        raise BenchImportError(f"{path}: field mirrors: give a mapping of repository URL -> local clone or bundle")
+    return {github_url(str(u)): str((path.parent / str(p)).resolve()) for u, p in mirrors.items()}
+
+
+def resolve_on_mirror(mirror: str, short: str) -> str | None:
+    """The full id of a short commit in a mirror (a clone, bare or not, or a bundle), or None."""
+    import subprocess
+
+    if Path(mirror).is_file():   # a bundle: its refs' history, read by listing it
+        return None
+    p = subprocess.run(["git", "-C", mirror, "rev-parse", "--verify", "--quiet", f"{short}^{{commit}}"],
+                       capture_output=True, text=True)
+    full = p.stdout.strip()
+    return full if p.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", full) else None
+
+
+def _pins(bench: Path, used: list[str], runs: list[dict], pins_file, pin_args, mirrors_file) -> tuple[dict, list, dict]:
+    """(repo -> config entry, how each commit was found, the mirrors used). The runs name short
+    commits: a --pin wins; with --mirrors, each is resolved on its repository's mirror (no
+    mirror, or not in it: unresolved, short, citations not checked); without, on the bench's
+    ledger (a pin that is not the runs' commit: unresolved, said)."""
     pins = {}
     ledger = bench / "PINNED_COMMITS.json"
     if ledger.exists():
         pins.update(read_pins(ledger))
     if pins_file:
         pins.update(read_pins(Path(pins_file)))
+    explicit = {}
     for arg in pin_args:
         repo, pin = parse_pin_arg(arg)
         if pin["url"] is None and repo in pins:
             pin["url"] = pins[repo]["url"]
-        pins[repo] = pin
-    notes, problems = [], []
+        explicit[repo] = pin
+    mirrors = read_mirrors(mirrors_file) if mirrors_file else None
+    entries, notes, used_mirrors, problems = {}, [], {}, []
     for repo in used:
-        seen = sorted({str(r["meta"].get("repo_commit")) for r in runs if r["repo"] == repo and r["meta"].get("repo_commit")})
-        pin = pins.get(repo)
-        if pin is None or not pin.get("commit"):
-            problems.append(f"{repo} (the runs name {', '.join(seen) or 'no commit'})")
+        seen = sorted({str(r["meta"].get("repo_commit")) for r in runs if r["repo"] == repo and r["meta"].get("repo_commit")},
+                      key=len)
+        short = seen[-1] if seen else None
+        if short and (not SHORT.match(short) or any(not short.startswith(c) for c in seen)):
+            problems.append(f"{repo} (its runs were made at {', '.join(seen)}: not one commit)")
             continue
-        if not re.match(r"^[0-9a-f]{40}$", str(pin["commit"])):
-            problems.append(f"{repo} ({pin['commit']!r} from {pin['from']} is not a full 40-hex commit)")
+        pin = explicit.get(repo) or pins.get(repo) or {}
+        url = github_url(pin.get("url") or "")
+        if not url:
+            problems.append(f"{repo} (no URL: not in {ledger.name}; give --pin {repo}=COMMIT,URL)")
             continue
-        off = [c for c in seen if not (SHORT.match(c) and pin["commit"].startswith(c))]
-        if off:
-            problems.append(f"{repo} (the runs were made at {', '.join(off)}, the pin {pin['commit'][:12]} from {pin['from']} "
-                            "is another commit)")
+        full, how, why = None, None, None
+        if repo in explicit:
+            full, how = explicit[repo]["commit"], "--pin"
+        elif mirrors is not None:
+            if url not in mirrors:
+                why = f"no mirror of {url} in {mirrors_file}"
+            elif short is None:
+                why = "the runs name no repo_commit"
+            else:
+                full = resolve_on_mirror(mirrors[url], short)
+                how = f"mirror {mirrors[url]}"
+                if full is None:
+                    why = f"commit {short} is not in the mirror {mirrors[url]}"
+                else:
+                    used_mirrors[url] = mirrors[url]
+        else:
+            led = str(pins.get(repo, {}).get("commit") or "")
+            if re.fullmatch(r"[0-9a-f]{40}", led) and (short is None or led.startswith(short)):
+                full, how = led, pins[repo]["from"]
+            else:
+                why = (f"{ledger.name} pins {led[:12] or 'nothing'}, not the runs' commit {short}; no --mirrors given"
+                       if led else f"not in {ledger.name}; no --mirrors given")
+        if full is not None and not re.fullmatch(r"[0-9a-f]{40}", full):
+            problems.append(f"{repo} ({full!r} from {how} is not a full 40-hex commit)")
             continue
-        if not pin.get("url"):
-            problems.append(f"{repo} (no URL in {pin['from']})")
+        if full is not None and short and not full.startswith(short):
+            problems.append(f"{repo} (the runs were made at {short}, {how} gives {full[:12]})")
             continue
-        notes.append({"repo": repo, "commit": pin["commit"], "runs_commit": seen, "from": pin["from"]})
+        if full is not None:
+            entries[repo] = {"url": url, "commit": full}
+            notes.append({"repo": repo, "commit": full, "runs_commit": seen, "resolved_by": how})
+        elif short is None:
+            problems.append(f"{repo} (the runs name no commit and {why})")
+        else:
+            reason = f"short commit {short} of the runs, not resolved: {why}"
+            entries[repo] = {"url": url, "commit": short, "unresolved": reason}
+            notes.append({"repo": repo, "commit": short, "runs_commit": seen, "resolved_by": None, "unresolved": reason})
     if problems:
-        raise BenchImportError(f"{ledger}: no usable pin for repo(s) {'; '.join(problems)}; give each as "
-                               "--pin REPO=COMMIT,URL (the full commit the runs' short one names), or a ledger with --pins FILE")
-    return {r: pins[r] for r in used}, notes
+        raise BenchImportError(f"{ledger}: cannot pin repo(s) {'; '.join(problems)}; give each as --pin REPO=COMMIT,URL "
+                               "(the full commit the runs' short one names)")
+    return entries, notes, used_mirrors
 
 
-def import_vertical(bench_dir, name: str, out_dir, pins_file=None, pin_args=(), validate: bool = True) -> dict:
+def import_vertical(bench_dir, name: str, out_dir, pins_file=None, pin_args=(), mirrors_file=None,
+                    validate: bool = True) -> dict:
     """Convert one vertical; write DIR/{scenarios/, recordings/, config.yaml, import-report.json}."""
     bench = find_bench(Path(bench_dir))
     names = verticals(bench)
@@ -233,7 +297,7 @@ def import_vertical(bench_dir, name: str, out_dir, pins_file=None, pin_args=(), 
             kept.append(r)
     runs = kept
     used = list(dict.fromkeys(scenarios[s][1]["repo"] for s in sorted({r["scenario"] for r in runs})))
-    pins, pin_notes = _pins(bench, used, runs, pins_file, pin_args)
+    repos, pin_notes, mirrors = _pins(bench, used, runs, pins_file, pin_args, mirrors_file)
     # scenarios without a run, and their repos, are left out of the config (reported)
     ran = {r["scenario"] for r in runs}
     for sid in sorted(set(scenarios) - ran):
@@ -271,7 +335,8 @@ def import_vertical(bench_dir, name: str, out_dir, pins_file=None, pin_args=(), 
     config = {
         "tools": {a: ({"transport": "none"} if a == BASELINE
                       else recorded_tool(a, f"verticals/{name}/results/<model>/{a}")) for a in arms},
-        "repos": {r: {"url": github_url(pins[r]["url"]), "commit": pins[r]["commit"]} for r in used},
+        "repos": repos,
+        **({"mirrors": mirrors} if mirrors else {}),
         "scenarios": "scenarios/*.yaml",
         "splits": ["train"],
         "hosts": {h: {"kind": "loop"} for h in dict.fromkeys(host_of[mo] for mo in models)},
@@ -300,9 +365,8 @@ def import_vertical(bench_dir, name: str, out_dir, pins_file=None, pin_args=(), 
         "runs": [{"model": r["model"], "host": r["host"], "arm": r["arm"], "scenario": r["scenario"],
                   "trial": r["trial"], "path": r["path"], "repo_commit": r["meta"].get("repo_commit")} for r in runs],
         "left_out": left_out,
-        "pins": {r: {"commit": pins[r]["commit"], "url": github_url(pins[r]["url"]), "from": pins[r]["from"]}
-                 for r in used},
-        "pin_checks": pin_notes,
+        "pins": pin_notes,
+        "unresolved": {n["repo"]: n["unresolved"] for n in pin_notes if n.get("unresolved")},
         "scenarios": {sid: {"file": str(path.relative_to(bench)), "sha256": file_sha256(path), "repo": sc["repo"],
                             "gold_groups": sorted({g.get("group", "_") for g in sc.get("gold") or []}),
                             "steps": [s["name"] for s in sc["steps"]]} for sid, (path, sc) in scenarios.items()},
