@@ -103,7 +103,14 @@ def write_vertical(root: Path, commit: str, url: str) -> Path:
     write_run(r / "_quarantine" / "sense" / "tiny", thin_stream(), commit=short, model="x")
     write_run(r / "gpt-z" / "sense" / "tiny.before-fix", thin_stream(), commit=short, model="gpt-z", harness="codex")
     write_run(r / "v9-sweep" / "sense" / "tiny" / "run-1", claude_stream(), commit=short, model="claude-x-1")
-    (r / "report.json").write_text("{}")
+    # the bench's own grading of one run (it credits the row we only see named) and its board
+    (r / "gpt-z" / "sense" / "tiny" / "run-1" / "scored.json").write_text(json.dumps({"gold_recall": {
+        "cited_recall": 1.0, "details": [{"id": i, "cited": True} for i in ("util", "app", "cfg")]}}))
+    (r / "report.json").write_text(json.dumps({"vertical": "mini", "models": {
+        "claude-x-1": {"tiny": {"baseline_overall": 0.6667, "sense_overall": 0.6667, "overall_delta": 0.0,
+                                "deps_delta": 0.0}},
+        "gpt-z": {"tiny": {"baseline_overall": 0.6667, "sense_overall": 1.0, "overall_delta": 0.3333,
+                           "deps_delta": 0.5}}}}))
     return bench
 
 
@@ -256,6 +263,21 @@ def test_the_workflow_grades_every_host_with_recall_per_group(tmp_path, resolved
             assert x["citation_grounding"] == x["citations"] == "", x   # missing, never zero
             assert x["fairness_without"] == "citation (not checked)" and float(x["fairness"]) > 0
     assert (wd / "results/checkouts/tiny/tree").is_dir() is resolved
+    # the bench's board beside ours (issue 23 item 5)
+    r = subprocess.run([sys.executable, "-m", "mcptrials.cli", "compare-sense-bench", "--vertical", "mini", "--config",
+                        str(out / "config.yaml"), "--bench", str(tmp_path / "src" / "bench")],
+                       cwd=wd, capture_output=True, text=True, env=workflow_env(wd))
+    assert r.returncode == 0, r.stderr
+    means = {x["model"]: x for x in csv.DictReader((wd / "results/sense-board/means.csv").open())}
+    assert float(means["claude-x-1"]["bench_mean_delta"]) == 0.0 and float(means["claude-x-1"]["ours_mean_delta"]) == 0.0
+    assert means["claude-x-1"]["within_target"] == "True" and means["gpt-z"]["within_target"] == "False"
+    assert float(means["gpt-z"]["difference_delta"]) == pytest.approx(-0.3333)
+    cells = {(c["model"], c["repo"]): c for c in csv.DictReader((wd / "results/sense-board/board.csv").open())}
+    assert cells[("claude-x-1", "tiny")]["reason"] == ""
+    why = cells[("gpt-z", "tiny")]["reason"]
+    assert "runs we left out" not in why   # its trials 2 have no recording: runs nobody made, not left out
+    assert "sense trial 1: gold matching (not pinned in any assistant text by our rule" in why and why.endswith(": cfg")
+    assert "| gpt-z | 1 / 1 | +0.33 | +0.00 | -0.33 |" in r.stdout
     for x in rows:
         if x["missing"] == "True":
             assert x["cited_recall"] == "" and x["cited_recall_dependents"] == "" and "harness_failed" in x["missing_reason"]
