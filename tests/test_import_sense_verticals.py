@@ -71,6 +71,13 @@ def thin_stream(answer=ANSWER):
                        "cache_creation_input_tokens": 0}}]
 
 
+JUDGED = {"judge": {"model": "judge-model-t", "prompt_version": "v-test"}, "scenario_quality": 0.7,
+          "steps": [{"step": "Find the helper", "scores": {"map_quality": {"score": 0.8, "rationale": "cites util"},
+                                                         "relationship": {"score": 0.1, "rationale": "not weighed"}}},
+                    {"step": "List its callers", "scores": {"map_quality": {"score": 0.5, "rationale": "r"},
+                                                          "specificity": {"score": 1.0, "rationale": "r"}}}]}
+
+
 def _jsonl(events) -> str:
     return "".join(json.dumps(e) + "\n" for e in events)
 
@@ -80,7 +87,7 @@ def write_run(d: Path, events, **meta):
     (d / "transcript.json").write_text(_jsonl(events))
     (d / "run_meta.json").write_text(json.dumps({"repo": "tiny", "repo_commit": meta.pop("commit"), "wall_time_seconds": 42,
                                                  **meta}))
-    (d / "judged.json").write_text(json.dumps({"note": "written by the test"}))
+    (d / "judged.json").write_text(json.dumps(meta.pop("judged", JUDGED)))
 
 
 def write_vertical(root: Path, commit: str, url: str) -> Path:
@@ -96,7 +103,8 @@ def write_vertical(root: Path, commit: str, url: str) -> Path:
         for n in (1, 2):
             write_run(r / "claude-x-1" / arm / "tiny" / f"run-{n}", claude_stream(mcp=arm == "sense"),
                       commit=short, model="claude-x-1")
-    write_run(r / "gpt-z" / "baseline" / "tiny", thin_stream(), commit=short, model="gpt-z", harness="codex")
+    write_run(r / "gpt-z" / "baseline" / "tiny", thin_stream(), commit=short, model="gpt-z", harness="codex",
+              judged={"note": "not a judgement"})
     write_run(r / "gpt-z" / "sense" / "tiny" / "run-1", thin_stream(), commit=short, model="gpt-z", harness="codex")
     write_run(r / "gpt-z" / "sense" / "tiny" / "run-2", thin_stream(), commit=short, model="gpt-z", harness="codex",
               valid=False, void_reason="rate limited mid-run")
@@ -256,12 +264,18 @@ def test_the_workflow_grades_every_host_with_recall_per_group(tmp_path, resolved
         assert (x["cited_recall"], x["cited_recall_dependents"], x["cited_recall_contract"], x["mention_recall"]) \
             == ("0.6667", "0.5", "1.0", "1.0"), x
         assert x["keyword_coverage"] == "0.5"   # step 1's part of the answer does not say "helper"; step 2's says "main"
+        # the recorded judge: the bench's scores, or not judged (missing) where its file is no judgement
+        if (x["model_name"], x["tool"]) == ("gpt-z", "baseline"):
+            assert x["quality"] == "" and "no `steps` list" in x["not_judged"], x
+        else:
+            assert float(x["quality"]) == pytest.approx((0.8 + (0.4 * 0.5 + 0.25) / 0.65) / 2) and x["not_judged"] == ""
         if resolved:
             assert x["citations_not_checked"] == "" and x["citation_grounding"] == "1.0" and x["citations"] == "2", x
         else:
             assert x["citations_not_checked"].startswith(f"short commit {commit[:7]} of the runs, not resolved")
             assert x["citation_grounding"] == x["citations"] == "", x   # missing, never zero
-            assert x["fairness_without"] == "citation (not checked)" and float(x["fairness"]) > 0
+            unjudged = "; quality (not judged)" if x["not_judged"] else ""
+            assert x["fairness_without"] == "citation (not checked)" + unjudged and float(x["fairness"]) > 0
     assert (wd / "results/checkouts/tiny/tree").is_dir() is resolved
     # the bench's board beside ours (issue 23 item 5)
     r = subprocess.run([sys.executable, "-m", "mcptrials.cli", "compare-sense-bench", "--vertical", "mini", "--config",
@@ -281,4 +295,44 @@ def test_the_workflow_grades_every_host_with_recall_per_group(tmp_path, resolved
     for x in rows:
         if x["missing"] == "True":
             assert x["cited_recall"] == "" and x["cited_recall_dependents"] == "" and "harness_failed" in x["missing_reason"]
-    assert "codex" in (wd / "results/report/report.md").read_text()
+    report = (wd / "results/report/report.md").read_text()
+    assert "codex" in report and "recorded judgements by judge-model-t" in report
+
+
+def test_the_recorded_judge_reads_the_benchs_judgement(tmp_path):
+    from mcptrials.config import validate_against
+    from mcptrials.recorded_judge import judge_recorded
+
+    _, out, commit = run_import(tmp_path)
+    m = load_matrix(out / "config.yaml")
+    assert m.config["judge"] == {**m.config["judge"], "provider": "recorded"}
+    sc = m.scenarios["tiny"]
+    t, _ = run_recorded(m, "claude-x-1", "sense", "tiny", 1, {"url": "x", "commit": commit}, None, "claude-code")
+    j = judge_recorded(m, t, sc)
+    validate_against("judged.schema.yaml", j, "judged")
+    assert j["judge"]["provider"] == "recorded" and j["judge"]["model"] == "judge-model-t"
+    assert "v-test" in j["judge"]["note"] and j["recorded"]["scenario_quality"] == 0.7
+    s1, s2 = j["steps"]
+    # step 1's rubric: map_quality only (weight 1); `relationship` is kept, unweighted
+    assert s1["quality_mean"] == pytest.approx(0.8) and {c["name"]: c["weight"] for c in s1["criteria"]} == \
+        {"map_quality": 1.0, "relationship": 0.0}
+    # step 2: the bench's default criteria (map_quality 0.40, specificity 0.25)
+    assert s2["quality_mean"] == pytest.approx((0.4 * 0.5 + 0.25 * 1.0) / 0.65)
+    assert j["quality_mean"] == pytest.approx((s1["quality_mean"] + s2["quality_mean"]) / 2)
+    assert j["recorded"]["unweighted"] == ["relationship"]
+    # not a judgement, or none at all: not judged, with the reason; never a zero
+    t2, _ = run_recorded(m, "gpt-z", "baseline", "tiny", 1, {"url": "x", "commit": commit}, None, "codex")
+    j2 = judge_recorded(m, t2, sc)
+    validate_against("judged.schema.yaml", j2, "judged")
+    assert j2["quality_mean"] is None and "no `steps` list" in j2["not_judged"]
+    t3 = dict(t2, cell=dict(t2["cell"], trial=2))
+    assert "not found" in judge_recorded(m, t3, sc)["not_judged"]
+    # the config's rules
+    c = yaml.safe_load((out / "config.yaml").read_text())
+    c["models"]["live"] = {"provider": "reference"}
+    c["tools"] = {"baseline": {"transport": "none"}}
+    with pytest.raises(ConfigError, match=r"judge\.provider: recorded finds each judgement beside.*models live have none; give judge.path"):
+        load_matrix(out / "config.yaml", overrides=c)
+    c["judge"]["path"] = "j/{model}/{nope}.json"
+    with pytest.raises(ConfigError, match=r"judge\.path: unknown placeholder\(s\) \{nope\}"):
+        load_matrix(out / "config.yaml", overrides=c)

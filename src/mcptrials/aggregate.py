@@ -173,6 +173,7 @@ def raw_row(rec: dict, m: Matrix) -> dict:
         row.update({k: None for k in ("citation_grounding", "citations", "grounded", "hallucinated", "unresolved",
                                       "verified_rate", "cited_recall")})
     row["citations_not_checked"] = s.get("citations_not_checked")
+    row["not_judged"] = j.get("not_judged")
     row.update(gold_recall_columns(s.get("gold_recall")))
     att = rec.get("attempts")
     row.update(missing=is_missing(outcome), missing_reason=missing_reason(outcome, t.get("outcome_detail")),
@@ -238,12 +239,15 @@ def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]
         else:
             lacking.add((r["model"], r["scenario"]))
             r["efficiency"] = 1.0
-        if r["completed"] and r.get("citations_not_checked") and weights["citation"] < 1:
-            # no checkout: the citation part is missing, not zero; the other parts' weights are
-            # scaled to sum to 1, as for every trial of that repository (both arms alike)
-            rest = {k: (0.0 if k == "citation" else w / (1 - weights["citation"])) for k, w in weights.items()}
-            r["fairness"] = fairness(r["keyword_coverage"], r["quality"], None, r["efficiency"], rest)
-            r["fairness_without"] = "citation (not checked)"
+        # a part that is missing, not zero (citations not checked: no checkout; quality not judged:
+        # no recorded judgement): the other parts' weights are scaled to sum to 1
+        gone = {k: why for k, why in (("citation", r.get("citations_not_checked") and "not checked"),
+                                      ("quality", r.get("not_judged") and "not judged")) if why and weights[k]}
+        if r["completed"] and gone and sum(w for k, w in weights.items() if k not in gone) > 0:
+            left = sum(w for k, w in weights.items() if k not in gone)
+            rest = {k: (0.0 if k in gone else w / left) for k, w in weights.items()}
+            r["fairness"] = fairness(r["keyword_coverage"], r["quality"], r["citation_grounding"], r["efficiency"], rest)
+            r["fairness_without"] = "; ".join(f"{k} ({why})" for k, why in gone.items())
         elif r["completed"]:
             r["fairness"] = fairness(r["keyword_coverage"], r["quality"], r["citation_grounding"], r["efficiency"],
                                      weights)
@@ -536,6 +540,7 @@ def judge_noise(records: list[dict], w_quality: float) -> dict:
     scenario-quality judgements (None with one repeat: the noise was not measured)."""
     from .judge import judge_variance
 
+    records = [r for r in records if r["judged"]["quality"]]   # a trial not judged (recorded judge) has no spread
     judged = [r["judged"] for r in records]
     overall = judge_variance(judged)
     by_scenario = {}
@@ -670,6 +675,14 @@ REFERENCE_MODEL_LABEL = "reference (deterministic agent, no language model)"
 REFERENCE_JUDGE_LABEL = "reference (deterministic judge: key points and gold citations, no language model)"
 
 
+def recorded_judge_label(judged: list[dict]) -> str:
+    """The recorded judge in the identity: whose judgements they are (every record names its model)."""
+    models = sorted({str(j["judge"].get("model")) for j in judged if j["judge"].get("model")})
+    missing = sum(1 for j in judged if j.get("not_judged"))
+    return (f"recorded judgements by {', '.join(models) or 'an unnamed judge'} (read from each run's judged.json; "
+            f"no call made here)" + (f"; {missing} trial(s) not judged" if missing else ""))
+
+
 def recorded_identity(spec: dict, records: list[dict], tool: str) -> dict:
     """A recorded arm's identity: its source, each recording's sha256 (by trial), and where its
     tools/list came from (the recordings' init events, or unknown)."""
@@ -731,7 +744,8 @@ def identity(m: Matrix, records: list[dict]) -> dict:
     judge_recs = [r["judged"]["judge"] for r in records]
     # No threshold here: the held-out verdict is the report's (judge.threshold reruns only the report).
     judge = {"provider": jcfg["provider"], "model": jcfg.get("model"), "repeats": jcfg["repeats"],
-             "label": REFERENCE_JUDGE_LABEL if jcfg["provider"] == "reference" else f"{jcfg.get('model')} ({jcfg['provider']})",
+             "label": (REFERENCE_JUDGE_LABEL if jcfg["provider"] == "reference" else recorded_judge_label([r["judged"] for r in records])
+                       if jcfg["provider"] == "recorded" else f"{jcfg.get('model')} ({jcfg['provider']})"),
              "prompt_sha256": sorted({j["prompt_sha256"] for j in judge_recs}),
              "settings_hash": sorted({j["settings_hash"] for j in judge_recs}),
              "temperature": sorted({str(j.get("temperature")) for j in judge_recs})}

@@ -444,6 +444,36 @@ def check_repo_commit(path: Path, name: str, spec: dict, data: dict) -> None:
                           "or run those in another config")
 
 
+JUDGE_PATH_FIELDS = ("model", "host", "tool", "repo", "scenario", "trial")
+
+
+def check_recorded_judge(path: Path, data: dict) -> None:
+    """judge.provider recorded: `path` names only known placeholders; without it every model is
+    recorded (the judgement is found beside the trial's recording). `path` only for recorded."""
+    import string
+
+    j = data["judge"]
+    where = f"{path}: field judge"
+    if j["provider"] != RECORDED:
+        if j.get("path"):
+            raise ConfigError(f"{where}.path: only for provider recorded; remove it")
+        return
+    if j.get("path"):
+        try:
+            names = {f for _, f, _, _ in string.Formatter().parse(j["path"]) if f}
+        except ValueError as e:
+            raise ConfigError(f"{where}.path: {j['path']!r} is not a valid pattern ({e})") from None
+        bad = sorted(names - set(JUDGE_PATH_FIELDS))
+        if bad:
+            raise ConfigError(f"{where}.path: unknown placeholder(s) {', '.join('{' + b + '}' for b in bad)}; use "
+                              + " ".join("{" + f + "}" for f in JUDGE_PATH_FIELDS))
+        return
+    live = sorted(n for n, s in data["models"].items() if s["provider"] != RECORDED)
+    if live:
+        raise ConfigError(f"{where}.provider: recorded finds each judgement beside the trial's recording, and models "
+                          f"{', '.join(live)} have none; give judge.path")
+
+
 def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
     """Read the config file(s) (see `read_config_files`), or use `overrides` as the
     config's data with `config_path` naming it; check everything."""
@@ -484,6 +514,7 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
 
     for name, spec in data["repos"].items():
         check_repo_commit(path, name, spec, data)
+    check_recorded_judge(path, data)
 
     keys = {spec["api_key_env"] for spec in data["models"].values()} | {data["judge"]["api_key_env"]}
     for name, spec in data["tools"].items():

@@ -581,12 +581,20 @@ def cmd_judge(args) -> int:
     except (OSError, json.JSONDecodeError) as e:
         raise ConfigError(f"{args.transcript}: cannot read the transcript ({e}); re-run its trial") from None
     try:
-        record = judge_trial(transcript, scenario, JudgeSpec.from_config(m.config["judge"]), args.prompt,
-                             tool_names=list(m.tools), pricing=m.config["pricing"])
+        if m.config["judge"]["provider"] == "recorded":   # judgements made elsewhere (mcptrials.recorded_judge)
+            from .recorded_judge import judge_recorded
+
+            record = judge_recorded(m, transcript, scenario)
+        else:
+            record = judge_trial(transcript, scenario, JudgeSpec.from_config(m.config["judge"]), args.prompt,
+                                 tool_names=list(m.tools), pricing=m.config["pricing"])
     except JudgeError as e:
         print(f"mcptrials judge: {args.transcript}: {e}", file=sys.stderr)
         return 1
     write_json(args.out, record)
+    if record["quality_mean"] is None:
+        print(f"{args.out}: not judged: {record['not_judged']}")
+        return 0
     print(f"{args.out}: quality {record['quality_mean']:.3f} ({record['judge']['provider']} judge, {record['judge']['repeats']} repeat(s))")
     return 0
 

@@ -121,6 +121,7 @@ TABLE: tuple[Entry, ...] = (
     Entry("limits.max_result_tokens", (T,), "every trial"),
     # the judge
     Entry("judge.provider", (J, H), "every judgement and the held-out agreement"),
+    Entry("judge.path", (J, H), "where each trial's recorded judgement is (judge provider recorded)", omit_unset=True),
     Entry("judge.model", (J, H), "every judgement and the held-out agreement"),
     Entry("judge.base_url", (J, H), "every judgement and the held-out agreement"),
     Entry("judge.repeats", (J, H), "every judgement and the held-out agreement"),
@@ -239,6 +240,19 @@ def recorded_trials(m: Matrix) -> dict[tuple, str | None]:
 
     return {(mo, h, t, s, str(n)): recorded_sha256(m, mo, t, s, n)
             for mo, h, t, _r, s, n in m.cells() if m.models[mo]["provider"] == "recorded"}
+
+
+def recorded_judgements(m: Matrix) -> dict[tuple, str | None]:
+    """judge provider recorded: (model, host, tool, scenario, trial as text) -> the sha256 of
+    that trial's recorded judgement (None: none yet), a param of its one judged job."""
+    if m.config["judge"]["provider"] != "recorded":
+        return {}
+    from .recorded import cached_sha256
+    from .recorded_judge import judged_file
+
+    return {(mo, h, t, s, str(n)): cached_sha256(judged_file(m, {"model": mo, "host": h, "tool": t, "repo": r,
+                                                                   "scenario": s, "trial": n}))
+            for mo, h, t, r, s, n in m.cells()}
 
 
 def heldout_scenarios(m: Matrix) -> list[str]:

@@ -7,7 +7,7 @@ import shlex
 import sys
 
 from mcptrials.config import ConfigError, check_api_keys, check_sandbox, load_matrix
-from mcptrials.rerun import heldout_scenarios, recorded_trials, rule_params
+from mcptrials.rerun import heldout_scenarios, recorded_judgements, recorded_trials, rule_params
 
 
 def _project_path(f):
@@ -48,6 +48,14 @@ SCENARIO_FILE = {sc.id: _project_path(str(sc.path)) for sc in M.run_scenarios()}
 SCORED_P = {sc.id: {"rerun": RERUN["scored"][(sc.id,)], "scenario": SCENARIO_FILE[sc.id],
                     "commit": M.repos[sc.repo]["commit"]} for sc in M.run_scenarios()}
 JUDGED_P = {s: {"rerun": RERUN["judged"][(s,)], "scenario": f} for s, f in SCENARIO_FILE.items()}
+# judge provider recorded: each judged job also carries the sha256 of its own recorded judgement
+JUDGED_REC_P = {k: dict(JUDGED_P[k[3]], judgement=sha) for k, sha in recorded_judgements(M).items()}
+
+
+def judged_params(wc):
+    if JUDGED_REC_P:
+        return JUDGED_REC_P[wc.model, wc.host, wc.tool, wc.scenario, wc.trial]
+    return JUDGED_P[wc.scenario]
 # The trial's --index argument is a value of its lookup, never a param that comes and goes
 # with whether any tool has an index (that would rerun every trial).
 TRANSCRIPT_P = {

@@ -345,7 +345,8 @@ def import_vertical(bench_dir, name: str, out_dir, pins_file=None, pin_args=(), 
                         **({"model": str(meta_of[mo]["model"])} if meta_of[mo].get("model") else {}),
                         "host": host_of[mo]} for mo in models},
         "trials": trials,
-        "judge": {"provider": "reference"},
+        # the bench's own LLM judge, read from each run's judged.json (mcptrials.recorded_judge)
+        "judge": {"provider": "recorded"},
     }
     header = (f"# The reference bench's vertical {name} imported by `mcptrials import sense-bench --vertical {name}`.\n"
               f"# Source: {vdir}\n"
