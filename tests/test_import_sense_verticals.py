@@ -336,3 +336,47 @@ def test_the_recorded_judge_reads_the_benchs_judgement(tmp_path):
     c["judge"]["path"] = "j/{model}/{nope}.json"
     with pytest.raises(ConfigError, match=r"judge\.path: unknown placeholder\(s\) \{nope\}"):
         load_matrix(out / "config.yaml", overrides=c)
+
+
+def test_the_board_says_why_a_cell_differs(tmp_path):
+    """compare-sense-bench --vertical on a hand-made trials.csv: a run we have but could not
+    grade, and a row the bench credits from an earlier assistant message (answer scope)."""
+    from mcptrials.importers.sense_board import board
+
+    _, out, _ = run_import(tmp_path)
+    m = load_matrix(out / "config.yaml")
+    vdir = tmp_path / "src" / "bench" / "verticals" / "mini"
+    # the bench credits `cfg` on claude-x-1's baseline trial 1; its session pins conf/settings.py:3 in
+    # an earlier message than the final answer
+    rec = out / "recordings" / "claude-x-1" / "baseline" / "tiny" / "1"
+    early = claude_stream()
+    early.insert(1, {"type": "assistant", "message": {"id": "m0", "content": [
+        {"type": "text", "text": "first look: conf/settings.py:3"}]}})
+    Path(os.readlink(rec / "transcript.json")).write_text(_jsonl(early))
+    Path(os.readlink(rec / "scored.json") if (rec / "scored.json").exists() else rec / "scored.json").write_text(
+        json.dumps({"gold_recall": {"details": [{"id": i, "cited": True} for i in ("util", "app", "cfg")]}}))
+    runs = tmp_path / "runs"
+    ours = runs / "claude-x-1" / "claude-code" / "baseline" / "tiny" / "tiny" / "1" / "scored.json"
+    ours.parent.mkdir(parents=True)
+    ours.write_text(json.dumps({"gold_recall": {"details": [{"id": "util", "cited": True}, {"id": "app", "cited": True},
+                                                            {"id": "cfg", "cited": False}]}}))
+    agg = tmp_path / "agg"
+    agg.mkdir()
+    rows = [{"model": "claude-x-1@claude-code", "host": "claude-code", "tool": t, "repo": "tiny", "scenario": "tiny",
+             "trial": n, "missing": str(miss), "missing_reason": "harness_failed: bad stream" if miss else "",
+             "cited_recall": "" if miss else v, "cited_recall_dependents": "" if miss else v, "passed": "True",
+             "cost_usd": ""}
+            for t, n, v, miss in (("baseline", 1, 0.6667, False), ("baseline", 2, 0.6667, True),
+                                  ("sense", 1, 1.0, False), ("sense", 2, 1.0, False))]
+    with open(agg / "trials.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    res = board(m, vdir, agg, runs)
+    cell = next(c for c in res["cells"] if (c["model"], c["repo"]) == ("claude-x-1", "tiny"))
+    assert cell["ours_delta"] == pytest.approx(0.3333) and cell["bench_delta"] == 0.0
+    assert "runs we left out: baseline trial 2 (harness_failed: bad stream)" in cell["reason"]
+    assert "baseline trial 1: answer scope (pinned in an earlier assistant message, not the final answer): cfg" \
+        in cell["reason"]
+    mean = next(x for x in res["means"] if x["model"] == "claude-x-1")
+    assert mean["within_target"] is False and mean["repos_ours"] == 1 and mean["pass^2_sense"] == 1.0
