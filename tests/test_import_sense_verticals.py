@@ -297,6 +297,12 @@ def test_the_workflow_grades_every_host_with_recall_per_group(tmp_path, resolved
             assert x["cited_recall"] == "" and x["cited_recall_dependents"] == "" and "harness_failed" in x["missing_reason"]
     report = (wd / "results/report/report.md").read_text()
     assert "codex" in report and "recorded judgements by judge-model-t" in report
+    # per-group recall beside the headline
+    summary = json.loads((wd / "results/aggregate/summary.json").read_text())
+    g = {(v["model"], v["tool"]): v for v in summary["gold_recall"]}
+    assert g[("claude-x-1@claude-code", "sense")]["groups"]["dependents"] == {"mean": 0.5, "n": 2}
+    assert g[("gpt-z@codex", "baseline")]["n"] == 1 and g[("gpt-z@codex", "baseline")]["cited_recall"] == 0.6667
+    assert "Gold recall: the must-find rows, overall and per group" in report and "cited: dependents" in report
 
 
 def test_the_recorded_judge_reads_the_benchs_judgement(tmp_path):

@@ -675,6 +675,22 @@ REFERENCE_MODEL_LABEL = "reference (deterministic agent, no language model)"
 REFERENCE_JUDGE_LABEL = "reference (deterministic judge: key points and gold citations, no language model)"
 
 
+def gold_recall_view(rows: list[dict]) -> list[dict]:
+    """Per (model, tool), over the trials that count of scenarios with gold rows: the mean cited
+    recall, mention recall and cited recall of each row group (issue 23: beside the headline)."""
+    out = []
+    gold = [r for r in used(rows) if r.get("gold_rows")]
+    for key in dict.fromkeys((r["model"], r["tool"]) for r in gold):
+        rs = [r for r in gold if (r["model"], r["tool"]) == key]
+        groups = sorted({k[len("cited_recall_"):] for r in rs for k in r if k.startswith("cited_recall_")})
+        out.append({"model": key[0], "tool": key[1], "n": len(rs),
+                    "cited_recall": _mean(r["cited_recall"] for r in rs),
+                    "mention_recall": _mean(r["mention_recall"] for r in rs),
+                    "groups": {g: {"mean": _mean(r.get(f"cited_recall_{g}") for r in rs),
+                                   "n": sum(1 for r in rs if r.get(f"cited_recall_{g}") is not None)} for g in groups}})
+    return out
+
+
 def recorded_judge_label(judged: list[dict]) -> str:
     """The recorded judge in the identity: whose judgements they are (every record names its model)."""
     models = sorted({str(j["judge"].get("model")) for j in judged if j["judge"].get("model")})
@@ -843,6 +859,7 @@ def aggregate(m: Matrix, runs) -> dict:
         "server_profile": server_profile(records, definition_costs(m, Path(runs).parent / "snapshots")),
         "scenarios": scenario_flags(rows, m), "pass_hat_curve": pass_hat_curve(rows, m.trials), "power": power,
         "model_host": model_host_view(rows, list(m.hosts), list(m.models)),
+        "gold_recall": gold_recall_view(rows),
         "patterns": pattern_summary(rows, findings),
         "feedback": feedback_table(records, rows, Path(runs).parent / "snapshots"),
     }

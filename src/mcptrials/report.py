@@ -454,6 +454,27 @@ def _headline(doc: Doc, s: dict) -> None:
         doc.p(f"Power ({pw['model']}): {pw['text']}.")
 
 
+def _gold_recall(doc: Doc, s: dict) -> None:
+    """Scenario gold rows (scenario `gold:`): cited and mention recall per tool, and per row group."""
+    view = s.get("gold_recall") or []
+    if not view:
+        return
+    doc.h(2, "Gold recall: the must-find rows, overall and per group", "gold-recall")
+    doc.p("Cited recall = share of a scenario's gold rows the answer pins to a line; mention recall = named at all "
+          "(graders/gold_recall.py, the reference bench's rule). Means over the trials that count; a group's mean "
+          "over the trials whose scenario has rows in it (n beside it).", "note")
+    for model in dict.fromkeys(v["model"] for v in view):
+        rows = [v for v in view if v["model"] == model]
+        groups = sorted({g for v in rows for g in v["groups"]})
+        t = Table(["tool", "trials", "cited recall", "mention recall"] + [f"cited: {g}" for g in groups],
+                  caption=f"model {model}")
+        for v in rows:
+            t.add(v["tool"], v["n"], f3(v["cited_recall"]), f3(v["mention_recall"]),
+                  *[(f"{f3(v['groups'][g]['mean'])} (n={v['groups'][g]['n']})" if g in v["groups"] else "–")
+                    for g in groups])
+        doc.table(t, f"gold-recall-{model}")
+
+
 def _model_host(doc: Doc, s: dict) -> None:
     """The model x host view: fairness per (model, host) for each tool, and paired differences."""
     v = s.get("model_host") or {}
@@ -869,6 +890,7 @@ def build_report(summary: dict, agreement: dict | None, lock: dict | None, runs,
         doc.p("Note: " + n, "note")
     _explorer_link(doc, summary)
     _headline(doc, summary)
+    _gold_recall(doc, summary)
     _comparisons(doc, summary)
     _model_host(doc, summary)
     _identity(doc, summary, held)
