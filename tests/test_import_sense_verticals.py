@@ -386,3 +386,24 @@ def test_the_board_says_why_a_cell_differs(tmp_path):
         in cell["reason"]
     mean = next(x for x in res["means"] if x["model"] == "claude-x-1")
     assert mean["within_target"] is False and mean["repos_ours"] == 1 and mean["pass^2_sense"] == 1.0
+
+
+REAL = os.environ.get("MCPTRIALS_SENSE_BENCH")   # opt-in: your copy of the reference bench's bench/ folder
+
+
+@pytest.mark.skipif(not REAL or not (Path(REAL or ".") / "verticals").is_dir(),
+                    reason="set MCPTRIALS_SENSE_BENCH to a copy of the reference bench's bench/ folder")
+def test_the_real_verticals_import_and_every_host_parses(tmp_path):
+    """Opt-in: the bench's own vertical runs (not committed, never copied): each vertical
+    imports and loads, and one run of every host converts with an answer."""
+    for doc in sv.import_verticals(REAL, "all", tmp_path):
+        m = load_matrix(Path(doc["out"]) / "config.yaml")
+        assert doc["validation"]["ok"] and doc["counts"]["runs"] > 0
+        for host in sorted({r["host"] for r in doc["runs"]}):
+            r = next(x for x in doc["runs"] if x["host"] == host)
+            t, meta = run_recorded(m, r["model"], r["arm"], r["scenario"], r["trial"],
+                                   {"url": "x", "commit": m.repos[m.scenarios[r["scenario"]].repo]["commit"]}, None,
+                                   host)
+            assert t["outcome"] == "completed", (doc["vertical"], host, t.get("outcome_detail"))
+            assert t["steps"][0]["answer_text"].strip() and t["tool_calls"]
+            assert meta["recorded_stream"]["shape"] == ("claude-code" if host == "claude-code" else SHAPE_THIN)

@@ -24,6 +24,12 @@ live trial: no model call, no server, no sandbox.
   result events, cost from our `pricing` (by the model's `model`, else the model the
   recording names), the recording's own cost as `usage.host_cost_usd`; wall time from the
   result events' `duration_ms`.
+- Codex and Opencode runs stored in that shape without ids, init event or result text (the
+  reference bench's) are completed first (mcptrials.recorded_streams): what they lack is
+  said in run_meta `recorded_stream`; a stream without durations takes its wall time from
+  the bench's run_meta.json beside it.
+- A recorded arm (a tool of transport recorded) has no snapshot: its tools/list is the
+  recording's (`recorded_tools`: the init event's MCP tools, else unknown).
 - `format: mcptrials`: a transcript.json of ours, validated against
   schemas/transcript.schema.yaml and taken as it is, its cell (and host) rewritten.
 
