@@ -243,20 +243,24 @@ def test_steps_and_results_must_agree(tmp_path):
     assert len(sessions(read_stream(FIX / "cc-git-two-steps.jsonl"))) == 2
 
 
-def test_a_missing_recording_is_harness_failed_not_a_crash(tmp_path, capsys):
+def test_a_missing_recording_is_not_run_not_a_crash(tmp_path, capsys):
+    """No recording of a trial (a cell run fewer times than `trials`): not run, missing with the
+    reason `no recording`, never a failure."""
     from mcptrials.cli import main
+    from mcptrials.outcomes import missing_reason
 
     m, co = project(tmp_path)
     t, meta = run_trial(m, "rec", "git", "two", 3, co, None, None, tmp_path / "out")
-    assert t["outcome"] == "harness_failed" and "recorded/git/tiny/two/3.jsonl not found" in t["outcome_detail"]
-    assert meta["recorded_sha256"] is None and t["errors"]["harness_error"] == 1
+    assert t["outcome"] == "not_run" and "recorded/git/tiny/two/3.jsonl not found" in t["outcome_detail"]
+    assert missing_reason(t["outcome"], t["outcome_detail"]) == "not_run: no recording"
+    assert meta["recorded_sha256"] is None and t["errors"]["harness_error"] == 0
     validate_against("transcript.schema.yaml", t, "transcript")
     # the workflow's command: exit 0, the records written
     write_json(tmp_path / "co.json", co)
     out = tmp_path / "runs" / "transcript.json"
     assert main(["run-trial", "--config", str(m.path), "--model", "rec", "--tool", "git", "--scenario", "two",
                  "--trial", "1", "--checkout", str(tmp_path / "co.json"), "--out", str(out)]) == 0
-    assert json.loads(out.read_text())["outcome"] == "harness_failed"
+    assert json.loads(out.read_text())["outcome"] == "not_run"
     assert json.loads((out.parent / "run_meta.json").read_text())["provider"] == "recorded"
 
 
@@ -368,7 +372,7 @@ def test_workflow_builds_a_report_of_a_recorded_model(tmp_path):
     t1 = json.loads((run / "1/transcript.json").read_text())
     t2 = json.loads((run / "2/transcript.json").read_text())
     assert t1["outcome"] == "completed" and t1["one_answer"] is True
-    assert t2["outcome"] == "harness_failed" and "not found" in t2["outcome_detail"]
+    assert t2["outcome"] == "not_run" and "no recording" in t2["outcome_detail"]
     scored = json.loads((run / "1/scored.json").read_text())
     assert scored["answer_mapping"]["method"] == "json_keys" and scored["passed"] is True, scored["failures"]
     assert (wd / "results/report/index.html").exists()

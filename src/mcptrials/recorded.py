@@ -7,7 +7,7 @@ live trial: no model call, no server, no sandbox.
 - `path` is a pattern relative to the config's folder, with {tool} {repo} {scenario}
   {trial}; the file's sha256 is a rerun key of the trial (mcptrials.rerun) and is recorded
   in run_meta with the file's project-relative path. A missing file makes the trial
-  `harness_failed`, with the file named in `outcome_detail`.
+  `not_run` ("no recording", the file named in `outcome_detail`): missing, never a failure.
 - `format: claude-code-stream-json`: the JSON lines of `claude -p --output-format
   stream-json --verbose`, parsed by the `claude-code` host's own parser and record
   functions (hosts/claude_code.py: parse_stream, record_step, step_answer,
@@ -290,9 +290,11 @@ def run_recorded(m: Matrix, model: str, tool: str, scenario_id: str, trial: int,
     transcript = None
     try:
         if not path.is_file():
-            detail = (f"recorded file {where} not found (models.{model}.path: {mspec.path!r} for tool {tool}, "
-                      f"repo {scenario.repo}, scenario {scenario_id}, trial {trial})")
-            rec.error("harness_error", detail)
+            # no run was recorded for this trial (e.g. a cell run fewer times than `trials`): not
+            # run, missing, never a failure of anything
+            outcome = "not_run"
+            detail = (f"no recording: recorded file {where} not found (models.{model}.path: {mspec.path!r} for tool "
+                      f"{tool}, repo {scenario.repo}, scenario {scenario_id}, trial {trial})")
         else:
             meta["recorded_sha256"] = file_sha256(path)
             if mspec.format == MCPTRIALS:

@@ -316,8 +316,8 @@ def import_vertical(bench_dir, name: str, out_dir, pins_file=None, pin_args=(), 
               if s not in cells.get(mo, {}).get(a, {})]
     if short or absent:
         report.append({"what": "trials without a recording",
-                       "reason": f"trials: {trials} (the most runs of a cell); a trial with no recording is harness_failed "
-                                 "(recorded file not found), counted missing, never a zero",
+                       "reason": f"trials: {trials} (the most runs of a cell); a trial with no recording is not_run "
+                                 "(no recording), counted missing, never a zero",
                        "cells_with_fewer_runs": short, "cells_without_runs": absent})
 
     # write
