@@ -166,7 +166,11 @@ def _cmd(args) -> int:
         raise ConfigError(f"{m.path}: field repos: no repo {args.repo!r}")
     spec = m.repos[args.repo]
     out = Path(args.out)
-    rec = checkout(args.repo, m.repo_source(args.repo), spec["url"], spec["commit"], out.parent)
+    if spec.get("unresolved"):   # no full commit to check out: recorded runs, citations not checked
+        rec = {"repo": args.repo, "url": spec["url"], "cloned_from": None, "commit": spec["commit"], "tree": None,
+               "files": None, "seconds": 0.0, "unresolved": spec["unresolved"]}
+    else:
+        rec = checkout(args.repo, m.repo_source(args.repo), spec["url"], spec["commit"], out.parent)
     write_json(out, rec)
     print(json.dumps(rec))
     return 0
