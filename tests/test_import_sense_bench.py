@@ -227,6 +227,9 @@ def test_rubric_gold_and_held_out(tmp_path):
     assert [c["name"] for c in s2["rubric"]["criteria"]] == [c["name"] for c in sb.DEFAULT_CRITERIA]
     assert s2["key_points"] == ["acme/checkout.py: the service under change", "acme/cli.py or cli/main.py"]
     assert "citations" not in s2
+    assert sc["gold"] == [{"id": "svc", "match": ["acme/checkout.py"], "group": "contract",
+                           "relation": "the service under change"},
+                          {"id": "cli", "match": ["acme/cli.py", "cli/main.py"], "group": "callers"}]
     notes = {n["what"]: n for n in doc["notes"]}
     assert "criterion 'specificity' fields ['anchors']" in notes
     assert "default criteria" in notes["rubric"]["reason"] and notes["rubric"]["step"] == "Trace the checkout!"
@@ -250,7 +253,7 @@ def test_config_pins_arms_model_and_loads(tmp_path):
     assert cfg["tools"]["baseline"] == {"transport": "none"}
     assert set(cfg["tools"]) == {"baseline", "toolx"}                    # results/report.md is not a tool
     x = cfg["tools"]["toolx"]
-    assert x["command"] == "sh" and "recorded runs only" in x["args"][1] and "not runnable" in x["version"]
+    assert x == {"transport": "recorded", "source": "the reference bench's results/toolx (recorded runs only)"}
     assert cfg["models"] == {sb.MODEL_NAME: {"provider": "recorded", "format": "claude-code-stream-json",
                                              "path": "../src/bench/results/{tool}/{scenario}/transcript.json"}}
     assert cfg["trials"] == 1 and "locked" not in cfg and cfg["splits"] == ["train"]
@@ -301,3 +304,29 @@ def test_output_folder_rules(tmp_path):
     assert sorted(p.name for p in (out / "scenarios").iterdir()) == ["demo-held.yaml", "demo.yaml"]
     with pytest.raises(ConfigError, match="no scenarios/ folder"):
         sb.import_bench(tmp_path, tmp_path / "o2", validate=False)
+
+
+@needs_recorded
+@pytest.mark.slow
+def test_an_imported_bench_plans_no_install_or_snapshot_for_its_recorded_arms(tmp_path):
+    """Issue 27 item 3: a recorded arm is no server: `snakemake -n` of the import's config
+    plans its trials, and neither an install nor a snapshot of it (the baseline keeps its
+    snapshot: the built-in tools)."""
+    import subprocess
+    import sys
+
+    from workflow_helpers import copy_workflow, workflow_env
+
+    _, out = run_import(tmp_path)
+    wd = tmp_path / "run"
+    wd.mkdir()
+    copy_workflow(wd)
+    r = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", str(out / "config.yaml"), "-j1"],
+                       cwd=wd, capture_output=True, text=True, env=workflow_env(wd))
+    assert r.returncode == 0, r.stderr + r.stdout
+    jobs = r.stdout + r.stderr
+    planned = dict(re.findall(r"^(\w+)\s+(\d+)$", jobs, re.M))
+    assert planned.get("transcript") == "2" and "install_tool" not in planned, jobs
+    assert planned.get("tools_snapshot") == "1", jobs                      # the baseline's only
+    assert "results/snapshots/toolx" not in jobs and "results/snapshots/baseline/demo/tools.json" in jobs
+    assert "0 server install(s) and 1 tool snapshot(s)" in jobs

@@ -19,12 +19,12 @@ import yaml
 
 from matrix_helpers import ROOT, SCENARIO, faulty_tool, write_matrix
 from mcptrials.checkout import checkout
-from mcptrials.config import ConfigError, check_api_keys, load_matrix, validate_against
+from mcptrials.config import ConfigError, check_api_keys, file_sha256, load_matrix, validate_against
 from mcptrials.graders.scoring import score_trial
 from mcptrials.judge import judge_trial
 from mcptrials.records import write_json
 from mcptrials.recorded import read_stream, sessions
-from mcptrials.rerun import rule_params
+from mcptrials.rerun import recorded_trials, rule_params
 from mcptrials.runner import run_trial
 
 FIX = ROOT / "tests" / "fixtures" / "recorded"
@@ -243,20 +243,24 @@ def test_steps_and_results_must_agree(tmp_path):
     assert len(sessions(read_stream(FIX / "cc-git-two-steps.jsonl"))) == 2
 
 
-def test_a_missing_recording_is_harness_failed_not_a_crash(tmp_path, capsys):
+def test_a_missing_recording_is_not_run_not_a_crash(tmp_path, capsys):
+    """No recording of a trial (a cell run fewer times than `trials`): not run, missing with the
+    reason `no recording`, never a failure."""
     from mcptrials.cli import main
+    from mcptrials.outcomes import missing_reason
 
     m, co = project(tmp_path)
     t, meta = run_trial(m, "rec", "git", "two", 3, co, None, None, tmp_path / "out")
-    assert t["outcome"] == "harness_failed" and "recorded/git/tiny/two/3.jsonl not found" in t["outcome_detail"]
-    assert meta["recorded_sha256"] is None and t["errors"]["harness_error"] == 1
+    assert t["outcome"] == "not_run" and "recorded/git/tiny/two/3.jsonl not found" in t["outcome_detail"]
+    assert missing_reason(t["outcome"], t["outcome_detail"]) == "not_run: no recording"
+    assert meta["recorded_sha256"] is None and t["errors"]["harness_error"] == 0
     validate_against("transcript.schema.yaml", t, "transcript")
     # the workflow's command: exit 0, the records written
     write_json(tmp_path / "co.json", co)
     out = tmp_path / "runs" / "transcript.json"
     assert main(["run-trial", "--config", str(m.path), "--model", "rec", "--tool", "git", "--scenario", "two",
                  "--trial", "1", "--checkout", str(tmp_path / "co.json"), "--out", str(out)]) == 0
-    assert json.loads(out.read_text())["outcome"] == "harness_failed"
+    assert json.loads(out.read_text())["outcome"] == "not_run"
     assert json.loads((out.parent / "run_meta.json").read_text())["provider"] == "recorded"
 
 
@@ -322,13 +326,17 @@ def test_the_recorded_files_sha256_is_a_rerun_key_of_its_trials(tmp_path):
     models = {"rec": {"provider": "recorded", "format": "claude-code-stream-json", "path": PATTERN},
               "reference": {"provider": "reference"}}
     m, _ = project(tmp_path, models=models)
-    base = rule_params(m)["transcript"]
+    base, base_t = rule_params(m)["transcript"], recorded_trials(m)
+    assert base_t == {("rec", "loop", t, s, "1"): None for t in ("baseline", "git") for s in ("one", "two")}
     f = place(tmp_path, "recorded/git/tiny/two/1.jsonl", events=one_session())
-    after = rule_params(load_matrix(m.path))["transcript"]
-    assert {k for k in base if base[k] != after[k]} == {("rec", "loop", "git", "two")}
+    after, after_t = rule_params(load_matrix(m.path))["transcript"], recorded_trials(load_matrix(m.path))
+    # the recording is its own trial's key (issue 27 item 3), not its cell's
+    assert after == base
+    assert {k for k in base_t if base_t[k] != after_t[k]} == {("rec", "loop", "git", "two", "1")}
     f.write_text(f.read_text() + "\n")
-    again = rule_params(load_matrix(m.path))["transcript"]
-    assert {k for k in base if after[k] != again[k]} == {("rec", "loop", "git", "two")}
+    again_t = recorded_trials(load_matrix(m.path))
+    assert {k for k in base_t if after_t[k] != again_t[k]} == {("rec", "loop", "git", "two", "1")}
+    again = after
     # one_answer reaches the recorded model's trials only
     s = yaml.safe_load((tmp_path / "scenarios" / "two.yaml").read_text())
     s["one_answer"] = True
@@ -347,27 +355,33 @@ def test_workflow_builds_a_report_of_a_recorded_model(tmp_path):
 
     copy_workflow(tmp_path)
     wd = tmp_path
-    write_matrix(wd, tools={"baseline": {"transport": "none"}}, scenarios={"one": ONE},
+    write_matrix(wd, tools={"baseline": {"transport": "none"}, "sense": dict(ARM)}, scenarios={"one": ONE},
                  extra={"models": {"rec": {"provider": "recorded", "format": "claude-code-stream-json",
                                            "path": "recorded/{tool}/{repo}/{scenario}/{trial}.jsonl"}},
                         "pricing": PRICING, "trials": 2, "locked": None})
     place(wd, "recorded/baseline/tiny/one/1.jsonl", events=one_session())   # trial 2 has no recording
+    place(wd, "recorded/sense/tiny/one/1.jsonl", events=one_session())
+    place(wd, "recorded/sense/tiny/one/2.jsonl", events=one_session())
     run_snakemake(wd, "-j2")
+    # the recorded arm: no snapshot job ran, its trials converted, the report names it
+    assert not (wd / "results/snapshots/sense").exists() and (wd / "results/snapshots/baseline").is_dir()
+    arm = json.loads((wd / "results/runs/rec/loop/sense/tiny/one/2/transcript.json").read_text())
+    assert arm["outcome"] == "completed"
+    assert "recorded runs of sense (source: a bench's results/sense" in (wd / "results/report/report.md").read_text()
     run = wd / "results/runs/rec/loop/baseline/tiny/one"
     t1 = json.loads((run / "1/transcript.json").read_text())
     t2 = json.loads((run / "2/transcript.json").read_text())
     assert t1["outcome"] == "completed" and t1["one_answer"] is True
-    assert t2["outcome"] == "harness_failed" and "not found" in t2["outcome_detail"]
+    assert t2["outcome"] == "not_run" and "no recording" in t2["outcome_detail"]
     scored = json.loads((run / "1/scored.json").read_text())
     assert scored["answer_mapping"]["method"] == "json_keys" and scored["passed"] is True, scored["failures"]
     assert (wd / "results/report/index.html").exists()
     from test_workflow import planned
 
     assert planned(wd) == {}
-    # a new recording reruns the trials of its cell (the rerun key is per model, host, tool and
-    # scenario, as for every trial) and what reads them
+    # a new recording reruns its own trial only (its sha256 is that trial's param) and what reads it
     place(wd, "recorded/baseline/tiny/one/2.jsonl", events=one_session())
-    assert planned(wd) == {"all": 1, "transcript": 2, "scored": 2, "judged": 2, "aggregate": 1, "report": 1}
+    assert planned(wd) == {"all": 1, "transcript": 1, "scored": 1, "judged": 1, "aggregate": 1, "report": 1}
 
 
 def test_usage_is_claude_codes_own_count_over_the_session(tmp_path):
@@ -383,3 +397,79 @@ def test_usage_is_claude_codes_own_count_over_the_session(tmp_path):
     assert (u["input_tokens"], u["output_tokens"], u["cache_creation_input_tokens"], u["cache_read_input_tokens"]) \
         == (21, 6321, 48705, 192027)
     assert u["cost_usd"] == pytest.approx(u["host_cost_usd"], abs=1e-6)
+
+
+# --- a recorded arm (tools.<name>.transport: recorded, issue 27 item 3) -------------------------
+
+ARM = {"transport": "recorded", "source": "a bench's results/sense"}
+
+
+def arm_project(tmp_path: Path, models=None) -> tuple:
+    models = models or {"rec": {"provider": "recorded", "format": "claude-code-stream-json", "path": PATTERN}}
+    cfg = write_matrix(tmp_path, tools={"baseline": {"transport": "none"}, "sense": dict(ARM)},
+                       scenarios={"one": ONE}, extra={"models": models, "pricing": PRICING})
+    m = load_matrix(cfg)
+    co = checkout("tiny", m.repo_source("tiny"), "repo", m.repos["tiny"]["commit"], tmp_path / "co")
+    return m, co
+
+
+def test_a_recorded_arm_has_no_server_and_only_recorded_models_run_it(tmp_path):
+    m, _ = arm_project(tmp_path)
+    assert m.server_tools() == [] and m.installed_tools() == [] and m.snapshot_tools() == ["baseline"]
+    spec = m.specs.tools["sense"]
+    assert spec.recorded and not spec.has_server and spec.source == ARM["source"]
+    c = yaml.safe_load(m.path.read_text())
+
+    def load(**tool):
+        d = copy.deepcopy(c)
+        d["tools"]["sense"] = tool
+        return load_matrix(m.path, overrides=d)
+
+    with pytest.raises(ConfigError, match=r"tools\.sense: a recorded arm has no server.*remove command, args"):
+        load(transport="recorded", command="sense", args=["mcp"])
+    with pytest.raises(ConfigError, match=r"tools\.sense: a recorded arm has no server.*remove install"):
+        load(transport="recorded", install={"pip": ["x==1"]})
+    d = copy.deepcopy(c)
+    d["models"]["live"] = {"provider": "reference"}
+    with pytest.raises(ConfigError, match=r"tools\.sense\.transport: recorded: only provider recorded models.*live"):
+        load_matrix(m.path, overrides=d)
+    d = copy.deepcopy(c)
+    d["tools"]["baseline"] = {"transport": "recorded"}
+    with pytest.raises(ConfigError, match=r"tools\.baseline.*built in"):
+        load_matrix(m.path, overrides=d)
+
+
+def test_a_recorded_arms_tools_list_comes_from_the_recording_else_unknown(tmp_path):
+    m, co = arm_project(tmp_path)
+    ev = one_session()
+    ev[0] = dict(ev[0], tools=["Read", "Bash", "mcp__sense__sense_graph", "mcp__sense__sense_status"])
+    f = place(tmp_path, "recorded/sense/tiny/one/1.jsonl", events=ev)
+    t, meta = run_trial(m, "rec", "sense", "one", 1, co, None, None, tmp_path / "out")
+    assert t["outcome"] == "completed"
+    assert meta["tool_transport"] == "recorded" and meta["recorded_source"] == ARM["source"]
+    assert meta["recorded_tools"]["from"] == "the recording's init event"
+    assert meta["recorded_tools"]["names"] == ["mcp__sense__sense_graph", "mcp__sense__sense_status"]
+    assert meta["tools_sha256"] == meta["recorded_tools"]["sha256"] and meta["recorded_sha256"] == file_sha256(f)
+    # a recording without an init event's tool list: unknown, never an empty list
+    place(tmp_path, "recorded/sense/tiny/one/2.jsonl", events=one_session()[1:])
+    _, meta2 = run_trial(m, "rec", "sense", "one", 2, co, None, None, tmp_path / "out2")
+    assert meta2["recorded_tools"]["from"] == "unknown" and meta2["recorded_tools"]["names"] is None
+    assert meta2["tools_sha256"] is None
+
+
+def test_the_report_names_a_recorded_arm_by_its_source_and_recordings(tmp_path):
+    from mcptrials.aggregate import recorded_identity
+    from mcptrials.report import recorded_tool_line
+
+    recs = [{"key": {"model": "rec", "host": "loop", "tool": "sense", "scenario": "one", "trial": n},
+             "run_meta": {"recorded_sha256": sha, "recorded_tools": lst}}
+            for n, sha, lst in ((1, "a" * 64, {"from": "the recording's init event", "names": ["mcp__sense__x"]}),
+                                (2, None, {"from": "unknown", "names": None}))]
+    ident = {"transport": "recorded", **recorded_identity(ARM, recs, "sense")}
+    assert ident["recordings"] == {"rec/loop/one/1": "a" * 64, "rec/loop/one/2": None}
+    line = recorded_tool_line("sense", ident)
+    assert line.startswith("recorded runs of sense (source: a bench's results/sense; no server here)")
+    assert "rec/loop/one/1 aaaaaaaaaaaa" in line and "rec/loop/one/2 missing" in line
+    assert "tools/list from the recording's init event and unknown: mcp__sense__x" in line
+    only_unknown = {"transport": "recorded", **recorded_identity(ARM, recs[1:], "sense")}
+    assert "tools/list unknown" in recorded_tool_line("sense", only_unknown)

@@ -177,12 +177,31 @@ def raw_row(rec: dict, m: Matrix) -> dict:
         "server_peak_rss_kb": meta.get("server_peak_rss_kb"),
         "page": trial_page(k["model"], k["tool"], k["scenario"], k["trial"]),  # model = model@host when several
     })
+    if s.get("citations_not_checked"):   # no checkout: the citation figures are missing, never zero
+        row.update({k: None for k in ("citation_grounding", "citations", "grounded", "hallucinated", "unresolved",
+                                      "verified_rate", "cited_recall")})
+    row["citations_not_checked"] = s.get("citations_not_checked")
+    row["not_judged"] = j.get("not_judged")
+    row.update(gold_recall_columns(s.get("gold_recall")))
     att = rec.get("attempts")
     row.update(missing=is_missing(outcome), missing_reason=missing_reason(outcome, t.get("outcome_detail")),
                attempts=int(att["runs"]) if att else 1)
     if row["missing"]:  # neither a pass nor a fail nor a zero: no score at all
-        row.update({f: None for f in SCORE_FIELDS})
+        row.update({f: None for f in (*SCORE_FIELDS, *(k for k in row if k.startswith(GOLD_PREFIXES)))})
     return row
+
+
+GOLD_PREFIXES = ("cited_recall_", "mention_recall")
+
+
+def gold_recall_columns(gold: dict | None) -> dict:
+    """A scenario with gold rows (scenario `gold:`): its cited_recall (which then replaces the
+    steps' gold locations' figure), mention_recall and cited_recall_<group> per row group."""
+    if not gold:
+        return {}
+    return {"cited_recall": gold["cited_recall"], "mention_recall": gold["mention_recall"],
+            "gold_rows": gold["total"],
+            **{f"cited_recall_{g}": v["cited_recall"] for g, v in sorted(gold["groups"].items())}}
 
 
 def used(rows: list[dict]) -> list[dict]:
@@ -249,7 +268,16 @@ def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]
         else:
             lacking.add((r["model"], r["scenario"]))
             r["efficiency"], r["efficiency_basis"] = 1.0, "none: no completed baseline trial, 1.0"
-        if r["completed"]:
+        # a part that is missing, not zero (citations not checked: no checkout; quality not judged:
+        # no recorded judgement): the other parts' weights are scaled to sum to 1
+        gone = {k: why for k, why in (("citation", r.get("citations_not_checked") and "not checked"),
+                                      ("quality", r.get("not_judged") and "not judged")) if why and weights[k]}
+        if r["completed"] and gone and sum(w for k, w in weights.items() if k not in gone) > 0:
+            left = sum(w for k, w in weights.items() if k not in gone)
+            rest = {k: (0.0 if k in gone else w / left) for k, w in weights.items()}
+            r["fairness"] = fairness(r["keyword_coverage"], r["quality"], r["citation_grounding"], r["efficiency"], rest)
+            r["fairness_without"] = "; ".join(f"{k} ({why})" for k, why in gone.items())
+        elif r["completed"]:
             r["fairness"] = fairness(r["keyword_coverage"], r["quality"], r["citation_grounding"], r["efficiency"],
                                      weights)
         else:
@@ -551,6 +579,7 @@ def judge_noise(records: list[dict], w_quality: float) -> dict:
     scenario-quality judgements (None with one repeat: the noise was not measured)."""
     from .judge import judge_variance
 
+    records = [r for r in records if r["judged"]["quality"]]   # a trial not judged (recorded judge) has no spread
     judged = [r["judged"] for r in records]
     overall = judge_variance(judged)
     by_scenario = {}
@@ -685,6 +714,42 @@ REFERENCE_MODEL_LABEL = "reference (deterministic agent, no language model)"
 REFERENCE_JUDGE_LABEL = "reference (deterministic judge: key points and gold citations, no language model)"
 
 
+def gold_recall_view(rows: list[dict]) -> list[dict]:
+    """Per (model, tool), over the trials that count of scenarios with gold rows: the mean cited
+    recall, mention recall and cited recall of each row group (issue 23: beside the headline)."""
+    out = []
+    gold = [r for r in used(rows) if r.get("gold_rows")]
+    for key in dict.fromkeys((r["model"], r["tool"]) for r in gold):
+        rs = [r for r in gold if (r["model"], r["tool"]) == key]
+        groups = sorted({k[len("cited_recall_"):] for r in rs for k in r if k.startswith("cited_recall_")})
+        out.append({"model": key[0], "tool": key[1], "n": len(rs),
+                    "cited_recall": _mean(r["cited_recall"] for r in rs),
+                    "mention_recall": _mean(r["mention_recall"] for r in rs),
+                    "groups": {g: {"mean": _mean(r.get(f"cited_recall_{g}") for r in rs),
+                                   "n": sum(1 for r in rs if r.get(f"cited_recall_{g}") is not None)} for g in groups}})
+    return out
+
+
+def recorded_judge_label(judged: list[dict]) -> str:
+    """The recorded judge in the identity: whose judgements they are (every record names its model)."""
+    models = sorted({str(j["judge"].get("model")) for j in judged if j["judge"].get("model")})
+    missing = sum(1 for j in judged if j.get("not_judged"))
+    return (f"recorded judgements by {', '.join(models) or 'an unnamed judge'} (read from each run's judged.json; "
+            f"no call made here)" + (f"; {missing} trial(s) not judged" if missing else ""))
+
+
+def recorded_identity(spec: dict, records: list[dict], tool: str) -> dict:
+    """A recorded arm's identity: its source, each recording's sha256 (by trial), and where its
+    tools/list came from (the recordings' init events, or unknown)."""
+    recs = [r for r in records if r["key"]["tool"] == tool]
+    lists = [r["run_meta"].get("recorded_tools") or {"from": "unknown"} for r in recs]
+    return {"source": spec.get("source"),
+            "recordings": {"/".join(str(r["key"][k]) for k in ("model", "host", "scenario", "trial")):
+                           r["run_meta"].get("recorded_sha256") for r in recs},
+            "tools_list_from": sorted({x["from"] for x in lists}),
+            "tools_list": sorted({n for x in lists for n in (x.get("names") or [])})}
+
+
 def _sandbox_label(rec: dict | None) -> str:
     """'bubblewrap 0.8.0', 'bubblewrap 0.8.0 with network', 'none', or 'unrecorded'."""
     if not rec:
@@ -721,6 +786,8 @@ def identity(m: Matrix, records: list[dict]) -> dict:
                        "overrides_sha256": sorted({x["overrides_sha256"] for x in metas if x.get("overrides_sha256")}),
                        # how its processes ran, as the trials recorded it (run_meta.sandbox)
                        "sandbox": sorted({_sandbox_label(x.get("sandbox")) for x in metas})}
+        if spec["transport"] == "recorded":   # no server: what it is known from, recording by recording
+            tools[name].update(recorded_identity(spec, records, name))
     repos = {}
     for name in m.run_repos():  # only the repos the run's scenarios use
         spec = m.repos[name]
@@ -732,7 +799,8 @@ def identity(m: Matrix, records: list[dict]) -> dict:
     judge_recs = [r["judged"]["judge"] for r in records]
     # No threshold here: the held-out verdict is the report's (judge.threshold reruns only the report).
     judge = {"provider": jcfg["provider"], "model": jcfg.get("model"), "repeats": jcfg["repeats"],
-             "label": REFERENCE_JUDGE_LABEL if jcfg["provider"] == "reference" else f"{jcfg.get('model')} ({jcfg['provider']})",
+             "label": (REFERENCE_JUDGE_LABEL if jcfg["provider"] == "reference" else recorded_judge_label([r["judged"] for r in records])
+                       if jcfg["provider"] == "recorded" else f"{jcfg.get('model')} ({jcfg['provider']})"),
              "prompt_sha256": sorted({j["prompt_sha256"] for j in judge_recs}),
              "settings_hash": sorted({j["settings_hash"] for j in judge_recs}),
              "temperature": sorted({str(j.get("temperature")) for j in judge_recs})}
@@ -839,6 +907,7 @@ def aggregate(m: Matrix, runs) -> dict:
         "server_profile": server_profile(records, definition_costs(m, Path(runs).parent / "snapshots")),
         "scenarios": scenario_flags(rows, m), "pass_hat_curve": pass_hat_curve(rows, m.trials), "power": power,
         "model_host": model_host_view(rows, list(m.hosts), list(m.models)),
+        "gold_recall": gold_recall_view(rows),
         "patterns": pattern_summary(rows, findings),
         "feedback": feedback_table(records, rows, Path(runs).parent / "snapshots"),
         "citation_composition": citation_composition(records),

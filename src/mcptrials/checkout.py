@@ -168,14 +168,18 @@ def _cmd(args) -> int:
         raise ConfigError(f"{m.path}: field repos: no repo {args.repo!r}")
     spec = m.repos[args.repo]
     out = Path(args.out)
-    try:
-        rec = dict(checkout(args.repo, m.repo_source(args.repo), spec["url"], spec["commit"], out.parent),
-                   attempt=args.attempt)
-    except Exception as e:  # noqa: BLE001 - unreachable or missing commit: missing data (mcptrials.stages)
-        from .stages import failed_record
+    if spec.get("unresolved"):   # no full commit to check out: recorded runs, citations not checked
+        rec = {"repo": args.repo, "url": spec["url"], "cloned_from": None, "commit": spec["commit"], "tree": None,
+               "files": None, "seconds": 0.0, "unresolved": spec["unresolved"], "attempt": args.attempt}
+    else:
+        try:
+            rec = dict(checkout(args.repo, m.repo_source(args.repo), spec["url"], spec["commit"], out.parent),
+                       attempt=args.attempt)
+        except Exception as e:  # noqa: BLE001 - unreachable or missing commit: missing data (mcptrials.stages)
+            from .stages import failed_record
 
-        rec = failed_record("checkout", e, args.attempt, repo=args.repo, url=spec["url"], commit=spec["commit"])
-        print(f"mcptrials checkout: {args.repo}: {rec['error']}", file=sys.stderr)
+            rec = failed_record("checkout", e, args.attempt, repo=args.repo, url=spec["url"], commit=spec["commit"])
+            print(f"mcptrials checkout: {args.repo}: {rec['error']}", file=sys.stderr)
     write_json(out, rec)
     print(json.dumps(rec))
     return 0

@@ -28,7 +28,7 @@ COMMANDS = {
     "serve-trials": "worker",
     "reruns": "rerun",
     "compare-sense-bench": "importers.sense_compare",
-    "import": "importers.sense_bench",
+    "import": "importers.command",
     "plan": "costcmd",
     "pilot": "costcmd",
     "compare": "compare",

@@ -177,7 +177,10 @@ class Scenario:
     def grading_part(self) -> dict:
         """What the deterministic graders depend on: a change here rescoring only."""
         keys = ("checks", "citations", "exact_answer", "state_check", "expected_tools")
-        return {"steps": [{k: s.get(k) for k in keys} for s in self.data["steps"]]}
+        part = {"steps": [{k: s.get(k) for k in keys} for s in self.data["steps"]]}
+        if self.data.get("gold"):   # only when set: scenarios without gold keep their hash
+            part["gold"] = self.data["gold"]
+        return part
 
     def rubric_part(self) -> dict:
         """What the judge depends on: a change here re-judges only."""
@@ -249,7 +252,11 @@ class Matrix:
         return [t for t in self.server_tools() if self.server_of(t) == t]
 
     def server_tools(self) -> list[str]:
-        return [t for t, spec in self.tools.items() if spec["transport"] != "none"]
+        return [t for t, spec in self.tools.items() if spec["transport"] not in ("none", RECORDED)]
+
+    def snapshot_tools(self) -> list[str]:
+        """The tools with a snapshot job: all but the recorded arms (no server, nothing to list)."""
+        return [t for t, spec in self.tools.items() if spec["transport"] != RECORDED]
 
     def tool_hash(self, tool: str) -> str:
         return canonical_hash(self.tools[tool])
@@ -273,8 +280,10 @@ class Matrix:
 
     def runs_under(self, model: str, host: str) -> bool:
         """Whether the host can drive the model (claude-code speaks the Messages API only, codex and
-        opencode OpenAI's APIs)."""
-        return self.specs.hosts[host].drives(self.specs.models[model].provider)
+        opencode OpenAI's APIs); a recorded model with a `host` runs under that host only (the one it
+        was recorded under)."""
+        only = self.models[model].get("host")
+        return (only is None or only == host) and self.specs.hosts[host].drives(self.specs.models[model].provider)
 
     def cells(self):
         """Every (model, host, tool, repo, scenario, trial) of the run, trial counted from 1;
@@ -407,6 +416,75 @@ def read_config_files(config_path) -> tuple[Path, dict]:
     return path, data
 
 
+RECORDED = "recorded"   # a tool transport: an arm known only from recordings (no server here)
+# What a recorded arm cannot have: it is never installed, indexed or started.
+_SERVER_FIELDS = ("command", "args", "url", "env", "install", "index", "variant_of", "overrides")
+
+
+def check_recorded_tool(path: Path, name: str, spec: dict, given: dict, data: dict) -> None:
+    """A `transport: recorded` entry: no server fields, and only recorded models run it."""
+    where = f"{path}: field tools.{name}"
+    if name == BASELINE:
+        raise ConfigError(f"{where}.transport: `baseline` is built in (transport: none); a recorded arm needs another name")
+    extra = [k for k in _SERVER_FIELDS if given.get(k) not in (None, [], {})]
+    if extra:
+        raise ConfigError(f"{where}: a recorded arm has no server to install or start; remove {', '.join(extra)} "
+                          "(or give it transport stdio or http)")
+    live = sorted(mn for mn, ms in data["models"].items() if ms["provider"] != RECORDED)
+    if live:
+        raise ConfigError(f"{where}.transport: recorded: only provider recorded models can run a recorded arm, and "
+                          f"models {', '.join(live)} are live; run them in another config, or give {name} a server")
+
+
+def check_repo_commit(path: Path, name: str, spec: dict, data: dict) -> None:
+    """A full commit, or a short one with the reason it stays unresolved (recorded models only:
+    nothing is run in a repository that has no checkout)."""
+    where = f"{path}: field repos.{name}"
+    if spec.get("unresolved") is None:
+        if len(spec["commit"]) != 40:
+            raise ConfigError(f"{where}.commit: {spec['commit']!r} is a short commit; give the full 40-hex id "
+                              "(git rev-parse on a clone or mirror), or say why it cannot be resolved with `unresolved:` "
+                              "(no checkout; citations are then not checked)")
+        return
+    live = sorted(m for m, ms in data["models"].items() if ms["provider"] != RECORDED)
+    servers = sorted(t for t, ts in data["tools"].items() if ts["transport"] not in ("none", RECORDED))
+    if live or servers:
+        raise ConfigError(f"{where}.unresolved: a repository without a checkout can only be graded from recordings, "
+                          f"and {', '.join(f'models.{m}' for m in live) + ' ' if live else ''}"
+                          f"{', '.join(f'tools.{t}' for t in servers)} would run in it; resolve the commit (--mirrors) "
+                          "or run those in another config")
+
+
+JUDGE_PATH_FIELDS = ("model", "host", "tool", "repo", "scenario", "trial")
+
+
+def check_recorded_judge(path: Path, data: dict) -> None:
+    """judge.provider recorded: `path` names only known placeholders; without it every model is
+    recorded (the judgement is found beside the trial's recording). `path` only for recorded."""
+    import string
+
+    j = data["judge"]
+    where = f"{path}: field judge"
+    if j["provider"] != RECORDED:
+        if j.get("path"):
+            raise ConfigError(f"{where}.path: only for provider recorded; remove it")
+        return
+    if j.get("path"):
+        try:
+            names = {f for _, f, _, _ in string.Formatter().parse(j["path"]) if f}
+        except ValueError as e:
+            raise ConfigError(f"{where}.path: {j['path']!r} is not a valid pattern ({e})") from None
+        bad = sorted(names - set(JUDGE_PATH_FIELDS))
+        if bad:
+            raise ConfigError(f"{where}.path: unknown placeholder(s) {', '.join('{' + b + '}' for b in bad)}; use "
+                              + " ".join("{" + f + "}" for f in JUDGE_PATH_FIELDS))
+        return
+    live = sorted(n for n, s in data["models"].items() if s["provider"] != RECORDED)
+    if live:
+        raise ConfigError(f"{where}.provider: recorded finds each judgement beside the trial's recording, and models "
+                          f"{', '.join(live)} have none; give judge.path")
+
+
 def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
     """Read the config file(s) (see `read_config_files`), or use `overrides` as the
     config's data with `config_path` naming it; check everything."""
@@ -429,6 +507,9 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
         raise ConfigError(f"{path}: field tools.{BASELINE}.transport: `baseline` is built in and has no server; set transport: none or rename the tool")
     for name, spec in data["tools"].items():
         where = f"{path}: field tools.{name}"
+        if spec["transport"] == RECORDED:
+            check_recorded_tool(path, name, spec, raw_tools.get(name) or {}, data)
+            continue
         if spec["transport"] == "none":
             if name != BASELINE:
                 raise ConfigError(f"{where}: unknown tool {name!r}: only `{BASELINE}` is built in (transport: none); "
@@ -441,6 +522,10 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
         if spec["transport"] == "http" and not spec["network"] and (spec.get("sandbox") or data["sandbox"]) != "none":
             raise ConfigError(f"{where}.network: an http server is reached over the network, and a sandboxed tool "
                               "has none by default; set `network: true` (or use transport stdio)")
+
+    for name, spec in data["repos"].items():
+        check_repo_commit(path, name, spec, data)
+    check_recorded_judge(path, data)
 
     keys = {spec["api_key_env"] for spec in data["models"].values()} | {data["judge"]["api_key_env"]}
     for name, spec in data["tools"].items():
@@ -579,6 +664,10 @@ def check_recorded_model(path: Path, model: str, spec: dict, specs: Specs) -> No
     if not any(h.drives("recorded") for h in specs.hosts.values()):
         raise ConfigError(f"{where}: a recorded model runs under a loop host only, and the config has none; "
                           "add `loop: {kind: loop}` to hosts")
+    host = spec.get("host")
+    if host is not None and (host not in specs.hosts or not specs.hosts[host].drives("recorded")):
+        raise ConfigError(f"{where}.host: {host!r} is not a loop host of this config (hosts: "
+                          f"{', '.join(sorted(specs.hosts))}); add `{host}: {{kind: loop}}` to hosts, or remove the field")
 
 
 def check_sandbox(m: Matrix) -> list[str]:

@@ -603,8 +603,13 @@ def cmd_judge(args) -> int:
         raise ConfigError(f"{args.transcript}: cannot read the transcript ({e}); re-run its trial") from None
     ledger, reservation = judge_budget(m, transcript, scenario.id, Path(args.out))
     try:
-        record = judge_trial(transcript, scenario, JudgeSpec.from_config(m.config["judge"]), args.prompt,
-                             tool_names=list(m.tools), pricing=m.config["pricing"])
+        if m.config["judge"]["provider"] == "recorded":   # judgements made elsewhere (mcptrials.recorded_judge)
+            from .recorded_judge import judge_recorded
+
+            record = judge_recorded(m, transcript, scenario)
+        else:
+            record = judge_trial(transcript, scenario, JudgeSpec.from_config(m.config["judge"]), args.prompt,
+                                 tool_names=list(m.tools), pricing=m.config["pricing"])
     except JudgeError as e:
         print(f"mcptrials judge: {args.transcript}: {e}", file=sys.stderr)
         return 1
@@ -615,6 +620,9 @@ def cmd_judge(args) -> int:
         ledger.append({"trial": judge_key(transcript["cell"]), "cell": transcript["cell"], "settles": reservation,
                        "cost_usd": judge_cost(m.config["pricing"], record), "priced_as": record["judge"].get("model")})
     write_json(args.out, record)
+    if record["quality_mean"] is None:
+        print(f"{args.out}: not judged: {record['not_judged']}")
+        return 0
     print(f"{args.out}: quality {record['quality_mean']:.3f} ({record['judge']['provider']} judge, {record['judge']['repeats']} repeat(s))")
     return 0
 

@@ -133,7 +133,8 @@ def grounding_buckets(trials: list[dict]) -> bytes | None:
     buckets = (("grounded", "#2ca02c"), ("hallucinated", "#d62728"), ("unresolved", "#bbbbbb"))
     labels = []
     for y, (model, tool) in zip(ys, groups):
-        rs = [r for r in trials if (r["model"], r["tool"]) == (model, tool)]
+        # trials whose citations were not checked (no checkout) have no counts: left out
+        rs = [r for r in trials if (r["model"], r["tool"]) == (model, tool) and r["citations"] is not None]
         total = sum(r["citations"] for r in rs)
         left = 0.0
         for name, color in buckets:

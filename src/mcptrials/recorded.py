@@ -7,7 +7,7 @@ live trial: no model call, no server, no sandbox.
 - `path` is a pattern relative to the config's folder, with {tool} {repo} {scenario}
   {trial}; the file's sha256 is a rerun key of the trial (mcptrials.rerun) and is recorded
   in run_meta with the file's project-relative path. A missing file makes the trial
-  `harness_failed`, with the file named in `outcome_detail`.
+  `not_run` ("no recording", the file named in `outcome_detail`): missing, never a failure.
 - `format: claude-code-stream-json`: the JSON lines of `claude -p --output-format
   stream-json --verbose`, parsed by the `claude-code` host's own parser and record
   functions (hosts/claude_code.py: parse_stream, record_step, step_answer,
@@ -24,6 +24,12 @@ live trial: no model call, no server, no sandbox.
   result events, cost from our `pricing` (by the model's `model`, else the model the
   recording names), the recording's own cost as `usage.host_cost_usd`; wall time from the
   result events' `duration_ms`.
+- Codex and Opencode runs stored in that shape without ids, init event or result text (the
+  reference bench's) are completed first (mcptrials.recorded_streams): what they lack is
+  said in run_meta `recorded_stream`; a stream without durations takes its wall time from
+  the bench's run_meta.json beside it.
+- A recorded arm (a tool of transport recorded) has no snapshot: its tools/list is the
+  recording's (`recorded_tools`: the init event's MCP tools, else unknown).
 - `format: mcptrials`: a transcript.json of ours, validated against
   schemas/transcript.schema.yaml and taken as it is, its cell (and host) rewritten.
 
@@ -40,7 +46,7 @@ import traceback
 from dataclasses import replace
 from pathlib import Path
 
-from .config import ConfigError, Matrix, file_sha256
+from .config import ConfigError, Matrix, canonical_hash, file_sha256
 
 STREAM, MCPTRIALS = "claude-code-stream-json", "mcptrials"
 ONE_ANSWER_STEP = "one_answer"
@@ -72,13 +78,9 @@ def cached_sha256(path: Path) -> str | None:
     return _SHA[key]
 
 
-def rerun_files(m: Matrix, model: str, tool: str, scenario: str) -> dict[str, str]:
-    """trial -> the sha256 of its recorded file, for the trials of the cell that have one: the
-    part of the transcript job's rerun key that the recordings give (a missing file is left
-    out, so more `trials` without recordings change nothing of the existing ones)."""
-    repo = m.scenarios[scenario].repo
-    shas = {str(t): cached_sha256(recorded_file(m, model, tool, repo, scenario, t)) for t in range(1, m.trials + 1)}
-    return {t: h for t, h in shas.items() if h is not None}
+def recorded_sha256(m: Matrix, model: str, tool: str, scenario: str, trial: int) -> str | None:
+    """The sha256 of one trial's recorded file (None: none yet): that trial's rerun key part."""
+    return cached_sha256(recorded_file(m, model, tool, m.scenarios[scenario].repo, scenario, trial))
 
 
 # --- reading a stream-json recording -----------------------------------------------
@@ -129,6 +131,32 @@ def recorded_model_id(events: list[dict]) -> str | None:
     return None
 
 
+def recorded_tools(init: dict) -> dict:
+    """The MCP tools a recording says its session had (Claude Code's `init` event lists every
+    tool, `mcp__<server>__<name>` for a server's), else `unknown`: a recorded arm has no
+    snapshot, so this is the only tools/list there is."""
+    names = init.get("tools")
+    if not isinstance(names, list):
+        return {"from": "unknown", "reason": "the recording has no init event listing its tools", "names": None,
+                "sha256": None}
+    mcp = sorted(str(n) for n in names if str(n).startswith("mcp__"))
+    return {"from": "the recording's init event", "names": mcp, "sha256": canonical_hash(mcp)}
+
+
+def sibling_wall_seconds(path: Path, meta: dict) -> float | None:
+    """The wall time of a run whose stream has no durations (Codex, Opencode), from the
+    reference bench's run_meta.json beside the recording (`wall_time_seconds`); said in meta."""
+    side = path.parent / "run_meta.json"
+    try:
+        v = json.loads(side.read_text()).get("wall_time_seconds")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(v, (int, float)) or v <= 0:
+        return None
+    meta["wall_seconds_from"] = "run_meta.json beside the recording (wall_time_seconds)"
+    return float(v)
+
+
 def _seconds(part: list[dict]) -> float:
     from .hosts.claude_code import event_time
 
@@ -143,7 +171,10 @@ def _from_stream(m: Matrix, path: Path, scenario, tool: str, snapshot: dict | No
     """Fill rec from a stream-json recording; return (outcome, detail, one_answer, model id, wall seconds)."""
     from .hosts.claude_code import parse_stream, record_step, result_outcome, server_tool_names, step_answer
 
-    events = read_stream(path)
+    from .recorded_streams import complete
+
+    events, stream = complete(read_stream(path))   # Codex and Opencode runs: ids and the answer filled in
+    meta["recorded_stream"] = stream
     model_id = recorded_model_id(events)
     if not events:
         msg = f"recorded file {meta['recorded_path']}: no stream-json events"
@@ -151,6 +182,8 @@ def _from_stream(m: Matrix, path: Path, scenario, tool: str, snapshot: dict | No
         return "harness_failed", msg, False, model_id, 0.0
     init = next((e for e in events if e.get("type") == "system" and e.get("subtype") == "init"), None) or {}
     meta.update(recorded_session_id=init.get("session_id"), recorded_cwd=init.get("cwd"))
+    if snapshot is None:   # a recorded arm: its tools/list is what the recording says, if anything
+        meta["recorded_tools"] = recorded_tools(init)
     cwd = (init.get("cwd") or "").rstrip("/")
 
     def relative(text: str) -> str:
@@ -243,6 +276,7 @@ def run_recorded(m: Matrix, model: str, tool: str, scenario_id: str, trial: int,
         "limits": None, "tool": tool, "tool_spec_sha256": m.tool_hash(tool),
         "server_name": (snapshot or {}).get("server_name"), "server_version": (snapshot or {}).get("server_version"),
         "tool_version_label": specs.tools[tool].version, "tools_sha256": (snapshot or {}).get("tools_sha256"),
+        "tool_transport": specs.tools[tool].transport, "recorded_source": specs.tools[tool].source,
         "repo": scenario.repo, "repo_url": checkout["url"], "commit": checkout["commit"],
         "scenario": scenario_id, "scenario_sha256": scenario.sha256, "trial": trial,
         "system_prompt_sha256": None, "started_at": now_iso(),
@@ -256,9 +290,11 @@ def run_recorded(m: Matrix, model: str, tool: str, scenario_id: str, trial: int,
     transcript = None
     try:
         if not path.is_file():
-            detail = (f"recorded file {where} not found (models.{model}.path: {mspec.path!r} for tool {tool}, "
-                      f"repo {scenario.repo}, scenario {scenario_id}, trial {trial})")
-            rec.error("harness_error", detail)
+            # no run was recorded for this trial (e.g. a cell run fewer times than `trials`): not
+            # run, missing, never a failure of anything
+            outcome = "not_run"
+            detail = (f"no recording: recorded file {where} not found (models.{model}.path: {mspec.path!r} for tool "
+                      f"{tool}, repo {scenario.repo}, scenario {scenario_id}, trial {trial})")
         else:
             meta["recorded_sha256"] = file_sha256(path)
             if mspec.format == MCPTRIALS:
@@ -272,7 +308,12 @@ def run_recorded(m: Matrix, model: str, tool: str, scenario_id: str, trial: int,
     except Exception:  # noqa: BLE001 - a bad recording is recorded, never a crash of the workflow
         outcome, detail = "harness_failed", traceback.format_exc()[-4000:]
         rec.error("harness_error", detail)
+    if not wall and path.is_file():   # a stream without durations: the run's own record beside it, if any
+        wall = sibling_wall_seconds(path, meta) or wall
     meta["ended_at"] = now_iso()
+    if specs.tools[tool].recorded:
+        meta.setdefault("recorded_tools", recorded_tools({}))
+        meta["tools_sha256"] = meta["recorded_tools"]["sha256"]
     if transcript is None:
         if model_id and not mspec.model:
             meta["model_id"] = model_id

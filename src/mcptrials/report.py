@@ -359,6 +359,17 @@ def sandbox_line(ident: dict) -> str:
     return line
 
 
+def recorded_tool_line(name: str, tl: dict) -> str:
+    """A recorded arm in the identity table: what it is known from, and every recording's sha256."""
+    recs = tl.get("recordings") or {}
+    shas = ", ".join(f"{k} {(v or 'missing')[:12]}" for k, v in recs.items()) or "none"
+    names = tl.get("tools_list") or []
+    listed = ("tools/list unknown (no recording lists its tools)" if tl.get("tools_list_from") in ([], ["unknown"])
+              else f"tools/list from {' and '.join(tl['tools_list_from'])}: {', '.join(names) or 'no MCP tools'}")
+    return (f"recorded runs of {name} (source: {tl.get('source') or 'not given'}; no server here); {listed}; "
+            f"{len(recs)} recording(s), sha256: {shas}")
+
+
 def _identity(doc: Doc, s: dict, held: dict) -> None:
     ident = s["identity"]
     doc.h(2, "The run", "identity")
@@ -370,6 +381,8 @@ def _identity(doc: Doc, s: dict, held: dict) -> None:
     for name, tl in ident["tools"].items():
         if tl["transport"] == "none":
             desc = "no server: the harness's read_file / grep / list_files only"
+        elif tl["transport"] == "recorded":
+            desc = recorded_tool_line(name, tl)
         else:
             server = " ".join(tl["server_name"]) or "(server name not reported)"
             ver = ", ".join(tl["server_version"]) or "?"
@@ -480,6 +493,27 @@ def _headline(doc: Doc, s: dict) -> None:
     for pw in s["power"]:
         doc.p(f"Power ({pw['model']}): {pw['text']}.")
     doc.folded("How these figures are computed", method)
+
+
+def _gold_recall(doc: Doc, s: dict) -> None:
+    """Scenario gold rows (scenario `gold:`): cited and mention recall per tool, and per row group."""
+    view = s.get("gold_recall") or []
+    if not view:
+        return
+    doc.h(2, "Gold recall: the must-find rows, overall and per group", "gold-recall")
+    doc.p("Cited recall = share of a scenario's gold rows the answer pins to a line; mention recall = named at all "
+          "(graders/gold_recall.py, the reference bench's rule). Means over the trials that count; a group's mean "
+          "over the trials whose scenario has rows in it (n beside it).", "note")
+    for model in dict.fromkeys(v["model"] for v in view):
+        rows = [v for v in view if v["model"] == model]
+        groups = sorted({g for v in rows for g in v["groups"]})
+        t = Table(["tool", "trials", "cited recall", "mention recall"] + [f"cited: {g}" for g in groups],
+                  caption=f"model {model}")
+        for v in rows:
+            t.add(v["tool"], v["n"], f3(v["cited_recall"]), f3(v["mention_recall"]),
+                  *[(f"{f3(v['groups'][g]['mean'])} (n={v['groups'][g]['n']})" if g in v["groups"] else "–")
+                    for g in groups])
+        doc.table(t, f"gold-recall-{model}")
 
 
 def _model_host(doc: Doc, s: dict) -> None:
@@ -943,6 +977,7 @@ def build_report(summary: dict, agreement: dict | None, lock: dict | None, runs,
     _failed_stages(doc, summary)
     _explorer_link(doc, summary)
     _headline(doc, summary)
+    _gold_recall(doc, summary)
     _comparisons(doc, summary)
     _model_host(doc, summary)
     _identity(doc, summary, held)

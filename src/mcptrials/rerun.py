@@ -13,7 +13,8 @@ their set of inputs changed. `NONE` fields change nothing that is measured (the 
 the variable that holds a key, where a repository is cloned from).
 
 A recorded model's trial jobs (provider recorded, mcptrials.recorded) also carry the
-sha256 of each of the cell's recorded files and the scenario parts marked `recorded_only`.
+scenario parts marked `recorded_only`, and each trial job the sha256 of its own recorded
+file (`recorded_trials`): a changed recording reruns its own trial, not its whole cell.
 
 The README's "Reruns" table is `markdown_table()` (tests/test_rerun_table.py checks it).
 """
@@ -72,6 +73,8 @@ TABLE: tuple[Entry, ...] = (
     Entry("tools.*.startup_timeout", (SN,), "whether the server comes up at all"),
     Entry("tools.*.install", ("install_tool",), "its install, snapshots and trials"),
     Entry("tools.*.index", ("index",), "its index per repo, snapshots and trials"),
+    Entry("tools.*.source", (T,), "a recorded arm's provenance, named in its trials' records (it has no snapshot)",
+          omit_unset=True),
     Entry("tools.*.instructions", (T,), "what the agent's system prompt holds"),
     Entry("tools.*.call_timeout", (T,), "when a tool call fails with -32001"),
     Entry("tools.*.sandbox", ("index", SN), "what its processes can reach: its index, snapshots and trials"),
@@ -89,6 +92,8 @@ TABLE: tuple[Entry, ...] = (
     # repos.<name>
     Entry("repos.*.url", ("checkout",), "a different repository"),
     Entry("repos.*.commit", ("checkout", SC), "a different tree: everything of that repo (graders read the commit)"),
+    Entry("repos.*.unresolved", ("checkout", SC), "whether the repo has a checkout and its citations are checked: "
+          "its checkout and scores", omit_unset=True),
     Entry("mirrors", NONE, "only where a repository is cloned from; the commit is verified"),
     # the matrix
     Entry("scenarios", SHAPE, "which scenario files exist"),
@@ -103,6 +108,7 @@ TABLE: tuple[Entry, ...] = (
     Entry("models.*.max_retries", (T,), "that model's trials (retries decide api_failed)"),
     Entry("models.*.params", (T,), "that model's trials"),
     Entry("models.*.api_key_env", NONE, "only which variable holds the key"),
+    Entry("models.*.host", SHAPE, "which host's cells the recorded model has"),
     Entry("models.*.format", (T,), "that recorded model's trials (with each recorded file's sha256)", omit_unset=True),
     Entry("models.*.path", (T,), "that recorded model's trials (with each recorded file's sha256)", omit_unset=True),
     # hosts.<name>
@@ -121,6 +127,7 @@ TABLE: tuple[Entry, ...] = (
     Entry("limits.max_result_tokens", (T,), "every trial"),
     # the judge
     Entry("judge.provider", (J, H), "every judgement and the held-out agreement"),
+    Entry("judge.path", (J, H), "where each trial's recorded judgement is (judge provider recorded)", omit_unset=True),
     Entry("judge.model", (J, H), "every judgement and the held-out agreement"),
     Entry("judge.base_url", (J, H), "every judgement and the held-out agreement"),
     Entry("judge.repeats", (J, H), "every judgement and the held-out agreement"),
@@ -146,6 +153,7 @@ TABLE: tuple[Entry, ...] = (
     Entry("scenario.split", SHAPE, "whether it runs"),
     Entry("scenario.suite", ("aggregate",), "only how its rows are grouped"),
     Entry("scenario.limits", (T,), "its trials"),
+    Entry("scenario.gold", (SC,), "its scores only (gold recall, overall and per group)", omit_unset=True),
     Entry("scenario.rubric", (J, H), "its judgements (and the agreement, if it is held out)"),
     Entry("scenario.one_answer", (T,), "its recorded models' trials only (one answer for every step); live trials "
           "send the steps as before", omit_unset=True, recorded_only=True),
@@ -225,15 +233,34 @@ def _unset(value) -> bool:
     return value is None or (isinstance(value, list) and all(v is None for v in value))
 
 
-def _recorded_part(m: Matrix, model: str, tool: str, scenario: str) -> dict:
-    """What a recorded model's trial job depends on beyond the table's model fields: the
-    recorded_only scenario parts and the sha256 of each trial's recorded file."""
-    from .recorded import rerun_files
-
-    part = {e.field: v for e in TABLE if e.recorded_only
+def _recorded_part(m: Matrix, scenario: str) -> dict:
+    """What a recorded model's trial jobs depend on beyond the table's model fields: the
+    recorded_only scenario parts (each trial's own file is in `recorded_trials`)."""
+    return {e.field: v for e in TABLE if e.recorded_only
             if not (e.omit_unset and _unset(v := _value(e.field, m.scenarios[scenario].data)))}
-    part["files"] = rerun_files(m, model, tool, scenario)
-    return part
+
+
+def recorded_trials(m: Matrix) -> dict[tuple, str | None]:
+    """(model, host, tool, scenario, trial as text) -> the sha256 of that trial's recorded
+    file (None: no file yet), for every trial of a recorded model: a param of that one
+    transcript job, so a new or changed recording reruns only its own trial."""
+    from .recorded import recorded_sha256
+
+    return {(mo, h, t, s, str(n)): recorded_sha256(m, mo, t, s, n)
+            for mo, h, t, _r, s, n in m.cells() if m.models[mo]["provider"] == "recorded"}
+
+
+def recorded_judgements(m: Matrix) -> dict[tuple, str | None]:
+    """judge provider recorded: (model, host, tool, scenario, trial as text) -> the sha256 of
+    that trial's recorded judgement (None: none yet), a param of its one judged job."""
+    if m.config["judge"]["provider"] != "recorded":
+        return {}
+    from .recorded import cached_sha256
+    from .recorded_judge import judged_file
+
+    return {(mo, h, t, s, str(n)): cached_sha256(judged_file(m, {"model": mo, "host": h, "tool": t, "repo": r,
+                                                                   "scenario": s, "trial": n}))
+            for mo, h, t, r, s, n in m.cells()}
 
 
 def heldout_scenarios(m: Matrix) -> list[str]:
@@ -316,7 +343,7 @@ def rule_params(m: Matrix) -> dict[str, dict]:
                 named["repo"] = m.scenarios[named["scenario"]].repo
             scope = {d: per[d].get(v, {}) for d, v in named.items()}
             if named.get("model") in recorded:
-                scope["recorded"] = _recorded_part(m, named["model"], named["tool"], named["scenario"])
+                scope["recorded"] = _recorded_part(m, named["scenario"])
             jobs[key] = canonical_hash({"global": glob, "fixed": scope, "all": free})
         out[rule] = jobs
     return out

@@ -41,7 +41,10 @@ def register(sub) -> None:
     p.add_argument("--scenario", required=True)
     p.add_argument("--trial", type=int, required=True)
     p.add_argument("--checkout", required=True, help="results/checkouts/<repo>/checkout.json")
-    p.add_argument("--snapshot", help="results/snapshots/<tool>/<repo>/tools.json")
+    # nargs="?": the workflow's `--snapshot {input.snapshot:q}` is a bare `--snapshot` for a
+    # recorded arm (no snapshot job), and its shell string stays the one existing trials ran with
+    p.add_argument("--snapshot", nargs="?", const=None,
+                   help="results/snapshots/<tool>/<repo>/tools.json (none for a recorded arm)")
     p.add_argument("--index", help="the tool's index output for this repo")
     p.add_argument("--out", required=True, help="the transcript path; run_meta.json goes beside it")
     p.set_defaults(func=_cmd)

@@ -62,6 +62,7 @@ class ToolSpec:
     config: dict = field(repr=False)
     variant_of: str | None = None   # a description variant: its base's server behind mcptrials.proxy
     overrides: dict | None = field(default=None, repr=False)
+    source: str | None = None       # transport recorded: where its recordings come from
 
     @classmethod
     def from_config(cls, name: str, d: dict, sandbox: str) -> ToolSpec:
@@ -69,11 +70,16 @@ class ToolSpec:
                    url=d.get("url"), instructions=d["instructions"], startup_timeout=d["startup_timeout"],
                    call_timeout=d["call_timeout"], version=d.get("version"), sandbox=d.get("sandbox") or sandbox,
                    network=d["network"], read_only=tuple(d["read_only"]), config=d,
-                   variant_of=d.get("variant_of"), overrides=d.get("overrides"))
+                   variant_of=d.get("variant_of"), overrides=d.get("overrides"), source=d.get("source"))
 
     @property
     def has_server(self) -> bool:
-        return self.transport != "none"
+        return self.transport not in ("none", "recorded")
+
+    @property
+    def recorded(self) -> bool:
+        """An arm known only from recordings: no install, no snapshot, no server."""
+        return self.transport == "recorded"
 
     @property
     def env_name(self) -> str:

@@ -7,7 +7,7 @@ import shlex
 import sys
 
 from mcptrials.config import ConfigError, check_api_keys, check_sandbox, load_matrix
-from mcptrials.rerun import heldout_scenarios, rule_params
+from mcptrials.rerun import heldout_scenarios, recorded_judgements, recorded_trials, rule_params
 
 
 def _project_path(f):
@@ -48,6 +48,14 @@ SCENARIO_FILE = {sc.id: _project_path(str(sc.path)) for sc in M.run_scenarios()}
 SCORED_P = {sc.id: {"rerun": RERUN["scored"][(sc.id,)], "scenario": SCENARIO_FILE[sc.id],
                     "commit": M.repos[sc.repo]["commit"]} for sc in M.run_scenarios()}
 JUDGED_P = {s: {"rerun": RERUN["judged"][(s,)], "scenario": f} for s, f in SCENARIO_FILE.items()}
+# judge provider recorded: each judged job also carries the sha256 of its own recorded judgement
+JUDGED_REC_P = {k: dict(JUDGED_P[k[3]], judgement=sha) for k, sha in recorded_judgements(M).items()}
+
+
+def judged_params(wc):
+    if JUDGED_REC_P:
+        return JUDGED_REC_P[wc.model, wc.host, wc.tool, wc.scenario, wc.trial]
+    return JUDGED_P[wc.scenario]
 # The trial's --index argument is a value of its lookup, never a param that comes and goes
 # with whether any tool has an index (that would rerun every trial).
 TRANSCRIPT_P = {
@@ -55,6 +63,10 @@ TRANSCRIPT_P = {
                                          f"{shlex.quote(M.scenarios[s].repo)}" if M.tools[t].get("index") else "")}
     for (m, h, t, s), v in RERUN["transcript"].items()
 }
+# A recorded arm (transport recorded) has no snapshot: its trials read none (--snapshot '').
+SNAPSHOT_TOOLS = set(M.snapshot_tools())
+# A recorded model's trials: one lookup per trial, carrying the sha256 of its own recording.
+TRANSCRIPT_REC_P = {k: dict(TRANSCRIPT_P[k[:4]], recording=sha) for k, sha in recorded_trials(M).items()}
 ANY_INDEX = any(spec.get("index") for spec in M.tools.values())
 # Missing trials (api_failed, harness_failed, not_run: mcptrials.outcomes) are retried by the
 # next invocation: `mcptrials run-trial` keeps each missing attempt under <trial>/attempts/ and
@@ -75,6 +87,11 @@ TRANSCRIPT_RETRY_P = {
 if TRANSCRIPT_RETRY_P:
     def transcript_params(wc):
         return (TRANSCRIPT_RETRY_P.get((wc.model, wc.host, wc.tool, wc.repo, wc.scenario, wc.trial))
+                or TRANSCRIPT_REC_P.get((wc.model, wc.host, wc.tool, wc.scenario, wc.trial))
+                or TRANSCRIPT_P[wc.model, wc.host, wc.tool, wc.scenario])
+elif TRANSCRIPT_REC_P:
+    def transcript_params(wc):
+        return (TRANSCRIPT_REC_P.get((wc.model, wc.host, wc.tool, wc.scenario, wc.trial))
                 or TRANSCRIPT_P[wc.model, wc.host, wc.tool, wc.scenario])
 else:
     def transcript_params(wc):
@@ -117,13 +134,17 @@ def trial_dirs():
 
 # A description variant (variant_of) runs its base's install and index: no jobs of its own.
 def install_input(wc):
-    if M.tools[wc.tool]["transport"] == "none":
+    if M.tools[wc.tool]["transport"] in ("none", "recorded"):
         return []
     return f"results/tools/{M.server_of(wc.tool)}/install.json"
 
 
 def host_install_input(wc):
     return HOST_INSTALL[wc.host]
+
+
+def snapshot_input(wc):
+    return f"results/snapshots/{wc.tool}/{wc.repo}/tools.json" if wc.tool in SNAPSHOT_TOOLS else []
 
 
 def index_input(wc):
@@ -155,7 +176,7 @@ if workflow.is_main_process:
         f"mcptrials plan: {len(M.models)} model(s) x {len(M.hosts)} host(s) x {len(M.tools)} tool(s) x "
         f"{len(M.run_scenarios())} scenario(s) x {M.trials} trial(s) = {sum(1 for _ in M.cells())} trials "
         f"(transcript, scored, judged each), {n_repos} repo checkout(s), "
-        f"{len(M.installed_tools())} server install(s) and {len(M.tools) * n_repos} tool snapshot(s), "
+        f"{len(M.installed_tools())} server install(s) and {len(SNAPSHOT_TOOLS) * n_repos} tool snapshot(s), "
         "then aggregate, "
         + (f"the held-out check ({LOCKED})" if HAS_ANCHOR else "no held-out anchor")
         + " and report; "

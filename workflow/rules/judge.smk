@@ -6,9 +6,9 @@ rule judged:
     output:
         "results/runs/{model}/{host}/{tool}/{repo}/{scenario}/{trial}/judged.json",
     params:
-        p=lambda wc: JUDGED_P[wc.scenario],
+        p=judged_params,  # common.smk: JUDGED_P, per trial with a recorded judge
     resources:
-        api=0 if M.config["judge"]["provider"] == "reference" else 1,
+        api=0 if M.config["judge"]["provider"] in ("reference", "recorded") else 1,
     conda:
         "../envs/mcptrials.yaml"
     log:

@@ -4,7 +4,7 @@
 rule transcript:
     input:
         checkout="results/checkouts/{repo}/checkout.json",
-        snapshot="results/snapshots/{tool}/{repo}/tools.json",
+        snapshot=snapshot_input if len(SNAPSHOT_TOOLS) < len(M.tools) else "results/snapshots/{tool}/{repo}/tools.json",
         index=index_input if ANY_INDEX else [],
         host_install=host_install_input if ANY_HOST_INSTALL else [],
     output:

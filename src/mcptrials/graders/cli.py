@@ -24,13 +24,15 @@ def register(sub) -> None:
     c.set_defaults(func=cmd_citations)
 
 
-def _read_config_bits(path: str) -> tuple[dict, list | None]:
-    """pricing and citation_extensions of a config, without checking its scenarios."""
+def _read_config_bits(path: str, repo: str | None = None) -> tuple[dict, list | None, str | None]:
+    """pricing, citation_extensions and the repo's `unresolved` reason of a config, without
+    checking its scenarios."""
     from ..config import read_config_files, validate_against
 
     main, data = read_config_files(path)     # one file, or several joined by os.pathsep
     validate_against("config.schema.yaml", data, str(main))
-    return data["pricing"], data.get("citation_extensions")   # pricing: the schema fills {}
+    unresolved = (data["repos"].get(repo) or {}).get("unresolved") if repo else None
+    return data["pricing"], data.get("citation_extensions"), unresolved   # pricing: the schema fills {}
 
 
 def cmd_score(args) -> int:
@@ -47,8 +49,10 @@ def cmd_score(args) -> int:
     except json.JSONDecodeError as e:
         raise ConfigError(f"{args.transcript}: not valid JSON ({e}); rerun the trial") from None
     scenario = load_scenario(Path(args.scenario))
-    pricing, extensions = _read_config_bits(args.config) if args.config else (None, None)
-    record = score_trial(transcript, scenario.data, args.repo_dir, args.commit, pricing, extensions)
+    pricing, extensions, unresolved = (_read_config_bits(args.config, scenario.data.get("repo")) if args.config
+                                       else (None, None, None))
+    record = score_trial(transcript, scenario.data, args.repo_dir, args.commit, pricing, extensions,
+                         not_checked=unresolved)
     record["scenario_sha256"] = scenario.sha256
     write_json(args.out, record)
     return 0

@@ -15,6 +15,7 @@ from . import GRADER_VERSION, citations, keywords
 from .answer_map import step_answers
 from .exact import grade_exact
 from .gittree import commit_tree
+from .gold_recall import gold_recall, whole_answer
 from .state import grade_state
 from .usage import adoption, efficiency
 
@@ -25,7 +26,8 @@ def _step(i: int, spec: dict, tstep: dict | None, tree, extensions) -> dict:
     where = f"scenario field steps.{i}"
     answer = (tstep or {}).get("answer_text") or ""
     kw = keywords.grade_keywords(spec["checks"], answer, f"{where}.checks")
-    cit = citations.grade_citations(answer, tree, (spec.get("citations") or {}).get("gold", []), extensions)
+    cit = (citations.grade_citations(answer, tree, (spec.get("citations") or {}).get("gold", []), extensions)
+           if tree is not None else not_checked_citations())
     ex = grade_exact(spec["exact_answer"], answer, f"{where}.exact_answer") if spec.get("exact_answer") else None
     st = grade_state(spec["state_check"], (tstep or {}).get("state_check")) if spec.get("state_check") else None
 
@@ -45,14 +47,24 @@ def _step(i: int, spec: dict, tstep: dict | None, tree, extensions) -> dict:
     }
 
 
+def not_checked_citations() -> dict:
+    """A step's citations when the repository has no checkout: nothing found, nothing
+    counted, every rate null (missing, never zero); the trial says why (citations_not_checked)."""
+    counts = {k: 0 for k in ("total", "grounded", "hallucinated", "unresolved", "verified", "mismatch", "n/a",
+                             "gold_total", "gold_cited")}
+    return {"items": [], "gold": [], "counts": counts, "rates": citations.citation_rates(counts)}
+
+
 def score_trial(transcript: dict, scenario: dict, repo_dir: str, commit: str,
-                pricing: dict | None, extensions: list | None) -> dict:
+                pricing: dict | None, extensions: list | None, not_checked: str | None = None) -> dict:
     """The scored.json record of one transcript (see src/mcptrials/schemas/scored.schema.yaml).
 
     pricing: the config's `pricing` table, or None to keep the transcript's own cost.
     extensions: the config's `citation_extensions`, or None for the defaults.
+    not_checked: why the repository has no checkout (the repo's `unresolved`): citations are
+    then not checked; everything else is graded as usual.
     """
-    tree = commit_tree(repo_dir, commit)
+    tree = commit_tree(repo_dir, commit) if not_checked is None else None
     mapped, mapping = step_answers(transcript, scenario["steps"])  # a one_answer transcript: its parts
     by_index = {s["index"]: s for s in (mapped if mapped is not None else transcript.get("steps", []))}
     steps = [_step(i, spec, by_index.get(i), tree, extensions) for i, spec in enumerate(scenario["steps"])]
@@ -72,13 +84,15 @@ def score_trial(transcript: dict, scenario: dict, repo_dir: str, commit: str,
         "model_id": transcript.get("model_id"),
         "outcome": transcript["outcome"],
         "outcome_detail": transcript.get("outcome_detail"),
-        "repo_commit": tree.commit,
+        "repo_commit": tree.commit if tree is not None else commit,
+        "citations_not_checked": not_checked,
         "grading_sha256": canonical_hash(Scenario(id="", path=None, data=scenario, sha256="").grading_part()),
         "citation_extensions": list(extensions) if extensions else None,
         "passed": not failures,
         "failures": failures,
         "keywords": keywords.pool([s["keywords"] for s in steps]),
         "citations": citations.pool([s["citations"] for s in steps]),
+        "gold_recall": gold_recall(whole_answer(transcript), scenario.get("gold")),
         "exact": {"steps": len(exacts), "passed": sum(1 for e in exacts if e["passed"])},
         "state": {"steps": len(states), "passed": sum(1 for e in states if e["passed"])},
         "steps": steps,

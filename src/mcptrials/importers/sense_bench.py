@@ -63,14 +63,10 @@ EMIT_ONE_ANSWER = True
 ONE_ANSWER_FIELD = "one_answer"
 ANSWER_KEY_FIELD = "answer_key"   # a step's section name in the one answer, when its id differs
 
-# A tool arm of the bench whose server cannot be started here: recorded runs only. A
-# command that fails at once with a message saying so (transport none is reserved for the
-# built-in baseline, so a real-looking server entry would be dishonest).
-def placeholder_tool(tool: str) -> dict:
-    msg = (f"{tool}: an arm of the reference bench imported by `mcptrials import sense-bench`: "
-           "recorded runs only, no server to start here")
-    return {"command": "sh", "args": ["-c", f"echo '{msg}' >&2; exit 1"],
-            "version": f"sense-bench recorded runs (results/{tool}); server not runnable here"}
+# A tool arm of the bench whose server is not run here: a recorded arm (transport
+# recorded): no install, no snapshot job, no server; its tools/list comes from each recording.
+def recorded_tool(tool: str, where: str) -> dict:
+    return {"transport": "recorded", "source": f"the reference bench's {where} (recorded runs only)"}
 
 
 # The bench's default criteria (SCORING.md, "llm_quality"): used for a step whose rubric
@@ -157,7 +153,7 @@ def _load_yaml(path: Path):
         raise BenchImportError(f"{path}: does not parse as YAML: {e}") from None
 
 
-def _github_url(url: str) -> str:
+def github_url(url: str) -> str:
     """https://github.com/o/r.git -> https://github.com/o/r (the form our pack and mirrors files use)."""
     m = re.match(r"^(https://github\.com/[^/]+/[^/]+?)(\.git)?/?$", url or "")
     return m.group(1) if m else url
@@ -305,6 +301,7 @@ def convert_scenario(path: Path, split: str, sid: str, report: list, mapping: li
             report.append({"scenario": sid, "what": f"rubric step {rname!r}", "reason": f"{rub_path.name} names a step the scenario does not have: not imported"})
 
     gold = src.get("gold") or []
+    rows = gold_rows(gold, sid, report)
     if gold:
         points = []
         for g in gold:
@@ -318,9 +315,10 @@ def convert_scenario(path: Path, split: str, sid: str, report: list, mapping: li
         if points:
             steps[-1]["key_points"] = points
         report.append({"scenario": sid, "what": f"gold ({len(gold)} targets)",
-                       "reason": f"scenario-level file targets with their relation: {len(points)} key points of the last step "
-                                 f"({steps[-1]['name']}), which the judge sees; none became citations.gold, which need "
-                                 "path:N, path:N-M or path:Symbol, not a bare file"})
+                       "reason": f"scenario-level file targets with their relation: {len(rows)} scenario gold rows "
+                                 "(cited and mention recall, overall and per group, graders/gold_recall.py) and "
+                                 f"{len(points)} key points of the last step ({steps[-1]['name']}), which the judge sees; "
+                                 "none became citations.gold, which need path:N, path:N-M or path:Symbol, not a bare file"})
 
     desc = " ".join(str(src.get("description") or "").split())
     if audience:
@@ -334,14 +332,45 @@ def convert_scenario(path: Path, split: str, sid: str, report: list, mapping: li
     out_sc["split"] = split
     if one_answer:
         out_sc[ONE_ANSWER_FIELD] = True
+    if rows:
+        out_sc["gold"] = rows
     out_sc["steps"] = steps
     return out_sc
+
+
+GOLD_KEYS = ("id", "group", "match", "relation")
+
+
+def gold_rows(gold: list, sid: str, report: list) -> list[dict]:
+    """The bench's scenario-level gold as our scenario `gold:` rows (a bare string is a row
+    matching itself); a row without an id or a match list is reported and left out."""
+    out, seen = [], set()
+    for i, g in enumerate(gold):
+        g = {"id": g, "match": [g]} if isinstance(g, str) else g
+        if not isinstance(g, dict) or not g.get("match") or not isinstance(g.get("match"), list):
+            report.append({"scenario": sid, "what": f"gold row {i}", "reason": "no `match` list: not a gold row; left out"})
+            continue
+        gid = str(g.get("id") or g["match"][0])
+        if gid in seen:
+            report.append({"scenario": sid, "what": f"gold row {gid!r}", "reason": "a second row with this id; left out"})
+            continue
+        seen.add(gid)
+        extra = sorted(set(g) - set(GOLD_KEYS))
+        if extra:
+            report.append({"scenario": sid, "what": f"gold row {gid!r} fields {extra}", "reason": "not gold fields we map"})
+        row = {"id": gid, "match": [str(x) for x in g["match"]]}
+        if g.get("group"):
+            row["group"] = str(g["group"])
+        if g.get("relation"):
+            row["relation"] = " ".join(str(g["relation"]).split())
+        out.append(row)
+    return out
 
 
 # --- the whole import ----------------------------------------------------------
 
 
-def _dump(path: Path, data, header: str = "") -> None:
+def dump_yaml(path: Path, data, header: str = "") -> None:
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
     path.write_text(header + text)
 
@@ -468,13 +497,13 @@ def import_bench(bench_dir, out_dir, pins_file=None, pin_args=(), skip_unpinned=
         header = (f"# Imported from the reference bench by `mcptrials import sense-bench`: {rel}"
                   f" (sha256 {file_sha256(path)[:16]}). Regenerate rather than edit.\n")
         f = sc_dir / f"{sid}.yaml"
-        _dump(f, sc, header)
+        dump_yaml(f, sc, header)
         written.append(f)
 
     results_rel = os.path.relpath(results, out)
     config = {
-        "tools": {t: ({"transport": "none"} if t == BASELINE else placeholder_tool(t)) for t in tools},
-        "repos": {r: {"url": _github_url(pins[r]["url"]), "commit": pins[r]["commit"]} for r in used},
+        "tools": {t: ({"transport": "none"} if t == BASELINE else recorded_tool(t, f"results/{t}")) for t in tools},
+        "repos": {r: {"url": github_url(pins[r]["url"]), "commit": pins[r]["commit"]} for r in used},
         "scenarios": "scenarios/*.yaml",
         "splits": ["train"],
         "models": {MODEL_NAME: {"provider": "recorded", "format": RECORDED_FORMAT,
@@ -484,9 +513,9 @@ def import_bench(bench_dir, out_dir, pins_file=None, pin_args=(), skip_unpinned=
     }
     header = ("# The reference bench (luuuc/sense bench/) imported by `mcptrials import sense-bench`.\n"
               f"# Source: {bench}\n"
-              "# Tools other than baseline are recorded arms: their servers are not runnable here.\n"
+              "# Tools other than baseline are recorded arms (transport: recorded): no server runs here.\n"
               "# No held-out anchor (no locked:). See import-report.json for what could not be expressed.\n")
-    _dump(out / "config.yaml", config, header)
+    dump_yaml(out / "config.yaml", config, header)
 
     counts = {
         "scenarios": len(scenarios),
@@ -504,7 +533,7 @@ def import_bench(bench_dir, out_dir, pins_file=None, pin_args=(), skip_unpinned=
         "bench": str(bench),
         "out": str(out),
         "counts": counts,
-        "pins": {r: {"commit": pins[r]["commit"], "url": _github_url(pins[r]["url"]), "from": pins[r]["from"]} for r in used},
+        "pins": {r: {"commit": pins[r]["commit"], "url": github_url(pins[r]["url"]), "from": pins[r]["from"]} for r in used},
         "tools": {t: {"recorded_cells": cells[t], "arm": "built-in baseline" if t == BASELINE else "recorded only"} for t in tools},
         "scenarios": {sid: {"file": str(path.relative_to(bench)), "sha256": file_sha256(path), "split": sc["split"],
                             "repo": sc["repo"], "steps": [s["name"] for s in sc["steps"]]}
@@ -563,28 +592,3 @@ def summary(doc: dict) -> str:
     if v:
         lines.append(f"  validated with {v['by']}: " + (f"ok, {v['cells']} trial cells" if v["ok"] else f"FAILED: {v['error']}"))
     return "\n".join(lines)
-
-
-def cmd_import_sense_bench(args) -> int:
-    try:
-        doc = import_bench(args.bench_dir, args.out, pins_file=args.pins, pin_args=args.pin or (),
-                           skip_unpinned=args.skip_unpinned)
-    except ConfigError as e:
-        report = Path(args.out) / "import-report.json"
-        if report.exists() and str(e).startswith("wrote "):
-            print(summary(dict(json.loads(report.read_text()))))
-        raise
-    print(summary(doc))
-    return 0
-
-
-def register(sub) -> None:
-    p = sub.add_parser("import", help="convert another benchmark's scenarios and runs into mcptrials files")
-    isub = p.add_subparsers(dest="source", required=True)
-    s = isub.add_parser("sense-bench", help="the reference bench (luuuc/sense bench/): scenarios, rubrics, pins, results")
-    s.add_argument("bench_dir", metavar="BENCH_DIR", help="the bench/ folder (or the repository root holding it)")
-    s.add_argument("--out", required=True, metavar="DIR", help="where to write scenarios/, config.yaml, import-report.json")
-    s.add_argument("--pins", metavar="FILE", help="another PINNED_COMMITS.json, merged over the bench's own")
-    s.add_argument("--pin", action="append", metavar="REPO=COMMIT[,URL]", help="one repo's pin (wins over the ledgers); repeatable")
-    s.add_argument("--skip-unpinned", action="store_true", help="leave out scenarios whose repo has no pin (reported)")
-    s.set_defaults(func=cmd_import_sense_bench)

@@ -223,7 +223,10 @@ def register(sub) -> None:
     p.add_argument("--config", required=True, help="the config `mcptrials import sense-bench` wrote (and mirrors)")
     p.add_argument("--runs", default="results/runs")
     p.add_argument("--bench", required=True, help="the bench/ folder the import read")
-    p.add_argument("--out", default="results/sense-compare")
+    p.add_argument("--out", help="default results/sense-compare (--vertical: results/sense-board)")
+    p.add_argument("--vertical", metavar="NAME", help="reproduce the board of verticals/NAME (after `import sense-bench "
+                                                      "--vertical NAME` and a run of its config)")
+    p.add_argument("--aggregate", default="results/aggregate", help="--vertical: the run's aggregate folder")
     p.set_defaults(func=_cmd)
 
 
@@ -232,12 +235,22 @@ def _cmd(args) -> int:
 
     m = load_matrix(args.config)
     bench = Path(args.bench)
+    if args.vertical:
+        from .sense_board import run
+
+        if (bench / "bench" / "verticals").is_dir():
+            bench = bench / "bench"
+        out = Path(args.out or "results/sense-board")
+        result = run(m, bench, args.vertical, Path(args.aggregate), Path(args.runs), out)
+        print((out / "board.md").read_text().split("\n## ")[0])
+        print(f"{out}: board.md, board.csv ({len(result['cells'])} cells), means.csv", file=sys.stderr)
+        return 0
     if (bench / "bench" / "results").is_dir():
         bench = bench / "bench"
     if not (bench / "results").is_dir():
         raise ConfigError(f"{bench}: no results/ folder; give the bench/ folder the import read")
     result = compare(m, Path(args.runs), bench)
-    out = Path(args.out)
+    out = Path(args.out or "results/sense-compare")
     out.mkdir(parents=True, exist_ok=True)
     _csv(out / "cells.csv", result["cells"])
     _csv(out / "tools.csv", result["tools"])
