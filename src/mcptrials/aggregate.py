@@ -416,7 +416,8 @@ def tool_rows(rows: list[dict], k: int, noise: float | None, has_baseline: bool)
             row.update({e: sum(r[e] for r in every) for e in ERROR_KINDS})
             if tool == BASELINE:
                 row["verdict"] = "baseline"
-            elif has_baseline and base_fair:
+            elif has_baseline and base_fair and set(per_scenario(rows, model, tool)) & set(base_fair):
+                # (a tool whose every trial is missing, or none on the baseline's scenarios, has no pair)
                 mine = per_scenario(rows, model, tool)
                 pd_ = paired_difference({s: _mean(v) for s, v in mine.items()},
                                         {s: _mean(v) for s, v in base_fair.items()}, bounds=(-1, 1))

@@ -885,6 +885,11 @@ COUNT_KEYS = ("total", "grounded", "hallucinated", "unresolved", "verified", "mi
               "strict_verified", "strict_mismatch", "strict_na")
 
 
+def empty_counts() -> dict:
+    """The counts of a step with no citation counted (e.g. no checkout to check them in)."""
+    return _count([], [])
+
+
 def _count(items: list[dict], gold: list[dict]) -> dict:
     counts = {k: 0 for k in COUNT_KEYS}
     for c in items:

@@ -51,6 +51,11 @@ def cmd_score(args) -> int:
     scenario = load_scenario(Path(args.scenario))
     pricing, extensions, unresolved = (_read_config_bits(args.config, scenario.data.get("repo")) if args.config
                                        else (None, None, None))
+    if unresolved is None:   # a checkout that failed (mcptrials.stages): no tree to check citations in
+        from ..stages import failure
+
+        co = Path(args.repo_dir).parent / "checkout.json"
+        unresolved = failure(json.loads(co.read_text())) if co.is_file() else None
     record = score_trial(transcript, scenario.data, args.repo_dir, args.commit, pricing, extensions,
                          not_checked=unresolved)
     record["scenario_sha256"] = scenario.sha256

@@ -50,8 +50,7 @@ def _step(i: int, spec: dict, tstep: dict | None, tree, extensions) -> dict:
 def not_checked_citations() -> dict:
     """A step's citations when the repository has no checkout: nothing found, nothing
     counted, every rate null (missing, never zero); the trial says why (citations_not_checked)."""
-    counts = {k: 0 for k in ("total", "grounded", "hallucinated", "unresolved", "verified", "mismatch", "n/a",
-                             "gold_total", "gold_cited")}
+    counts = citations.empty_counts()
     return {"items": [], "gold": [], "counts": counts, "rates": citations.citation_rates(counts)}
 
 
