@@ -42,6 +42,8 @@ def resolve_command(tool: str, command: str) -> str:
     env_dir = tool_env_dir(tool)
     for cand in (env_dir / "bin" / command, env_dir / "node_modules" / ".bin" / command):
         if cand.exists():
+            if cand.parent == env_dir / "bin":
+                relocate_venv(env_dir)
             return str(cand)
     found = shutil.which(command)
     if not found:
@@ -50,6 +52,39 @@ def resolve_command(tool: str, command: str) -> str:
             "add an `install:` entry for it or give a full path"
         )
     return found
+
+
+def relocate_venv(env_dir: Path) -> int:
+    """Make a tool's venv work where it now sits: its scripts' `#!` lines name the python of the
+    folder the venv was built in, so a project copied or moved elsewhere (or a tools folder
+    reached through another path) would start no server (`bwrap: execvp ...: No such file`).
+    Rewrites each `#!.../bin/python...` line that names another folder to this venv's own python,
+    atomically (a rename), so concurrent trials see the old file or the new one. Returns how many
+    it rewrote (0 when it sits where it was built: the usual case, one read of a first line)."""
+    bin_dir = Path(env_dir) / "bin"
+    here = os.path.realpath(bin_dir)   # the sandbox mounts the venv at its real path too (tool_sandbox)
+    fixed = 0
+    for script in sorted(bin_dir.iterdir()) if bin_dir.is_dir() else []:
+        if script.is_symlink() or not script.is_file():
+            continue
+        try:
+            with open(script, "rb") as f:
+                first = f.readline()
+            if not first.startswith(b"#!/") or b"/bin/python" not in first:
+                continue
+            interp = first[2:].strip().decode()
+            if os.path.dirname(interp) == here:
+                continue
+            text = script.read_bytes()
+        except (OSError, UnicodeDecodeError):
+            continue
+        new = f"#!{here}/{os.path.basename(interp)}\n".encode() + text[len(first):]
+        tmp = script.with_name(f".{script.name}.relocating-{os.getpid()}")
+        tmp.write_bytes(new)
+        os.chmod(tmp, script.stat().st_mode)
+        os.replace(tmp, script)
+        fixed += 1
+    return fixed
 
 
 def substitute(text: str, values: dict[str, str]) -> str:
@@ -151,7 +186,10 @@ def tool_sandbox(tool: ToolSpec, extra_rw=(), extra_ro=()):
     from .sandbox import ProcessSandbox, python_prefix
 
     sb = ProcessSandbox(mechanism=tool.sandbox, network=tool.network)
-    sb.ro(python_prefix(), tool_env_dir(tool.env_name), *tool.read_only, *extra_ro)
+    env = tool_env_dir(tool.env_name)
+    # its real path too: a tools folder reached through a link keeps working (relocate_venv)
+    real = [os.path.realpath(env)] if env.exists() and os.path.realpath(env) != str(env) else []
+    sb.ro(python_prefix(), env, *real, *tool.read_only, *extra_ro)
     if tool.variant_of:  # the proxy is the sandbox's first process: its one file, run by the base Python
         sb.ro(proxy_script())
     return sb.rw(*extra_rw)
