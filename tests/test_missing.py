@@ -279,7 +279,7 @@ def test_api_failures_are_missing_retried_and_then_complete(tmp_path):
         assert jobs.get("transcript") == {f"{d}/transcript.json" for d in CLAUDE}
         assert jobs.get("scored") == {f"{d}/scored.json" for d in CLAUDE}
         assert jobs.get("judged") == {f"{d}/judged.json" for d in CLAUDE}
-        assert set(jobs) == {"transcript", "scored", "judged", "aggregate", "report"}, jobs
+        assert set(jobs) == {"transcript", "scored", "judged", "aggregate", "report", "status"}, jobs
         assert "mcptrials retry: 2 missing trial(s)" in run_snakemake(wd, "-n", "-q").stderr
 
         # the API answers now (same address): the retried trials complete and count

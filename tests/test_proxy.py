@@ -490,7 +490,7 @@ def test_the_workflow_runs_a_variant_on_its_bases_install(tmp_path):
         finally:
             (tmp_path / "config.yaml").write_text(cfg0)
 
-    trials_of = {"transcript": 1, "scored": 1, "judged": 1, "aggregate": 1, "report": 1, "all": 1}
+    trials_of = {"transcript": 1, "scored": 1, "judged": 1, "aggregate": 1, "report": 1, "status": 1, "all": 1}
     assert edit(lambda t: t["terse"]["overrides"]["tools"]["echo"].update(description="Echo.")) == \
         {"tools_snapshot": 1, **trials_of}
     assert edit(lambda t: t["faulty"]["args"].append("--quiet")) == \

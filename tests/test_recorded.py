@@ -381,7 +381,8 @@ def test_workflow_builds_a_report_of_a_recorded_model(tmp_path):
     assert planned(wd) == {}
     # a new recording reruns its own trial only (its sha256 is that trial's param) and what reads it
     place(wd, "recorded/baseline/tiny/one/2.jsonl", events=one_session())
-    assert planned(wd) == {"all": 1, "transcript": 1, "scored": 1, "judged": 1, "aggregate": 1, "report": 1}
+    assert planned(wd) == {"all": 1, "transcript": 1, "scored": 1, "judged": 1, "aggregate": 1, "report": 1,
+                           "status": 1}
 
 
 def test_usage_is_claude_codes_own_count_over_the_session(tmp_path):

@@ -4,6 +4,7 @@ separate process (shared by tests/test_concurrency.py and tests/test_interrupt.p
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -32,14 +33,27 @@ def workflow_env(wd: Path) -> dict:
     return {"PATH": PATH, "HOME": str(wd), "ANTHROPIC_API_KEY": KEY, **TOOLS_ENV}
 
 
-def run_snakemake(wd: Path, *args, check=True, timeout=600, env=None) -> subprocess.CompletedProcess:
-    """Snakemake on the project in wd (env: workflow_env unless given); raises with its logs on failure."""
+def run_snakemake(wd: Path, *args, check=True, timeout=600, env=None,
+                  failed_stages_ok=False) -> subprocess.CompletedProcess:
+    """Snakemake on the project in wd (env: workflow_env unless given); raises with its logs on failure.
+    failed_stages_ok: a run whose only failure is its last job, `mcptrials status` (a server that
+    did not start, a failed checkout or install: mcptrials.stages), after the report was written,
+    passes too (a test of a broken server expects that)."""
     p = subprocess.run(snakemake_cmd(wd, *args), capture_output=True, text=True,
                        env=env if env is not None else workflow_env(wd), timeout=timeout)
+    if failed_stages_ok and p.returncode != 0 and stages_failed_only(wd, p):
+        return p
     if check and p.returncode != 0:
         logs = "\n".join(f"--- {f}\n{f.read_text()[-1500:]}" for f in (wd / "results" / "logs").rglob("*.log"))
         raise AssertionError(f"snakemake {args} failed:\n{p.stdout[-3000:]}\n{p.stderr[-5000:]}\n{logs[-6000:]}")
     return p
+
+
+def stages_failed_only(wd: Path, p: subprocess.CompletedProcess) -> bool:
+    """The run failed in its status job only: the report is there and no other rule erred."""
+    out = p.stdout + p.stderr
+    errs = set(re.findall(r"Error in rule (\w+):", out))
+    return errs == {"status"} and (wd / "results" / "report" / "index.html").is_file()
 
 
 class MessagesServer:

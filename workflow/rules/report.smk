@@ -70,5 +70,8 @@ rule status:
     localrule: True
     conda:
         "../envs/mcptrials.yaml"
+    log:
+        "results/logs/status.log",
     shell:
-        "mcptrials status --results results --out {output:q}"
+        # on the console too (tee), so a failed run says why where it is read; pipefail keeps the exit
+        "mcptrials status --results results --out {output:q} 2>&1 | tee {log:q}"
