@@ -140,3 +140,29 @@ def test_every_host_kind_is_one_schema_entry_one_registry_row_one_module():
         assert host.kind == kind and callable(host.run)
         assert callable(getattr(host, "install", None)) == row.needs_install
         assert importlib.import_module(f"mcptrials.hosts.{row.module}").HOST is host
+
+
+@pytest.mark.parametrize("kind, entry, pinned", [
+    ("pip", "mcp-server-git==2026.10.19", True), ("pip", "pkg[extra]==1.0", True), ("pip", "x===1.0", True),
+    ("pip", "code-index-mcp", False), ("pip", "mcp<2", False), ("pip", "x>=1,<2", False),
+    ("pip", "/abs/dist/x-1.0-py3-none-any.whl", True), ("pip", "x @ https://h/x-1.0.tar.gz", True),
+    ("npm", "@modelcontextprotocol/server-filesystem@2026.8.31", True), ("npm", "foo@1.2.3-beta.1", True),
+    ("npm", "@modelcontextprotocol/server-filesystem", False), ("npm", "foo@^1.2.3", False),
+    ("npm", "foo@latest", False), ("npm", "./local/pkg", False), ("npm", "foo-1.0.0.tgz", True),
+])
+def test_is_pinned(kind, entry, pinned):
+    from mcptrials.config import is_pinned
+
+    assert is_pinned(kind, entry) is pinned
+
+
+def test_validate_refuses_an_unpinned_install(tmp_path, capsys):
+    from matrix_helpers import write_matrix
+    from mcptrials.cli import main
+
+    cfg = write_matrix(tmp_path, tools={"srv": {"install": {"pip": ["some-mcp-server==1.0", "mcp<2"]},
+                                                "command": "some-mcp-server"}})
+    assert main(["validate", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert "field tools.srv.install.pip[1]: 'mcp<2' is not pinned to one version" in err and "name==1.2.3" in err
+    assert "pip[0]" not in err

@@ -13,6 +13,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -732,11 +733,36 @@ def check_paths(m: Matrix) -> list[str]:
                 problems.append(f"{m.path}: field tools.{tool}.read_only[{i}]: {given!r} ({path}) does not exist; "
                                 f"fix the path (a relative one is from the project folder, {project}; "
                                 f"{PLACEHOLDER} names it) or remove the entry")
+    for tool in m.installed_tools():
+        inst = m.tools[tool].get("install") or {}
+        for kind in ("pip", "npm"):
+            for i, entry in enumerate(inst.get(kind) or []):
+                if not is_pinned(kind, entry):
+                    example = "name==1.2.3" if kind == "pip" else "name@1.2.3 (or @scope/name@1.2.3)"
+                    problems.append(f"{m.path}: field tools.{tool}.install.{kind}[{i}]: {entry!r} is not pinned to one "
+                                    f"version, so a rerun may install another server; pin it ({example}), or "
+                                    "name a built file (a wheel, a tarball)")
     locked = m.config.get("locked")
     if locked is not None and not m.locked_dir.is_dir():
         problems.append(f"{m.path}: field locked: {locked!r} ({m.locked_dir}) is not a folder; fix the path "
                         "(relative to the config's folder), or remove `locked:` to run without a held-out anchor")
     return problems
+
+
+BUILT = (".whl", ".tar.gz", ".tgz", ".zip")   # a built file is one version by its content
+
+
+def is_pinned(kind: str, entry: str) -> bool:
+    """Whether an install entry names exactly one version: pip `name==1.2.3` (or `name===x`, or
+    `name @ url` / a built file); npm `name@1.2.3`, `@scope/name@1.2.3` (an exact version, not a
+    range or tag), or a built tarball. A local folder or a bare name is not."""
+    e = entry.strip()
+    if e.endswith(BUILT):
+        return True
+    if kind == "pip":
+        return bool(re.fullmatch(r"[A-Za-z0-9._\-\[\],]+\s*===?\s*[A-Za-z0-9.+!_\-]+", e)) or " @ " in e
+    name, at, version = e[1:].partition("@") if e.startswith("@") else e.partition("@")
+    return bool(at) and bool(re.fullmatch(r"\d+\.\d+\.\d+([-+][0-9A-Za-z.\-]+)?", version))
 
 
 def _command_problem(tool: str, given: str, cmd: str, has_install: bool, project: Path, tools: Path) -> str | None:
