@@ -70,11 +70,12 @@ def test_a_pack_narrowed_to_one_repo_counts_what_it_runs(tmp_path):
 
 def test_every_stage_log_is_rewritten_by_each_run():
     """A stage's log holds its last run only (`> {log}`, never `>> {log}`): a log, or a record's
-    stderr tail, that showed an older run's error would mislead (issue 27)."""
+    stderr tail, that showed an older run's error would mislead (issue 27). `| tee {log}` (the
+    status job, shown on the console too) rewrites it as well; `tee -a` would not."""
     uses = 0
     for f in (ROOT / "workflow/rules").glob("*.smk"):
         text = f.read_text()
-        redirects = re.findall(r"(>>?)\s*\{log", text)
-        assert redirects.count(">") == text.count("{log") and ">>" not in redirects, f.name
+        redirects = re.findall(r"(>>?|tee(?: -a)?)\s*\{log", text)
+        assert len(redirects) == text.count("{log") and not {">>", "tee -a"} & set(redirects), f.name
         uses += len(redirects)
     assert uses >= 10  # every stage has its log
