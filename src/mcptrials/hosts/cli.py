@@ -97,6 +97,21 @@ def start_http(ctx, stack) -> str:
     return stack.enter_context(start_http_server(ctx.tool, ctx.sandbox.values(), ctx.forbidden_env, errlog))
 
 
+def server_entry(ctx, stack) -> tuple[dict | None, str | None]:
+    """(the server under test as a CLI's config names it, None), or (None, why) when it cannot
+    start: a stdio command line (stdio_entry) or the URL of an http server we start (start_http).
+    A failure is recorded as a protocol error; the caller ends the trial server_crashed, as the
+    loop does."""
+    tool = ctx.tool
+    try:
+        return (stdio_entry(tool, ctx.sandbox.values(), ctx.forbidden_env) if tool.transport == "stdio"
+                else {"type": "http", "url": start_http(ctx, stack)}), None
+    except Exception as e:  # no command, or an http server that never listened
+        msg = f"server failed to start: {type(e).__name__}: {e}"
+        ctx.rec.error("protocol_error", msg)
+        return None, msg
+
+
 # --- running -----------------------------------------------------------------------------
 
 

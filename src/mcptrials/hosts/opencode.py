@@ -47,7 +47,7 @@ from pathlib import Path
 from ..keyproxy import KeyProxy
 from ..providers.base import Usage
 from ..trial import CHARS_PER_TOKEN, TrialAbort, TrialContext, split_feedback, step_prompt
-from .cli import ProcessRun, cli_sandbox, npm_install, run_process, start_http, stdio_entry
+from .cli import ProcessRun, cli_sandbox, npm_install, run_process, server_entry as cli_server_entry
 from .cli import binary_path as cli_binary, installed_version as cli_version
 
 PACKAGE = "opencode-ai"
@@ -351,13 +351,9 @@ class _Session:
         with contextlib.ExitStack() as stack:
             server = None
             if tool.has_server:
-                try:
-                    entry = (stdio_entry(tool, ctx.sandbox.values(), ctx.forbidden_env) if tool.transport == "stdio"
-                             else {"type": "http", "url": start_http(ctx, stack)})
-                except Exception as e:  # no command, or an http server that never listened: as in the loop
-                    msg = f"server failed to start: {type(e).__name__}: {e}"
-                    ctx.rec.error("protocol_error", msg)
-                    return "server_crashed", msg
+                entry, why = cli_server_entry(ctx, stack)
+                if why:
+                    return "server_crashed", why
                 server = (server_key(tool.name), server_entry(entry, tool.startup_timeout))
             system = self.host_home / "mcptrials-system.md"
             system.write_text(ctx.system_text)
