@@ -545,18 +545,22 @@ def import_bench(bench_dir, out_dir, pins_file=None, pin_args=(), skip_unpinned=
     }
     error = None
     if validate:
-        try:
-            m = load_matrix(out / "config.yaml")
-            doc["validation"] = {"ok": True, "by": "mcptrials.config.load_matrix",
-                                 "cells": sum(1 for _ in m.cells()), "run_scenarios": len(m.run_scenarios())}
-        except ConfigError as e:
-            doc["validation"] = {"ok": False, "by": "mcptrials.config.load_matrix", "error": str(e)}
-            error = e
+        doc["validation"], error = validate_written(out)
     (out / "import-report.json").write_text(json.dumps(doc, indent=2) + "\n")
     doc["written"] = [str(p) for p in [out / "config.yaml", *written, out / "import-report.json"]]
     if error is not None:
         raise ConfigError(f"wrote {out} ({len(written)} scenarios), but the written config does not load: {error}")
     return doc
+
+
+def validate_written(out: Path) -> tuple[dict, ConfigError | None]:
+    """(the import report's `validation`, the error): the written config loaded as a run would."""
+    try:
+        m = load_matrix(out / "config.yaml")
+    except ConfigError as e:
+        return {"ok": False, "by": "mcptrials.config.load_matrix", "error": str(e)}, e
+    return {"ok": True, "by": "mcptrials.config.load_matrix", "cells": sum(1 for _ in m.cells()),
+            "run_scenarios": len(m.run_scenarios())}, None
 
 
 def summary(doc: dict) -> str:

@@ -33,9 +33,9 @@ from pathlib import Path
 
 import yaml
 
-from ..config import BASELINE, ConfigError, file_sha256, load_matrix
+from ..config import BASELINE, ConfigError, file_sha256
 from .sense_bench import (RECORDED_FORMAT, TOOL_NAME, BenchImportError, dump_yaml, github_url,
-                          convert_scenario, parse_pin_arg, read_pins, recorded_tool)
+                          convert_scenario, parse_pin_arg, read_pins, recorded_tool, validate_written)
 
 DEFAULT_HARNESS = "claude-code"   # the verticals' README: run_meta.json of Claude Code runs has no `harness`
 RUN_DIR = re.compile(r"^run-(\d+)$")
@@ -377,13 +377,7 @@ def import_vertical(bench_dir, name: str, out_dir, pins_file=None, pin_args=(), 
     }
     error = None
     if validate:
-        try:
-            m = load_matrix(out / "config.yaml")
-            doc["validation"] = {"ok": True, "by": "mcptrials.config.load_matrix",
-                                 "cells": sum(1 for _ in m.cells())}
-        except ConfigError as e:
-            doc["validation"] = {"ok": False, "by": "mcptrials.config.load_matrix", "error": str(e)}
-            error = e
+        doc["validation"], error = validate_written(out)
     (out / "import-report.json").write_text(json.dumps(doc, indent=2) + "\n")
     if error is not None:
         raise ConfigError(f"wrote {out}, but the written config does not load: {error}")
