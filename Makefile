@@ -41,7 +41,7 @@ test: install chromium bubblewrap
 
 # A single-node Slurm on this machine (needs root: installs slurm-wlm and munge when missing).
 test-slurm: install bubblewrap
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -s -m slurm tests/test_slurm.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -s -m slurm tests/workflow/test_slurm.py
 
 clean:
 	rm -rf results .snakemake

@@ -25,7 +25,7 @@ include: "workflow/rules/worker.smk"
 # cannot be built here, or a run expected to cost more than `budget.max_cost_usd` stops
 # everything, before a single trial is spent.
 onstart:
-    from mcptrials.config import check_budget
+    from mcptrials.dag.preflight import check_budget
 
     missing = check_api_keys(M) + check_sandbox(M) + check_budget(M)
     if missing:

@@ -2,7 +2,7 @@
 
     python bench/cache_share.py [--turns 6] [--chars 6000] [--hosts loop,cc]
 
-One trial of the tiny repo's find-helper scenario through `mcptrials.runner.run_trial`,
+One trial of the tiny repo's find-helper scenario through `mcptrials.run.runner.run_trial`,
 against the fault-injecting test server (tests/fixtures/faulty_mcp_server.py, `ok` mode)
 and the fake Messages API, whose prompt-caching emulation bills every request (reads,
 writes and uncached input by the documented rules; see PromptCache in
@@ -13,7 +13,7 @@ cache). Hosts:
   loop  our agent loop (providers/anthropic.py: breakpoints on the system prompt, the
         last tool and the newest message block);
   cc    the real Claude Code CLI (.tools/_hosts/cc, installed by `mcptrials install-host`
-        as tests/test_claude_code.py does; reused when there), pointed at the fake.
+        as tests/run/test_claude_code.py does; reused when there), pointed at the fake.
 Prints per host and turn the billed input side, then per host: turn 1's writes, input
 tokens of turns 2..N, of which read from cache, and the share; and the share over all
 turns (turn 1's writes included, the form of the published 78%).
@@ -56,9 +56,9 @@ def install_cc(tmp: Path) -> None:
 
 
 def run_host(tmp: Path, host: str, turns: int, chars: int) -> list[dict]:
-    from mcptrials.checkout import checkout
-    from mcptrials.config import load_matrix
-    from mcptrials.runner import run_trial
+    from mcptrials.prepare.checkout import checkout
+    from mcptrials.matrix.config import load_matrix
+    from mcptrials.run.runner import run_trial
 
     with FakeMessagesAPI(script(turns, chars), prompt_cache=True) as api:
         extra = {"models": {"claude": {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": api.url,

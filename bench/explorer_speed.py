@@ -7,7 +7,7 @@ Makes N trial rows as summary.json holds them (5 tools x 2 models x 50 scenarios
 trials; 2% missing, patterns on the server tools' rows) and a transcript.json per trial whose
 answer is 1,000 to 2,000 characters of words (plus ~6 KB of messages, so reading them costs
 what a small real transcript costs). Then:
-  build       mcptrials.explorer.write_explorer: reading the N transcripts, writing the page
+  build       mcptrials.report.explorer.write_explorer: reading the N transcripts, writing the page
   page size   of explorer.html, and its embedded data
 and, per run of headless Chromium (a new browser each; medians printed), from a probe script
 appended to the page that records performance.now() values into the DOM, read by --dump-dom:
@@ -35,7 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-from mcptrials.explorer import write_explorer  # noqa: E402
+from mcptrials.report.explorer import write_explorer  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 TOOLS = ("baseline", "git", "filesystem", "search", "code-intel")

@@ -39,10 +39,10 @@ def main() -> None:
         (tmp / "config.yaml").write_text(yaml.safe_dump(cfg))
 
         t0 = time.monotonic()
-        from mcptrials.checkout import checkout
-        from mcptrials.config import load_matrix
-        from mcptrials.records import write_json
-        from mcptrials.runner import run_trial
+        from mcptrials.prepare.checkout import checkout
+        from mcptrials.matrix.config import load_matrix
+        from mcptrials.core.records import write_json
+        from mcptrials.run.runner import run_trial
 
         m = load_matrix(tmp / "config.yaml")
         co = checkout("demo", m.repo_source("demo"), cfg["repos"]["demo"]["url"], commit, tmp / "co")
@@ -57,7 +57,7 @@ def main() -> None:
               f"{sum(len(t['tool_calls']) for t, _, _ in cases)} tool calls)")
 
         t0 = time.monotonic()
-        from mcptrials.graders.scoring import score_trial
+        from mcptrials.grade.scoring import score_trial
 
         score_trial(cases[0][0], cases[0][1].data, co["tree"], commit, None, None)
         first = time.monotonic() - t0

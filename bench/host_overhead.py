@@ -44,10 +44,10 @@ from fakes import messages_api as ma  # noqa: E402
 from fakes import responses_api as ra  # noqa: E402
 from matrix_helpers import SCENARIO, faulty_tool, write_matrix  # noqa: E402
 
-from mcptrials.checkout import checkout  # noqa: E402
-from mcptrials.config import load_matrix  # noqa: E402
-from mcptrials.hosts import host_for, needs_install  # noqa: E402
-from mcptrials.runner import run_trial  # noqa: E402
+from mcptrials.prepare.checkout import checkout  # noqa: E402
+from mcptrials.matrix.config import load_matrix  # noqa: E402
+from mcptrials.run.hosts import host_for, needs_install  # noqa: E402
+from mcptrials.run.runner import run_trial  # noqa: E402
 
 ANSWER = "`helper` is defined at `src/util.py:1`; it returns `x * 2`."
 HOSTS = ("loop", "claude-code", "codex", "opencode")

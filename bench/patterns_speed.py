@@ -1,4 +1,4 @@
-"""The pattern detectors at scale: what mcptrials.patterns adds to the aggregate and the report.
+"""The pattern detectors at scale: what mcptrials.grade.patterns adds to the aggregate and the report.
 
     python bench/patterns_speed.py [--trials 10000] [--calls 20] [--runs 3]
 
@@ -25,8 +25,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-from mcptrials import aggregate, report  # noqa: E402
-from mcptrials.patterns import counts, detect  # noqa: E402
+from mcptrials.analyze import aggregate
+from mcptrials.report import document as report  # noqa: E402
+from mcptrials.grade.patterns import counts, detect  # noqa: E402
 
 TOOLS = {"tools": [{"name": n} for n in (
     "read_file", "read_text_file", "read_media_file", "read_multiple_files", "write_file", "edit_file",

@@ -1,4 +1,4 @@
-"""What our MCP proxy (src/mcptrials/proxy.py, a description variant's) adds to a tools/call.
+"""What our MCP proxy (src/mcptrials/prepare/proxy.py, a description variant's) adds to a tools/call.
 
     python bench/proxy_latency.py [--calls 1000] [--big-chars 100000]
 
@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from matrix_helpers import BASE_PYTHON, FAULTY_SERVER  # noqa: E402
 
-from mcptrials.proxy import command_line  # noqa: E402
-from mcptrials.servers import proxy_script  # noqa: E402
+from mcptrials.prepare.proxy import command_line  # noqa: E402
+from mcptrials.prepare.servers import proxy_script  # noqa: E402
 
 TARGET_MS = 2.0
 OVERRIDES = {"tools": {"echo": {"name": "say", "description": "Say the text back.", "parameters": {"text": "What to say."}},

@@ -37,11 +37,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("MCPTRIALS_TOOLS_DIR", str(ROOT / ".tools"))
 from matrix_helpers import faulty_tool, write_matrix  # noqa: E402
 
-from mcptrials.config import load_matrix  # noqa: E402
-from mcptrials.sandbox import BUBBLEWRAP, NONE, ProcessSandbox, bwrap_version, check_available  # noqa: E402
-from mcptrials.servers import open_server, tool_env_dir  # noqa: E402
-from mcptrials.specs import ToolSpec  # noqa: E402
-from mcptrials.trial import run_state_check  # noqa: E402
+from mcptrials.matrix.config import load_matrix  # noqa: E402
+from mcptrials.prepare.sandbox import BUBBLEWRAP, NONE, ProcessSandbox, bwrap_version, check_available  # noqa: E402
+from mcptrials.prepare.servers import open_server, tool_env_dir  # noqa: E402
+from mcptrials.matrix.specs import ToolSpec  # noqa: E402
+from mcptrials.run.trial import run_state_check  # noqa: E402
 
 MECHANISMS = (BUBBLEWRAP, NONE)
 TARGET_MS = 50.0

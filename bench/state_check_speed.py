@@ -1,4 +1,4 @@
-"""How long reading a step's state takes after the step (graders/state.read_state), on the
+"""How long reading a step's state takes after the step (run/workspace_state.read_state), on the
 data pack's fixture: the sql part, the unchanged_except part of the SQLite database (260
 issues, ~1,500 rows in six tables, compared row by row with the checkout's copy) and of the
 memory graph (69 JSONL records). Medians of 20 runs, after one write to the copy.
@@ -19,7 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from mcptrials.graders.state import grade_state, read_state  # noqa: E402
+from mcptrials.grade.state import grade_state  # noqa: E402
+from mcptrials.run.workspace_state import read_state  # noqa: E402
 
 FIXTURE = ROOT / "packs" / "data" / "fixture"
 SPECS = {

@@ -8,7 +8,7 @@ checkout's (its src/ folder, e.g. `git archive main src | tar -x -C /tmp/main`).
 
 verified share = verified / (verified + mismatch), pooled over an arm's answers: the lenient
 (+/-5 lines) rule, and the strict one where the grader has it. Needs the mirrors of
-tests/test_citation_corpus.py (MCPTRIALS_SENSE_MIRROR, MCPTRIALS_MIRRORS).
+tests/grade/test_citation_corpus.py (MCPTRIALS_SENSE_MIRROR, MCPTRIALS_MIRRORS).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ def counts() -> list[dict]:
     sys.path.insert(0, str(ROOT / "tests"))
     from test_citation_corpus import LABELS, answer_text
 
-    from mcptrials.graders.citations import grade_citations
-    from mcptrials.graders.gittree import CommitTree
+    from mcptrials.grade.citations import grade_citations
+    from mcptrials.grade.gittree import CommitTree
 
     labels = json.loads(LABELS.read_text())
     sense = os.environ.get("MCPTRIALS_SENSE_MIRROR", "/work/.mirror/luuuc+sense/repo")

@@ -1,5 +1,5 @@
 """Running the real workflow on a temporary project, with the test Messages-API server as a
-separate process (shared by tests/test_concurrency.py and tests/test_interrupt.py)."""
+separate process (shared by tests/run/test_concurrency.py and tests/run/test_interrupt.py)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def run_snakemake(wd: Path, *args, check=True, timeout=600, env=None,
                   failed_stages_ok=False) -> subprocess.CompletedProcess:
     """Snakemake on the project in wd (env: workflow_env unless given); raises with its logs on failure.
     failed_stages_ok: a run whose only failure is its last job, `mcptrials status` (a server that
-    did not start, a failed checkout or install: mcptrials.stages), after the report was written,
+    did not start, a failed checkout or install: mcptrials.core.failures), after the report was written,
     passes too (a test of a broken server expects that)."""
     p = subprocess.run(snakemake_cmd(wd, *args), capture_output=True, text=True,
                        env=env if env is not None else workflow_env(wd), timeout=timeout)

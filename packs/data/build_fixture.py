@@ -238,7 +238,7 @@ def write_fixture(dest: Path = FIXTURE) -> None:
 
 def main() -> int:
     sys.path.insert(0, str(HERE.parents[1] / "src"))
-    from mcptrials.demo_repo import build_bundle
+    from mcptrials.prepare.demo_repo import build_bundle
 
     write_fixture()
     print(build_bundle(FIXTURE, BUNDLE, message=MESSAGE))

@@ -1,3 +1,21 @@
-"""mcptrials: a reproducible, incremental benchmark harness for MCP servers."""
+"""mcptrials: a reproducible, incremental benchmark harness for MCP servers.
+
+The packages are the pipeline's stages, bottom to top; a module imports its own package and
+the floors below it, never one above (tests/workflow/test_import_graph.py checks it):
+
+    core, stats    records, paths, outcomes, identity; the statistics formulas
+    matrix         config.yaml and scenarios, loaded and typed
+    prepare        checkout -> install -> index -> tools snapshot; servers, sandbox, built-in tools
+    cost           pricing, working time, the cost plan, the budget
+    run            the trial: hosts, providers, the reference agent, recorded runs, the worker
+    grade          the deterministic graders (scored.json)
+    judge          the LLM judge (judged.json)
+    analyze        aggregate (summary.json, tables) and the held-out lock
+    gate           compare and replay: the regression gate
+    report         the report, the trial explorer, the plots
+    importers      the reference bench's scenarios and runs
+    dag            what the Snakemake rules ask: rerun keys, preflight checks
+    cli            the `mcptrials` command
+"""
 
 __version__ = "0.1.0"

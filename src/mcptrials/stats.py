@@ -1,7 +1,7 @@
 """Statistics for small evaluation sets: one function per formula.
 
 Every function names its formula and its source in its docstring, and is tested
-against a hand-computed case in tests/test_stats.py. Results are plain floats,
+against a hand-computed case in tests/analyze/test_stats.py. Results are plain floats,
 ints, lists, dicts and None (never NaN), so they go straight into JSON.
 
 Sources:

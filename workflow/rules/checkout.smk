@@ -3,7 +3,7 @@ rule checkout:
         "results/checkouts/{repo}/checkout.json",
     params:
         rerun=lambda wc: RERUN["checkout"][(wc.repo,)],
-        # a failed checkout is missing data (mcptrials.stages): the next invocation tries it again
+        # a failed checkout is missing data (mcptrials.core.failures): the next invocation tries it again
         attempt=lambda wc: dag_attempt(f"results/checkouts/{wc.repo}/checkout.json"),
     conda:
         "../envs/mcptrials.yaml"

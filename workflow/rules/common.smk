@@ -1,13 +1,14 @@
 # Config validation, the matrix and every rerun key, through the library (the same checks
 # as `mcptrials validate`). What reruns when something changes is decided in one place,
-# mcptrials.rerun.TABLE: the rules below only look their params up in RERUN.
+# mcptrials.dag.rerun.TABLE: the rules below only look their params up in RERUN.
 import os
 from pathlib import Path
 import shlex
 import sys
 
-from mcptrials.config import ConfigError, check_api_keys, check_sandbox, load_matrix
-from mcptrials.rerun import heldout_scenarios, recorded_judgements, recorded_trials, rule_params
+from mcptrials.matrix.config import ConfigError, check_api_keys, load_matrix
+from mcptrials.dag.preflight import check_sandbox
+from mcptrials.dag.rerun import heldout_scenarios, recorded_judgements, recorded_trials, rule_params
 
 
 def _project_path(f):
@@ -40,7 +41,7 @@ shell.prefix(
     f"export MCPTRIALS_CONFIG={shlex.quote(CONFIG_PATH)}; "
 )
 
-# rule -> job key -> a hash of everything that rule's job depends on (mcptrials.rerun).
+# rule -> job key -> a hash of everything that rule's job depends on (mcptrials.dag.rerun).
 RERUN = rule_params(M)
 # Per-trial rules get one params lookup each (each lambda costs Snakemake ~0.2 ms a job at
 # DAG time): the rerun hash plus what the command needs, with project-relative paths.
@@ -68,14 +69,14 @@ SNAPSHOT_TOOLS = set(M.snapshot_tools())
 # A recorded model's trials: one lookup per trial, carrying the sha256 of its own recording.
 TRANSCRIPT_REC_P = {k: dict(TRANSCRIPT_P[k[:4]], recording=sha) for k, sha in recorded_trials(M).items()}
 ANY_INDEX = any(spec.get("index") for spec in M.tools.values())
-# Missing trials (api_failed, harness_failed, not_run: mcptrials.outcomes) are retried by the
+# Missing trials (api_failed, harness_failed, not_run: mcptrials.core.outcomes) are retried by the
 # next invocation: `mcptrials run-trial` keeps each missing attempt under <trial>/attempts/ and
 # its count in attempts/attempts.json; one glob finds those files, and such a trial's params
 # carry its next attempt number (an unchanged one once it completed or used up
 # retries.max_attempts), so exactly the missing trials, and what reads them, rerun. Every other
 # trial keeps its one lookup in TRANSCRIPT_P and the params it always had.
-from mcptrials.outcomes import retry_attempts
-from mcptrials.stages import dag_attempt
+from mcptrials.core.outcomes import retry_attempts
+from mcptrials.core.failures import dag_attempt
 
 RETRIED = []
 RETRY_ATTEMPT = retry_attempts("results/runs", M.config["retries"]["max_attempts"], RETRIED)
@@ -110,7 +111,7 @@ HAS_ANCHOR = bool(LOCKED_FILES)
 HELDOUT_SCENARIOS = heldout_scenarios(M)
 
 # Hosts with software to install (claude-code): their trials wait for results/hosts/{host}/install.json.
-from mcptrials.hosts import needs_install
+from mcptrials.run.hosts import needs_install
 
 HOST_INSTALL = {h: f"results/hosts/{h}/install.json" if needs_install(spec["kind"]) else [] for h, spec in M.hosts.items()}
 ANY_HOST_INSTALL = any(HOST_INSTALL.values())
@@ -167,9 +168,9 @@ def final_outputs():
 
 # The plan, printed once by the main process (`-n -q` hides the job table, not this). It
 # counts what the selected scenarios use, as the DAG does, and ends with the expected cost
-# (mcptrials.costplan: measured usage of earlier trials, else the upper bound).
+# (mcptrials.cost.plan: measured usage of earlier trials, else the upper bound).
 if workflow.is_main_process:
-    from mcptrials.costplan import cost_plan, plan_line
+    from mcptrials.cost.plan import cost_plan, plan_line
 
     n_repos = len(M.run_repos())
     print(

@@ -3,7 +3,7 @@ rule install_tool:
         "results/tools/{tool}/install.json",
     params:
         rerun=lambda wc: RERUN["install_tool"][(wc.tool,)],
-        # a failed install is missing data (mcptrials.stages): the next invocation tries it again
+        # a failed install is missing data (mcptrials.core.failures): the next invocation tries it again
         attempt=lambda wc: dag_attempt(f"results/tools/{wc.tool}/install.json"),
     conda:
         "../envs/mcptrials.yaml"

@@ -15,7 +15,7 @@ Output DIR: `scenarios/<id>.yaml` (one per bench scenario; its id is the bench's
 stem), `config.yaml` (its repos at their pinned commits, its tools as arms, a recorded
 model over its results, trials 1, no held-out anchor) and `import-report.json` (every
 check's mapping, what could not be expressed and why, the pins used, the cells found, the
-loader's verdict). The written config is loaded with `mcptrials.config.load_matrix` before
+loader's verdict). The written config is loaded with `mcptrials.matrix.config.load_matrix` before
 the command finishes.
 
 Check types (the bench's `lib/scorer.py` `evaluate_check`, SCORING.md):
@@ -44,7 +44,7 @@ from pathlib import Path
 
 import yaml
 
-from ..config import BASELINE, ConfigError, file_sha256, load_matrix
+from mcptrials.matrix.config import BASELINE, ConfigError, file_sha256, load_matrix
 
 # --- what the output says, in one place --------------------------------------
 
@@ -558,8 +558,8 @@ def validate_written(out: Path) -> tuple[dict, ConfigError | None]:
     try:
         m = load_matrix(out / "config.yaml")
     except ConfigError as e:
-        return {"ok": False, "by": "mcptrials.config.load_matrix", "error": str(e)}, e
-    return {"ok": True, "by": "mcptrials.config.load_matrix", "cells": sum(1 for _ in m.cells()),
+        return {"ok": False, "by": "mcptrials.matrix.config.load_matrix", "error": str(e)}, e
+    return {"ok": True, "by": "mcptrials.matrix.config.load_matrix", "cells": sum(1 for _ in m.cells()),
             "run_scenarios": len(m.run_scenarios())}, None
 
 

@@ -26,7 +26,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from ..config import ConfigError
+from mcptrials.matrix.config import ConfigError
 
 DEPS = "dependents"
 CLOSE = 0.05      # a cell whose delta differs more than this gets a reason
@@ -81,7 +81,7 @@ def _gold_ids(scored: dict | None) -> set | None:
 def all_assistant_text(recording: Path) -> str:
     """Every assistant text block of a recorded session, in order: what the bench matches its
     gold against (ours: the final answer only)."""
-    from ..recorded import read_stream
+    from mcptrials.run.recorded import read_stream
 
     return "\n".join(b.get("text") or "" for e in read_stream(recording) if e.get("type") == "assistant"
                      for b in ((e.get("message") or {}).get("content") or [])
@@ -91,7 +91,7 @@ def all_assistant_text(recording: Path) -> str:
 def _split_by_scope(ids: list[str], gold: list, recording: Path) -> tuple[list[str], list[str]]:
     """(rows cited somewhere in the session's assistant texts but not in the final answer,
     the other rows): the first differ by answer scope, the second by matching."""
-    from ..graders.gold_recall import gold_recall
+    from mcptrials.grade.gold_recall import gold_recall
 
     try:
         whole = gold_recall(all_assistant_text(recording), gold) or {}
@@ -138,7 +138,7 @@ def _reason(model: str, repo: str, every: list[dict], used: dict, base: Path, ru
 
 
 def board(m, vdir: Path, aggregate: Path, runs: Path) -> dict:
-    from ..stats import holm_adjust, mean_pass_hat_k, paired_difference
+    from mcptrials.stats import holm_adjust, mean_pass_hat_k, paired_difference
 
     theirs = bench_board(vdir)
     tpath = aggregate / "trials.csv"

@@ -29,7 +29,7 @@ import re
 import sys
 from pathlib import Path
 
-from ..config import ConfigError
+from mcptrials.matrix.config import ConfigError
 
 STATUSES = ("grounded", "unresolved", "hallucinated")
 
@@ -112,11 +112,11 @@ def _row(tool, repo, key, theirs, ours) -> dict:
 
 def compare(m, runs: Path, bench: Path) -> dict:
     """Per cell and per tool, both sides; and the disagreements."""
-    from ..aggregate import trial_dir
-    from ..stats import bounded_mean_ci
+    from mcptrials.analyze.aggregate import trial_dir
+    from mcptrials.stats import bounded_mean_ci
 
-    from ..graders.citations import pool
-    from ..graders.composition import view
+    from mcptrials.grade.citations import pool
+    from mcptrials.grade.composition import view
 
     cells, dis, cits = [], [], {}
     for model, host, tool, repo, scenario, trial in m.cells():
@@ -231,12 +231,12 @@ def register(sub) -> None:
 
 
 def _cmd(args) -> int:
-    from ..config import load_matrix
+    from mcptrials.matrix.config import load_matrix
 
     m = load_matrix(args.config)
     bench = Path(args.bench)
     if args.vertical:
-        from .sense_board import run
+        from mcptrials.importers.sense_board import run
 
         if (bench / "bench" / "verticals").is_dir():
             bench = bench / "bench"

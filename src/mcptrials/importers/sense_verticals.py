@@ -33,8 +33,8 @@ from pathlib import Path
 
 import yaml
 
-from ..config import BASELINE, ConfigError, file_sha256
-from .sense_bench import (RECORDED_FORMAT, TOOL_NAME, BenchImportError, dump_yaml, github_url,
+from mcptrials.matrix.config import BASELINE, ConfigError, file_sha256
+from mcptrials.importers.sense_bench import (RECORDED_FORMAT, TOOL_NAME, BenchImportError, dump_yaml, github_url,
                           convert_scenario, parse_pin_arg, read_pins, recorded_tool, validate_written)
 
 DEFAULT_HARNESS = "claude-code"   # the verticals' README: run_meta.json of Claude Code runs has no `harness`
@@ -345,7 +345,7 @@ def import_vertical(bench_dir, name: str, out_dir, pins_file=None, pin_args=(), 
                         **({"model": str(meta_of[mo]["model"])} if meta_of[mo].get("model") else {}),
                         "host": host_of[mo]} for mo in models},
         "trials": trials,
-        # the bench's own LLM judge, read from each run's judged.json (mcptrials.recorded_judge)
+        # the bench's own LLM judge, read from each run's judged.json (mcptrials.judge.recorded)
         "judge": {"provider": "recorded"},
     }
     header = (f"# The reference bench's vertical {name} imported by `mcptrials import sense-bench --vertical {name}`.\n"

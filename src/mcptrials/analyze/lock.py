@@ -1,0 +1,362 @@
+"""The held-out anchor: a locked set of frozen transcripts, the scenarios they are judged
+with, and hand-assigned gold scores, pinned by sha256 so the benchmark cannot drift from it.
+
+Layout of `locked/` (every file committed to git; see below):
+
+    locked/transcripts/<id>.json     frozen transcripts (copied from runs or written by hand)
+    locked/scenarios/<scenario>.yaml the scenario (with its rubric) each is judged with
+    locked/gold.json                 {"graded_by", "graded_at",
+                                      "items": {<id>: {"scenario", "quality": 0..1, "notes"}}}
+    locked/held-out.lock             JSON {"files": {relative path: sha256},
+                                           "history": [{"who", "when", "reason"}]}
+
+`verify_lock` fails on any missing, modified or unlisted file; `lock` re-anchors on purpose
+and appends who, when and why to the history; `heldout_agreement` re-judges every frozen
+transcript with the current judge and prompt and reports Spearman's rho against gold.
+
+Only committed files may be locked: the check must pass on a fresh clone, so `locked/` must
+not hold git-ignored files (editor backups, caches). `lock` refuses to pin a git-ignored file.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+from mcptrials.matrix.config import ConfigError, file_sha256
+
+LOCKFILE = "held-out.lock"
+GOLD = "gold.json"
+HELDOUT_SCHEMA = "mcptrials/heldout/2"
+REANCHOR = 'mcptrials lock --reason "why the held-out set changed"'
+
+
+class LockError(Exception):
+    """The held-out set does not match its lockfile."""
+
+
+# --- the lockfile ---------------------------------------------------------------
+
+
+def locked_files(locked_dir) -> dict[str, Path]:
+    """Every file under locked_dir except the lockfile, by POSIX path relative to it."""
+    root = Path(locked_dir)
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if p.is_file() and rel != LOCKFILE:
+            out[rel] = p
+    return out
+
+
+def read_lockfile(locked_dir) -> dict:
+    path = Path(locked_dir) / LOCKFILE
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise LockError(f"{path}: no lockfile; create it on purpose with `{REANCHOR}`") from None
+    except json.JSONDecodeError as e:
+        raise LockError(f"{path}: not valid JSON ({e}); restore it from git or re-anchor with `{REANCHOR}`") from None
+    if not isinstance(data, dict) or not isinstance(data.get("files"), dict):
+        raise LockError(f"{path}: field files: missing; the lockfile is {{\"files\": {{path: sha256}}, \"history\": [...]}}; re-anchor with `{REANCHOR}`")
+    return data
+
+
+def verify_lock(locked_dir) -> list[dict]:
+    """Compare the files under locked_dir with the lockfile. Returns one problem per file:
+    {"kind": missing|modified|unlisted|lockfile, "path", "expected", "actual", "message"};
+    an empty list means the set is intact."""
+    root = Path(locked_dir)
+    try:
+        expected = read_lockfile(root)["files"]
+    except LockError as e:
+        return [{"kind": "lockfile", "path": str(root / LOCKFILE), "expected": None, "actual": None, "message": str(e)}]
+    actual = {rel: file_sha256(p) for rel, p in locked_files(root).items()}
+    problems = []
+    for rel in sorted(set(expected) | set(actual)):
+        exp, act = expected.get(rel), actual.get(rel)
+        if exp == act:
+            continue
+        kind = "missing" if act is None else "unlisted" if exp is None else "modified"
+        problems.append({"kind": kind, "path": str(root / rel), "expected": exp, "actual": act,
+                         "message": f"{root / rel}: {kind}: expected sha256 {exp or '(not in the lockfile)'}, "
+                                    f"actual {act or '(no such file)'}"})
+    return problems
+
+
+def _who() -> str:
+    try:
+        name = subprocess.run(["git", "config", "user.name"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        name = ""
+    return name or os.environ.get("USER") or getpass.getuser()
+
+
+def git_ignored(paths: list[Path]) -> list[Path]:
+    """Which of the paths git ignores (empty when git or a repository is absent)."""
+    if not paths:
+        return []
+    try:
+        res = subprocess.run(["git", "check-ignore", "--stdin"], input="\n".join(str(p.resolve()) for p in paths),
+                             capture_output=True, text=True, cwd=paths[0].parent, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if res.returncode not in (0, 1):  # 128: not a git repository
+        return []
+    ignored = {line.strip() for line in res.stdout.splitlines() if line.strip()}
+    return [p for p in paths if str(p.resolve()) in ignored]
+
+
+def git_untracked(locked_dir) -> list[str]:
+    """Files under locked_dir that git neither tracks nor ignores (they still need `git add`)."""
+    try:
+        res = subprocess.run(["git", "ls-files", "--others", "--exclude-standard", "--", "."],
+                             capture_output=True, text=True, cwd=locked_dir, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return sorted(line for line in res.stdout.splitlines() if line) if res.returncode == 0 else []
+
+
+def write_lock(locked_dir, reason: str, who: str | None = None) -> dict:
+    """Re-anchor: pin every file under locked_dir (except the lockfile) by sha256 and append
+    {who, when (UTC ISO 8601), reason} to the history. Checks the set first (gold items,
+    transcripts and scenarios match up) and refuses git-ignored files."""
+    root = Path(locked_dir)
+    if not reason or not reason.strip():
+        raise ConfigError("lock: --reason is required: say why the held-out set changed")
+    if not root.is_dir():
+        raise ConfigError(f"{root}: no such folder; create the held-out set (transcripts/, scenarios/, gold.json) first")
+    files = locked_files(root)
+    ignored = git_ignored(list(files.values()))
+    if ignored:
+        raise ConfigError(f"{root}: git ignores {', '.join(str(p) for p in ignored)}; only committed files can be "
+                          "locked (a fresh clone would lack them): remove them or un-ignore them")
+    load_heldout(root)  # a broken set is not anchored
+    history = []
+    if (root / LOCKFILE).exists():
+        try:
+            history = list(read_lockfile(root).get("history") or [])
+        except LockError:
+            history = []  # a corrupt lockfile is replaced; the new entry records why
+    history.append({"who": who or _who(), "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    "reason": reason.strip()})
+    data = {"files": {rel: file_sha256(p) for rel, p in files.items()}, "history": history}
+    from mcptrials.core.records import write_json
+
+    write_json(root / LOCKFILE, data)
+    return data
+
+
+# --- the held-out set -------------------------------------------------------------
+
+
+def load_heldout(locked_dir) -> list[dict]:
+    """The held-out items: [{"id", "scenario", "gold", "notes", "transcript": path, "scenario_path": path}],
+    sorted by id. Every gold item needs its transcript and scenario file, and every transcript a gold item."""
+    from mcptrials.core.records import read_json
+
+    root = Path(locked_dir)
+    gold_path = root / GOLD
+    try:
+        gold = read_json(gold_path)
+    except FileNotFoundError:
+        raise ConfigError(f"{gold_path}: not found; write the hand-assigned scores there "
+                          '({"graded_by", "graded_at", "items": {<id>: {"scenario", "quality", "notes"}}})') from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{gold_path}: not valid JSON ({e}); fix it") from None
+    items = gold.get("items") if isinstance(gold, dict) else None
+    if not isinstance(items, dict):
+        raise ConfigError(f"{gold_path}: field items: missing; give {{<transcript id>: {{scenario, quality, notes}}}}")
+    out = []
+    for tid, item in sorted(items.items()):
+        where = f"{gold_path}: field items.{tid}"
+        if not isinstance(item, dict) or not isinstance(item.get("scenario"), str):
+            raise ConfigError(f"{where}.scenario: missing; name the scenario file in {root / 'scenarios'} (without .yaml)")
+        q = item.get("quality")
+        if isinstance(q, bool) or not isinstance(q, (int, float)) or not 0 <= q <= 1:
+            raise ConfigError(f"{where}.quality: {q!r} is not a number from 0 to 1; give the hand-assigned scenario quality")
+        t_path = root / "transcripts" / f"{tid}.json"
+        s_path = root / "scenarios" / f"{item['scenario']}.yaml"
+        if not t_path.is_file():
+            raise ConfigError(f"{where}: no transcript {t_path}; copy it there or drop the item")
+        if not s_path.is_file():
+            raise ConfigError(f"{where}.scenario: no scenario file {s_path}; copy the scenario there")
+        out.append({"id": tid, "scenario": item["scenario"], "gold": float(q), "notes": item.get("notes"),
+                    "transcript": t_path, "scenario_path": s_path})
+    graded = {i["id"] for i in out}
+    stray = sorted(p.stem for p in (root / "transcripts").glob("*.json") if p.stem not in graded)
+    if stray:
+        raise ConfigError(f"{gold_path}: field items: no gold score for transcript(s) {stray}; grade them or remove them")
+    return out
+
+
+def anchor_problem(m) -> str | None:
+    """Why the config has no held-out anchor (None when it has one): no `locked:` folder,
+    no frozen item in it, or held-out scenarios of which none has a frozen transcript there
+    (another config's anchor says nothing about this one)."""
+    if m.locked_dir is None:
+        return f"{m.path.name} names no `locked:` folder"
+    where = os.path.relpath(m.locked_dir, os.getcwd())
+    if not (m.locked_dir / GOLD).is_file():
+        return f"{where} holds no {GOLD}"
+    frozen = {it["scenario"] for it in load_heldout(m.locked_dir)}
+    held = {s.id for s in m.scenarios.values() if s.split == "held-out"}
+    if held and not (held & frozen):
+        return (f"{where} holds no frozen transcript of this config's held-out scenarios "
+                f"({', '.join(sorted(held))})")
+    return None
+
+
+def heldout_agreement(locked_dir, judge_cfg: dict, prompt_path=None, tool_names=(), pricing=None,
+                      current_scenarios: dict | None = None, anchor: str | None = None) -> dict:
+    """Re-judge every frozen transcript with the current rubric, judge and prompt, then
+    Spearman's rho of judged quality (mean over repeats) vs gold, with a bootstrap interval
+    and n (mcptrials.stats.spearman_with_ci). Verifies the lock first.
+
+    The current rubric is that of the config's scenario of the same id (`current_scenarios`,
+    id -> Scenario) when there is one, else the frozen copy in locked/scenarios/: the
+    rubric is what gets tuned, and this is the check that tuning it still agrees with the
+    hand grades. The verdict against `judge.threshold` is the report's: changing the
+    threshold never re-judges anything."""
+    import asyncio
+
+    from mcptrials.matrix.config import load_scenario
+    from mcptrials.judge.judging import PROMPT_FILE, ajudge_trial, judge_settings_hash
+    from mcptrials.core.records import read_json
+    from mcptrials.stats import spearman_with_ci
+
+    root = Path(locked_dir)
+    prompt_path = prompt_path or PROMPT_FILE
+    problems = verify_lock(root)
+    if problems:
+        raise LockError(format_problems(problems))
+    items = load_heldout(root)
+
+    current_scenarios = current_scenarios or {}
+
+    def scenario_for(it):
+        return current_scenarios.get(it["scenario"]) or load_scenario(it["scenario_path"])
+
+    async def judge_all():
+        return [await ajudge_trial(read_json(it["transcript"]), scenario_for(it), judge_cfg,
+                                   prompt_path, tool_names, pricing) for it in items]
+
+    records = asyncio.run(judge_all())
+    judged = [r["quality_mean"] for r in records]
+    gold = [it["gold"] for it in items]
+    corr = spearman_with_ci(judged, gold)
+    cost = [r["usage"]["cost_usd"] for r in records]
+    return {
+        "schema": HELDOUT_SCHEMA,
+        "anchor": anchor if anchor is not None else str(locked_dir),
+        "judge": {k: records[0]["judge"][k] for k in ("provider", "model", "repeats", "prompt_sha256")} if records else None,
+        "judge_settings_hash": judge_settings_hash(judge_cfg, prompt_path),
+        "lockfile_sha256": file_sha256(root / LOCKFILE),
+        "n": corr["n"], "rho": corr["rho"], "lo": corr["lo"], "hi": corr["hi"], "p": corr["p"],
+        "method": corr["method"],
+        "items": [{"id": it["id"], "scenario": it["scenario"], "gold": it["gold"], "judged": r["quality_mean"],
+                   "judged_repeats": r["quality"], "rubric_hash": r["scenario"]["rubric_hash"],
+                   "rubric": "current" if it["scenario"] in current_scenarios else "frozen"}
+                  for it, r in zip(items, records)],
+        "usage": {"api_calls": sum(r["usage"]["api_calls"] for r in records),
+                  "cost_usd": None if any(c is None for c in cost) else sum(cost)},
+    }
+
+
+def no_anchor(reason: str) -> dict:
+    """agreement.json of a run without a held-out anchor: the report says so, and why."""
+    return {"schema": HELDOUT_SCHEMA, "anchor": None, "reason": f"no held-out anchor for this run: {reason}",
+            "n": 0, "rho": None}
+
+
+def format_problems(problems: list[dict]) -> str:
+    lines = ["the held-out set does not match its lockfile:"] + [f"  {p['message']}" for p in problems]
+    lines.append(f"If the change is deliberate, re-anchor with `{REANCHOR}` and commit locked/; "
+                 "otherwise restore the files from git (git checkout -- locked/).")
+    return "\n".join(lines)
+
+
+# --- commands -----------------------------------------------------------------------
+
+
+def cmd_verify_lock(args) -> int:
+    from mcptrials.core.records import write_json
+
+    problems = verify_lock(args.locked)
+    out = Path(args.out)
+    if problems:
+        if out.exists():
+            out.unlink()  # a stale pass must not outlive a failing check
+        print(f"mcptrials verify-lock: {format_problems(problems)}", file=sys.stderr)
+        return 1
+    data = read_lockfile(args.locked)
+    write_json(out, {"locked": str(args.locked), "lockfile_sha256": file_sha256(Path(args.locked) / LOCKFILE),
+                     "files": data["files"], "problems": []})
+    print(f"{args.locked}: {len(data['files'])} locked file(s) match {LOCKFILE}")
+    return 0
+
+
+def cmd_lock(args) -> int:
+    data = write_lock(args.locked, args.reason, args.who)
+    last = data["history"][-1]
+    print(f"{Path(args.locked) / LOCKFILE}: pinned {len(data['files'])} file(s) ({last['who']}, {last['when']}); "
+          "commit locked/ so the check passes on a fresh clone")
+    untracked = git_untracked(args.locked)
+    if untracked:
+        print(f"note: not yet in git: {', '.join(untracked)}; `git add {args.locked}` before committing")
+    return 0
+
+
+def cmd_heldout(args) -> int:
+    """The agreement of the config's own anchor (`locked:`), or a record saying there is
+    none. The verdict against judge.threshold (and judge.strict) is the report's."""
+    import os
+
+    from mcptrials.matrix.config import load_matrix
+    from mcptrials.core.records import write_json
+
+    m = load_matrix(args.config)
+    if args.locked:
+        m.config["locked"] = str(Path(args.locked).resolve())
+    problem = anchor_problem(m)
+    if problem:
+        write_json(args.out, no_anchor(problem))
+        print(f"{args.out}: no held-out anchor for this run: {problem}")
+        return 0
+    anchor = os.path.relpath(m.locked_dir, os.getcwd())
+    try:
+        result = heldout_agreement(m.locked_dir, m.config["judge"], args.prompt, tool_names=list(m.tools),
+                                   pricing=m.config.get("pricing"), current_scenarios=m.scenarios, anchor=anchor)
+    except LockError as e:
+        print(f"mcptrials heldout: {e}", file=sys.stderr)
+        return 1
+    write_json(args.out, result)
+    rho = "undefined" if result["rho"] is None else f"{result['rho']:.3f}"
+    ci = "" if result["lo"] is None else f" [{result['lo']:.2f}, {result['hi']:.2f}]"
+    print(f"{args.out}: held-out Spearman rho {rho}{ci} (n={result['n']}) against gold, anchor {anchor}")
+    return 0
+
+
+def register(subparsers) -> None:
+    v = subparsers.add_parser("verify-lock", help="check the held-out set against its lockfile")
+    v.add_argument("--locked", default="locked", help="the held-out folder (default locked)")
+    v.add_argument("--out", default="results/lock/verified.json", help="written only when the check passes")
+    v.set_defaults(func=cmd_verify_lock)
+
+    lk = subparsers.add_parser("lock", help="re-anchor the held-out set on purpose: rewrite its lockfile")
+    lk.add_argument("--reason", required=True, help="why the held-out set changed (kept in the lockfile's history)")
+    lk.add_argument("--locked", default="locked")
+    lk.add_argument("--who", help="who re-anchors (default: git config user.name, else $USER)")
+    lk.set_defaults(func=cmd_lock)
+
+    h = subparsers.add_parser("heldout", help="re-judge the held-out set and compute Spearman's rho against gold")
+    h.add_argument("--locked", help="the held-out folder (default: the config's `locked:`)")
+    h.add_argument("--config", default="config.yaml")
+    h.add_argument("--prompt", default=None, help="the judge prompt file (default: the packaged prompts/judge.md)")
+    h.add_argument("--out", default="results/heldout/agreement.json")
+    h.set_defaults(func=cmd_heldout)

@@ -1,0 +1,99 @@
+"""The checks before any job, so a bad config or machine fails before money is spent: the
+sandbox the config asks for is available, every command and path the config names exists,
+and the run fits its budget. `mcptrials validate` prints them all; the Snakefile refuses to
+start on the sandbox and budget ones. (A missing API key is config.check_api_keys, which the
+trial job also asks; a missing commit is prepare.checkout.check_commits.)"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from mcptrials.matrix.config import Matrix, is_pinned
+
+
+def check_sandbox(m: Matrix) -> list[str]:
+    """Why the run cannot sandbox what it must (empty when it can, or nothing is sandboxed):
+    bubblewrap missing, or no namespaces for it here. Checked before any job."""
+    from mcptrials.prepare.sandbox import BUBBLEWRAP, SandboxUnavailable, check_available
+
+    users = (["sandbox"] if m.config["sandbox"] == BUBBLEWRAP else []) + \
+        [f"tools.{t}.sandbox" for t, s in m.specs.tools.items() if s.has_server and s.sandbox == BUBBLEWRAP]
+    if not users:
+        return []
+    try:
+        check_available()
+    except SandboxUnavailable as e:
+        return [f"{m.path}: field {users[0]}: bubblewrap is asked for, but {e}"]
+    return []
+
+
+def check_budget(m: Matrix, results: Path = Path("results")) -> list[str]:
+    """Why the run must not start under the config's `budget.max_cost_usd` (empty when it fits, or
+    no budget is set): the spend so far (results/budget/ledger.jsonl) plus the expected cost of the
+    trials still to run, a cell with no history at its upper bound (mcptrials.cost.plan). Checked
+    before any job, with both figures and the fix."""
+    from mcptrials.cost.plan import budget_refusal, cost_plan
+
+    if m.config["budget"].get("max_cost_usd") is None:
+        return []
+    return budget_refusal(cost_plan(m, results), f"{m.path}: ")
+
+
+def check_paths(m: Matrix) -> list[str]:
+    """What `mcptrials validate` can tell of the paths the config names without running
+    anything: each server's (and index's) command is a file, in its install, on PATH, or
+    provided by its `install:` entry; each `read_only` path and the `locked:` folder exist."""
+    from mcptrials.matrix.projectfiles import PLACEHOLDER, project_dir
+    from mcptrials.prepare.servers import tools_dir
+
+    project = project_dir()
+    problems = []
+    for tool in m.installed_tools():  # a variant runs its base's command: checked there
+        raw, spec = m.tools[tool], m.specs.tools[tool].config
+        commands = [("command", raw["command"], spec["command"])]
+        if raw.get("index"):
+            commands.append(("index.command", raw["index"]["command"], spec["index"]["command"]))
+        for field_name, given, cmd in commands:
+            if problem := _command_problem(tool, given, cmd, bool(spec["install"]), project, tools_dir()):
+                problems.append(f"{m.path}: field tools.{tool}.{field_name}: {problem}")
+        for i, (given, path) in enumerate(zip(raw["read_only"], spec["read_only"])):
+            if not os.path.exists(path):
+                problems.append(f"{m.path}: field tools.{tool}.read_only[{i}]: {given!r} ({path}) does not exist; "
+                                f"fix the path (a relative one is from the project folder, {project}; "
+                                f"{PLACEHOLDER} names it) or remove the entry")
+    for tool in m.installed_tools():
+        inst = m.tools[tool].get("install") or {}
+        for kind in ("pip", "npm"):
+            for i, entry in enumerate(inst.get(kind) or []):
+                if not is_pinned(kind, entry):
+                    example = "name==1.2.3" if kind == "pip" else "name@1.2.3 (or @scope/name@1.2.3)"
+                    problems.append(f"{m.path}: field tools.{tool}.install.{kind}[{i}]: {entry!r} is not pinned to one "
+                                    f"version, so a rerun may install another server; pin it ({example}), or "
+                                    "name a built file (a wheel, a tarball)")
+    locked = m.config.get("locked")
+    if locked is not None and not m.locked_dir.is_dir():
+        problems.append(f"{m.path}: field locked: {locked!r} ({m.locked_dir}) is not a folder; fix the path "
+                        "(relative to the config's folder), or remove `locked:` to run without a held-out anchor")
+    return problems
+
+
+def _command_problem(tool: str, given: str, cmd: str, has_install: bool, project: Path, tools: Path) -> str | None:
+    """Why a tool's command cannot start (None when it can, or its install will bring it)."""
+    if os.sep in cmd:  # a path: relative ones from the project folder, where the harness starts it
+        path = Path(project, cmd)
+        if not path.is_file():
+            return (f"{given!r} ({path}) does not exist; fix the path (a relative one is from the project "
+                    f"folder; {{project}} names it) or name a command on PATH")
+        if not os.access(path, os.X_OK):
+            return f"{given!r} ({path}) is not executable; `chmod +x` it, or run it with its interpreter"
+        return None
+    env = tools / tool
+    if any((d / cmd).exists() for d in (env / "bin", env / "node_modules" / ".bin")) or shutil.which(cmd):
+        return None
+    if has_install:  # not installed yet: the install job brings it (and its log says if it does not)
+        return None
+    return (f"{given!r} is neither in {env} nor on PATH, and tools.{tool} has no `install:` entry; "
+            f"add an `install:` entry that provides it (pip: [\"pkg==version\"] or npm: [\"pkg@version\"]), "
+            "install it on PATH, or give its full path")

@@ -1,0 +1,556 @@
+"""`mcptrials replay BASE_RESULTS`: the regression gate that needs no model and no key.
+
+Run in the HEAD project. For every trial that BASE recorded (of `--tool T`, else of every
+server tool), a fresh workspace at the same pinned commit and HEAD's server for that tool as
+HEAD's config declares it (its install, index, sandbox, args); then every `tools/call` the trial
+recorded is sent again, in order, with the same arguments. No model is called.
+
+A call's arguments name BASE's trial folder where the agent gave absolute paths (e.g. the
+filesystem server's `path`): that folder (`.../mcptrials-trial-XXXXXXXX`, see
+trial.Sandbox.create) is replaced by the replay's own. Calls that change state are replayed in
+their recorded order in the trial's own workspace, so a data-changing server replays too.
+Trials whose calls are the same sequence (the reference agent repeats itself exactly) are
+replayed once, and the result stands for each of them.
+
+Each call is classified against what BASE recorded (CLASSES), after `normalise` on both sides:
+identical; now empty (BASE had content, HEAD has none or says it found nothing: `is_empty`);
+changed; now an error (isError, a protocol error, a time-out, the server gone) where BASE had a
+result (or HEAD's result says it is an error, `says_error`, where BASE's did not: many servers
+report failures as text); tool gone (not in HEAD's tools/list); did not start (HEAD's server
+did not come up).
+A call that failed in BASE too is identical or changed by its text. Exit 1 on a failing class
+(FAILING, plus changed with --strict) of a call that succeeded in BASE, 2 when it cannot
+replay (another repository commit, a BASE without recorded calls, a tool BASE never ran or
+HEAD's config does not have), else 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import html
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+from mcptrials import __version__
+from mcptrials.matrix.config import ConfigError, load_matrix
+from mcptrials.gate.output import refuse, write_outputs
+
+IDENTICAL, NOW_EMPTY, CHANGED = "identical", "now empty", "changed"
+NOW_ERROR, TOOL_GONE, NOT_STARTED = "now an error", "tool gone", "did not start"
+CLASSES = (IDENTICAL, CHANGED, NOW_EMPTY, NOW_ERROR, TOOL_GONE, NOT_STARTED)
+FAILING = (NOW_ERROR, NOW_EMPTY, TOOL_GONE, NOT_STARTED)
+SLOWEST = 5           # calls listed per tool by HEAD's latency
+DIFF_LINES = 12       # lines of a changed result's diff shown
+MARKDOWN_LIMIT = 60000
+
+# The trial folder of trial.Sandbox.create (tempfile.mkdtemp's 8 random characters)
+TRIAL_ROOT = re.compile(r"/(?:[^\s\"'/]+/)*mcptrials-trial-[a-z0-9_]{8}")
+# ISO 8601 date-times, with or without seconds, fraction and zone
+TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?")
+# what a server says when it found nothing, the whole (short) result
+NOTHING_FOUND = re.compile(r"^\s*(?:no (?:results?|matches|match|files?|entries|items|symbols?|references?|"
+                           r"definitions?|occurrences?)(?: were)?(?: found)?|nothing (?:was )?found|not found|"
+                           r"0 (?:results?|matches)(?: found)?)\b[^\n]{0,80}$", re.I)
+
+
+# a result that says it is an error without setting isError (mcp-server-sqlite answers
+# "Database error: no such table: ..." as a plain result): its first line
+SAYS_ERROR = re.compile(r"^\s*(?:(?:error|exception|traceback)\b|[\w.-]+ (?:error|exception)\s*:)", re.I)
+
+
+def says_error(text: str) -> bool:
+    """The result's first line starts with "Error", "Exception" or "Traceback", or with
+    "<Word> error:" / "<Word> exception:": a failure reported as text (many servers never set
+    isError). "No error here" and a path such as errors.py are not."""
+    return bool(SAYS_ERROR.match((text or "").lstrip().split("\n", 1)[0]))
+
+
+class CannotReplay(Exception):
+    """BASE cannot be replayed here; `reasons` says why, each with the fix."""
+
+    def __init__(self, reasons: list[str]):
+        super().__init__("; ".join(reasons))
+        self.reasons = reasons
+
+
+# --- what legitimately varies ------------------------------------------------------------
+
+
+def normalise(text: str, roots: tuple[str, ...] = ()) -> str:
+    """A result as compared: text that is JSON is re-serialised with sorted keys (key order and
+    layout vary); then the trial folders (`roots`, and any .../mcptrials-trial-XXXXXXXX) become
+    `{trial}`, and ISO 8601 date-times become `{time}`. Nothing else is forgiven."""
+    try:
+        text = json.dumps(json.loads(text), sort_keys=True, ensure_ascii=False)
+    except (ValueError, TypeError):
+        pass
+    for root in roots:
+        if root:
+            text = text.replace(root, "{trial}")
+    text = TRIAL_ROOT.sub("{trial}", text)
+    return TIMESTAMP.sub("{time}", text)
+
+
+def _json_empty(value) -> bool:
+    if value in (None, "", [], {}):
+        return True
+    if isinstance(value, dict):
+        lists = [v for v in value.values() if isinstance(v, list)]
+        if lists:   # {"results": [], "pagination": {...}}: every list it holds is empty
+            return all(not v for v in lists)
+        inner = [v for v in value.values() if isinstance(v, dict)]
+        return len(value) == 1 and len(inner) == 1 and _json_empty(inner[0])
+    return False
+
+
+def is_empty(text: str) -> bool:
+    """A result that found nothing: blank; JSON that is null, empty, or an object whose lists are
+    all empty; or a short text that says so ("No matches found", "0 results", ...)."""
+    t = (text or "").strip()
+    if not t:
+        return True
+    try:
+        return _json_empty(json.loads(t))
+    except ValueError:
+        return bool(NOTHING_FOUND.match(t))
+
+
+def base_root(transcript: dict) -> str | None:
+    """BASE's trial folder, as its calls' arguments and results name it (None when none does)."""
+    for c in transcript.get("tool_calls", []):
+        m = TRIAL_ROOT.search(json.dumps(c.get("arguments")) + (c.get("result_text") or ""))
+        if m:
+            return m.group(0)
+    return None
+
+
+def rebase(value, old: str | None, new: str):
+    """The arguments with BASE's trial folder replaced by the replay's, in every string."""
+    if old is None:
+        return value
+    if isinstance(value, str):
+        return value.replace(old, new)
+    if isinstance(value, list):
+        return [rebase(v, old, new) for v in value]
+    if isinstance(value, dict):
+        return {k: rebase(v, old, new) for k, v in value.items()}
+    return value
+
+
+def classify(base_call: dict, head: dict, roots: tuple[str, ...]) -> str:
+    """The class of one replayed call. head: {error (str or None), is_error, text}."""
+    base_ok = not base_call.get("is_error")
+    if head.get("class") in (TOOL_GONE, NOT_STARTED):
+        return head["class"]
+    b, h = normalise(base_call.get("result_text") or "", roots), normalise(head.get("text") or "", roots)
+    head_failed = bool(head.get("error")) or bool(head.get("is_error"))
+    if base_ok and (head_failed or (says_error(head.get("text")) and not says_error(base_call.get("result_text")))):
+        return NOW_ERROR
+    if b == h and base_ok == (not head_failed):
+        return IDENTICAL
+    if base_ok and is_empty(head.get("text") or "") and not is_empty(base_call.get("result_text") or ""):
+        return NOW_EMPTY
+    return CHANGED
+
+
+# --- BASE's recorded trials --------------------------------------------------------------
+
+
+def load_base_trials(folder) -> list[dict]:
+    """Every trial of BASE_RESULTS/runs with its transcript and run_meta (attempts/ left out)."""
+    root = Path(folder) / "runs"
+    out = []
+    for t in sorted(root.glob("**/transcript.json")):
+        if "attempts" in t.relative_to(root).parts:
+            continue
+        meta_path = t.parent / "run_meta.json"
+        try:
+            transcript = json.loads(t.read_text())
+            meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{t}: not valid JSON ({e}); restore BASE's stored results") from None
+        out.append({"path": str(t.parent.relative_to(root)), "transcript": transcript, "meta": meta,
+                    "cell": transcript["cell"]})
+    return out
+
+
+def select(trials: list[dict], m, tools: list[str] | None) -> dict[str, list[dict]]:
+    """tool -> its BASE trials to replay; raises CannotReplay, every reason with its fix."""
+    if not trials:
+        raise CannotReplay(["BASE holds no recorded trials (runs/**/transcript.json): store results/runs with "
+                            "results/aggregate and results/snapshots when you keep BASE's results"])
+    ran = {t["cell"]["tool"] for t in trials}
+    reasons = []
+    if tools:
+        reasons += [f"--tool {t}: BASE never ran it (it ran {', '.join(sorted(ran))}); a new or renamed tool cannot "
+                    "be replayed: store BASE's results with it first" for t in tools if t not in ran]
+        wanted = [t for t in tools if t in ran]
+    else:
+        wanted = sorted(t for t in ran if any(c.get("source") == "mcp" for x in trials if x["cell"]["tool"] == t
+                                               for c in x["transcript"].get("tool_calls", [])))
+    picked = {}
+    for tool in wanted:
+        if tool not in m.tools:
+            reasons.append(f"{m.path}: field tools: HEAD's config has no tool {tool!r}, which BASE ran; add it back "
+                           "or replay other tools with --tool")
+            continue
+        if not m.specs.tools[tool].has_server:
+            reasons.append(f"--tool {tool}: it has no server to replay (transport none)")
+            continue
+        mine = [t for t in trials if t["cell"]["tool"] == tool]
+        for t in mine:
+            repo, commit = t["cell"]["repo"], t["meta"].get("commit")
+            if repo not in m.repos:
+                reasons.append(f"{m.path}: field repos: HEAD's config has no repo {repo!r}, which BASE's trial "
+                               f"{t['path']} ran on")
+            elif commit and commit != m.repos[repo]["commit"]:
+                reasons.append(f"repo {repo}: BASE ran at {commit[:12]}, HEAD's config pins "
+                               f"{m.repos[repo]['commit'][:12]}: replay needs the same commit (pin it, or refresh BASE)")
+        if not any(c.get("source") == "mcp" for t in mine for c in t["transcript"].get("tool_calls", [])):
+            reasons.append(f"BASE's trials of {tool} recorded no call of its server: nothing to replay (run BASE with "
+                           "scenarios that use it)")
+        picked[tool] = mine
+    if not wanted and not reasons:
+        reasons.append("BASE's trials recorded no call of any server: nothing to replay")
+    if reasons:
+        raise CannotReplay(list(dict.fromkeys(reasons)))
+    return picked
+
+
+# --- HEAD's side: checkout, install, index as the workflow would ------------------------------
+
+
+def prepare(m, tool: str, repos: set[str], results: Path) -> dict:
+    """HEAD's checkout of each repo, install and index of the tool, made by the stages' own
+    functions when missing or out of date. Returns {repo: (checkout record, index dir or None)}."""
+    from mcptrials.prepare.checkout import checkout
+    from mcptrials.prepare.index import build_index
+    from mcptrials.prepare.install import drop_keys, install_tool
+    from mcptrials.core.records import read_json, write_json
+
+    env = m.specs.tools[tool].env_name          # a description variant runs its base's install
+    spec = m.tools[env]
+    inst = results / "tools" / env / "install.json"
+    wanted = [*(spec.get("install") or {}).get("pip", []), *(spec.get("install") or {}).get("npm", [])]
+    if wanted and (not inst.is_file() or read_json(inst).get("requested") != wanted):
+        print(f"replay: installing {env} as HEAD's config declares it", file=sys.stderr)
+        drop_keys(m)
+        write_json(inst, install_tool(env, spec, sys.stderr))
+    out = {}
+    for repo in sorted(repos):
+        co = results / "checkouts" / repo / "checkout.json"
+        if not co.is_file() or read_json(co).get("commit") != m.repos[repo]["commit"]:
+            r = m.repos[repo]
+            write_json(co, checkout(repo, m.repo_source(repo), r["url"], r["commit"], co.parent))
+        index_dir = None
+        if spec.get("index"):
+            index_dir = results / "index" / env / repo
+            if not (index_dir / "index.json").is_file():
+                build_index(env, spec, read_json(co)["tree"], index_dir, m.specs.key_env_names(), sys.stderr,
+                            tool_spec=m.specs.tools[tool])
+        out[repo] = (read_json(co), index_dir)
+    return out
+
+
+# --- one replay -----------------------------------------------------------------------------
+
+
+def _mcp_calls(transcript: dict) -> list[dict]:
+    return [c for c in transcript.get("tool_calls", []) if c.get("source") == "mcp"]
+
+
+def sequence_key(trial: dict) -> str:
+    """Trials with the same key send the same calls to the same server at the same commit."""
+    root = base_root(trial["transcript"])
+    calls = [(c["tool"], normalise(json.dumps(c.get("arguments"), sort_keys=True), (root,) if root else ()))
+             for c in _mcp_calls(trial["transcript"])]
+    return json.dumps([trial["cell"]["tool"], trial["cell"]["repo"], calls])
+
+
+async def replay_trial(m, tool: str, trial: dict, checkout: dict, index_dir, errlog: Path) -> dict:
+    """Start HEAD's server in a fresh workspace and send BASE's calls of one trial again.
+    Returns {startup_seconds, server_version, error, calls: [{..., class}]}."""
+    from mcp import MCPError
+
+    from mcptrials.run.hosts.loop import result_text
+    from mcptrials.prepare.servers import leaf_error, open_server, stderr_tail
+    from mcptrials.run.trial import Sandbox, cap_text
+
+    spec = m.specs.tools[tool]
+    calls = _mcp_calls(trial["transcript"])
+    old = base_root(trial["transcript"])
+    cap = (trial["meta"].get("limits") or {}).get("max_result_tokens") or m.specs.limits.max_result_tokens
+    sandbox = Sandbox.create(checkout["tree"], index_dir)
+    roots = tuple(x for x in (old, str(sandbox.root)) if x)
+    out = {"calls": [], "error": None, "startup_seconds": None, "server_version": None}
+
+    def record(c, cls, text="", latency=None, detail=None):
+        out["calls"].append({"step": c.get("step"), "tool": c["tool"], "arguments": c.get("arguments"),
+                             "base_ok": not c.get("is_error"), "class": cls, "base_latency_ms": c.get("latency_ms"),
+                             "head_latency_ms": latency, "base_text": c.get("result_text") or "", "head_text": text,
+                             "detail": detail})
+    try:
+        try:
+            async with open_server(spec, sandbox.values(), errlog, m.specs.key_env_names()) as s:
+                out["startup_seconds"], out["server_version"] = round(s.startup_seconds, 3), s.server_version
+                live = {t["name"] for t in await s.list_tools()}
+                gone = None
+                for c in calls:
+                    if c["tool"] not in live:
+                        record(c, TOOL_GONE, detail=f"{c['tool']} is not in HEAD's tools/list")
+                        continue
+                    if gone:
+                        record(c, NOW_ERROR, detail=gone)
+                        continue
+                    t0 = time.monotonic()
+                    head = {"error": None, "is_error": False, "text": ""}
+                    try:
+                        r = await s.client.call_tool(c["tool"], rebase(c.get("arguments") or {}, old, str(sandbox.root)))
+                        head.update(text=cap_text(result_text(r), cap)[0], is_error=bool(r.is_error))
+                    except MCPError as e:
+                        head.update(error=f"MCP error: {e}", text=f"MCP error: {e}")
+                        if "closed" in str(e).lower():   # the server is gone for the rest of the trial
+                            gone = f"the server exited at an earlier call ({c['tool']}): {e}"
+                    except Exception as e:  # noqa: BLE001 - a broken result is HEAD's error, recorded
+                        head.update(error=f"{type(e).__name__}: {e}", text=f"{type(e).__name__}: {e}")
+                    latency = round((time.monotonic() - t0) * 1000, 2)
+                    record(c, classify(c, head, roots), head["text"], latency, head["error"])
+        except Exception as e:  # noqa: BLE001 - the server did not start (or died at start)
+            leaf = leaf_error(e)
+            if not out["calls"]:
+                out["error"] = f"{type(leaf).__name__}: {leaf}; stderr: {stderr_tail(errlog, 5)}"
+                for c in calls:
+                    record(c, NOT_STARTED, detail=out["error"])
+            else:   # it went away while shutting down: the calls stand, the fault is noted
+                out["shutdown_error"] = f"{type(leaf).__name__}: {leaf}"
+    finally:
+        sandbox.remove()
+    for c in out["calls"]:   # what is shown of a difference: the trial folder as {trial}
+        c["arguments"] = json.loads(normalise(json.dumps(c["arguments"]), roots))
+    out["roots"] = roots
+    return out
+
+
+async def replay_all(m, picked: dict, prepared: dict, logs: Path, jobs: int) -> dict:
+    """tool -> [(trials, replay)] with one replay per distinct call sequence, `jobs` at a time.
+    Trials with no server call at all need no replay of their own when another sequence of the
+    same tool and repo starts the server: they share its start (and its did-not-start)."""
+    sem = asyncio.Semaphore(max(1, jobs))
+    work, idle = [], []
+    for tool, trials in picked.items():
+        seqs: dict[str, list[dict]] = {}
+        for t in trials:
+            seqs.setdefault(sequence_key(t), []).append(t)
+        busy_repos = {g[0]["cell"]["repo"] for g in seqs.values() if _mcp_calls(g[0]["transcript"])}
+        for i, group in enumerate(seqs.values()):
+            if not _mcp_calls(group[0]["transcript"]) and group[0]["cell"]["repo"] in busy_repos:
+                idle.append((tool, group))
+            else:
+                work.append((tool, group, logs / tool / f"{i}.stderr.log"))
+
+    async def one(tool, group, errlog):
+        errlog.parent.mkdir(parents=True, exist_ok=True)
+        errlog.unlink(missing_ok=True)
+        co, index_dir = prepared[tool][group[0]["cell"]["repo"]]
+        async with sem:
+            return tool, group, await replay_trial(m, tool, group[0], co, index_dir, errlog)
+
+    done = await asyncio.gather(*(one(*w) for w in work))
+    out: dict = {t: [] for t in picked}
+    for tool, group, rep in done:
+        out[tool].append((group, rep))
+    for tool, group in idle:
+        sibling = next(rep for g, rep in out[tool] if g[0]["cell"]["repo"] == group[0]["cell"]["repo"])
+        out[tool].append((group, dict(sibling, calls=[], shared_start=True)))
+    return out
+
+
+# --- the result -----------------------------------------------------------------------------
+
+
+def short_diff(base: str, head: str, roots: tuple[str, ...]) -> str:
+    b, h = normalise(base, roots), normalise(head, roots)
+    if b.startswith(("{", "[")) and h.startswith(("{", "[")):   # JSON: one key per line, so the diff says where
+        try:
+            b, h = (json.dumps(json.loads(x), indent=1, sort_keys=True) for x in (b, h))
+        except ValueError:
+            pass
+    lines = list(difflib.unified_diff(b.splitlines(), h.splitlines(), "BASE", "HEAD", lineterm="", n=1))[2:]
+    return "\n".join(x[:200] for x in lines[:DIFF_LINES]) + ("\n…" if len(lines) > DIFF_LINES else "")
+
+
+def summarise(replays: dict, strict: bool) -> dict:
+    """Per tool: counts per class (over every BASE trial's calls), the slowest calls, every
+    non-identical call (with the trials it stands for), and whether the tool fails."""
+    fail_on = FAILING + ((CHANGED,) if strict else ())
+    tools = {}
+    for tool, items in replays.items():
+        counts = dict.fromkeys(CLASSES, 0)
+        diffs, timed, failing, versions = [], [], 0, set()
+        n_trials = 0
+        for group, rep in items:
+            n_trials += len(group)
+            versions.add(rep["server_version"])
+            for c in rep["calls"]:
+                counts[c["class"]] += len(group)
+                if c["base_ok"] and c["class"] in fail_on:
+                    failing += len(group)
+                if c["head_latency_ms"] is not None:
+                    timed.append((c, group))
+                if c["class"] != IDENTICAL:
+                    diffs.append({"trials": [g["path"] for g in group], "step": c["step"], "tool": c["tool"],
+                                  "arguments": c["arguments"], "class": c["class"], "base_ok": c["base_ok"],
+                                  "detail": c["detail"],
+                                  "diff": short_diff(c["base_text"], c["head_text"], rep["roots"])
+                                  if c["class"] in (CHANGED, NOW_EMPTY, NOW_ERROR) else None})
+        timed.sort(key=lambda x: -(x[0]["head_latency_ms"] or 0))
+        tools[tool] = {
+            "trials": n_trials, "replayed": sum(1 for _, rep in items if not rep.get("shared_start")), "calls": sum(counts.values()), "counts": counts,
+            "failing": failing, "status": "fail" if failing else "pass",
+            "server_version": sorted(str(v) for v in versions if v),
+            "did_not_start": next((rep["error"] for _, rep in items if rep["error"]), None),
+            "slowest": [{"tool": c["tool"], "arguments": c["arguments"], "trial": g[0]["path"],
+                         "base_latency_ms": c["base_latency_ms"], "head_latency_ms": c["head_latency_ms"]}
+                        for c, g in timed[:SLOWEST]],
+            "differences": diffs,
+        }
+    return {"tools": tools, "failed": sorted(t for t, v in tools.items() if v["status"] == "fail"), "strict": strict,
+            "harness_version": __version__, "fails_on": list(fail_on)}
+
+
+def _args(a) -> str:
+    text = json.dumps(a, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= 160 else text[:159] + "…"
+
+
+def _counts(v: dict) -> str:
+    return ", ".join(f"{k} {n}" for k, n in v["counts"].items() if n) or "no calls"
+
+
+def text_report(result: dict) -> str:
+    lines = [f"replay: BASE's recorded tool calls sent to HEAD's servers (no model); fails on: "
+             f"{', '.join(result['fails_on'])} of calls that succeeded in BASE"]
+    for tool, v in result["tools"].items():
+        lines.append(f"{tool}: {v['status'].upper()}: {v['calls']} call(s) of {v['trials']} trial(s) "
+                     f"({v['replayed']} distinct sequence(s) replayed): {_counts(v)}")
+        if v["did_not_start"]:
+            lines.append(f"  HEAD's server did not start: {v['did_not_start'][:300]}")
+        for d in v["differences"]:
+            lines.append(f"  {d['class']}: {d['tool']} {_args(d['arguments'])} (step {d['step']}, "
+                         f"{d['trials'][0]}{' and %d more' % (len(d['trials']) - 1) if len(d['trials']) > 1 else ''})"
+                         + (f": {d['detail'][:200]}" if d["detail"] else ""))
+            if d["diff"]:
+                lines += [f"    {x}" for x in d["diff"].splitlines()]
+        for s in v["slowest"]:
+            lines.append(f"  slow: {s['tool']} {_args(s['arguments'])}: {s['base_latency_ms']} ms in BASE, "
+                         f"{s['head_latency_ms']} ms in HEAD")
+    lines.append(f"result: {len(result['failed'])} tool(s) fail: {', '.join(result['failed'])}" if result["failed"]
+                 else "result: no regression")
+    return "\n".join(lines) + "\n"
+
+
+def markdown(result: dict) -> str:
+    n = len(result["failed"])
+    text = (f"### mcptrials replay: {'❌ ' + str(n) + ' tool(s) fail' if n else '✅ no regression'}\n\n"
+            "BASE's recorded tool calls sent again to HEAD's servers, no model (fails on: "
+            f"{', '.join(result['fails_on'])} of calls that succeeded in BASE). mcptrials {result['harness_version']}.\n\n"
+            "| tool | result | calls | " + " | ".join(CLASSES) + " | slowest call (BASE → HEAD ms) |\n"
+            "|---|---|---|" + "---|" * len(CLASSES) + "---|\n")
+    details = []
+    for tool, v in result["tools"].items():
+        slow = v["slowest"][0] if v["slowest"] else None
+        text += (f"| {tool} | {'❌' if v['status'] == 'fail' else '✅'} | {v['calls']} | "
+                 + " | ".join(str(v["counts"][c]) for c in CLASSES)
+                 + (f" | {html.escape(slow['tool'])} {slow['base_latency_ms']} → {slow['head_latency_ms']} |" if slow else " | – |")
+                 + "\n")
+        if v["differences"]:
+            body = []
+            for d in v["differences"][:50]:
+                body.append(f"- **{d['class']}** `{html.escape(d['tool'])}` `{html.escape(_args(d['arguments']))}` "
+                            f"({html.escape(d['trials'][0])})" + (f": {html.escape(d['detail'][:200])}" if d["detail"] else ""))
+                if d["diff"]:
+                    body.append("\n```diff\n" + d["diff"].replace("```", "'''") + "\n```")
+            details.append(f"<details><summary>{tool}: {len(v['differences'])} call(s) not identical</summary>\n\n"
+                           + "\n".join(body) + "\n\n</details>\n")
+    text += "\n" + "\n".join(details)
+    return text if len(text) <= MARKDOWN_LIMIT else text[:MARKDOWN_LIMIT] + "\n\n… (cut to fit a comment)\n"
+
+
+def cannot_markdown(reasons: list[str]) -> str:
+    return "### mcptrials replay: ⚠️ not replayed\n\n" + "\n".join(f"- {html.escape(r)}" for r in reasons) + "\n"
+
+
+def junit(result: dict | None, reasons: list[str] | None = None) -> str:
+    """One testcase per tool, failed when it fails; a BASE that cannot be replayed is one errored testcase."""
+    import xml.etree.ElementTree as ET
+
+    suite = ET.Element("testsuite", name="mcptrials replay")
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", name="mcptrials", value=__version__)
+    cases = failures = errors = 0
+    if reasons:
+        case = ET.SubElement(suite, "testcase", classname="mcptrials.replay", name="replayable")
+        ET.SubElement(case, "error", message="BASE cannot be replayed").text = "\n".join(reasons)
+        cases, errors = 1, 1
+    for tool, v in (result or {}).get("tools", {}).items():
+        cases += 1
+        case = ET.SubElement(suite, "testcase", classname="mcptrials.replay", name=tool)
+        body = "\n".join(f"{d['class']}: {d['tool']} {_args(d['arguments'])} ({d['trials'][0]})"
+                         + (f"\n{d['diff']}" if d["diff"] else "") for d in v["differences"])
+        if v["status"] == "fail":
+            failures += 1
+            ET.SubElement(case, "failure", message=f"{v['failing']} call(s) failing: {_counts(v)}").text = body
+        ET.SubElement(case, "system-out").text = f"{_counts(v)}\n{body}"
+    for k, n in (("tests", cases), ("failures", failures), ("errors", errors)):
+        suite.set(k, str(n))
+    root = ET.Element("testsuites")
+    root.append(suite)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+# --- the command -----------------------------------------------------------------------------
+
+
+def replay(base_folder, config: str, tools: list[str] | None = None, strict: bool = False,
+           results: Path = Path("results"), jobs: int | None = None) -> dict:
+    """The whole replay of a BASE results folder against HEAD's config. Raises CannotReplay."""
+    m = load_matrix(config)
+    picked = select(load_base_trials(base_folder), m, tools)
+    prepared = {tool: prepare(m, tool, {t["cell"]["repo"] for t in trials}, results)
+                for tool, trials in picked.items()}
+    # a server start mostly waits (imports, the sandbox): twice the cores keeps them busy
+    replays = asyncio.run(replay_all(m, picked, prepared, results / "logs" / "replay", jobs or 2 * (os.cpu_count() or 1)))
+    return summarise(replays, strict)
+
+
+def cmd_replay(args) -> int:
+    config = args.config or os.environ.get("MCPTRIALS_CONFIG") or "config.yaml"
+    try:
+        result = replay(args.base, config, args.tool, args.strict, jobs=args.jobs)
+    except CannotReplay as e:
+        return refuse("replay", "cannot replay", e.reasons, args, cannot_markdown(e.reasons), junit(None, e.reasons))
+    print(text_report(result), end="")
+    write_outputs(args, markdown(result), junit(result))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1, ensure_ascii=False))
+    return 1 if result["failed"] else 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("replay", help="send BASE's recorded tool calls to HEAD's servers (no model, no key); exit 1 "
+                                      "when a call that succeeded now errors, finds nothing or its tool is gone")
+    p.add_argument("base", metavar="BASE_RESULTS", help="the reference results/ folder, with its runs/ (transcripts)")
+    p.add_argument("--config", help="HEAD's config (default $MCPTRIALS_CONFIG, else config.yaml)")
+    p.add_argument("--tool", action="append", help="replay only this tool (repeatable; default: every server tool)")
+    p.add_argument("--strict", action="store_true", help="also fail on a changed result")
+    p.add_argument("--jobs", type=int, help="servers at once (default: twice the machine's cores)")
+    p.add_argument("--markdown", help="write a pull-request comment (Markdown) here")
+    p.add_argument("--junit", help="write a JUnit XML report here (one testcase per tool)")
+    p.add_argument("--json", help="write the whole result as JSON here")
+    p.set_defaults(func=cmd_replay)

@@ -1,0 +1,13 @@
+"""Deterministic graders: they turn one transcript into scored.json without calling a model.
+
+Each grader reads only `steps[i].answer_text` (the prose a developer gets), never the
+tool calls or the audit text. Modules: keywords, citations (with gittree: the repository
+read from git objects at the pinned commit; subjects, strict, structure, symbols,
+composition), exact, state, usage (efficiency figures and adoption), gold_recall, answer_map,
+patterns (behaviours worth reading a transcript for) and scoring (one trial's record). This
+package imports no pandas, scipy or matplotlib.
+
+May import: run, cost, prepare, matrix, core, stats.
+"""
+
+GRADER_VERSION = "5"   # 2: citations from the answer's context, spans, structured verification, tree-sitter symbols; 3: efficiency figures split server start-up from the agent's working time; 4: state checks in parts (command, sql, json, unchanged_except), each with what it found; 5: every citation form, a subject per citation, strict verification beside the lenient one, composition by form (issue 25)

@@ -1,0 +1,103 @@
+"""One trial's scored.json: every deterministic grader, with its evidence, and the pass.
+
+A trial passes when its outcome is `completed` and, in every step, every required keyword
+check hit, the exact answer matched (when required) and the state check passed (when
+required). Citations, efficiency and adoption are measured, never part of the pass.
+
+A `one_answer` transcript (one answer for every step) is graded per step on the part of
+the answer graders/answer_map.py gives the step; `answer_mapping` says how it was split.
+"""
+
+from __future__ import annotations
+
+from mcptrials.matrix.config import Scenario, canonical_hash
+from mcptrials.grade import GRADER_VERSION
+from mcptrials.grade import citations
+from mcptrials.grade import keywords
+from mcptrials.grade.answer_map import step_answers
+from mcptrials.grade.exact import grade_exact
+from mcptrials.grade.gittree import commit_tree
+from mcptrials.grade.gold_recall import gold_recall, whole_answer
+from mcptrials.grade.state import grade_state
+from mcptrials.grade.usage import adoption, efficiency
+
+SCHEMA = "mcptrials/scored/1"
+
+
+def _step(i: int, spec: dict, tstep: dict | None, tree, extensions) -> dict:
+    where = f"scenario field steps.{i}"
+    answer = (tstep or {}).get("answer_text") or ""
+    kw = keywords.grade_keywords(spec["checks"], answer, f"{where}.checks")
+    cit = (citations.grade_citations(answer, tree, (spec.get("citations") or {}).get("gold", []), extensions)
+           if tree is not None else not_checked_citations())
+    ex = grade_exact(spec["exact_answer"], answer, f"{where}.exact_answer") if spec.get("exact_answer") else None
+    st = grade_state(spec["state_check"], (tstep or {}).get("state_check")) if spec.get("state_check") else None
+
+    failures = [f"step {i} ({spec['name']}): required {r['type']} check {r['value']!r} not in the answer"
+                for r in kw["checks"] if r["required"] and not r["hit"]]
+    if ex and ex["required"] and not ex["passed"]:
+        failures.append(f"step {i} ({spec['name']}): exact answer {ex['expected']!r} not found")
+    if st and st["required"] and not st["passed"]:
+        failures.append(f"step {i} ({spec['name']}): state check: {st['reason']}")
+    if tstep is None:
+        failures.append(f"step {i} ({spec['name']}): the transcript has no such step")
+    return {
+        "index": i, "name": spec["name"], "present": tstep is not None,
+        "outcome": (tstep or {}).get("outcome"), "answer_chars": len(answer),
+        "keywords": kw, "citations": cit, "exact": ex, "state": st,
+        "required_passed": not failures, "failures": failures,
+    }
+
+
+def not_checked_citations() -> dict:
+    """A step's citations when the repository has no checkout: nothing found, nothing
+    counted, every rate null (missing, never zero); the trial says why (citations_not_checked)."""
+    counts = citations.empty_counts()
+    return {"items": [], "gold": [], "counts": counts, "rates": citations.citation_rates(counts)}
+
+
+def score_trial(transcript: dict, scenario: dict, repo_dir: str, commit: str,
+                pricing: dict | None, extensions: list | None, not_checked: str | None = None) -> dict:
+    """The scored.json record of one transcript (see src/mcptrials/schemas/scored.schema.yaml).
+
+    pricing: the config's `pricing` table, or None to keep the transcript's own cost.
+    extensions: the config's `citation_extensions`, or None for the defaults.
+    not_checked: why the repository has no checkout (the repo's `unresolved`): citations are
+    then not checked; everything else is graded as usual.
+    """
+    tree = commit_tree(repo_dir, commit) if not_checked is None else None
+    mapped, mapping = step_answers(transcript, scenario["steps"])  # a one_answer transcript: its parts
+    by_index = {s["index"]: s for s in (mapped if mapped is not None else transcript.get("steps", []))}
+    steps = [_step(i, spec, by_index.get(i), tree, extensions) for i, spec in enumerate(scenario["steps"])]
+
+    failures = []
+    if transcript["outcome"] != "completed":
+        failures.append(f"outcome {transcript['outcome']}: only a completed trial can pass")
+    for s in steps:
+        failures += s["failures"]
+    exacts = [s["exact"] for s in steps if s["exact"]]
+    states = [s["state"] for s in steps if s["state"]]
+    return {
+        "schema": SCHEMA,
+        "grader_version": GRADER_VERSION,
+        "cell": dict(transcript["cell"]),
+        "provider": transcript.get("provider"),
+        "model_id": transcript.get("model_id"),
+        "outcome": transcript["outcome"],
+        "outcome_detail": transcript.get("outcome_detail"),
+        "repo_commit": tree.commit if tree is not None else commit,
+        "citations_not_checked": not_checked,
+        "grading_sha256": canonical_hash(Scenario(id="", path=None, data=scenario, sha256="").grading_part()),
+        "citation_extensions": list(extensions) if extensions else None,
+        "passed": not failures,
+        "failures": failures,
+        "keywords": keywords.pool([s["keywords"] for s in steps]),
+        "citations": citations.pool([s["citations"] for s in steps]),
+        "gold_recall": gold_recall(whole_answer(transcript), scenario.get("gold")),
+        "exact": {"steps": len(exacts), "passed": sum(1 for e in exacts if e["passed"])},
+        "state": {"steps": len(states), "passed": sum(1 for e in states if e["passed"])},
+        "steps": steps,
+        "answer_mapping": mapping,
+        "efficiency": efficiency(transcript, pricing),
+        "adoption": adoption(transcript, scenario),
+    }

@@ -1,0 +1,98 @@
+"""The strict verdict of a line citation against its subject (issue 25 item 4).
+
+verified  when a cited line lies inside a definition of the subject (tree-sitter spans, see
+          symbols.definitions, for the languages parsed there; a Python definition's
+          decorators are inside it), or a cited line's code names
+          the qualified subject whole as written (`self.transport.notify`), or, when no definition of the
+          subject's name encloses the cited line, the code of a cited line (comments cut off)
+          names the subject's last component as a whole word;
+mismatch  otherwise;
+n/a       without a subject.
+
+A definition is of the subject when its name is the subject's last component and the
+subject's qualifiers that name something of the file (a definition or a container such as
+a class, module, impl type or trait, a Go receiver) are its containers, innermost first, in
+order (`A::call` is not B's `call`; `app.route` keeps only `route`: `app` names nothing of
+the file). A definition of the same name whose chain does not match decides against
+(the sibling impl's method), so a shared name on the line cannot verify it.
+
+A range verifies when it overlaps such a definition or one of its lines names the subject.
+"""
+
+from __future__ import annotations
+
+import re
+
+from mcptrials.grade.symbols import definitions, language_of
+
+_HASH_COMMENT = {"python", "ruby"}
+_SLASH_COMMENT = {"go", "rust", "java", "typescript", "tsx", "javascript"}
+_EXT_HASH = {"sh", "bash", "zsh", "yaml", "yml", "toml", "rb", "py", "pl", "r", "cfg", "conf", "ini", "mk"}
+
+
+def parts(subject: str) -> list[str]:
+    return [p for p in re.split(r"\.|::|#", subject) if p]
+
+
+def _code(line: str, path: str) -> str:
+    """The line without its trailing comment (a rough cut: `#` or `//` outside the first quote)."""
+    lang = language_of(path)
+    ext = path.rsplit(".", 1)[-1].lower()
+    marks = ["#"] if lang in _HASH_COMMENT or ext in _EXT_HASH else ["//"] if lang in _SLASH_COMMENT else []
+    for mark in marks:
+        k = line.find(mark)
+        if k >= 0 and line[:k].count('"') % 2 == 0 and line[:k].count("'") % 2 == 0:
+            line = line[:k]
+    return line
+
+
+def _has_word(text: str, word: str) -> bool:
+    tail = "" if word[-1] in "?!" else r"(?![\w?!])"
+    return re.search(rf"(?<!\w){re.escape(word)}{tail}", text) is not None
+
+
+def _has_chain(text: str, subject: str) -> bool:
+    """The qualified subject as written (`self.transport.notify`), a whole word at both ends."""
+    return re.search(rf"(?<![\w.]){re.escape(subject)}(?![\w?!])", text) is not None
+
+
+def _chain_ok(d: dict, qualifiers: list[str], known: set[str]) -> bool:
+    """The qualifiers that name something of the file are d's containers, innermost first, in order."""
+    wanted = [q for q in reversed(qualifiers) if q in known]
+    k = 0
+    for names in d["containers"]:
+        if k < len(wanted) and wanted[k] in names:
+            k += 1
+    return k == len(wanted)
+
+
+def _defs(path: str, source: str) -> list[dict] | None:
+    lang = language_of(path)
+    if lang is None:
+        return None
+    try:
+        return definitions(lang, source)
+    except Exception:            # a grammar that fails on a file: fall back to the line's text
+        return None
+
+
+def verdict(path: str, source: str, lines: list[int], subject: str | None, file_lines: list[str]) -> str:
+    """verified / mismatch / n/a (rule in the module docstring)."""
+    if not subject:
+        return "n/a"
+    *qualifiers, name = parts(subject)
+    lo, hi = (lines[0], lines[0]) if len(lines) == 1 else (min(lines), max(lines))
+    defs = _defs(path, source) or []
+    known = {d["name"] for d in defs} | {n for d in defs for c in d["containers"] for n in c}
+    same = [d for d in defs if d["name"] == name and d.get("outer_start", d["start"]) <= hi and lo <= d["end"]]
+    if any(_chain_ok(d, qualifiers, known) for d in same):
+        return "verified"
+    if qualifiers and any(_has_chain(_code(file_lines[n - 1], path), subject)
+                          for n in range(max(lo, 1), min(hi, len(file_lines)) + 1)):
+        return "verified"        # the line names the whole chain: `self.transport.notify(...)`
+    if same and qualifiers and any(q in known for q in qualifiers):
+        return "mismatch"        # the line is inside a same-named definition of another scope
+    for n in range(max(lo, 1), min(hi, len(file_lines)) + 1):
+        if _has_word(_code(file_lines[n - 1], path), name):
+            return "verified"
+    return "mismatch"

@@ -1,0 +1,415 @@
+"""The subject of a citation: the identifier the answer says is at the cited place, read
+as a careful reader reads it, from the narrowest scope first (issue 25 item 3):
+
+0. "label": the name the citation is attached to, right before it with nothing but
+   spaces, backticks, quotes, an opening `(` and one `:`, dash or `at`/`in`/`on` between
+   (`` `is_noop(self)` — path:74 ``, `Http.post (path:28)`, `Sms :36`, `notify at path:96`,
+   `"Shell": "path:13"`): a code-like name, a capitalised word that does not start prose,
+   or a plain word that begins its clause or is joined by `at`/`in`/`on` and is not a verb
+   (`built at path` is not one), when no code-like name is in its clause (`logic (path)`
+   in "the 404-is-permanent logic (path)" is not one: the clause began earlier); a JSON key
+   (`"file": "path"`) is never one; else, for a citation inside a parenthetical with nothing
+   code-like before it there, the code-like name right before the `(`
+   (`` `domain` (belongs_to, line 5) ``); across a closed parenthetical right before the
+   citation (`` `incoming_links` (inbound, `to_story`) :48 ``: incoming_links); a heading
+   clause ending in `:` gives its first code-like name (`SuggestedTitle belongs_to story: path`);
+   a kind word (model, class, method, scope, block...) right before gives the name before it
+   (`Story model at path`, `validate block (path)`);
+1. "after": the clause right after the citation (a parenthetical `(Channel.notify)`, or
+   `path:16 Apprise`, `path:60 defines Transport`): its first code-like name, or its first
+   word when that is a capitalised identifier directly after the citation; Rails
+   declaration words (`has_many merged_stories`) lead to the name after them;
+2. "before": the nearest code-like name before it in the same clause
+   (`` `Transport.notify` signature (path:64) ``);
+3. "json field": the `name`/`symbol`/`function`/`signature`... member of its own innermost
+   JSON object (for a JSON `"line"` member this comes first: the member is the clause);
+   "json text": else the first code-like name of another member's text, or its capitalised
+   name before a kind word (`"dependent": "Tagging model"`), when the cited file names it
+   (a name of another member that the file lacks is about something else) (`"what":
+   "Utils.normalize used by Story#url="`, `"use": "has_many :stories"`), a file, line or
+   prose member (`reason`, `risk`, `description`, `usage`...) excepted;
+   "json key": before these, the key of the JSON member the citation is the value of
+   (`"user": "story.rb:4"`), when the cited file names it somewhere (key_named): a key that
+   names nothing of the file (`"model_validation": "story.rb:265"`) is a label, no subject;
+   a file, line or prose key never is one;
+4. "table name cell": the identifier in its table row's symbol/name column;
+5. "list item": the first code-like name of its list item (of a nested item that names
+   nothing, its parent item's bullet line: `8. **Slackalike.payload**` over `   - File: path`);
+6. "sentence": the nearest code-like name of its sentence that the cited file names (the
+   widest scope: a name the file lacks is about something else).
+
+Before all of these, "respectively" (graders/citations.respectively): one of a group of
+citations joined by `/` or `,` right after as many names joined by `/` takes the name in
+its place (`` `hidden_by`/`not_hidden_by` `:148`/`:151` ``: :151 is about not_hidden_by).
+
+A clause ends at `, ; | ·`, a line break, a sentence's full stop, an unopened `)` or another
+citation; commas inside backticks, or before the citation inside a closed `(...)`
+(`calls self.transport.notify(flip, n) at path`), do not end it. Code-like: backticked, or bold, or with a
+qualifier (`a.b`, `A::b`, `A#b`), an underscore, an inner capital (`HttpTransport`), all
+capitals of five letters or more (`TRANSPORTS`; `HTTP`, `PORO` are prose) or a call's `(`. Inside a code span the subject is the span's
+qualified identifier (`Story#is_gone?`), else its first Ruby symbol (`has_many :taggings`
+-> taggings), else the name before its first `(` (`def notify(self)` -> notify), else its
+first identifier that is not a keyword (`include Token` -> Token). Paths, one-letter names
+and keywords are never subjects.
+
+Each subject is {"name": qualified name, "from": the scope above}.
+"""
+
+from __future__ import annotations
+
+import re
+
+from mcptrials.grade import structure
+
+IDENT = r"[A-Za-z_]\w*[?!]?"
+QUALIFIED = rf"{IDENT}(?:(?:\.|::|#){IDENT})*"
+_QUALIFIED_SPAN = re.compile(rf"^(?:&|\*|@)?(?P<id>{QUALIFIED})(?:<.*>|\[.*\])?(?:\(.*\)?)?\s*(?:->.*)?$")
+_TOKEN = re.compile(rf"`(?P<tick>[^`\n]+)`|\*\*(?P<bold>[^*\n]+)\*\*|(?:(?<=\s#)|(?<![\w`:.#]))"
+                    rf"(?P<bare>{QUALIFIED})(?:(?P<call>\()|(?P<setter>=)(?=[\s`),;]|$))?")
+_JSON_KEY_AFTER = re.compile(r'"\s*:\s*"')
+_RUBY_SYMBOL = re.compile(rf"(?<![:\w]):(?P<s>{IDENT})")
+_BEFORE_CALL = re.compile(rf"(?P<id>{QUALIFIED})\s*\(")
+_WORD = re.compile(IDENT)
+_CLAUSE_END = re.compile(r"[,;|\n\u00b7]|\.(?=\s|$)")
+KEYWORDS = frozenset("""
+    fn func def class struct impl pub async await const let var static public private protected
+    internal void return for if while where self Self this mut type interface trait enum module
+    export function final abstract override unsafe extern crate super in of dyn ref mod use
+    package import from lambda end do then else true false None null nil True False
+    include extend prepend require require_relative attr_reader attr_writer attr_accessor
+    and or not is the a an
+""".split())
+# Capitalised words that start prose rather than name a definition (`path:74: Check if ...`).
+PROSE_WORDS = frozenset("""
+    The This That These Those It Its See Also And Or But Then Here There Called Used Uses Returns
+    Base Entry Note Each All Every Only No Not Default For In On At With From Via If When Where
+    Which What Why How Both Line Lines File Files Defined Calls Call Shared Same Similar One Two
+    Other Another New Old Main Core Key Top Bottom Most Many Some Any Overrides Override Inherits
+""".split())
+# Words that may stand between a citation and the name it is about: `path:60 defines Transport`.
+LEAD_WORDS = frozenset("defines define declares declared is are has holds contains class def module method "
+                       "function fn func type struct trait interface the a an with named called "
+                       "has_many has_one belongs_to has_and_belongs_to_many scope".split())
+WINDOW = 160   # characters a clause reaches at most, either side
+
+
+def parts_of(name: str) -> list[str]:
+    return [p for p in re.split(r"\.|::|#", name) if p] or [name]
+
+
+def _clean(name: str) -> str | None:
+    parts = [p for p in re.split(r"\.|::|#", name) if p]
+    if not parts or len(parts[-1].rstrip("?!")) < 2 or parts[-1] in KEYWORDS:
+        return None
+    return name
+
+
+def code_subject(span: str, is_path) -> str | None:
+    """The subject a code span names (rules in the module docstring), or None."""
+    s = span.strip()
+    if not s or is_path(s):
+        return None
+    m = _QUALIFIED_SPAN.match(s)
+    if m and m.group("id").split(".")[0] not in KEYWORDS:
+        return _clean(m.group("id"))
+    sym = _RUBY_SYMBOL.search(s)
+    if sym:
+        return _clean(sym.group("s"))
+    call = next((c for c in _BEFORE_CALL.finditer(s) if c.group("id") not in KEYWORDS), None)
+    if call:
+        return _clean(call.group("id"))
+    for w in _WORD.finditer(s):
+        if w.group(0) not in KEYWORDS and len(w.group(0)) > 1:
+            return _clean(w.group(0))
+    return None
+
+
+def _code_like(name: str, call: bool) -> bool:
+    last = re.split(r"\.|::|#", name)[-1]
+    return (call or bool(re.search(r"\.|::|#", name)) or "_" in name.strip("_") or re.search(r"[a-z][A-Z]", name) is not None
+            or (len(last) >= 5 and last.isupper()))
+
+
+def _tokens(text: str, lo: int, hi: int, is_path):
+    """(start, name, strong, end) for the names in text[lo:hi]; strong: backticked, bold or code-like."""
+    for m in _TOKEN.finditer(text, lo, hi):
+        if m.group("tick") is not None:
+            name = code_subject(m.group("tick"), is_path)
+            if name:
+                yield m.start(), name, True, m.end()
+        elif m.group("bold") is not None:
+            inner = m.group("bold").strip()
+            name = code_subject(inner, is_path) if _QUALIFIED_SPAN.match(inner) else None
+            if name and (_code_like(name, "(" in inner) or " " not in inner):
+                yield m.start(), name, _code_like(name, "(" in inner) or inner[:1].isupper(), m.end()
+        else:
+            name = m.group("bare")
+            if is_path(name) or name in KEYWORDS:
+                continue
+            if _JSON_KEY_AFTER.match(text, m.end("bare")) and text[m.start() - 1:m.start()] == '"':
+                continue             # a JSON key: the member's name, not a name of the code (see "json key")
+            code = _code_like(name, m.group("call") is not None) or m.group("setter") is not None \
+                or text[m.start() - 1:m.start()] == "#"
+            yield m.start(), name, code, m.end("bare")
+
+
+def _tick_spans(text: str, lo: int, hi: int) -> list[tuple[int, int]]:
+    """The code spans meeting text[lo:hi], offsets relative to lo; paired from the start of
+    lo's line (a window that starts inside a code span must not flip the pairing)."""
+    line = text.rfind("\n", 0, lo) + 1
+    spans = ((m.start() + line, m.end() + line) for m in re.finditer(r"`[^`\n]*`", text[line:hi]))
+    return [(a - lo, b - lo) for a, b in spans if b > lo]
+
+
+def _clause_end(text: str, pos: int, stop: int) -> int:
+    """Where the clause starting at pos ends (the first boundary outside backticks, at most stop)."""
+    hi = min(stop, pos + WINDOW, len(text))
+    ticks = _tick_spans(text, pos, hi)
+    depth = 0
+    for k in range(pos, hi):
+        ch = text[k]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            if depth == 0:
+                return k
+            depth -= 1
+        elif _CLAUSE_END.match(text, k) and not any(a <= k - pos < b for a, b in ticks):
+            return k
+    return hi
+
+
+def _clause_start(text: str, pos: int, stop: int) -> int:
+    """Where the clause ending at pos starts (the last boundary outside backticks, at least stop)."""
+    lo = max(stop, pos - WINDOW, 0)
+    ticks = _tick_spans(text, lo, pos)
+    depth = 0                    # a comma inside a closed (...) before pos does not end the clause
+    for k in range(pos - 1, lo - 1, -1):
+        ch = text[k]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            depth = max(depth - 1, 0)
+        elif depth == 0 and _CLAUSE_END.match(text, k) and not any(a <= k - lo < b for a, b in ticks):
+            return k + 1
+    return lo
+
+
+def _after(text: str, start: int, end: int, is_path) -> str | None:
+    lead = re.compile(r"[ \t*:#\u2014\u2013>=-]*(?:\((?P<paren>\s*))?")
+    m = lead.match(text, start, end)
+    opened = m.group("paren") is not None
+    colon = any(ch in m.group(0) for ch in ":-\u2014\u2013") and not opened   # a description follows
+    first = True
+    conj = re.search(r"\s(?:and|or|but|while|then)\s", text[m.end():end])    # the next conjunct is another clause
+    end = m.end() + conj.start() if conj else end
+    toks = list(_tokens(text, m.end(), end, is_path))
+    names = [t for t in toks if t[1] not in LEAD_WORDS and t[1].split(".")[0] not in LEAD_WORDS]
+    for pos, name, strong, _ in toks:
+        word = name.split(".")[0]
+        if strong:
+            return name
+        if first and not colon and name[:1].isupper() and name not in PROSE_WORDS:
+            return name
+        if name not in LEAD_WORDS and word not in LEAD_WORDS:
+            first = False
+    # the clause is the name alone (`path - class Apprise`, `path:522 votes;`, `path:191 saved scope`)
+    if len(names) == 1 or (len(names) == 2 and names[1][1] in KIND_WORDS):
+        name = names[0][1]
+        if name not in KIND_WORDS and len(name) > 2 and (
+                name[:1].isupper() or (not colon and name not in PROSE_WORDS)):
+            return name
+    return None
+
+
+KIND_WORDS = frozenset("scope method class module constant table association callback helper function "
+                       "model concern job controller block".split())
+_PREPS = frozenset(("at", "in", "on"))
+_LABEL_GAP = re.compile("[\\s`*\"'(]*(?:[:\u2014\u2013-][\\s`*\"'(]*)?")
+
+
+def _safe_start(text: str, lo: int, hi: int) -> int:
+    """lo, moved back to the start of a code span it falls inside."""
+    for a, b in _tick_spans(text, lo, hi):
+        if a < 0 < b:
+            return lo + a
+    return lo
+
+
+def _label(text: str, toks: list, start: int) -> str | None:
+    """The name the citation at start is attached to (rule 0 of the module docstring), also
+    across a closed parenthetical right before it (`` `incoming_links` (inbound, `to_story`) :48 ``)."""
+    got = _label_at(text, toks, start)
+    if got:
+        return got
+    j = start
+    while j > 0 and text[j - 1] in " \t`*:\u2014\u2013-":
+        j -= 1
+    if j == 0 or text[j - 1] != ")":
+        return None
+    depth = 0
+    for k in range(j - 1, max(-1, j - 1 - WINDOW), -1):
+        if text[k] == ")":
+            depth += 1
+        elif text[k] == "(":
+            depth -= 1
+            if depth == 0:
+                before = [t for t in toks if t[3] <= k]
+                if not before or not re.fullmatch(r"[\s`*]*", text[before[-1][3]:k]):
+                    return None
+                _, name, strong, _ = before[-1]
+                heading = re.fullmatch(r"[\s`*]*:[\s`*]*", text[j:start] or " ") is not None
+                if strong or (heading and name not in LEAD_WORDS and name not in PROSE_WORDS
+                              and name not in KIND_WORDS and len(name) > 2):
+                    return name      # `Origin belongs_to stories (counter_cache): path`: stories
+                return None
+    return None
+
+
+def _label_at(text: str, toks: list, start: int) -> str | None:
+    prep = False
+    while toks and toks[-1][1] in _PREPS and not toks[-1][2]:
+        if prep or not re.fullmatch(r"\s+", text[toks[-1][3]:start].replace("`", " ") or " "):
+            return None
+        prep, start, toks = True, toks[-1][0], toks[:-1]
+    if not toks:
+        return None
+    _, name, strong, end = toks[-1]
+    gap = text[end:start]
+    if not strong and name in KIND_WORDS and len(toks) > 1 and _LABEL_GAP.fullmatch(gap) \
+            and re.fullmatch(r"[ \t`*]+", text[toks[-2][3]:toks[-1][0]]) and toks[-2][1] not in LEAD_WORDS \
+            and toks[-2][1] not in PROSE_WORDS and len(toks[-2][1]) > 2:
+        return toks[-2][1]   # `Story model at path`, `validate block (path)`: the name the kind word follows
+    if not _LABEL_GAP.fullmatch(gap) or '"' in gap or (prep and not re.fullmatch(r"\s+", gap)):
+        return None          # a JSON key (`"file": "path"`) is a member's name, not the citation's subject
+    if strong:
+        return name
+    if re.fullmatch(r"\s*:\s*", gap):   # a heading clause `SuggestedTitle belongs_to story: path`
+        head = next((t[1] for t in toks if t[2] and t[1] not in LEAD_WORDS), None)
+        if head:
+            return head
+    if name in LEAD_WORDS or name in PROSE_WORDS or len(name) < 3 or any(t[2] for t in toks):
+        return None          # a plain word loses to a code-like name of its clause
+    if prep and (name.endswith("ed") or name in _PLACE_VERBS):
+        return None          # `built at path`, `lives in path`: the verb, not a name
+    if name[:1].isupper() and "(" not in gap or prep or len(toks) == 1 or re.fullmatch(r"[\s`]*", gap):
+        return name
+    return None
+
+
+def _paren_owner(text: str, start: int, is_path) -> str | None:
+    """The code-like name right before the `(` the citation at start stands in, when nothing
+    code-like comes between (`` `domain` (belongs_to, line 5) ``: domain)."""
+    line = text.rfind("\n", 0, start) + 1
+    depth = 0
+    for k in range(start - 1, line - 1, -1):
+        ch = text[k]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            if depth == 0:
+                inner = list(_tokens(text, k + 1, start, is_path))
+                if any(t[2] and t[1] not in LEAD_WORDS for t in inner):
+                    return None
+                toks = list(_tokens(text, max(line, k - WINDOW), k, is_path))
+                if toks and toks[-1][2] and re.fullmatch(r"[\s`*]*", text[toks[-1][3]:k]):
+                    return toks[-1][1]
+                return None
+            depth -= 1
+    return None
+
+
+_BULLET_LINE = re.compile(r"([ \t]*)(?:[-*+]|\d+[.)])[ \t]+")
+
+
+def _parent_item_head(text: str, item_start: int, is_path) -> str | None:
+    """For a nested list item that names nothing (`   - File: path:31`): the first code-like
+    name of its parent item's bullet line (`8. **Slackalike.payload** - ...`), at most 12
+    lines up."""
+    m = _BULLET_LINE.match(text, item_start)
+    if not m or not m.group(1):
+        return None
+    indent, pos = len(m.group(1).expandtabs()), item_start
+    for _ in range(12):
+        if pos <= 0:
+            return None
+        lo = text.rfind("\n", 0, pos - 1) + 1
+        b = _BULLET_LINE.match(text, lo)
+        if b and len(b.group(1).expandtabs()) < indent:
+            hi = text.find("\n", lo)
+            return next((n for _, n, strong, _ in _tokens(text, lo, len(text) if hi < 0 else hi, is_path) if strong), None)
+        pos = lo
+    return None
+
+
+_PLACE_VERBS = frozenset("is are was were lives live sits sit happens happen starts start begins begin found "
+                         "runs run occurs occur exists exist appears appear built made set done kept held sent "
+                         "thrown caught written read".split())
+
+
+_NAMED_KIND = re.compile(r"(?P<name>[A-Z]\w+(?:::[A-Z]\w+)*)\s+(?:model|class|module|controller|concern|job|"
+                         r"helper|mailer|mailbox|struct|trait|interface)\b")
+_KEY_BEFORE = re.compile(r'"(?P<key>[A-Za-z_][\w?!]*)"\s*:\s*"$')
+
+
+def subject(text: str, start: int, end: int, *, objects, before: int, after: int,
+            is_path, json_member: bool = False, key_named=None) -> dict | None:
+    """The subject of the citation text[start:end] (rules in the module docstring); before and
+    after: where the previous citation ends and the next one starts (a clause stops there)."""
+    if not json_member:
+        lo = _safe_start(text, _clause_start(text, start, before), start)
+        toks = list(_tokens(text, lo, start, is_path))
+        got = _label(text, toks, start) or (None if any(t[2] for t in toks) else _paren_owner(text, start, is_path))
+        if got:
+            return {"name": got, "from": "label"}
+        got = _after(text, end, _clause_end(text, end, after), is_path)
+        if got:
+            return {"name": got, "from": "after"}
+        strong = [name for _, name, s, _ in toks if s]
+        if strong:
+            return {"name": strong[-1], "from": "before"}
+        key = _KEY_BEFORE.search(text, max(0, start - 80), start)
+        if key and key.group("key").lower() not in _NOT_NAMES and _clean(key.group("key")) \
+                and (key_named is None or key_named(key.group("key"))):
+            return {"name": key.group("key"), "from": "json key"}
+    objs = structure.enclosing_objects(objects, start)
+    if objs:
+        for mem in objs[0].members:
+            if mem.key.lower() in IDENT_KEYS and isinstance(mem.value, str):
+                name = code_subject(mem.value, is_path)
+                if name:
+                    return {"name": name, "from": "json field"}
+        for mem in objs[0].members:      # else the first code-like name of another member's text
+            values = mem.value if isinstance(mem.value, list) else [mem.value]
+            for v in (v for v in values if isinstance(v, str) and mem.key.lower() not in _NOT_NAMES):
+                name = next((n for _, n, strong, _ in _tokens(v, 0, len(v), is_path) if strong), None)
+                kind = _NAMED_KIND.match(v)
+                name = name or (kind.group("name") if kind else None)
+                if name and (key_named is None or key_named(parts_of(name)[-1])):
+                    return {"name": name, "from": "json text"}
+    row = structure.table_row(text, start)
+    if row:
+        for cell, _, _ in row.name_cells:
+            name = code_subject(cell.strip("`* "), is_path)
+            if name:
+                return {"name": name, "from": "table name cell"}
+    item = structure.list_item_bounds(text, start)
+    if item:
+        strong = [name for _, name, s, _ in _tokens(text, item[0], start, is_path) if s]
+        if strong:
+            return {"name": strong[0], "from": "list item"}
+        head = _parent_item_head(text, item[0], is_path)
+        if head:
+            return {"name": head, "from": "list item"}
+    lo = max(text.rfind("\n", 0, start), text.rfind(". ", 0, start)) + 1
+    ticks = [name for _, name, s, _ in _tokens(text, _safe_start(text, lo, start), start, is_path) if s
+             and (key_named is None or key_named(parts_of(name)[-1]))]
+    if ticks:
+        return {"name": ticks[-1], "from": "sentence"}
+    return None
+
+
+_NOT_NAMES = frozenset(("file", "path", "file_path", "filepath", "filename", "location", "line", "lines",
+                        "reason", "risk", "why", "note", "notes", "description", "usage", "purpose"))
+IDENT_KEYS = frozenset(("name", "symbol", "function", "method", "class", "struct", "trait", "interface",
+                        "identifier", "definition", "module", "signature"))

@@ -1,0 +1,97 @@
+"""Hosts: what wraps the model and runs the agent loop of a trial.
+
+A host is one module that defines `HOST`, an object with the `Host` interface below, and
+one row of `HOSTS`; the config schema's host `kind` enum names it and says (`x-drives`)
+which providers it can drive. Host modules are imported only when a trial or an install
+needs them: `HOSTS` itself is data (the workflow reads `needs_install` at parse time).
+
+- `loop` (hosts/loop.py): the harness's own agent loop, any provider.
+- `claude-code` (hosts/claude_code.py): the Claude Code CLI, run non-interactively; it
+  speaks the Messages API, so it drives `anthropic` models only, and it is installed by
+  the workflow (`mcptrials install-host`) into .tools/_hosts/<host>/.
+- `codex` (hosts/codex.py): the Codex CLI (`codex exec --json`), the same way; it speaks the
+  OpenAI Responses API, so it drives `openai` models only.
+- `opencode` (hosts/opencode.py): the Opencode CLI (`opencode run --format json`), the same
+  way, with an OpenAI-compatible provider (Chat Completions): `openai` models only.
+- hosts/cli.py: what the CLI hosts share (npm install, the sandboxed run of one step).
+
+Hosts use the public API of mcptrials.run.trial (the shared core) and mcptrials.prepare.servers.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+
+class Host(Protocol):
+    """What a host module's HOST offers. What it can drive is data of the config schema
+    (HostSpec.drives), so config checks the matrix without importing host code."""
+
+    kind: str
+
+    def run(self, ctx) -> tuple[str, str | None]:
+        """Run every step of the trial (a mcptrials.run.trial.TrialContext), filling ctx.rec;
+        return (outcome, detail). May raise TrialAbort; ConfigError for bad input."""
+
+    # and, for a kind with needs_install: install(host: str, spec: HostSpec, log) -> dict,
+    # the record written to results/hosts/<host>/install.json
+
+
+@dataclass(frozen=True)
+class HostKind:
+    module: str            # hosts/<module>.py, which defines HOST
+    needs_install: bool    # an install_host job runs before its trials
+
+
+# The one table of host kinds. Adding a host: one module and one row (plus its kind in
+# the config schema, with its settings and what it drives).
+HOSTS: dict[str, HostKind] = {
+    "loop": HostKind(module="loop", needs_install=False),
+    "claude-code": HostKind(module="claude_code", needs_install=True),
+    "codex": HostKind(module="codex", needs_install=True),
+    "opencode": HostKind(module="opencode", needs_install=True),
+}
+
+
+def host_for(kind: str) -> Host:
+    """The host of a kind, its module imported now."""
+    return importlib.import_module(f"{__name__}.{HOSTS[kind].module}").HOST
+
+
+def needs_install(kind: str) -> bool:
+    return HOSTS[kind].needs_install
+
+
+# --- the install-host command ------------------------------------------------------
+
+
+def register(sub) -> None:
+    p = sub.add_parser("install-host", help="install a host's software (a CLI: Claude Code, Codex, Opencode) into .tools/_hosts/<host>/")
+    p.add_argument("--config", default="config.yaml")
+    p.add_argument("--host", required=True)
+    p.add_argument("--out", required=True, help="results/hosts/<host>/install.json")
+    p.set_defaults(func=_cmd)
+
+
+def _cmd(args) -> int:
+    from mcptrials.matrix.config import ConfigError, load_matrix
+    from mcptrials.core.records import write_json
+
+    m = load_matrix(args.config)
+    if args.host not in m.hosts:
+        raise ConfigError(f"{m.path}: field hosts: no host {args.host!r}; use one of: {', '.join(sorted(m.hosts))}")
+    spec = m.specs.hosts[args.host]
+    if needs_install(spec.kind):
+        from mcptrials.prepare.install import drop_keys
+
+        drop_keys(m)
+        rec = host_for(spec.kind).install(args.host, spec, sys.stderr)
+    else:
+        rec = {"host": args.host, "kind": spec.kind, "env_dir": None, "resolved": {}, "seconds": 0.0}
+    write_json(Path(args.out), rec)
+    print(f"{args.host}: {rec['kind']} {rec.get('version') or ''} {'(reused)' if rec.get('reused') else ''}".rstrip())
+    return 0

@@ -1,0 +1,524 @@
+"""Host `claude-code`: the Claude Code CLI runs the agent loop; the harness records it.
+
+One trial is one Claude Code session, run in the trial's sandbox (cwd = the workspace):
+
+- step 1 runs ``claude -p --session-id <uuid> ... -- PROMPT``, every later step
+  ``claude -p --resume <uuid> ... -- PROMPT``: the session persists in a sandboxed HOME,
+  so a multi-step scenario is one conversation, as in the loop;
+- ``--output-format stream-json --verbose``; the server under test is the only MCP server
+  (``--mcp-config FILE --strict-mcp-config``); its tools are allowed by name
+  (``--allowedTools mcp__<tool>__<name>`` from the snapshot's tool list), the built-in tools
+  are the host's ``builtin_tools`` (``--tools``, each allowed); ``--setting-sources user``
+  (the empty sandbox HOME) and, with the host's ``bare: true``, ``--bare``: then the
+  repository's own agent files (CLAUDE.md, .claude/settings) do not change the task;
+- a stdio server is started by Claude Code through ``env -i``, with exactly the environment
+  the harness gives it in the loop: Claude Code would otherwise hand the server its own
+  environment, API key included;
+- limits: ``--max-turns`` per step; ``max_seconds`` per step (the process group is killed);
+  the output cap per reply (CLAUDE_CODE_MAX_OUTPUT_TOKENS); the tool-result cap
+  (MAX_MCP_OUTPUT_TOKENS = max_result_tokens, the same chars/4 measure); API retries
+  (CLAUDE_CODE_MAX_RETRIES = the model's max_retries); telemetry, auto-update and other
+  non-essential traffic off;
+- our system prompt (src/mcptrials/prompts/system.md) is appended to Claude Code's own
+  (``--append-system-prompt``); Claude Code adds the server's instructions itself.
+
+The stream is parsed into the loop's records (src/mcptrials/schemas/transcript.schema.yaml):
+answer_text = the step's `result` text (stopped at its budget with none: the last assistant
+text); reasoning_text = prose of the replies that asked
+for tools; audit_text = tool inputs and results; tool calls from tool_use / tool_result
+pairs (source `mcp` for mcp__ names, with `tool` the server's own name from the
+snapshot's tool list, as the loop records it; else `builtin`, with `tool` set to the loop's
+equivalent built-in for Read/Grep/Glob/LS so adoption counts built-in searches alike);
+usage with cache fields from each step's `result` event (its `modelUsage`, Claude Code's
+cumulative count over the session and every model, less the steps before; else its
+`usage`); cost from our pricing (the
+trial core) and Claude Code's own `total_cost_usd` (`usage.host_cost_usd`); turns = model
+calls (distinct assistant message ids); outcome from the `result` subtype and the `init`
+event's MCP server status. The parsing (parse_stream, record_step, step_answer,
+result_outcome) is shared with mcptrials.run.recorded, which converts a recorded stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import glob
+import json
+import os
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from mcptrials.run.keyproxy import KeyProxy
+from mcptrials.run.providers.base import Usage
+from mcptrials.run.trial import CHARS_PER_TOKEN, TrialAbort, TrialContext, split_feedback, step_prompt
+from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, npm_install, run_process, start_http, stdio_entry
+from mcptrials.run.hosts.cli import binary_path as cli_binary, installed_version as cli_version
+
+PACKAGE = "@anthropic-ai/claude-code"
+# Claude Code's built-ins -> the loop's equivalent built-in (graders count grep/list_files as searches)
+BUILTIN_EQUIVALENTS = {"Read": "read_file", "Grep": "grep", "Glob": "list_files", "LS": "list_files"}
+MCP_CODE_RE = re.compile(r"MCP error (-?\d+)")
+
+
+# --- install -------------------------------------------------------------------------
+
+
+def binary_path(host: str) -> Path:
+    return cli_binary(host, "claude")
+
+
+def installed_version(host: str) -> str | None:
+    return cli_version(host, PACKAGE)
+
+
+def install(host: str, spec, log) -> dict:
+    """npm-install the pinned CLI into .tools/_hosts/<host>/ (reused when there)."""
+    return npm_install(host, "claude-code", PACKAGE, "claude", spec.version, log)
+
+
+# --- the command line -------------------------------------------------------------------
+
+
+def mcp_tool_name(tool: str, name: str) -> str:
+    """The name Claude Code gives a server tool: mcp__<server>__<tool>."""
+    return re.sub(r"[^a-zA-Z0-9_-]", "_", f"mcp__{tool}__{name}")
+
+
+def allowed_tools(tool: str, snapshot: dict | None, builtins: list[str], has_server: bool) -> list[str]:
+    """The built-ins plus every server tool by name; without a tool list, the whole server."""
+    names = [mcp_tool_name(tool, t["name"]) for t in (snapshot or {}).get("tools") or []]
+    if has_server and not names:
+        names = [f"mcp__{tool}"]  # a server-level rule allows all of its tools
+    return [*builtins, *names]
+
+
+def build_command(binary: str, prompt: str, *, model: str, session_id: str, resume: bool, max_turns: int,
+                  builtins: list[str], allowed: list[str], mcp_file: str | None, system_append: str,
+                  bare: bool, extra_args: list[str]) -> list[str]:
+    argv = [binary, "-p", "--output-format", "stream-json", "--verbose", "--model", model,
+            "--max-turns", str(max_turns), "--strict-mcp-config", "--setting-sources", "user",
+            "--tools", ",".join(builtins), "--append-system-prompt", system_append,
+            *(["--resume", session_id] if resume else ["--session-id", session_id])]
+    if mcp_file:
+        argv += ["--mcp-config", mcp_file]
+    if allowed:
+        argv += ["--allowedTools", ",".join(allowed)]
+    if bare:
+        argv.append("--bare")
+    # after `--`: a prompt is never read as an option, nor swallowed by a variadic one
+    return argv + list(extra_args) + ["--", prompt]
+
+
+def host_environment(home: str, tmp: str, api_key: str, base_url: str | None, max_output_tokens: int,
+                     max_result_tokens: int, max_retries: int, startup_timeout: float,
+                     call_timeout: float) -> dict[str, str]:
+    """Claude Code's whole environment: nothing of ours leaks in but PATH and the locale."""
+    env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL") if k in os.environ}
+    env.update({
+        "HOME": home, "TMPDIR": tmp, "ANTHROPIC_API_KEY": api_key,
+        "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(max_output_tokens),
+        "MAX_MCP_OUTPUT_TOKENS": str(max_result_tokens),
+        "CLAUDE_CODE_MAX_RETRIES": str(max_retries),
+        "MCP_TIMEOUT": str(int(startup_timeout * 1000)),
+        "MCP_TOOL_TIMEOUT": str(int(call_timeout * 1000)),
+    })
+    if base_url:
+        env["ANTHROPIC_BASE_URL"] = base_url
+    return env
+
+
+# --- parsing one step's stream -----------------------------------------------------------
+
+
+def event_time(event: dict) -> float | None:
+    try:
+        return datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def result_text(content) -> str:
+    if isinstance(content, str):
+        return content
+    parts = []
+    for b in content or []:
+        parts.append(b.get("text", "") if b.get("type") == "text" else f"[{b.get('type')} content]")
+    return "\n".join(parts)
+
+
+@dataclass
+class StepStream:
+    """What one `claude -p` run said, in the loop's shapes."""
+
+    init: dict | None = None
+    result: dict | None = None
+    messages: list = field(default_factory=list)     # Messages-API turns (assistant / user tool results)
+    calls: list = field(default_factory=list)        # tool-call records
+    replies: list = field(default_factory=list)      # [(texts, has_tool_use)] per model call
+    api_retries: int = 0
+    msg_usage: dict = field(default_factory=dict)    # message id -> usage (when no result event came)
+
+
+def server_tool_names(tool: str, tools: list[dict]) -> dict[str, str]:
+    """Claude Code's name of each server tool -> the server's own name (from tools/list), so
+    `tool_calls[].tool` is `git.log`, not `git_log`, as the loop records it."""
+    return {mcp_tool_name(tool, t["name"]): t["name"] for t in tools}
+
+
+def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | None = None) -> StepStream:
+    """Group assistant events by message id (stream-json sends one content block per event),
+    pair each tool_use with its tool_result, keep init and result apart. `tool_names`:
+    see server_tool_names (a name not in it keeps Claude Code's spelling)."""
+    s = StepStream()
+    turn_of: dict[str, int] = {}        # message id -> 1-based model call in the step
+    message_of: dict[str, dict] = {}    # message id -> its assistant turn (blocks may come after tool results)
+    pending: dict[str, tuple[dict, float | None]] = {}
+    for ev in events:
+        kind = ev.get("type")
+        if kind == "system" and ev.get("subtype") == "init":
+            s.init = ev
+        elif kind == "system" and ev.get("subtype") == "api_retry":
+            s.api_retries += 1
+        elif kind == "result":
+            s.result = ev
+        elif kind == "assistant":
+            msg = ev.get("message") or {}
+            if ev.get("is_api_error_message") or msg.get("model") == "<synthetic>":
+                continue  # Claude Code's own error note, not a model reply
+            mid = msg.get("id") or ev.get("uuid")
+            if mid not in turn_of:
+                turn_of[mid] = len(turn_of) + 1
+                message_of[mid] = {"role": "assistant", "content": []}
+                s.messages.append(message_of[mid])
+                s.replies.append(([], False))
+                s.msg_usage[mid] = msg.get("usage") or {}
+            turn = turn_of[mid]
+            texts, has_tool = s.replies[turn - 1]
+            content = message_of[mid]["content"]
+            for b in msg.get("content") or []:
+                if b.get("type") == "text":
+                    texts.append(b.get("text", ""))
+                elif b.get("type") == "tool_use":
+                    has_tool = True
+                    pending[b["id"]] = ({"id": b["id"], "step": step, "turn": turn, "name": b["name"],
+                                         "arguments": b.get("input") or {}}, event_time(ev))
+                else:
+                    continue
+                content.append({k: b[k] for k in ("type", "text", "id", "name", "input") if k in b})
+            s.replies[turn - 1] = (texts, has_tool)
+        elif kind == "user":
+            content = (ev.get("message") or {}).get("content")
+            if not isinstance(content, list):
+                continue
+            results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+            if not results:
+                continue
+            if not s.messages or s.messages[-1]["role"] != "user":
+                s.messages.append({"role": "user", "content": []})
+            for b in results:
+                text = result_text(b.get("content"))
+                is_error = bool(b.get("is_error"))
+                s.messages[-1]["content"].append({"type": "tool_result", "tool_use_id": b.get("tool_use_id"),
+                                                  "content": text, "is_error": is_error})
+                call, t0 = pending.pop(b.get("tool_use_id"), (None, None))
+                if call is None:
+                    continue
+                s.calls.append(_call_record(call, text, is_error, t0, event_time(ev), tool_names or {}))
+    if pending:  # asked for, never answered (a kill, a time-out): close the turn for the record, as the loop does
+        if not s.messages or s.messages[-1]["role"] != "user":
+            s.messages.append({"role": "user", "content": []})
+        s.messages[-1]["content"] += [{"type": "tool_result", "tool_use_id": i, "content": "[no result: the step ended]",
+                                       "is_error": True} for i in pending]
+    return s
+
+
+def _call_record(call: dict, text: str, is_error: bool, t0: float | None, t1: float | None,
+                 tool_names: dict[str, str]) -> dict:
+    name = call["name"]
+    if name.startswith("mcp__"):
+        source, tool = "mcp", tool_names.get(name) or name.split("__", 2)[-1]
+    else:
+        source, tool = "builtin", BUILTIN_EQUIVALENTS.get(name, name)
+    kind, code = None, None
+    if is_error:
+        m = MCP_CODE_RE.search(text) if source == "mcp" else None
+        if m:
+            kind, code = "protocol_error", int(m.group(1))
+        else:
+            kind = "tool_error"
+    return dict(call, tool=tool, source=source, result_text=text, result_chars=len(text), truncated=False,
+                is_error=is_error, error_kind=kind, error_code=code,
+                latency_ms=round((t1 - t0) * 1000, 2) if t0 is not None and t1 is not None else 0.0,
+                result_tokens_est=len(text) // CHARS_PER_TOKEN)
+
+
+# --- one parsed step into the records: shared by this host and mcptrials.run.recorded ----------
+
+
+def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative, meta: dict,
+                wall_seconds: float) -> dict:
+    """Add one parsed step to the trial's Recorder `rec` (the user turn, the conversation, tool
+    calls and their errors, model calls, retries, usage with cache fields, Claude Code's own
+    cost, permission denials, its version into `meta`); return the step record, its
+    `answer_text` empty and `outcome` completed until the caller sets them (see step_answer
+    and result_outcome). `relative` turns the run's absolute workspace paths into
+    repository paths."""
+    srec = {"index": index, "name": name, "prompt": prompt, "answer_text": "",
+            "reasoning_text": "", "audit_text": "", "outcome": "completed", "turns": len(s.replies),
+            "state_check": None, "wall_seconds": wall_seconds}
+    rec.messages.append({"role": "user", "content": [{"type": "text", "text": prompt}]})
+    rec.messages += s.messages
+    rec.tool_calls += s.calls
+    for c in s.calls:
+        if c["error_kind"]:
+            rec.error(c["error_kind"], f"{c['tool']}: {c['result_text'][:300]}", step=index, code=c["error_code"])
+    finals = [i for i, (_, has_tool) in enumerate(s.replies) if not has_tool]
+    last_final = finals[-1] if finals else None
+    srec["reasoning_text"] = relative("\n\n".join(x for i, (texts, _) in enumerate(s.replies)
+                                                   if i != last_final for x in texts if x))
+    srec["audit_text"] = "\n\n".join(f"> {c['name']} {c['arguments']}\n{c['result_text'][:2000]}" for c in s.calls)
+    rec.api_calls += len(s.replies)
+    rec.retries += s.api_retries
+    r = s.result or {}
+    totals = session_usage(r.get("modelUsage"))
+    if totals is not None:
+        # Claude Code's own count over the (resumed) session and every model it called: this
+        # step's share is what it adds to the steps before (its `usage` can leave calls out)
+        u0 = rec.usage
+        rec.usage.add(Usage(input_tokens=max(0, totals.input_tokens - u0.input_tokens),
+                            output_tokens=max(0, totals.output_tokens - u0.output_tokens),
+                            cache_creation_input_tokens=max(0, totals.cache_creation_input_tokens
+                                                            - u0.cache_creation_input_tokens),
+                            cache_read_input_tokens=max(0, totals.cache_read_input_tokens - u0.cache_read_input_tokens)))
+    else:
+        u = r.get("usage")
+        usages = [u] if u else list(s.msg_usage.values())  # no result event: the replies' own (partial) usage
+        for x in usages:
+            rec.usage.add(Usage(input_tokens=x.get("input_tokens") or 0, output_tokens=x.get("output_tokens") or 0,
+                                cache_creation_input_tokens=x.get("cache_creation_input_tokens") or 0,
+                                cache_read_input_tokens=x.get("cache_read_input_tokens") or 0))
+    if r.get("total_cost_usd") is not None:  # cumulative over the resumed session (2.1.328)
+        rec.extra_usage["host_cost_usd"] = max(rec.extra_usage.get("host_cost_usd") or 0.0, r["total_cost_usd"])
+    if r.get("permission_denials"):
+        meta.setdefault("host_permission_denials", []).extend(r["permission_denials"])
+    if s.init and not meta.get("host_reported_version"):
+        meta["host_reported_version"] = s.init.get("claude_code_version")
+    return srec
+
+
+def session_usage(model_usage) -> Usage | None:
+    """The `result` event's `modelUsage` (model -> cumulative tokens of the session) summed
+    over its models; None when the event has none."""
+    if not isinstance(model_usage, dict) or not model_usage:
+        return None
+    total = Usage()
+    for x in model_usage.values():
+        if isinstance(x, dict):
+            total.add(Usage(input_tokens=x.get("inputTokens") or 0, output_tokens=x.get("outputTokens") or 0,
+                            cache_creation_input_tokens=x.get("cacheCreationInputTokens") or 0,
+                            cache_read_input_tokens=x.get("cacheReadInputTokens") or 0))
+    return total
+
+
+def last_assistant_text(s: StepStream) -> str:
+    """The prose of the step's last model reply that has any: the partial answer of a run
+    stopped at its budget, whose `result` event holds no text."""
+    for texts, _ in reversed(s.replies):
+        joined = "\n\n".join(x for x in texts if x)
+        if joined.strip():
+            return joined
+    return ""
+
+
+def step_answer(s: StepStream, outcome: str, relative) -> tuple[str, str]:
+    """(answer_text, feedback) of a step: the `result` text of a completed step; of a step
+    stopped at its budget, that text or else the last assistant text (the partial answer);
+    nothing for any other outcome. The closing feedback is split off as in the loop."""
+    if outcome not in ("completed", "budget_exceeded"):
+        return "", ""
+    text = (s.result or {}).get("result") or ""
+    if outcome == "budget_exceeded" and not text.strip():
+        text = last_assistant_text(s)
+    return split_feedback(relative(text))
+
+
+def result_outcome(s: StepStream, rec, index: int) -> tuple[str, str | None]:
+    """The outcome of a step from its `result` event (s.result, not None): error_max_turns ->
+    max_turns; error_max_budget_usd -> budget_exceeded; an API error after retries ->
+    api_failed; any other error subtype (error_during_execution, ...) -> harness_failed; a
+    -32000 tool result (the server's connection closed) -> server_crashed; a reply cut at
+    max_tokens -> budget_exceeded; else completed. Errors go into `rec`."""
+    r = s.result
+    sub = r.get("subtype")
+    if sub == "error_max_turns":
+        return "max_turns", None
+    if sub == "error_max_budget_usd":
+        return "budget_exceeded", "claude-code: error_max_budget_usd"
+    if r.get("is_error") and (r.get("api_error_status") is not None or r.get("terminal_reason") == "api_error"):
+        msg = f"{r.get('api_error_status')}: {str(r.get('result'))[:300]}"
+        rec.error("api_error", msg, step=index, status=r.get("api_error_status"), retries=s.api_retries)
+        return "api_failed", msg
+    if sub != "success" or r.get("is_error"):
+        msg = f"claude-code result {sub}: {r.get('errors') or r.get('result')}"
+        rec.error("harness_error", msg, step=index)
+        return "harness_failed", msg
+    if any(c["error_code"] == -32000 for c in s.calls):  # connection closed: the server died
+        return "server_crashed", "the MCP server's connection closed during the step"
+    if r.get("stop_reason") == "max_tokens":
+        return "budget_exceeded", None
+    return "completed", None
+
+
+def mcp_log_summary(host_home: Path) -> dict:
+    """Start-up time, protocol version and the last lines of Claude Code's MCP logs."""
+    lines, startup, protocol = [], None, None
+    for f in sorted(glob.glob(str(host_home / ".cache" / "claude-cli-nodejs" / "*" / "mcp-logs-*" / "*.jsonl"))):
+        with contextlib.suppress(OSError):
+            for raw in open(f, errors="replace"):
+                try:
+                    d = json.loads(raw)
+                except ValueError:
+                    continue
+                msg = str(d.get("debug") or d.get("error") or d.get("info") or d)
+                lines.append(msg)
+                m = re.search(r"Successfully connected .*? in (\d+)ms", msg)
+                if m and startup is None:
+                    startup = int(m.group(1)) / 1000
+                m = re.search(r'"negotiatedProtocolVersion":"([^"]+)"', msg)
+                if m and protocol is None:
+                    protocol = m.group(1)
+    return {"startup_seconds": startup, "protocol_version": protocol, "tail": "\n".join(lines[-30:])}
+
+
+# --- running ---------------------------------------------------------------------------
+
+
+class ClaudeCodeHost:
+    kind = "claude-code"
+
+    def install(self, host: str, spec, log) -> dict:
+        return install(host, spec, log)
+
+    def run(self, ctx: TrialContext) -> tuple[str, str | None]:
+        """Run every step of the trial under Claude Code, filling ctx.rec."""
+        host = ctx.host.name
+        binary = binary_path(host)
+        if not binary.exists():
+            raise TrialAbort("harness_failed", f"{binary}: Claude Code is not installed; run `mcptrials install-host "
+                                               f"--host {host} --out results/hosts/{host}/install.json` "
+                                               "(the workflow's install_host rule)")
+        host_home = ctx.sandbox.root / "host-home"  # Claude Code's own HOME (sessions, logs); the server keeps `home`
+        host_home.mkdir()
+        # The CLI (and the server it starts in its sandbox) never see the key: the proxy adds it.
+        proxy = KeyProxy(ctx.model.base_url, ctx.api_key())
+        session = _Session(ctx=ctx, binary=str(binary), host_home=host_home, session_id=str(uuid.uuid4()),
+                           api_key=proxy.token, base_url=proxy.url)
+        ctx.meta.update(host_version=installed_version(host), host_session_id=session.session_id,
+                        host_builtin_tools=list(ctx.host.builtin_tools), host_api="through the key proxy")
+        try:
+            with proxy:
+                return asyncio.run(session.run())
+        finally:
+            logs = mcp_log_summary(host_home)
+            ctx.meta["server_startup_seconds"] = logs["startup_seconds"]
+            ctx.meta["server_protocol_version"] = logs["protocol_version"]
+            ctx.meta["server_stderr_tail"] = logs["tail"]
+
+
+HOST = ClaudeCodeHost()
+
+
+@dataclass
+class _Session:
+    ctx: TrialContext
+    binary: str
+    host_home: Path
+    session_id: str
+    api_key: str          # the proxy's stand-in token, never the key
+    base_url: str         # the key proxy
+
+    async def run(self) -> tuple[str, str | None]:
+        ctx = self.ctx
+        tool = ctx.tool
+        with contextlib.ExitStack() as stack:
+            mcp_file = None
+            if tool.has_server:
+                try:
+                    entry = (stdio_entry(tool, ctx.sandbox.values(), ctx.forbidden_env) if tool.transport == "stdio"
+                             else self._start_http(stack))
+                except Exception as e:  # no command, or an http server that never listened: as in the loop
+                    msg = f"server failed to start: {type(e).__name__}: {e}"
+                    ctx.rec.error("protocol_error", msg)
+                    return "server_crashed", msg
+                mcp_file = ctx.sandbox.root / "mcp-config.json"
+                mcp_file.write_text(json.dumps({"mcpServers": {tool.name: entry}}, indent=1))
+            steps = ctx.steps
+            for i, step in enumerate(steps):
+                outcome, detail = await self.run_step(i, step, i == len(steps) - 1, mcp_file)
+                if outcome != "completed":
+                    return outcome, detail
+        return "completed", None
+
+    def cli_sandbox(self, mcp_file: Path | None):
+        """The CLI (and the stdio server it starts) in the tool's sandbox (hosts.cli.cli_sandbox):
+        its Read/Grep/Glob take absolute paths, and this view is all they can reach."""
+        return cli_sandbox(self.ctx, self.host_home, [mcp_file])
+
+    def _start_http(self, stack) -> dict:
+        return {"type": "http", "url": start_http(self.ctx, stack)}
+
+    async def run_step(self, index: int, step: dict, last: bool, mcp_file: Path | None) -> tuple[str, str | None]:
+        ctx, rec = self.ctx, self.ctx.rec
+        tool, model, host, lim = ctx.tool, ctx.model, ctx.host, ctx.limits
+        prompt = step_prompt(step, last)
+        builtins = list(host.builtin_tools)
+        argv = build_command(self.binary, prompt, model=model.model, session_id=self.session_id, resume=index > 0,
+                             max_turns=lim.max_turns, builtins=builtins,
+                             allowed=allowed_tools(tool.name, ctx.snapshot, builtins, mcp_file is not None),
+                             mcp_file=str(mcp_file) if mcp_file else None, system_append=ctx.system_text,
+                             bare=host.bare, extra_args=list(host.extra_args))
+        env = host_environment(str(self.host_home), str(ctx.sandbox.tmp), self.api_key, self.base_url,
+                               ctx.reply_cap, lim.max_result_tokens, model.max_retries, tool.startup_timeout,
+                               tool.call_timeout)
+        failed_servers: list = []
+
+        def stop_on(ev: dict) -> bool:  # a server that did not connect: stop before spending a model call
+            if mcp_file and ev.get("type") == "system" and ev.get("subtype") == "init":
+                failed_servers.extend(s for s in ev.get("mcp_servers") or [] if s.get("status") != "connected")
+            return bool(failed_servers)
+
+        argv, env = self.cli_sandbox(mcp_file).wrap(argv, env, str(ctx.sandbox.workspace))
+        t0 = time.monotonic()
+        run = await run_process(argv, env, str(ctx.sandbox.workspace), lim.max_seconds, stop_on)
+        s = parse_stream(run.events, index, server_tool_names(tool.name, (ctx.snapshot or {}).get("tools") or []))
+        srec = record_step(rec, s, index, step["name"], prompt, ctx.sandbox.relative, ctx.meta,
+                           round(time.monotonic() - t0, 3))
+        outcome, detail = self._outcome(run, s, index)
+        srec["outcome"] = outcome
+        answer, feedback = step_answer(s, outcome, ctx.sandbox.relative)
+        srec["answer_text"] = answer
+        if feedback:
+            rec.feedback = feedback
+        rec.steps.append(srec)
+        srec["state_check"] = ctx.state_check(step)
+        return outcome, detail
+
+    def _outcome(self, run: ProcessRun, s: StepStream, index: int) -> tuple[str, str | None]:
+        rec = self.ctx.rec
+        if run.stopped:
+            msg = f"claude-code: MCP server {self.ctx.tool.name} did not connect: {json.dumps(s.init.get('mcp_servers'))}"
+            rec.error("protocol_error", msg, step=index)
+            return "server_crashed", msg
+        if run.timed_out:
+            return "timed_out", f"step {index} ran past max_seconds; claude-code was stopped"
+        if s.result is None:
+            msg = f"claude-code exited {run.returncode} without a result event: {run.stderr[-2000:]}"
+            rec.error("harness_error", msg, step=index)
+            return "harness_failed", msg
+        return result_outcome(s, rec, index)

@@ -1,0 +1,26 @@
+"""Model providers: each turns (system, messages, tools) into one assistant reply.
+
+`MODEL_PROVIDERS` names the providers that call a model API with a key (the agent loop's
+models and the judge both use them); `reference` (providers/reference.py) is the
+deterministic agent with no model and no key.
+"""
+
+from __future__ import annotations
+
+from mcptrials.run.providers.base import Provider
+
+MODEL_PROVIDERS = ("anthropic", "openai")
+
+
+def create(provider: str, model: str, api_key: str, base_url: str | None, max_retries: int) -> Provider:
+    """A model provider's client: `anthropic` (providers/anthropic.py) or `openai`
+    (providers/openai.py). Raises ValueError for any other name."""
+    if provider == "anthropic":
+        from mcptrials.run.providers.anthropic import AnthropicProvider
+
+        return AnthropicProvider(model, api_key, base_url=base_url, max_retries=max_retries)
+    if provider == "openai":
+        from mcptrials.run.providers.openai import OpenAIProvider
+
+        return OpenAIProvider(model, api_key, base_url=base_url, max_retries=max_retries)
+    raise ValueError(f"unknown model provider {provider!r}; use one of {', '.join(MODEL_PROVIDERS)}")

@@ -1,0 +1,312 @@
+"""The warm trial worker: `mcptrials serve-trials --socket PATH`.
+
+Why: `import anthropic` takes ~2.5 s and `import mcp` ~1.6 s here, so every
+`mcptrials run-trial` process paid ~4 s before its trial started (7% of a 60-second
+trial). The worker imports them (and the trial core, hosts, graders and judge, and parses the JSON
+schemas) once, listens on a Unix socket, and for each request forks a child that runs
+exactly `mcptrials ARGS`: the same argv parsing, records and exit code. The parent never
+runs a trial and starts no threads, so forking it is safe.
+
+The per-trial commands `mcptrials run-trial`, `score` and `judge` delegate to the worker
+named by env MCPTRIALS_WORKER when that is set and the socket answers
+(mcptrials.run.delegate, the client, stdlib only); otherwise they run in-process as before.
+The worker is handed the command line's own entry point (`run_argv`, cli.main) by the
+command that starts it, so this module never imports the CLI (no import cycle).
+
+Protocol, one request per connection:
+  client -> worker  a 4-byte big-endian length, then JSON {"argv": [...], "cwd": ...,
+                    "env": {...}}, with the client's stdout and stderr attached
+                    (SCM_RIGHTS), so the child writes to the job's own log.
+  worker -> client  one JSON line {"exit_code": N} when the child has ended; "error" is
+                    added when the child died of a signal or could not be started.
+The child gets the client's environment (API keys included: the trial needs them, and
+it still passes a server only the variables its config allows, and scrubs records) and
+its working directory. If the client goes away (Snakemake killed the job), the child's
+process group (the trial and its server) is terminated, as it would be in-process.
+The socket is created with mode 0600: only the same user can ask for a trial.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import socket
+import struct
+import sys
+
+from mcptrials.run.delegate import ENV
+
+MAX_REQUEST = 4 * 1024 * 1024
+
+
+# --- the worker --------------------------------------------------------------------------
+
+
+def preload() -> list[str]:
+    """Import what a trial needs, once, in the parent (the reason the worker exists)."""
+    import importlib
+
+    loaded = []
+    names = ["anthropic", "mcp", "mcp.client.stdio", "psutil", "jsonschema", "referencing", "yaml", "git",
+             "mcptrials.run.runner", "mcptrials.run.trial", "mcptrials.run.hosts.loop", "mcptrials.prepare.servers",
+             "mcptrials.prepare.snapshot", "mcptrials.prepare.builtins",
+             "mcptrials.core.records", "mcptrials.run.providers.anthropic", "mcptrials.run.providers.reference",
+             "mcptrials.cost.pricing", "mcptrials.cli.score", "mcptrials.grade.scoring", "mcptrials.judge.judging",
+             "mcptrials.run.hosts", "mcptrials.cli", "openai", "mcptrials.run.providers.openai"]
+    for name in names:
+        try:
+            importlib.import_module(name)
+            loaded.append(name)
+        except ImportError:  # an optional part (e.g. a provider another install lacks)
+            pass
+    # The parsed JSON schemas (config, scenario, records) are cached by the config module:
+    # parse them once here rather than in every child (~0.2 s of pure-Python YAML each).
+    from mcptrials.matrix import config
+    from mcptrials.core.paths import SCHEMA_DIR
+
+    for path in sorted(SCHEMA_DIR.glob("*.yaml")):
+        config._schema(path.name)
+    # The SDK imports its resources lazily; building a client once pulls them in.
+    import anthropic
+
+    anthropic.AsyncAnthropic(api_key="preload", base_url="http://127.0.0.1:9").messages  # noqa: B018
+    return loaded
+
+
+def _read_request(conn: socket.socket) -> tuple[dict, list[int]]:
+    data, fds, _flags, _addr = socket.recv_fds(conn, 65536, 2)
+    if len(data) < 4:
+        raise ValueError("short request")
+    (size,) = struct.unpack(">I", data[:4])
+    if size > MAX_REQUEST:
+        raise ValueError(f"request of {size} bytes is too large")
+    body = data[4:]
+    while len(body) < size:
+        chunk = conn.recv(min(65536, size - len(body)))
+        if not chunk:
+            raise ValueError("connection closed mid-request")
+        body += chunk
+    req = json.loads(body)
+    if not isinstance(req.get("argv"), list) or not isinstance(req.get("env"), dict):
+        raise ValueError("request needs argv (a list) and env (an object)")
+    return req, list(fds)
+
+
+def _child(req: dict, fds: list[int], listener: socket.socket, conn: socket.socket, wakeup: list[int],
+           run_argv) -> None:
+    """In the forked child: become `mcptrials run-trial` for the client, then exit."""
+    import signal
+    import tempfile
+    import traceback
+
+    code = 1
+    try:
+        os.setpgid(0, 0)  # the trial and its server form one group, killed together
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        listener.close()
+        conn.close()
+        for fd in wakeup:
+            os.close(fd)
+        if not fds:  # a client that sent no descriptors gets no output
+            fds = [os.open(os.devnull, os.O_WRONLY)]
+        os.dup2(fds[0], 1)
+        os.dup2(fds[-1], 2)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        for fd in set(fds) | {devnull}:
+            if fd > 2:
+                os.close(fd)
+        os.chdir(req.get("cwd") or "/")
+        os.environ.clear()
+        os.environ.update({k: v for k, v in req["env"].items() if k != ENV})  # never delegate again
+        tempfile.tempdir = None  # recomputed from the client's TMPDIR
+        sys.argv = ["mcptrials", *req["argv"]]
+        try:
+            code = run_argv(list(req["argv"]))
+        except SystemExit as e:  # argparse errors and sys.exit, as the process would exit
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            if not isinstance(e.code, (int, type(None))):
+                print(e.code, file=sys.stderr)
+        code = 0 if code is None else int(code)
+    except BaseException:  # noqa: BLE001 - an uncaught error ends the process with 1, as Python does
+        traceback.print_exc()
+        code = 1
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code & 0xFF)
+
+
+def serve(path: str, run_argv, watch_pid: int | None = None) -> int:
+    """Listen on `path` until SIGTERM/SIGINT (or until `watch_pid` is gone); fork a child
+    per request, which runs `run_argv(argv)` (cli.main). Binds before importing, so
+    clients queue instead of falling back."""
+    import selectors
+    import signal
+
+    if os.path.exists(path):  # a stale socket of a killed run
+        os.unlink(path)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        listener.bind(path)
+    finally:
+        os.umask(old)
+    listener.listen(128)
+    ino = os.stat(path).st_ino
+    loaded = preload()
+    # Move everything imported so far out of the collector's reach: a child's collections
+    # would otherwise walk (and so copy, page by page) the whole inherited heap.
+    gc.freeze()
+    import threading
+
+    if threading.active_count() > 1:  # forking a process with threads can deadlock its children
+        print(f"mcptrials serve-trials: error: a preloaded module started a thread "
+              f"({[t.name for t in threading.enumerate()]}); not forking from it", file=sys.stderr)
+        listener.close()
+        os.unlink(path)
+        return 1
+    print(f"mcptrials serve-trials: pid {os.getpid()} listening on {path} (preloaded {len(loaded)} modules)",
+          flush=True)
+
+    stopping = []
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake the loop through the pipe
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stopping.append(True))
+    sel = selectors.DefaultSelector()
+    sel.register(listener, selectors.EVENT_READ)
+    sel.register(wake_r, selectors.EVENT_READ)
+    children: dict[int, socket.socket] = {}  # child pid -> its client's connection
+
+    def reply(conn: socket.socket, obj: dict) -> None:
+        try:
+            conn.sendall((json.dumps(obj) + "\n").encode())
+        except OSError:
+            pass  # the client is gone; nothing to tell
+
+    def reap() -> None:
+        while children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = children.pop(pid, None)
+            if conn is None:
+                continue
+            try:
+                sel.unregister(conn)
+            except KeyError:  # already dropped when its client went away
+                pass
+            if os.WIFSIGNALED(status):
+                sig = os.WTERMSIG(status)
+                print(f"child {pid}: killed by signal {sig}", flush=True)
+                reply(conn, {"exit_code": 128 + sig, "error": f"the trial process {pid} of the worker was killed "
+                                                               f"by signal {sig} ({signal.Signals(sig).name})"})
+            else:
+                print(f"child {pid}: exit code {os.waitstatus_to_exitcode(status)}", flush=True)
+                reply(conn, {"exit_code": os.waitstatus_to_exitcode(status)})
+            conn.close()
+
+    try:
+        while not stopping:
+            for key, _ in sel.select(timeout=1.0):
+                if key.fileobj is listener:
+                    conn, _ = listener.accept()
+                    conn.settimeout(10)
+                    try:
+                        req, fds = _read_request(conn)
+                    except (OSError, ValueError) as e:
+                        reply(conn, {"exit_code": 1, "error": f"trial worker: bad request: {e}"})
+                        conn.close()
+                        continue
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                    pid = os.fork()
+                    if pid == 0:
+                        _child(req, fds, listener, conn, [wake_r, wake_w], run_argv)
+                    for fd in fds:
+                        os.close(fd)
+                    print(f"child {pid}: mcptrials {' '.join(req['argv'])}", flush=True)
+                    conn.setblocking(False)
+                    children[pid] = conn
+                    sel.register(conn, selectors.EVENT_READ, pid)
+                elif key.fileobj == wake_r:
+                    try:
+                        while os.read(wake_r, 512):
+                            pass
+                    except BlockingIOError:
+                        pass
+                else:  # a client sends nothing after its request: readable means it is gone
+                    pid = key.data
+                    try:
+                        gone = key.fileobj.recv(1) == b""
+                    except BlockingIOError:
+                        gone = False
+                    except OSError:
+                        gone = True
+                    if gone:
+                        sel.unregister(key.fileobj)
+                        _kill_group(pid, signal.SIGTERM)
+            reap()
+            if watch_pid and not _alive(watch_pid):
+                print(f"mcptrials serve-trials: process {watch_pid} is gone; stopping", flush=True)
+                break
+    finally:
+        for pid in list(children):
+            _kill_group(pid, signal.SIGTERM)
+        for pid, conn in list(children.items()):
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+            reply(conn, {"exit_code": 1, "error": "the trial worker stopped during the trial"})
+            conn.close()
+        listener.close()
+        try:
+            if os.stat(path).st_ino == ino:  # not a newer worker's socket
+                os.unlink(path)
+        except FileNotFoundError:
+            pass
+    return 0
+
+
+def _kill_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# --- the command -------------------------------------------------------------------------
+
+
+def register(sub) -> None:
+    p = sub.add_parser("serve-trials", help="a warm worker that runs `mcptrials run-trial` requests "
+                                           "in forked children (see MCPTRIALS_WORKER)")
+    p.add_argument("--socket", required=True, help="the Unix socket to listen on, e.g. results/.worker.sock")
+    p.add_argument("--watch-pid", type=int, help="stop when this process (e.g. Snakemake) is gone")
+    # run_argv: set by the CLI's parser (cli.main), the entry point each child runs
+    p.set_defaults(func=lambda args: serve(args.socket, args.run_argv, args.watch_pid))

@@ -1,0 +1,99 @@
+"""mcptrials replay's rules by hand: what legitimately varies (normalise), what counts as found
+nothing (is_empty), the trial folder in the arguments (base_root, rebase), and the classes."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcptrials.gate.replay import (CHANGED, IDENTICAL, NOT_STARTED, NOW_EMPTY, NOW_ERROR, TOOL_GONE, base_root, classify,
+                              is_empty, normalise, rebase, summarise)
+
+ROOT_B = "/tmp/mcptrials-trial-ab12cd_3"
+ROOT_H = "/tmp/pytest/mcptrials-trial-zz99yy00"
+
+
+def test_normalise_forgives_key_order_layout_folders_and_times_only():
+    a = '{"b": 1, "a": [1, 2]}'
+    b = '{\n  "a": [1, 2],\n  "b": 1\n}'
+    assert normalise(a) == normalise(b) == '{"a": [1, 2], "b": 1}'
+    assert normalise(f"{ROOT_B}/workspace/x.py") == normalise(f"{ROOT_H}/workspace/x.py") == "{trial}/workspace/x.py"
+    assert normalise("indexed at 2026-12-01T13:02:54.661+00:00") == normalise("indexed at 2026-12-02 08:00") \
+        == "indexed at {time}"
+    assert normalise("x.py:12") != normalise("x.py:13")        # anything else is a change
+    assert normalise('{"a": 1}') != normalise('{"a": 2}')
+
+
+@pytest.mark.parametrize("text, empty", [
+    ("", True), ("   \n", True), ("No matches found", True), ("no results", True), ("0 matches found in 3 files", True),
+    ("Nothing found.", True), ('{"result": []}', True), ('{"results": [], "pagination": {"total": 0}}', True),
+    ("[]", True), ("null", True), ('{"data": {"items": []}}', True),
+    ("src/a.py:1: def f():", False), ('{"results": [{"file": "a.py"}]}', False), ('{"count": 0}', False),
+    ("No matches found for `x`, but did you mean:\n- y\n- z", False),   # says more than that
+])
+def test_is_empty(text, empty):
+    assert is_empty(text) is empty
+
+
+def test_the_trial_folder_is_found_and_replaced_in_the_arguments():
+    t = {"tool_calls": [{"arguments": {"q": "x"}, "result_text": "none"},
+                        {"arguments": {"path": f"{ROOT_B}/workspace/src"}, "result_text": ""}]}
+    assert base_root(t) == ROOT_B
+    assert base_root({"tool_calls": [{"arguments": {"q": "x"}, "result_text": "x"}]}) is None
+    args = {"path": f"{ROOT_B}/workspace/a", "paths": [f"{ROOT_B}/workspace/b"], "n": 3}
+    assert rebase(args, ROOT_B, ROOT_H) == {"path": f"{ROOT_H}/workspace/a", "paths": [f"{ROOT_H}/workspace/b"], "n": 3}
+    assert rebase(args, None, ROOT_H) == args
+
+
+@pytest.mark.parametrize("text, says", [
+    ("Error: not found", True), ("Database error: no such table: t", True), ("error executing tool", True),
+    ("Traceback (most recent call last):", True), ("ValueError exception raised", False),
+    ("src/errors.py:1: x", False), ("No error here", False), ("", False),
+])
+def test_says_error(text, says):
+    from mcptrials.gate.replay import says_error
+
+    assert says_error(text) is says
+
+
+def call(text, is_error=False):
+    return {"result_text": text, "is_error": is_error}
+
+
+@pytest.mark.parametrize("base, head, cls", [
+    (call("a.py:1"), {"text": "a.py:1"}, IDENTICAL),
+    (call(f"{ROOT_B}/workspace/a.py"), {"text": f"{ROOT_H}/workspace/a.py"}, IDENTICAL),
+    (call("a.py:1"), {"text": "a.py:2"}, CHANGED),
+    (call("a.py:1"), {"text": "No matches found"}, NOW_EMPTY),
+    (call("No matches found"), {"text": "No matches found"}, IDENTICAL),   # found nothing before too
+    (call("No matches found"), {"text": "a.py:1"}, CHANGED),
+    (call("a.py:1"), {"text": "boom", "is_error": True}, NOW_ERROR),
+    (call("a.py:1"), {"text": "", "error": "McpError: timed out"}, NOW_ERROR),
+    (call("a.py:1"), {"text": "Database error: no such table: t"}, NOW_ERROR),   # said in text, no isError
+    (call("Error: x"), {"text": "Error: y"}, CHANGED),                          # it said so in BASE too
+    (call("a.py:1"), {"text": "errors.py:3: def f():"}, CHANGED),               # a file named errors.py is no error
+    (call("bad", True), {"text": "bad", "is_error": True}, IDENTICAL),        # failed in BASE too, same text
+    (call("bad", True), {"text": "worse", "is_error": True}, CHANGED),
+    (call("bad", True), {"text": "a.py:1"}, CHANGED),                         # now a result
+    (call("a.py:1"), {"class": TOOL_GONE}, TOOL_GONE),
+    (call("a.py:1"), {"class": NOT_STARTED}, NOT_STARTED),
+])
+def test_classify(base, head, cls):
+    assert classify(base, head, (ROOT_B, ROOT_H)) == cls
+
+
+def rep(*classes, base_ok=True):
+    return {"calls": [{"step": 0, "tool": "t", "arguments": {}, "base_ok": base_ok, "class": c, "base_latency_ms": 1,
+                       "head_latency_ms": 2, "base_text": "a", "head_text": "b", "detail": None} for c in classes],
+            "error": None, "server_version": "1", "roots": ()}
+
+
+def test_summarise_counts_every_trial_a_replay_stands_for_and_fails_on_the_failing_classes():
+    group = [{"path": "m/loop/t/r/s/1"}, {"path": "m/loop/t/r/s/2"}]
+    res = summarise({"t": [(group, rep(IDENTICAL, CHANGED))]}, strict=False)
+    v = res["tools"]["t"]
+    assert (v["trials"], v["calls"], v["counts"][IDENTICAL], v["counts"][CHANGED]) == (2, 4, 2, 2)
+    assert res["failed"] == [] and v["differences"][0]["trials"] == ["m/loop/t/r/s/1", "m/loop/t/r/s/2"]
+    assert summarise({"t": [(group, rep(IDENTICAL, CHANGED))]}, strict=True)["failed"] == ["t"]
+    assert summarise({"t": [(group, rep(NOW_EMPTY))]}, strict=False)["tools"]["t"]["failing"] == 2
+    # a call that failed in BASE already fails nobody
+    assert summarise({"t": [(group, rep(NOW_ERROR, base_ok=False))]}, strict=False)["failed"] == []

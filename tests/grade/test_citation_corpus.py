@@ -1,0 +1,162 @@
+"""Issue 25: the grader against hand labels of real answers (the reference bench's vertical
+runs, never its bench/results/, our validation set).
+
+The corpus (tests/fixtures/citation_corpus/labels.json) holds only what we wrote: for each
+labelled citation the answer's sha256 and source path in the bench, the character offsets
+of the citation, the intended file and lines, the subject, and a verdict. The answers and
+the repositories' code are read from mirrors at run time:
+
+    MCPTRIALS_SENSE_MIRROR   a clone or bare mirror of github:luuuc/sense (at the commit in labels.json)
+    MCPTRIALS_MIRRORS        a folder holding <owner>+<name>/repo mirrors of healthchecks/healthchecks
+                             and lobsters/lobsters (default /work/.mirror)
+
+Labelling rules (so another person labels the same way):
+- The sample: 10 line citations per answer drawn at random (seed 25) from the 38 Claude Code,
+  Codex and Opencode answers on healthchecks (fb4bf16) and lobsters (6e98af0) (the first 376
+  labels); a citation is the grader's occurrence at those offsets, the label is about what
+  the answer meant there. The random sample holds only 2 wrong lines, too few to measure
+  anything, so 35 more labels (those with `found_by`) come from a search of the same answers
+  for likely wrong lines, each read by hand: lines past the end of the file, citations of a
+  blank, `end` or comment line, citations both rules call mismatch, and names defined
+  elsewhere in the cited file. The search leans on the grader, so the mismatch share of
+  wrong lines is measured on citations the grader already suspected: read it as an upper
+  bound; the random part's figures are printed apart.
+- Intended file: the file the sentence means, read as a maintainer would (a line-only `:64`
+  after "`Transport.notify` signature" means hc/api/transports.py even when another file is
+  named closer).
+- Subject: the identifier the sentence says is at the line (the parenthetical or name right
+  after, else the name right before, else the JSON object's own name field, else the list
+  item's head). A citation whose text names nothing checkable (a list of lines under a file,
+  "story link contract") is labelled `no subject`.
+- Verdict: `correct` when the intended file's cited line lies inside the subject's definition
+  or the line itself is what the sentence describes (a call site named "calls X at N" is
+  correct when line N makes that call); `wrong line` when the file is right but the line is
+  not (including a line past the end of the file); `no such file` when no file of the commit
+  is meant by the path; `ambiguous` when the answer writes a basename several files share
+  and nothing in the answer says which (a subject found at the line in only one of them,
+  or a line past the end of all but one, says which).
+- Agreement, per labelled occurrence (its own subject's strict verdict, `by_occurrence`):
+  correct <-> strict `verified`; wrong line <-> strict `mismatch` or bucket
+  hallucinated; no such file <-> unresolved no_such_file; ambiguous <-> unresolved
+  (basename or ambiguous); no subject <-> strict `n/a`. A correct label also needs the
+  grader's resolved file to be the intended one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mcptrials.grade.citations import grade_citations
+from mcptrials.grade.gittree import CommitTree
+
+LABELS = Path(__file__).parents[1] / "fixtures" / "citation_corpus" / "labels.json"
+HOW = ("set MCPTRIALS_SENSE_MIRROR to a mirror of github:luuuc/sense and MCPTRIALS_MIRRORS to a folder "
+       "with healthchecks+healthchecks/repo and lobsters+lobsters/repo mirrors (the `fetch` tool or "
+       "`git clone --mirror`)")
+
+
+def answer_text(sense: str, commit: str, source: str) -> str | None:
+    """The final answer of a recorded stream: the last result event's text, else the last assistant text."""
+    raw = subprocess.run(["git", "-C", sense, "show", f"{commit}:{source}"], capture_output=True, text=True).stdout
+    events = []
+    for line in raw.splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    result = [e["result"] for e in events if isinstance(e, dict) and e.get("type") == "result" and e.get("result")]
+    if result:
+        return result[-1]
+    texts = ["".join(p.get("text", "") for p in e["message"].get("content", []) if p.get("type") == "text")
+             for e in events if isinstance(e, dict) and e.get("type") == "assistant"]
+    texts = [t for t in texts if t.strip()]
+    return texts[-1] if texts else None
+
+
+def occurrence(item: dict | None, start: int) -> dict | None:
+    """The labelled occurrence of a graded citation: its own subject and strict verdict."""
+    if item is None:
+        return None
+    return next((o for o in item["by_occurrence"] if o["span"][0] <= start < o["span"][1]), None)
+
+
+def agrees(label: dict, item: dict | None) -> bool:
+    """Whether the grader's verdict on the labelled occurrence is the label's (mapping in the
+    module docstring); `item` carries the occurrence's own strict verdict as `strict`."""
+    if item is None:
+        return False
+    v = label["verdict"]
+    if v == "correct":
+        return item["strict"] == "verified" and item["resolved_path"] == label["file"]
+    if v == "wrong line":
+        return (item["strict"] == "mismatch" or item["bucket"] == "hallucinated") and item["resolved_path"] == label["file"]
+    if v == "no such file":
+        return item["ungrounded"] == "no_such_file"
+    if v == "ambiguous":
+        return item["ungrounded"] in ("basename", "ambiguous")
+    return item["strict"] == "n/a"
+
+
+def corpus_scores(labels: dict, sense: str, mirrors: Path) -> dict:
+    """agreement = labels the grader agrees with / labels; verified share = correct labels graded
+    verified / correct labels; mismatch share = wrong-line labels graded mismatch (or past EOF) /
+    wrong-line labels."""
+    trees = {name: CommitTree(str(mirrors / r["fetch"].split(":", 1)[1].replace("/", "+") / "repo"), r["commit"])
+             for name, r in labels["repos"].items()}
+    graded = {}
+    for sha, a in labels["answers"].items():
+        text = answer_text(sense, labels["bench"]["commit"], a["source"])
+        assert text is not None and hashlib.sha256(text.encode()).hexdigest() == sha, a["source"]
+        graded[sha] = grade_citations(text, trees[a["repo"]])["items"]
+    n = agree = correct = correct_ok = wrong = wrong_ok = 0
+    random_n = random_ok = 0
+    for lab in labels["labels"]:
+        start = lab["span"][0]
+        item = next((c for c in graded[lab["sha256"]] if any(s <= start < e for s, e in c["spans"])), None)
+        occ = occurrence(item, start)
+        ok = agrees(lab, dict(item, strict=occ["strict"]) if occ else item)
+        n += 1
+        agree += ok
+        if "found_by" not in lab:
+            random_n += 1
+            random_ok += ok
+        if lab["verdict"] == "correct":
+            correct += 1
+            correct_ok += ok
+        if lab["verdict"] == "wrong line":
+            wrong += 1
+            wrong_ok += ok
+    return {"n": n, "agreement": agree / n, "verified_of_correct": correct_ok / correct,
+            "mismatch_of_wrong": wrong_ok / wrong if wrong else None, "correct": correct, "wrong": wrong,
+            "random_agreement": random_ok / random_n, "random_n": random_n}
+
+
+# Issue 25's targets, and the figures this grader reached on the corpus (a floor: a change
+# that grades the corpus worse fails). The floors sit below the targets where the grader
+# does not reach them yet; raise them when it does, never lower them to pass.
+TARGETS = {"agreement": 0.95, "verified_of_correct": 0.80, "mismatch_of_wrong": 0.80}
+FLOORS = {"agreement": 0.945, "verified_of_correct": 0.96, "mismatch_of_wrong": 0.96}
+
+
+def test_grader_agrees_with_the_hand_labels():
+    sense = os.environ.get("MCPTRIALS_SENSE_MIRROR", "/work/.mirror/luuuc+sense/repo")
+    mirrors = Path(os.environ.get("MCPTRIALS_MIRRORS", "/work/.mirror"))
+    labels = json.loads(LABELS.read_text())
+    missing = [p for p in [Path(sense)] + [mirrors / r["fetch"].split(":", 1)[1].replace("/", "+") / "repo"
+                                           for r in labels["repos"].values()] if not p.exists()]
+    if missing:
+        pytest.skip(f"the corpus needs its mirrors ({', '.join(map(str, missing))} missing): {HOW}")
+    s = corpus_scores(labels, sense, mirrors)
+    print(f"\ncitation corpus: {s['n']} labels ({s['correct']} correct, {s['wrong']} wrong line)")
+    for k in TARGETS:
+        print(f"  {k}: {s[k]:.3f} (floor {FLOORS[k]}, issue 25 target {TARGETS[k]})")
+    print(f"  agreement on the {s['random_n']} randomly drawn labels alone: {s['random_agreement']:.3f}")
+    assert s["wrong"] >= 30, "the corpus needs wrong-line labels for the mismatch share to mean something"
+    for k in TARGETS:
+        assert s[k] >= FLOORS[k], f"{k} {s[k]:.3f} fell below its floor {FLOORS[k]}"
