@@ -8,7 +8,7 @@ some empty, one large every 50 trials; answers citing some of the results) and a
 snapshot of 14 server tools (the filesystem server's count). Then, medians of --runs:
   detect        patterns.detect over every transcript (what aggregate() adds per trial)
   summary       aggregate.pattern_summary over the rows (counts per model and tool, pages)
-  report        report._patterns and _feedback into a Doc (the index's two sections)
+  report        report.add_patterns and add_feedback into a Doc (the index's two sections)
 and the sizes: summary.json `patterns` (with every trial's findings), and the HTML of the two
 report sections.
 """
@@ -26,7 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 from mcptrials.analyze import aggregate
-from mcptrials.report import document as report  # noqa: E402
+from mcptrials.report import patterns as report  # noqa: E402
+from mcptrials.report.render import Doc  # noqa: E402
 from mcptrials.grade.patterns import counts, detect  # noqa: E402
 
 TOOLS = {"tools": [{"name": n} for n in (
@@ -99,9 +100,9 @@ def main() -> int:
                                                 "names": ["search_files"]} for r, t in zip(rows, ts)]}}
         times["summary"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        doc = report.Doc()
-        report._patterns(doc, summary)
-        report._feedback(doc, summary)
+        doc = Doc()
+        report.add_patterns(doc, summary)
+        report.add_feedback(doc, summary)
         times["report"].append(time.perf_counter() - t0)
     n_found = sum(len(f) for f in found)
     size = len(json.dumps(summary["patterns"]))

@@ -6,7 +6,8 @@ import pytest
 
 from mcptrials.analyze.aggregate import citation_composition
 from mcptrials.grade.composition import ungrounded_shares, view
-from mcptrials.report.document import Doc, _citation_composition
+from mcptrials.report.citations import add_citation_composition
+from mcptrials.report.render import Doc
 
 COUNTS_A = {"total": 4, "grounded": 3, "hallucinated": 1, "unresolved": 0, "verified": 2, "mismatch": 1, "n/a": 1,
             "strict_verified": 1, "strict_mismatch": 1, "strict_na": 2, "gold_total": 0, "gold_cited": 0,
@@ -59,7 +60,7 @@ def test_the_report_has_a_table_per_model_strict_beside_lenient_and_by_form():
     comp = citation_composition([record("m", "sense", COUNTS_A), record("m", "sense", COUNTS_B),
                                  record("m", "baseline", COUNTS_B), record("n", "sense", COUNTS_A)])
     doc = Doc()
-    _citation_composition(doc, {"citation_composition": comp, "identity": {"models": {}}})
+    add_citation_composition(doc, {"citation_composition": comp, "identity": {"models": {}}})
     md = "\n".join(doc.md)
     assert md.count("citations per tool") == 2                       # one table per model: m and n
     assert "| sense | 2 | 6 | 0.667 | 0.500 | 0.750 | 0.667 | 0 (0.000) | 1 (0.167) | 1 (0.167) |" in md

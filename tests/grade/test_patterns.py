@@ -344,14 +344,15 @@ def test_patterns_render_in_chromium(built, tmp_path):
 
 
 def test_a_summary_from_before_the_detectors_says_nothing_about_patterns():
-    from mcptrials.report import document as report
+    from mcptrials.report import patterns as report
+    from mcptrials.report.render import Doc
 
     old = {"trials": []}   # no `patterns` key: not "none found", just not computed
     assert report.trial_findings(old, "trials/m/t/s/1.html") is None
     assert report.pattern_list(None) == "" and report.pattern_marks(None, call=0) == ""
-    doc = report.Doc()
-    report._patterns(doc, old)
-    report._feedback(doc, old)
+    doc = Doc()
+    report.add_patterns(doc, old)
+    report.add_feedback(doc, old)
     assert doc.html == [] and doc.md == []
     new = {"patterns": {"findings": {}}}
     assert report.trial_findings(new, "trials/m/t/s/1.html") == []

@@ -216,7 +216,7 @@ JUDGE = {"provider": "reference", "repeats": 2}
 
 
 def test_a_model_judge_below_the_threshold_is_not_trusted():
-    from mcptrials.report.document import heldout_state
+    from mcptrials.report.heldout import heldout_state
 
     agreement = {"anchor": "locked", "rho": 0.5, "n": 9}
     model = heldout_state(agreement, None, 0.85, False, judge_provider="anthropic")["warnings"][0]

@@ -15,7 +15,8 @@ import yaml
 from fakes import messages_api, openai_api
 from matrix_helpers import SCENARIO, TOOLS_ENV, faulty_tool, write_matrix
 from mcptrials.analyze.aggregate import model_host_view
-from mcptrials.report.document import Doc, _model_host
+from mcptrials.report.headline import add_model_host
+from mcptrials.report.render import Doc
 
 
 def row(tool, model, host, scenario, fairness, passed=True):
@@ -50,7 +51,7 @@ def test_model_host_view_by_hand():
     assert model_host_view([r for r in rows if r["model_name"] == "A" and r["host"] == "loop"], ["loop"], ["A"])["cells"] == []
 
     doc = Doc()
-    _model_host(doc, {"model_host": v})
+    add_model_host(doc, {"model_host": v})
     md = "\n".join(doc.md)
     assert "| A | 0.467" in md and "| B | 0.250" in md and "| –" in md.split("| B |")[1].splitlines()[0]
     assert "cc − loop" in md and "+0.300" in md and "B − A" in md and "-0.150" in md

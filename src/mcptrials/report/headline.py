@@ -1,0 +1,160 @@
+"""The top of the main page: what could not run, the link to the trial explorer, the headline
+tables per model (does the server beat the baseline?), gold recall, the configured comparisons
+and the models × hosts view."""
+
+from __future__ import annotations
+
+from mcptrials.report.explorer import EXPLORER
+from mcptrials.report.formats import (esc, f3, fci, fci_missing, fmissing, fnum, fp, fsec, fsigned_ci, fusd,
+                                      model_labels, model_text, with_n)
+from mcptrials.report.render import Cell, Doc, Table
+
+
+NOISE_TEXT = ("within noise: the 95% interval contains 0, or the difference is smaller than the judge's "
+              "spread; such tools are not ranked")
+
+
+def add_failed_stages(doc: Doc, s: dict) -> None:
+    """What could not run, and how to fix it: first, since every figure below lacks those trials."""
+    failed = s.get("failed_stages") or []
+    if not failed:
+        return
+    lost = [r for r in s["trials"] if r.get("missing_reason") in ("not_run: checkout failed", "not_run: install failed")]
+    doc.h(2, "What could not run", "failed-stages")
+    doc.p(f"{len(failed)} stage(s) failed; {len(lost)} trial(s) could not run because of them and are missing "
+          "(neither a pass nor a fail nor a 0, left out of every figure below). The run exits non-zero after "
+          "this report; fix each and run snakemake again: only the trials they held back run.", "warning")
+    t = Table(["stage", "of", "error", "fix", "log"], caption="failed stages (results/status.json)")
+    for f in failed:
+        t.add(f["stage"], f["name"], f["error"], f["fix"], f["log"])
+    doc.table(t, "failed-stages-table")
+
+
+def add_headline(doc: Doc, s: dict) -> None:
+    ident = s["identity"]
+    doc.h(2, "Headline: does the server make the answers better than no server?", "headline")
+    # The answer first; how it is computed folded below the tables.
+    method = ("Fairness = " + " + ".join(f"{v:.2f} × {k}" for k, v in ident["weights"].items())
+              + " (0-1). Difference = paired over scenarios against the baseline of the same model; p-values "
+              "Holm-adjusted across the tools of a model. " + NOISE_TEXT + ". Rank: only the tools better than the "
+              "baseline, 1 = the largest difference; a worse tool has none. Intervals: " + s["methods"]["interval"]
+              + ". Costs: " + s["methods"]["costs"] + ". Efficiency: " + s["methods"].get("efficiency", "cost and wall "
+              "time against the baseline") + ". Time / trial is the wall time, split into the agent's work and the "
+              "server's start-up.")
+    k = ident["trials"]
+    for model in model_labels(s):
+        mdl = {"label": model_text(s, model)}
+        rows = [r for r in s["tools"] if r["model"] == model]
+        t = Table(["tool", "fairness [95% CI]", "Δ vs baseline [95% CI]", "Holm p (t)", "Holm p (Wilcoxon)",
+                   "verdict", "rank", "pass@1", f"pass@{k}", f"pass^{k}", "cost / trial", "time / trial",
+                   "work / trial", "start-up / trial", "trials"],
+                  caption=f"model {model}: {mdl['label']}", cls="headline")
+        for r in rows:
+            vcls = {"better": "better", "worse": "worse", "within noise": "noise", "did not start": "worse"}.get(r["verdict"])
+            t.add(r["tool"], fci_missing(r["fairness"], r["fairness_lo"], r["fairness_hi"], r["n_trials"], r),
+                  Cell(fsigned_ci(r["diff"], r["diff_lo"], r["diff_hi"]), cls=vcls),
+                  fp(r["holm_t_p"]), fp(r["holm_wilcoxon_p"]), Cell(r["verdict"] or "–", cls=vcls),
+                  "–" if r["rank"] is None else r["rank"], f3(r["pass_at_1"]), f3(r["pass_at_k"]),
+                  f3(r["pass_hat_k"]), fusd(r["cost_per_trial"]), fsec(r["wall_per_trial"]),
+                  fsec(r.get("work_per_trial")), fsec(r.get("startup_per_trial")),
+                  f"{r['n_trials']} ({r['failed_outcomes']} failed; {r.get('n_missing', 0)} missing)")
+        doc.table(t, f"headline-{model}")
+        lost = [r for r in rows if r.get("n_missing")]
+        if lost:
+            doc.p(f"Missing trials (model {model}): " + "; ".join(f"{r['tool']} {fmissing(r['n_trials'], r)}" for r in lost)
+                  + ". A missing trial (api_failed, harness_failed, not_run) is an infrastructure failure, not the "
+                    "tool's: it is neither a pass nor a fail nor a 0, and is left out of every figure here.", "note")
+        comp = Table(["tool", "judge quality", "keyword coverage", "citation grounding (n citations)",
+                      "citations verified", "efficiency (what it measured, when not cost and time)", "tokens / trial"],
+                     caption=f"model {model}: the components of fairness (means over trials); citations verified "
+                             "= verified / (verified + mismatch), beside grounding, not part of fairness")
+        for r in rows:
+            comp.add(r["tool"], f3(r["quality"]), f3(r["keyword_coverage"]), with_n(r["citation_grounding"], r.get("citations")),
+                     f3(r.get("verified_rate")),
+                     f3(r["efficiency"]) + (f" ({r['efficiency_basis']})" if r.get("efficiency_basis") not in
+                                            (None, "cost and time") else ""),
+                     fnum(r["tokens_per_trial"]))
+        doc.table(comp)
+    for pw in s["power"]:
+        doc.p(f"Power ({pw['model']}): {pw['text']}.")
+    doc.folded("How these figures are computed", method)
+
+
+def add_gold_recall(doc: Doc, s: dict) -> None:
+    """Scenario gold rows (scenario `gold:`): cited and mention recall per tool, and per row group."""
+    view = s.get("gold_recall") or []
+    if not view:
+        return
+    doc.h(2, "Gold recall: the must-find rows, overall and per group", "gold-recall")
+    doc.p("Cited recall = share of a scenario's gold rows the answer pins to a line; mention recall = named at all "
+          "(graders/gold_recall.py, the reference bench's rule). Means over the trials that count; a group's mean "
+          "over the trials whose scenario has rows in it (n beside it).", "note")
+    for model in dict.fromkeys(v["model"] for v in view):
+        rows = [v for v in view if v["model"] == model]
+        groups = sorted({g for v in rows for g in v["groups"]})
+        t = Table(["tool", "trials", "cited recall", "mention recall"] + [f"cited: {g}" for g in groups],
+                  caption=f"model {model}")
+        for v in rows:
+            t.add(v["tool"], v["n"], f3(v["cited_recall"]), f3(v["mention_recall"]),
+                  *[(f"{f3(v['groups'][g]['mean'])} (n={v['groups'][g]['n']})" if g in v["groups"] else "–")
+                    for g in groups])
+        doc.table(t, f"gold-recall-{model}")
+
+
+def add_model_host(doc: Doc, s: dict) -> None:
+    """The model x host view: fairness per (model, host) for each tool, and paired differences."""
+    v = s.get("model_host") or {}
+    if not v.get("cells"):
+        return
+    doc.h(2, "Models × hosts: the same tools and scenarios side by side", "model-host")
+    doc.p("Each cell: fairness [95% CI] over that pair's trials, pass@1, and the trial count; – = the host "
+          "cannot drive that model (claude-code needs provider anthropic, codex and opencode provider "
+          "openai). Differences are paired over the "
+          "scenarios both sides ran: hosts against the first host of the config for the same model, models "
+          "against the first model for the same host.", "note")
+    cells = {(c["tool"], c["model"], c["host"]): c for c in v["cells"]}
+    for tool in dict.fromkeys(c["tool"] for c in v["cells"]):
+        t = Table(["model"] + v["hosts"], caption=f"tool {tool}: fairness by model and host", cls="model-host")
+        for model in v["models"]:
+            row = [model]
+            for host in v["hosts"]:
+                c = cells.get((tool, model, host))
+                row.append("–" if c is None else f"{fci(c['fairness'], c['fairness_lo'], c['fairness_hi'])}; "
+                           f"pass@1 {f3(c['pass_at_1'])}; {fusd(c['cost_per_trial'])}; "
+                           + (fmissing(c["n_trials"], c) or f"n={c['n_trials']}"))
+            t.add(*row)
+        doc.table(t, f"model-host-{tool}")
+    if v["pairs"]:
+        t = Table(["tool", "comparing", "for", "a − b", "Δ fairness [95% CI]", "p (t)", "p (Wilcoxon)", "scenarios"],
+                  caption="paired differences (a minus b)")
+        for p in v["pairs"]:
+            t.add(p["tool"], p["compare"], p["fixed"], f"{p['a']} − {p['b']}",
+                  fsigned_ci(p["diff"], p["diff_lo"], p["diff_hi"]), fp(p["t_p"]), fp(p["wilcoxon_p"]), p["n"])
+        doc.table(t, "model-host-pairs")
+
+
+def add_comparisons(doc: Doc, s: dict) -> None:
+    """The config's `compare:` pairs: A minus B, paired over scenarios, Holm across the pairs of a model."""
+    rows = s.get("comparisons") or []
+    if not rows:
+        return
+    doc.h(2, "Tools compared with each other (the config's `compare:`)", "comparisons")
+    doc.p("Δ = fairness of A minus B, paired over the scenarios both ran (per-scenario means), the same "
+          "statistics as against the baseline; p-values Holm-adjusted across the configured pairs of a model. "
+          "better / worse: A against B; " + NOISE_TEXT + ". Missing trials are left out and counted.", "note")
+    t = Table(["model", "A − B", "fairness A", "fairness B", "Δ fairness [95% CI]", "Holm p (t)", "Holm p (Wilcoxon)",
+               "verdict", "scenarios", "trials A (missing)", "trials B (missing)"], cls="comparisons")
+    for r in rows:
+        vcls = {"better": "better", "worse": "worse", "within noise": "noise"}.get(r["verdict"])
+        t.add(r["model"], f"{r['a']} − {r['b']}", f3(r["fairness_a"]), f3(r["fairness_b"]),
+              Cell(fsigned_ci(r["diff"], r["diff_lo"], r["diff_hi"]), cls=vcls), fp(r["holm_t_p"]),
+              fp(r["holm_wilcoxon_p"]), Cell(r["verdict"], cls=vcls), r["n_scenarios"],
+              f"{r['n_trials_a']} ({r['n_missing_a']})", f"{r['n_trials_b']} ({r['n_missing_b']})")
+    doc.table(t, "comparisons")
+
+
+def add_explorer_link(doc: Doc, s: dict) -> None:
+    """The way to the trial explorer (mcptrials.report.explorer), near the top of the report."""
+    text = f"every trial ({len(s['trials']):,}) in one table: filter, sort, search the answers, open a trial"
+    doc.md.append(f"[Trial explorer]({EXPLORER}): {text}\n")
+    doc.html.append(f'<p id="explorer-link"><a href="{esc(EXPLORER)}">Trial explorer</a>: {esc(text)}</p>')
