@@ -20,9 +20,9 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
-from urllib.parse import quote
 
 from mcptrials.matrix.config import ConfigError
+from mcptrials.report.formats import href
 
 EXPLORER = "explorer.html"  # beside index.html in the report folder
 ANSWER_CAP = 2000  # characters of answer text embedded per trial: about 20 MB for 10,000 trials
@@ -67,11 +67,6 @@ def ratio(passed, steps):
     return [passed, steps] if steps else None
 
 
-def page_href(rel: str) -> str:
-    """The trial page's link relative to the report folder, each path part percent-encoded."""
-    return "/".join(quote(p) for p in rel.split("/"))
-
-
 def answer_text(transcript: dict | None) -> str:
     """The prose the graders scored: every step's answer_text, in step order."""
     if not transcript:
@@ -110,7 +105,7 @@ def explorer_row(r: dict, answer: str | None, cap: int = ANSWER_CAP) -> list:
         "state": ratio(r.get("state_passed"), r.get("state_steps")),
         "patterns": r.get("patterns"),  # absent until the pattern detectors ran: an empty cell
         "answer": text[:cap],
-        "page": page_href(r["page"]),
+        "page": href(r["page"]),
         "why": r.get("missing_reason") if r.get("missing") else None,
         "answer_cut": len(text) if len(text) > cap else None,
     }
