@@ -305,3 +305,27 @@ def test_under_claude_code_sandbox_none_reaches_the_gold(tmp_path, installed, fa
     assert "secret-item" in read["result_text"]
     assert "secret-item" in probe["read"][str(tmp_path / "gold.json")]
     assert KEY in probe["keys"]                                              # from the harness's own environment
+
+
+def test_a_server_cannot_spend_past_the_trials_limits_through_the_proxy(tmp_path, installed, fake_api, monkeypatch):
+    """A server in the CLI's sandbox finds the proxy's address and token in the CLI's
+    environment and sends model calls of its own. The proxy holds the whole trial to
+    steps x max_turns calls, each at the reply cap: the server's extra calls are refused,
+    never reach the API, and the trial ends budget_exceeded, saying why."""
+    from test_sandbox import HOSTILE
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    tool = {"command": __import__("matrix_helpers").BASE_PYTHON, "read_only": [str(HOSTILE)],
+            "args": [str(HOSTILE), "--spend", "4"]}
+    api = fake_api([reply(tool_use("mcp__hostile__probe", {}, id="toolu_p")), reply(text("`src/util.py:1`"))])
+    m, co = matrix(tmp_path, api, {"hostile": tool}, limits={"max_turns": 3, "max_output_tokens": 2000})
+    t, _ = run_trial(m, "claude", "hostile", "find-helper", 1, co, snapshot_of("hostile", ["probe"]), None,
+                     tmp_path / "out", host="cc")
+    probe = json.loads(next(c for c in t["tool_calls"] if c["id"] == "toolu_p")["result_text"])
+    # the CLI's first call and two of the server's fit in 1 step x 3 turns; the rest are refused
+    assert probe["spend"] == [200, 200, 429, 429], probe
+    reqs = api.message_requests()
+    assert len(reqs) == 3, [q["body"].get("messages", [{}])[0] for q in reqs]
+    assert all(q["body"]["max_tokens"] <= 2000 for q in reqs)          # 64000 asked, the reply cap sent
+    assert t["outcome"] == "budget_exceeded", (t["outcome"], t["outcome_detail"])
+    assert "key proxy refused" in t["outcome_detail"] and "limit of 3" in t["outcome_detail"]

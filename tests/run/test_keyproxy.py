@@ -78,3 +78,28 @@ def test_failed_calls_in_a_row_give_up_and_a_success_resets_the_count():
             if len(codes) == 2:
                 assert not proxy.gave_up.is_set()          # 500, then a success: not two in a row
         assert codes == [500, 200, 500, 503] and proxy.gave_up.is_set() and proxy.stopped()
+
+
+def test_the_trial_limit_holds_across_steps_whoever_calls():
+    """steps x max_turns successful calls in the whole trial; a new step does not reset it
+    (a server in the CLI's sandbox cannot spend past what the budget reserved)."""
+    with FakeResponsesAPI([]) as api, KeyProxy(api.url, KEY, auth="bearer", trial_calls=3) as proxy:
+        proxy.begin_step(2)
+        codes = [post(proxy.url + "/responses", {"model": "m", "input": "x"}, proxy.token)[0] for _ in range(2)]
+        proxy.begin_step(2)
+        for _ in range(3):
+            status, body = post(proxy.url + "/responses", {"model": "m", "input": "x"}, proxy.token)
+            codes.append(status)
+        assert codes == [200, 200, 200, 429, 429]
+        assert body["error"]["type"] == "mcptrials_trial_limit"
+        assert proxy.trial_limit_hit.is_set() and proxy.refused == 2
+        assert len(api.response_requests()) == 3               # the refused ones never reached the API
+
+
+def test_a_larger_output_cap_is_lowered_to_the_reply_cap():
+    with FakeOpenAIAPI([reply("a"), reply("b")]) as api, KeyProxy(api.url, KEY, auth="bearer", reply_cap=500) as proxy:
+        post(proxy.url + "/chat/completions", {"model": "m", "messages": [], "max_tokens": 64000}, proxy.token)
+        post(proxy.url + "/chat/completions", {"model": "m", "messages": [], "max_completion_tokens": 100}, proxy.token)
+    first, second = api.completion_requests()
+    assert first["body"]["max_tokens"] == 500                   # lowered
+    assert second["body"]["max_completion_tokens"] == 100       # within the cap: as sent

@@ -48,8 +48,10 @@ def upper_bound_usd(price: dict, steps: int, max_turns: int, max_output_tokens: 
         bound     = steps x max_turns x (input_tokens_per_call x in_rate + reply_cap x output) / 1e6
 
     Each step makes at most `max_turns` model calls (the loop stops the step there; claude-code
-    gets --max-turns; under codex and opencode the key proxy refuses the next call); each call writes at most `reply_cap` output tokens (the model's
-    `params.max_tokens` within the step's `max_output_tokens`) and reads at most
+    gets --max-turns; under codex and opencode the key proxy refuses the next call, and under
+    every CLI host it refuses any call past steps x max_turns in the trial, whoever sends it);
+    each call writes at most `reply_cap` output tokens (the model's `params.max_tokens` within
+    the step's `max_output_tokens`; the key proxy lowers a larger request) and reads at most
     `input_tokens_per_call` input tokens (config `budget.input_tokens_per_call`, default
     200,000: the context window of the Claude models, which no request can exceed), every one
     billed at the dearest input rate. `max_turns` and `max_output_tokens` are the step's limits

@@ -16,9 +16,18 @@ request is refused (429, never forwarded) and `limit_hit` is set, so the host st
 likewise a step's `max_failures` failed calls in a row (the model's retries spent) set
 `gave_up`, for a CLI that would otherwise retry without end (opencode).
 
-What a hostile server can still do under this host: send requests through the proxy (at
-the user's cost, recorded in the transcript's usage only if the CLI made them); what it can
-no longer do: read or send away the key.
+The proxy is also the last line of the budget. A server shares its CLI's sandbox and can
+find the proxy's address there, so it could send model calls of its own, at the user's cost.
+So the proxy holds the whole trial to what its limits allow, whoever calls: at most
+`trial_calls` successful model calls (steps x max_turns: what the budget reserved for the
+trial, cost.plan.upper_bound_usd), each asking for at most `reply_cap` output tokens (a
+larger `max_tokens`, `max_output_tokens` or `max_completion_tokens` is lowered to it). A call
+past `trial_calls` is refused (429, never forwarded) and sets `trial_limit_hit`; the host
+records the trial as `budget_exceeded` (hosts.cli.proxy_outcome).
+
+What a hostile server can still do under this host: spend, within the trial's limits, calls
+the agent would have had; what it can no longer do: read or send away the key, or spend past
+what the trial was allowed.
 """
 
 from __future__ import annotations
@@ -34,13 +43,16 @@ DEFAULT_UPSTREAM = {"x-api-key": "https://api.anthropic.com", "bearer": "https:/
 # Not forwarded: hop-by-hop headers, and whatever the client says about credentials.
 DROP = {"host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer",
         "content-length", "x-api-key", "authorization"}
+# The output cap of a request in the Messages, Responses and Chat Completions APIs.
+OUTPUT_CAP_FIELDS = ("max_tokens", "max_output_tokens", "max_completion_tokens")
 
 
 class KeyProxy:
     """`with KeyProxy(upstream, key) as proxy:` serves on `proxy.url`; clients send
     `proxy.token` as their key (any value works: it is replaced, never checked)."""
 
-    def __init__(self, upstream: str | None, key: str, auth: str = "x-api-key", set_fields: dict | None = None):
+    def __init__(self, upstream: str | None, key: str, auth: str = "x-api-key", set_fields: dict | None = None,
+                 trial_calls: int | None = None, reply_cap: int | None = None):
         if auth not in DEFAULT_UPSTREAM:
             raise ValueError(f"auth must be one of {sorted(DEFAULT_UPSTREAM)}, not {auth!r}")
         u = urlsplit(upstream or DEFAULT_UPSTREAM[auth])
@@ -54,6 +66,10 @@ class KeyProxy:
         self.limit_hit = threading.Event()
         self.max_failures: int | None = None
         self.gave_up = threading.Event()
+        self.trial_calls, self.reply_cap = trial_calls, reply_cap
+        self.trial_limit_hit = threading.Event()
+        self.refused = 0                  # calls refused past a limit (the step's or the trial's)
+        self._ok_in_trial = 0
         self._ok_in_step = 0
         self._failed_in_row = 0
         self._lock = threading.Lock()
@@ -88,16 +104,38 @@ class KeyProxy:
 
     def _admit(self) -> bool:
         with self._lock:
-            if self.limit is not None and self._ok_in_step >= self.limit:
+            if self.trial_calls is not None and self._ok_in_trial >= self.trial_calls:
+                self.trial_limit_hit.set()
+            elif self.limit is not None and self._ok_in_step >= self.limit:
                 self.limit_hit.set()
-                return False
-            return True
+            else:
+                return True
+            self.refused += 1
+            return False
+
+    def _rewrite(self, body: bytes | None) -> bytes | None:
+        """The request body with the fields the proxy sets, and its output cap lowered to
+        `reply_cap` (a body that is not a JSON object is forwarded as it is)."""
+        if not body or not (self.set_fields or self.reply_cap):
+            return body
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return body
+        if not isinstance(data, dict):
+            return body
+        data |= self.set_fields
+        for f in OUTPUT_CAP_FIELDS:
+            if self.reply_cap is not None and isinstance(data.get(f), int) and data[f] > self.reply_cap:
+                data[f] = self.reply_cap
+        return json.dumps(data).encode()
 
     def _record(self, status: int) -> None:
         with self._lock:
             self.statuses.append(status)
             if 200 <= status < 300:
                 self._ok_in_step, self._failed_in_row = self._ok_in_step + 1, 0
+                self._ok_in_trial += 1
             else:
                 self._failed_in_row += 1
                 if self.max_failures is not None and self._failed_in_row >= self.max_failures:
@@ -121,7 +159,9 @@ class KeyProxy:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else None
                 if self.command == "POST" and not proxy._admit():
-                    msg = b'{"error": {"type": "mcptrials_max_turns", "message": "mcptrials: the step used max_turns model calls"}}'
+                    msg = (b'{"error": {"type": "mcptrials_trial_limit", "message": "mcptrials: the trial used every model '
+                           b'call its limits allow"}}' if proxy.trial_limit_hit.is_set() else
+                           b'{"error": {"type": "mcptrials_max_turns", "message": "mcptrials: the step used max_turns model calls"}}')
                     self.send_response(429)
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(msg)))
@@ -130,13 +170,7 @@ class KeyProxy:
                     self.wfile.write(msg)
                     self.close_connection = True
                     return
-                if body and proxy.set_fields:
-                    try:
-                        data = json.loads(body)
-                    except ValueError:
-                        data = None
-                    if isinstance(data, dict):
-                        body = json.dumps(data | proxy.set_fields).encode()
+                body = proxy._rewrite(body)
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in DROP}
                 if proxy.auth == "bearer":
                     headers["authorization"] = f"Bearer {proxy.key}"

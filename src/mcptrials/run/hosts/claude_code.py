@@ -55,7 +55,8 @@ from pathlib import Path
 from mcptrials.run.keyproxy import KeyProxy
 from mcptrials.run.providers.base import Usage
 from mcptrials.run.trial import CHARS_PER_TOKEN, TrialAbort, TrialContext, split_feedback, step_prompt
-from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, npm_install, run_process, start_http, stdio_entry
+from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, npm_install, proxy_outcome, run_process, start_http, \
+    stdio_entry, trial_proxy
 from mcptrials.run.hosts.cli import binary_path as cli_binary, installed_version as cli_version
 
 PACKAGE = "@anthropic-ai/claude-code"
@@ -416,9 +417,9 @@ class ClaudeCodeHost:
         host_home = ctx.sandbox.root / "host-home"  # Claude Code's own HOME (sessions, logs); the server keeps `home`
         host_home.mkdir()
         # The CLI (and the server it starts in its sandbox) never see the key: the proxy adds it.
-        proxy = KeyProxy(ctx.model.base_url, ctx.api_key())
+        proxy = trial_proxy(ctx)
         session = _Session(ctx=ctx, binary=str(binary), host_home=host_home, session_id=str(uuid.uuid4()),
-                           api_key=proxy.token, base_url=proxy.url)
+                           proxy=proxy)
         ctx.meta.update(host_version=installed_version(host), host_session_id=session.session_id,
                         host_builtin_tools=list(ctx.host.builtin_tools), host_api="through the key proxy")
         try:
@@ -440,8 +441,7 @@ class _Session:
     binary: str
     host_home: Path
     session_id: str
-    api_key: str          # the proxy's stand-in token, never the key
-    base_url: str         # the key proxy
+    proxy: KeyProxy       # the CLI gets its stand-in token and URL, never the key
 
     async def run(self) -> tuple[str, str | None]:
         ctx = self.ctx
@@ -483,7 +483,7 @@ class _Session:
                              allowed=allowed_tools(tool.name, ctx.snapshot, builtins, mcp_file is not None),
                              mcp_file=str(mcp_file) if mcp_file else None, system_append=ctx.system_text,
                              bare=host.bare, extra_args=list(host.extra_args))
-        env = host_environment(str(self.host_home), str(ctx.sandbox.tmp), self.api_key, self.base_url,
+        env = host_environment(str(self.host_home), str(ctx.sandbox.tmp), self.proxy.token, self.proxy.url,
                                ctx.reply_cap, lim.max_result_tokens, model.max_retries, tool.startup_timeout,
                                tool.call_timeout)
         failed_servers: list = []
@@ -511,6 +511,8 @@ class _Session:
 
     def _outcome(self, run: ProcessRun, s: StepStream, index: int) -> tuple[str, str | None]:
         rec = self.ctx.rec
+        if refused := proxy_outcome(self.proxy):
+            return refused
         if run.stopped:
             msg = f"claude-code: MCP server {self.ctx.tool.name} did not connect: {json.dumps(s.init.get('mcp_servers'))}"
             rec.error("protocol_error", msg, step=index)

@@ -112,6 +112,25 @@ def server_entry(ctx, stack) -> tuple[dict | None, str | None]:
         return None, msg
 
 
+def trial_proxy(ctx, auth: str = "x-api-key", set_fields: dict | None = None):
+    """The trial's key proxy (run.keyproxy), holding the whole trial to its limits whoever
+    calls: steps x max_turns successful model calls, each reply at most the trial's reply cap."""
+    from mcptrials.run.keyproxy import KeyProxy
+
+    return KeyProxy(ctx.model.base_url, ctx.api_key(), auth=auth, set_fields=set_fields,
+                    trial_calls=len(ctx.steps) * ctx.limits.max_turns, reply_cap=ctx.reply_cap)
+
+
+def proxy_outcome(proxy) -> tuple[str, str] | None:
+    """The trial's outcome when the proxy refused calls past the trial's limit (None when it
+    did not): the arm spent what the trial was allowed, so the trial fails as over budget."""
+    if not proxy.trial_limit_hit.is_set():
+        return None
+    return "budget_exceeded", (f"the key proxy refused {proxy.refused} model call(s) past the trial's limit of "
+                               f"{proxy.trial_calls} (steps x max_turns), whoever sent them (the CLI, or a "
+                               "server in its sandbox)")
+
+
 # --- running -----------------------------------------------------------------------------
 
 

@@ -48,7 +48,8 @@ from pathlib import Path
 from mcptrials.run.keyproxy import KeyProxy
 from mcptrials.run.providers.base import Usage
 from mcptrials.run.trial import CHARS_PER_TOKEN, TrialAbort, TrialContext, split_feedback, step_prompt
-from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, npm_install, run_process, server_entry as cli_server_entry
+from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, npm_install, proxy_outcome, run_process, trial_proxy
+from mcptrials.run.hosts.cli import server_entry as cli_server_entry
 from mcptrials.run.hosts.cli import binary_path as cli_binary, installed_version as cli_version
 
 PACKAGE = "@openai/codex"
@@ -373,8 +374,7 @@ class CodexHost:
         host_home = ctx.sandbox.root / "host-home"  # Codex's HOME and CODEX_HOME; the server keeps `home`
         (host_home / ".codex").mkdir(parents=True)
         # The CLI (and the server it starts in its sandbox) never see the key: the proxy adds it.
-        proxy = KeyProxy(ctx.model.base_url, ctx.api_key(), auth="bearer",
-                         set_fields={"max_output_tokens": ctx.reply_cap})
+        proxy = trial_proxy(ctx, auth="bearer", set_fields={"max_output_tokens": ctx.reply_cap})
         ctx.meta.update(host_version=installed_version(host), host_builtin_tools=list(ctx.host.builtin_tools),
                         host_api="OpenAI Responses API, through the key proxy")
         with proxy:
@@ -452,6 +452,8 @@ class _Session:
 
     def _outcome(self, run: ProcessRun, s: StepStream, index: int, statuses: list[int]) -> tuple[str, str | None]:
         rec = self.ctx.rec
+        if refused := proxy_outcome(self.proxy):
+            return refused
         if self.proxy.limit_hit.is_set():  # the proxy refused a call past max_turns
             return "max_turns", None
         if run.timed_out:

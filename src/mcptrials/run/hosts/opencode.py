@@ -47,7 +47,8 @@ from pathlib import Path
 from mcptrials.run.keyproxy import KeyProxy
 from mcptrials.run.providers.base import Usage
 from mcptrials.run.trial import CHARS_PER_TOKEN, TrialAbort, TrialContext, split_feedback, step_prompt
-from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, npm_install, run_process, server_entry as cli_server_entry
+from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, npm_install, proxy_outcome, run_process, trial_proxy
+from mcptrials.run.hosts.cli import server_entry as cli_server_entry
 from mcptrials.run.hosts.cli import binary_path as cli_binary, installed_version as cli_version
 
 PACKAGE = "opencode-ai"
@@ -327,7 +328,7 @@ class OpencodeHost:
                                                "(the workflow's install_host rule)")
         host_home = ctx.sandbox.root / "host-home"  # Opencode's HOME (sessions, logs); the server keeps `home`
         host_home.mkdir()
-        proxy = KeyProxy(ctx.model.base_url, ctx.api_key(), auth="bearer")
+        proxy = trial_proxy(ctx, auth="bearer")
         ctx.meta.update(host_version=installed_version(host), host_builtin_tools=list(ctx.host.builtin_tools),
                         host_api="OpenAI Chat Completions, through the key proxy")
         with proxy:
@@ -417,6 +418,8 @@ class _Session:
             msg = f"opencode: MCP server {self.ctx.tool.name} did not start: {failed_servers[0][:500]}"
             rec.error("protocol_error", msg, step=index)
             return "server_crashed", msg
+        if refused := proxy_outcome(self.proxy):
+            return refused
         if self.proxy.limit_hit.is_set():  # the proxy refused a call past max_turns
             return "max_turns", None
         if run.timed_out:
