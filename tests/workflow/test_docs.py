@@ -115,6 +115,8 @@ def test_the_readme_is_a_front_page():
     commands = [ln.split("#")[0].strip() for ln in setup.body.splitlines()]
     assert commands == ["make demo", "make test"], "the README's set-up block is exactly `make demo` and `make test`"
     assert "reference model" in text.replace("`", "") and "reference judge" in text.replace("`", "")
+    # the citation part of fairness is the strict number, and the front page says how it is made
+    assert "`strict_grounded_rate` = (grounded − strict_mismatch) / total" in text
 
 
 def test_the_readme_links_resolve():
