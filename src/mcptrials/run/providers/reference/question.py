@@ -54,9 +54,6 @@ _IDENT = re.compile(
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]{3,}")
 
 
-# --- terms --------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Term:
     search: str     # what is searched for

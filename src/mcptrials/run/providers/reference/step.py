@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from mcptrials.run.providers.reference.arguments import kind_of_key, zero_based
 from mcptrials.run.providers.reference.question import Term, extract_scopes, extract_terms
 from mcptrials.run.providers.reference.results import (
-    WorkspacePaths, result_text, looks_failed, next_page, parse_hits, parse_read,
+    WorkspacePaths, looks_failed, next_page, parse_hits, parse_read, result_text,
 )
 from mcptrials.run.providers.reference.tools import ToolSpec, classify_tool
 
