@@ -17,10 +17,13 @@ from pathlib import Path
 import pytest
 
 from mcptrials.prepare.builtins import BUILTIN_TOOLS, BuiltinTools, glob_to_regex
-from mcptrials.run.providers.reference import (
-    MAX_ROUNDS, ReferenceProvider, build_arguments, classify_tool, extract_scopes, extract_terms, looks_failed,
-    next_page, page_key, parse_hits, parse_read, stem, Need, Term, _Paths, _window,
-)
+from mcptrials.run.providers.reference import ReferenceProvider
+from mcptrials.run.providers.reference.arguments import Need, build_arguments, page_key
+from mcptrials.run.providers.reference.provider import MAX_ROUNDS
+from mcptrials.run.providers.reference.question import Term, extract_scopes, extract_terms, stem
+from mcptrials.run.providers.reference.results import WorkspacePaths, looks_failed, next_page, parse_hits, parse_read
+from mcptrials.run.providers.reference.step import _window
+from mcptrials.run.providers.reference.tools import classify_tool
 
 SYSTEM = [{"type": "text", "text": "State your reasoning before each tool call."}]
 CITATION = re.compile(r"[\w./-]+\.\w+:\d+")
@@ -399,11 +402,11 @@ def test_zero_based_line_arguments_round_trip():
             "end_line": {"type": "integer", "description": "The 0-based index of the last line."}}}})
     args = build_arguments(spec, Need(path="src/a.py", lo=4, hi=9), "/w")
     assert args == {"relative_path": "src/a.py", "start_line": 3, "end_line": 8}
-    assert _window(spec, args, _Paths("/w")) == ("src/a.py", 4, 9)
+    assert _window(spec, args, WorkspacePaths("/w")) == ("src/a.py", 4, 9)
 
 
 def test_parse_hits_formats():
-    paths = _Paths("/w/repo")
+    paths = WorkspacePaths("/w/repo")
     assert parse_hits("src/a.py:4: def f():\nsrc/b.py:10:x = f()\n[2 of 9 matches shown]", paths) == \
         [("src/a.py", 4, "def f():"), ("src/b.py", 10, "x = f()")]
     ci = json.dumps({"results": [{"file": "src/a.py", "line": 4, "text": "def f():"}],

@@ -1,7 +1,7 @@
 """Model providers: each turns (system, messages, tools) into one assistant reply.
 
 `MODEL_PROVIDERS` names the providers that call a model API with a key (the agent loop's
-models and the judge both use them); `reference` (providers/reference.py) is the
+models and the judge both use them); `reference` (the providers/reference/ package) is the
 deterministic agent with no model and no key.
 """
 
