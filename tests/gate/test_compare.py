@@ -19,7 +19,7 @@ from mcptrials.cli import main
 from mcptrials.gate.compare import (DEFAULT_MARGIN, Refused, compare_runs, junit, markdown, refusal_reasons,
                                schema_change, tools_list_diff)
 from mcptrials.matrix.config import ConfigError, load_matrix
-from mcptrials.stats import margin_test, paired_difference
+from mcptrials.stats.paired import margin_test, paired_difference
 
 # --- the config's compare: ----------------------------------------------------------------
 
@@ -407,7 +407,7 @@ def test_the_documented_pack_config_validates(tmp_path):
 
 
 def test_scenarios_to_decide_margin_by_hand():
-    from mcptrials.stats import scenarios_to_decide_margin
+    from mcptrials.stats.power import scenarios_to_decide_margin
 
     # V = 0.01, delta = 0.15; (t_0.95,df + t_0.80,df) * sqrt(V / n) from t tables:
     # n=3: (2.920 + 1.061) * 0.05774 = 0.2298; n=4: (2.353 + 0.978) * 0.05 = 0.1666; n=5: (2.132 + 0.941) * 0.04472 = 0.1374

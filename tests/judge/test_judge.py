@@ -160,7 +160,7 @@ def test_repeats_kept(scenario):
 
 def test_judge_variance_levels():
     from mcptrials.judge.judging import judge_variance
-    from mcptrials.stats import icc
+    from mcptrials.stats.agreement import icc
 
     def step(quality, empty=False):
         return {"empty": empty, "quality": quality, "criteria": [{"name": "a", "scores": quality}]}

@@ -220,7 +220,7 @@ def _per_scenario(rows: list[dict], metric: str) -> dict:
 def paired_figures(base_rows: list[dict], head_rows: list[dict], level: float = GATE_LEVEL) -> dict:
     """metric -> {base, head (means over the paired scenarios' means), paired_difference's dict}
     of HEAD minus BASE, for the trials that count (missing ones left out)."""
-    from mcptrials.stats import paired_difference
+    from mcptrials.stats.paired import paired_difference
 
     out = {}
     for metric, (_, bounds) in METRICS.items():
@@ -328,7 +328,7 @@ def scenarios_to_decide(b_rows: list[dict], h_rows: list[dict], diff: dict, marg
     delta = |mean_diff + margin| (the estimate's distance from -margin), the variance of the paired
     difference from stats.variance_components over the trials' fairness (as the report's power).
     Returns {scenarios, trials_per_scenario, note}; scenarios None with the reason in note."""
-    from mcptrials.stats import scenarios_to_decide_margin, variance_components
+    from mcptrials.stats.power import scenarios_to_decide_margin, variance_components
 
     vc = variance_components(_trial_scores(h_rows), _trial_scores(b_rows))
     k = round(vc["k_a"]) if vc["k_a"] else None
@@ -350,7 +350,7 @@ def scenarios_to_decide(b_rows: list[dict], h_rows: list[dict], diff: dict, marg
 
 def decide(gate: dict, diff: dict | None, found: list, strict: bool, lenient: bool) -> tuple[str, str]:
     """(verdict, status) of one tool: findings first, then the margin test and the rule above."""
-    from mcptrials.stats import INCONCLUSIVE, NON_INFERIOR, REGRESSION
+    from mcptrials.stats.paired import INCONCLUSIVE, NON_INFERIOR, REGRESSION
 
     if found:
         return "deterministic failure", "fail"
@@ -423,7 +423,7 @@ def compare_runs(base: dict, head: dict, margin: float = DEFAULT_MARGIN, tools: 
                  head_config_path: str | None = None) -> dict:
     """The whole comparison of two loaded results folders (load_results). Raises Refused.
     head_config_path: HEAD's config, to refuse results that are stale for it (None: not checked)."""
-    from mcptrials.stats import margin_test
+    from mcptrials.stats.paired import margin_test
 
     reasons = refusal_reasons(base["summary"], head["summary"])
     if reasons:

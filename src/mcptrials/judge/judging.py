@@ -541,12 +541,12 @@ def judge_trial(transcript: dict, scenario: Scenario, judge_cfg: dict, prompt_pa
 
 def judge_variance(records: list[dict]) -> dict:
     """The judge's noise across judged.json records with R repeats each: the spread
-    (mcptrials.stats.judge_spread: SD and range of the R scores of an item) and ICC(1,1)
-    (mcptrials.stats.icc) per scenario (items: records), per step (items: judged steps) and
+    (mcptrials.stats.agreement.judge_spread: SD and range of the R scores of an item) and ICC(1,1)
+    (mcptrials.stats.agreement.icc) per scenario (items: records), per step (items: judged steps) and
     per criterion (items: judged steps, one criterion). Empty answers are left out of the
     step and criterion levels: they were not judged. A difference smaller than the spread
     is inside the judge's noise."""
-    from mcptrials.stats import icc, judge_spread
+    from mcptrials.stats.agreement import icc, judge_spread
 
     def summary(items: list[list[float]]) -> dict | None:
         if not items:
