@@ -579,10 +579,10 @@ def model_host_view(rows: list[dict], hosts: list[str], models: list[str]) -> di
 
 
 def judge_noise(records: list[dict], w_quality: float) -> dict:
-    """The judge's spread and ICC (mcptrials.judge.judging.judge_variance) over all trials, per scenario
+    """The judge's spread and ICC (mcptrials.judge.variance.judge_variance) over all trials, per scenario
     (with its steps) and per criterion; `fairness_noise` = w_quality x the mean SD of repeated
     scenario-quality judgements (None with one repeat: the noise was not measured)."""
-    from mcptrials.judge.judging import judge_variance
+    from mcptrials.judge.variance import judge_variance
 
     records = [r for r in records if r["judged"]["quality"]]   # a trial not judged (recorded judge) has no spread
     judged = [r["judged"] for r in records]
