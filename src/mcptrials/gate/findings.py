@@ -14,10 +14,8 @@ ENDED_BADLY = ("server_crashed", "timed_out")   # trial outcomes whose rising sh
 
 
 def counted(rows: list[dict]) -> list[dict]:
+    """The trials that count: those not missing (a missing trial is left out and counted apart)."""
     return [r for r in rows if not r.get("missing")]
-
-
-# --- deterministic findings ------------------------------------------------------------------
 
 
 def _share_ended_badly(rows: list[dict]) -> float | None:

@@ -55,10 +55,12 @@ answer (for a JSON line member, from its key to its value).
 
 Each distinct (path, locator) counts once per step: the key is the resolved path when
 there is one (so src/a.py:3 and a.py:3 are one citation), else the path as cited.
+
+The steps live in citation_forms (the forms), citation_lines (line lists and line-only
+references), citation_context (the answer's context), citation_grounding (resolution and the
+buckets) and citation_verification (lenient and strict); this module runs them per answer
+(analyse), counts them and pools a trial's steps.
 """
-
-from __future__ import annotations
-
 
 from __future__ import annotations
 
@@ -69,7 +71,8 @@ from mcptrials.grade.citation_context import Answer, resolve
 from mcptrials.grade.citation_forms import citation_pattern, extract_citations, has_word, symbol_parts
 from mcptrials.grade.citation_grounding import ground
 from mcptrials.grade.citation_lines import line_only_citations, listed_lines
-from mcptrials.grade.citation_verification import citation_subject, context_identifiers, respectively, settle_strict, verify
+from mcptrials.grade.citation_verification import (citation_subject, context_identifiers, respectively,
+                                                 settle_strict, verify)
 from mcptrials.grade.gittree import CommitTree
 
 RECALL_WINDOW = 5   # lines a citation may be from a gold line and still count for recall

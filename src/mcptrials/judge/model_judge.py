@@ -34,6 +34,7 @@ class JudgeError(Exception):
 
 
 def judge_usage(usage: Usage, api_calls: int = 0, retries: int = 0, malformed_replies: int = 0) -> dict:
+    """A judged.json `usage`: the tokens, and the calls, retries and malformed replies they took."""
     return dict(dataclasses.asdict(usage), api_calls=api_calls, retries=retries, malformed_replies=malformed_replies)
 
 
