@@ -6,6 +6,7 @@ Source: the reference bench (luuuc/sense bench/), see shared/notes/field.md; iss
 
 from __future__ import annotations
 
+
 def _ratio(value, base, name) -> float:
     """min(1, base / value); 1 when value is None (not measured) or base is None, or both are 0."""
     if value is None or base is None:

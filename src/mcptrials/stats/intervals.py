@@ -10,11 +10,13 @@ import math
 
 
 def t_quantile(level: float, df: float) -> float:
+    """Student t quantile t_{(1+level)/2, df}: the multiplier of a two-sided interval at `level`."""
     from scipy import stats
     return float(stats.t.ppf(0.5 + level / 2, df))
 
 
 def check_level(level: float) -> None:
+    """Refuse an interval level outside (0, 1)."""
     if not 0 < level < 1:
         raise ValueError(f"level={level}: the interval level must be between 0 and 1, e.g. 0.95")
 
@@ -83,6 +85,7 @@ def _expit(x: float) -> float:
 
 
 def check_bounds(values, lower: float, upper: float, name: str) -> None:
+    """Refuse bounds that are not ordered and values outside [lower, upper]."""
     if not lower < upper:
         raise ValueError(f"bounds [{lower}, {upper}]: the lower bound must be below the upper one")
     bad = [v for v in values if not lower <= v <= upper]
