@@ -5,7 +5,13 @@ import math
 
 import pytest
 
-from mcptrials import stats
+from mcptrials.stats.adoption import adoption
+from mcptrials.stats.agreement import icc, judge_spread, spearman_with_ci
+from mcptrials.stats.fairness import fairness, relative_efficiency
+from mcptrials.stats.intervals import bounded_mean_ci, mean_ci
+from mcptrials.stats.paired import holm_adjust, paired_difference
+from mcptrials.stats.pass_k import mean_pass_at_k, mean_pass_hat_k, pass_at_k, pass_hat_k
+from mcptrials.stats.power import min_detectable_effect, scenarios_needed, variance_components
 
 approx = pytest.approx
 
@@ -14,30 +20,30 @@ approx = pytest.approx
 
 def test_pass_at_k_hand_case():
     # n=5, c=2, k=2: C(3,2)/C(5,2) = 3/10, so pass@2 = 1 - 0.3 = 0.7
-    assert stats.pass_at_k(5, 2, 2) == approx(0.7)
+    assert pass_at_k(5, 2, 2) == approx(0.7)
     # k = n with a single pass: C(3,4) = 0, so pass@4 = 1
-    assert stats.pass_at_k(4, 1, 4) == 1.0
+    assert pass_at_k(4, 1, 4) == 1.0
     # no pass: C(5,2)/C(5,2) = 1, so pass@2 = 0
-    assert stats.pass_at_k(5, 0, 2) == 0.0
+    assert pass_at_k(5, 0, 2) == 0.0
 
 
 def test_pass_hat_k_hand_case():
     # n=5, c=2, k=2: C(2,2)/C(5,2) = 1/10
-    assert stats.pass_hat_k(5, 2, 2) == approx(0.1)
+    assert pass_hat_k(5, 2, 2) == approx(0.1)
     # n=4, c=3, k=4: C(3,4) = 0
-    assert stats.pass_hat_k(4, 3, 4) == 0.0
+    assert pass_hat_k(4, 3, 4) == 0.0
     # all pass: C(4,3)/C(4,3) = 1
-    assert stats.pass_hat_k(4, 4, 3) == 1.0
+    assert pass_hat_k(4, 4, 3) == 1.0
 
 
 @pytest.mark.parametrize("n,c", [(1, 0), (1, 1), (5, 2), (7, 3), (10, 10)])
 def test_pass_at_1_equals_pass_hat_1_equals_c_over_n(n, c):
     # C(n-c,1)/C(n,1) = (n-c)/n, so pass@1 = c/n; C(c,1)/C(n,1) = c/n
-    assert stats.pass_at_k(n, c, 1) == approx(c / n)
-    assert stats.pass_hat_k(n, c, 1) == approx(c / n)
+    assert pass_at_k(n, c, 1) == approx(c / n)
+    assert pass_hat_k(n, c, 1) == approx(c / n)
 
 
-@pytest.mark.parametrize("fn", [stats.pass_at_k, stats.pass_hat_k])
+@pytest.mark.parametrize("fn", [pass_at_k, pass_hat_k])
 @pytest.mark.parametrize("n,c,k", [(3, 1, 4), (0, 0, 1), (3, 4, 1), (3, -1, 1), (3, 1, 0), (3.0, 1, 1), (3, 1, True)])
 def test_pass_k_rejects_bad_inputs(fn, n, c, k):
     with pytest.raises(ValueError):
@@ -46,21 +52,21 @@ def test_pass_k_rejects_bad_inputs(fn, n, c, k):
 
 def test_pass_k_large_n_is_finite():
     # exact integer binomials: no overflow; pass@1 still c/n
-    assert stats.pass_at_k(2000, 700, 1) == approx(0.35)
-    assert 0.0 < stats.pass_hat_k(2000, 1990, 100) < 1.0
+    assert pass_at_k(2000, 700, 1) == approx(0.35)
+    assert 0.0 < pass_hat_k(2000, 1990, 100) < 1.0
 
 
 def test_mean_pass_k_over_tasks_skips_short_tasks():
     tasks = {"t1": (5, 2), "t2": (3, 3), "t3": (1, 1)}
     # k=2: t1 -> 0.7 (above); t2 -> 1 - C(0,2)/C(3,2) = 1; t3 has n=1 < 2: skipped
     # mean pass@2 = (0.7 + 1) / 2 = 0.85
-    at = stats.mean_pass_at_k(tasks, 2)
+    at = mean_pass_at_k(tasks, 2)
     assert at == {"mean": approx(0.85), "k": 2, "n_tasks": 2, "skipped": ["t3"]}
     # pass^2: t1 -> 0.1; t2 -> C(3,2)/C(3,2) = 1; mean = 0.55
-    hat = stats.mean_pass_hat_k(tasks, 2)
+    hat = mean_pass_hat_k(tasks, 2)
     assert hat == {"mean": approx(0.55), "k": 2, "n_tasks": 2, "skipped": ["t3"]}
     # nothing has 6 trials: mean None, every task listed
-    assert stats.mean_pass_at_k(tasks, 6) == {"mean": None, "k": 6, "n_tasks": 0, "skipped": ["t1", "t2", "t3"]}
+    assert mean_pass_at_k(tasks, 6) == {"mean": None, "k": 6, "n_tasks": 0, "skipped": ["t1", "t2", "t3"]}
 
 
 # ---------------------------------------------------------------- mean_ci
@@ -70,7 +76,7 @@ def test_mean_ci_naive_hand_case():
     # SE = sqrt(5 / (4*3)) = sqrt(0.416667) = 0.645497
     # t(0.975, df=3) = 3.182446 (table); half width = 3.182446 * 0.645497 = 2.054259
     # -> [0.445741, 4.554259]
-    r = stats.mean_ci([1, 2, 3, 4])
+    r = mean_ci([1, 2, 3, 4])
     assert r["mean"] == approx(2.5)
     assert r["se"] == approx(0.645497, abs=1e-6)
     assert r["lo"] == approx(0.445741, abs=1e-5)
@@ -85,8 +91,8 @@ def test_mean_ci_clustered_hand_case_bigger_than_naive():
     # clustered: residual sums a: 0.5+0.5 = 1, b: -1; sum of squares = 2
     #   SE = sqrt(C/(C-1)) * sqrt(2) / n = sqrt(2) * 1.414214 / 4 = 0.5
     # df = C-1 = 1: t(0.975, 1) = tan(pi * 0.475) = 12.706205; interval 0.5 -/+ 6.353102
-    naive = stats.mean_ci([1, 1, 0, 0])
-    clus = stats.mean_ci([1, 1, 0, 0], clusters=["a", "a", "b", "b"])
+    naive = mean_ci([1, 1, 0, 0])
+    clus = mean_ci([1, 1, 0, 0], clusters=["a", "a", "b", "b"])
     assert naive["se"] == approx(0.288675, abs=1e-6)
     assert clus["se"] == approx(0.5)
     assert clus["se"] > naive["se"]
@@ -98,31 +104,31 @@ def test_mean_ci_clustered_hand_case_bigger_than_naive():
 
 def test_mean_ci_clustered_anticorrelated_cancels():
     # 1,0 in a and 1,0 in b: each cluster's residual sum is 0.5 - 0.5 = 0, so clustered SE = 0
-    r = stats.mean_ci([1, 0, 1, 0], clusters=["a", "a", "b", "b"])
+    r = mean_ci([1, 0, 1, 0], clusters=["a", "a", "b", "b"])
     assert r["se"] == 0.0
     assert r["lo"] == r["hi"] == r["mean"] == 0.5
 
 
 def test_mean_ci_edge_cases():
-    one = stats.mean_ci([0.7])
+    one = mean_ci([0.7])
     assert one["mean"] == 0.7 and one["se"] is None and one["lo"] is None and one["hi"] is None
     assert one["n"] == 1 and "n=1" in one["method"]
-    single_cluster = stats.mean_ci([1, 0, 1], clusters=["s", "s", "s"])
+    single_cluster = mean_ci([1, 0, 1], clusters=["s", "s", "s"])
     assert single_cluster["se"] is None and single_cluster["n_clusters"] == 1
-    constant = stats.mean_ci([0.5, 0.5, 0.5])
+    constant = mean_ci([0.5, 0.5, 0.5])
     assert constant["se"] == 0.0 and constant["lo"] == constant["hi"] == 0.5
     with pytest.raises(ValueError):
-        stats.mean_ci([])
+        mean_ci([])
     with pytest.raises(ValueError, match="one cluster label per score"):
-        stats.mean_ci([1, 2], clusters=["a"])
+        mean_ci([1, 2], clusters=["a"])
     with pytest.raises(ValueError):
-        stats.mean_ci([1, float("nan")])
+        mean_ci([1, float("nan")])
     json.dumps(one)  # None, not NaN: JSON-friendly
 
 
 def test_mean_ci_level():
     # 90% interval for 1,2,3,4: t(0.95, 3) = 2.353363 (table); half = 2.353363 * 0.645497 = 1.519089
-    r = stats.mean_ci([1, 2, 3, 4], level=0.90)
+    r = mean_ci([1, 2, 3, 4], level=0.90)
     assert r["hi"] - r["mean"] == approx(1.519089, abs=1e-5)
 
 
@@ -134,11 +140,11 @@ def test_bounded_mean_ci_hand_case_three_scenarios():
     # the plain t interval: 0.5 -/+ 4.302653 * 0.208167 = [-0.395669, 1.395669], outside 0-1
     # logit: u = 0.5, g = 0; SE_g = 0.208167 / (0.5 * 0.5) = 0.832666; half = 4.302653 * 0.832666 = 3.582660
     # lo = 1 / (1 + e^3.582660) = 1 / (1 + 35.9696) = 0.027049; hi = 1 - lo = 0.972951
-    r = stats.bounded_mean_ci([0.2, 0.4, 0.9], clusters=["a", "b", "c"])
+    r = bounded_mean_ci([0.2, 0.4, 0.9], clusters=["a", "b", "c"])
     assert r["mean"] == approx(0.5) and r["se"] == approx(0.208167, abs=1e-6)
     assert r["lo"] == approx(0.027049, abs=1e-6)
     assert r["hi"] == approx(0.972951, abs=1e-6)
-    assert stats.mean_ci([0.2, 0.4, 0.9], clusters=["a", "b", "c"])["lo"] == approx(-0.395669, abs=1e-5)
+    assert mean_ci([0.2, 0.4, 0.9], clusters=["a", "b", "c"])["lo"] == approx(-0.395669, abs=1e-5)
     assert r["method"] == ("logit-transformed t interval on [0, 1], clustered SE over 3 clusters with "
                            "C/(C-1) correction, df=2")
     json.dumps(r)
@@ -150,7 +156,7 @@ def test_bounded_mean_ci_is_asymmetric_near_a_bound():
     # half = t(0.975, 3) 3.182446 * 0.506272 = 1.611185
     # lo = expit(0.123417) = 0.530815; hi = expit(3.345786) = 1 / (1 + 0.035232) = 0.965967
     # (the plain t interval is 0.85 -/+ 0.205428 = [0.644572, 1.055428])
-    r = stats.bounded_mean_ci([0.7, 0.8, 0.9, 1.0])
+    r = bounded_mean_ci([0.7, 0.8, 0.9, 1.0])
     assert r["se"] == approx(0.0645497, abs=1e-6)
     assert r["lo"] == approx(0.530815, abs=1e-5)
     assert r["hi"] == approx(0.965967, abs=1e-5)
@@ -164,13 +170,13 @@ def test_bounded_mean_ci_other_bounds_and_level():
     # SE_g = 0.176383 / (2 * 0.816667 * 0.183333) = 0.589036; half = 4.302653 * 0.589036 = 2.534415
     # lo = -1 + 2 expit(-1.040490) = -1 + 2 * 0.261055 = -0.477889
     # hi = -1 + 2 expit(4.028340) = -1 + 2 * 0.982508 = 0.965015
-    r = stats.bounded_mean_ci([0.9, 0.7, 0.3], lower=-1, upper=1)
+    r = bounded_mean_ci([0.9, 0.7, 0.3], lower=-1, upper=1)
     assert r["lo"] == approx(-0.477889, abs=1e-5)
     assert r["hi"] == approx(0.965015, abs=1e-5)
     assert "on [-1, 1]" in r["method"]
     # 90%: t(0.95, 2) = 2.919986; on the 3-scenario case half = 2.919986 * 0.832666 = 2.431373
     # hi = expit(2.431373) = 0.919189
-    assert stats.bounded_mean_ci([0.2, 0.4, 0.9], level=0.90)["hi"] == approx(0.919189, abs=1e-5)
+    assert bounded_mean_ci([0.2, 0.4, 0.9], level=0.90)["hi"] == approx(0.919189, abs=1e-5)
 
 
 def test_bounded_mean_ci_stays_in_bounds_and_edge_cases():
@@ -181,33 +187,33 @@ def test_bounded_mean_ci_stays_in_bounds_and_edge_cases():
         n = int(rng.integers(2, 9))
         scores = np.clip(rng.choice([0.0, 1.0, rng.random()], size=n) * rng.random(n) ** 0.1, 0, 1).tolist()
         clusters = [f"s{i % 3}" for i in range(n)]
-        for r in (stats.bounded_mean_ci(scores), stats.bounded_mean_ci(scores, clusters=clusters)):
+        for r in (bounded_mean_ci(scores), bounded_mean_ci(scores, clusters=clusters)):
             if r["lo"] is not None:
                 assert 0.0 <= r["lo"] <= r["mean"] <= r["hi"] <= 1.0, (scores, r)
     # every score 0 (failed trials) or every score 1: SE 0, the interval is the point
-    assert stats.bounded_mean_ci([0.0, 0.0, 0.0], clusters=["a", "b", "c"])[("lo")] == 0.0
-    top = stats.bounded_mean_ci([1.0, 1.0])
+    assert bounded_mean_ci([0.0, 0.0, 0.0], clusters=["a", "b", "c"])[("lo")] == 0.0
+    top = bounded_mean_ci([1.0, 1.0])
     assert top["lo"] == top["hi"] == 1.0
-    assert stats.bounded_mean_ci([0.4])["lo"] is None                       # one score: no interval
-    assert stats.bounded_mean_ci([0.4, 0.6], clusters=["a", "a"])["lo"] is None   # one cluster
+    assert bounded_mean_ci([0.4])["lo"] is None                       # one score: no interval
+    assert bounded_mean_ci([0.4, 0.6], clusters=["a", "a"])["lo"] is None   # one cluster
     with pytest.raises(ValueError, match=r"outside \[0, 1\]"):
-        stats.bounded_mean_ci([0.5, 1.2])
+        bounded_mean_ci([0.5, 1.2])
     with pytest.raises(ValueError, match="lower bound"):
-        stats.bounded_mean_ci([0.5], lower=1, upper=0)
+        bounded_mean_ci([0.5], lower=1, upper=0)
 
 
 def test_paired_difference_bounded_interval():
     # a - b = 0.9, 0.7, 0.3 (the [-1, 1] case of test_bounded_mean_ci_other_bounds_and_level)
     # plain t: hi = 0.633333 + 4.302653 * 0.176383 = 1.392250, above 1
     a, b = {"x": 1.0, "y": 0.9, "z": 0.5}, {"x": 0.1, "y": 0.2, "z": 0.2}
-    plain, bounded = stats.paired_difference(a, b), stats.paired_difference(a, b, bounds=(-1, 1))
+    plain, bounded = paired_difference(a, b), paired_difference(a, b, bounds=(-1, 1))
     assert plain["hi"] == approx(1.392250, abs=1e-5)
     assert bounded["lo"] == approx(-0.477889, abs=1e-5) and bounded["hi"] == approx(0.965015, abs=1e-5)
     assert bounded["t_p"] == plain["t_p"] and bounded["wilcoxon_p"] == plain["wilcoxon_p"]
     assert plain["method"] == "paired t interval, df=2"
     assert bounded["method"] == "paired, logit-transformed t interval on [-1, 1], df=2"
     with pytest.raises(ValueError, match="outside"):
-        stats.paired_difference({"x": 2.0}, {"x": 0.0}, bounds=(-1, 1))
+        paired_difference({"x": 2.0}, {"x": 0.0}, bounds=(-1, 1))
 
 
 # ---------------------------------------------------------------- paired difference
@@ -222,7 +228,7 @@ def test_paired_difference_hand_case():
     # paired t = 2 / 0.577350 = 3.464102, df=2: two-sided p = 1 - t/sqrt(2 + t^2)
     #   = 1 - 3.464102/3.741657 = 0.074180
     # Wilcoxon: 3 positive differences, W- = 0; exact two-sided p = 2 * (1/2^3) = 0.25
-    r = stats.paired_difference(a, b)
+    r = paired_difference(a, b)
     assert r["mean_diff"] == approx(2.0)
     assert r["se"] == approx(0.577350, abs=1e-6)
     assert r["lo"] == approx(-0.484138, abs=1e-5)
@@ -238,20 +244,20 @@ def test_paired_difference_wilcoxon_five_positive():
     # 5 positive differences of distinct size: exact two-sided p = 2/2^5 = 0.0625
     a = {f"s{i}": float(i) for i in range(1, 6)}
     b = {f"s{i}": 0.0 for i in range(1, 6)}
-    assert stats.paired_difference(a, b)["wilcoxon_p"] == approx(0.0625)
+    assert paired_difference(a, b)["wilcoxon_p"] == approx(0.0625)
 
 
 def test_paired_difference_edge_cases():
     same = {"s1": 0.4, "s2": 0.6, "s3": 0.9}
-    r = stats.paired_difference(same, dict(same))
+    r = paired_difference(same, dict(same))
     # every d = 0: SE 0, interval collapses, no t p, no Wilcoxon p
     assert r["mean_diff"] == 0.0 and r["se"] == 0.0 and r["lo"] == r["hi"] == 0.0
     assert r["t_p"] is None and r["wilcoxon_p"] is None
-    one = stats.paired_difference({"s1": 0.9}, {"s1": 0.4, "s2": 0.1})
+    one = paired_difference({"s1": 0.9}, {"s1": 0.4, "s2": 0.1})
     assert one["mean_diff"] == approx(0.5) and one["se"] is None and one["t_p"] is None
     assert one["wilcoxon_p"] is None and one["dropped"] == {"only_a": [], "only_b": ["s2"]}
     with pytest.raises(ValueError, match="share no scenario"):
-        stats.paired_difference({"x": 1.0}, {"y": 1.0})
+        paired_difference({"x": 1.0}, {"y": 1.0})
 
 
 # ---------------------------------------------------------------- Holm
@@ -259,18 +265,18 @@ def test_paired_difference_edge_cases():
 def test_holm_hand_example():
     # sorted: a 0.01, c 0.03, b 0.04, m = 3
     # a: 3 * 0.01 = 0.03; c: max(0.03, 2 * 0.03) = 0.06; b: max(0.06, 1 * 0.04) = 0.06 (monotone)
-    adj = stats.holm_adjust({"a": 0.01, "b": 0.04, "c": 0.03})
+    adj = holm_adjust({"a": 0.01, "b": 0.04, "c": 0.03})
     assert adj == {"a": approx(0.03), "b": approx(0.06), "c": approx(0.06)}
     assert list(adj) == ["a", "b", "c"]  # input order kept
 
 
 def test_holm_caps_at_one_and_keeps_none():
     # x: 2 * 0.5 = 1.0; y: max(1.0, 0.6) = 1.0; z has no p-value: not counted in m
-    assert stats.holm_adjust({"x": 0.5, "y": 0.6, "z": None}) == {"x": 1.0, "y": 1.0, "z": None}
-    assert stats.holm_adjust({}) == {}
-    assert stats.holm_adjust({"only": 0.02}) == {"only": 0.02}
+    assert holm_adjust({"x": 0.5, "y": 0.6, "z": None}) == {"x": 1.0, "y": 1.0, "z": None}
+    assert holm_adjust({}) == {}
+    assert holm_adjust({"only": 0.02}) == {"only": 0.02}
     with pytest.raises(ValueError):
-        stats.holm_adjust({"bad": 1.5})
+        holm_adjust({"bad": 1.5})
 
 
 # ---------------------------------------------------------------- power
@@ -285,7 +291,7 @@ def test_variance_components_hand_case():
     # d = .3, .1, .6; mean .333333; squared deviations .001111 + .054444 + .071111 = .126667
     # var_d = .126667 / 2 = .063333
     # omega2 = var_d - sigma2_a/2 - sigma2_b/2 = .063333 - .026667 - .003333 = .033333
-    r = stats.variance_components(SCORES_A, SCORES_B)
+    r = variance_components(SCORES_A, SCORES_B)
     assert r["sigma2_a"] == approx(0.16 / 3)
     assert r["sigma2_b"] == approx(0.02 / 3)
     assert r["var_d"] == approx(0.19 / 3)
@@ -297,48 +303,48 @@ def test_variance_components_hand_case():
 
 def test_variance_components_unbalanced_and_single_trial():
     # trials per scenario 1 and 3: harmonic mean 2 / (1 + 1/3) = 1.5
-    r = stats.variance_components({"s1": [1.0], "s2": [0.0, 0.5, 1.0]}, {"s1": [0.0], "s2": [0.0]})
+    r = variance_components({"s1": [1.0], "s2": [0.0, 0.5, 1.0]}, {"s1": [0.0], "s2": [0.0]})
     assert r["k_a"] == approx(1.5) and r["k_b"] == approx(1.0)
     # A: only s2 has 2+ trials, var(0, .5, 1) = .25; B: one trial everywhere -> 0 and a note
     assert r["sigma2_a"] == approx(0.25) and r["sigma2_b"] == 0.0
     assert "one trial per scenario" in r["note"]
     # d = 1 - 0 = 1 and .5 - 0 = .5: var_d = .125; omega2 = max(0, .125 - .25/1.5) = 0
     assert r["var_d"] == approx(0.125) and r["omega2"] == 0.0
-    few = stats.variance_components({"s1": [1.0, 0.0]}, {"s1": [0.5, 0.5]})
+    few = variance_components({"s1": [1.0, 0.0]}, {"s1": [0.5, 0.5]})
     assert few["omega2"] is None and few["var_d"] is None and few["n"] == 1
 
 
 def test_min_detectable_effect_hand_case():
     # z(0.975) + z(0.8) = 1.959964 + 0.841621 = 2.801585
     # V = 0.02 + 0.04/2 + 0.02/2 = 0.05; sqrt(0.05/10) = 0.0707107; delta = 0.198101
-    assert stats.min_detectable_effect(0.02, 0.04, 0.02, 2, 2, 10) == approx(0.198101, abs=1e-6)
+    assert min_detectable_effect(0.02, 0.04, 0.02, 2, 2, 10) == approx(0.198101, abs=1e-6)
 
 
 def test_min_detectable_effect_is_2_80_paired_se():
     # with the components above, V = omega2 + sigma2_a/2 + sigma2_b/2 = var_d = .063333, n = 3,
     # so delta = 2.801585 * sqrt(.021111) = 2.801585 * 0.1452966 = 0.407061 = 2.80 * SE_d
-    vc = stats.variance_components(SCORES_A, SCORES_B)
-    delta = stats.min_detectable_effect(vc["omega2"], vc["sigma2_a"], vc["sigma2_b"], vc["k_a"], vc["k_b"], vc["n"])
+    vc = variance_components(SCORES_A, SCORES_B)
+    delta = min_detectable_effect(vc["omega2"], vc["sigma2_a"], vc["sigma2_b"], vc["k_a"], vc["k_b"], vc["n"])
     assert delta == approx(0.407061, abs=1e-6)
     means = lambda s: {k: sum(v) / len(v) for k, v in s.items()}
-    se_d = stats.paired_difference(means(SCORES_A), means(SCORES_B))["se"]
+    se_d = paired_difference(means(SCORES_A), means(SCORES_B))["se"]
     assert delta == approx(2.801585 * se_d, abs=1e-6)
 
 
 def test_scenarios_needed_hand_case():
     # (2.801585)^2 = 7.848879; V = 0.05; delta = 0.1: 7.848879 * 0.05 / 0.01 = 39.24 -> 40
-    assert stats.scenarios_needed(0.1, 0.02, 0.04, 0.02, 2, 2) == 40
+    assert scenarios_needed(0.1, 0.02, 0.04, 0.02, 2, 2) == 40
     # round trip: the MDE at the n we need is at most delta
-    assert stats.min_detectable_effect(0.02, 0.04, 0.02, 2, 2, 40) <= 0.1
-    assert stats.min_detectable_effect(0.02, 0.04, 0.02, 2, 2, 39) > 0.1
+    assert min_detectable_effect(0.02, 0.04, 0.02, 2, 2, 40) <= 0.1
+    assert min_detectable_effect(0.02, 0.04, 0.02, 2, 2, 39) > 0.1
     # a huge effect still needs two scenarios
-    assert stats.scenarios_needed(10.0, 0.02, 0.04, 0.02, 2, 2) == 2
+    assert scenarios_needed(10.0, 0.02, 0.04, 0.02, 2, 2) == 2
     for bad in ({"delta": 0}, {"alpha": 0}, {"power": 1.0}):
         args = {"delta": 0.1, "omega2": 0.02, "sigma2_a": 0.04, "sigma2_b": 0.02, "k_a": 2, "k_b": 2} | bad
         with pytest.raises(ValueError):
-            stats.scenarios_needed(**args)
+            scenarios_needed(**args)
     with pytest.raises(ValueError):
-        stats.min_detectable_effect(None, 0.04, 0.02, 2, 2, 10)
+        min_detectable_effect(None, 0.04, 0.02, 2, 2, 10)
 
 
 # ---------------------------------------------------------------- judge agreement
@@ -348,36 +354,36 @@ def test_judge_spread_hand_case():
     # item 2: .5 .5 .5 -> sd 0, range 0
     # item 3: .2 .6   -> mean .4, squares .04+.04 = .08, var .08, sd .282843, range .4
     # mean sd = .382843/3 = .127614; mean range = .6/3 = .2
-    r = stats.judge_spread([[0.8, 0.6, 0.7], [0.5, 0.5, 0.5], [0.2, 0.6]])
+    r = judge_spread([[0.8, 0.6, 0.7], [0.5, 0.5, 0.5], [0.2, 0.6]])
     assert r["mean_sd"] == approx(0.127614, abs=1e-6)
     assert r["max_sd"] == approx(0.282843, abs=1e-6)
     assert r["mean_range"] == approx(0.2)
     assert r["max_range"] == approx(0.4)
     assert (r["n_items"], r["min_repeats"], r["max_repeats"]) == (3, 2, 3)
-    single = stats.judge_spread([[0.5], [0.9]])
+    single = judge_spread([[0.5], [0.9]])
     assert single["mean_sd"] is None and single["max_range"] == 0.0
     with pytest.raises(ValueError):
-        stats.judge_spread([[0.5], []])
+        judge_spread([[0.5], []])
 
 
 def test_icc_hand_case():
     # items (1,2), (3,4), (5,6); k = 2, n = 3; item means 1.5 3.5 5.5, grand 3.5
     # MSB = 2 * (4 + 0 + 4) / 2 = 8; MSW = (6 * 0.25) / (3 * 1) = 0.5
     # ICC(1,1) = (8 - 0.5) / (8 + 1 * 0.5) = 7.5 / 8.5 = 0.882353
-    assert stats.icc([[1, 2], [3, 4], [5, 6]]) == approx(0.882353, abs=1e-6)
+    assert icc([[1, 2], [3, 4], [5, 6]]) == approx(0.882353, abs=1e-6)
 
 
 def test_icc_edge_cases():
     # perfect repeats: MSW = 0 -> 1
-    assert stats.icc([[0.2, 0.2], [0.9, 0.9]]) == approx(1.0)
+    assert icc([[0.2, 0.2], [0.9, 0.9]]) == approx(1.0)
     # everything equal: 0/0, documented as 1.0
-    assert stats.icc([[0.5, 0.5], [0.5, 0.5]]) == 1.0
+    assert icc([[0.5, 0.5], [0.5, 0.5]]) == 1.0
     # repeats disagree, items equal on average: MSB = 0, MSW = (4 * .25) / 2 = .5 -> -.5/.5 = -1
-    assert stats.icc([[0, 1], [1, 0]]) == approx(-1.0)
-    assert stats.icc([[0.5], [0.7]]) is None  # k < 2
-    assert stats.icc([[0.5, 0.6]]) is None  # n < 2
+    assert icc([[0, 1], [1, 0]]) == approx(-1.0)
+    assert icc([[0.5], [0.7]]) is None  # k < 2
+    assert icc([[0.5, 0.6]]) is None  # n < 2
     with pytest.raises(ValueError, match="same number of repeats"):
-        stats.icc([[0.5, 0.6], [0.7]])
+        icc([[0.5, 0.6], [0.7]])
 
 
 def test_spearman_hand_case():
@@ -386,7 +392,7 @@ def test_spearman_hand_case():
     # p (t approximation): t = .8 * sqrt(3 / .36) = 2.309401, df 3; for df=3,
     #   F(t) = 1/2 + (1/pi) (t/sqrt3 / (1 + t^2/3) + atan(t/sqrt3)) = 1/2 + (0.48 + 0.927295)/pi = 0.947960
     #   two-sided p = 2 (1 - 0.947960) = 0.104081
-    r = stats.spearman_with_ci([1, 2, 3, 4, 5], [2, 1, 4, 3, 5], n_boot=500)
+    r = spearman_with_ci([1, 2, 3, 4, 5], [2, 1, 4, 3, 5], n_boot=500)
     assert r["rho"] == approx(0.8)
     assert r["p"] == approx(0.104081, abs=1e-5)
     assert r["n"] == 5 and r["n_boot"] == 500
@@ -397,86 +403,87 @@ def test_spearman_hand_case():
 def test_spearman_bootstrap_perfect_order_and_determinism():
     x, y = [0.1, 0.3, 0.2, 0.9, 0.5, 0.7], [1, 3, 2, 9, 5, 7]
     # same order: every defined resample has rho = 1, so the interval is [1, 1]
-    r = stats.spearman_with_ci(x, y, n_boot=400, seed=3)
+    r = spearman_with_ci(x, y, n_boot=400, seed=3)
     assert r["rho"] == approx(1.0) and r["lo"] == 1.0 and r["hi"] == 1.0
     # undefined resamples (one distinct pair drawn 6 times) are counted, not used
     assert 0 <= r["skipped"] < 400
     # a noisy relation: same seed -> same interval; another seed -> another interval
     x2, y2 = [1, 2, 3, 4, 5, 6, 7, 8], [2, 1, 4, 3, 7, 5, 8, 6]
-    first = stats.spearman_with_ci(x2, y2, n_boot=300, seed=7)
-    assert stats.spearman_with_ci(x2, y2, n_boot=300, seed=7) == first
-    other = stats.spearman_with_ci(x2, y2, n_boot=300, seed=8)
+    first = spearman_with_ci(x2, y2, n_boot=300, seed=7)
+    assert spearman_with_ci(x2, y2, n_boot=300, seed=7) == first
+    other = spearman_with_ci(x2, y2, n_boot=300, seed=8)
     assert (other["lo"], other["hi"]) != (first["lo"], first["hi"])
 
 
 def test_spearman_skips_constant_resamples():
     # two distinct x values among 3 points: a resample is constant in x when it draws only the
     # two x=0 points or only the x=1 point; these are skipped and counted
-    r = stats.spearman_with_ci([0, 0, 1], [0, 1, 2], n_boot=1000, seed=0)
+    r = spearman_with_ci([0, 0, 1], [0, 1, 2], n_boot=1000, seed=0)
     # P(all from {p1,p2}) = (2/3)^3 = 8/27; P(all p3) = 1/27: expected 9/27 * 1000 = 333 skipped
     assert 250 < r["skipped"] < 420
 
 
 def test_spearman_edge_cases():
-    const = stats.spearman_with_ci([1, 2, 3], [4, 4, 4])
+    const = spearman_with_ci([1, 2, 3], [4, 4, 4])
     assert const["rho"] is None and const["lo"] is None and const["p"] is None
-    short = stats.spearman_with_ci([1, 2], [1, 2])
+    short = spearman_with_ci([1, 2], [1, 2])
     assert short["rho"] is None and short["n"] == 2
     with pytest.raises(ValueError, match="one y per x"):
-        stats.spearman_with_ci([1, 2, 3], [1, 2])
+        spearman_with_ci([1, 2, 3], [1, 2])
 
 
 # ---------------------------------------------------------------- scores
 
 def test_relative_efficiency_hand_case():
     # cost 2 vs baseline 1: min(1, 1/2) = .5; wall 10 vs 20: min(1, 2) = 1 -> .25 + .5 = .75
-    assert stats.relative_efficiency(2.0, 10.0, 1.0, 20.0) == approx(0.75)
+    assert relative_efficiency(2.0, 10.0, 1.0, 20.0) == approx(0.75)
     # as cheap and as fast as the baseline: 1
-    assert stats.relative_efficiency(1.0, 5.0, 1.0, 5.0) == 1.0
+    assert relative_efficiency(1.0, 5.0, 1.0, 5.0) == 1.0
     # 4x cost, 4x wall: .5 * .25 + .5 * .25 = .25
-    assert stats.relative_efficiency(4.0, 40.0, 1.0, 10.0) == approx(0.25)
+    assert relative_efficiency(4.0, 40.0, 1.0, 10.0) == approx(0.25)
 
 
 def test_relative_efficiency_edge_cases():
     # unknown cost (no prices) or both zero: cost ratio 1; wall 20 vs 10 -> .5 * .5 = .25
-    assert stats.relative_efficiency(None, 20.0, 1.0, 10.0) == approx(0.75)
-    assert stats.relative_efficiency(0.0, 20.0, 0.0, 10.0) == approx(0.75)
-    assert stats.relative_efficiency(1.0, 20.0, None, 10.0) == approx(0.75)
+    assert relative_efficiency(None, 20.0, 1.0, 10.0) == approx(0.75)
+    assert relative_efficiency(0.0, 20.0, 0.0, 10.0) == approx(0.75)
+    assert relative_efficiency(1.0, 20.0, None, 10.0) == approx(0.75)
     # free baseline, paid trial: cost ratio 0 -> 0 + .5 * 1 = .5
-    assert stats.relative_efficiency(1.0, 10.0, 0.0, 10.0) == approx(0.5)
+    assert relative_efficiency(1.0, 10.0, 0.0, 10.0) == approx(0.5)
     with pytest.raises(ValueError):
-        stats.relative_efficiency(-1.0, 10.0, 1.0, 10.0)
+        relative_efficiency(-1.0, 10.0, 1.0, 10.0)
 
 
 def test_fairness_hand_case():
     w = {"keyword": 0.10, "quality": 0.55, "citation": 0.15, "efficiency": 0.20}
     # .10*.5 + .55*.8 + .15*1 + .20*.75 = .05 + .44 + .15 + .15 = .79
-    assert stats.fairness(0.5, 0.8, 1.0, 0.75, w) == approx(0.79)
+    assert fairness(0.5, 0.8, 1.0, 0.75, w) == approx(0.79)
     # None counts as 0: .55*.8 + .20*.75 = .44 + .15 = .59
-    assert stats.fairness(None, 0.8, None, 0.75, w) == approx(0.59)
+    assert fairness(None, 0.8, None, 0.75, w) == approx(0.59)
     # other weights: .25 each -> (.5 + .8 + 1 + .75) / 4 = .7625
     w4 = {"keyword": 0.25, "quality": 0.25, "citation": 0.25, "efficiency": 0.25}
-    assert stats.fairness(0.5, 0.8, 1.0, 0.75, w4) == approx(0.7625)
+    assert fairness(0.5, 0.8, 1.0, 0.75, w4) == approx(0.7625)
     # the weights come whole from the config (its schema fills the defaults): no key is guessed here
     with pytest.raises(ValueError, match="give exactly"):
-        stats.fairness(1, 1, 1, 1, {"speed": 1.0})
+        fairness(1, 1, 1, 1, {"speed": 1.0})
     with pytest.raises(ValueError, match="give exactly"):
-        stats.fairness(1, 1, 1, 1, {"quality": 1.0})
+        fairness(1, 1, 1, 1, {"quality": 1.0})
 
 
 def test_adoption_hand_case():
     # .60*.5 + .40*1 = .3 + .4 = .7
-    assert stats.adoption(0.5, 1.0) == approx(0.7)
-    assert stats.adoption(0.5, None) == approx(0.3)  # missing discoverability counts as 0
-    assert stats.adoption(None, 1.0) is None  # the baseline has no tool to adopt
-    assert stats.adoption(1.0, 0.0, {"fluency": 0.5, "discoverability": 0.5}) == approx(0.5)
+    assert adoption(0.5, 1.0) == approx(0.7)
+    assert adoption(0.5, None) == approx(0.3)  # missing discoverability counts as 0
+    assert adoption(None, 1.0) is None  # the baseline has no tool to adopt
+    assert adoption(1.0, 0.0, {"fluency": 0.5, "discoverability": 0.5}) == approx(0.5)
 
 
 def test_module_import_is_light():
     # importing mcptrials.stats must not pull in scipy (imported inside the functions)
     import subprocess
     import sys
-    code = "import sys, mcptrials.stats; print('scipy' in sys.modules)"
+    code = ("import sys, mcptrials.stats.pass_k, mcptrials.stats.intervals, mcptrials.stats.paired, mcptrials.stats.power, "
+            "mcptrials.stats.agreement, mcptrials.stats.fairness, mcptrials.stats.adoption; print('scipy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

@@ -16,10 +16,13 @@ import yaml
 
 import runs_fixture as fx
 from mcptrials.cli import main
-from mcptrials.gate.compare import (DEFAULT_MARGIN, Refused, compare_runs, junit, markdown, refusal_reasons,
-                               schema_change, tools_list_diff)
+from mcptrials.gate.comparable import Refused, refusal_reasons
+from mcptrials.gate.compare import compare_runs
+from mcptrials.gate.compare_report import junit, markdown
+from mcptrials.gate.decision import DEFAULT_MARGIN
+from mcptrials.gate.tools_diff import schema_change, tools_list_diff
 from mcptrials.matrix.config import ConfigError, load_matrix
-from mcptrials.stats import margin_test, paired_difference
+from mcptrials.stats.paired import margin_test, paired_difference
 
 # --- the config's compare: ----------------------------------------------------------------
 
@@ -407,7 +410,7 @@ def test_the_documented_pack_config_validates(tmp_path):
 
 
 def test_scenarios_to_decide_margin_by_hand():
-    from mcptrials.stats import scenarios_to_decide_margin
+    from mcptrials.stats.power import scenarios_to_decide_margin
 
     # V = 0.01, delta = 0.15; (t_0.95,df + t_0.80,df) * sqrt(V / n) from t tables:
     # n=3: (2.920 + 1.061) * 0.05774 = 0.2298; n=4: (2.353 + 0.978) * 0.05 = 0.1666; n=5: (2.132 + 0.941) * 0.04472 = 0.1374
@@ -424,7 +427,7 @@ def rows_of(tool="git", outcome="completed", calls=4, errors=0, used=("search",)
 
 
 def test_findings_name_each_deterministic_failure():
-    from mcptrials.gate.compare import findings
+    from mcptrials.gate.findings import findings
 
     ok = snap([SEARCH, READ])
     same = {"tiny": (ok, ok)}
@@ -468,7 +471,7 @@ def test_a_finding_fails_whatever_the_interval_and_is_named_first():
 
 
 def text_first_line_of(result):
-    from mcptrials.gate.compare import text_report
+    from mcptrials.gate.compare_report import text_report
 
     return next(ln for ln in text_report(result).splitlines() if ln.startswith("git"))
 

@@ -8,7 +8,8 @@ import pytest
 
 from mcptrials.matrix.config import ConfigError
 from mcptrials.cli import score as graders_cli
-from mcptrials.grade.citations import citation_rates, extract_citations, grade_citations
+from mcptrials.grade.citation_forms import extract_citations
+from mcptrials.grade.citations import citation_rates, grade_citations
 from mcptrials.grade.gittree import commit_tree
 
 APP = '''"""The app."""

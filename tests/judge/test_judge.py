@@ -12,9 +12,11 @@ from fakes import openai_api as oa
 from fakes.messages_api import FakeMessagesAPI, error, reply, text
 from mcptrials.cli import main
 from mcptrials.matrix.config import canonical_hash, file_sha256, load_scenario
-from mcptrials.judge.judging import (PROMPT_FILE, JudgeError, MalformedReply, content_words, gold_cited,
-                             identity_names, judge_settings_hash, judge_trial,
-                             key_point_present, mask_identities, parse_reply, weighted_quality)
+from mcptrials.judge.blinding import identity_names, mask_identities
+from mcptrials.judge.judging import PROMPT_FILE, judge_settings_hash, judge_trial, weighted_quality
+from mcptrials.judge.model_judge import JudgeError
+from mcptrials.judge.prompt import MalformedReply, parse_reply
+from mcptrials.judge.reference import content_words, gold_cited, key_point_present
 
 KEY_ENV = "MCPTRIALS_TEST_JUDGE_KEY"
 SECRET = "sk-test-judge-secret-0123456789"
@@ -159,8 +161,8 @@ def test_repeats_kept(scenario):
 
 
 def test_judge_variance_levels():
-    from mcptrials.judge.judging import judge_variance
-    from mcptrials.stats import icc
+    from mcptrials.judge.variance import judge_variance
+    from mcptrials.stats.agreement import icc
 
     def step(quality, empty=False):
         return {"empty": empty, "quality": quality, "criteria": [{"name": "a", "scores": quality}]}

@@ -240,7 +240,7 @@ def test_hang_is_bounded_by_the_trial_time_limit(tmp_path, fake_openai, monkeypa
 def test_reply_schema_is_a_strict_response_format(fake_openai):
     """A `reply_schema` (the judge's) is sent as structured outputs; the fake checks it as the
     API does, so a schema the API would refuse fails here too."""
-    from mcptrials.judge.judging import REPLY_FORMAT
+    from mcptrials.judge.prompt import REPLY_FORMAT
 
     api = fake_openai([reply('{"criteria": []}')])
     p = OpenAIProvider("gpt-test", KEY, base_url=api.url, max_retries=0)

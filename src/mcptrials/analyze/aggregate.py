@@ -129,7 +129,7 @@ def raw_row(rec: dict, m: Matrix) -> dict:
     Costs come from the recorded usage at the config's pricing, not from the records' cost_usd."""
     from mcptrials.cost.pricing import judge_cost, trial_cost
     from mcptrials.cost.work_time import work_seconds
-    from mcptrials.stats import adoption
+    from mcptrials.stats.adoption import adoption
 
     k, t, s, j, meta = rec["key"], rec["transcript"], rec["scored"], rec["judged"], rec["run_meta"]
     eff, ad, cit = s["efficiency"], s["adoption"], s["citations"]
@@ -250,7 +250,7 @@ def bases(rs: list[dict]) -> str | None:
 
 def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]:
     """Fill efficiency and fairness in place; returns notes for the summary."""
-    from mcptrials.stats import fairness, relative_efficiency
+    from mcptrials.stats.fairness import fairness, relative_efficiency
 
     notes = []
     base = baseline_means(rows)
@@ -315,7 +315,7 @@ def expected_tools_means(ad: dict) -> dict:
 def cell_rows(rows: list[dict], k: int) -> list[dict]:
     """One row per (model, tool, scenario): means, the fairness interval over its trials,
     pass counts and pass@1 / pass@k / pass^k with k = trials per cell."""
-    from mcptrials.stats import pass_at_k, pass_hat_k
+    from mcptrials.stats.pass_k import pass_at_k, pass_hat_k
 
     out = []
     keys = list(dict.fromkeys((r["model"], r["tool"], r["scenario"]) for r in rows))
@@ -346,7 +346,7 @@ def cell_rows(rows: list[dict], k: int) -> list[dict]:
 
 def _ci(values, clusters=None) -> dict:
     """stats.bounded_mean_ci, or an empty interval when no trial is left (all missing)."""
-    from mcptrials.stats import bounded_mean_ci
+    from mcptrials.stats.intervals import bounded_mean_ci
 
     if not values:
         return {"mean": None, "se": None, "lo": None, "hi": None, "n": 0, "n_clusters": None,
@@ -373,8 +373,10 @@ def tool_rows(rows: list[dict], k: int, noise: float | None, has_baseline: bool)
     or None when the judge ran once. A difference whose interval contains 0 or whose size is below
     that spread is `within noise` and not ranked; `rank` orders only the tools that are better
     than the baseline (1 = the largest difference), so a worse tool has none."""
-    from mcptrials.stats import (bounded_mean_ci, holm_adjust, mean_pass_at_k, mean_pass_hat_k, min_detectable_effect,
-                        paired_difference, variance_components)
+    from mcptrials.stats.intervals import bounded_mean_ci
+    from mcptrials.stats.paired import holm_adjust, paired_difference
+    from mcptrials.stats.pass_k import mean_pass_at_k, mean_pass_hat_k
+    from mcptrials.stats.power import min_detectable_effect, variance_components
 
     out = []
     for model in dict.fromkeys(r["model"] for r in rows):
@@ -460,7 +462,7 @@ def comparison_rows(rows: list[dict], pairs: list, noise: float | None) -> list[
     over per-scenario means on [-1, 1], 95%, df = shared scenarios - 1), t and Wilcoxon p-values
     Holm-adjusted (stats.holm_adjust) across the configured pairs of that model, and `verdict`
     (better: A above B, worse, within noise). Missing trials are left out and counted per side."""
-    from mcptrials.stats import holm_adjust, paired_difference
+    from mcptrials.stats.paired import holm_adjust, paired_difference
 
     out = []
     for model in dict.fromkeys(r["model"] for r in rows):
@@ -526,7 +528,8 @@ def model_host_view(rows: list[dict], hosts: list[str], models: list[str]) -> di
     the scenarios both sides ran) for each tool: every other host against the first host of
     the config (its `loop` by default) for the same model, and every other model against the
     first model for the same host. Empty when the run has one host and one model."""
-    from mcptrials.stats import bounded_mean_ci, paired_difference
+    from mcptrials.stats.intervals import bounded_mean_ci
+    from mcptrials.stats.paired import paired_difference
 
     if len(hosts) < 2 and len(models) < 2:
         return {"hosts": hosts, "models": models, "cells": [], "pairs": []}
@@ -576,10 +579,10 @@ def model_host_view(rows: list[dict], hosts: list[str], models: list[str]) -> di
 
 
 def judge_noise(records: list[dict], w_quality: float) -> dict:
-    """The judge's spread and ICC (mcptrials.judge.judging.judge_variance) over all trials, per scenario
+    """The judge's spread and ICC (mcptrials.judge.variance.judge_variance) over all trials, per scenario
     (with its steps) and per criterion; `fairness_noise` = w_quality x the mean SD of repeated
     scenario-quality judgements (None with one repeat: the noise was not measured)."""
-    from mcptrials.judge.judging import judge_variance
+    from mcptrials.judge.variance import judge_variance
 
     records = [r for r in records if r["judged"]["quality"]]   # a trial not judged (recorded judge) has no spread
     judged = [r["judged"] for r in records]
@@ -695,7 +698,7 @@ def scenario_flags(rows: list[dict], m: Matrix) -> list[dict]:
 
 def pass_hat_curve(rows: list[dict], k_max: int) -> list[dict]:
     """pass^k for k = 1..K per (model, tool), averaged over scenarios (for the plot)."""
-    from mcptrials.stats import mean_pass_hat_k
+    from mcptrials.stats.pass_k import mean_pass_hat_k
 
     out = []
     for model, tool in dict.fromkeys((r["model"], r["tool"]) for r in rows):
@@ -844,7 +847,7 @@ def power_line(model: str, tools: list[dict], n: int, trials: int) -> dict:
     """The report's power sentence for one model, from the tools' minimum detectable effects
     (stats.min_detectable_effect) and, for the noisiest tool, stats.scenarios_needed for
     POWER_TARGET with the same variance components."""
-    from mcptrials.stats import scenarios_needed
+    from mcptrials.stats.power import scenarios_needed
 
     rows = [r for r in tools if r["model"] == model and r["mde"] is not None]
     text = f"with {n} scenario(s) and {trials} trial(s) the smallest difference this run can detect is "

@@ -216,7 +216,7 @@ def heldout_agreement(locked_dir, judge_cfg: dict, prompt_path=None, tool_names=
                       current_scenarios: dict | None = None, anchor: str | None = None) -> dict:
     """Re-judge every frozen transcript with the current rubric, judge and prompt, then
     Spearman's rho of judged quality (mean over repeats) vs gold, with a bootstrap interval
-    and n (mcptrials.stats.spearman_with_ci). Verifies the lock first.
+    and n (mcptrials.stats.agreement.spearman_with_ci). Verifies the lock first.
 
     The current rubric is that of the config's scenario of the same id (`current_scenarios`,
     id -> Scenario) when there is one, else the frozen copy in locked/scenarios/: the
@@ -228,7 +228,7 @@ def heldout_agreement(locked_dir, judge_cfg: dict, prompt_path=None, tool_names=
     from mcptrials.matrix.config import load_scenario
     from mcptrials.judge.judging import PROMPT_FILE, ajudge_trial, judge_settings_hash
     from mcptrials.core.records import read_json
-    from mcptrials.stats import spearman_with_ci
+    from mcptrials.stats.agreement import spearman_with_ci
 
     root = Path(locked_dir)
     prompt_path = prompt_path or PROMPT_FILE

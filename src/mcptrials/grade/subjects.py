@@ -38,7 +38,7 @@ as a careful reader reads it, from the narrowest scope first (issue 25 item 3):
 6. "sentence": the nearest code-like name of its sentence that the cited file names (the
    widest scope: a name the file lacks is about something else).
 
-Before all of these, "respectively" (graders/citations.respectively): one of a group of
+Before all of these, "respectively" (citation_verification.respectively): one of a group of
 citations joined by `/` or `,` right after as many names joined by `/` takes the name in
 its place (`` `hidden_by`/`not_hidden_by` `:148`/`:151` ``: :151 is about not_hidden_by).
 

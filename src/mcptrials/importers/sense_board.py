@@ -138,7 +138,8 @@ def _reason(model: str, repo: str, every: list[dict], used: dict, base: Path, ru
 
 
 def board(m, vdir: Path, aggregate: Path, runs: Path) -> dict:
-    from mcptrials.stats import holm_adjust, mean_pass_hat_k, paired_difference
+    from mcptrials.stats.paired import holm_adjust, paired_difference
+    from mcptrials.stats.pass_k import mean_pass_hat_k
 
     theirs = bench_board(vdir)
     tpath = aggregate / "trials.csv"

@@ -113,7 +113,7 @@ def _row(tool, repo, key, theirs, ours) -> dict:
 def compare(m, runs: Path, bench: Path) -> dict:
     """Per cell and per tool, both sides; and the disagreements."""
     from mcptrials.analyze.aggregate import trial_dir
-    from mcptrials.stats import bounded_mean_ci
+    from mcptrials.stats.intervals import bounded_mean_ci
 
     from mcptrials.grade.citations import pool
     from mcptrials.grade.composition import view

@@ -10,7 +10,7 @@ from mcptrials.report.render import Cell, Doc, Table
 
 def add_adoption(doc: Doc, s: dict) -> None:
     doc.h(2, "Adoption (reported apart, never part of fairness)", "adoption")
-    from mcptrials.stats import ADOPTION_WEIGHTS as w   # the weights live in stats only
+    from mcptrials.stats.adoption import ADOPTION_WEIGHTS as w   # the weights live in stats only
 
     doc.p(f"adoption = {w['fluency']:.2f} tool fluency (server calls / (server calls + built-in searches)) + "
           f"{w['discoverability']:.2f} discoverability (a server tool called within the first model calls).", "note")

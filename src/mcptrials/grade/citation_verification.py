@@ -1,0 +1,175 @@
+"""Verifying a grounded citation: is what the answer says about it at the cited lines?
+
+Lenient (verify): the identifiers the citation is about are looked up as whole words in the
+cited lines: within VERIFY_WINDOW lines of a single cited line, or inside a cited range. They
+are the names in backticks in its sentence, on its line and in its list item (citations and
+file paths excluded); its table row's cells under a symbol, name, function, type... header
+that are identifiers; its JSON object's "signature" (the name it defines), "symbol", "name",
+"function", "method", "class"... members. One-letter names and keywords do not count.
+`verified` if at least one is there, `mismatch` if none is, `n/a` when there is no
+identifier (and for symbol citations and citations that are not grounded).
+
+Strict (strict_verdict, settle_strict): the citation's subject (subjects.py, or the name in
+the same place of a list, `respectively`) against the cited line (strict.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+from mcptrials.grade import strict
+from mcptrials.grade import structure
+from mcptrials.grade import subjects
+from mcptrials.grade.citation_context import KEYWORDS, Answer, identifier
+from mcptrials.grade.citation_forms import IDENT, has_word
+from mcptrials.grade.gittree import CommitTree
+
+VERIFY_WINDOW = 5   # lines either side of a single cited line that verification searches
+IDENT_KEYS = ("signature", "symbol", "name", "function", "method", "class", "struct", "trait", "interface",
+              "identifier", "definition")
+
+
+def signature_names(sig: str) -> list[str]:
+    """What a signature defines: the name before its first parameter or type list
+    (`fn call(self)` -> call, `func (r *R) Handle(w)` -> Handle); else its identifiers."""
+    for m in re.finditer(rf"({IDENT})\s*[(<\[]", sig):
+        if m.group(1) not in KEYWORDS:
+            return [m.group(1)]
+    return [w for w in re.findall(IDENT, sig) if len(w) > 1 and w not in KEYWORDS]
+
+
+def context_identifiers(ans: Answer, c: dict) -> list[str]:
+    """Identifiers a citation occurrence is about: backticked in its sentence, its line and
+    its list item; the identifier cells of its table row's name columns; the `signature`,
+    `symbol`, `name`, `function`... members of its JSON object."""
+    text, exts = ans.text, ans.extensions
+    names = ans.backticked(*ans.sentence_bounds(c["start"], c["end"]))
+    names += ans.backticked(*structure.line_bounds(text, c["start"]))
+    item = structure.list_item_bounds(text, c["start"])
+    if item:
+        names += ans.backticked(*item)
+    row = structure.table_row(text, c["start"])
+    if row:
+        names += [n for cell, _, _ in row.name_cells if (n := identifier(cell, exts))]
+    objs = structure.enclosing_objects(ans.objects, c["start"])
+    if objs:
+        for mem in objs[0].get(*IDENT_KEYS):
+            if not isinstance(mem.value, str):
+                continue
+            if mem.key.lower() == "signature":
+                names += signature_names(mem.value)
+            elif (n := identifier(mem.value, exts)):
+                names.append(n)
+    return list(dict.fromkeys(names))
+
+
+def verify(c: dict, identifiers: list[str], tree: CommitTree) -> str:
+    """verified / mismatch / n/a for one grounded-or-not citation (rule in the module docstring)."""
+    if c["bucket"] != "grounded" or c["lines"] is None or not identifiers:
+        return "n/a"
+    lines = tree.lines(c["resolved_path"])
+    if len(c["lines"]) == 1:
+        lo, hi = c["lines"][0] - VERIFY_WINDOW, c["lines"][0] + VERIFY_WINDOW
+    else:
+        lo, hi = min(c["lines"]), max(c["lines"])
+    window = "\n".join(lines[max(lo, 1) - 1:hi])
+    return "verified" if any(has_word(window, i) for i in identifiers) else "mismatch"
+
+
+def citation_subject(ans: Answer, c: dict, before: int, after: int) -> dict | None:
+    """The subject of one citation occurrence (graders/subjects.py), read around its whole
+    text (a list of lines `lines 72, 74, 76` has one subject for every number)."""
+    lo, hi = c.get("subject_span") or (c["start"], c["end"])
+    text = ans.text
+    while lo > 0 and text[lo - 1] == "`":          # the citation's own backticks belong to it
+        lo -= 1
+    while hi < len(text) and text[hi] == "`":
+        hi += 1
+    tree = ans.tree
+    files = [p for p in [ans.resolves(c["path"])] if p] or tree.suffix_matches(c["path"])
+    cache = ans.__dict__.setdefault("_named", {})
+
+    def key_named(name: str) -> bool:
+        """Whether a file the citation may mean names `name` as a whole word (subjects: json key)."""
+        for p in files:
+            if (p, name) not in cache:
+                cache[(p, name)] = has_word(tree.text(p), name)
+            if cache[(p, name)]:
+                return True
+        return False
+
+    return subjects.subject(ans.text, lo, hi, objects=ans.objects, before=before, after=after,
+                            is_path=ans.is_path, json_member=bool(c.get("json_member")), key_named=key_named)
+
+
+_JOIN = re.compile(r"[\s`]*(?:[/,]|\sand\s)[\s`]*")
+_NAME_JOIN = re.compile(r"`?\s*/\s*`?")
+
+
+def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
+    """The subject of one of a group of citations joined by `/`, `,` or `and` right after (or
+    after `at`/`in`) as many names joined by `/` or `and` (`` `hide_story_for_user`/`unhide_story_for_user` `:13`/`:19` ``,
+    `current_flagged?/current_upvoted? story.rb:423,427`, `is_gone? and can_be_seen_by_user?
+    at story.rb:761 and story.rb:582`): the name in the same place
+    ("respectively"); None when the counts differ or there is no such list of names."""
+    text = ans.text
+    if getattr(ans, "_own_spans", None) is None:       # once per answer
+        ans._own_spans = sorted({(x["start"], x["end"]) for x in found})
+        ans._own_index = {span: i for i, span in enumerate(ans._own_spans)}
+    own = ans._own_spans
+    k = ans._own_index[(c["start"], c["end"])]
+    first = last = k
+    while first > 0 and _JOIN.fullmatch(text, own[first - 1][1], own[first][0]):
+        first -= 1
+    while last + 1 < len(own) and _JOIN.fullmatch(text, own[last][1], own[last + 1][0]):
+        last += 1
+    if first == last:
+        return None
+    lo = own[first][0]
+    while lo > 0 and text[lo - 1] in "`":
+        lo -= 1
+    names, pos = [], lo
+    at = re.search(r"\s(?:at|in)\s*$", text[max(0, pos - 6):pos])     # `a and b at x:1 and y:2`
+    if at:
+        pos = max(0, pos - 6) + at.start()
+    while True:                  # the names right before the group, last first
+        m = re.search(rf"`?(?P<n>{subjects.QUALIFIED})`?\s*$", text[max(0, pos - 120):pos])
+        if not m:
+            break
+        names.insert(0, m.group("n"))
+        pos = max(0, pos - 120) + m.start()
+        j = re.search(r"`?\s*(?:/|\sand)\s*`?$", text[max(0, pos - 6):pos])
+        if not j or len(names) > last - first:
+            break
+        pos = max(0, pos - 6) + j.start()
+    if len(names) != last - first + 1:
+        return None
+    name = names[k - first]
+    return {"name": name, "from": "respectively"} if subjects._clean(name) else None
+
+
+def strict_verdict(c: dict, tree: CommitTree) -> str:
+    """The strict verdict of a grounded line citation against its subject (graders/strict.py);
+    n/a for a citation that is not grounded, a symbol citation, or one without a subject."""
+    if c["bucket"] != "grounded" or c["lines"] is None or not c["subject"]:
+        return "n/a"
+    path = c["resolved_path"]
+    return strict.verdict(path, tree.text(path), c["lines"], c["subject"]["name"], tree.lines(path))
+
+
+def settle_strict(g: dict, tree: CommitTree) -> None:
+    """The strict verdict of each occurrence of a distinct citation (its own subject), then
+    the citation's: verified when one occurrence's subject is at the cited line (the answer
+    says once what is there, and that is right), else mismatch when one has a subject, else
+    n/a; its subject is that occurrence's (the first verified one, else the first found)."""
+    seen: dict[str, str] = {}
+    for occ in g["by_occurrence"]:
+        name = occ["subject"]["name"] if occ["subject"] else None
+        if name not in seen:
+            seen[name] = strict_verdict(dict(g, subject=occ["subject"]), tree)
+        occ["strict"] = seen[name]
+    occs = g["by_occurrence"]
+    best = (next((o for o in occs if o["strict"] == "verified"), None)
+            or next((o for o in occs if o["subject"]), None))
+    g["subject"] = best["subject"] if best else None
+    g["strict"] = best["strict"] if best else "n/a"
