@@ -103,3 +103,11 @@ def test_a_larger_output_cap_is_lowered_to_the_reply_cap():
     first, second = api.completion_requests()
     assert first["body"]["max_tokens"] == 500                   # lowered
     assert second["body"]["max_completion_tokens"] == 100       # within the cap: as sent
+
+
+def test_a_call_past_the_steps_limit_is_the_steps_even_at_the_trials_limit():
+    with FakeResponsesAPI([]) as api, KeyProxy(api.url, KEY, auth="bearer", trial_calls=2) as proxy:
+        proxy.begin_step(2)
+        codes = [post(proxy.url + "/responses", {"model": "m", "input": "x"}, proxy.token)[0] for _ in range(3)]
+    assert codes == [200, 200, 429] and proxy.limit_hit.is_set() and not proxy.trial_limit_hit.is_set()
+    assert len(api.response_requests()) == 2

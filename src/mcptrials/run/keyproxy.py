@@ -104,10 +104,11 @@ class KeyProxy:
 
     def _admit(self) -> bool:
         with self._lock:
-            if self.trial_calls is not None and self._ok_in_trial >= self.trial_calls:
-                self.trial_limit_hit.set()
-            elif self.limit is not None and self._ok_in_step >= self.limit:
+            # The step's limit first: a CLI's own call past max_turns is the step's outcome.
+            if self.limit is not None and self._ok_in_step >= self.limit:
                 self.limit_hit.set()
+            elif self.trial_calls is not None and self._ok_in_trial >= self.trial_calls:
+                self.trial_limit_hit.set()
             else:
                 return True
             self.refused += 1
