@@ -18,7 +18,8 @@ import runs_fixture as fx
 from mcptrials.cli import main
 from mcptrials.gate.compare import (DEFAULT_MARGIN, Refused, compare_runs, junit, markdown, refusal_reasons,
                                schema_change, tools_list_diff)
-from mcptrials.matrix.config import ConfigError, load_matrix
+from mcptrials.matrix.config import load_matrix
+from mcptrials.matrix.errors import ConfigError
 from mcptrials.stats import margin_test, paired_difference
 
 # --- the config's compare: ----------------------------------------------------------------

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from mcptrials.matrix.config import ConfigError
+from mcptrials.matrix.errors import ConfigError
 from mcptrials.cli import score as graders_cli
 from mcptrials.grade.citations import citation_rates, extract_citations, grade_citations
 from mcptrials.grade.gittree import commit_tree

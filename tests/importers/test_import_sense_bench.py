@@ -17,7 +17,8 @@ import yaml
 
 import mcptrials
 from mcptrials.cli import main
-from mcptrials.matrix.config import ConfigError, load_matrix
+from mcptrials.matrix.config import load_matrix
+from mcptrials.matrix.errors import ConfigError
 from mcptrials.grade.keywords import match_check
 from mcptrials.importers import sense_bench as sb
 

@@ -40,7 +40,8 @@ from pathlib import Path
 
 from mcptrials import __version__
 from mcptrials.analyze.aggregate import ERROR_KINDS
-from mcptrials.matrix.config import ConfigError, canonical_hash
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.hashing import canonical_hash
 from mcptrials.gate.output import refuse, write_outputs
 
 DEFAULT_MARGIN = 0.05   # fairness points (0-1 scale): the --margin default, its only definition

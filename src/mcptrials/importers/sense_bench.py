@@ -44,7 +44,10 @@ from pathlib import Path
 
 import yaml
 
-from mcptrials.matrix.config import BASELINE, ConfigError, file_sha256, load_matrix
+from mcptrials.matrix.config import load_matrix
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.hashing import file_sha256
+from mcptrials.matrix.tools import BASELINE
 
 # --- what the output says, in one place --------------------------------------
 

@@ -33,7 +33,9 @@ from pathlib import Path
 
 import yaml
 
-from mcptrials.matrix.config import BASELINE, ConfigError, file_sha256
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.hashing import file_sha256
+from mcptrials.matrix.tools import BASELINE
 from mcptrials.importers.sense_bench import (RECORDED_FORMAT, TOOL_NAME, BenchImportError, dump_yaml, github_url,
                           convert_scenario, parse_pin_arg, read_pins, recorded_tool, validate_written)
 

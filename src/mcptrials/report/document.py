@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from mcptrials.matrix.config import BASELINE, ConfigError
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.tools import BASELINE
 from mcptrials.report.explorer import EXPLORER, write_explorer
 
 FOLD_CHARS = 600  # longer texts are folded into <details>
@@ -1173,7 +1174,7 @@ def cmd_report(args) -> int:
     if reason:   # the same shape the held-out stage writes when its held-out scenarios have no frozen transcripts
         agreement, lock = {"anchor": None, "reason": reason, "n": 0, "rho": None}, None
     else:
-        from mcptrials.matrix.config import file_sha256
+        from mcptrials.matrix.hashing import file_sha256
         from mcptrials.analyze.lock import LOCKFILE
 
         lockfile = m.locked_dir / LOCKFILE

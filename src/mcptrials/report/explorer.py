@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from urllib.parse import quote
 
-from mcptrials.matrix.config import ConfigError
+from mcptrials.matrix.errors import ConfigError
 
 EXPLORER = "explorer.html"  # beside index.html in the report folder
 ANSWER_CAP = 2000  # characters of answer text embedded per trial: about 20 MB for 10,000 trials

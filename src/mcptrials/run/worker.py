@@ -60,13 +60,13 @@ def preload() -> list[str]:
             loaded.append(name)
         except ImportError:  # an optional part (e.g. a provider another install lacks)
             pass
-    # The parsed JSON schemas (config, scenario, records) are cached by the config module:
+    # The parsed JSON schemas (config, scenario, records) are cached by the schema module:
     # parse them once here rather than in every child (~0.2 s of pure-Python YAML each).
-    from mcptrials.matrix import config
+    from mcptrials.matrix import schema
     from mcptrials.core.paths import SCHEMA_DIR
 
     for path in sorted(SCHEMA_DIR.glob("*.yaml")):
-        config._schema(path.name)
+        schema._schema(path.name)
     # The SDK imports its resources lazily; building a client once pulls them in.
     import anthropic
 
