@@ -4,7 +4,7 @@ bench's vertical runs (many models, three agents) as mcptrials files.
 Input: the bench's `verticals/<name>/` (its README describes the layout):
 
 - `scenarios/<repo>.yaml` and `<repo>.rubric.yaml`: converted as the main import converts
-  its scenarios (sense_bench.convert_scenario), scenario-level `gold:` rows included;
+  its scenarios (sense_scenario.convert_scenario), scenario-level `gold:` rows included;
 - `results/<model>/<arm>/<repo>/` with `transcript.json`, `scored.json`, `judged.json`,
   `run_meta.json`, or `run-N/` folders holding them when the cell was run N times;
 - the bench's `PINNED_COMMITS.json` for full commits and URLs (the runs name short ones).
@@ -36,8 +36,9 @@ import yaml
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.hashing import file_sha256
 from mcptrials.matrix.tools import BASELINE
-from mcptrials.importers.sense_bench import (RECORDED_FORMAT, TOOL_NAME, BenchImportError, dump_yaml, github_url,
-                          convert_scenario, parse_pin_arg, read_pins, recorded_tool, validate_written)
+from mcptrials.importers.sense_bench import (RECORDED_FORMAT, TOOL_NAME, dump_yaml, github_url, parse_pin_arg,
+                                             read_pins, recorded_tool, validate_written)
+from mcptrials.importers.sense_scenario import BenchImportError, convert_scenario
 
 DEFAULT_HARNESS = "claude-code"   # the verticals' README: run_meta.json of Claude Code runs has no `harness`
 RUN_DIR = re.compile(r"^run-(\d+)$")
