@@ -96,7 +96,7 @@ def dedent(s: str) -> str:
 def filled_step(**step) -> dict:
     """One scenario step as the scenario schema fills it (its defaults included): the graders
     read checks from a validated scenario and restate no default."""
-    from mcptrials.matrix.config import validate_against
+    from mcptrials.matrix.schema import validate_against
 
     sc = {"repo": "r", "steps": [dict({"name": "s", "prompt": "p"}, **step)]}
     validate_against("scenario.schema.yaml", sc, "test")

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from mcptrials.cli import main
-from mcptrials.matrix.config import ConfigError, file_sha256
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.hashing import file_sha256
 from mcptrials.analyze.lock import LOCKFILE, git_untracked, LockError, heldout_agreement, read_lockfile, verify_lock, write_lock
 
 SCENARIO = {

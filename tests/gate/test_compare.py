@@ -21,7 +21,8 @@ from mcptrials.gate.compare import compare_runs
 from mcptrials.gate.compare_report import junit, markdown
 from mcptrials.gate.decision import DEFAULT_MARGIN
 from mcptrials.gate.tools_diff import schema_change, tools_list_diff
-from mcptrials.matrix.config import ConfigError, load_matrix
+from mcptrials.matrix.config import load_matrix
+from mcptrials.matrix.errors import ConfigError
 from mcptrials.stats.paired import margin_test, paired_difference
 
 # --- the config's compare: ----------------------------------------------------------------

@@ -9,7 +9,8 @@ import copy
 import yaml
 
 from matrix_helpers import SCENARIO, make_repo
-from mcptrials.matrix.config import load_scenario, validate_against
+from mcptrials.matrix.scenario import load_scenario
+from mcptrials.matrix.schema import validate_against
 from mcptrials.grade.answer_map import JSON_KEYS, SECTIONS, WHOLE, headings, map_answer, split_answer, step_answers
 from mcptrials.grade.scoring import score_trial
 from mcptrials.judge.judging import judge_trial

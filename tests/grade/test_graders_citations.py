@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from mcptrials.matrix.config import ConfigError
+from mcptrials.matrix.errors import ConfigError
 from mcptrials.cli import score as graders_cli
 from mcptrials.grade.citation_forms import extract_citations
 from mcptrials.grade.citations import citation_rates, grade_citations

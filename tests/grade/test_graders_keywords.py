@@ -3,7 +3,7 @@
 import pytest
 
 from matrix_helpers import filled_step as filled
-from mcptrials.matrix.config import ConfigError
+from mcptrials.matrix.errors import ConfigError
 from mcptrials.grade import keywords
 from mcptrials.grade.keywords import coverage, pool
 

@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 import yaml
 
-from mcptrials.matrix.config import validate_against
+from mcptrials.matrix.schema import validate_against
 from mcptrials.cli import score as graders_cli
 from mcptrials.grade.scoring import score_trial
 from mcptrials.core.paths import SCHEMA_DIR

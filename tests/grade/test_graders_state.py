@@ -12,7 +12,8 @@ import yaml
 
 from matrix_helpers import filled_step as filled
 from mcptrials.core import jsonpath
-from mcptrials.matrix.config import ConfigError, load_scenario
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.scenario import load_scenario
 from mcptrials.grade import state
 from mcptrials.run import workspace_state
 

@@ -17,9 +17,11 @@ import yaml
 
 import mcptrials
 from mcptrials.cli import main
-from mcptrials.matrix.config import ConfigError, load_matrix
+from mcptrials.matrix.config import load_matrix
+from mcptrials.matrix.errors import ConfigError
 from mcptrials.grade.keywords import match_check
 from mcptrials.importers import sense_bench as sb
+from mcptrials.importers import sense_scenario as ss
 
 SCHEMAS = Path(mcptrials.__file__).resolve().parent / "schemas"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -30,7 +32,7 @@ def landed() -> bool:
     """Whether the schemas know the recorded provider and one_answer (issue 14 items 1-2)."""
     cfg = (SCHEMAS / "config.schema.yaml").read_text()
     sc = yaml.safe_load((SCHEMAS / "scenario.schema.yaml").read_text())
-    return "recorded" in cfg and sb.ONE_ANSWER_FIELD in sc["properties"]
+    return "recorded" in cfg and ss.ONE_ANSWER_FIELD in sc["properties"]
 
 
 needs_recorded = pytest.mark.skipif(not landed(), reason="the recorded provider / one_answer (issue 14 items 1-2) "
@@ -185,7 +187,7 @@ def test_every_check_type_is_mapped_or_reported(tmp_path):
 
 
 def test_mapped_checks_match_as_the_bench_matches():
-    m = lambda c: sb.map_check(c)["value"]  # noqa: E731
+    m = lambda c: ss.map_check(c)["value"]  # noqa: E731
     word, phrase, contains = m({"type": "word", "value": "ensure"}), m({"type": "phrase", "value": "ensure"}), \
         m({"type": "contains", "value": "ensure"})
     assert hit(word, "we Ensure it") and not hit(word, "EnsureMagic") and not hit(phrase, "EnsureMagic")
@@ -194,8 +196,8 @@ def test_mapped_checks_match_as_the_bench_matches():
     assert hit(exact, "calls Foo(x) [y] here") and not hit(exact, "calls foo(x) [y]") and not hit(exact, "Foo(x)  [y]")
     sw = m({"type": "starts_with", "value": "## Summary"})
     assert hit(sw, "intro\n   ## summary of it\n") and not hit(sw, "see ## Summary") and not hit(sw, "x\n\n## Summar")
-    assert sb.map_check({"type": "word", "value": ""})["to"] is None
-    assert sb.map_check({"type": "contains", "value": 1625})["value"]["value"] == "1625"
+    assert ss.map_check({"type": "word", "value": ""})["to"] is None
+    assert ss.map_check({"type": "contains", "value": 1625})["value"]["value"] == "1625"
 
 
 def test_unknown_check_type_is_reported_in_the_output(tmp_path, capsys):
@@ -224,7 +226,7 @@ def test_rubric_gold_and_held_out(tmp_path):
     assert s1["rubric"] == {"criteria": [
         {"name": "map_quality", "weight": 0.6, "question": "Does it give file:line for each call?"},
         {"name": "specificity", "weight": 0.4, "question": "Are symbols named?"}]}
-    assert [c["name"] for c in s2["rubric"]["criteria"]] == [c["name"] for c in sb.DEFAULT_CRITERIA]
+    assert [c["name"] for c in s2["rubric"]["criteria"]] == [c["name"] for c in ss.DEFAULT_CRITERIA]
     assert s2["key_points"] == ["acme/checkout.py: the service under change", "acme/cli.py or cli/main.py"]
     assert "citations" not in s2
     assert sc["gold"] == [{"id": "svc", "match": ["acme/checkout.py"], "group": "contract",
@@ -239,8 +241,8 @@ def test_rubric_gold_and_held_out(tmp_path):
     held = scenario(out, "demo-held")
     assert held["split"] == "held-out" and held["steps"][0]["rubric"]["criteria"][0]["question"] == "Complete?"
     if landed():
-        assert sc[sb.ONE_ANSWER_FIELD] is True and held[sb.ONE_ANSWER_FIELD] is True
-        assert s2[sb.ANSWER_KEY_FIELD] == "Trace the checkout!" and sb.ANSWER_KEY_FIELD not in s1
+        assert sc[ss.ONE_ANSWER_FIELD] is True and held[ss.ONE_ANSWER_FIELD] is True
+        assert s2[ss.ANSWER_KEY_FIELD] == "Trace the checkout!" and ss.ANSWER_KEY_FIELD not in s1
 
 
 # --- config: commits, arms, the recorded model, the loader ---------------------------

@@ -17,7 +17,8 @@ import yaml
 
 from matrix_helpers import make_repo
 from mcptrials.cli import main
-from mcptrials.matrix.config import ConfigError, load_matrix
+from mcptrials.matrix.config import load_matrix
+from mcptrials.matrix.errors import ConfigError
 from mcptrials.importers import sense_verticals as sv
 from mcptrials.run.recorded import run_recorded
 from mcptrials.run.recorded_streams import SHAPE_THIN, complete
@@ -306,7 +307,7 @@ def test_the_workflow_grades_every_host_with_recall_per_group(tmp_path, resolved
 
 
 def test_the_recorded_judge_reads_the_benchs_judgement(tmp_path):
-    from mcptrials.matrix.config import validate_against
+    from mcptrials.matrix.schema import validate_against
     from mcptrials.judge.recorded import judge_recorded
 
     _, out, commit = run_import(tmp_path)

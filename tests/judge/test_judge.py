@@ -11,7 +11,8 @@ import yaml
 from fakes import openai_api as oa
 from fakes.messages_api import FakeMessagesAPI, error, reply, text
 from mcptrials.cli import main
-from mcptrials.matrix.config import canonical_hash, file_sha256, load_scenario
+from mcptrials.matrix.hashing import canonical_hash, file_sha256
+from mcptrials.matrix.scenario import load_scenario
 from mcptrials.judge.blinding import identity_names, mask_identities
 from mcptrials.judge.judging import PROMPT_FILE, judge_settings_hash, judge_trial, weighted_quality
 from mcptrials.judge.model_judge import JudgeError
@@ -315,7 +316,7 @@ def test_anthropic_api_error_is_a_judge_error(scenario, monkeypatch):
 
 
 def test_anthropic_missing_key_is_a_config_error(scenario, monkeypatch):
-    from mcptrials.matrix.config import ConfigError
+    from mcptrials.matrix.errors import ConfigError
 
     monkeypatch.delenv(KEY_ENV, raising=False)
     with pytest.raises(ConfigError, match=KEY_ENV):
@@ -427,7 +428,7 @@ def test_openai_repeats_kept(scenario, monkeypatch):
 
 
 def test_openai_missing_key_or_model_is_a_config_error(scenario, monkeypatch):
-    from mcptrials.matrix.config import ConfigError
+    from mcptrials.matrix.errors import ConfigError
 
     monkeypatch.delenv(OPENAI_KEY_ENV, raising=False)
     with pytest.raises(ConfigError, match=f"provider openai needs \\${OPENAI_KEY_ENV}"):

@@ -7,7 +7,8 @@ import pytest
 import yaml
 
 from matrix_helpers import SCENARIO, faulty_tool, write_matrix
-from mcptrials.matrix.config import ConfigError, check_api_keys, load_matrix
+from mcptrials.matrix.config import check_api_keys, load_matrix
+from mcptrials.matrix.errors import ConfigError
 
 
 def edit(path, fn):
@@ -98,7 +99,7 @@ def test_validate_command_exit_codes(tmp_path):
 def test_specs_are_typed_frozen_and_filled_from_the_schema(tmp_path):
     import dataclasses
 
-    from mcptrials.matrix.config import _schema
+    from mcptrials.matrix.schema import _schema
     from mcptrials.matrix.specs import JudgeSpec
 
     cfg = write_matrix(tmp_path, tools={"baseline": {"transport": "none"}, "echo": faulty_tool()},
@@ -130,7 +131,7 @@ def test_specs_are_typed_frozen_and_filled_from_the_schema(tmp_path):
 def test_every_host_kind_is_one_schema_entry_one_registry_row_one_module():
     import importlib
 
-    from mcptrials.matrix.config import _schema, host_drives
+    from mcptrials.matrix.schema import _schema, host_drives
     from mcptrials.run.hosts import HOSTS, host_for
 
     kinds = _schema("config.schema.yaml")["properties"]["hosts"]["additionalProperties"]["properties"]["kind"]["enum"]
@@ -151,7 +152,7 @@ def test_every_host_kind_is_one_schema_entry_one_registry_row_one_module():
     ("npm", "foo@latest", False), ("npm", "./local/pkg", False), ("npm", "foo-1.0.0.tgz", True),
 ])
 def test_is_pinned(kind, entry, pinned):
-    from mcptrials.matrix.config import is_pinned
+    from mcptrials.matrix.tools import is_pinned
 
     assert is_pinned(kind, entry) is pinned
 

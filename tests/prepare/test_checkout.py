@@ -18,7 +18,8 @@ import yaml
 from matrix_helpers import FILES, make_repo, write_matrix
 from mcptrials.prepare.checkout import check_commits, checkout
 from mcptrials.cli import main as cli_main
-from mcptrials.matrix.config import ConfigError, load_matrix
+from mcptrials.matrix.config import load_matrix
+from mcptrials.matrix.errors import ConfigError
 
 MISSING = "0123456789abcdef0123456789abcdef01234567"  # a well-formed commit id no repository holds
 

@@ -31,7 +31,9 @@ import yaml
 from fakes.messages_api import reply, text, tool_use
 from matrix_helpers import BASE_PYTHON, FAULTY_SERVER, ROOT, SCENARIO, faulty_tool, write_matrix
 from mcptrials.prepare.checkout import checkout
-from mcptrials.matrix.config import ConfigError, canonical_hash, load_matrix
+from mcptrials.matrix.config import load_matrix
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.hashing import canonical_hash
 from mcptrials.prepare.proxy import OVERRIDE_MISMATCH, UNKNOWN_TOOL, Rewriter, command_line, mismatch
 from mcptrials.core.records import write_json
 from mcptrials.run.runner import run_trial

@@ -16,7 +16,7 @@ import pytest
 
 from fakes.messages_api import reply, text, tool_use
 from matrix_helpers import SCENARIO
-from mcptrials.matrix.config import canonical_hash
+from mcptrials.matrix.hashing import canonical_hash
 from mcptrials.grade.usage import adoption
 from mcptrials.run.runner import run_trial
 from test_claude_code import installed  # noqa: F401  (the module fixture: the CLI and the git server, installed)

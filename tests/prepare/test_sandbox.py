@@ -205,7 +205,7 @@ def test_a_machine_without_bubblewrap_fails_validate_with_the_fix(tmp_path, monk
 
 
 def test_an_http_server_must_say_it_needs_the_network(tmp_path):
-    from mcptrials.matrix.config import ConfigError
+    from mcptrials.matrix.errors import ConfigError
 
     tool = {"transport": "http", "command": "srv", "url": "http://127.0.0.1:{port}/mcp"}
     with pytest.raises(ConfigError, match=r"tools.web.network: .*set `network: true`"):

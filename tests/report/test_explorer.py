@@ -13,7 +13,7 @@ import pytest
 
 from mcptrials.report import explorer as ex
 from mcptrials.cli import main
-from mcptrials.matrix.config import ConfigError
+from mcptrials.matrix.errors import ConfigError
 
 import runs_fixture as fx
 from test_report_browser import chromium

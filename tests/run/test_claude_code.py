@@ -15,7 +15,9 @@ import pytest
 from fakes.messages_api import check_tool_pairing, error, hang, reply, text, tool_use
 from matrix_helpers import ROOT, SCENARIO, faulty_tool, write_matrix
 from mcptrials.prepare.checkout import checkout
-from mcptrials.matrix.config import ConfigError, load_matrix, validate_against
+from mcptrials.matrix.config import load_matrix
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.schema import validate_against
 from mcptrials.grade.scoring import score_trial
 from mcptrials.grade.usage import adoption
 from mcptrials.run.hosts.claude_code import allowed_tools, build_command, parse_stream, server_tool_names

@@ -12,7 +12,9 @@ import pytest
 from fakes.responses_api import FakeResponsesAPI, error, failed, function_tool_names, hang, reply, tool_call
 from matrix_helpers import BASE_PYTHON, SCENARIO, faulty_tool, write_matrix
 from mcptrials.prepare.checkout import checkout
-from mcptrials.matrix.config import ConfigError, load_matrix, validate_against
+from mcptrials.matrix.config import load_matrix
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.schema import validate_against
 from mcptrials.grade.scoring import score_trial
 from mcptrials.run.hosts.codex import config_toml, parse_stream, step_outcome, toml_value
 from mcptrials.run.runner import run_trial

@@ -12,7 +12,8 @@ import pytest
 from test_codex import KEY, NS, installed, matrix, responses_api, reply, tool_call  # noqa: F401 (fixtures)
 from test_opencode import chat_api  # noqa: F401 (a fixture)
 from matrix_helpers import faulty_tool
-from mcptrials.matrix.config import load_matrix, validate_against
+from mcptrials.matrix.config import load_matrix
+from mcptrials.matrix.schema import validate_against
 from mcptrials.run.recorded import run_recorded
 from mcptrials.run.runner import run_trial
 from test_import_sense_verticals import run_import

@@ -11,7 +11,9 @@ import pytest
 from fakes.openai_api import FakeOpenAIAPI, error, hang, malformed, reply, spawn, tool_call
 from matrix_helpers import SCENARIO, write_matrix
 from mcptrials.prepare.checkout import checkout
-from mcptrials.matrix.config import ConfigError, load_matrix, validate_against
+from mcptrials.matrix.config import load_matrix
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.schema import validate_against
 from mcptrials.cost.pricing import cost_usd
 from mcptrials.grade.scoring import score_trial
 from mcptrials.run.providers.base import ProviderError

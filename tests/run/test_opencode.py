@@ -15,7 +15,9 @@ import pytest
 from fakes.openai_api import FakeOpenAIAPI, error, hang, reply, tool_call
 from matrix_helpers import BASE_PYTHON, SCENARIO, faulty_tool, write_matrix
 from mcptrials.prepare.checkout import checkout
-from mcptrials.matrix.config import ConfigError, load_matrix, validate_against
+from mcptrials.matrix.config import load_matrix
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.schema import validate_against
 from mcptrials.grade.scoring import score_trial
 from mcptrials.run.hosts.opencode import parse_stream, server_tool_names, step_outcome
 from mcptrials.run.runner import run_trial

@@ -19,7 +19,10 @@ import yaml
 
 from matrix_helpers import ROOT, SCENARIO, faulty_tool, write_matrix
 from mcptrials.prepare.checkout import checkout
-from mcptrials.matrix.config import ConfigError, check_api_keys, file_sha256, load_matrix, validate_against
+from mcptrials.matrix.config import check_api_keys, load_matrix
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.hashing import file_sha256
+from mcptrials.matrix.schema import validate_against
 from mcptrials.grade.scoring import score_trial
 from mcptrials.judge.judging import judge_trial
 from mcptrials.core.records import write_json

@@ -13,7 +13,7 @@ from decimal import Decimal
 
 import pytest
 
-from mcptrials.matrix.config import load_scenario
+from mcptrials.matrix.scenario import load_scenario
 from mcptrials.prepare.demo_repo import DEMO_BUNDLE, DEMO_SRC, build_bundle, bundle_commit, clean_git_env, demo_files
 from mcptrials.core.paths import ROOT
 

@@ -6,7 +6,8 @@ from pathlib import Path
 import shlex
 import sys
 
-from mcptrials.matrix.config import ConfigError, check_api_keys, load_matrix
+from mcptrials.matrix.config import check_api_keys, load_matrix
+from mcptrials.matrix.errors import ConfigError
 from mcptrials.dag.preflight import check_sandbox
 from mcptrials.dag.rerun import heldout_scenarios, recorded_judgements, recorded_trials, rule_params
 

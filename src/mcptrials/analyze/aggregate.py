@@ -50,7 +50,10 @@ import sys
 from pathlib import Path
 
 from mcptrials.core.identity import TrialKey
-from mcptrials.matrix.config import BASELINE, ConfigError, Matrix, canonical_hash
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.hashing import canonical_hash
+from mcptrials.matrix.matrix import Matrix
+from mcptrials.matrix.tools import BASELINE
 from mcptrials.core.outcomes import COMPLETED, OUTCOMES, is_missing, missing_reason, read_attempts
 
 ERROR_KINDS = ("tool_error", "protocol_error", "api_error", "harness_error")

@@ -28,7 +28,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from mcptrials.matrix.config import ConfigError, file_sha256
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.hashing import file_sha256
 
 LOCKFILE = "held-out.lock"
 GOLD = "gold.json"
@@ -225,7 +226,7 @@ def heldout_agreement(locked_dir, judge_cfg: dict, prompt_path=None, tool_names=
     threshold never re-judges anything."""
     import asyncio
 
-    from mcptrials.matrix.config import load_scenario
+    from mcptrials.matrix.scenario import load_scenario
     from mcptrials.judge.judging import PROMPT_FILE, ajudge_trial, judge_settings_hash
     from mcptrials.core.records import read_json
     from mcptrials.stats.agreement import spearman_with_ci

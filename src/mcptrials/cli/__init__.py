@@ -42,7 +42,8 @@ COMMANDS = {
 
 def cmd_validate(args) -> int:
     from mcptrials.dag.preflight import check_budget, check_paths, check_sandbox
-    from mcptrials.matrix.config import ConfigError, check_api_keys, load_matrix
+    from mcptrials.matrix.config import check_api_keys, load_matrix
+    from mcptrials.matrix.errors import ConfigError
     from mcptrials.prepare.checkout import check_commits
 
     m = load_matrix(args.config)
@@ -76,7 +77,7 @@ def main(argv=None) -> int:
     code = delegate(argv)
     if code is not None:
         return code
-    from mcptrials.matrix.config import ConfigError  # after the hand-off: a delegating client stays light
+    from mcptrials.matrix.errors import ConfigError  # after the hand-off: a delegating client stays light
     only = argv[0] if argv and argv[0] in COMMANDS else ("validate" if argv[:1] == ["validate"] else None)
     args = build_parser(only).parse_args(argv)
     try:

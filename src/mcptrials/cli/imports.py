@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mcptrials.matrix.config import ConfigError
+from mcptrials.matrix.errors import ConfigError
 from mcptrials.importers import sense_bench
 from mcptrials.importers.sense_verticals import import_verticals
 from mcptrials.importers.sense_verticals import summary as vertical_summary

@@ -27,7 +27,8 @@ def register(sub) -> None:
 def _read_config_bits(path: str, repo: str | None = None) -> tuple[dict, list | None, str | None]:
     """pricing, citation_extensions and the repo's `unresolved` reason of a config, without
     checking its scenarios."""
-    from mcptrials.matrix.config import read_config_files, validate_against
+    from mcptrials.matrix.config import read_config_files
+    from mcptrials.matrix.schema import validate_against
 
     main, data = read_config_files(path)     # one file, or several joined by os.pathsep
     validate_against("config.schema.yaml", data, str(main))
@@ -38,7 +39,8 @@ def _read_config_bits(path: str, repo: str | None = None) -> tuple[dict, list | 
 def cmd_score(args) -> int:
     from pathlib import Path
 
-    from mcptrials.matrix.config import ConfigError, load_scenario
+    from mcptrials.matrix.errors import ConfigError
+    from mcptrials.matrix.scenario import load_scenario
     from mcptrials.core.records import read_json, write_json
     from mcptrials.grade.scoring import score_trial
 
@@ -67,7 +69,7 @@ def cmd_citations(args) -> int:
     from mcptrials.grade.citations import analyse, public_view
     from mcptrials.grade.gittree import commit_tree
 
-    from mcptrials.matrix.config import ConfigError
+    from mcptrials.matrix.errors import ConfigError
 
     try:
         text = sys.stdin.read() if args.file == "-" else open(args.file, encoding="utf-8").read()

@@ -254,7 +254,7 @@ def _judge_part(m, scenario: str, folder: Path, mine: list[Path]) -> tuple:
 
 
 def cost_plan(m, results: Path = Path("results")) -> CostPlan:
-    """The cost plan of matrix `m` (a config.Matrix) over the records in `results`."""
+    """The cost plan of matrix `m` (a mcptrials.matrix.matrix.Matrix) over the records in `results`."""
     results = Path(results)
     cells = []
     seen = set()

@@ -10,7 +10,8 @@ import os
 import shutil
 from pathlib import Path
 
-from mcptrials.matrix.config import Matrix, is_pinned
+from mcptrials.matrix.matrix import Matrix
+from mcptrials.matrix.tools import is_pinned
 
 
 def check_sandbox(m: Matrix) -> list[str]:

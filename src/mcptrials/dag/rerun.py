@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mcptrials.matrix.config import Matrix, canonical_hash, file_sha256
+from mcptrials.matrix.hashing import canonical_hash, file_sha256
+from mcptrials.matrix.matrix import Matrix
 from mcptrials.core.paths import PROMPT_DIR
 
 SHAPE = "shape"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mcptrials.matrix.config import ConfigError
+from mcptrials.matrix.errors import ConfigError
 
 
 class Refused(Exception):

@@ -45,7 +45,7 @@ from mcptrials.gate.decision import (DECISION_RULE, DEFAULT_MARGIN, GATE_LEVEL, 
 from mcptrials.gate.findings import DEFAULT_ERROR_RISE, counted, findings
 from mcptrials.gate.output import refuse, write_outputs
 from mcptrials.gate.tools_diff import tools_list_diff
-from mcptrials.matrix.config import ConfigError
+from mcptrials.matrix.errors import ConfigError
 
 
 def compare_runs(base: dict, head: dict, margin: float = DEFAULT_MARGIN, tools: list[str] | None = None,

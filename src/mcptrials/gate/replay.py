@@ -37,7 +37,8 @@ import time
 from pathlib import Path
 
 from mcptrials import __version__
-from mcptrials.matrix.config import ConfigError, load_matrix
+from mcptrials.matrix.config import load_matrix
+from mcptrials.matrix.errors import ConfigError
 from mcptrials.gate.output import refuse, write_outputs
 
 IDENTICAL, NOW_EMPTY, CHANGED = "identical", "now empty", "changed"

@@ -5,7 +5,7 @@ required), and the new name a removed tool probably got.
 
 from __future__ import annotations
 
-from mcptrials.matrix.config import canonical_hash
+from mcptrials.matrix.hashing import canonical_hash
 
 DESCRIPTION_CHARS = 160
 

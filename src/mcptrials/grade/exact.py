@@ -25,7 +25,7 @@ import re
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 
-from mcptrials.matrix.config import ConfigError
+from mcptrials.matrix.errors import ConfigError
 
 _LEAD = "`*_\"'\u201c\u201d\u2018\u2019([{<"
 _TRAIL = "`*_\"'\u201c\u201d\u2018\u2019)]}>.,;:!?"

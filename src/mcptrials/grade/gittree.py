@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-from mcptrials.matrix.config import ConfigError
+from mcptrials.matrix.errors import ConfigError
 
 
 class CommitTree:

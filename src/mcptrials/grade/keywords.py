@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from mcptrials.matrix.config import ConfigError
+from mcptrials.matrix.errors import ConfigError
 
 BONUS_WEIGHT = 0.5
 SNIPPET = 40  # characters of context either side of a match in the evidence

@@ -10,7 +10,8 @@ the answer graders/answer_map.py gives the step; `answer_mapping` says how it wa
 
 from __future__ import annotations
 
-from mcptrials.matrix.config import Scenario, canonical_hash
+from mcptrials.matrix.hashing import canonical_hash
+from mcptrials.matrix.scenario import Scenario
 from mcptrials.grade import GRADER_VERSION
 from mcptrials.grade import citations
 from mcptrials.grade import keywords

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 
-from mcptrials.matrix.config import BASELINE
+from mcptrials.matrix.tools import BASELINE
 from mcptrials.cost.pricing import trial_cost
 from mcptrials.cost.work_time import work_seconds
 

@@ -18,20 +18,7 @@ check's mapping, what could not be expressed and why, the pins used, the cells f
 loader's verdict). The written config is loaded with `mcptrials.matrix.config.load_matrix` before
 the command finishes.
 
-Check types (the bench's `lib/scorer.py` `evaluate_check`, SCORING.md):
-
-| bench | meaning | ours |
-|---|---|---|
-| `word`, `phrase` | `(?<!\\w)value(?!\\w)`, case-insensitive | `word` (the same boundaries) |
-| `contains`, `transcript_contains` | substring, case-insensitive | `phrase` (substring) |
-| `exact` | verbatim substring, case-sensitive | `regex` of the escaped value, case_sensitive |
-| `starts_with` | a line of the answer starts with it (after leading blanks), case-insensitive | `regex` `^[^\\S\\n]*<escaped>` (multiline) |
-| `diff_contains` | value in `git diff --unified=0` | `state_check` (one per step) |
-| `mcp_tool_used` | a tool call's name contains it (adoption) | `expected_tools`: reported, never scored (reported) |
-| `no_grep` | no grep/Glob/find/Agent/rg call (adoption) | none (reported) |
-| `response_richness` | >= N distinct source files cited as `file.ext:ref` | none (reported) |
-| any `layer: adoption` text check | kept out of the bench's keyword coverage | none (reported): every check of ours counts |
-| anything else | | none (reported) |
+Each scenario is converted by mcptrials.importers.sense_scenario (its check-type table).
 """
 
 from __future__ import annotations
@@ -44,7 +31,11 @@ from pathlib import Path
 
 import yaml
 
-from mcptrials.matrix.config import BASELINE, ConfigError, file_sha256, load_matrix
+from mcptrials.importers.sense_scenario import BenchImportError, convert_scenario
+from mcptrials.matrix.config import load_matrix
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.hashing import file_sha256
+from mcptrials.matrix.tools import BASELINE
 
 # --- what the output says, in one place --------------------------------------
 
@@ -57,11 +48,8 @@ RECORDED_FORMAT = "claude-code-stream-json"
 # flask-blueprints on flask) has no run there: with {repo} it would be handed the other
 # scenario's answer; with {scenario} its recorded file is missing and says so.
 PATH_PATTERN = "{results}/{{tool}}/{{scenario}}/transcript.json"
-# Issue 14 item 2's scenario field: the bench runs all steps of a scenario as ONE session
-# with one final answer. Set to False if the scenario schema does not (yet) know the field.
+# Set to False if the scenario schema does not (yet) know the one-answer field (sense_scenario).
 EMIT_ONE_ANSWER = True
-ONE_ANSWER_FIELD = "one_answer"
-ANSWER_KEY_FIELD = "answer_key"   # a step's section name in the one answer, when its id differs
 
 # A tool arm of the bench whose server is not run here: a recorded arm (transport
 # recorded): no install, no snapshot job, no server; its tools/list comes from each recording.
@@ -69,88 +57,11 @@ def recorded_tool(tool: str, where: str) -> dict:
     return {"transport": "recorded", "source": f"the reference bench's {where} (recorded runs only)"}
 
 
-# The bench's default criteria (SCORING.md, "llm_quality"): used for a step whose rubric
-# file has no entry for it (reported).
-DEFAULT_CRITERIA = [
-    {"name": "map_quality", "weight": 0.40, "question": "Does the answer give file:line targets, in edit-order, that the agent could act on without re-exploring?"},
-    {"name": "specificity", "weight": 0.25, "question": "Are citations file:line / file:Symbol, not vague file mentions?"},
-    {"name": "justification", "weight": 0.20, "question": "Does the answer explain why each cited symbol matters in the flow?"},
-    {"name": "uncertainty", "weight": 0.15, "question": "Where the answer is uncertain (plugin interactions, edge cases), does it say so?"},
-]
-
-KNOWN_SCENARIO_KEYS = {"name", "repo", "description", "steps", "gold"}
-KNOWN_STEP_KEYS = {"name", "prompt", "checks"}
-KNOWN_CHECK_KEYS = {"type", "value", "required", "description", "layer"}
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
 TOOL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
 
-class BenchImportError(ConfigError):
-    """A bench folder that cannot be imported as it is (reported like a config error)."""
-
-
-# --- checks --------------------------------------------------------------------
-
-
-def map_check(check: dict) -> dict:
-    """One bench check -> {"to": "check"|"expected_tools"|"state_check"|None, "value": ..., "reason": ...}.
-
-    `to` None means not expressed (dropped); "expected_tools" is expressed but never
-    scored, so it carries a reason too and is reported.
-    """
-    kind = check.get("type")
-    value = check.get("value")
-    value = "" if value is None else str(value)
-    required = check.get("required", True)
-    required = required if isinstance(required, bool) else True
-    layer = check.get("layer", "fairness")
-    if kind == "mcp_tool_used":
-        return {"to": "expected_tools", "value": value,
-                "reason": "a tool-usage check (adoption): expected_tools are compared with the calls and reported "
-                          "per step, never scored; matched by the exact tool name, where the bench matches a substring "
-                          "of the call's name"}
-    if kind == "no_grep":
-        return {"to": None, "reason": "a tool-usage rule (no grep/Glob/find/Agent/rg call in the session): our graders "
-                                      "never score tool use (adoption reports built-in search calls, unscored)"}
-    if kind == "response_richness":
-        return {"to": None, "reason": "'at least N (its value) distinct source files cited as file.ext:ref': no check of "
-                                      "ours counts distinct cited files (citation grading counts and verifies citations, "
-                                      "without a minimum)"}
-    text_kinds = ("word", "phrase", "contains", "transcript_contains", "exact", "starts_with", "diff_contains")
-    if kind not in text_kinds:
-        return {"to": None, "reason": f"unknown check type {kind!r}: not one the bench's scorer defines, nor one we map"}
-    if not value:
-        return {"to": None, "reason": "an empty value: our checks need a non-empty one"}
-    if layer == "adoption":
-        return {"to": None, "reason": "layer: adoption: the bench keeps it out of keyword coverage, and every check of "
-                                      "ours counts towards coverage"}
-    if kind == "diff_contains":
-        return {"to": "state_check", "value": {"command": "git diff --unified=0", "expect": value, "required": required},
-                "reason": "a state check: it runs in a live trial's workspace after the agent; a recorded run has none"}
-    if kind in ("word", "phrase"):
-        out = {"type": "word", "value": value, "required": required}
-    elif kind in ("contains", "transcript_contains"):
-        out = {"type": "phrase", "value": value, "required": required}
-    elif kind == "exact":
-        out = {"type": "regex", "value": re.escape(value), "required": required, "case_sensitive": True}
-    else:  # starts_with
-        out = {"type": "regex", "value": r"^[^\S\n]*" + re.escape(value), "required": required}
-    return {"to": "check", "value": out}
-
-
 # --- small helpers -------------------------------------------------------------
-
-
-def slug(name: str) -> str:
-    s = re.sub(r"[^A-Za-z0-9]+", "-", str(name)).strip("-").lower()
-    return s or "step"
-
-
-def _load_yaml(path: Path):
-    try:
-        return yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise BenchImportError(f"{path}: does not parse as YAML: {e}") from None
 
 
 def github_url(url: str) -> str:
@@ -188,183 +99,6 @@ def parse_pin_arg(arg: str) -> tuple[str, dict]:
     if not sep or not repo or not commit:
         raise BenchImportError(f"--pin {arg!r}: give REPO=COMMIT or REPO=COMMIT,URL")
     return repo, {"commit": commit.strip(), "url": url.strip() or None, "from": "--pin"}
-
-
-# --- rubric --------------------------------------------------------------------
-
-
-def rubric_steps(path: Path | None, report: list, sid: str) -> tuple[dict, str | None]:
-    """(bench step name -> our rubric, audience text) from a rubric file."""
-    if path is None or not path.exists():
-        return {}, None
-    data = _load_yaml(path) or {}
-    for k in sorted(set(data) - {"audience", "steps"}):
-        report.append({"scenario": sid, "what": f"rubric field {k!r}", "reason": "not a field of the bench's rubric format we know; not imported"})
-    out = {}
-    for st in data.get("steps") or []:
-        crits, raw = [], st.get("criteria") or {}
-        items = raw.items() if isinstance(raw, dict) else [(c.get("name"), c) for c in raw if isinstance(c, dict)]
-        for name, c in items:
-            c = c or {}
-            extra = sorted(set(c) - {"weight", "question", "name"})
-            if extra:
-                report.append({"scenario": sid, "step": st.get("name"), "what": f"criterion {name!r} fields {extra}",
-                               "reason": "our rubric criteria have name, weight, question (and key_points, citations) only"})
-            w, q = c.get("weight"), c.get("question")
-            if not isinstance(w, (int, float)) or w <= 0 or not q:
-                report.append({"scenario": sid, "step": st.get("name"), "what": f"criterion {name!r}",
-                               "reason": "no positive weight or no question: left out"})
-                continue
-            crits.append({"name": str(name), "weight": float(w), "question": " ".join(str(q).split())})
-        if crits:
-            out[st.get("name")] = {"criteria": crits}
-    return out, (data.get("audience") or None)
-
-
-# --- one scenario --------------------------------------------------------------
-
-
-def convert_scenario(path: Path, split: str, sid: str, report: list, mapping: list, one_answer: bool) -> dict:
-    src = _load_yaml(path)
-    if not isinstance(src, dict) or not src.get("repo") or not isinstance(src.get("steps"), list) or not src["steps"]:
-        raise BenchImportError(f"{path}: not a bench scenario (needs repo and a non-empty steps list)")
-    for k in sorted(set(src) - KNOWN_SCENARIO_KEYS):
-        reason = {"scoring": "the bench's legacy correctness/efficiency weights; our fairness weights are the config's",
-                  "system_prompt": "a scenario system prompt: ours is the harness's (prompts/system.md)",
-                  "repo_commit": "a per-scenario commit: ours is the repo's pin in the config",
-                  "time_budget_minutes": "a time budget: ours are the config's limits"}.get(k, "not a field we map")
-        report.append({"scenario": sid, "what": f"scenario field {k!r}", "reason": reason + "; not imported"})
-    rub_path = path.with_name(path.name[: -len(".yaml")] + ".rubric.yaml")
-    rubrics, audience = rubric_steps(rub_path if rub_path.exists() else None, report, sid)
-    if not rub_path.exists():
-        report.append({"scenario": sid, "what": "rubric file", "reason": f"{rub_path.name} not found: every step gets the bench's default criteria (SCORING.md)"})
-
-    steps, used = [], set()
-    for i, st in enumerate(src["steps"]):
-        bname = str(st.get("name") or f"step {i + 1}")
-        name = slug(bname)
-        n = 2
-        while name in used:
-            name, n = f"{slug(bname)}-{n}", n + 1
-        used.add(name)
-        for k in sorted(set(st) - KNOWN_STEP_KEYS):
-            report.append({"scenario": sid, "step": bname, "what": f"step field {k!r}", "reason": "not a step field we map; not imported"})
-        out = {"name": name, "prompt": str(st.get("prompt") or "").strip() or bname}
-        if one_answer and name != slug(bname):
-            out[ANSWER_KEY_FIELD] = bname  # the bench renders each step as "### Step N: <name>"
-        checks, tools = [], []
-        for j, c in enumerate(st.get("checks") or []):
-            c = c if isinstance(c, dict) else {"type": None, "value": c}
-            m = map_check(c)
-            row = {"scenario": sid, "step": bname, "step_name": name, "check": j, "type": c.get("type"),
-                   "value": c.get("value"), "required": c.get("required", True), "layer": c.get("layer", "fairness"),
-                   "description": c.get("description"), "to": m["to"]}
-            extra = sorted(set(c) - KNOWN_CHECK_KEYS)
-            if m["to"] == "check":
-                checks.append(m["value"])
-                row["as"] = m["value"]
-            elif m["to"] == "expected_tools":
-                if m["value"] and m["value"] not in tools:
-                    tools.append(m["value"])
-                row["as"] = m["value"]
-            elif m["to"] == "state_check":
-                if "state_check" in out:
-                    m = {"to": None, "reason": "a second diff_contains check in one step: a step has one state_check"}
-                    row["to"] = None
-                else:
-                    out["state_check"] = m["value"]
-                    row["as"] = m["value"]
-            if m.get("reason"):
-                row["reason"] = m["reason"]
-                report.append({"scenario": sid, "step": bname, "check": j, "type": c.get("type"),
-                               "value": c.get("value"), "required": row["required"], "layer": row["layer"],
-                               "what": "check " + ("kept as " + m["to"] if m["to"] else "not expressed"),
-                               "reason": m["reason"]})
-            if extra:
-                report.append({"scenario": sid, "step": bname, "check": j, "what": f"check fields {extra}", "reason": "not check fields we map; not imported"})
-            mapping.append(row)
-        if checks:
-            out["checks"] = checks
-        if tools:
-            out["expected_tools"] = tools
-        rub = rubrics.get(bname)
-        if rub is None:
-            rub = {"criteria": [dict(c) for c in DEFAULT_CRITERIA]}
-            if rubrics or rub_path.exists():
-                report.append({"scenario": sid, "step": bname, "what": "rubric",
-                               "reason": f"no entry named {bname!r} in {rub_path.name}: the bench's default criteria (SCORING.md) used"})
-        out["rubric"] = rub
-        steps.append(out)
-    names = {str(s.get("name")) for s in src["steps"]}
-    for rname in rubrics:
-        if rname not in names:
-            report.append({"scenario": sid, "what": f"rubric step {rname!r}", "reason": f"{rub_path.name} names a step the scenario does not have: not imported"})
-
-    gold = src.get("gold") or []
-    rows = gold_rows(gold, sid, report)
-    if gold:
-        points = []
-        for g in gold:
-            if not isinstance(g, dict):
-                continue
-            where = " or ".join(str(p) for p in (g.get("match") or []))
-            rel = g.get("relation")
-            text = f"{where}: {rel}" if where and rel else (where or rel)
-            if text:
-                points.append(" ".join(str(text).split()))
-        if points:
-            steps[-1]["key_points"] = points
-        report.append({"scenario": sid, "what": f"gold ({len(gold)} targets)",
-                       "reason": f"scenario-level file targets with their relation: {len(rows)} scenario gold rows "
-                                 "(cited and mention recall, overall and per group, graders/gold_recall.py) and "
-                                 f"{len(points)} key points of the last step ({steps[-1]['name']}), which the judge sees; "
-                                 "none became citations.gold, which need path:N, path:N-M or path:Symbol, not a bare file"})
-
-    desc = " ".join(str(src.get("description") or "").split())
-    if audience:
-        desc += ("\n\n" if desc else "") + "Judge audience (the bench's rubric): " + " ".join(str(audience).split())
-        report.append({"scenario": sid, "what": "rubric audience",
-                       "reason": "our rubric has no audience field: kept in the description, which the judge does not see"})
-    out_sc = {"title": str(src.get("name") or sid)}
-    if desc:
-        out_sc["description"] = desc
-    out_sc["repo"] = str(src["repo"])
-    out_sc["split"] = split
-    if one_answer:
-        out_sc[ONE_ANSWER_FIELD] = True
-    if rows:
-        out_sc["gold"] = rows
-    out_sc["steps"] = steps
-    return out_sc
-
-
-GOLD_KEYS = ("id", "group", "match", "relation")
-
-
-def gold_rows(gold: list, sid: str, report: list) -> list[dict]:
-    """The bench's scenario-level gold as our scenario `gold:` rows (a bare string is a row
-    matching itself); a row without an id or a match list is reported and left out."""
-    out, seen = [], set()
-    for i, g in enumerate(gold):
-        g = {"id": g, "match": [g]} if isinstance(g, str) else g
-        if not isinstance(g, dict) or not g.get("match") or not isinstance(g.get("match"), list):
-            report.append({"scenario": sid, "what": f"gold row {i}", "reason": "no `match` list: not a gold row; left out"})
-            continue
-        gid = str(g.get("id") or g["match"][0])
-        if gid in seen:
-            report.append({"scenario": sid, "what": f"gold row {gid!r}", "reason": "a second row with this id; left out"})
-            continue
-        seen.add(gid)
-        extra = sorted(set(g) - set(GOLD_KEYS))
-        if extra:
-            report.append({"scenario": sid, "what": f"gold row {gid!r} fields {extra}", "reason": "not gold fields we map"})
-        row = {"id": gid, "match": [str(x) for x in g["match"]]}
-        if g.get("group"):
-            row["group"] = str(g["group"])
-        if g.get("relation"):
-            row["relation"] = " ".join(str(g["relation"]).split())
-        out.append(row)
-    return out
 
 
 # --- the whole import ----------------------------------------------------------
@@ -410,8 +144,48 @@ def import_bench(bench_dir, out_dir, pins_file=None, pin_args=(), skip_unpinned=
     scenarios = {}
     for path, split, sid in bench_scenarios(bench):
         scenarios[sid] = (path, convert_scenario(path, split, sid, report, mapping, one_answer))
+    note_held_out_gold(bench, report)
+    pins, used = bench_pins(bench, pins_file, pin_args, skip_unpinned, scenarios, report)
+    results = bench / "results"
+    tools = result_tools(results, report)
+    train_ids = [s for s, (_, sc) in scenarios.items() if sc["split"] == "train"]
+    cells = recorded_cells(results, tools, train_ids, report)
+    held = sorted(s for s, (_, sc) in scenarios.items() if sc["split"] == "held-out")
+    if held:
+        report.append({"what": "held-out scenarios", "reason": f"{held}: written with split held-out; results/ holds no run "
+                                                               "of them, so the config runs splits [train] only"})
 
-    # held-out gold grades: the bench's anchor, not gold citations
+    written = write_scenarios(out, bench, scenarios)
+    write_config(out, bench, tools, {r: pins[r] for r in used}, os.path.relpath(results, out))
+    mapped = [m for m in mapping if m["scenario"] in scenarios]
+    doc = {
+        "generated_by": "mcptrials import sense-bench",
+        "bench": str(bench),
+        "out": str(out),
+        "counts": import_counts(scenarios, mapped, len(train_ids), len(held), len(tools), len(used)),
+        "pins": {r: {"commit": pins[r]["commit"], "url": github_url(pins[r]["url"]), "from": pins[r]["from"]} for r in used},
+        "tools": {t: {"recorded_cells": cells[t], "arm": "built-in baseline" if t == BASELINE else "recorded only"} for t in tools},
+        "scenarios": {sid: {"file": str(path.relative_to(bench)), "sha256": file_sha256(path), "split": sc["split"],
+                            "repo": sc["repo"], "steps": [s["name"] for s in sc["steps"]]}
+                      for sid, (path, sc) in scenarios.items()},
+        "checks": mapped,
+        "not_expressed": [m for m in mapped if m["to"] != "check"],
+        "notes": report,
+        "validation": None,
+    }
+    error = None
+    if validate:
+        doc["validation"], error = validate_written(out)
+    (out / "import-report.json").write_text(json.dumps(doc, indent=2) + "\n")
+    doc["written"] = [str(p) for p in [out / "config.yaml", *written, out / "import-report.json"]]
+    if error is not None:
+        raise ConfigError(f"wrote {out} ({len(written)} scenarios), but the written config does not load: {error}")
+    return doc
+
+
+def note_held_out_gold(bench: Path, report: list) -> None:
+    """The held-out gold grades (scenarios/held-out/*.gold.json) are the bench's anchor, not gold
+    citations: each is reported, none imported."""
     for g in sorted((bench / "scenarios" / "held-out").glob("*.gold.json")):
         try:
             gd = json.loads(g.read_text())
@@ -425,7 +199,11 @@ def import_bench(bench_dir, out_dir, pins_file=None, pin_args=(), skip_unpinned=
                                  "by step: the bench's held-out anchor, not gold citations; not imported (the config has "
                                  "no locked: anchor)"})
 
-    # pins
+
+def bench_pins(bench: Path, pins_file, pin_args, skip_unpinned: bool, scenarios: dict, report: list) -> tuple[dict, list]:
+    """(pins by repo, the repos used, in scenario order): the bench's PINNED_COMMITS.json, then
+    `pins_file`, then each --pin. A scenario on an unpinned repo is an error, or with
+    `skip_unpinned` is left out of `scenarios` (in place) and reported."""
     pins = {}
     ledger = bench / "PINNED_COMMITS.json"
     if ledger.exists():
@@ -460,9 +238,11 @@ def import_bench(bench_dir, out_dir, pins_file=None, pin_args=(), skip_unpinned=
         if not scenarios:
             raise BenchImportError("every scenario was left out (none has a pinned repo)")
         used = [r for r in used if r not in unpinned]
+    return pins, used
 
-    # tools from results/<tool>/
-    results = bench / "results"
+
+def result_tools(results: Path, report: list) -> list[str]:
+    """The tools of results/<tool>/ (a folder name that is not a valid tool name is reported, left out)."""
     if not results.is_dir():
         raise BenchImportError(f"{results}: no results/ folder: the recorded model has nothing to answer with")
     tools_found = sorted(p.name for p in results.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
@@ -474,18 +254,22 @@ def import_bench(bench_dir, out_dir, pins_file=None, pin_args=(), skip_unpinned=
         tools.append(t)
     if not tools:
         raise BenchImportError(f"{results}: no tool folders")
-    train_ids = [s for s, (_, sc) in scenarios.items() if sc["split"] == "train"]
+    return tools
+
+
+def recorded_cells(results: Path, tools: list, train_ids: list, report: list) -> dict[str, list[str]]:
+    """Tool -> the train scenarios with a recorded transcript; the cells without one are reported."""
     cells = {t: sorted(s for s in train_ids if (results / t / s / "transcript.json").is_file()) for t in tools}
     missing = [f"{t}/{s}" for t in tools for s in train_ids if s not in cells[t]]
     if missing:
         report.append({"what": "recorded cells", "reason": f"no results/<tool>/<scenario>/transcript.json for {missing}: "
                                                            "those trials will have no recorded answer"})
-    held = sorted(s for s, (_, sc) in scenarios.items() if sc["split"] == "held-out")
-    if held:
-        report.append({"what": "held-out scenarios", "reason": f"{held}: written with split held-out; results/ holds no run "
-                                                               "of them, so the config runs splits [train] only"})
+    return cells
 
-    # write
+
+def write_scenarios(out: Path, bench: Path, scenarios: dict) -> list[Path]:
+    """DIR/scenarios/<id>.yaml for each converted scenario (the folder rewritten whole), each headed by
+    its source file and sha256."""
     out.mkdir(parents=True, exist_ok=True)
     sc_dir = out / "scenarios"
     if sc_dir.exists():
@@ -499,11 +283,15 @@ def import_bench(bench_dir, out_dir, pins_file=None, pin_args=(), skip_unpinned=
         f = sc_dir / f"{sid}.yaml"
         dump_yaml(f, sc, header)
         written.append(f)
+    return written
 
-    results_rel = os.path.relpath(results, out)
+
+def write_config(out: Path, bench: Path, tools: list, pins: dict, results_rel: str) -> None:
+    """DIR/config.yaml: the tools as recorded arms (baseline built in), the pinned repos, the recorded
+    model over the bench's results (`results_rel`, from DIR), trials 1, no held-out anchor."""
     config = {
         "tools": {t: ({"transport": "none"} if t == BASELINE else recorded_tool(t, f"results/{t}")) for t in tools},
-        "repos": {r: {"url": github_url(pins[r]["url"]), "commit": pins[r]["commit"]} for r in used},
+        "repos": {r: {"url": github_url(pin["url"]), "commit": pin["commit"]} for r, pin in pins.items()},
         "scenarios": "scenarios/*.yaml",
         "splits": ["train"],
         "models": {MODEL_NAME: {"provider": "recorded", "format": RECORDED_FORMAT,
@@ -517,40 +305,20 @@ def import_bench(bench_dir, out_dir, pins_file=None, pin_args=(), skip_unpinned=
               "# No held-out anchor (no locked:). See import-report.json for what could not be expressed.\n")
     dump_yaml(out / "config.yaml", config, header)
 
-    counts = {
+
+def import_counts(scenarios: dict, mapped: list, train: int, held_out: int, tools: int, repos: int) -> dict:
+    """The import report's `counts`: scenarios and steps written, and how their bench checks were mapped."""
+    return {
         "scenarios": len(scenarios),
-        "train": len(train_ids), "held_out": len(held),
+        "train": train, "held_out": held_out,
         "steps": sum(len(sc["steps"]) for _, sc in scenarios.values()),
-        "bench_checks": sum(1 for m in mapping if m["scenario"] in scenarios),
-        "checks": sum(1 for m in mapping if m["scenario"] in scenarios and m["to"] == "check"),
-        "expected_tools": sum(1 for m in mapping if m["scenario"] in scenarios and m["to"] == "expected_tools"),
-        "state_checks": sum(1 for m in mapping if m["scenario"] in scenarios and m["to"] == "state_check"),
-        "not_expressed": sum(1 for m in mapping if m["scenario"] in scenarios and m["to"] is None),
-        "tools": len(tools), "repos": len(used),
+        "bench_checks": len(mapped),
+        "checks": sum(1 for m in mapped if m["to"] == "check"),
+        "expected_tools": sum(1 for m in mapped if m["to"] == "expected_tools"),
+        "state_checks": sum(1 for m in mapped if m["to"] == "state_check"),
+        "not_expressed": sum(1 for m in mapped if m["to"] is None),
+        "tools": tools, "repos": repos,
     }
-    doc = {
-        "generated_by": "mcptrials import sense-bench",
-        "bench": str(bench),
-        "out": str(out),
-        "counts": counts,
-        "pins": {r: {"commit": pins[r]["commit"], "url": github_url(pins[r]["url"]), "from": pins[r]["from"]} for r in used},
-        "tools": {t: {"recorded_cells": cells[t], "arm": "built-in baseline" if t == BASELINE else "recorded only"} for t in tools},
-        "scenarios": {sid: {"file": str(path.relative_to(bench)), "sha256": file_sha256(path), "split": sc["split"],
-                            "repo": sc["repo"], "steps": [s["name"] for s in sc["steps"]]}
-                      for sid, (path, sc) in scenarios.items()},
-        "checks": [m for m in mapping if m["scenario"] in scenarios],
-        "not_expressed": [m for m in mapping if m["scenario"] in scenarios and m["to"] != "check"],
-        "notes": report,
-        "validation": None,
-    }
-    error = None
-    if validate:
-        doc["validation"], error = validate_written(out)
-    (out / "import-report.json").write_text(json.dumps(doc, indent=2) + "\n")
-    doc["written"] = [str(p) for p in [out / "config.yaml", *written, out / "import-report.json"]]
-    if error is not None:
-        raise ConfigError(f"wrote {out} ({len(written)} scenarios), but the written config does not load: {error}")
-    return doc
 
 
 def validate_written(out: Path) -> tuple[dict, ConfigError | None]:

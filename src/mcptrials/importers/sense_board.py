@@ -26,7 +26,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from mcptrials.matrix.config import ConfigError
+from mcptrials.matrix.errors import ConfigError
 
 DEPS = "dependents"
 CLOSE = 0.05      # a cell whose delta differs more than this gets a reason

@@ -29,7 +29,7 @@ import re
 import sys
 from pathlib import Path
 
-from mcptrials.matrix.config import ConfigError
+from mcptrials.matrix.errors import ConfigError
 
 STATUSES = ("grounded", "unresolved", "hallucinated")
 

@@ -4,7 +4,7 @@ bench's vertical runs (many models, three agents) as mcptrials files.
 Input: the bench's `verticals/<name>/` (its README describes the layout):
 
 - `scenarios/<repo>.yaml` and `<repo>.rubric.yaml`: converted as the main import converts
-  its scenarios (sense_bench.convert_scenario), scenario-level `gold:` rows included;
+  its scenarios (sense_scenario.convert_scenario), scenario-level `gold:` rows included;
 - `results/<model>/<arm>/<repo>/` with `transcript.json`, `scored.json`, `judged.json`,
   `run_meta.json`, or `run-N/` folders holding them when the cell was run N times;
 - the bench's `PINNED_COMMITS.json` for full commits and URLs (the runs name short ones).
@@ -33,9 +33,12 @@ from pathlib import Path
 
 import yaml
 
-from mcptrials.matrix.config import BASELINE, ConfigError, file_sha256
-from mcptrials.importers.sense_bench import (RECORDED_FORMAT, TOOL_NAME, BenchImportError, dump_yaml, github_url,
-                          convert_scenario, parse_pin_arg, read_pins, recorded_tool, validate_written)
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.hashing import file_sha256
+from mcptrials.matrix.tools import BASELINE
+from mcptrials.importers.sense_bench import (RECORDED_FORMAT, TOOL_NAME, dump_yaml, github_url, parse_pin_arg,
+                                             read_pins, recorded_tool, validate_written)
+from mcptrials.importers.sense_scenario import BenchImportError, convert_scenario
 
 DEFAULT_HARNESS = "claude-code"   # the verticals' README: run_meta.json of Claude Code runs has no `harness`
 RUN_DIR = re.compile(r"^run-(\d+)$")
@@ -254,48 +257,8 @@ def import_vertical(bench_dir, name: str, out_dir, pins_file=None, pin_args=(), 
 
     report: list[dict] = []
     mapping: list[dict] = []
-    scenarios = {}
-    for p in sorted((vdir / "scenarios").glob("*.yaml")):
-        if p.name.endswith(".rubric.yaml"):
-            continue
-        sid = p.name[: -len(".yaml")]
-        scenarios[sid] = (p, convert_scenario(p, "train", sid, report, mapping, True))
-    if not scenarios:
-        raise BenchImportError(f"{vdir}/scenarios: no scenario files (*.yaml besides *.rubric.yaml)")
-
-    runs, left_out = find_runs(results, set(scenarios))
-    if not runs:
-        raise BenchImportError(f"{results}: no run to import ({len(left_out)} folder(s) left out; see their reasons "
-                               "with a fresh --out)")
-    # a results/<name>/ folder is a model's when its runs name that model (the id sanitised, `/`
-    # and `:` as `_`); another folder (e.g. a tool-version regression sweep) is not a model
-    kept = []
-    for r in runs:
-        mid = r["meta"].get("model")
-        if mid and re.sub(r"[/:]", "_", str(mid)) != r["model"]:
-            left_out.append({"path": r["path"], "reason": f"its run_meta.json names model {mid!r}, not the folder "
-                                                          f"{r['model']!r}: not a model's results folder (a side sweep)"})
-        else:
-            kept.append(r)
-    runs = kept
-    if not runs:
-        raise BenchImportError(f"{results}: no run left to import ({len(left_out)} left out)")
-    for r in runs:
-        r["repo"] = scenarios[r["scenario"]][1]["repo"]
-        r["host"] = str(r["meta"].get("harness") or DEFAULT_HARNESS)
-    # one host per model: the harness its runs name (a run under another one is left out, said)
-    host_of = {}
-    for model in dict.fromkeys(r["model"] for r in runs):
-        c = Counter(r["host"] for r in runs if r["model"] == model)
-        host_of[model] = c.most_common(1)[0][0]
-    kept = []
-    for r in runs:
-        if r["host"] != host_of[r["model"]]:
-            left_out.append({"path": r["path"], "reason": f"harness {r['host']!r}, where the model's other runs are "
-                                                          f"{host_of[r['model']]!r}: one host per model"})
-        else:
-            kept.append(r)
-    runs = kept
+    scenarios = vertical_scenarios(vdir, report, mapping)
+    runs, left_out, host_of = model_runs(results, scenarios)
     used = list(dict.fromkeys(scenarios[s][1]["repo"] for s in sorted({r["scenario"] for r in runs})))
     repos, pin_notes, mirrors = _pins(bench, used, runs, pins_file, pin_args, mirrors_file)
     # scenarios without a run, and their repos, are left out of the config (reported)
@@ -307,47 +270,12 @@ def import_vertical(bench_dir, name: str, out_dir, pins_file=None, pin_args=(), 
     arms = sorted({r["arm"] for r in runs}, key=lambda a: (a != BASELINE, a))
     models = list(dict.fromkeys(r["model"] for r in runs))
     trials = max(r["trial"] for r in runs)
-    cells: dict = {}
-    for r in runs:
-        cells.setdefault(r["model"], {}).setdefault(r["arm"], {}).setdefault(r["scenario"], []).append(r["trial"])
-    short = [f"{mo}/{a}/{s} ({len(t)} of {trials})" for mo, av in cells.items() for a, sv in av.items()
-             for s, t in sv.items() if len(t) < trials]
-    absent = [f"{mo}/{a}/{s}" for mo in models for a in arms for s in scenarios
-              if s not in cells.get(mo, {}).get(a, {})]
-    if short or absent:
-        report.append({"what": "trials without a recording",
-                       "reason": f"trials: {trials} (the most runs of a cell); a trial with no recording is not_run "
-                                 "(no recording), counted missing, never a zero",
-                       "cells_with_fewer_runs": short, "cells_without_runs": absent})
+    note_missing_trials(runs, models, arms, scenarios, trials, report)
 
-    # write
-    out.mkdir(parents=True, exist_ok=True)
-    sc_dir = out / "scenarios"
-    if sc_dir.exists():
-        shutil.rmtree(sc_dir)
-    sc_dir.mkdir()
-    for sid, (path, sc) in scenarios.items():
-        header = (f"# Imported from the reference bench's vertical {name} by `mcptrials import sense-bench --vertical`: "
-                  f"{path.relative_to(bench)} (sha256 {file_sha256(path)[:16]}). Regenerate rather than edit.\n")
-        dump_yaml(sc_dir / f"{sid}.yaml", sc, header)
+    write_vertical_scenarios(out, bench, name, scenarios)
     _link_runs(out, runs)
     meta_of = {mo: next(r["meta"] for r in runs if r["model"] == mo) for mo in models}
-    config = {
-        "tools": {a: ({"transport": "none"} if a == BASELINE
-                      else recorded_tool(a, f"verticals/{name}/results/<model>/{a}")) for a in arms},
-        "repos": repos,
-        **({"mirrors": mirrors} if mirrors else {}),
-        "scenarios": "scenarios/*.yaml",
-        "splits": ["train"],
-        "hosts": {h: {"kind": "loop"} for h in dict.fromkeys(host_of[mo] for mo in models)},
-        "models": {mo: {"provider": "recorded", "format": RECORDED_FORMAT,
-                        "path": f"recordings/{mo}/{{tool}}/{{scenario}}/{{trial}}/transcript.json",
-                        **({"model": str(meta_of[mo]["model"])} if meta_of[mo].get("model") else {}),
-                        "host": host_of[mo]} for mo in models},
-        "trials": trials,
-        # the bench's own LLM judge, read from each run's judged.json (mcptrials.judge.recorded)
-        "judge": {"provider": "recorded"},
-    }
+    config = vertical_config(name, arms, repos, mirrors, {mo: host_of[mo] for mo in models}, meta_of, trials)
     header = (f"# The reference bench's vertical {name} imported by `mcptrials import sense-bench --vertical {name}`.\n"
               f"# Source: {vdir}\n"
               "# One recorded model per bench model, under the host (agent) it ran in; arms other than baseline are\n"
@@ -382,6 +310,107 @@ def import_vertical(bench_dir, name: str, out_dir, pins_file=None, pin_args=(), 
     if error is not None:
         raise ConfigError(f"wrote {out}, but the written config does not load: {error}")
     return doc
+
+
+def vertical_scenarios(vdir: Path, report: list, mapping: list) -> dict[str, tuple[Path, dict]]:
+    """id -> (file, our scenario) of the vertical's scenarios/ (rubric files are read with them)."""
+    scenarios = {}
+    for p in sorted((vdir / "scenarios").glob("*.yaml")):
+        if p.name.endswith(".rubric.yaml"):
+            continue
+        sid = p.name[: -len(".yaml")]
+        scenarios[sid] = (p, convert_scenario(p, "train", sid, report, mapping, True))
+    if not scenarios:
+        raise BenchImportError(f"{vdir}/scenarios: no scenario files (*.yaml besides *.rubric.yaml)")
+    return scenarios
+
+
+def model_runs(results: Path, scenarios: dict) -> tuple[list[dict], list[dict], dict[str, str]]:
+    """(runs, left out, model -> host) of a vertical's results/: the runs of find_runs that are a
+    model's (not a side sweep), each given its repo and host, one host per model."""
+    runs, left_out = find_runs(results, set(scenarios))
+    if not runs:
+        raise BenchImportError(f"{results}: no run to import ({len(left_out)} folder(s) left out; see their reasons "
+                               "with a fresh --out)")
+    # a results/<name>/ folder is a model's when its runs name that model (the id sanitised, `/`
+    # and `:` as `_`); another folder (e.g. a tool-version regression sweep) is not a model
+    kept = []
+    for r in runs:
+        mid = r["meta"].get("model")
+        if mid and re.sub(r"[/:]", "_", str(mid)) != r["model"]:
+            left_out.append({"path": r["path"], "reason": f"its run_meta.json names model {mid!r}, not the folder "
+                                                          f"{r['model']!r}: not a model's results folder (a side sweep)"})
+        else:
+            kept.append(r)
+    runs = kept
+    if not runs:
+        raise BenchImportError(f"{results}: no run left to import ({len(left_out)} left out)")
+    for r in runs:
+        r["repo"] = scenarios[r["scenario"]][1]["repo"]
+        r["host"] = str(r["meta"].get("harness") or DEFAULT_HARNESS)
+    # one host per model: the harness its runs name (a run under another one is left out, said)
+    host_of = {}
+    for model in dict.fromkeys(r["model"] for r in runs):
+        c = Counter(r["host"] for r in runs if r["model"] == model)
+        host_of[model] = c.most_common(1)[0][0]
+    kept = []
+    for r in runs:
+        if r["host"] != host_of[r["model"]]:
+            left_out.append({"path": r["path"], "reason": f"harness {r['host']!r}, where the model's other runs are "
+                                                          f"{host_of[r['model']]!r}: one host per model"})
+        else:
+            kept.append(r)
+    return kept, left_out, host_of
+
+
+def note_missing_trials(runs: list, models: list, arms: list, scenarios: dict, trials: int, report: list) -> None:
+    """Report the cells with fewer runs than `trials` (the most of any cell) and those with none."""
+    cells: dict = {}
+    for r in runs:
+        cells.setdefault(r["model"], {}).setdefault(r["arm"], {}).setdefault(r["scenario"], []).append(r["trial"])
+    short = [f"{mo}/{a}/{s} ({len(t)} of {trials})" for mo, av in cells.items() for a, sv in av.items()
+             for s, t in sv.items() if len(t) < trials]
+    absent = [f"{mo}/{a}/{s}" for mo in models for a in arms for s in scenarios
+              if s not in cells.get(mo, {}).get(a, {})]
+    if short or absent:
+        report.append({"what": "trials without a recording",
+                       "reason": f"trials: {trials} (the most runs of a cell); a trial with no recording is not_run "
+                                 "(no recording), counted missing, never a zero",
+                       "cells_with_fewer_runs": short, "cells_without_runs": absent})
+
+
+def write_vertical_scenarios(out: Path, bench: Path, name: str, scenarios: dict) -> None:
+    """DIR/scenarios/<id>.yaml (the folder rewritten whole), each headed by its source file and sha256."""
+    out.mkdir(parents=True, exist_ok=True)
+    sc_dir = out / "scenarios"
+    if sc_dir.exists():
+        shutil.rmtree(sc_dir)
+    sc_dir.mkdir()
+    for sid, (path, sc) in scenarios.items():
+        header = (f"# Imported from the reference bench's vertical {name} by `mcptrials import sense-bench --vertical`: "
+                  f"{path.relative_to(bench)} (sha256 {file_sha256(path)[:16]}). Regenerate rather than edit.\n")
+        dump_yaml(sc_dir / f"{sid}.yaml", sc, header)
+
+
+def vertical_config(name: str, arms: list, repos: dict, mirrors: dict, host_of: dict, meta_of: dict, trials: int) -> dict:
+    """The vertical's config: its arms (recorded, baseline built in), one recorded model per bench model
+    (`host_of`, in order) under its loop host, reading DIR/recordings/, and the bench's recorded judge."""
+    return {
+        "tools": {a: ({"transport": "none"} if a == BASELINE
+                      else recorded_tool(a, f"verticals/{name}/results/<model>/{a}")) for a in arms},
+        "repos": repos,
+        **({"mirrors": mirrors} if mirrors else {}),
+        "scenarios": "scenarios/*.yaml",
+        "splits": ["train"],
+        "hosts": {h: {"kind": "loop"} for h in dict.fromkeys(host_of.values())},
+        "models": {mo: {"provider": "recorded", "format": RECORDED_FORMAT,
+                        "path": f"recordings/{mo}/{{tool}}/{{scenario}}/{{trial}}/transcript.json",
+                        **({"model": str(meta_of[mo]["model"])} if meta_of[mo].get("model") else {}),
+                        "host": host} for mo, host in host_of.items()},
+        "trials": trials,
+        # the bench's own LLM judge, read from each run's judged.json (mcptrials.judge.recorded)
+        "judge": {"provider": "recorded"},
+    }
 
 
 def import_verticals(bench_dir, name: str, out_dir, **kw) -> list[dict]:

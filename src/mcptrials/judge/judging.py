@@ -24,7 +24,9 @@ import json
 import sys
 from pathlib import Path
 
-from mcptrials.matrix.config import ConfigError, Scenario, canonical_hash, file_sha256
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.hashing import canonical_hash, file_sha256
+from mcptrials.matrix.scenario import Scenario
 from mcptrials.grade.answer_map import step_answers
 from mcptrials.cost.pricing import cost_usd
 from mcptrials.core.paths import PROMPT_DIR
@@ -46,7 +48,7 @@ def judge_spec(judge_cfg) -> JudgeSpec:
     callers of the library) gets the same."""
     if isinstance(judge_cfg, JudgeSpec):
         return judge_cfg
-    from mcptrials.matrix.config import validate_section
+    from mcptrials.matrix.schema import validate_section
 
     cfg = copy.deepcopy(dict(judge_cfg))
     validate_section("judge", cfg, "judge")
@@ -232,7 +234,8 @@ def judge_budget(m, transcript: dict, scenario: str, out: Path):
 
 
 def cmd_judge(args) -> int:
-    from mcptrials.matrix.config import load_matrix, load_scenario
+    from mcptrials.matrix.config import load_matrix
+    from mcptrials.matrix.scenario import load_scenario
     from mcptrials.core.records import read_json, write_json
 
     m = load_matrix(args.config)

@@ -15,7 +15,7 @@ import dataclasses
 import os
 
 from mcptrials.judge.prompt import REPLY_FORMAT, MalformedReply, load_prompt, parse_reply, render_user
-from mcptrials.matrix.config import ConfigError
+from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.specs import JudgeSpec
 from mcptrials.run.providers.base import ProviderError, Usage
 

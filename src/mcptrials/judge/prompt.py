@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from mcptrials.judge.reference import step_gold
-from mcptrials.matrix.config import ConfigError
+from mcptrials.matrix.errors import ConfigError
 
 REPLY_NAME = "judge_scores"
 

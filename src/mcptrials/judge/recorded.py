@@ -24,7 +24,10 @@ import json
 import re
 from pathlib import Path
 
-from mcptrials.matrix.config import JUDGE_PATH_FIELDS, ConfigError, Matrix, canonical_hash, file_sha256
+from mcptrials.matrix.config import JUDGE_PATH_FIELDS
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.hashing import canonical_hash, file_sha256
+from mcptrials.matrix.matrix import Matrix
 
 SCHEMA = "mcptrials/judged/1"
 

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from mcptrials.matrix.config import ConfigError
+from mcptrials.matrix.errors import ConfigError
 from mcptrials.core.records import project_path, write_json
 
 

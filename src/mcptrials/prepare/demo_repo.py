@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from mcptrials.matrix.config import ConfigError
+from mcptrials.matrix.errors import ConfigError
 from mcptrials.core.paths import ROOT
 
 DEMO_SRC = ROOT / "demo" / "shop"

@@ -8,7 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from mcptrials.matrix.config import ConfigError
+from mcptrials.matrix.errors import ConfigError
 from mcptrials.core.records import read_json, write_json
 
 

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from mcptrials.matrix.config import ConfigError
+from mcptrials.matrix.errors import ConfigError
 from mcptrials.core.records import project_path, write_json
 from mcptrials.prepare.servers import tool_env_dir
 

@@ -14,7 +14,9 @@ import time
 from pathlib import Path
 
 from mcptrials import __version__
-from mcptrials.matrix.config import ConfigError, canonical_hash, load_matrix
+from mcptrials.matrix.config import load_matrix
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.hashing import canonical_hash
 from mcptrials.core.records import read_json, write_json
 from mcptrials.matrix.specs import ToolSpec
 

@@ -3,7 +3,7 @@ scenario, linked to the trial pages), errors, the server profile and the judge's
 
 from __future__ import annotations
 
-from mcptrials.matrix.config import BASELINE
+from mcptrials.matrix.tools import BASELINE
 from mcptrials.report.formats import f3, fci, fci_missing, fnum, fsec, fusd, href, model_labels
 from mcptrials.report.render import Cell, Doc, Table
 

@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from mcptrials.matrix.config import ConfigError
+from mcptrials.matrix.errors import ConfigError
 from mcptrials.report.citations import add_citation_composition
 from mcptrials.report.details import add_adoption, add_errors, add_judge_noise, add_profile, add_scenarios
 from mcptrials.report.explorer import write_explorer
@@ -118,7 +118,7 @@ def cmd_report(args) -> int:
     if reason:   # the same shape the held-out stage writes when its held-out scenarios have no frozen transcripts
         agreement, lock = {"anchor": None, "reason": reason, "n": 0, "rho": None}, None
     else:
-        from mcptrials.matrix.config import file_sha256
+        from mcptrials.matrix.hashing import file_sha256
         from mcptrials.analyze.lock import LOCKFILE
 
         lockfile = m.locked_dir / LOCKFILE

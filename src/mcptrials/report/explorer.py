@@ -21,7 +21,7 @@ import html
 import json
 from pathlib import Path
 
-from mcptrials.matrix.config import ConfigError
+from mcptrials.matrix.errors import ConfigError
 from mcptrials.report.formats import href
 
 EXPLORER = "explorer.html"  # beside index.html in the report folder

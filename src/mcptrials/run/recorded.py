@@ -46,7 +46,9 @@ import traceback
 from dataclasses import replace
 from pathlib import Path
 
-from mcptrials.matrix.config import ConfigError, Matrix, canonical_hash, file_sha256
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.hashing import canonical_hash, file_sha256
+from mcptrials.matrix.matrix import Matrix
 
 STREAM, MCPTRIALS = "claude-code-stream-json", "mcptrials"
 ONE_ANSWER_STEP = "one_answer"
@@ -235,7 +237,7 @@ def _from_stream(m: Matrix, path: Path, scenario, tool: str, snapshot: dict | No
 
 def _from_transcript(path: Path, cell: dict, host: str, where: str) -> tuple[dict | None, str | None]:
     """(the recorded transcript with our cell and host, None) or (None, why it is unusable)."""
-    from mcptrials.matrix.config import validate_against
+    from mcptrials.matrix.schema import validate_against
 
     try:
         t = json.loads(path.read_text())

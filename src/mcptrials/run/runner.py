@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcptrials.matrix.config import ConfigError, Matrix
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.matrix import Matrix
 from mcptrials.run.trial import run_under, scrub_secrets
 
 __all__ = ["register", "run_trial", "scrub_secrets"]
@@ -118,7 +119,7 @@ def _cmd(args) -> int:
 def _not_run(m: Matrix, args, detail: str) -> tuple[dict, dict]:
     """The records of a trial that did not start (the budget stopped it, or a checkout or install
     it needs failed): outcome not_run, nothing spent."""
-    from mcptrials.matrix.config import file_sha256
+    from mcptrials.matrix.hashing import file_sha256
     from mcptrials.run.trial import SYSTEM_PROMPT, Recorder, now_iso, transcript_record
 
     at = now_iso()

@@ -28,7 +28,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from mcptrials import __version__
-from mcptrials.matrix.config import ConfigError, Matrix, Scenario, file_sha256
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.hashing import file_sha256
+from mcptrials.matrix.matrix import Matrix
+from mcptrials.matrix.scenario import Scenario
 from mcptrials.core.paths import PROMPT_DIR
 from mcptrials.run.providers.base import Usage
 from mcptrials.prepare.servers import leaf_error, mcp_error_code, open_server, stderr_tail

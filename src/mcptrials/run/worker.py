@@ -31,6 +31,8 @@ from __future__ import annotations
 import gc
 import json
 import os
+import selectors
+import signal
 import socket
 import struct
 import sys
@@ -60,13 +62,13 @@ def preload() -> list[str]:
             loaded.append(name)
         except ImportError:  # an optional part (e.g. a provider another install lacks)
             pass
-    # The parsed JSON schemas (config, scenario, records) are cached by the config module:
+    # The parsed JSON schemas (config, scenario, records) are cached by the schema module:
     # parse them once here rather than in every child (~0.2 s of pure-Python YAML each).
-    from mcptrials.matrix import config
+    from mcptrials.matrix import schema
     from mcptrials.core.paths import SCHEMA_DIR
 
     for path in sorted(SCHEMA_DIR.glob("*.yaml")):
-        config._schema(path.name)
+        schema._schema(path.name)
     # The SDK imports its resources lazily; building a client once pulls them in.
     import anthropic
 
@@ -96,7 +98,6 @@ def _read_request(conn: socket.socket) -> tuple[dict, list[int]]:
 def _child(req: dict, fds: list[int], listener: socket.socket, conn: socket.socket, wakeup: list[int],
            run_argv) -> None:
     """In the forked child: become `mcptrials run-trial` for the client, then exit."""
-    import signal
     import tempfile
     import traceback
 
@@ -147,19 +148,7 @@ def serve(path: str, run_argv, watch_pid: int | None = None) -> int:
     """Listen on `path` until SIGTERM/SIGINT (or until `watch_pid` is gone); fork a child
     per request, which runs `run_argv(argv)` (cli.main). Binds before importing, so
     clients queue instead of falling back."""
-    import selectors
-    import signal
-
-    if os.path.exists(path):  # a stale socket of a killed run
-        os.unlink(path)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o177)
-    try:
-        listener.bind(path)
-    finally:
-        os.umask(old)
-    listener.listen(128)
+    listener = _bind(path)
     ino = os.stat(path).st_ino
     loaded = preload()
     # Move everything imported so far out of the collector's reach: a child's collections
@@ -176,104 +165,11 @@ def serve(path: str, run_argv, watch_pid: int | None = None) -> int:
     print(f"mcptrials serve-trials: pid {os.getpid()} listening on {path} (preloaded {len(loaded)} modules)",
           flush=True)
 
-    stopping = []
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_r, False)
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake the loop through the pipe
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stopping.append(True))
-    sel = selectors.DefaultSelector()
-    sel.register(listener, selectors.EVENT_READ)
-    sel.register(wake_r, selectors.EVENT_READ)
-    children: dict[int, socket.socket] = {}  # child pid -> its client's connection
-
-    def reply(conn: socket.socket, obj: dict) -> None:
-        try:
-            conn.sendall((json.dumps(obj) + "\n").encode())
-        except OSError:
-            pass  # the client is gone; nothing to tell
-
-    def reap() -> None:
-        while children:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            conn = children.pop(pid, None)
-            if conn is None:
-                continue
-            try:
-                sel.unregister(conn)
-            except KeyError:  # already dropped when its client went away
-                pass
-            if os.WIFSIGNALED(status):
-                sig = os.WTERMSIG(status)
-                print(f"child {pid}: killed by signal {sig}", flush=True)
-                reply(conn, {"exit_code": 128 + sig, "error": f"the trial process {pid} of the worker was killed "
-                                                               f"by signal {sig} ({signal.Signals(sig).name})"})
-            else:
-                print(f"child {pid}: exit code {os.waitstatus_to_exitcode(status)}", flush=True)
-                reply(conn, {"exit_code": os.waitstatus_to_exitcode(status)})
-            conn.close()
-
+    loop = _Loop(listener, run_argv)
     try:
-        while not stopping:
-            for key, _ in sel.select(timeout=1.0):
-                if key.fileobj is listener:
-                    conn, _ = listener.accept()
-                    conn.settimeout(10)
-                    try:
-                        req, fds = _read_request(conn)
-                    except (OSError, ValueError) as e:
-                        reply(conn, {"exit_code": 1, "error": f"trial worker: bad request: {e}"})
-                        conn.close()
-                        continue
-                    sys.stdout.flush()
-                    sys.stderr.flush()
-                    pid = os.fork()
-                    if pid == 0:
-                        _child(req, fds, listener, conn, [wake_r, wake_w], run_argv)
-                    for fd in fds:
-                        os.close(fd)
-                    print(f"child {pid}: mcptrials {' '.join(req['argv'])}", flush=True)
-                    conn.setblocking(False)
-                    children[pid] = conn
-                    sel.register(conn, selectors.EVENT_READ, pid)
-                elif key.fileobj == wake_r:
-                    try:
-                        while os.read(wake_r, 512):
-                            pass
-                    except BlockingIOError:
-                        pass
-                else:  # a client sends nothing after its request: readable means it is gone
-                    pid = key.data
-                    try:
-                        gone = key.fileobj.recv(1) == b""
-                    except BlockingIOError:
-                        gone = False
-                    except OSError:
-                        gone = True
-                    if gone:
-                        sel.unregister(key.fileobj)
-                        _kill_group(pid, signal.SIGTERM)
-            reap()
-            if watch_pid and not _alive(watch_pid):
-                print(f"mcptrials serve-trials: process {watch_pid} is gone; stopping", flush=True)
-                break
+        loop.run(watch_pid)
     finally:
-        for pid in list(children):
-            _kill_group(pid, signal.SIGTERM)
-        for pid, conn in list(children.items()):
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
-            reply(conn, {"exit_code": 1, "error": "the trial worker stopped during the trial"})
-            conn.close()
+        loop.stop_children()
         listener.close()
         try:
             if os.stat(path).st_ino == ino:  # not a newer worker's socket
@@ -281,6 +177,139 @@ def serve(path: str, run_argv, watch_pid: int | None = None) -> int:
         except FileNotFoundError:
             pass
     return 0
+
+
+def _bind(path: str) -> socket.socket:
+    """The listening socket at `path` (a stale one of a killed run replaced), mode 0600."""
+    if os.path.exists(path):  # a stale socket of a killed run
+        os.unlink(path)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        listener.bind(path)
+    finally:
+        os.umask(old)
+    listener.listen(128)
+    return listener
+
+
+def _reply(conn: socket.socket, obj: dict) -> None:
+    try:
+        conn.sendall((json.dumps(obj) + "\n").encode())
+    except OSError:
+        pass  # the client is gone; nothing to tell
+
+
+class _Loop:
+    """The worker's event loop: the listener, a pipe that signals wake it through (SIGCHLD
+    to reap, SIGTERM/SIGINT to stop), and the children (pid -> its client's connection)."""
+
+    def __init__(self, listener: socket.socket, run_argv):
+        self.listener, self.run_argv = listener, run_argv
+        self.stopping: list[bool] = []
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self.wake_w, False)
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake the loop through the pipe
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: self.stopping.append(True))
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(listener, selectors.EVENT_READ)
+        self.sel.register(self.wake_r, selectors.EVENT_READ)
+        self.children: dict[int, socket.socket] = {}
+
+    def run(self, watch_pid: int | None) -> None:
+        while not self.stopping:
+            for key, _ in self.sel.select(timeout=1.0):
+                if key.fileobj is self.listener:
+                    self.accept()
+                elif key.fileobj == self.wake_r:
+                    try:
+                        while os.read(self.wake_r, 512):
+                            pass
+                    except BlockingIOError:
+                        pass
+                else:  # a client sends nothing after its request: readable means it is gone
+                    self.check_client(key)
+            self.reap()
+            if watch_pid and not _alive(watch_pid):
+                print(f"mcptrials serve-trials: process {watch_pid} is gone; stopping", flush=True)
+                break
+
+    def accept(self) -> None:
+        """Read one request and fork its child; a bad request is answered with exit code 1."""
+        conn, _ = self.listener.accept()
+        conn.settimeout(10)
+        try:
+            req, fds = _read_request(conn)
+        except (OSError, ValueError) as e:
+            _reply(conn, {"exit_code": 1, "error": f"trial worker: bad request: {e}"})
+            conn.close()
+            return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _child(req, fds, self.listener, conn, [self.wake_r, self.wake_w], self.run_argv)
+        for fd in fds:
+            os.close(fd)
+        print(f"child {pid}: mcptrials {' '.join(req['argv'])}", flush=True)
+        conn.setblocking(False)
+        self.children[pid] = conn
+        self.sel.register(conn, selectors.EVENT_READ, pid)
+
+    def check_client(self, key) -> None:
+        """A child's client connection became readable: if the client is gone, end the child's group."""
+        pid = key.data
+        try:
+            gone = key.fileobj.recv(1) == b""
+        except BlockingIOError:
+            gone = False
+        except OSError:
+            gone = True
+        if gone:
+            self.sel.unregister(key.fileobj)
+            _kill_group(pid, signal.SIGTERM)
+
+    def reap(self) -> None:
+        """Collect the ended children and tell each one's client its exit code."""
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = self.children.pop(pid, None)
+            if conn is None:
+                continue
+            try:
+                self.sel.unregister(conn)
+            except KeyError:  # already dropped when its client went away
+                pass
+            if os.WIFSIGNALED(status):
+                sig = os.WTERMSIG(status)
+                print(f"child {pid}: killed by signal {sig}", flush=True)
+                _reply(conn, {"exit_code": 128 + sig, "error": f"the trial process {pid} of the worker was killed "
+                                                                f"by signal {sig} ({signal.Signals(sig).name})"})
+            else:
+                print(f"child {pid}: exit code {os.waitstatus_to_exitcode(status)}", flush=True)
+                _reply(conn, {"exit_code": os.waitstatus_to_exitcode(status)})
+            conn.close()
+
+    def stop_children(self) -> None:
+        """On the way out: end every running child and tell its client the worker stopped."""
+        for pid in list(self.children):
+            _kill_group(pid, signal.SIGTERM)
+        for pid, conn in list(self.children.items()):
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+            _reply(conn, {"exit_code": 1, "error": "the trial worker stopped during the trial"})
+            conn.close()
 
 
 def _kill_group(pid: int, sig: int) -> None:

@@ -78,7 +78,8 @@ def register(sub) -> None:
 
 
 def _cmd(args) -> int:
-    from mcptrials.matrix.config import ConfigError, load_matrix
+    from mcptrials.matrix.config import load_matrix
+    from mcptrials.matrix.errors import ConfigError
     from mcptrials.core.records import write_json
 
     m = load_matrix(args.config)

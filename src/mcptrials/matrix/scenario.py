@@ -1,0 +1,115 @@
+"""A scenario file: loaded, checked against scenario.schema.yaml and what the schema cannot
+say (unique step names, a rubric for every step, state checks that stay in the workspace),
+and the parts of it each stage's rerun key depends on (task, grading, rubric)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.hashing import file_sha256
+from mcptrials.matrix.schema import read_yaml, validate_against
+
+
+@dataclass
+class Scenario:
+    id: str
+    path: Path
+    data: dict
+    sha256: str
+
+    @property
+    def repo(self) -> str:
+        return self.data["repo"]
+
+    @property
+    def split(self) -> str:
+        return self.data["split"]
+
+    def task_part(self) -> dict:
+        """What the agent's run depends on: a change here reruns its trials."""
+        return {
+            "repo": self.data["repo"],
+            "limits": self.data["limits"],
+            "steps": [
+                {"name": s["name"], "prompt": s["prompt"], "state_check": (s.get("state_check") or {}).get("command"),
+                 **({"state_read": read} if (read := state_read_part(s.get("state_check"))) else {})}
+                for s in self.data["steps"]
+            ],
+        }
+
+    def grading_part(self) -> dict:
+        """What the deterministic graders depend on: a change here rescoring only."""
+        keys = ("checks", "citations", "exact_answer", "state_check", "expected_tools")
+        part = {"steps": [{k: s.get(k) for k in keys} for s in self.data["steps"]]}
+        if self.data.get("gold"):   # only when set: scenarios without gold keep their hash
+            part["gold"] = self.data["gold"]
+        return part
+
+    def rubric_part(self) -> dict:
+        """What the judge depends on: a change here re-judges only."""
+        return {
+            "rubric": self.data.get("rubric"),
+            "steps": [
+                {"name": s["name"], "prompt": s["prompt"], "rubric": s.get("rubric"),
+                 "key_points": s.get("key_points", []), "gold": (s.get("citations") or {}).get("gold", [])}
+                for s in self.data["steps"]
+            ],
+        }
+
+
+def state_read_part(spec: dict | None) -> dict | None:
+    """What the trial reads for a state check besides its command (graders/state.py): the
+    sql query, the json file and path, the file compared; their expected values are not here,
+    so an edit of those rescoring only."""
+    spec = spec or {}
+    out = {}
+    if spec.get("sql"):
+        out["sql"] = {k: spec["sql"][k] for k in ("database", "query")}
+    if spec.get("json"):
+        out["json"] = {k: spec["json"][k] for k in ("file", "path")}
+    if spec.get("unchanged_except"):
+        out["unchanged_except"] = {k: v for k, v in spec["unchanged_except"].items() if k in ("database", "file")}
+    return out or None
+
+
+def check_state_spec(spec: dict, where: str) -> None:
+    """What the schema cannot say of a state check: its files stay in the workspace, its
+    JSON path parses, its query is one statement."""
+    import sqlite3
+
+    from mcptrials.core.jsonpath import parse
+
+    for part, key in (("sql", "database"), ("json", "file"), ("unchanged_except", "database"),
+                      ("unchanged_except", "file")):
+        rel = (spec.get(part) or {}).get(key)
+        if rel is not None and (rel.startswith("/") or ".." in Path(rel).parts):
+            raise ConfigError(f"{where}.{part}.{key}: {rel!r} must be a path inside the workspace, relative to it "
+                              "(no leading / and no ..)")
+    if spec.get("json"):
+        try:
+            parse(spec["json"]["path"])
+        except ValueError as e:
+            raise ConfigError(f"{where}.json.path: {e}") from None
+    if spec.get("sql"):
+        q = spec["sql"]["query"].strip().rstrip(";")
+        if not sqlite3.complete_statement(q + ";") or ";" in q:
+            raise ConfigError(f"{where}.sql.query: give one complete SQL statement (a SELECT), without a second one")
+
+
+def load_scenario(path: Path) -> Scenario:
+    data = read_yaml(path, "scenario file")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a scenario must be a mapping with at least `repo` and `steps`")
+    validate_against("scenario.schema.yaml", data, str(path))
+    names = [s["name"] for s in data["steps"]]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise ConfigError(f"{path}: field steps: step names must be unique; rename {sorted(dup)}")
+    for i, step in enumerate(data["steps"]):
+        if not step.get("rubric") and not data.get("rubric"):
+            raise ConfigError(f"{path}: field steps.{i}.rubric: no rubric for step {step['name']!r}; add a top-level `rubric` or one on the step")
+        if step.get("state_check"):
+            check_state_spec(step["state_check"], f"{path}: field steps.{i}.state_check")
+    return Scenario(id=path.stem, path=path, data=data, sha256=file_sha256(path))
