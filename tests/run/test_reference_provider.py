@@ -355,7 +355,7 @@ def test_max_tokens_cuts_the_reply(repo):
 
 def test_extract_terms():
     terms, files = extract_terms('Where is `load_config()` used, what does "retry budget" mean, how does '
-                                 'HttpClient call mcptrials.matrix.hashing.canonical_hash in config.py (e.g. here)?')
+                                 'HttpClient call mcptrials.config.canonical_hash in config.py (e.g. here)?')
     assert [(t.search, t.kind) for t in terms] == [("load_config", "ident"), ("retry budget", "phrase"),
                                                    ("HttpClient", "ident")]
     assert files == ["config.py"]
