@@ -10,6 +10,7 @@ the answer graders/answer_map.py gives the step; `answer_mapping` says how it wa
 
 from __future__ import annotations
 
+from mcptrials.core.record_types import ScoredRecord, TranscriptRecord
 from mcptrials.matrix.config import Scenario, canonical_hash
 from mcptrials.grade import GRADER_VERSION
 from mcptrials.grade import citations
@@ -56,8 +57,8 @@ def not_checked_citations() -> dict:
     return {"items": [], "gold": [], "counts": counts, "rates": citations.citation_rates(counts)}
 
 
-def score_trial(transcript: dict, scenario: dict, repo_dir: str, commit: str,
-                pricing: dict | None, extensions: list | None, not_checked: str | None = None) -> dict:
+def score_trial(transcript: TranscriptRecord, scenario: dict, repo_dir: str, commit: str,
+                pricing: dict | None, extensions: list | None, not_checked: str | None = None) -> ScoredRecord:
     """The scored.json record of one transcript (see src/mcptrials/schemas/scored.schema.yaml).
 
     pricing: the config's `pricing` table, or None to keep the transcript's own cost.

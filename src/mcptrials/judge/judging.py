@@ -45,6 +45,7 @@ from mcptrials.matrix.config import ConfigError, Scenario, canonical_hash, file_
 from mcptrials.grade.answer_map import step_answers
 from mcptrials.cost.pricing import cost_usd
 from mcptrials.core.paths import PROMPT_DIR
+from mcptrials.core.record_types import JudgedRecord, TranscriptRecord
 from mcptrials.run.providers.base import ProviderError, Usage
 from mcptrials.matrix.specs import JudgeSpec
 
@@ -434,8 +435,8 @@ def judge_settings_hash(judge_cfg, prompt_path=PROMPT_FILE) -> str:
     return canonical_hash(judge_settings(judge_cfg, prompt_path))
 
 
-async def ajudge_trial(transcript: dict, scenario: Scenario, judge_cfg: dict, prompt_path=PROMPT_FILE,
-                       tool_names=(), pricing: dict | None = None) -> dict:
+async def ajudge_trial(transcript: TranscriptRecord, scenario: Scenario, judge_cfg: dict, prompt_path=PROMPT_FILE,
+                       tool_names=(), pricing: dict | None = None) -> JudgedRecord:
     """Judge every step of one transcript; return the judged.json record (see `judge_trial`)."""
     spec = judge_spec(judge_cfg)
     settings = judge_settings(spec, prompt_path)
@@ -524,8 +525,8 @@ async def ajudge_trial(transcript: dict, scenario: Scenario, judge_cfg: dict, pr
     }
 
 
-def judge_trial(transcript: dict, scenario: Scenario, judge_cfg: dict, prompt_path=PROMPT_FILE,
-                tool_names=(), pricing: dict | None = None) -> dict:
+def judge_trial(transcript: TranscriptRecord, scenario: Scenario, judge_cfg: dict, prompt_path=PROMPT_FILE,
+                tool_names=(), pricing: dict | None = None) -> JudgedRecord:
     """Judge one transcript against its scenario's rubric; returns the judged.json record:
     per step and criterion every repeat's score and rationale, step and scenario quality per
     repeat and their means, the judge (provider, model, settings hash, prompt sha256), the

@@ -26,6 +26,7 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 def _yaml_load(f):
     return yaml.load(f, Loader=_Loader)
 
+from mcptrials.core.identity import FIELDS, TrialKey
 from mcptrials.core.paths import SCHEMA_DIR
 from mcptrials.matrix.specs import Specs
 
@@ -289,8 +290,6 @@ class Matrix:
     def cells(self):
         """Every trial of the run (core.identity.TrialKey), trial counted from 1; a (model, host)
         pair the host cannot drive is left out."""
-        from mcptrials.core.identity import TrialKey
-
         for model in self.models:
             for host in self.hosts:
                 if not self.runs_under(model, host):
@@ -458,9 +457,6 @@ def check_repo_commit(path: Path, name: str, spec: dict, data: dict) -> None:
                           "or run those in another config")
 
 
-JUDGE_PATH_FIELDS = ("model", "host", "tool", "repo", "scenario", "trial")
-
-
 def check_recorded_judge(path: Path, data: dict) -> None:
     """judge.provider recorded: `path` names only known placeholders; without it every model is
     recorded (the judgement is found beside the trial's recording). `path` only for recorded."""
@@ -477,10 +473,10 @@ def check_recorded_judge(path: Path, data: dict) -> None:
             names = {f for _, f, _, _ in string.Formatter().parse(j["path"]) if f}
         except ValueError as e:
             raise ConfigError(f"{where}.path: {j['path']!r} is not a valid pattern ({e})") from None
-        bad = sorted(names - set(JUDGE_PATH_FIELDS))
+        bad = sorted(names - set(FIELDS))
         if bad:
             raise ConfigError(f"{where}.path: unknown placeholder(s) {', '.join('{' + b + '}' for b in bad)}; use "
-                              + " ".join("{" + f + "}" for f in JUDGE_PATH_FIELDS))
+                              + " ".join("{" + f + "}" for f in FIELDS))
         return
     live = sorted(n for n, s in data["models"].items() if s["provider"] != RECORDED)
     if live:
