@@ -26,7 +26,7 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 def _yaml_load(f):
     return yaml.load(f, Loader=_Loader)
 
-from mcptrials.core.identity import FIELDS, TrialKey
+from mcptrials.core.identity import FIELDS
 from mcptrials.core.paths import SCHEMA_DIR
 from mcptrials.matrix.specs import Specs
 
@@ -290,6 +290,8 @@ class Matrix:
     def cells(self):
         """Every trial of the run (core.identity.TrialKey), trial counted from 1; a (model, host)
         pair the host cannot drive is left out."""
+        from mcptrials.core.identity import TrialKey
+
         for model in self.models:
             for host in self.hosts:
                 if not self.runs_under(model, host):
