@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mcptrials.core.identity import TrialKey
 from mcptrials.matrix.config import Matrix, canonical_hash, file_sha256
 from mcptrials.core.paths import PROMPT_DIR
+from mcptrials.core.identity import TrialKey
 
 SHAPE = "shape"
 NONE = ()

@@ -10,7 +10,6 @@ the answer graders/answer_map.py gives the step; `answer_mapping` says how it wa
 
 from __future__ import annotations
 
-from mcptrials.core.record_types import ScoredRecord, TranscriptRecord
 from mcptrials.matrix.config import Scenario, canonical_hash
 from mcptrials.grade import GRADER_VERSION
 from mcptrials.grade import citations
@@ -21,6 +20,7 @@ from mcptrials.grade.gittree import commit_tree
 from mcptrials.grade.gold_recall import gold_recall, whole_answer
 from mcptrials.grade.state import grade_state
 from mcptrials.grade.usage import adoption, efficiency
+from mcptrials.core.record_types import ScoredRecord, TranscriptRecord
 
 SCHEMA = "mcptrials/scored/1"
 

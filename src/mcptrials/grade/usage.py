@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import statistics
 
-from mcptrials.core.record_types import Adoption, Efficiency, TranscriptRecord
 from mcptrials.matrix.config import BASELINE
 from mcptrials.cost.pricing import trial_cost
 from mcptrials.cost.work_time import work_seconds
+from mcptrials.core.record_types import Adoption, Efficiency, TranscriptRecord
 
 SEARCH_BUILTINS = ("grep", "list_files")   # built-in calls that an MCP server's search competes with
 DISCOVERY_TURNS = 3

@@ -29,8 +29,8 @@ from pathlib import Path
 
 from mcptrials import __version__
 from mcptrials.matrix.config import ConfigError, Matrix, Scenario, file_sha256
-from mcptrials.core.identity import TrialKey
 from mcptrials.core.paths import PROMPT_DIR
+from mcptrials.core.identity import TrialKey
 from mcptrials.core.record_types import TranscriptRecord
 from mcptrials.run.providers.base import Usage
 from mcptrials.prepare.servers import leaf_error, mcp_error_code, open_server, stderr_tail
