@@ -3,7 +3,7 @@
 The packages are the pipeline's stages, bottom to top; a module imports its own package and
 the floors below it, never one above (tests/workflow/test_import_graph.py checks it):
 
-    core, stats    records, paths, outcomes, identity; the statistics formulas
+    core, stats    records and their types, paths, outcomes, identity; the statistics formulas
     matrix         config.yaml and scenarios, loaded and typed
     prepare        checkout -> install -> index -> tools snapshot; servers, sandbox, built-in tools
     cost           pricing, working time, the cost plan, the budget
@@ -14,7 +14,7 @@ the floors below it, never one above (tests/workflow/test_import_graph.py checks
     gate           compare and replay: the regression gate
     report         the report, the trial explorer, the plots
     importers      the reference bench's scenarios and runs
-    dag            what the Snakemake rules ask: rerun keys, preflight checks
+    dag            what the Snakemake rules ask: rerun keys, file paths, preflight checks
     cli            the `mcptrials` command
 """
 

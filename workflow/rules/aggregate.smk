@@ -2,8 +2,8 @@
 # Weights and pricing are its params: a change recomputes fairness and costs, nothing else.
 rule aggregate:
     input:
-        scored=expand("{d}/scored.json", d=trial_dirs()),
-        judged=expand("{d}/judged.json", d=trial_dirs()),
+        scored=trial_files(M, "scored.json"),
+        judged=trial_files(M, "judged.json"),
     output:
         trials="results/aggregate/trials.csv",
         cells="results/aggregate/cells.csv",

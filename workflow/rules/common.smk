@@ -10,6 +10,7 @@ from mcptrials.matrix.config import check_api_keys, load_matrix
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.dag.preflight import check_sandbox
 from mcptrials.dag.rerun import heldout_scenarios, recorded_judgements, recorded_trials, rule_params
+from mcptrials.dag.targets import RUNS, WILDCARDS, log_file, run_file, trial_files
 
 
 def _project_path(f):
@@ -80,7 +81,7 @@ from mcptrials.core.outcomes import retry_attempts
 from mcptrials.core.failures import dag_attempt
 
 RETRIED = []
-RETRY_ATTEMPT = retry_attempts("results/runs", M.config["retries"]["max_attempts"], RETRIED)
+RETRY_ATTEMPT = retry_attempts(RUNS, M.config["retries"]["max_attempts"], RETRIED)
 TRANSCRIPT_RETRY_P = {
     (m, h, t, r, s, n): dict(TRANSCRIPT_P[m, h, t, s], attempt=a)
     for (m, h, t, r, s, n), a in RETRY_ATTEMPT.items()
@@ -118,20 +119,10 @@ HOST_INSTALL = {h: f"results/hosts/{h}/install.json" if needs_install(spec["kind
 ANY_HOST_INSTALL = any(HOST_INSTALL.values())
 
 
+# The trial folder's wildcards, its records' paths and the per-trial targets come from the
+# library (mcptrials.dag.targets: run_file, log_file, trial_files), never spelled here.
 wildcard_constraints:
-    model="[^/]+",
-    host="[^/]+",
-    tool="[^/]+",
-    repo="[^/]+",
-    scenario="[^/]+",
-    trial="[0-9]+",
-
-
-def trial_dirs():
-    return [
-        f"results/runs/{model}/{host}/{tool}/{repo}/{scenario}/{trial}"
-        for model, host, tool, repo, scenario, trial in M.cells()
-    ]
+    **WILDCARDS,
 
 
 # A description variant (variant_of) runs its base's install and index: no jobs of its own.

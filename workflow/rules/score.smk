@@ -1,15 +1,15 @@
 # Deterministic graders: no model call; reruns when the scenario's grading part changes.
 rule scored:
     input:
-        transcript="results/runs/{model}/{host}/{tool}/{repo}/{scenario}/{trial}/transcript.json",
+        transcript=run_file("transcript.json"),
     output:
-        "results/runs/{model}/{host}/{tool}/{repo}/{scenario}/{trial}/scored.json",
+        run_file("scored.json"),
     params:
         p=lambda wc: SCORED_P[wc.scenario],
     conda:
         "../envs/mcptrials.yaml"
     log:
-        "results/logs/scored/{model}/{host}/{tool}/{repo}/{scenario}/{trial}.log",
+        log_file("scored"),
     shell:
         "mcptrials score --config \"$MCPTRIALS_CONFIG\" --transcript {input.transcript:q} --scenario {params.p[scenario]:q}"
         " --repo-dir results/checkouts/{wildcards.repo:q}/tree --commit {params.p[commit]} --out {output:q} > {log:q} 2>&1"

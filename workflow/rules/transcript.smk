@@ -8,8 +8,8 @@ rule transcript:
         index=index_input if ANY_INDEX else [],
         host_install=host_install_input if ANY_HOST_INSTALL else [],
     output:
-        transcript="results/runs/{model}/{host}/{tool}/{repo}/{scenario}/{trial}/transcript.json",
-        meta="results/runs/{model}/{host}/{tool}/{repo}/{scenario}/{trial}/run_meta.json",
+        transcript=run_file("transcript.json"),
+        meta=run_file("run_meta.json"),
     params:
         p=transcript_params,  # common.smk: TRANSCRIPT_P, plus the attempt of a retried missing trial
     resources:
@@ -17,7 +17,7 @@ rule transcript:
     conda:
         "../envs/mcptrials.yaml"
     log:
-        "results/logs/transcript/{model}/{host}/{tool}/{repo}/{scenario}/{trial}.log",
+        log_file("transcript"),
     shell:
         "mcptrials run-trial --config \"$MCPTRIALS_CONFIG\" --model {wildcards.model:q} --host {wildcards.host:q}"
         " --tool {wildcards.tool:q} --scenario {wildcards.scenario:q} --trial {wildcards.trial}"

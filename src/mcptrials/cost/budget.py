@@ -57,6 +57,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from mcptrials.core.identity import TrialKey
+from mcptrials.core.record_types import Cell, TranscriptRecord
 
 LEDGER = Path("budget") / "ledger.jsonl"  # under the results folder
 FREE_PROVIDERS = ("reference", "recorded")  # spend nothing: cost 0, never stopped by the budget
@@ -215,16 +216,16 @@ def _open_reserved(recs: list[dict]) -> float:
     return sum(float(r.get("reserve_usd") or 0.0) for r in last.values() if r["id"] not in settled and _alive(r))
 
 
-def trial_key(cell: dict) -> str:
+def trial_key(cell: Cell) -> str:
     return TrialKey.of(cell).key
 
 
-def judge_key(cell: dict) -> str:
+def judge_key(cell: Cell) -> str:
     """The ledger key of a trial's judging (reserved by the trial, settled by `mcptrials judge`)."""
     return trial_key(cell) + "/judge"
 
 
-def ledger_record(pricing: dict, transcript: dict, settles: str | None = None) -> dict:
+def ledger_record(pricing: dict, transcript: TranscriptRecord, settles: str | None = None) -> dict:
     """The ledger line of a finished trial: its cost from its recorded usage at the config's
     pricing, and the reservation it settles."""
     from mcptrials.cost.pricing import trial_cost

@@ -30,6 +30,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcptrials.core.identity import TrialKey
 from mcptrials.cost.budget import FREE_PROVIDERS, NOT_RUN, Ledger, budget_cap, ledger_path
 from mcptrials.cost.pricing import CACHE_READ_FACTOR, CACHE_WRITE_FACTOR, judge_cost, trial_cost
 from mcptrials.matrix.specs import JudgeSpec
@@ -98,13 +99,13 @@ def judge_upper_bound_usd(price: dict, steps: int, repeats: int, input_tokens_pe
 
 def judge_bound(m, scenario: str) -> float | None:
     """One trial's judge bound in `m` (0.0 for the reference judge; None: no pricing for its model)."""
-    j = m.config["judge"]
-    if j["provider"] == "reference":
+    j = m.specs.judge
+    if j.provider == "reference":
         return 0.0
-    price = m.config["pricing"].get(j.get("model") or "")
+    price = m.config["pricing"].get(j.model or "")
     if price is None:
         return None
-    return judge_upper_bound_usd(price, len(m.scenarios[scenario].data["steps"]), j["repeats"],
+    return judge_upper_bound_usd(price, len(m.scenarios[scenario].data["steps"]), j.repeats,
                                  m.config["budget"]["input_tokens_per_call"])
 
 
@@ -209,8 +210,9 @@ def cell_cost(m, model: str, host: str, tool: str, repo: str, scenario: str, res
     pricing = m.config["pricing"]
     mspec = m.specs.models[model]
     sc = m.scenarios[scenario]
-    folder = results / "runs" / model / host / tool / repo / scenario
-    mine = [folder / str(k) / "transcript.json" for k in range(1, m.trials + 1)]
+    mine = [TrialKey(model, host, tool, repo, scenario, k).dir(results / "runs") / "transcript.json"
+            for k in range(1, m.trials + 1)]   # trials >= 1 (the schema)
+    folder = mine[0].parent.parent   # the cell's folder: its trial folders, this run's and any earlier one's
     judge = _judge_part(m, scenario, folder, mine)
     if mspec.provider in FREE_PROVIDERS:  # never stopped, nothing to price: no transcript is read
         to_run = sum(1 for p in mine if not p.exists())
@@ -246,7 +248,7 @@ def _judge_part(m, scenario: str, folder: Path, mine: list[Path]) -> tuple:
     mean over the cell's judged.json records, else its bound; 0 for the reference judge."""
     bound = judge_bound(m, scenario)
     to_judge = sum(1 for p in mine if not (p.parent / "judged.json").exists())
-    if m.config["judge"]["provider"] == "reference":
+    if m.specs.judge.provider == "reference":
         return 0.0, 0.0, to_judge
     costs = [c for p in sorted(folder.glob("*/judged.json")) if (j := _read(p)) and "usage" in j
              and (c := judge_cost(m.config["pricing"], j)) is not None]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from mcptrials.core.record_types import JudgedRecord, TranscriptRecord
+
 CACHE_WRITE_FACTOR = 1.25  # 5-minute cache writes cost 1.25x base input (Anthropic prompt-caching pricing)
 CACHE_READ_FACTOR = 0.10   # cache hits cost 0.1x base input (same source)
 
@@ -32,7 +34,7 @@ def cost_usd(pricing: dict | None, model_id: str | None, usage) -> float | None:
     return total / 1_000_000
 
 
-def trial_cost(pricing: dict | None, transcript: dict) -> tuple[float | None, str | None]:
+def trial_cost(pricing: dict | None, transcript: TranscriptRecord) -> tuple[float | None, str | None]:
     """(cost, priced_as) of one trial from its transcript's recorded `usage` at today's `pricing`.
 
     Priced as the transcript's model id, else as the config's model name (a model without an
@@ -44,7 +46,7 @@ def trial_cost(pricing: dict | None, transcript: dict) -> tuple[float | None, st
     return cost_usd(pricing, key, transcript["usage"]), key if pricing and key in pricing else None
 
 
-def judge_cost(pricing: dict | None, judged: dict) -> float | None:
+def judge_cost(pricing: dict | None, judged: JudgedRecord) -> float | None:
     """USD of one trial's judgements from judged.json's recorded `usage` at today's `pricing`.
 
     A judge that made no model call (the reference judge, or only empty answers) costs 0.0;

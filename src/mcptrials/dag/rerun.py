@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from mcptrials.matrix.hashing import canonical_hash, file_sha256
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.core.paths import PROMPT_DIR
+from mcptrials.core.identity import TrialKey
 
 SHAPE = "shape"
 NONE = ()
@@ -247,21 +248,24 @@ def recorded_trials(m: Matrix) -> dict[tuple, str | None]:
     transcript job, so a new or changed recording reruns only its own trial."""
     from mcptrials.run.recorded import recorded_sha256
 
-    return {(mo, h, t, s, str(n)): recorded_sha256(m, mo, t, s, n)
-            for mo, h, t, _r, s, n in m.cells() if m.models[mo]["provider"] == "recorded"}
+    return {_wildcards(k): recorded_sha256(m, k) for k in m.cells() if m.models[k.model]["provider"] == "recorded"}
 
 
 def recorded_judgements(m: Matrix) -> dict[tuple, str | None]:
     """judge provider recorded: (model, host, tool, scenario, trial as text) -> the sha256 of
     that trial's recorded judgement (None: none yet), a param of its one judged job."""
-    if m.config["judge"]["provider"] != "recorded":
+    if m.specs.judge.provider != "recorded":
         return {}
     from mcptrials.run.recorded import cached_sha256
     from mcptrials.judge.recorded import judged_file
 
-    return {(mo, h, t, s, str(n)): cached_sha256(judged_file(m, {"model": mo, "host": h, "tool": t, "repo": r,
-                                                                   "scenario": s, "trial": n}))
-            for mo, h, t, r, s, n in m.cells()}
+    return {_wildcards(k): cached_sha256(judged_file(m, k)) for k in m.cells()}
+
+
+def _wildcards(key: TrialKey) -> tuple[str, ...]:
+    """A per-trial job's lookup key in the rules: its wildcards (model, host, tool, scenario,
+    trial), as text; the repo follows from the scenario."""
+    return key.model, key.host, key.tool, key.scenario, str(key.trial)
 
 
 def heldout_scenarios(m: Matrix) -> list[str]:

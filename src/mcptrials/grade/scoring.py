@@ -21,6 +21,7 @@ from mcptrials.grade.gittree import commit_tree
 from mcptrials.grade.gold_recall import gold_recall, whole_answer
 from mcptrials.grade.state import grade_state
 from mcptrials.grade.usage import adoption, efficiency
+from mcptrials.core.record_types import ScoredRecord, TranscriptRecord
 
 SCHEMA = "mcptrials/scored/1"
 
@@ -57,8 +58,8 @@ def not_checked_citations() -> dict:
     return {"items": [], "gold": [], "counts": counts, "rates": citations.citation_rates(counts)}
 
 
-def score_trial(transcript: dict, scenario: dict, repo_dir: str, commit: str,
-                pricing: dict | None, extensions: list | None, not_checked: str | None = None) -> dict:
+def score_trial(transcript: TranscriptRecord, scenario: dict, repo_dir: str, commit: str,
+                pricing: dict | None, extensions: list | None, not_checked: str | None = None) -> ScoredRecord:
     """The scored.json record of one transcript (see src/mcptrials/schemas/scored.schema.yaml).
 
     pricing: the config's `pricing` table, or None to keep the transcript's own cost.

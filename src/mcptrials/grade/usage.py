@@ -14,6 +14,7 @@ import statistics
 from mcptrials.matrix.tools import BASELINE
 from mcptrials.cost.pricing import trial_cost
 from mcptrials.cost.work_time import work_seconds
+from mcptrials.core.record_types import Adoption, Efficiency, TranscriptRecord
 
 SEARCH_BUILTINS = ("grep", "list_files")   # built-in calls that an MCP server's search competes with
 DISCOVERY_TURNS = 3
@@ -29,7 +30,7 @@ def trial_turn_offsets(transcript: dict) -> dict[int, int]:
     return offsets
 
 
-def efficiency(transcript: dict, pricing: dict | None) -> dict:
+def efficiency(transcript: TranscriptRecord, pricing: dict | None) -> Efficiency:
     """Tokens split four ways, cost, turns, tool calls and time (wall, server start-up and the
     agent's working time, see work_seconds), per trial and per step.
 
@@ -97,7 +98,7 @@ def _expected_vs_called(expected: list[str], calls: list[dict]) -> dict:
             "recall": len(used) / len(expected) if expected else None}
 
 
-def adoption(transcript: dict, scenario: dict | None = None, window: int = DISCOVERY_TURNS) -> dict:
+def adoption(transcript: TranscriptRecord, scenario: dict | None = None, window: int = DISCOVERY_TURNS) -> Adoption:
     """Tool fluency, discoverability, tool error rate, per-server-tool stats, expected tools.
 
     tool_fluency = MCP calls / (MCP calls + built-in search calls), null when both are 0.

@@ -26,6 +26,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from mcptrials.core.identity import TrialKey
 from mcptrials.matrix.errors import ConfigError
 
 DEPS = "dependents"
@@ -114,7 +115,7 @@ def _reason(model: str, repo: str, every: list[dict], used: dict, base: Path, ru
     for arm, rs in sorted(used.items()):
         for r in rs:
             theirs = base / "recordings" / model / arm / repo / str(r["trial"]) / "scored.json"
-            ours = runs / model / r["host"] / arm / r["repo"] / repo / str(r["trial"]) / "scored.json"
+            ours = TrialKey(model, r["host"], arm, r["repo"], repo, int(r["trial"])).dir(runs) / "scored.json"
             try:
                 t_ids = _gold_ids(json.loads(theirs.read_text()))
                 o_ids = _gold_ids(json.loads(ours.read_text()))

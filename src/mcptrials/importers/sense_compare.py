@@ -112,15 +112,15 @@ def _row(tool, repo, key, theirs, ours) -> dict:
 
 def compare(m, runs: Path, bench: Path) -> dict:
     """Per cell and per tool, both sides; and the disagreements."""
-    from mcptrials.analyze.aggregate import trial_dir
     from mcptrials.stats.intervals import bounded_mean_ci
 
     from mcptrials.grade.citations import pool
     from mcptrials.grade.composition import view
 
     cells, dis, cits = [], [], {}
-    for model, host, tool, repo, scenario, trial in m.cells():
-        d = trial_dir(runs, model, host, tool, repo, scenario, trial)
+    for key in m.cells():
+        d = key.dir(runs)
+        tool, repo, scenario = key.tool, key.repo, key.scenario
         if not (d / "scored.json").is_file():
             continue
         scored = json.loads((d / "scored.json").read_text())

@@ -30,6 +30,7 @@ from mcptrials.matrix.scenario import Scenario
 from mcptrials.grade.answer_map import step_answers
 from mcptrials.cost.pricing import cost_usd
 from mcptrials.core.paths import PROMPT_DIR
+from mcptrials.core.record_types import JudgedRecord, TranscriptRecord
 from mcptrials.judge.blinding import MASK, identity_names, mask_identities
 from mcptrials.judge.model_judge import MAX_TOKENS, JudgeError, ModelJudge, judge_usage
 from mcptrials.judge.reference import reference_criterion
@@ -146,8 +147,8 @@ def _score_step(s: dict, by_key: dict, repeats: int, provider: str) -> None:
     s["model_calls"] = 0 if (s["empty"] or provider == "reference") else repeats
 
 
-async def ajudge_trial(transcript: dict, scenario: Scenario, judge_cfg: dict, prompt_path=PROMPT_FILE,
-                       tool_names=(), pricing: dict | None = None) -> dict:
+async def ajudge_trial(transcript: TranscriptRecord, scenario: Scenario, judge_cfg: dict, prompt_path=PROMPT_FILE,
+                       tool_names=(), pricing: dict | None = None) -> JudgedRecord:
     """Judge every step of one transcript; return the judged.json record (see `judge_trial`)."""
     spec = judge_spec(judge_cfg)
     settings = judge_settings(spec, prompt_path)
@@ -197,8 +198,8 @@ async def ajudge_trial(transcript: dict, scenario: Scenario, judge_cfg: dict, pr
     }
 
 
-def judge_trial(transcript: dict, scenario: Scenario, judge_cfg: dict, prompt_path=PROMPT_FILE,
-                tool_names=(), pricing: dict | None = None) -> dict:
+def judge_trial(transcript: TranscriptRecord, scenario: Scenario, judge_cfg: dict, prompt_path=PROMPT_FILE,
+                tool_names=(), pricing: dict | None = None) -> JudgedRecord:
     """Judge one transcript against its scenario's rubric; returns the judged.json record:
     per step and criterion every repeat's score and rationale, step and scenario quality per
     repeat and their means, the judge (provider, model, settings hash, prompt sha256), the

@@ -24,7 +24,8 @@ import json
 import re
 from pathlib import Path
 
-from mcptrials.matrix.config import JUDGE_PATH_FIELDS
+from mcptrials.core.identity import TrialKey
+from mcptrials.core.record_types import JudgedRecord, TranscriptRecord
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.hashing import canonical_hash, file_sha256
 from mcptrials.matrix.matrix import Matrix
@@ -36,17 +37,17 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", str(name).lower()).strip("-")
 
 
-def judged_file(m: Matrix, cell: dict) -> Path:
+def judged_file(m: Matrix, key: TrialKey) -> Path:
     """Where the trial's recorded judgement is (see the module doc)."""
-    pattern = m.config["judge"].get("path")
+    pattern = m.specs.judge.path
     if pattern:
-        return m.base_dir / pattern.format(**{k: cell[k] for k in JUDGE_PATH_FIELDS})
+        return m.base_dir / pattern.format(**key.cell())
     from mcptrials.run.recorded import recorded_file
 
-    if m.models[cell["model"]]["provider"] != "recorded":
-        raise ConfigError(f"{m.path}: field judge.path: model {cell['model']} is not recorded, so its trials have no "
+    if m.models[key.model]["provider"] != "recorded":
+        raise ConfigError(f"{m.path}: field judge.path: model {key.model} is not recorded, so its trials have no "
                           "recorded file to find a judgement beside; give judge.path")
-    return recorded_file(m, cell["model"], cell["tool"], cell["repo"], cell["scenario"], int(cell["trial"])).parent / "judged.json"
+    return recorded_file(m, key).parent / "judged.json"
 
 
 def _not_judged(base: dict, scenario, reason: str) -> dict:
@@ -56,15 +57,15 @@ def _not_judged(base: dict, scenario, reason: str) -> dict:
     return dict(base, steps=steps, quality=[], quality_mean=None, not_judged=reason)
 
 
-def judge_recorded(m: Matrix, transcript: dict, scenario) -> dict:
+def judge_recorded(m: Matrix, transcript: TranscriptRecord, scenario) -> JudgedRecord:
     """Our judged.json of one trial, from its recorded judgement."""
     cell = transcript["cell"]
-    path = judged_file(m, cell)
+    path = judged_file(m, TrialKey.of(cell))
     where = str(path)
     base = {"schema": SCHEMA, "cell": cell, "transcript_outcome": transcript.get("outcome"),
             "judge": {"provider": "recorded", "model": None, "base_url": None, "repeats": 1, "temperature": None,
                       "note": None, "settings_hash": canonical_hash({"provider": "recorded",
-                                                                     "path": m.config["judge"].get("path")}),
+                                                                     "path": m.specs.judge.path}),
                       "prompt_file": "recorded", "prompt_sha256": ""},
             "scenario": {"id": scenario.id, "rubric_hash": canonical_hash(scenario.rubric_part())},
             "masking": {"replacement": "[tool]", "names_masked": 0},

@@ -15,6 +15,7 @@ import glob
 import os
 from pathlib import Path
 
+from mcptrials.core.identity import FIELDS
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.matrix.scenario import Scenario, load_scenario
@@ -179,9 +180,6 @@ def check_repo_commit(path: Path, name: str, spec: dict, data: dict) -> None:
                           "or run those in another config")
 
 
-JUDGE_PATH_FIELDS = ("model", "host", "tool", "repo", "scenario", "trial")
-
-
 def check_recorded_judge(path: Path, data: dict) -> None:
     """judge.provider recorded: `path` names only known placeholders; without it every model is
     recorded (the judgement is found beside the trial's recording). `path` only for recorded."""
@@ -198,10 +196,10 @@ def check_recorded_judge(path: Path, data: dict) -> None:
             names = {f for _, f, _, _ in string.Formatter().parse(j["path"]) if f}
         except ValueError as e:
             raise ConfigError(f"{where}.path: {j['path']!r} is not a valid pattern ({e})") from None
-        bad = sorted(names - set(JUDGE_PATH_FIELDS))
+        bad = sorted(names - set(FIELDS))
         if bad:
             raise ConfigError(f"{where}.path: unknown placeholder(s) {', '.join('{' + b + '}' for b in bad)}; use "
-                              + " ".join("{" + f + "}" for f in JUDGE_PATH_FIELDS))
+                              + " ".join("{" + f + "}" for f in FIELDS))
         return
     live = sorted(n for n, s in data["models"].items() if s["provider"] != RECORDED)
     if live:

@@ -30,6 +30,9 @@ class JudgeSpec:
     repeats: int
     threshold: float
     strict: bool
+    # recorded only: where each trial's judgement is (mcptrials.judge.recorded); the schema has
+    # no default, absent is None
+    path: str | None = None
     # Output tokens per judge call: part of the judge's definition (its settings hash records
     # it), not a setting; the cost plan bounds a judge's spend with it.
     MAX_TOKENS: ClassVar[int] = 2048
@@ -38,7 +41,7 @@ class JudgeSpec:
     def from_config(cls, d: dict) -> JudgeSpec:
         return cls(provider=d["provider"], model=d.get("model"), base_url=d.get("base_url"),
                    api_key_env=d["api_key_env"], repeats=d["repeats"], threshold=d["threshold"],
-                   strict=d["strict"])
+                   strict=d["strict"], path=d.get("path"))
 
 
 @dataclass(frozen=True)

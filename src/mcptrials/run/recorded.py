@@ -46,6 +46,7 @@ import traceback
 from dataclasses import replace
 from pathlib import Path
 
+from mcptrials.core.identity import TrialKey
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.hashing import canonical_hash, file_sha256
 from mcptrials.matrix.matrix import Matrix
@@ -54,9 +55,10 @@ STREAM, MCPTRIALS = "claude-code-stream-json", "mcptrials"
 ONE_ANSWER_STEP = "one_answer"
 
 
-def recorded_file(m: Matrix, model: str, tool: str, repo: str, scenario: str, trial: int) -> Path:
-    """The cell's recorded file (the model's `path`, from the config's folder)."""
-    return m.base_dir / m.models[model]["path"].format(tool=tool, repo=repo, scenario=scenario, trial=trial)
+def recorded_file(m: Matrix, key: TrialKey) -> Path:
+    """The trial's recorded file (its model's `path`, from the config's folder)."""
+    return m.base_dir / m.models[key.model]["path"].format(tool=key.tool, repo=key.repo, scenario=key.scenario,
+                                                           trial=key.trial)
 
 
 def project_path(path: Path, base: Path) -> str:
@@ -80,9 +82,9 @@ def cached_sha256(path: Path) -> str | None:
     return _SHA[key]
 
 
-def recorded_sha256(m: Matrix, model: str, tool: str, scenario: str, trial: int) -> str | None:
+def recorded_sha256(m: Matrix, key: TrialKey) -> str | None:
     """The sha256 of one trial's recorded file (None: none yet): that trial's rerun key part."""
-    return cached_sha256(recorded_file(m, model, tool, m.scenarios[scenario].repo, scenario, trial))
+    return cached_sha256(recorded_file(m, key))
 
 
 # --- reading a stream-json recording -----------------------------------------------
@@ -269,7 +271,8 @@ def run_recorded(m: Matrix, model: str, tool: str, scenario_id: str, trial: int,
         raise ConfigError(f"{m.path}: field hosts.{host}: {hspec.kind} cannot drive models.{model} "
                           f"(provider {mspec.provider}); run that model under a loop host")
     t0 = time.monotonic()
-    path = recorded_file(m, model, tool, scenario.repo, scenario_id, trial)
+    key = TrialKey(model, host, tool, scenario.repo, scenario_id, trial)
+    path = recorded_file(m, key)
     where = project_path(path, m.base_dir)
     meta = {
         "harness_version": __version__, "host": host, "host_kind": hspec.kind,
@@ -285,8 +288,6 @@ def run_recorded(m: Matrix, model: str, tool: str, scenario_id: str, trial: int,
         "server_startup_seconds": None, "server_peak_rss_kb": None, "server_stderr_tail": "",
         "live_tools_sha256": None,
     }
-    cell = {"model": model, "host": host, "tool": tool, "repo": scenario.repo, "scenario": scenario_id,
-            "trial": trial}
     rec = Recorder()
     outcome, detail, one_answer, model_id, wall = "harness_failed", None, False, None, None
     transcript = None
@@ -300,7 +301,7 @@ def run_recorded(m: Matrix, model: str, tool: str, scenario_id: str, trial: int,
         else:
             meta["recorded_sha256"] = file_sha256(path)
             if mspec.format == MCPTRIALS:
-                transcript, detail = _from_transcript(path, cell, host, where)
+                transcript, detail = _from_transcript(path, key.cell(), host, where)
                 if transcript is None:
                     rec.error("harness_error", detail)
             else:

@@ -33,6 +33,8 @@ from mcptrials.matrix.hashing import file_sha256
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.matrix.scenario import Scenario
 from mcptrials.core.paths import PROMPT_DIR
+from mcptrials.core.identity import TrialKey
+from mcptrials.core.record_types import TranscriptRecord
 from mcptrials.run.providers.base import Usage
 from mcptrials.prepare.servers import leaf_error, mcp_error_code, open_server, stderr_tail
 from mcptrials.prepare.snapshot import tools_hash, variant_record
@@ -371,7 +373,7 @@ def run_under(host_impl, m: Matrix, model: str, tool: str, scenario_id: str, tri
 
 
 def transcript_record(m: Matrix, mspec: ModelSpec, host: str, tool: str, scenario: Scenario, trial: int,
-                      outcome: str, detail, rec: Recorder, meta: dict, wall_seconds: float) -> dict:
+                      outcome: str, detail, rec: Recorder, meta: dict, wall_seconds: float) -> TranscriptRecord:
     """The transcript.json record of a trial from its Recorder (also a recorded trial's:
     mcptrials.run.recorded); cost from our pricing, by the model id (else the model's name)."""
     from mcptrials.cost.pricing import cost_usd
@@ -386,8 +388,7 @@ def transcript_record(m: Matrix, mspec: ModelSpec, host: str, tool: str, scenari
     startup = meta.get("server_startup_seconds")
     return {
         "schema": "mcptrials/transcript/1",
-        "cell": {"model": mspec.name, "host": host, "tool": tool, "repo": scenario.repo, "scenario": scenario.id,
-                 "trial": trial},
+        "cell": TrialKey(mspec.name, host, tool, scenario.repo, scenario.id, trial).cell(),
         "provider": mspec.provider, "model_id": mspec.model, "host": host,
         "outcome": outcome, "outcome_detail": detail, "system_prompt_sha256": meta["system_prompt_sha256"],
         "steps": rec.steps, "tool_calls": rec.tool_calls, "errors": rec.errors, "error_events": rec.error_events,
