@@ -293,7 +293,7 @@ def record_verified(locked_dir, out) -> list[dict]:
     out = Path(out)
     if problems:
         if out.exists():
-            out.unlink()
+            out.unlink()  # a stale pass must not outlive a failing check
         return problems
     data = read_lockfile(locked_dir)
     write_json(out, {"locked": str(locked_dir), "lockfile_sha256": file_sha256(Path(locked_dir) / LOCKFILE),

@@ -604,7 +604,7 @@ def judge_job(m, transcript_path, scenario_path, out: Path, prompt_path=PROMPT_F
     except (OSError, json.JSONDecodeError) as e:
         raise ConfigError(f"{transcript_path}: cannot read the transcript ({e}); re-run its trial") from None
     ledger, reservation = judge_budget(m, transcript, scenario.id, out)
-    if m.specs.judge.provider == "recorded":
+    if m.specs.judge.provider == "recorded":   # judgements made elsewhere (mcptrials.judge.recorded)
         from mcptrials.judge.recorded import judge_recorded
 
         record = judge_recorded(m, transcript, scenario)
