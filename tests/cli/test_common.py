@@ -106,3 +106,16 @@ def test_only_the_command_run_is_imported():
     cli = [m for m in loaded if m.startswith("mcptrials.cli")]
     assert cli == ["mcptrials.cli", "mcptrials.cli.common", "mcptrials.cli.run_trial"]
     assert not [m for m in loaded if m.startswith(("mcptrials.report", "mcptrials.analyze"))]
+
+
+def test_the_worker_preloads_the_modules_of_the_commands_it_runs():
+    """The worker (below cli, so it names them, never imports them) preloads the cli modules
+    of the per-trial commands that delegate to it; every name it lists exists."""
+    import importlib.util
+    import re
+
+    from mcptrials.run import worker
+
+    names = set(re.findall(r'"(mcptrials(?:\.[a-z_]+)*)"', inspect.getsource(worker.preload)))
+    assert all(importlib.util.find_spec(n) for n in names), names
+    assert {"mcptrials.cli", *(f"mcptrials.{COMMANDS[c]}" for c in ("run-trial", "score", "judge"))} <= names
