@@ -119,7 +119,7 @@ def set_budget(wd, **budget):
 
 def run_pilot(wd):
     """`mcptrials pilot`: trial 1 of every cell, nothing downstream."""
-    p = subprocess.run([sys.executable, "-m", "mcptrials.cli", "pilot", "config.yaml", "--",
+    p = subprocess.run([sys.executable, "-m", "mcptrials.cli", "pilot", "--config", "config.yaml", "--",
                         "-j", "1", "--scheduler", "greedy"], cwd=wd, capture_output=True, text=True,
                        env=workflow_env(wd), timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -142,7 +142,7 @@ def test_a_budget_below_the_estimate_refuses_the_run_before_any_job(tmp_path):
     assert "field budget.max_cost_usd: this run is expected to cost $0.0270" in p.stderr
     assert "above the budget of $0.02" in p.stderr and "mcptrials pilot" in p.stderr
     assert not (wd / "results" / "runs").exists() and not (wd / "results" / "checkouts").exists()
-    v = subprocess.run([sys.executable, "-m", "mcptrials.cli", "validate", "config.yaml"], cwd=wd,
+    v = subprocess.run([sys.executable, "-m", "mcptrials.cli", "validate", "--config", "config.yaml"], cwd=wd,
                        capture_output=True, text=True, env=workflow_env(wd))
     assert v.returncode == 2 and "$0.0270" in v.stderr
 
@@ -167,7 +167,7 @@ def test_a_small_budget_stops_a_run_mid_way_and_a_larger_one_picks_it_up(tmp_pat
         runs = wd / "results" / "runs" / "claude" / "loop" / "baseline" / "tiny" / "find-helper"
         assert sorted(d.name for d in runs.iterdir()) == ["1"]
         assert not (wd / "results" / "aggregate").exists()
-        plan = subprocess.run([sys.executable, "-m", "mcptrials.cli", "plan", "--cost", "config.yaml"], cwd=wd,
+        plan = subprocess.run([sys.executable, "-m", "mcptrials.cli", "plan", "--cost", "--config", "config.yaml"], cwd=wd,
                               capture_output=True, text=True, env=workflow_env(wd))
         assert "measured: 1 earlier trial(s)" in plan.stdout and "$0.0014" in plan.stdout, plan.stdout  # 3 x 0.00045 = 0.00135
 
@@ -286,7 +286,7 @@ def test_a_paid_judge_is_planned_reserved_and_settled(tmp_path):
         cfg = yaml.safe_load((wd / "config.yaml").read_text())
         cfg["judge"] = {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": api.url, "repeats": 1}
         (wd / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-        plan = subprocess.run([sys.executable, "-m", "mcptrials.cli", "plan", "--cost", "config.yaml"], cwd=wd,
+        plan = subprocess.run([sys.executable, "-m", "mcptrials.cli", "plan", "--cost", "--config", "config.yaml"], cwd=wd,
                               capture_output=True, text=True, env=workflow_env(wd))
         assert plan.returncode == 0, plan.stderr
         row = next(ln for ln in plan.stdout.splitlines() if ln.startswith("claude"))

@@ -124,10 +124,10 @@ def test_budget_without_a_price_is_refused(tmp_path):
 def test_plan_cost_command(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     cfg = project(tmp_path, budget={"max_cost_usd": 0.1})
-    assert main(["plan", "--cost", str(cfg), "--results", str(tmp_path / "results")]) == 0
+    assert main(["plan", "--cost", "--config", str(cfg), "--results", str(tmp_path / "results")]) == 0
     out = capsys.readouterr().out
     assert "= 4 trials" in out and "total" in out and "$0.3150" in out and "budget: max_cost_usd $0.10" in out
-    assert main(["validate", str(cfg)]) == 2   # validate refuses it too (from the cwd's results/: none)
+    assert main(["validate", "--config", str(cfg)]) == 2   # validate refuses it too (from the cwd's results/: none)
     assert "budget.max_cost_usd" in capsys.readouterr().err
 
 

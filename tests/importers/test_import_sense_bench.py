@@ -275,7 +275,7 @@ def test_the_command_validates_what_it_wrote(tmp_path, capsys):
     write_bench(tmp_path / "src")
     out = tmp_path / "out"
     assert main(["import", "sense-bench", str(tmp_path / "src" / "bench"), "--out", str(out)]) == 0
-    assert main(["validate", str(out / "config.yaml")]) == 0
+    assert main(["validate", "--config", str(out / "config.yaml")]) == 0
     assert "ok: 1 model(s) x 1 host(s) x 2 tool(s) x 1 scenario(s)" in capsys.readouterr().out
 
 

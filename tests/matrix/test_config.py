@@ -87,11 +87,11 @@ def test_missing_api_key_reported(tmp_path):
 
 def test_validate_command_exit_codes(tmp_path):
     cfg = write_matrix(tmp_path)
-    ok = subprocess.run([sys.executable, "-m", "mcptrials.cli", "validate", str(cfg)], capture_output=True, text=True)
+    ok = subprocess.run([sys.executable, "-m", "mcptrials.cli", "validate", "--config", str(cfg)], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     assert "1 model(s) x 1 host(s) x 1 tool(s) x 1 scenario(s) x 1 trial(s) = 1 trials" in ok.stdout
     edit(cfg, lambda d: d.update(trails=2))
-    bad = subprocess.run([sys.executable, "-m", "mcptrials.cli", "validate", str(cfg)], capture_output=True, text=True)
+    bad = subprocess.run([sys.executable, "-m", "mcptrials.cli", "validate", "--config", str(cfg)], capture_output=True, text=True)
     assert bad.returncode == 2
     assert f"{cfg}: field (top level): Additional properties are not allowed ('trails' was unexpected)" in bad.stderr
 
@@ -163,7 +163,7 @@ def test_validate_refuses_an_unpinned_install(tmp_path, capsys):
 
     cfg = write_matrix(tmp_path, tools={"srv": {"install": {"pip": ["some-mcp-server==1.0", "mcp<2"]},
                                                 "command": "some-mcp-server"}})
-    assert main(["validate", str(cfg)]) == 2
+    assert main(["validate", "--config", str(cfg)]) == 2
     err = capsys.readouterr().err
     assert "field tools.srv.install.pip[1]: 'mcp<2' is not pinned to one version" in err and "name==1.2.3" in err
     assert "pip[0]" not in err

@@ -117,7 +117,7 @@ def test_a_project_folder_named_whole_leaves_out_what_the_harness_writes(tmp_pat
 
 
 def validate(wd: Path, capsys) -> tuple[int, str]:
-    code = cli_main(["validate", str(wd / "config.yaml")])
+    code = cli_main(["validate", "--config", str(wd / "config.yaml")])
     out = capsys.readouterr()
     return code, out.out + out.err
 

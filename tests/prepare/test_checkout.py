@@ -107,7 +107,7 @@ def test_a_commit_the_local_source_lacks_is_refused(tmp_path, kind, capsys):
     assert len(problems) == 1
     assert problems[0].startswith(f"{cfg}: field repos.tiny.commit: {MISSING} is not in {url} (a local {kind})")
     assert "give a commit it holds" in problems[0]
-    assert cli_main(["validate", str(cfg)]) == 2
+    assert cli_main(["validate", "--config", str(cfg)]) == 2
     assert f"field repos.tiny.commit: {MISSING}" in capsys.readouterr().err
 
 

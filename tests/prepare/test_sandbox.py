@@ -197,11 +197,11 @@ def test_a_machine_without_bubblewrap_fails_validate_with_the_fix(tmp_path, monk
     assert "field sandbox" in problem and "apt-get install bubblewrap" in problem and "sandbox: none" in problem
     from mcptrials.cli import main
 
-    assert main(["validate", str(cfg)]) == 2
+    assert main(["validate", "--config", str(cfg)]) == 2
     data = yaml.safe_load(cfg.read_text())
     data["sandbox"] = "none"                           # knowingly unsandboxed: validate passes
     cfg.write_text(yaml.safe_dump(data))
-    assert main(["validate", str(cfg)]) == 0
+    assert main(["validate", "--config", str(cfg)]) == 0
 
 
 def test_an_http_server_must_say_it_needs_the_network(tmp_path):

@@ -49,7 +49,7 @@ def test_codex_and_opencode_run_the_demo_scenarios(tmp_path):
     try:
         (tmp_path / "config.yaml").write_text(yaml.safe_dump(config(url), sort_keys=False))
         copy_workflow(tmp_path)
-        v = subprocess.run([sys.executable, "-m", "mcptrials.cli", "validate", str(tmp_path / "config.yaml")],
+        v = subprocess.run([sys.executable, "-m", "mcptrials.cli", "validate", "--config", str(tmp_path / "config.yaml")],
                            capture_output=True, text=True, env=env, cwd=tmp_path)
         assert v.returncode == 0, v.stdout + v.stderr
         plan = subprocess.run(snakemake_cmd(tmp_path, "-n"), capture_output=True, text=True, env=env)

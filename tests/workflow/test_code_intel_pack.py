@@ -40,7 +40,7 @@ def _mirrors() -> dict[str, str]:
 
 
 def test_validate_passes_with_the_mirrors():
-    p = subprocess.run([sys.executable, "-m", "mcptrials.cli", "validate", _config_arg()],
+    p = subprocess.run([sys.executable, "-m", "mcptrials.cli", "validate", "--config", _config_arg()],
                        capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 0, p.stderr
     n = len(MATRIX.models) * len(MATRIX.hosts) * len(MATRIX.tools) * len(MATRIX.run_scenarios()) * MATRIX.trials

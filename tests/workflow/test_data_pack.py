@@ -62,7 +62,7 @@ def _builder():
 
 
 def test_validate_passes():
-    p = subprocess.run([sys.executable, "-m", "mcptrials.cli", "validate", str(PACK)], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-m", "mcptrials.cli", "validate", "--config", str(PACK)], capture_output=True, text=True,
                        cwd=ROOT)
     assert p.returncode == 0, p.stderr
     assert "1 model(s) x 1 host(s) x 3 tool(s) x 10 scenario(s) x 3 trial(s) = 90 trials" in p.stdout

@@ -162,7 +162,7 @@ def test_non_editable_install_reads_its_own_data(wheel, tmp_path):
 
         m = config.load_matrix({str(ROOT / "config.yaml")!r})
         assert m.models and m.tools, m
-        sys.exit(cli.main(["validate", {str(ROOT / "config.yaml")!r}]))
+        sys.exit(cli.main(["validate", "--config", {str(ROOT / "config.yaml")!r}]))
     """)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
     deps = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])

@@ -46,7 +46,6 @@ import csv
 import json
 import re
 import statistics
-import sys
 from pathlib import Path
 
 from mcptrials.core.identity import TrialKey
@@ -1108,24 +1107,3 @@ def feedback_table(records: list[dict], rows: list[dict], snapshots) -> dict:
              "page": r["page"], "text": text,
              "names": feedback_names(text, r["tool"], snap, rec["transcript"].get("tool_calls") or [])})
     return out
-
-
-def cmd_aggregate(args) -> int:
-    from mcptrials.matrix.config import load_matrix
-
-    m = load_matrix(args.config)
-    result = aggregate(m, args.runs)
-    paths = write_aggregate(result, args.out_dir)
-    print(f"{paths['summary']}: {len(result['trials'])} trial(s), {len(result['cells'])} cell(s), "
-          f"{len(result['tools'])} (model, tool) row(s)")
-    for note in result["notes"]:
-        print(f"note: {note}", file=sys.stderr)
-    return 0
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser("aggregate", help="every trial's scores into trials.csv, cells.csv, tools.csv and summary.json")
-    p.add_argument("--config", default="config.yaml")
-    p.add_argument("--runs", default="results/runs", help="the trial records (results/runs)")
-    p.add_argument("--out-dir", default="results/aggregate")
-    p.set_defaults(func=cmd_aggregate)

@@ -24,7 +24,6 @@ import getpass
 import json
 import os
 import subprocess
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -282,82 +281,42 @@ def format_problems(problems: list[dict]) -> str:
     return "\n".join(lines)
 
 
-# --- commands -----------------------------------------------------------------------
+# --- the workflow's lock and held-out jobs ---------------------------------------------
 
 
-def cmd_verify_lock(args) -> int:
+def record_verified(locked_dir, out) -> list[dict]:
+    """Check the held-out set against its lockfile; when it matches, write the record of what
+    was verified to `out` (the report reads it). The problems found, [] when none: a failing
+    check removes a stale `out`, so a pass never outlives it."""
     from mcptrials.core.records import write_json
 
-    problems = verify_lock(args.locked)
-    out = Path(args.out)
+    problems = verify_lock(locked_dir)
+    out = Path(out)
     if problems:
         if out.exists():
             out.unlink()  # a stale pass must not outlive a failing check
-        print(f"mcptrials verify-lock: {format_problems(problems)}", file=sys.stderr)
-        return 1
-    data = read_lockfile(args.locked)
-    write_json(out, {"locked": str(args.locked), "lockfile_sha256": file_sha256(Path(args.locked) / LOCKFILE),
+        return problems
+    data = read_lockfile(locked_dir)
+    write_json(out, {"locked": str(locked_dir), "lockfile_sha256": file_sha256(Path(locked_dir) / LOCKFILE),
                      "files": data["files"], "problems": []})
-    print(f"{args.locked}: {len(data['files'])} locked file(s) match {LOCKFILE}")
-    return 0
+    return []
 
 
-def cmd_lock(args) -> int:
-    data = write_lock(args.locked, args.reason, args.who)
-    last = data["history"][-1]
-    print(f"{Path(args.locked) / LOCKFILE}: pinned {len(data['files'])} file(s) ({last['who']}, {last['when']}); "
-          "commit locked/ so the check passes on a fresh clone")
-    untracked = git_untracked(args.locked)
-    if untracked:
-        print(f"note: not yet in git: {', '.join(untracked)}; `git add {args.locked}` before committing")
-    return 0
-
-
-def cmd_heldout(args) -> int:
-    """The agreement of the config's own anchor (`locked:`), or a record saying there is
-    none. The verdict against judge.threshold (and judge.strict) is the report's."""
-    import os
-
-    from mcptrials.matrix.config import load_matrix
+def heldout_job(m, out, locked=None, prompt_path=None) -> dict:
+    """The agreement of the config's own anchor (`locked:`, or `locked` given), written to
+    `out`, or a record saying there is none (`no_anchor`). The verdict against
+    judge.threshold (and judge.strict) is the report's. Raises LockError when the held-out
+    set does not match its lockfile."""
     from mcptrials.core.records import write_json
 
-    m = load_matrix(args.config)
-    if args.locked:
-        m.config["locked"] = str(Path(args.locked).resolve())
+    if locked:
+        m.config["locked"] = str(Path(locked).resolve())
     problem = anchor_problem(m)
     if problem:
-        write_json(args.out, no_anchor(problem))
-        print(f"{args.out}: no held-out anchor for this run: {problem}")
-        return 0
-    anchor = os.path.relpath(m.locked_dir, os.getcwd())
-    try:
-        result = heldout_agreement(m.locked_dir, m.config["judge"], args.prompt, tool_names=list(m.tools),
-                                   pricing=m.config.get("pricing"), current_scenarios=m.scenarios, anchor=anchor)
-    except LockError as e:
-        print(f"mcptrials heldout: {e}", file=sys.stderr)
-        return 1
-    write_json(args.out, result)
-    rho = "undefined" if result["rho"] is None else f"{result['rho']:.3f}"
-    ci = "" if result["lo"] is None else f" [{result['lo']:.2f}, {result['hi']:.2f}]"
-    print(f"{args.out}: held-out Spearman rho {rho}{ci} (n={result['n']}) against gold, anchor {anchor}")
-    return 0
-
-
-def register(subparsers) -> None:
-    v = subparsers.add_parser("verify-lock", help="check the held-out set against its lockfile")
-    v.add_argument("--locked", default="locked", help="the held-out folder (default locked)")
-    v.add_argument("--out", default="results/lock/verified.json", help="written only when the check passes")
-    v.set_defaults(func=cmd_verify_lock)
-
-    lk = subparsers.add_parser("lock", help="re-anchor the held-out set on purpose: rewrite its lockfile")
-    lk.add_argument("--reason", required=True, help="why the held-out set changed (kept in the lockfile's history)")
-    lk.add_argument("--locked", default="locked")
-    lk.add_argument("--who", help="who re-anchors (default: git config user.name, else $USER)")
-    lk.set_defaults(func=cmd_lock)
-
-    h = subparsers.add_parser("heldout", help="re-judge the held-out set and compute Spearman's rho against gold")
-    h.add_argument("--locked", help="the held-out folder (default: the config's `locked:`)")
-    h.add_argument("--config", default="config.yaml")
-    h.add_argument("--prompt", default=None, help="the judge prompt file (default: the packaged prompts/judge.md)")
-    h.add_argument("--out", default="results/heldout/agreement.json")
-    h.set_defaults(func=cmd_heldout)
+        result = no_anchor(problem)
+    else:
+        result = heldout_agreement(m.locked_dir, m.specs.judge, prompt_path, tool_names=list(m.tools),
+                                   pricing=m.config.get("pricing"), current_scenarios=m.scenarios,
+                                   anchor=os.path.relpath(m.locked_dir, os.getcwd()))
+    write_json(out, result)
+    return result

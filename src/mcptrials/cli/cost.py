@@ -1,5 +1,5 @@
-"""`mcptrials plan --cost [CONFIG]` (the cost plan, mcptrials.cost.plan) and `mcptrials pilot
-[CONFIG]` (trial 1 of every cell, to measure what the run will cost).
+"""`mcptrials plan [--cost] --config CONFIG` (the cost plan, mcptrials.cost.plan) and
+`mcptrials pilot --config CONFIG` (trial 1 of every cell, to measure what the run will cost).
 
 The pilot runs the real workflow in the current folder (the project) with one more config
 file merged over CONFIG, results/budget/pilot.yaml = `trials: 1`, and `--until transcript`:
@@ -18,31 +18,30 @@ import subprocess
 import sys
 from pathlib import Path
 
+from mcptrials.cli.common import add_config, load_config, matrix_line
+
 PILOT_CONFIG = Path("budget") / "pilot.yaml"  # under the results folder
 
 
 def register(sub) -> None:
     p = sub.add_parser("plan", help="print the run's plan; with --cost, its expected cost and upper bound per model and tool")
-    p.add_argument("config", nargs="?", default="config.yaml")
+    add_config(p)
     p.add_argument("--cost", action="store_true", help="the expected cost (measured usage, else the upper bound)")
     p.add_argument("--results", default="results", help="the results folder whose earlier trials are measured")
-    p.set_defaults(func=_plan)
+    p.set_defaults(func=cmd_plan)
     q = sub.add_parser("pilot", help="run trial 1 of every cell (snakemake --until transcript), to measure the cost")
-    q.add_argument("config", nargs="?", default="config.yaml")
+    add_config(q)
     q.add_argument("--results", default="results")
     q.add_argument("--print", action="store_true", help="print the snakemake command instead of running it")
     q.add_argument("snakemake_args", nargs="*", help="after --: arguments for snakemake")
-    q.set_defaults(func=_pilot)
+    q.set_defaults(func=cmd_pilot)
 
 
-def _plan(args) -> int:
-    from mcptrials.matrix.config import load_matrix
+def cmd_plan(args) -> int:
     from mcptrials.cost.plan import cost_plan, format_plan
 
-    m = load_matrix(args.config)
-    cells = sum(1 for _ in m.cells())
-    print(f"{m.path}: {len(m.models)} model(s) x {len(m.hosts)} host(s) x {len(m.tools)} tool(s) x "
-          f"{len(m.run_scenarios())} scenario(s) x {m.trials} trial(s) = {cells} trials")
+    m = load_config(args)
+    print(f"{m.path}: {matrix_line(m)}")
     if args.cost:
         print(format_plan(cost_plan(m, Path(args.results)), str(args.config)))
     return 0
@@ -59,10 +58,8 @@ def pilot_command(config: str, results: Path, extra: list[str]) -> list[str]:
     return [sys.executable, "-m", "snakemake", "--configfile", *files, "--until", "transcript", *extra]
 
 
-def _pilot(args) -> int:
-    from mcptrials.matrix.config import load_matrix
-
-    load_matrix(args.config)  # bad input stops here, with the file and the field
+def cmd_pilot(args) -> int:
+    load_config(args)  # bad input stops here, with the file and the field
     cmd = pilot_command(args.config, Path(args.results), list(args.snakemake_args))
     if args.print:
         print(" ".join(cmd))
@@ -70,6 +67,6 @@ def _pilot(args) -> int:
     print("mcptrials pilot: " + " ".join(cmd), file=sys.stderr)
     code = subprocess.call(cmd)
     if code == 0:
-        print(f"mcptrials pilot: done; `mcptrials plan --cost {args.config}` now prices every cell from its trial 1",
+        print(f"mcptrials pilot: done; `mcptrials plan --cost --config {args.config}` now prices every cell from its trial 1",
               file=sys.stderr)
     return code

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
+from mcptrials.cli.common import add_config
+
 
 def register(sub) -> None:
     s = sub.add_parser("score", help="grade one transcript deterministically and write scored.json")
@@ -12,7 +14,7 @@ def register(sub) -> None:
     s.add_argument("--scenario", required=True, help="the scenario YAML file")
     s.add_argument("--repo-dir", required=True, help="a clone of the repository (read at --commit, from git objects)")
     s.add_argument("--commit", required=True, help="the pinned commit")
-    s.add_argument("--config", help="config.yaml, for `pricing` and `citation_extensions`")
+    add_config(s, default=None, help="config.yaml, for `pricing` and `citation_extensions` (default: none)")
     s.add_argument("--out", required=True, help="where to write scored.json")
     s.set_defaults(func=cmd_score)
 
@@ -24,44 +26,10 @@ def register(sub) -> None:
     c.set_defaults(func=cmd_citations)
 
 
-def _read_config_bits(path: str, repo: str | None = None) -> tuple[dict, list | None, str | None]:
-    """pricing, citation_extensions and the repo's `unresolved` reason of a config, without
-    checking its scenarios."""
-    from mcptrials.matrix.config import read_config_files
-    from mcptrials.matrix.schema import validate_against
-
-    main, data = read_config_files(path)     # one file, or several joined by os.pathsep
-    validate_against("config.schema.yaml", data, str(main))
-    unresolved = (data["repos"].get(repo) or {}).get("unresolved") if repo else None
-    return data["pricing"], data.get("citation_extensions"), unresolved   # pricing: the schema fills {}
-
-
 def cmd_score(args) -> int:
-    from pathlib import Path
+    from mcptrials.grade.scoring import score_job
 
-    from mcptrials.matrix.errors import ConfigError
-    from mcptrials.matrix.scenario import load_scenario
-    from mcptrials.core.records import read_json, write_json
-    from mcptrials.grade.scoring import score_trial
-
-    try:
-        transcript = read_json(args.transcript)
-    except FileNotFoundError:
-        raise ConfigError(f"{args.transcript}: transcript not found; check --transcript") from None
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{args.transcript}: not valid JSON ({e}); rerun the trial") from None
-    scenario = load_scenario(Path(args.scenario))
-    pricing, extensions, unresolved = (_read_config_bits(args.config, scenario.data.get("repo")) if args.config
-                                       else (None, None, None))
-    if unresolved is None:   # a checkout that failed (mcptrials.core.failures): no tree to check citations in
-        from mcptrials.core.failures import failure
-
-        co = Path(args.repo_dir).parent / "checkout.json"
-        unresolved = failure(json.loads(co.read_text())) if co.is_file() else None
-    record = score_trial(transcript, scenario.data, args.repo_dir, args.commit, pricing, extensions,
-                         not_checked=unresolved)
-    record["scenario_sha256"] = scenario.sha256
-    write_json(args.out, record)
+    score_job(args.transcript, args.scenario, args.repo_dir, args.commit, args.config, args.out)
     return 0
 
 

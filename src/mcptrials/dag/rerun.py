@@ -385,8 +385,3 @@ def markdown_table() -> str:
             stages = ", ".join(f"`{s}`" for s in e.stages)
         rows.append(f"| `{e.field}` | {stages} | {e.why} |")
     return "\n".join(rows) + "\n"
-
-
-def register(sub) -> None:
-    p = sub.add_parser("reruns", help="print the table of what each config field or scenario part reruns")
-    p.set_defaults(func=lambda args: print(markdown_table(), end="") or 0)

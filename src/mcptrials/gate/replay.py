@@ -39,7 +39,6 @@ from pathlib import Path
 from mcptrials import __version__
 from mcptrials.matrix.config import load_matrix
 from mcptrials.matrix.errors import ConfigError
-from mcptrials.gate.output import refuse, write_outputs
 
 IDENTICAL, NOW_EMPTY, CHANGED = "identical", "now empty", "changed"
 NOW_ERROR, TOOL_GONE, NOT_STARTED = "now an error", "tool gone", "did not start"
@@ -528,30 +527,3 @@ def replay(base_folder, config: str, tools: list[str] | None = None, strict: boo
     # a server start mostly waits (imports, the sandbox): twice the cores keeps them busy
     replays = asyncio.run(replay_all(m, picked, prepared, results / "logs" / "replay", jobs or 2 * (os.cpu_count() or 1)))
     return summarise(replays, strict)
-
-
-def cmd_replay(args) -> int:
-    config = args.config or os.environ.get("MCPTRIALS_CONFIG") or "config.yaml"
-    try:
-        result = replay(args.base, config, args.tool, args.strict, jobs=args.jobs)
-    except CannotReplay as e:
-        return refuse("replay", "cannot replay", e.reasons, args, cannot_markdown(e.reasons), junit(None, e.reasons))
-    print(text_report(result), end="")
-    write_outputs(args, markdown(result), junit(result))
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1, ensure_ascii=False))
-    return 1 if result["failed"] else 0
-
-
-def register(sub) -> None:
-    p = sub.add_parser("replay", help="send BASE's recorded tool calls to HEAD's servers (no model, no key); exit 1 "
-                                      "when a call that succeeded now errors, finds nothing or its tool is gone")
-    p.add_argument("base", metavar="BASE_RESULTS", help="the reference results/ folder, with its runs/ (transcripts)")
-    p.add_argument("--config", help="HEAD's config (default $MCPTRIALS_CONFIG, else config.yaml)")
-    p.add_argument("--tool", action="append", help="replay only this tool (repeatable; default: every server tool)")
-    p.add_argument("--strict", action="store_true", help="also fail on a changed result")
-    p.add_argument("--jobs", type=int, help="servers at once (default: twice the machine's cores)")
-    p.add_argument("--markdown", help="write a pull-request comment (Markdown) here")
-    p.add_argument("--junit", help="write a JUnit XML report here (one testcase per tool)")
-    p.add_argument("--json", help="write the whole result as JSON here")
-    p.set_defaults(func=cmd_replay)

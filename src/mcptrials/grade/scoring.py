@@ -103,3 +103,47 @@ def score_trial(transcript: TranscriptRecord, scenario: dict, repo_dir: str, com
         "efficiency": efficiency(transcript, pricing),
         "adoption": adoption(transcript, scenario),
     }
+
+
+def config_grading_bits(path: str, repo: str | None = None) -> tuple[dict, list | None, str | None]:
+    """pricing, citation_extensions and the repo's `unresolved` reason of a config (one file,
+    or several joined by os.pathsep), without checking its scenarios: a scoring job reads
+    only these."""
+    from mcptrials.matrix.config import read_config_files
+    from mcptrials.matrix.schema import validate_against
+
+    main, data = read_config_files(path)
+    validate_against("config.schema.yaml", data, str(main))
+    unresolved = (data["repos"].get(repo) or {}).get("unresolved") if repo else None
+    return data["pricing"], data.get("citation_extensions"), unresolved   # pricing: the schema fills {}
+
+
+def score_job(transcript_path, scenario_path, repo_dir, commit: str, config: str | None, out) -> dict:
+    """The workflow's scoring job: grade one transcript file against its scenario file at the
+    pinned commit (`config`: its pricing and citation extensions, None for the defaults) and
+    write scored.json to `out`. A repository with no checkout (`unresolved`, or a checkout
+    that failed, mcptrials.core.failures) leaves the citations not checked."""
+    import json
+    from pathlib import Path
+
+    from mcptrials.core.failures import failure
+    from mcptrials.core.records import read_json, write_json
+    from mcptrials.matrix.errors import ConfigError
+    from mcptrials.matrix.scenario import load_scenario
+
+    try:
+        transcript = read_json(transcript_path)
+    except FileNotFoundError:
+        raise ConfigError(f"{transcript_path}: transcript not found; check --transcript") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{transcript_path}: not valid JSON ({e}); rerun the trial") from None
+    scenario = load_scenario(Path(scenario_path))
+    pricing, extensions, unresolved = (config_grading_bits(config, scenario.data.get("repo")) if config
+                                       else (None, None, None))
+    if unresolved is None:
+        co = Path(repo_dir).parent / "checkout.json"
+        unresolved = failure(json.loads(co.read_text())) if co.is_file() else None
+    record = score_trial(transcript, scenario.data, repo_dir, commit, pricing, extensions, not_checked=unresolved)
+    record["scenario_sha256"] = scenario.sha256
+    write_json(out, record)
+    return record

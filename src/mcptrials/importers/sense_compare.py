@@ -26,7 +26,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-import sys
 from pathlib import Path
 
 from mcptrials.matrix.errors import ConfigError
@@ -218,44 +217,23 @@ def _csv(path: Path, rows: list[dict]) -> None:
         w.writerows(rows)
 
 
-def register(sub) -> None:
-    p = sub.add_parser("compare-sense-bench", help="our grading of the reference bench's runs beside its own")
-    p.add_argument("--config", required=True, help="the config `mcptrials import sense-bench` wrote (and mirrors)")
-    p.add_argument("--runs", default="results/runs")
-    p.add_argument("--bench", required=True, help="the bench/ folder the import read")
-    p.add_argument("--out", help="default results/sense-compare (--vertical: results/sense-board)")
-    p.add_argument("--vertical", metavar="NAME", help="reproduce the board of verticals/NAME (after `import sense-bench "
-                                                      "--vertical NAME` and a run of its config)")
-    p.add_argument("--aggregate", default="results/aggregate", help="--vertical: the run's aggregate folder")
-    p.set_defaults(func=_cmd)
+def bench_folder(given: Path, part: str) -> Path:
+    """The bench/ folder holding `part` (results, verticals): the one given, or bench/ under
+    the repository root given."""
+    return given / "bench" if (given / "bench" / part).is_dir() else given
 
 
-def _cmd(args) -> int:
-    from mcptrials.matrix.config import load_matrix
-
-    m = load_matrix(args.config)
-    bench = Path(args.bench)
-    if args.vertical:
-        from mcptrials.importers.sense_board import run
-
-        if (bench / "bench" / "verticals").is_dir():
-            bench = bench / "bench"
-        out = Path(args.out or "results/sense-board")
-        result = run(m, bench, args.vertical, Path(args.aggregate), Path(args.runs), out)
-        print((out / "board.md").read_text().split("\n## ")[0])
-        print(f"{out}: board.md, board.csv ({len(result['cells'])} cells), means.csv", file=sys.stderr)
-        return 0
-    if (bench / "bench" / "results").is_dir():
-        bench = bench / "bench"
+def write_comparison(m, bench: Path, runs: Path, out: Path) -> dict:
+    """`compare` of our runs with the bench's results/, written to `out`: cells.csv, tools.csv,
+    disagreements.csv, composition.csv and comparison.md."""
+    bench = bench_folder(bench, "results")
     if not (bench / "results").is_dir():
         raise ConfigError(f"{bench}: no results/ folder; give the bench/ folder the import read")
-    result = compare(m, Path(args.runs), bench)
-    out = Path(args.out or "results/sense-compare")
+    result = compare(m, runs, bench)
     out.mkdir(parents=True, exist_ok=True)
     _csv(out / "cells.csv", result["cells"])
     _csv(out / "tools.csv", result["tools"])
     _csv(out / "disagreements.csv", result["disagreements"])
     _csv(out / "composition.csv", composition_rows(result["composition"]))
     (out / "comparison.md").write_text(markdown(result))
-    print(f"{out}: {len(result['cells'])} cell(s), {len(result['disagreements'])} disagreement(s)", file=sys.stderr)
-    return 0
+    return result

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-import sys
 from pathlib import Path
 
 from mcptrials.matrix.errors import ConfigError
@@ -32,7 +31,7 @@ from mcptrials.cost.pricing import cost_usd
 from mcptrials.core.paths import PROMPT_DIR
 from mcptrials.core.record_types import JudgedRecord, TranscriptRecord
 from mcptrials.judge.blinding import MASK, identity_names, mask_identities
-from mcptrials.judge.model_judge import MAX_TOKENS, JudgeError, ModelJudge, judge_usage
+from mcptrials.judge.model_judge import MAX_TOKENS, ModelJudge, judge_usage
 from mcptrials.judge.reference import reference_criterion
 from mcptrials.run.providers.base import Usage
 from mcptrials.matrix.specs import JudgeSpec
@@ -234,48 +233,32 @@ def judge_budget(m, transcript: dict, scenario: str, out: Path):
     return ledger, rid
 
 
-def cmd_judge(args) -> int:
-    from mcptrials.matrix.config import load_matrix
+def judge_job(m, transcript_path, scenario_path, out: Path, prompt_path=PROMPT_FILE) -> dict:
+    """The workflow's judge job: judge one transcript against its scenario's rubric with the
+    config's judge (a recorded judge: the judgements made elsewhere, mcptrials.judge.recorded),
+    under the budget (`judge_budget`), and write judged.json to `out`. Raises JudgeError when
+    the judge gives no usable reply."""
     from mcptrials.matrix.scenario import load_scenario
     from mcptrials.core.records import read_json, write_json
 
-    m = load_matrix(args.config)
-    scenario = load_scenario(Path(args.scenario))
+    scenario = load_scenario(Path(scenario_path))
     try:
-        transcript = read_json(args.transcript)
+        transcript = read_json(transcript_path)
     except (OSError, json.JSONDecodeError) as e:
-        raise ConfigError(f"{args.transcript}: cannot read the transcript ({e}); re-run its trial") from None
-    ledger, reservation = judge_budget(m, transcript, scenario.id, Path(args.out))
-    try:
-        if m.config["judge"]["provider"] == "recorded":   # judgements made elsewhere (mcptrials.judge.recorded)
-            from mcptrials.judge.recorded import judge_recorded
+        raise ConfigError(f"{transcript_path}: cannot read the transcript ({e}); re-run its trial") from None
+    ledger, reservation = judge_budget(m, transcript, scenario.id, out)
+    if m.specs.judge.provider == "recorded":   # judgements made elsewhere (mcptrials.judge.recorded)
+        from mcptrials.judge.recorded import judge_recorded
 
-            record = judge_recorded(m, transcript, scenario)
-        else:
-            record = judge_trial(transcript, scenario, JudgeSpec.from_config(m.config["judge"]), args.prompt,
-                                 tool_names=list(m.tools), pricing=m.config["pricing"])
-    except JudgeError as e:
-        print(f"mcptrials judge: {args.transcript}: {e}", file=sys.stderr)
-        return 1
+        record = judge_recorded(m, transcript, scenario)
+    else:
+        record = judge_trial(transcript, scenario, m.specs.judge, prompt_path, tool_names=list(m.tools),
+                             pricing=m.config["pricing"])
     if ledger is not None:
         from mcptrials.cost.budget import judge_key
         from mcptrials.cost.pricing import judge_cost
 
         ledger.append({"trial": judge_key(transcript["cell"]), "cell": transcript["cell"], "settles": reservation,
                        "cost_usd": judge_cost(m.config["pricing"], record), "priced_as": record["judge"].get("model")})
-    write_json(args.out, record)
-    if record["quality_mean"] is None:
-        print(f"{args.out}: not judged: {record['not_judged']}")
-        return 0
-    print(f"{args.out}: quality {record['quality_mean']:.3f} ({record['judge']['provider']} judge, {record['judge']['repeats']} repeat(s))")
-    return 0
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser("judge", help="judge one transcript against its scenario's rubric (blind to the tool)")
-    p.add_argument("--transcript", required=True, help="transcript.json of one trial")
-    p.add_argument("--scenario", required=True, help="the scenario file with its rubric")
-    p.add_argument("--config", default="config.yaml", help="config.yaml (its `judge` settings and tool names)")
-    p.add_argument("--prompt", default=str(PROMPT_FILE), help="the judge prompt file (default: the packaged prompts/judge.md)")
-    p.add_argument("--out", required=True, help="judged.json to write")
-    p.set_defaults(func=cmd_judge)
+    write_json(out, record)
+    return record

@@ -9,11 +9,9 @@ or bundle holds its pinned commit: a typo then stops the run before the checkout
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -151,35 +149,23 @@ def check_commits(m) -> list[str]:
     return problems
 
 
-def register(sub) -> None:
-    p = sub.add_parser("checkout", help="clone a config repo at its pinned commit")
-    p.add_argument("--config", default="config.yaml")
-    p.add_argument("--repo", required=True)
-    p.add_argument("--out", required=True, help="the checkout record, results/checkouts/<repo>/checkout.json")
-    p.add_argument("--attempt", type=int, default=0, help="the workflow's retry count (mcptrials.core.failures)")
-    p.set_defaults(func=_cmd)
-
-
-def _cmd(args) -> int:
-    from mcptrials.matrix.config import load_matrix
-
-    m = load_matrix(args.config)
-    if args.repo not in m.repos:
-        raise ConfigError(f"{m.path}: field repos: no repo {args.repo!r}")
-    spec = m.repos[args.repo]
-    out = Path(args.out)
-    if spec.get("unresolved"):   # no full commit to check out: recorded runs, citations not checked
-        rec = {"repo": args.repo, "url": spec["url"], "cloned_from": None, "commit": spec["commit"], "tree": None,
-               "files": None, "seconds": 0.0, "unresolved": spec["unresolved"], "attempt": args.attempt}
+def checkout_repo(m, repo: str, out: Path, attempt: int = 0) -> dict:
+    """Check out a config repo at its pinned commit beside `out` and write its checkout record
+    there. A repo without a full commit (`unresolved`: recorded runs, citations not checked)
+    has nothing to check out; a clone that fails is recorded as failed, missing data
+    (mcptrials.core.failures), not raised."""
+    if repo not in m.repos:
+        raise ConfigError(f"{m.path}: field repos: no repo {repo!r}")
+    spec = m.repos[repo]
+    if spec.get("unresolved"):
+        rec = {"repo": repo, "url": spec["url"], "cloned_from": None, "commit": spec["commit"], "tree": None,
+               "files": None, "seconds": 0.0, "unresolved": spec["unresolved"], "attempt": attempt}
     else:
         try:
-            rec = dict(checkout(args.repo, m.repo_source(args.repo), spec["url"], spec["commit"], out.parent),
-                       attempt=args.attempt)
+            rec = dict(checkout(repo, m.repo_source(repo), spec["url"], spec["commit"], out.parent), attempt=attempt)
         except Exception as e:  # noqa: BLE001 - unreachable or missing commit: missing data (mcptrials.core.failures)
             from mcptrials.core.failures import failed_record
 
-            rec = failed_record("checkout", e, args.attempt, repo=args.repo, url=spec["url"], commit=spec["commit"])
-            print(f"mcptrials checkout: {args.repo}: {rec['error']}", file=sys.stderr)
+            rec = failed_record("checkout", e, attempt, repo=repo, url=spec["url"], commit=spec["commit"])
     write_json(out, rec)
-    print(json.dumps(rec))
-    return 0
+    return rec

@@ -125,16 +125,3 @@ def bundle_commit(bundle_path=DEMO_BUNDLE) -> str:
     if not out:
         raise ConfigError(f"{bundle_path}: the bundle has no refs/heads/{BRANCH}; rebuild it with `mcptrials demo-bundle`")
     return out.split()[0]
-
-
-def register(sub) -> None:
-    p = sub.add_parser("demo-bundle", help="build demo/shop.bundle (one commit with a fixed id) and print the commit id")
-    p.add_argument("--src", default=str(DEMO_SRC), help="folder with the demo code (default: demo/shop)")
-    p.add_argument("--out", default=str(DEMO_BUNDLE), help="bundle to write (default: demo/shop.bundle)")
-    p.add_argument("--message", default=MESSAGE, help="the commit message (default: the demo's)")
-    p.set_defaults(func=_cmd)
-
-
-def _cmd(args) -> int:
-    print(build_bundle(args.src, args.out, args.message))
-    return 0

@@ -40,34 +40,21 @@ def build_index(tool: str, spec: dict, tree: str, out: Path, forbidden: set[str]
     return rec
 
 
-def register(sub) -> None:
-    p = sub.add_parser("index", help="run a tool's index command once for a repo")
-    p.add_argument("--config", default="config.yaml")
-    p.add_argument("--tool", required=True)
-    p.add_argument("--checkout", required=True)
-    p.add_argument("--install", help="results/tools/<tool>/install.json (a failed install: nothing to index)")
-    p.add_argument("--out", required=True)
-    p.set_defaults(func=_cmd)
-
-
-def _cmd(args) -> int:
-    from mcptrials.matrix.config import load_matrix
-
-    m = load_matrix(args.config)
-    spec = m.tools.get(args.tool)
-    if not spec or not spec.get("index"):
-        raise ConfigError(f"{m.path}: field tools.{args.tool}.index: the tool has no index step")
-    tool_spec = m.specs.tools[args.tool]  # its entry with {project} expanded
+def index_repo(m, tool: str, checkout_json, install_json, out: Path, log=sys.stderr) -> dict:
+    """Run a config tool's index step on the checkout its record names, into `out`. When the
+    checkout or the tool's install failed there is nothing to index: index.json says why
+    (`unavailable`), and so do the snapshot and the trials (mcptrials.core.failures)."""
     from mcptrials.core.failures import failure
 
-    co = read_json(args.checkout)
-    unavailable = failure(co) or (failure(read_json(args.install)) if args.install else None)
-    if unavailable:   # nothing to index; the snapshot and the trials say why (mcptrials.core.failures)
-        out = Path(args.out)
+    spec = m.tools.get(tool)
+    if not spec or not spec.get("index"):
+        raise ConfigError(f"{m.path}: field tools.{tool}.index: the tool has no index step")
+    tool_spec = m.specs.tools[tool]  # its entry with {project} expanded
+    co = read_json(checkout_json)
+    unavailable = failure(co) or (failure(read_json(install_json)) if install_json else None)
+    if unavailable:
         out.mkdir(parents=True, exist_ok=True)
-        write_json(out / "index.json", {"tool": args.tool, "unavailable": unavailable})
-        print(f"mcptrials index: {args.tool}: not run: {unavailable}", file=sys.stderr)
-        return 0
-    build_index(args.tool, tool_spec.config, co["tree"], Path(args.out), m.specs.key_env_names(), sys.stderr,
-                tool_spec=tool_spec)
-    return 0
+        rec = {"tool": tool, "unavailable": unavailable}
+        write_json(out / "index.json", rec)
+        return rec
+    return build_index(tool, tool_spec.config, co["tree"], out, m.specs.key_env_names(), log, tool_spec=tool_spec)

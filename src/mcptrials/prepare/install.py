@@ -77,30 +77,20 @@ def install_tool(tool: str, spec: dict, log) -> dict:
     }
 
 
-def register(sub) -> None:
-    p = sub.add_parser("install-tool", help="install a tool's server into .tools/<tool>/")
-    p.add_argument("--config", default="config.yaml")
-    p.add_argument("--tool", required=True)
-    p.add_argument("--out", required=True, help="results/tools/<tool>/install.json")
-    p.add_argument("--attempt", type=int, default=0, help="the workflow's retry count (mcptrials.core.failures)")
-    p.set_defaults(func=_cmd)
-
-
-def _cmd(args) -> int:
-    from mcptrials.matrix.config import load_matrix
-
-    m = load_matrix(args.config)
-    if args.tool not in m.tools:
-        raise ConfigError(f"{m.path}: field tools: no tool {args.tool!r}")
+def install_tool_record(m, tool: str, out: Path, attempt: int = 0, log=sys.stderr) -> dict:
+    """Install a config tool's server (the API keys forgotten first, `drop_keys`) and write its
+    install record to `out`. A package that does not install is recorded as failed, missing
+    data (mcptrials.core.failures), not raised."""
+    if tool not in m.tools:
+        raise ConfigError(f"{m.path}: field tools: no tool {tool!r}")
     drop_keys(m)
     try:
-        rec = dict(install_tool(args.tool, m.tools[args.tool], sys.stderr), attempt=args.attempt)
+        rec = dict(install_tool(tool, m.tools[tool], log), attempt=attempt)
     except Exception as e:  # noqa: BLE001 - a package that does not install: missing data (mcptrials.core.failures)
         from mcptrials.core.failures import failed_record
 
-        rec = failed_record("install", e, args.attempt, tool=args.tool,
-                            requested=[*(m.tools[args.tool].get("install") or {}).get("pip", []),
-                                       *(m.tools[args.tool].get("install") or {}).get("npm", [])])
-        print(f"mcptrials install-tool: {args.tool}: {rec['error']}", file=sys.stderr)
-    write_json(Path(args.out), rec)
-    return 0
+        rec = failed_record("install", e, attempt, tool=tool,
+                            requested=[*(m.tools[tool].get("install") or {}).get("pip", []),
+                                       *(m.tools[tool].get("install") or {}).get("npm", [])])
+    write_json(Path(out), rec)
+    return rec

@@ -12,7 +12,6 @@ transcript or a record is HTML-escaped.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from mcptrials.matrix.errors import ConfigError
@@ -108,11 +107,14 @@ def build_report(summary: dict, agreement: dict | None, lock: dict | None, runs,
 # --- command ---------------------------------------------------------------------------------
 
 
-def cmd_report(args) -> int:
-    from mcptrials.matrix.config import load_matrix
+def report_job(m, aggregate_dir, heldout, lock, runs, out_dir) -> dict:
+    """The report of a config's run: its aggregate (summary.json under `aggregate_dir`), the
+    held-out agreement (`heldout`, optional) and the verified lock (`lock`, default beside
+    `heldout`), or the reason the config has no anchor. Raises StrictHeldout (nothing
+    written) when judge.strict is true and the held-out check fails."""
+    import dataclasses
 
-    m = load_matrix(args.config)
-    summary = load_summary(args.aggregate)
+    summary = load_summary(aggregate_dir)
     reason = missing_anchor(m)
     lockfile_sha256 = None
     if reason:   # the same shape the held-out stage writes when its held-out scenarios have no frozen transcripts
@@ -123,29 +125,8 @@ def cmd_report(args) -> int:
 
         lockfile = m.locked_dir / LOCKFILE
         lockfile_sha256 = file_sha256(lockfile) if lockfile.is_file() else None
-        agreement = read_optional(args.heldout)
-        lock_path = args.lock or (Path(args.heldout).parent / "lock_verified.json" if args.heldout else None)
-        lock = read_optional(lock_path)
-
+        agreement = read_optional(heldout)
+        lock = read_optional(lock or (Path(heldout).parent / "lock_verified.json" if heldout else None))
     current = m.scenario_set_sha256()  # differs from the aggregate's when the aggregate is stale
-    try:
-        paths = build_report(summary, agreement, lock, args.runs, args.out_dir, m.config["judge"], current,
-                             lockfile_sha256)
-    except StrictHeldout as e:
-        print(f"mcptrials report: {e}; no report written", file=sys.stderr)
-        return 1
-    print(f"report: {Path(paths['html']).resolve()}")
-    print(f"report: {Path(paths['md']).resolve()}")
-    print(f"{len(paths['pages'])} trial page(s) under {Path(args.out_dir) / 'trials'}", file=sys.stderr)
-    return 0
-
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser("report", help="write results/report/report.md, index.html and a page per trial")
-    p.add_argument("--config", default="config.yaml")
-    p.add_argument("--aggregate", default="results/aggregate", help="the folder of summary.json")
-    p.add_argument("--heldout", default="results/heldout/agreement.json", help="the held-out agreement (optional)")
-    p.add_argument("--lock", default=None, help="lock_verified.json (default: beside --heldout)")
-    p.add_argument("--runs", default="results/runs")
-    p.add_argument("--out-dir", default="results/report")
-    p.set_defaults(func=cmd_report)
+    return build_report(summary, agreement, lock, runs, out_dir, dataclasses.asdict(m.specs.judge), current,
+                        lockfile_sha256)

@@ -1,6 +1,6 @@
 """`run_trial` (one trial under one config host: the host's code from the registry
-mcptrials.run.hosts, the trial from the core mcptrials.run.trial) and the `mcptrials run-trial`
-command, which writes its transcript.json and run_meta.json.
+mcptrials.run.hosts, the trial from the core mcptrials.run.trial) and `run_trial_job`, the
+workflow's trial job (`mcptrials run-trial`), which writes its transcript.json and run_meta.json.
 
 A fault inside the trial is recorded in its records and the command exits 0, so the
 workflow goes on; a missing outcome (mcptrials.core.outcomes) also keeps the attempt's records
@@ -16,7 +16,7 @@ from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.run.trial import run_under, scrub_secrets
 
-__all__ = ["register", "run_trial", "scrub_secrets"]
+__all__ = ["check_trial", "run_trial", "run_trial_job", "scrub_secrets"]
 
 
 def run_trial(m: Matrix, model: str, tool: str, scenario_id: str, trial: int, checkout: dict,
@@ -33,69 +33,65 @@ def run_trial(m: Matrix, model: str, tool: str, scenario_id: str, trial: int, ch
                      index_dir, out_dir, host)
 
 
-def register(sub) -> None:
-    p = sub.add_parser("run-trial", help="run one trial and write transcript.json and run_meta.json")
-    p.add_argument("--config", default="config.yaml")
-    p.add_argument("--model", required=True)
-    p.add_argument("--host", default="loop", help="a key of the config's hosts (default loop)")
-    p.add_argument("--tool", required=True)
-    p.add_argument("--scenario", required=True)
-    p.add_argument("--trial", type=int, required=True)
-    p.add_argument("--checkout", required=True, help="results/checkouts/<repo>/checkout.json")
-    # nargs="?": the workflow's `--snapshot {input.snapshot:q}` is a bare `--snapshot` for a
-    # recorded arm (no snapshot job), and its shell string stays the one existing trials ran with
-    p.add_argument("--snapshot", nargs="?", const=None,
-                   help="results/snapshots/<tool>/<repo>/tools.json (none for a recorded arm)")
-    p.add_argument("--index", help="the tool's index output for this repo")
-    p.add_argument("--out", required=True, help="the transcript path; run_meta.json goes beside it")
-    p.set_defaults(func=_cmd)
+def check_trial(m: Matrix, model: str, host: str, tool: str, scenario: str) -> None:
+    """Bad input stops a trial before anything is spent: a name the config lacks, or the
+    model's API key unset (ConfigError, with the file, the field and the fix)."""
+    from mcptrials.matrix.config import check_api_keys
 
-
-def _cmd(args) -> int:
-    from mcptrials.matrix.config import check_api_keys, load_matrix
-    from mcptrials.core.outcomes import record_attempt
-    from mcptrials.core.records import read_json, write_json
-
-    m = load_matrix(args.config)
-    for kind, name, known in (("models", args.model, m.models), ("hosts", args.host, m.hosts), ("tools", args.tool, m.tools),
-                              ("scenarios", args.scenario, m.scenarios)):
+    for kind, name, known in (("models", model, m.models), ("hosts", host, m.hosts), ("tools", tool, m.tools),
+                              ("scenarios", scenario, m.scenarios)):
         if name not in known:
             raise ConfigError(f"{m.path}: field {kind}: no {kind[:-1]} {name!r}; use one of: {', '.join(sorted(known))}")
-    missing = [p for p in check_api_keys(m) if f"models.{args.model}" in p]
+    missing = [p for p in check_api_keys(m) if f"models.{model}" in p]
     if missing:
         raise ConfigError("\n".join(missing))
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+
+
+def trial_bound(m: Matrix, cell: dict, out: Path) -> tuple[float | None, float]:
+    """(the most the trial and its judging can cost, the judge's part) under budget.max_cost_usd;
+    (None, 0.0) without a budget (mcptrials.cost.budget)."""
+    from mcptrials.cost.budget import FREE_PROVIDERS, results_dir_of
+    from mcptrials.cost.plan import cell_cost
+
+    if m.config["budget"].get("max_cost_usd") is None:
+        return None, 0.0
+    cost = cell_cost(m, cell["model"], cell["host"], cell["tool"], cell["repo"], cell["scenario"], results_dir_of(out))
+    provider = m.specs.models[cell["model"]].provider
+    own = 0.0 if provider in FREE_PROVIDERS else (cost.upper_per_trial if cost.upper_per_trial is not None
+                                                  else cost.per_trial) or 0.0
+    judge_part = cost.judge_upper_per_trial or 0.0
+    return own + judge_part, judge_part
+
+
+def run_trial_job(m: Matrix, model: str, host: str, tool: str, scenario: str, trial: int, checkout_json,
+                  snapshot_json, index_dir: Path | None, out: Path) -> tuple[dict, dict | None]:
+    """The workflow's trial job: run one trial under the budget and write its transcript (`out`)
+    and run_meta.json beside it; return (transcript, attempt state: None unless its outcome is
+    missing). A trial whose checkout or install failed, or that the budget stops, is not run."""
+    from mcptrials.core.failures import failure
+    from mcptrials.core.outcomes import record_attempt
+    from mcptrials.core.records import read_json, write_json
     # the budget (mcptrials.cost.budget): the trial reserves the most it and its judging can cost, or is
     # not run (no model call, no server); when it ends it settles its own cost and leaves the
     # judge's part reserved for `mcptrials judge` to settle
-    from mcptrials.cost.budget import FREE_PROVIDERS, gate, judge_key, ledger_record, results_dir_of, trial_key
-    from mcptrials.cost.plan import cell_cost
+    from mcptrials.cost.budget import gate, judge_key, ledger_record, trial_key
 
-    repo = m.scenarios[args.scenario].repo
-    cell = {"model": args.model, "host": args.host, "tool": args.tool, "repo": repo, "scenario": args.scenario,
-            "trial": args.trial}
-    bound, judge_part = None, 0.0
-    provider = m.specs.models[args.model].provider
-    if m.config["budget"].get("max_cost_usd") is not None:   # the most it can cost, reserved before it starts
-        cost = cell_cost(m, args.model, args.host, args.tool, repo, args.scenario, results_dir_of(out))
-        own = 0.0 if provider in FREE_PROVIDERS else (cost.upper_per_trial if cost.upper_per_trial is not None
-                                                      else cost.per_trial) or 0.0
-        judge_part = cost.judge_upper_per_trial or 0.0
-        bound = own + judge_part
-    from mcptrials.core.failures import failure
-
-    checkout = read_json(args.checkout)
-    snapshot = read_json(args.snapshot) if args.snapshot else None
+    check_trial(m, model, host, tool, scenario)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cell = {"model": model, "host": host, "tool": tool, "repo": m.scenarios[scenario].repo, "scenario": scenario,
+            "trial": trial}
+    bound, judge_part = trial_bound(m, cell, out)
+    checkout = read_json(checkout_json)
+    snapshot = read_json(snapshot_json) if snapshot_json else None
     # a checkout or install that failed: missing data, reserved and spent nothing (mcptrials.core.failures)
     unavailable = failure(checkout) or (snapshot or {}).get("unavailable")
     ledger, reservation, stopped = (None, None, None) if unavailable else \
-        gate(m.config, provider, out, trial_key(cell), bound)
+        gate(m.config, m.specs.models[model].provider, out, trial_key(cell), bound)
     if unavailable or stopped:
-        transcript, meta = _not_run(m, args, unavailable or stopped)
+        transcript, meta = _not_run(m, cell, unavailable or stopped)
     else:
-        transcript, meta = run_trial(m, args.model, args.tool, args.scenario, args.trial, checkout, snapshot,
-                                     Path(args.index) if args.index else None, out.parent, host=args.host)
+        transcript, meta = run_trial(m, model, tool, scenario, trial, checkout, snapshot, index_dir, out.parent,
+                                     host=host)
         if ledger is not None:
             if judge_part:   # the judge's room, kept before the trial's reservation is settled
                 ledger.append({"kind": "reserve", "id": f"{reservation}-judge", "trial": judge_key(cell),
@@ -108,24 +104,20 @@ def _cmd(args) -> int:
     # under attempts/<n>/ and the count in attempts/attempts.json, which the next DAG reads
     # (a recorded model's conversion would give the same again: kept missing, not retried)
     state = record_attempt(out.parent, transcript, m.config["retries"]["max_attempts"],
-                           retriable=not m.specs.models[args.model].recorded)
-    print(f"{args.model}/{args.host}/{args.tool}/{args.scenario}/{args.trial}: {transcript['outcome']} "
-          f"({transcript['wall_seconds']} s, {len(transcript['tool_calls'])} tool calls)"
-          + ("" if state is None else f"; attempt {state['attempt']}, run {state['runs']}"
-             + (f", missing ({state['failed']} of {state['max_attempts']} attempts failed)" if state["missing"] else "")))
-    return 0
+                           retriable=not m.specs.models[model].recorded)
+    return transcript, state
 
 
-def _not_run(m: Matrix, args, detail: str) -> tuple[dict, dict]:
+def _not_run(m: Matrix, cell: dict, detail: str) -> tuple[dict, dict]:
     """The records of a trial that did not start (the budget stopped it, or a checkout or install
     it needs failed): outcome not_run, nothing spent."""
     from mcptrials.matrix.hashing import file_sha256
     from mcptrials.run.trial import SYSTEM_PROMPT, Recorder, now_iso, transcript_record
 
     at = now_iso()
-    meta = {"model": args.model, "host": args.host, "tool": args.tool, "scenario": args.scenario, "trial": args.trial,
-            "provider": m.specs.models[args.model].provider, "model_id": m.specs.models[args.model].model,
-            "repo": m.scenarios[args.scenario].repo, "system_prompt_sha256": file_sha256(SYSTEM_PROMPT),
-            "started_at": at, "ended_at": at, "not_run": detail}
-    return transcript_record(m, m.specs.models[args.model], args.host, args.tool, m.scenarios[args.scenario],
-                             args.trial, "not_run", detail, Recorder(), meta, 0.0), meta
+    model, scenario = m.specs.models[cell["model"]], m.scenarios[cell["scenario"]]
+    meta = {"model": cell["model"], "host": cell["host"], "tool": cell["tool"], "scenario": cell["scenario"],
+            "trial": cell["trial"], "provider": model.provider, "model_id": model.model, "repo": scenario.repo,
+            "system_prompt_sha256": file_sha256(SYSTEM_PROMPT), "started_at": at, "ended_at": at, "not_run": detail}
+    return transcript_record(m, model, cell["host"], cell["tool"], scenario, cell["trial"], "not_run", detail,
+                             Recorder(), meta, 0.0), meta

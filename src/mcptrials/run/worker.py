@@ -54,8 +54,10 @@ def preload() -> list[str]:
              "mcptrials.run.runner", "mcptrials.run.trial", "mcptrials.run.hosts.loop", "mcptrials.prepare.servers",
              "mcptrials.prepare.snapshot", "mcptrials.prepare.builtins",
              "mcptrials.core.records", "mcptrials.run.providers.anthropic", "mcptrials.run.providers.reference",
-             "mcptrials.cost.pricing", "mcptrials.cli.score", "mcptrials.grade.scoring", "mcptrials.judge.judging",
-             "mcptrials.run.hosts", "mcptrials.cli", "openai", "mcptrials.run.providers.openai"]
+             "mcptrials.cost.pricing", "mcptrials.grade.scoring", "mcptrials.judge.judging", "mcptrials.run.hosts",
+             # the commands the worker runs (cli.COMMANDS of run-trial, score, judge), by name: run sits below cli
+             "mcptrials.cli", "mcptrials.cli.common", "mcptrials.cli.run_trial", "mcptrials.cli.score",
+             "mcptrials.cli.judge", "openai", "mcptrials.run.providers.openai"]
     for name in names:
         try:
             importlib.import_module(name)
@@ -327,15 +329,3 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-# --- the command -------------------------------------------------------------------------
-
-
-def register(sub) -> None:
-    p = sub.add_parser("serve-trials", help="a warm worker that runs `mcptrials run-trial` requests "
-                                           "in forked children (see MCPTRIALS_WORKER)")
-    p.add_argument("--socket", required=True, help="the Unix socket to listen on, e.g. results/.worker.sock")
-    p.add_argument("--watch-pid", type=int, help="stop when this process (e.g. Snakemake) is gone")
-    # run_argv: set by the CLI's parser (cli.main), the entry point each child runs
-    p.set_defaults(func=lambda args: serve(args.socket, args.run_argv, args.watch_pid))

@@ -69,30 +69,21 @@ def needs_install(kind: str) -> bool:
 # --- the install-host command ------------------------------------------------------
 
 
-def register(sub) -> None:
-    p = sub.add_parser("install-host", help="install a host's software (a CLI: Claude Code, Codex, Opencode) into .tools/_hosts/<host>/")
-    p.add_argument("--config", default="config.yaml")
-    p.add_argument("--host", required=True)
-    p.add_argument("--out", required=True, help="results/hosts/<host>/install.json")
-    p.set_defaults(func=_cmd)
-
-
-def _cmd(args) -> int:
-    from mcptrials.matrix.config import load_matrix
+def install_host_record(m, host: str, out: Path, log=sys.stderr) -> dict:
+    """Install a config host's software (a CLI host; the loop needs none) with the API keys
+    forgotten first, and write its install record to `out`."""
     from mcptrials.matrix.errors import ConfigError
     from mcptrials.core.records import write_json
 
-    m = load_matrix(args.config)
-    if args.host not in m.hosts:
-        raise ConfigError(f"{m.path}: field hosts: no host {args.host!r}; use one of: {', '.join(sorted(m.hosts))}")
-    spec = m.specs.hosts[args.host]
+    if host not in m.hosts:
+        raise ConfigError(f"{m.path}: field hosts: no host {host!r}; use one of: {', '.join(sorted(m.hosts))}")
+    spec = m.specs.hosts[host]
     if needs_install(spec.kind):
         from mcptrials.prepare.install import drop_keys
 
         drop_keys(m)
-        rec = host_for(spec.kind).install(args.host, spec, sys.stderr)
+        rec = host_for(spec.kind).install(host, spec, log)
     else:
-        rec = {"host": args.host, "kind": spec.kind, "env_dir": None, "resolved": {}, "seconds": 0.0}
-    write_json(Path(args.out), rec)
-    print(f"{args.host}: {rec['kind']} {rec.get('version') or ''} {'(reused)' if rec.get('reused') else ''}".rstrip())
-    return 0
+        rec = {"host": host, "kind": spec.kind, "env_dir": None, "resolved": {}, "seconds": 0.0}
+    write_json(Path(out), rec)
+    return rec

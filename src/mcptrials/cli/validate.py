@@ -1,0 +1,26 @@
+"""`mcptrials validate --config CONFIG`: check a config, its scenarios and what they name
+(API keys, the sandbox, paths, pinned commits, the budget) without running anything."""
+
+from __future__ import annotations
+
+from mcptrials.cli.common import add_config, load_config, matrix_line
+
+
+def register(sub) -> None:
+    p = sub.add_parser("validate", help="check a config and its scenarios without running anything")
+    add_config(p)
+    p.set_defaults(func=cmd_validate)
+
+
+def cmd_validate(args) -> int:
+    from mcptrials.dag.preflight import check_budget, check_paths, check_sandbox
+    from mcptrials.matrix.config import check_api_keys
+    from mcptrials.matrix.errors import ConfigError
+    from mcptrials.prepare.checkout import check_commits
+
+    m = load_config(args)
+    problems = check_api_keys(m) + check_sandbox(m) + check_paths(m) + check_commits(m) + check_budget(m)
+    if problems:
+        raise ConfigError("\n".join(problems))
+    print(f"{m.path}: ok: {matrix_line(m)}")
+    return 0

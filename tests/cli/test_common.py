@@ -1,0 +1,121 @@
+"""The command layer's shared helper (mcptrials.cli.common): one `--config CONFIG` with one
+default, one error for bad input, and every command that reads a config naming it that way.
+Which commands read a config is read off the parser: the function each subcommand runs."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import subprocess
+import sys
+
+import pytest
+
+from mcptrials.cli import COMMANDS, build_parser, main
+from mcptrials.cli.common import DEFAULT_CONFIG, add_config, error_exit, load_config
+from mcptrials.matrix.errors import ConfigError
+
+
+def subcommands(parser: argparse.ArgumentParser, prefix: str = ""):
+    """(name, parser) of every leaf subcommand, nested ones (`import sense-bench`) included."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found = list(subcommands(sub, f"{prefix}{name} "))
+                yield from found or [(f"{prefix}{name}", sub)]
+
+
+def reads_config(sub: argparse.ArgumentParser) -> bool:
+    """Whether the function the subcommand runs reads its config (args.config, or the shared
+    loader of it)."""
+    source = inspect.getsource(sub.get_default("func"))
+    return "args.config" in source or "load_config(args)" in source
+
+
+def config_actions(sub: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [a for a in sub._actions if a.dest == "config" or "config" in (a.metavar or "").lower()]
+
+
+def test_the_default_is_config_yaml_in_one_place():
+    p = argparse.ArgumentParser()
+    add_config(p)
+    assert p.parse_args([]).config == DEFAULT_CONFIG == "config.yaml"
+    assert p.parse_args(["--config", "a.yaml:b.yaml"]).config == "a.yaml:b.yaml"
+    args = build_parser("aggregate").parse_args(["aggregate"])
+    assert args.config == DEFAULT_CONFIG
+
+
+def test_a_required_or_optional_config_is_still_named_config():
+    p = argparse.ArgumentParser()
+    add_config(p, required=True, help="the imported config")
+    with pytest.raises(SystemExit):
+        p.parse_args([])
+    assert p.parse_args(["--config", "c.yaml"]).config == "c.yaml"
+    q = argparse.ArgumentParser()
+    add_config(q, default=None, help="optional")
+    assert q.parse_args([]).config is None
+
+
+def test_a_missing_config_file_is_one_clear_error_naming_the_file(tmp_path, capsys):
+    missing = tmp_path / "nope.yaml"
+    with pytest.raises(ConfigError, match=f"{missing}: config file not found"):
+        load_config(argparse.Namespace(config=str(missing)))
+    assert main(["validate", "--config", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"mcptrials: error: {missing}: config file not found; check the path\n"
+
+
+def test_the_default_config_missing_names_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["plan"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mcptrials: error: ") and str(tmp_path / "config.yaml") in err and err.count("\n") == 1
+
+
+def test_error_exit_is_the_one_format(capsys):
+    assert error_exit(ConfigError("x.yaml: field models: missing; add one")) == 2
+    assert capsys.readouterr().err == "mcptrials: error: x.yaml: field models: missing; add one\n"
+
+
+def test_every_command_that_reads_a_config_names_it_dash_dash_config():
+    readers = set()
+    for command in COMMANDS:
+        for name, sub in subcommands(build_parser(command)):
+            if not name.startswith(command):
+                continue
+            actions = config_actions(sub)
+            assert all(a.option_strings for a in actions), f"{name}: takes its config as a positional"
+            if reads_config(sub):
+                readers.add(name)
+                assert [(a.option_strings, a.metavar) for a in actions] == [(["--config"], "CONFIG")], name
+            else:
+                assert not actions, f"{name}: has --config but never reads it"
+    assert {"validate", "plan", "pilot", "run-trial", "report"} <= readers   # the detection sees the readers
+
+
+def test_the_old_positional_config_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        build_parser("validate").parse_args(["validate", "config.yaml"])
+    assert "unrecognized arguments: config.yaml" in capsys.readouterr().err
+
+
+def test_only_the_command_run_is_imported():
+    code = ("import sys; from mcptrials.cli import build_parser; build_parser('run-trial'); "
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('mcptrials.'))))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    cli = [m for m in loaded if m.startswith("mcptrials.cli")]
+    assert cli == ["mcptrials.cli", "mcptrials.cli.common", "mcptrials.cli.run_trial"]
+    assert not [m for m in loaded if m.startswith(("mcptrials.report", "mcptrials.analyze"))]
+
+
+def test_the_worker_preloads_the_modules_of_the_commands_it_runs():
+    """The worker (below cli, so it names them, never imports them) preloads the cli modules
+    of the per-trial commands that delegate to it; every name it lists exists."""
+    import importlib.util
+    import re
+
+    from mcptrials.run import worker
+
+    names = set(re.findall(r'"(mcptrials(?:\.[a-z_]+)*)"', inspect.getsource(worker.preload)))
+    assert all(importlib.util.find_spec(n) for n in names), names
+    assert {"mcptrials.cli", *(f"mcptrials.{COMMANDS[c]}" for c in ("run-trial", "score", "judge"))} <= names
