@@ -39,7 +39,7 @@ import json
 from pathlib import Path
 
 from mcptrials import __version__
-from mcptrials.analyze.aggregate import ERROR_KINDS
+from mcptrials.analyze.trial_rows import ERROR_KINDS
 from mcptrials.matrix.config import ConfigError, canonical_hash
 from mcptrials.gate.output import refuse, write_outputs
 
