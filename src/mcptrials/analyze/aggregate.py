@@ -4,11 +4,15 @@ and per (model, tool), plus summary.json with everything the report needs.
 Reads only files (results/runs/{model}/{host}/{tool}/{repo}/{scenario}/{trial}/transcript.json,
 run_meta.json, scored.json, judged.json) and only the trials of the config's current matrix
 (`Matrix.cells()`): leftovers of an older matrix in results/runs are ignored. Nothing is
-rerun. Every formula is in mcptrials.stats; this module only picks the inputs:
+rerun. Every formula is in mcptrials.stats; the analyze modules only pick the inputs
+(trial_rows the trial rows and their frame, tables and comparisons its groups, identity,
+records_summary and feedback what comes from the records), and this one writes the files:
 
 - fairness   = stats.fairness(keyword coverage, judge quality, citation grounding,
                efficiency, config weights); 0 for a trial whose attributable outcome is not
-               `completed` (it counts as a fail, it is never dropped);
+               `completed` (it counts as a fail, it is never dropped); a part missing rather
+               than zero (citations not checked, quality not judged) is left out with
+               stats.fairness_without's weights;
 - missing    = a trial whose outcome is an infrastructure one (mcptrials.core.outcomes: api_failed,
                harness_failed, not_run): `missing` true with `missing_reason`, every score None
                (never 0), left out of every mean, pass@k and interval; every table counts it

@@ -47,7 +47,7 @@ def per_group(trials: pd.DataFrame, keys: list[str], figures: Callable[[pd.DataF
 
 def used(trials: pd.DataFrame) -> pd.DataFrame:
     """The trials that count: every trial but the missing ones."""
-    return trials[~trials["missing"].astype(bool)]
+    return trials[~trials["missing"]]
 
 
 def column(trials: pd.DataFrame, name: str) -> list:
@@ -74,9 +74,8 @@ def total(values) -> int:
 
 def missing_counts(trials: pd.DataFrame) -> dict:
     """{n_missing, missing_reasons ('api_failed=1;not_run: budget=2', '' when none)} of some trials."""
-    gone = trials.loc[trials["missing"].astype(bool), "missing_reason"]
-    per_reason = gone.groupby(gone, sort=False).size()
-    return {"n_missing": len(gone), "missing_reasons": ";".join(f"{why}={n}" for why, n in per_reason.items())}
+    gone = column(trials[trials["missing"]], "missing_reason")
+    return {"n_missing": len(gone), "missing_reasons": ";".join(f"{why}={gone.count(why)}" for why in dict.fromkeys(gone))}
 
 
 def bases(trials: pd.DataFrame) -> str | None:
@@ -338,7 +337,7 @@ def gold_recall_view(trials: pd.DataFrame) -> list[dict]:
 
 def missing_summary(trials: pd.DataFrame, max_attempts: int) -> dict:
     """summary.json `missing`: how many trials are missing and why, which ones, and a note."""
-    gone = trials[trials["missing"].astype(bool)]
+    gone = trials[trials["missing"]]
     reasons = gone["missing_reason"]
     by_reason = {why: int(n) for why, n in reasons.groupby(reasons, sort=False).size().items()}
     note = None

@@ -10,7 +10,6 @@ column of a scenario without gold) is NaN in the frame and counts as None.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,8 +76,9 @@ def load_records(m: Matrix, runs) -> list[dict]:
 
 
 def absent(value) -> bool:
-    """A value the frame does not have: None, or the NaN of a column the row lacks."""
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    """A value the frame does not have: None, or the NaN of a column the row lacks (NaN is
+    the one value unequal to itself)."""
+    return value is None or value != value
 
 
 def mean(values):
@@ -90,12 +90,12 @@ def mean(values):
 
 def trial_frame(rows: list[dict]) -> pd.DataFrame:
     """The trial rows as one DataFrame, columns in order of first appearance, values as they
-    are (dtype object); a row without `missing` counts (the trials that count are ~missing)."""
+    are (dtype object), but `missing` a bool column (a row without it counts: the trials that
+    count are ~missing)."""
     import pandas as pd   # here, not at the top: importing the analyze modules stays cheap
 
     frame = pd.DataFrame(rows, columns=list(dict.fromkeys(k for r in rows for k in r)), dtype=object)
-    if "missing" not in frame:
-        frame["missing"] = False
+    frame["missing"] = frame["missing"].eq(True) if "missing" in frame else False   # a bool column, for masks
     return frame
 
 
