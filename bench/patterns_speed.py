@@ -7,7 +7,7 @@ mix of built-in and server calls with 200 to 6,000-character code-like results, 
 some empty, one large every 50 trials; answers citing some of the results) and a tools
 snapshot of 14 server tools (the filesystem server's count). Then, medians of --runs:
   detect        patterns.detect over every transcript (what aggregate() adds per trial)
-  summary       aggregate.pattern_summary over the rows (counts per model and tool, pages)
+  summary       feedback.pattern_summary over the trial frame (counts per model and tool, pages)
   report        report.add_patterns and add_feedback into a Doc (the index's two sections)
 and the sizes: summary.json `patterns` (with every trial's findings), and the HTML of the two
 report sections.
@@ -25,7 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-from mcptrials.analyze import aggregate
+from mcptrials.analyze.feedback import pattern_summary  # noqa: E402
+from mcptrials.analyze.trial_rows import trial_frame  # noqa: E402
 from mcptrials.report import patterns as report  # noqa: E402
 from mcptrials.report.render import Doc  # noqa: E402
 from mcptrials.grade.patterns import counts, detect  # noqa: E402
@@ -94,7 +95,7 @@ def main() -> int:
         for r, f in zip(rows, found):
             r["patterns"] = counts(f)
         t0 = time.perf_counter()
-        summary = {"trials": rows, "patterns": aggregate.pattern_summary(rows, found),
+        summary = {"trials": rows, "patterns": pattern_summary(trial_frame(rows), found),
                    "feedback": {"filesystem": [{"model": r["model"], "scenario": r["scenario"], "trial": r["trial"],
                                                 "outcome": "completed", "page": r["page"], "text": t["feedback_text"],
                                                 "names": ["search_files"]} for r, t in zip(rows, ts)]}}

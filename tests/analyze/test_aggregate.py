@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from mcptrials.analyze.aggregate import verdict
+from mcptrials.analyze.tables import verdict
 from mcptrials.cli import main
 
 import runs_fixture as fx
@@ -83,7 +83,7 @@ def test_crashed_trial_scores_zero_and_counts(tables):
 
 
 def test_only_better_tools_are_ranked():
-    from mcptrials.analyze.aggregate import rank_better
+    from mcptrials.analyze.tables import rank_better
 
     rows = [{"tool": "a", "verdict": "worse", "diff": -0.2, "rank": None},
             {"tool": "b", "verdict": "better", "diff": 0.1, "rank": None},
@@ -272,7 +272,7 @@ def test_efficiency_compares_working_time_not_server_start_up():
     """A server trial as quick at the work as the baseline but with 0.5 s of start-up: by wall
     time its efficiency would be 0.5 * 1 + 0.5 * (0.05 / 0.55) = 0.545; by working time
     (work_seconds, what score_rows uses) it is 0.5 * 1 + 0.5 * 1 = 1.0. Cost is unknown (None)."""
-    from mcptrials.analyze.aggregate import score_rows
+    from mcptrials.analyze.trial_rows import score_rows
 
     def row(tool, wall, work, startup):
         return {"model": "reference", "scenario": "s1", "tool": tool, "missing": False, "completed": True,

@@ -470,6 +470,24 @@ def test_fairness_hand_case():
         fairness(1, 1, 1, 1, {"quality": 1.0})
 
 
+
+def test_fairness_without_hand_case():
+    w = {"keyword": 0.10, "quality": 0.55, "citation": 0.15, "efficiency": 0.20}
+    # citation missing: 0.85 left -> keyword .10/.85, quality .55/.85, efficiency .20/.85
+    rest = stats.fairness_without(w, {"citation"})
+    assert rest == {"keyword": approx(0.117647, abs=1e-6), "quality": approx(0.647059, abs=1e-6),
+                    "citation": 0.0, "efficiency": approx(0.235294, abs=1e-6)}
+    assert sum(rest.values()) == approx(1.0)
+    # citation and quality missing: 0.30 left -> keyword 1/3, efficiency 2/3; with keyword .5,
+    # efficiency .75: fairness 1/3 * .5 + 2/3 * .75 = .1667 + .5 = .6667
+    rest = stats.fairness_without(w, {"citation", "quality"})
+    assert (rest["keyword"], rest["efficiency"]) == (approx(1 / 3), approx(2 / 3))
+    assert stats.fairness(0.5, None, None, 0.75, rest) == approx(2 / 3)
+    # nothing missing: the weights as they are; every weighted part missing: no weights left
+    assert stats.fairness_without(w, set()) == approx(w)
+    assert stats.fairness_without({"keyword": 0.0, "quality": 1.0, "citation": 0.0, "efficiency": 0.0},
+                                  {"quality"}) is None
+
 def test_adoption_hand_case():
     # .60*.5 + .40*1 = .3 + .4 = .7
     assert adoption(0.5, 1.0) == approx(0.7)

@@ -4,7 +4,7 @@ compare-sense-bench (per tool). Every figure below is worked out by hand from th
 
 import pytest
 
-from mcptrials.analyze.aggregate import citation_composition
+from mcptrials.analyze.records_summary import citation_composition
 from mcptrials.grade.composition import ungrounded_shares, view
 from mcptrials.report.citations import add_citation_composition
 from mcptrials.report.render import Doc

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from mcptrials.analyze.aggregate import gold_recall_columns
+from mcptrials.analyze.trial_rows import gold_recall_columns
 from mcptrials.matrix.schema import validate_against
 from mcptrials.grade.gold_recall import gold_recall, whole_answer
 

@@ -110,8 +110,8 @@ def test_work_seconds_leaves_server_start_up_out():
 
 
 def test_a_trials_expected_tools_means_leave_null_steps_out():
-    """aggregate.expected_tools_means by hand: precision (1 + 0) / 2, recall 0.5 / 1."""
-    from mcptrials.analyze.aggregate import expected_tools_means
+    """trial_rows.expected_tools_means by hand: precision (1 + 0) / 2, recall 0.5 / 1."""
+    from mcptrials.analyze.trial_rows import expected_tools_means
 
     ad = {"expected_tools": [{"precision": 1.0, "recall": 0.5}, {"precision": None, "recall": None},
                              {"precision": 0.0, "recall": None}]}

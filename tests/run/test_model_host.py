@@ -1,4 +1,4 @@
-"""The model x host view: a hand-computed case of aggregate.model_host_view and its report
+"""The model x host view: a hand-computed case of comparisons.model_host_view and its report
 table, and the whole workflow with two models (anthropic, openai) and two hosts (loop,
 claude-code) against the two test API servers, each a separate process."""
 
@@ -14,7 +14,8 @@ import yaml
 
 from fakes import messages_api, openai_api
 from matrix_helpers import SCENARIO, TOOLS_ENV, faulty_tool, write_matrix
-from mcptrials.analyze.aggregate import model_host_view
+from mcptrials.analyze.comparisons import model_host_view
+from mcptrials.analyze.trial_rows import trial_frame
 from mcptrials.report.headline import add_model_host
 from mcptrials.report.render import Doc
 
@@ -28,7 +29,7 @@ def test_model_host_view_by_hand():
     rows = [row("t", "A", "loop", "s1", 0.5), row("t", "A", "loop", "s1", 0.7, False), row("t", "A", "loop", "s2", 0.2),
             row("t", "A", "cc", "s1", 0.8), row("t", "A", "cc", "s2", 0.6),
             row("t", "B", "loop", "s1", 0.4), row("t", "B", "loop", "s2", 0.1)]
-    v = model_host_view(rows, ["loop", "cc"], ["A", "B"])
+    v = model_host_view(trial_frame(rows), ["loop", "cc"], ["A", "B"])
     cells = {(c["model"], c["host"]): c for c in v["cells"]}
     assert set(cells) == {("A", "loop"), ("A", "cc"), ("B", "loop")}          # B never ran under cc
     assert cells["A", "loop"]["fairness"] == pytest.approx(1.4 / 3)
@@ -48,7 +49,7 @@ def test_model_host_view_by_hand():
     assert (mo["fixed"], mo["a"], mo["b"]) == ("loop", "B", "A")
     assert mo["diff"] == pytest.approx(-0.15) and mo["diff_hi"] == pytest.approx(0.461170, abs=1e-4)
     # one host and one model: no view
-    assert model_host_view([r for r in rows if r["model_name"] == "A" and r["host"] == "loop"], ["loop"], ["A"])["cells"] == []
+    assert model_host_view(trial_frame([r for r in rows if r["model_name"] == "A" and r["host"] == "loop"]), ["loop"], ["A"])["cells"] == []
 
     doc = Doc()
     add_model_host(doc, {"model_host": v})

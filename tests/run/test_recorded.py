@@ -462,7 +462,7 @@ def test_a_recorded_arms_tools_list_comes_from_the_recording_else_unknown(tmp_pa
 
 
 def test_the_report_names_a_recorded_arm_by_its_source_and_recordings(tmp_path):
-    from mcptrials.analyze.aggregate import recorded_identity
+    from mcptrials.analyze.identity import recorded_identity
     from mcptrials.report.identity import recorded_tool_line
 
     recs = [{"key": {"model": "rec", "host": "loop", "tool": "sense", "scenario": "one", "trial": n},

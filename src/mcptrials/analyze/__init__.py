@@ -1,6 +1,15 @@
 """The numbers of a run: every trial's scored and judged records into the tables and
-summary.json (aggregate), and the held-out lock with its gold (lock). The formulas are in
-mcptrials.stats.
+summary.json, and the held-out lock with its gold. The formulas are in mcptrials.stats; the
+tables are pandas groupings of one trial frame.
+
+    aggregate         the stage: every table and summary.json, written (trials.csv, cells.csv, ...)
+    trial_rows        the records read, one row per trial, efficiency and fairness, the trial frame
+    tables            the per-group tables: cells, tools against the baseline, errors, scenarios, ...
+    comparisons       the config's compare pairs and the models x hosts view
+    records_summary   what comes from the records themselves: judge noise, server profile, citations
+    identity          summary.json `identity`: who and what ran and graded
+    feedback          the trials' patterns and the agent's feedback on the tools
+    lock              the held-out lock and its gold
 
 May import: judge, grade, run, cost, prepare, matrix, core, stats.
 """

@@ -6,7 +6,7 @@ rate, cost per trial and error rate, at GATE_LEVEL; then the decision rule on fa
 
 from __future__ import annotations
 
-from mcptrials.analyze.aggregate import ERROR_KINDS
+from mcptrials.analyze.trial_rows import ERROR_KINDS
 
 DEFAULT_MARGIN = 0.05   # fairness points (0-1 scale): the --margin default, its only definition
 PROBABLE = "probable regression"

@@ -78,11 +78,11 @@ def answer_text(transcript: dict | None) -> str:
 def read_answers(trials: list[dict], runs) -> dict[str, str | None]:
     """{trial page: full answer text} from each trial's transcript.json under runs (None when
     the file is gone: the row then says so instead of showing an empty answer)."""
-    from mcptrials.analyze.aggregate import trial_dir
+    from mcptrials.core.identity import TrialKey
 
     out = {}
     for r in trials:
-        p = trial_dir(runs, r["model_name"], r["host"], r["tool"], r["repo"], r["scenario"], r["trial"]) / "transcript.json"
+        p = TrialKey(r["model_name"], r["host"], r["tool"], r["repo"], r["scenario"], int(r["trial"])).dir(runs) / "transcript.json"
         if not p.is_file():
             out[r["page"]] = None
             continue

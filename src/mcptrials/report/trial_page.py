@@ -81,9 +81,9 @@ def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
 
 def _read_records(runs, row: dict) -> tuple[dict, dict, dict, dict]:
     """The trial's transcript, scored, judged and run_meta records; {} for each one not written."""
-    from mcptrials.analyze.aggregate import trial_dir
+    from mcptrials.core.identity import TrialKey
 
-    d = trial_dir(runs, row["model_name"], row["host"], row["tool"], row["repo"], row["scenario"], row["trial"])
+    d = TrialKey(row["model_name"], row["host"], row["tool"], row["repo"], row["scenario"], int(row["trial"])).dir(runs)
     recs = []
     for name in RECORDS:
         p = d / f"{name}.json"

@@ -6,7 +6,8 @@
     paired        paired differences of two tools, Holm's adjustment, the non-inferiority margin test
     power         variance components, minimal detectable effect, scenarios needed
     agreement     the judge's spread over repeats, ICC(1,1), Spearman's rho with a bootstrap interval
-    fairness      a trial's fairness score and its efficiency component (the weights: the config)
+    fairness      a trial's fairness score, its efficiency component, and its weights when some
+                  of its parts are missing (the weights: the config)
     adoption      a trial's adoption score (reported, never part of fairness)
 
 Every function names its formula and its source in its docstring, and is tested

@@ -50,3 +50,21 @@ def fairness(keyword, quality, citation, efficiency, weights: dict) -> float:
                          "(the config's weights, with the schema's defaults filled in)")
     parts = {"keyword": keyword, "quality": quality, "citation": citation, "efficiency": efficiency}
     return sum(weights[k] * (v or 0.0) for k, v in parts.items())
+
+
+def fairness_without(weights: dict, missing) -> dict | None:
+    """The fairness weights of a trial some of whose parts are missing, not zero (its citations
+    not checked: no checkout; its quality not judged: no recorded judgement).
+
+    w'_k = 0 for a missing part k, and w'_k = w_k / sum_{j not missing} w_j for the others,
+    so the parts present keep their ratios and the weights again sum to 1 (the usual
+    renormalisation of a weighted mean over the parts observed). None when no weight is left
+    (every weighted part is missing): then the config's weights stand, the missing parts
+    counting as 0 as fairness counts a None part. Source: this project, issue 23 items 2 and 4
+    (citations not checked, quality not judged: fairness over the other parts), on the
+    reference bench's weighted sum (luuuc/sense bench/).
+    """
+    left = sum(w for k, w in weights.items() if k not in missing)
+    if left <= 0:
+        return None
+    return {k: (0.0 if k in missing else w / left) for k, w in weights.items()}

@@ -1,0 +1,116 @@
+"""Paired differences beside the baseline's: the config's `compare:` pairs of tools, and the
+models x hosts view (the same tools under every model and host), from the trial frame."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mcptrials.analyze.tables import holm_columns, interval, missing_counts, per_scenario, used, verdict
+from mcptrials.analyze.trial_rows import mean
+
+if TYPE_CHECKING:   # pandas is imported where a frame is made (trial_rows.trial_frame)
+    import pandas as pd
+
+COMPARISON_FIELDS = ("model", "a", "b", "n_scenarios", "n_trials_a", "n_missing_a", "missing_reasons_a",
+                     "n_trials_b", "n_missing_b", "missing_reasons_b", "fairness_a", "fairness_b", "diff", "diff_se",
+                     "diff_lo", "diff_hi", "diff_method", "t_p", "wilcoxon_p", "holm_t_p", "holm_wilcoxon_p",
+                     "verdict", "only_a", "only_b")
+
+
+def comparison_rows(trials: pd.DataFrame, pairs: list, noise: float | None) -> list[dict]:
+    """One row per (model, configured `compare:` pair [A, B]): the paired difference A minus B of
+    fairness, computed exactly as a tool against the baseline in tables.tool_rows (stats.paired_difference
+    over per-scenario means on [-1, 1], 95%, df = shared scenarios - 1), t and Wilcoxon p-values
+    Holm-adjusted (stats.holm_adjust) across the configured pairs of that model, and `verdict`
+    (better: A above B, worse, within noise). Missing trials are left out and counted per side."""
+    out = []
+    for model, of_model in trials.groupby("model", sort=False):
+        mine = [comparison(model, of_model, a, b, noise) for a, b in pairs]
+        holm_columns(mine)
+        out += mine
+    return out
+
+
+def comparison(model: str, of_model: pd.DataFrame, a: str, b: str, noise: float | None) -> dict:
+    """The row of one pair [a, b] for one model (its Holm columns None until holm_columns)."""
+    from mcptrials.stats.paired import paired_difference
+
+    every = {t: of_model[of_model["tool"] == t] for t in (a, b)}
+    means = {t: {sc: mean(v) for sc, v in per_scenario(every[t]).items()} for t in (a, b)}
+    row = {"model": model, "a": a, "b": b, "n_scenarios": 0}
+    for side, t in (("a", a), ("b", b)):
+        lost = missing_counts(every[t])
+        row.update({f"n_trials_{side}": len(used(every[t])), f"n_missing_{side}": lost["n_missing"],
+                    f"missing_reasons_{side}": lost["missing_reasons"],
+                    f"fairness_{side}": mean(used(every[t])["fairness"])})
+    row.update({k: None for k in ("diff", "diff_se", "diff_lo", "diff_hi", "t_p", "wilcoxon_p",
+                                  "holm_t_p", "holm_wilcoxon_p")})
+    row.update(diff_method="no shared scenario with trials on both sides", verdict="within noise",
+               only_a=sorted(set(means[a]) - set(means[b])), only_b=sorted(set(means[b]) - set(means[a])))
+    if set(means[a]) & set(means[b]):
+        d = paired_difference(means[a], means[b], bounds=(-1, 1))
+        row.update(n_scenarios=d["n"], diff=d["mean_diff"], diff_se=d["se"], diff_lo=d["lo"], diff_hi=d["hi"],
+                   diff_method=d["method"], t_p=d["t_p"], wilcoxon_p=d["wilcoxon_p"])
+        row["verdict"] = verdict(row, noise)
+    return row
+
+
+# --- models x hosts --------------------------------------------------------------------
+
+
+def model_host_view(trials: pd.DataFrame, hosts: list[str], models: list[str]) -> dict:
+    """The same tools and scenarios under every (model, host) pair, side by side.
+
+    cells: one per (tool, model, host) that ran: fairness with its 95% interval clustered by
+    scenario (stats.bounded_mean_ci), pass@1 (share of passed trials), cost and time per trial.
+    pairs: paired differences of fairness (stats.paired_difference on [-1, 1] over per-scenario means,
+    the scenarios both sides ran) for each tool: every other host against the first host of
+    the config (its `loop` by default) for the same model, and every other model against the
+    first model for the same host. Empty when the run has one host and one model."""
+    if len(hosts) < 2 and len(models) < 2:
+        return {"hosts": hosts, "models": models, "cells": [], "pairs": []}
+    groups = dict(list(trials.groupby(["tool", "model_name", "host"], sort=False)))
+    cells, per_sc = [], {}
+    for tool in dict.fromkeys(trials["tool"]):
+        for model in models:
+            for host in hosts:
+                if (tool, model, host) not in groups:
+                    continue
+                every = groups[tool, model, host]
+                rs = used(every)
+                ci = interval(rs["fairness"], clusters=rs["scenario"])
+                cells.append({"tool": tool, "model": model, "host": host, "n_trials": len(rs),
+                              "n_total": len(every), **missing_counts(every),
+                              "fairness": ci["mean"], "fairness_lo": ci["lo"], "fairness_hi": ci["hi"],
+                              "pass_at_1": sum(bool(p) for p in rs["passed"]) / len(rs) if len(rs) else None,
+                              "cost_per_trial": mean(rs["cost_usd"]), "wall_per_trial": mean(rs["wall_seconds"])})
+                sc = {s: mean(g["fairness"]) for s, g in rs.groupby("scenario", sort=False)}
+                if sc:
+                    per_sc[tool, model, host] = sc
+    return {"hosts": hosts, "models": models, "cells": cells, "pairs": host_and_model_pairs(cells, per_sc, hosts, models)}
+
+
+def host_and_model_pairs(cells: list[dict], per_sc: dict, hosts: list[str], models: list[str]) -> list[dict]:
+    """model_host_view's pairs, from the per-scenario fairness means of each (tool, model, host)."""
+    from mcptrials.stats.paired import paired_difference
+
+    pairs = []
+
+    def pair(compare, tool, fixed, a, b, sa, sb):
+        if sa is None or sb is None or not set(sa) & set(sb):
+            return
+        d = paired_difference(sa, sb, bounds=(-1, 1))
+        pairs.append({"compare": compare, "tool": tool, "fixed": fixed, "a": a, "b": b, "diff": d["mean_diff"],
+                      "diff_lo": d["lo"], "diff_hi": d["hi"], "t_p": d["t_p"], "wilcoxon_p": d["wilcoxon_p"],
+                      "n": d["n"]})
+
+    for tool in dict.fromkeys(c["tool"] for c in cells):
+        for model in models:
+            ran = [h for h in hosts if (tool, model, h) in per_sc]
+            for host in ran[1:]:
+                pair("hosts", tool, model, host, ran[0], per_sc[tool, model, host], per_sc[tool, model, ran[0]])
+        for host in hosts:
+            ran = [mo for mo in models if (tool, mo, host) in per_sc]
+            for model in ran[1:]:
+                pair("models", tool, host, model, ran[0], per_sc[tool, model, host], per_sc[tool, ran[0], host])
+    return pairs

@@ -1,0 +1,367 @@
+"""The tables of the trial frame (trial_rows.trial_frame): per (model, tool, scenario) cell,
+per (model, tool) with its paired difference against the baseline, and the small per-group
+views of summary.json (errors, scenarios, pass^k curve, gold recall, missing trials).
+
+Each table is the frame grouped (`groupby(..., sort=False)`: groups in order of first
+appearance, as the matrix ran them) with the statistics of mcptrials.stats applied to each
+group. The statistics are called on the groups' Python values rather than pandas' own
+reductions (`mean`, `sum`), so every figure is the float the formula returns, summed in the
+records' order, and None (never NaN) where nothing is left to measure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from mcptrials.analyze.trial_rows import ERROR_KINDS, absent, mean
+from mcptrials.core.outcomes import OUTCOMES
+from mcptrials.matrix.matrix import Matrix
+from mcptrials.matrix.tools import BASELINE
+
+if TYPE_CHECKING:   # pandas is imported where a frame is made (trial_rows.trial_frame)
+    import pandas as pd
+
+MEAN_FIELDS = ("fairness", "quality", "keyword_coverage", "citation_grounding", "efficiency", "adoption",
+               "tool_fluency", "discoverability", "cost_usd", "wall_seconds", "tokens_total", "turns", "tool_calls",
+               "cited_recall", "verified_rate")
+# wall time split: the agent's working time (what efficiency compares) and the server's start-up
+TIME_SPLIT = ("work_seconds", "server_startup_seconds")
+# expected tools against the tools called (graders/usage.py): reported, never scored
+EXPECTED_TOOLS_FIELDS = ("expected_tools_precision", "expected_tools_recall")
+TOOL_MEAN_FIELDS = ("quality", "keyword_coverage", "citation_grounding", "verified_rate", "efficiency",
+                    "tool_fluency", "discoverability")
+INTERVAL_METHOD = ("95% logit-transformed t interval (stats.bounded_mean_ci): fairness and adoption of a tool "
+                   "with standard errors clustered by scenario (df = scenarios - 1), of a cell over its trials "
+                   "(df = trials - 1); paired differences over per-scenario means on [-1, 1] (df = scenarios - 1); "
+                   "bounds always inside the score's range")
+
+
+# --- per group: the helpers every table uses ---------------------------------------------
+
+
+def per_group(trials: pd.DataFrame, keys: list[str], figures: Callable[[pd.DataFrame], dict]) -> list[dict]:
+    """One row per group of the trials by keys, in order of first appearance: the keys'
+    values, then figures(group)."""
+    return [dict(zip(keys, key), **figures(g)) for key, g in trials.groupby(keys, sort=False)]
+
+
+def used(trials: pd.DataFrame) -> pd.DataFrame:
+    """The trials that count: every trial but the missing ones."""
+    return trials[~trials["missing"]]
+
+
+def column(trials: pd.DataFrame, name: str) -> list:
+    """A column's values (None for a column no trial has)."""
+    return trials[name].tolist() if name in trials else [None] * len(trials)
+
+
+def having(trials: pd.DataFrame, name: str, test: Callable = lambda v: not absent(v)) -> pd.DataFrame:
+    """The trials whose value of a column passes test (by default: it is there)."""
+    if name not in trials:
+        return trials.iloc[0:0]
+    return trials[trials[name].map(lambda v: bool(test(v))).astype(bool)]
+
+
+def count(values) -> int:
+    """How many of the values are true (passes, completed trials)."""
+    return sum(1 for v in values if not absent(v) and v)
+
+
+def total(values) -> int:
+    """The sum of integer counts, a missing count as 0."""
+    return sum(int(v) for v in values if not absent(v))
+
+
+def missing_counts(trials: pd.DataFrame) -> dict:
+    """{n_missing, missing_reasons ('api_failed=1;not_run: budget=2', '' when none)} of some trials."""
+    gone = column(trials[trials["missing"]], "missing_reason")
+    return {"n_missing": len(gone), "missing_reasons": ";".join(f"{why}={gone.count(why)}" for why in dict.fromkeys(gone))}
+
+
+def bases(trials: pd.DataFrame) -> str | None:
+    """The distinct efficiency bases of some trials, '; '-joined (None when none was scored)."""
+    found = sorted({b for b in column(trials, "efficiency_basis") if not absent(b) and b})
+    return "; ".join(found) or None
+
+
+def interval(values, clusters=None) -> dict:
+    """stats.bounded_mean_ci, or an empty interval when no trial is left (all missing)."""
+    from mcptrials.stats.intervals import bounded_mean_ci
+
+    values = list(values)
+    if not values:
+        return {"mean": None, "se": None, "lo": None, "hi": None, "n": 0, "n_clusters": None,
+                "method": "no trials: every trial is missing"}
+    return bounded_mean_ci(values, clusters=None if clusters is None else list(clusters))
+
+
+def per_scenario(trials: pd.DataFrame, field: str = "fairness") -> dict:
+    """scenario -> list of the trials' values (None kept out)."""
+    there = having(trials, field)
+    return {sc: g[field].tolist() for sc, g in there.groupby("scenario", sort=False)}
+
+
+def tasks(trials: pd.DataFrame) -> dict:
+    """scenario -> (trials, passes): the tasks of stats.mean_pass_at_k and mean_pass_hat_k."""
+    return {sc: (len(g), count(g["passed"])) for sc, g in trials.groupby("scenario", sort=False)}
+
+
+# --- cells ---------------------------------------------------------------------------------
+
+
+def cell_rows(trials: pd.DataFrame, k: int) -> list[dict]:
+    """One row per (model, tool, scenario): means, the fairness interval over its trials,
+    pass counts and pass@1 / pass@k / pass^k with k = trials per cell."""
+    return per_group(trials, ["model", "tool", "scenario"], lambda every: cell_figures(every, k))
+
+
+def cell_figures(every: pd.DataFrame, k: int) -> dict:
+    from mcptrials.stats.pass_k import pass_at_k, pass_hat_k
+
+    rs = used(every)  # `n` counts the trials used; the missing ones are counted apart
+    n, c = len(rs), count(rs["passed"])
+    ci = interval(rs["fairness"])
+    kk = min(k, n)
+    row = {"repo": every["repo"].iat[0], "suite": every["suite"].iat[0], "n": n, "n_total": len(every),
+           **missing_counts(every), "passes": c, "completed": count(rs["completed"]),
+           "fairness_se": ci["se"], "fairness_lo": ci["lo"], "fairness_hi": ci["hi"],
+           "pass_at_1": pass_at_k(n, c, 1) if n else None, "k": kk,
+           "pass_at_k": pass_at_k(n, c, kk) if n else None, "pass_hat_k": pass_hat_k(n, c, kk) if n else None}
+    row.update({f: mean(rs[f]) for f in MEAN_FIELDS})
+    row["efficiency_basis"] = bases(rs)
+    row["citations"] = total(rs["citations"])   # the n of the citation rates
+    row.update({f: mean(column(rs, f)) for f in (*TIME_SPLIT, *EXPECTED_TOOLS_FIELDS)})
+    row.update({e: total(every[e]) for e in ERROR_KINDS})
+    row["outcomes"] = outcome_counts(every["outcome"])
+    row["pages"] = " ".join(every["page"])
+    return row
+
+
+def outcome_counts(outcomes: pd.Series) -> str:
+    """'completed=3;server_crashed=1': each outcome that occurs, in mcptrials.core.outcomes order."""
+    seen = outcomes.tolist()
+    return ";".join(f"{o}={seen.count(o)}" for o in OUTCOMES if o in seen)
+
+
+# --- tools ---------------------------------------------------------------------------------
+
+
+def tool_rows(trials: pd.DataFrame, k: int, noise: float | None, has_baseline: bool) -> list[dict]:
+    """One row per (model, tool): fairness with a 95% interval clustered by scenario, the paired
+    difference against the baseline (interval, t and Wilcoxon p, Holm-adjusted across the tools
+    of a model), pass@1 / pass@k / pass^k averaged over scenarios, cost and time per trial,
+    adoption apart, and the minimum detectable effect of this design.
+
+    `noise` is the judge's spread in fairness units (w_quality x mean SD of repeated judgements),
+    or None when the judge ran once. A difference whose interval contains 0 or whose size is below
+    that spread is `within noise` and not ranked; `rank` orders only the tools that are better
+    than the baseline (1 = the largest difference), so a worse tool has none."""
+    out = []
+    for _, of_model in trials.groupby("model", sort=False):
+        base_fair = per_scenario(of_model[of_model["tool"] == BASELINE])
+        rows = per_group(of_model, ["model", "tool"], lambda every: tool_figures(every, k))
+        for row in rows:
+            mine = per_scenario(of_model[of_model["tool"] == row["tool"]])
+            if row["tool"] == BASELINE:
+                row["verdict"] = "baseline"
+            elif has_baseline and base_fair and set(mine) & set(base_fair):
+                # (a tool whose every trial is missing, or none on the baseline's scenarios, has no pair)
+                against_baseline(row, mine, base_fair, noise)
+        # Holm across the tools compared with this model's baseline.
+        holm_columns([r for r in rows if r["tool"] != BASELINE])
+        rank_better([r for r in rows if r["tool"] != BASELINE])
+        out += rows
+    return out
+
+
+def tool_figures(every: pd.DataFrame, k: int) -> dict:
+    """The figures of one (model, tool) that need no baseline; the paired ones are None here."""
+    from mcptrials.stats.intervals import bounded_mean_ci
+    from mcptrials.stats.pass_k import mean_pass_at_k, mean_pass_hat_k
+
+    rs = used(every)  # missing trials are left out of every figure below, and counted
+    fair = interval(rs["fairness"], clusters=rs["scenario"])
+    adopted = having(rs, "adoption")
+    ad = bounded_mean_ci(adopted["adoption"].tolist(), clusters=adopted["scenario"].tolist()) if len(adopted) else None
+    per_task = tasks(rs)
+    kk = min(min(n for n, _ in per_task.values()), k) if per_task else k
+    row = {"n_scenarios": len(per_task), "n_trials": len(rs), "n_total": len(every), **missing_counts(every),
+           "passes": count(rs["passed"]), "failed_outcomes": count(not c for c in rs["completed"]),
+           "fairness": fair["mean"], "fairness_se": fair["se"], "fairness_lo": fair["lo"],
+           "fairness_hi": fair["hi"], "fairness_method": fair["method"],
+           "diff": None, "diff_se": None, "diff_lo": None, "diff_hi": None, "diff_method": None,
+           "t_p": None, "wilcoxon_p": None,
+           "holm_t_p": None, "holm_wilcoxon_p": None, "diff_n": None, "mde": None, "variance": None, "verdict": "",
+           "rank": None,
+           "pass_at_1": mean_pass_at_k(per_task, 1)["mean"], "k": kk,
+           "pass_at_k": mean_pass_at_k(per_task, kk)["mean"], "pass_hat_k": mean_pass_hat_k(per_task, kk)["mean"],
+           "cost_per_trial": mean(rs["cost_usd"]), "wall_per_trial": mean(rs["wall_seconds"]),
+           "work_per_trial": mean(column(rs, "work_seconds")),
+           "startup_per_trial": mean(column(rs, "server_startup_seconds")),
+           "tokens_per_trial": mean(rs["tokens_total"]),
+           "adoption": ad["mean"] if ad else None, "adoption_lo": ad["lo"] if ad else None,
+           "adoption_hi": ad["hi"] if ad else None}
+    row.update({f: mean(rs[f]) for f in TOOL_MEAN_FIELDS})
+    row["efficiency_basis"] = bases(rs)
+    row["citations"] = total(rs["citations"])   # the n of the citation rates
+    row.update({f: mean(column(rs, f)) for f in EXPECTED_TOOLS_FIELDS})
+    row.update({e: total(every[e]) for e in ERROR_KINDS})
+    return row
+
+
+def against_baseline(row: dict, mine: dict, base_fair: dict, noise: float | None) -> None:
+    """Fill a tool row's paired difference of per-scenario fairness means against the baseline
+    (stats.paired_difference on [-1, 1]), its variance components and minimum detectable
+    effect (stats.variance_components, min_detectable_effect), and its verdict."""
+    from mcptrials.stats.paired import paired_difference
+    from mcptrials.stats.power import min_detectable_effect, variance_components
+
+    d = paired_difference({s: mean(v) for s, v in mine.items()}, {s: mean(v) for s, v in base_fair.items()},
+                          bounds=(-1, 1))
+    row.update(diff=d["mean_diff"], diff_se=d["se"], diff_lo=d["lo"], diff_hi=d["hi"],
+               diff_method=d["method"], t_p=d["t_p"], wilcoxon_p=d["wilcoxon_p"], diff_n=d["n"])
+    vc = variance_components(mine, base_fair)
+    if vc["omega2"] is not None:
+        row["variance"] = {k: vc[k] for k in ("omega2", "sigma2_a", "sigma2_b", "k_a", "k_b", "n")}
+        row["mde"] = min_detectable_effect(vc["omega2"], vc["sigma2_a"], vc["sigma2_b"], vc["k_a"],
+                                           vc["k_b"], vc["n"])
+    row["verdict"] = verdict(row, noise)
+
+
+def holm_columns(rows: list[dict]) -> None:
+    """holm_t_p and holm_wilcoxon_p: stats.holm_adjust of t_p and wilcoxon_p across the rows."""
+    from mcptrials.stats.paired import holm_adjust
+
+    for pkey, hkey in (("t_p", "holm_t_p"), ("wilcoxon_p", "holm_wilcoxon_p")):
+        adj = holm_adjust({i: r[pkey] for i, r in enumerate(rows)})
+        for i, r in enumerate(rows):
+            r[hkey] = adj[i]
+
+
+def rank_better(rows: list[dict]) -> None:
+    """Set `rank` 1, 2, ... on the rows whose verdict is `better`, largest difference first.
+    Only those: a tool judged worse is never "1", even when it is the only one outside the noise."""
+    for i, r in enumerate(sorted((r for r in rows if r["verdict"] == "better"), key=lambda r: -r["diff"]), 1):
+        r["rank"] = i
+
+
+def verdict(row: dict, noise: float | None) -> str:
+    """better / worse than the baseline, or `within noise` (not ranked): the interval contains 0
+    or cannot be computed, or |difference| is below the judge's spread."""
+    if row["diff_lo"] is None or row["diff_hi"] is None:
+        return "within noise"
+    if row["diff_lo"] <= 0 <= row["diff_hi"]:
+        return "within noise"
+    if noise is not None and abs(row["diff"]) < noise:
+        return "within noise"
+    return "better" if row["diff"] > 0 else "worse"
+
+
+POWER_TARGET = 0.05  # the difference the power line says how many scenarios would detect
+
+
+def power_line(model: str, tools: list[dict], n: int, trials: int) -> dict:
+    """The report's power sentence for one model, from the tools' minimum detectable effects
+    (stats.min_detectable_effect) and, for the noisiest tool, stats.scenarios_needed for
+    POWER_TARGET with the same variance components."""
+    from mcptrials.stats.power import scenarios_needed
+
+    rows = [r for r in tools if r["model"] == model and r["mde"] is not None]
+    text = f"with {n} scenario(s) and {trials} trial(s) the smallest difference this run can detect is "
+    needed = None
+    if rows:
+        lo, hi = min(rows, key=lambda r: r["mde"]), max(rows, key=lambda r: r["mde"])
+        text += f"{hi['mde']:.3f}" if lo is hi else f"{lo['mde']:.3f} ({lo['tool']}) to {hi['mde']:.3f} ({hi['tool']})"
+        text += " in fairness (0-1; alpha 0.05 two-sided, 80% power)"
+        vc = hi["variance"]
+        if vc["omega2"] + vc["sigma2_a"] + vc["sigma2_b"] > 0:
+            needed = scenarios_needed(POWER_TARGET, vc["omega2"], vc["sigma2_a"], vc["sigma2_b"], vc["k_a"], vc["k_b"])
+            text += f"; detecting a difference of {POWER_TARGET} would need about {needed} scenarios"
+    else:
+        text += "not estimable (needs a baseline and at least 2 scenarios)"
+    return {"model": model, "n_scenarios": n, "trials": trials, "text": text,
+            "mde": {r["tool"]: r["mde"] for r in rows}, "target": POWER_TARGET, "scenarios_needed": needed}
+
+
+# --- the small views ------------------------------------------------------------------------
+
+
+def error_taxonomy(trials: pd.DataFrame) -> list[dict]:
+    """Per (model, tool): each error kind summed and each outcome counted."""
+    def figures(rs):
+        seen = rs["outcome"].tolist()
+        return {"trials": len(rs), **missing_counts(rs), **{e: total(rs[e]) for e in ERROR_KINDS},
+                "trials_with_errors": count(any(v) for v in zip(*(rs[e] for e in ERROR_KINDS))),
+                "outcomes": {o: seen.count(o) for o in OUTCOMES if o in seen}}
+    return per_group(trials, ["model", "tool"], figures)
+
+
+def scenario_flags(trials: pd.DataFrame, m: Matrix) -> list[dict]:
+    """Per scenario: saturated (every trial of every tool and model passes: ready for the
+    regression suite) or never passed (no trial passes: likely a defect in the task or grader)."""
+    def figures(every):
+        rs = used(every)
+        passes = count(rs["passed"])
+        flag = None if not len(rs) else "saturated" if passes == len(rs) else "never_passed" if passes == 0 else None
+        sc = m.scenarios[every["scenario"].iat[0]]
+        return {"title": sc.data.get("title"), "suite": sc.data["suite"], "split": sc.data["split"],
+                "repo": sc.data["repo"], "steps": len(sc.data["steps"]), "sha256": sc.sha256, "trials": len(rs),
+                **missing_counts(every), "passes": passes, "flag": flag}
+    return per_group(trials, ["scenario"], figures)
+
+
+def pass_hat_curve(trials: pd.DataFrame, k_max: int) -> list[dict]:
+    """pass^k for k = 1..K per (model, tool), averaged over scenarios (for the plot)."""
+    from mcptrials.stats.pass_k import mean_pass_hat_k
+
+    def figures(every):
+        per_task = tasks(used(every))
+        return {"points": [[k, mean_pass_hat_k(per_task, k)["mean"]] for k in range(1, k_max + 1)]}
+    return per_group(trials, ["model", "tool"], figures)
+
+
+def gold_recall_view(trials: pd.DataFrame) -> list[dict]:
+    """Per (model, tool), over the trials that count of scenarios with gold rows: the mean cited
+    recall, mention recall and cited recall of each row group (issue 23: beside the headline)."""
+    rs = used(trials)
+    gold = having(rs, "gold_rows", lambda v: not absent(v) and bool(v))
+
+    def figures(g):
+        # a group's column is NaN for the trials whose scenario lacks it (None: there, not measured)
+        groups = sorted(c[len("cited_recall_"):] for c in g if c.startswith("cited_recall_")
+                        and any(v is None or not absent(v) for v in g[c]))
+        return {"n": len(g), "cited_recall": mean(g["cited_recall"]), "mention_recall": mean(g["mention_recall"]),
+                "groups": {name: {"mean": mean(g[f"cited_recall_{name}"]),
+                                  "n": sum(1 for v in g[f"cited_recall_{name}"] if not absent(v))}
+                           for name in groups}}
+    return per_group(gold, ["model", "tool"], figures)
+
+
+def missing_summary(trials: pd.DataFrame, max_attempts: int) -> dict:
+    """summary.json `missing`: how many trials are missing and why, which ones, and a note."""
+    gone = trials[trials["missing"]]
+    reasons = gone["missing_reason"]
+    by_reason = {why: int(n) for why, n in reasons.groupby(reasons, sort=False).size().items()}
+    note = None
+    if len(gone):
+        spent = sum(1 for att, out in zip(gone["attempts"], gone["outcome"]) if att >= max_attempts and out != "not_run")
+        note = (f"{len(gone)} of {len(trials)} trial(s) are missing ("
+                + ", ".join(f"{why} {n}" for why, n in by_reason.items())
+                + "): an infrastructure failure, not the tool's; they are left out of every score, mean, pass@k "
+                  f"and interval (never counted as 0), and the next snakemake invocation retries them (up to "
+                  f"retries.max_attempts = {max_attempts} attempts"
+                + (f"; {spent} have used them up" if spent else "") + ")")
+    return {"n_trials": len(trials), "n_used": len(trials) - len(gone), "n_missing": len(gone),
+            "by_reason": by_reason, "max_attempts": max_attempts, "note": note,
+            "trials": gone[["model", "tool", "scenario", "trial", "outcome", "missing_reason", "attempts"]]
+            .to_dict("records")}
+
+
+def pricing_notes(trials: pd.DataFrame) -> list[str]:
+    """A note per model whose trials have token usage but no price: cost unknown, efficiency
+    then rests on working time alone (stats.relative_efficiency counts an unknown ratio as 1)."""
+    return [f"model {model} ({rs['model_id'].iat[0]}): no entry in `pricing`, so its cost is unknown "
+            "and its efficiency compares working time only"
+            for (model,), rs in trials.groupby(["model"], sort=False)
+            if rs["provider"].iat[0] != "reference" and all(absent(c) for c in rs["cost_usd"])]

@@ -1,0 +1,277 @@
+"""One row per trial: every trial's four records read, its figures picked, efficiency and
+fairness filled in, and the rows as one pandas DataFrame (the trial frame the tables group).
+
+The frame keeps the rows' Python values (dtype object): a figure is the same float, int,
+bool or None the records gave, never a NaN or a numpy scalar, so the tables and summary.json
+carry exactly what the formulas of mcptrials.stats return. A column a row lacks (a gold
+column of a scenario without gold) is NaN in the frame and counts as None.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mcptrials.core.outcomes import COMPLETED, is_missing, missing_reason, read_attempts
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.matrix import Matrix
+from mcptrials.matrix.tools import BASELINE
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+ERROR_KINDS = ("tool_error", "protocol_error", "api_error", "harness_error")
+# the figures of a trial that are scores: None for a missing trial (never 0)
+SCORE_FIELDS = ("passed", "keyword_coverage", "citation_grounding", "verified_rate", "cited_recall", "exact_passed",
+                "state_passed", "quality", "efficiency", "fairness", "tool_fluency", "discoverability", "adoption")
+FILES = ("transcript.json", "run_meta.json", "scored.json", "judged.json")
+GOLD_PREFIXES = ("cited_recall_", "mention_recall")
+COST_METHOD = "recomputed from usage with the config's pricing"
+EFFICIENCY_METHOD = ("stats.relative_efficiency of cost and the agent's working time (work_seconds: the steps' "
+                     "wall time, graders.usage.work_seconds) against the same model and scenario's baseline; "
+                     "server start-up (server_startup_seconds) and the harness's set-up are reported apart and "
+                     "never count against efficiency")
+
+
+def model_label(m: Matrix, model: str, host: str) -> str:
+    """The unit every table compares within: the model, or model@host when the run has
+    several hosts (a host changes what the model sees, so each pair has its own baseline)."""
+    return model if len(m.hosts) == 1 else f"{model}@{host}"
+
+
+def trial_page(model, tool, scenario, trial) -> str:
+    """The trial's page, relative to the report folder."""
+    return f"trials/{model}/{tool}/{scenario}/{trial}.html"
+
+
+def read_json(path: Path) -> dict:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}: not valid JSON ({e}); delete it and rerun its stage (snakemake rebuilds it)") from None
+
+
+def load_records(m: Matrix, runs) -> list[dict]:
+    """The four records of every trial of the current matrix, in matrix order.
+    A missing file is an error naming it: a trial is never silently dropped."""
+    out, missing = [], []
+    for cell in m.cells():
+        d = cell.dir(runs)
+        paths = {name: d / name for name in FILES}
+        gone = [p for p in paths.values() if not p.is_file()]
+        if gone:
+            missing += gone
+            continue
+        rec = {name.removesuffix(".json"): read_json(p) for name, p in paths.items()}
+        rec["key"] = {"model": model_label(m, cell.model, cell.host), "model_name": cell.model, "host": cell.host,
+                      "tool": cell.tool, "repo": cell.repo, "scenario": cell.scenario, "trial": cell.trial}
+        rec["attempts"] = read_attempts(d)
+        out.append(rec)
+    if missing:
+        shown = "\n  ".join(str(p) for p in missing[:10])
+        more = f"\n  ... and {len(missing) - 10} more" if len(missing) > 10 else ""
+        raise ConfigError(f"{runs}: {len(missing)} record file(s) of the current matrix are missing:\n  {shown}{more}\n"
+                          "Run the workflow first (make demo, or snakemake) so every trial is run, scored and judged.")
+    return out
+
+
+def absent(value) -> bool:
+    """A value the frame does not have: None, or the NaN of a column the row lacks (NaN is
+    the one value unequal to itself)."""
+    return value is None or value != value
+
+
+def mean(values):
+    """The mean of the values that are there (None when none is), summed left to right as
+    the records list them."""
+    vals = [v for v in values if not absent(v)]
+    return sum(vals) / len(vals) if vals else None
+
+
+def trial_frame(rows: list[dict]) -> pd.DataFrame:
+    """The trial rows as one DataFrame, columns in order of first appearance, values as they
+    are (dtype object), but `missing` a bool column (a row without it counts: the trials that
+    count are ~missing)."""
+    import pandas as pd   # here, not at the top: importing the analyze modules stays cheap
+
+    frame = pd.DataFrame(rows, columns=list(dict.fromkeys(k for r in rows for k in r)), dtype=object)
+    frame["missing"] = frame["missing"].eq(True) if "missing" in frame else False   # a bool column, for masks
+    return frame
+
+
+# --- one row per trial ----------------------------------------------------------
+
+
+def raw_row(rec: dict, m: Matrix) -> dict:
+    """Every figure of one trial that needs no other trial (efficiency and fairness come later).
+    Costs come from the recorded usage at the config's pricing, not from the records' cost_usd."""
+    from mcptrials.cost.pricing import judge_cost, trial_cost
+    from mcptrials.stats.adoption import adoption
+
+    k, t, s, j, meta = rec["key"], rec["transcript"], rec["scored"], rec["judged"], rec["run_meta"]
+    eff, ad, cit = s["efficiency"], s["adoption"], s["citations"]
+    outcome = t["outcome"]
+    used = ad["discoverability"].get("used_within_window")
+    disc = None if used is None else float(bool(used))
+    fluency = None if k["tool"] == BASELINE else ad.get("tool_fluency")
+    pricing = m.config["pricing"]
+    cost, priced_as = trial_cost(pricing, t)
+    row = dict(k)
+    row.update({
+        "suite": m.scenarios[k["scenario"]].data["suite"],
+        "provider": t.get("provider"), "model_id": t.get("model_id"),
+        "outcome": outcome, "completed": outcome == COMPLETED,
+        "passed": bool(s["passed"]) and outcome == COMPLETED,
+        "keyword_coverage": s["keywords"]["coverage"],
+        # fairness's citation part is the strict grounding (graders.citations.citation_rates)
+        "citation_grounding": cit["rates"].get("strict_grounded_rate", cit["rates"]["grounded_rate"]),
+        "citation_grounding_lenient": cit["rates"]["grounded_rate"],
+        "verified_rate_strict": cit["rates"].get("strict_verified_rate"),
+        "citations": cit["counts"]["total"], "grounded": cit["counts"]["grounded"],
+        "hallucinated": cit["counts"]["hallucinated"], "unresolved": cit["counts"]["unresolved"],
+        "verified_rate": cit["rates"]["verified_rate"], "cited_recall": cit["rates"]["cited_recall"],
+        "exact_steps": s["exact"]["steps"], "exact_passed": s["exact"]["passed"],
+        "state_steps": s["state"]["steps"], "state_passed": s["state"]["passed"],
+        "quality": j["quality_mean"], "quality_repeats": len(j["quality"]),
+        "efficiency": None, "fairness": None,
+        "tool_fluency": fluency, "discoverability": disc, "adoption": adoption(fluency, disc),
+        "cost_usd": cost, "priced_as": priced_as,
+        **usage_columns(t, eff),
+        **{k2: int(t["errors"].get(k2, 0)) for k2 in ERROR_KINDS},
+        "tool_error_rate": ad.get("tool_error_rate"),
+        # which server tools the trial called and how many of those calls failed (compare's gate)
+        "server_tools_used": sorted(ad.get("per_tool") or {}),
+        "server_tool_errors": sum(int(v.get("errors") or 0) for v in (ad.get("per_tool") or {}).values()),
+        **expected_tools_means(ad),
+        "judge_cost_usd": judge_cost(pricing, j),
+        "server_startup_seconds": meta.get("server_startup_seconds"),
+        "server_peak_rss_kb": meta.get("server_peak_rss_kb"),
+        "page": trial_page(k["model"], k["tool"], k["scenario"], k["trial"]),  # model = model@host when several
+    })
+    if s.get("citations_not_checked"):   # no checkout: the citation figures are missing, never zero
+        row.update({k: None for k in ("citation_grounding", "citations", "grounded", "hallucinated", "unresolved",
+                                      "verified_rate", "cited_recall")})
+    row["citations_not_checked"] = s.get("citations_not_checked")
+    row["not_judged"] = j.get("not_judged")
+    row.update(gold_recall_columns(s.get("gold_recall")))
+    att = rec.get("attempts")
+    row.update(missing=is_missing(outcome), missing_reason=missing_reason(outcome, t.get("outcome_detail")),
+               attempts=int(att["runs"]) if att else 1)
+    if row["missing"]:  # neither a pass nor a fail nor a zero: no score at all
+        row.update({f: None for f in (*SCORE_FIELDS, *(k for k in row if k.startswith(GOLD_PREFIXES)))})
+    return row
+
+
+def usage_columns(t: dict, eff: dict) -> dict:
+    """A trial's tokens, turns, calls and times (scored.json `efficiency`), in the table's order."""
+    from mcptrials.cost.work_time import work_seconds
+
+    tokens = eff["tokens"]
+    return {"tokens_input_uncached": tokens["input_uncached"], "tokens_cache_write": tokens["cache_write"],
+            "tokens_cache_read": tokens["cache_read"], "tokens_output": tokens["output"],
+            "tokens_total": tokens["total"],
+            "turns": eff["turns"], "api_calls": eff.get("api_calls"), "retries": eff.get("retries"),
+            "wall_seconds": eff["wall_seconds"],
+            "work_seconds": work_seconds(t),   # the steps' wall time: what efficiency compares
+            "tool_calls": eff["tool_calls"], "tool_calls_mcp": eff["tool_calls_mcp"],
+            "tool_calls_builtin": eff["tool_calls_builtin"]}
+
+
+def gold_recall_columns(gold: dict | None) -> dict:
+    """A scenario with gold rows (scenario `gold:`): its cited_recall (which then replaces the
+    steps' gold locations' figure), mention_recall and cited_recall_<group> per row group."""
+    if not gold:
+        return {}
+    return {"cited_recall": gold["cited_recall"], "mention_recall": gold["mention_recall"],
+            "gold_rows": gold["total"],
+            **{f"cited_recall_{g}": v["cited_recall"] for g, v in sorted(gold["groups"].items())}}
+
+
+def expected_tools_means(ad: dict) -> dict:
+    """A trial's mean precision and recall of tools over its steps with expected_tools
+    (a step where it is null, e.g. no tool called, is left out; null when none is left)."""
+    steps = ad.get("expected_tools") or []
+    return {f"expected_tools_{k}": mean(st.get(k) for st in steps) for k in ("precision", "recall")}
+
+
+# --- efficiency and fairness: the figures that need other trials --------------------------
+
+
+def baseline_means(rows: list[dict]) -> dict:
+    """(model, scenario) -> (mean cost, mean working time) of its completed baseline trials.
+    Working time is graders.usage.work_seconds (the steps' wall time), so a server is not
+    judged by its start-up. Failed baseline trials are left out: a crash is
+    quick and cheap, not efficient."""
+    import pandas as pd
+
+    done = pd.DataFrame([{"model": r["model"], "scenario": r["scenario"], "cost": r["cost_usd"],
+                          "work": r.get("work_seconds", r["wall_seconds"])}
+                         for r in rows if r["tool"] == BASELINE and r["completed"]],
+                        columns=["model", "scenario", "cost", "work"], dtype=object)
+    return {key: (mean(g["cost"]), mean(g["work"])) for key, g in done.groupby(["model", "scenario"], sort=False)}
+
+
+def efficiency_basis(cost, work, base_cost, base_work) -> str:
+    """Which parts a trial's efficiency measured (stats.relative_efficiency counts a ratio it
+    cannot form as 1): "cost and time", "time only, no cost", "cost only, no time" or "none, 1.0"."""
+    has_cost = cost is not None and base_cost is not None
+    has_time = work is not None and base_work is not None
+    if has_cost and has_time:
+        return "cost and time"
+    if has_time:
+        return "time only, no cost"
+    return "cost only, no time" if has_cost else "none, 1.0"
+
+
+def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]:
+    """Fill efficiency and fairness in place; returns notes for the summary."""
+    notes = []
+    base = baseline_means(rows)
+    lacking = set()
+    for r in rows:
+        r["efficiency_basis"] = None
+        if r["missing"]:
+            continue  # efficiency and fairness stay None
+        if not has_baseline:
+            r["efficiency"], r["efficiency_basis"] = 1.0, "none: no baseline, 1.0"
+        elif (r["model"], r["scenario"]) in base:
+            set_efficiency(r, *base[(r["model"], r["scenario"])])
+        else:
+            lacking.add((r["model"], r["scenario"]))
+            r["efficiency"], r["efficiency_basis"] = 1.0, "none: no completed baseline trial, 1.0"
+        set_fairness(r, weights)
+    if not has_baseline:
+        notes.append("no tool named `baseline` in the config: efficiency is 1.0 for every trial and there are "
+                     "no paired differences")
+    for model, scenario in sorted(lacking):
+        notes.append(f"model {model}, scenario {scenario}: no completed baseline trial, so efficiency is 1.0 there")
+    return notes
+
+
+def set_efficiency(r: dict, base_cost, base_work) -> None:
+    """stats.relative_efficiency of the trial's cost and working time against its baseline's."""
+    from mcptrials.stats.fairness import relative_efficiency
+
+    work = r.get("work_seconds", r["wall_seconds"])
+    r["efficiency"] = relative_efficiency(r["cost_usd"], work, base_cost, base_work)
+    r["efficiency_basis"] = efficiency_basis(r["cost_usd"], work, base_cost, base_work)
+
+
+def set_fairness(r: dict, weights: dict) -> None:
+    """stats.fairness of a trial that counts; a part that is missing, not zero (citations not
+    checked: no checkout; quality not judged: no recorded judgement) is left out with
+    stats.fairness_without's weights, and `fairness_without` says which and why."""
+    from mcptrials.stats.fairness import fairness, fairness_without
+
+    if not r["completed"]:
+        r["fairness"] = 0.0  # a failed (attributable) trial scores 0 and counts as a fail
+        return
+    gone = {k: why for k, why in (("citation", r.get("citations_not_checked") and "not checked"),
+                                  ("quality", r.get("not_judged") and "not judged")) if why and weights[k]}
+    rest = fairness_without(weights, gone) if gone else None
+    r["fairness"] = fairness(r["keyword_coverage"], r["quality"], r["citation_grounding"], r["efficiency"],
+                             rest or weights)
+    if rest:
+        r["fairness_without"] = "; ".join(f"{k} ({why})" for k, why in gone.items())
