@@ -7,7 +7,7 @@ import pytest
 
 from mcptrials.stats.adoption import adoption
 from mcptrials.stats.agreement import icc, judge_spread, spearman_with_ci
-from mcptrials.stats.fairness import fairness, relative_efficiency
+from mcptrials.stats.fairness import fairness, fairness_without, relative_efficiency
 from mcptrials.stats.intervals import bounded_mean_ci, mean_ci
 from mcptrials.stats.paired import holm_adjust, paired_difference
 from mcptrials.stats.pass_k import mean_pass_at_k, mean_pass_hat_k, pass_at_k, pass_hat_k
@@ -474,18 +474,18 @@ def test_fairness_hand_case():
 def test_fairness_without_hand_case():
     w = {"keyword": 0.10, "quality": 0.55, "citation": 0.15, "efficiency": 0.20}
     # citation missing: 0.85 left -> keyword .10/.85, quality .55/.85, efficiency .20/.85
-    rest = stats.fairness_without(w, {"citation"})
+    rest = fairness_without(w, {"citation"})
     assert rest == {"keyword": approx(0.117647, abs=1e-6), "quality": approx(0.647059, abs=1e-6),
                     "citation": 0.0, "efficiency": approx(0.235294, abs=1e-6)}
     assert sum(rest.values()) == approx(1.0)
     # citation and quality missing: 0.30 left -> keyword 1/3, efficiency 2/3; with keyword .5,
     # efficiency .75: fairness 1/3 * .5 + 2/3 * .75 = .1667 + .5 = .6667
-    rest = stats.fairness_without(w, {"citation", "quality"})
+    rest = fairness_without(w, {"citation", "quality"})
     assert (rest["keyword"], rest["efficiency"]) == (approx(1 / 3), approx(2 / 3))
     assert stats.fairness(0.5, None, None, 0.75, rest) == approx(2 / 3)
     # nothing missing: the weights as they are; every weighted part missing: no weights left
-    assert stats.fairness_without(w, set()) == approx(w)
-    assert stats.fairness_without({"keyword": 0.0, "quality": 1.0, "citation": 0.0, "efficiency": 0.0},
+    assert fairness_without(w, set()) == approx(w)
+    assert fairness_without({"keyword": 0.0, "quality": 1.0, "citation": 0.0, "efficiency": 0.0},
                                   {"quality"}) is None
 
 def test_adoption_hand_case():
