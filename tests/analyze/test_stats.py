@@ -482,11 +482,12 @@ def test_fairness_without_hand_case():
     # efficiency .75: fairness 1/3 * .5 + 2/3 * .75 = .1667 + .5 = .6667
     rest = fairness_without(w, {"citation", "quality"})
     assert (rest["keyword"], rest["efficiency"]) == (approx(1 / 3), approx(2 / 3))
-    assert stats.fairness(0.5, None, None, 0.75, rest) == approx(2 / 3)
+    assert fairness(0.5, None, None, 0.75, rest) == approx(2 / 3)
     # nothing missing: the weights as they are; every weighted part missing: no weights left
     assert fairness_without(w, set()) == approx(w)
     assert fairness_without({"keyword": 0.0, "quality": 1.0, "citation": 0.0, "efficiency": 0.0},
-                                  {"quality"}) is None
+                            {"quality"}) is None
+
 
 def test_adoption_hand_case():
     # .60*.5 + .40*1 = .3 + .4 = .7
