@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed
 
-# Every process under test runs in a bubblewrap sandbox (README "Isolation"): bring Debian's
+# Every process under test runs in a bubblewrap sandbox (docs/isolation.md): bring Debian's
 # bubblewrap when it is missing and we may (as root); otherwise `mcptrials validate` says how.
 bubblewrap:
 	@command -v bwrap >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null)

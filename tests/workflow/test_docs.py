@@ -11,8 +11,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import logging
 import os
 import re
@@ -129,23 +127,6 @@ def test_the_readme_links_resolve():
 # --- every shell block runs as shown -------------------------------------------------------------
 
 
-def _takes_config_option() -> bool:
-    """Whether `mcptrials validate --config FILE` parses on this tree. Until the command layer
-    gives every config-reading command `--config` (issue 26), blocks that use it on validate,
-    plan or pilot are held back; delete this once it has landed."""
-    from mcptrials.cli import build_parser
-
-    try:
-        with contextlib.redirect_stderr(io.StringIO()):
-            build_parser("validate").parse_args(["validate", "--config", "config.yaml"])
-    except SystemExit:
-        return False
-    return True
-
-
-NEEDS_CONFIG_OPTION = re.compile(r"mcptrials (validate|plan|pilot)\b[^\n]*--config")
-
-
 def fresh_copy(dest: Path) -> Path:
     """The repository's files as a fresh clone has them (tracked, plus new ones not ignored):
     no results/, .snakemake/, .venv/ or .tools/."""
@@ -176,17 +157,12 @@ def test_the_shell_blocks_run_as_shown(page, tmp_path):
     runnable = [b for b in shell_blocks(page) if b.not_run is None]
     if not runnable:
         pytest.skip(f"every shell block of {page.name} is marked not run, with its reason")
-    held_back = [] if _takes_config_option() else [b for b in runnable if NEEDS_CONFIG_OPTION.search(b.body)]
     copy = fresh_copy(tmp_path / "repo")
     env = run_env(copy)
     for b in runnable:
-        if b in held_back:
-            continue
         try:
             r = subprocess.run(["bash", "-euo", "pipefail", "-c", b.script()], cwd=copy, env=env,
                                capture_output=True, text=True, timeout=BLOCK_SECONDS)
         except subprocess.TimeoutExpired:
             pytest.fail(f"{b.where}: still running after {BLOCK_SECONDS} s; mark it not run, or make it fast:\n{b.body}")
         assert r.returncode == 0, f"{b.where} exits {r.returncode}:\n{b.body}\n--- stdout\n{r.stdout[-3000:]}\n--- stderr\n{r.stderr[-3000:]}"
-    if held_back:
-        pytest.skip("waiting for `--config` on validate/plan/pilot: " + ", ".join(b.where for b in held_back))

@@ -16,7 +16,7 @@ A recorded model's trial jobs (provider recorded, mcptrials.run.recorded) also c
 scenario parts marked `recorded_only`, and each trial job the sha256 of its own recorded
 file (`recorded_trials`): a changed recording reruns its own trial, not its whole cell.
 
-The README's "Reruns" table is `markdown_table()` (tests/workflow/test_rerun_table.py checks it).
+The "Reruns" table of docs/reruns.md is `markdown_table()` (tests/workflow/test_rerun_table.py checks it).
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ TABLE: tuple[Entry, ...] = (
     Entry("scenario.steps.key_points", (J, H), "its judgements"),
     Entry("scenario.steps.rubric", (J, H), "its judgements"),
     # the packaged prompts, and the graders' own version (their rules, not a config field)
-    Entry("code:grader_version", (SC,), "every score (graders.GRADER_VERSION, bumped when their rules change)"),
+    Entry("code:grader_version", (SC,), "every score (grade.GRADER_VERSION, bumped when their rules change)"),
     Entry("prompt:system.md", (T,), "every trial"),
     Entry("prompt:judge.md", (J, H), "every judgement and the held-out agreement"),
 )
@@ -374,7 +374,7 @@ def _job_keys(m: Matrix, rule: str, dims: tuple[str, ...]):
 
 
 def markdown_table() -> str:
-    """The README's "Reruns" table, generated from TABLE."""
+    """The table of docs/reruns.md, generated from TABLE."""
     rows = ["| change | stages whose params carry it (and everything downstream) | why |", "|---|---|---|"]
     for e in TABLE:
         if e.stages == SHAPE:

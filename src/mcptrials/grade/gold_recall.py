@@ -15,8 +15,8 @@ names], relation}`, as the reference bench writes them. This is the bench's own 
   root file) must not follow a `/` (that would be a same-named file deeper in the tree);
 - a row with no file-like path (a symbol) is cited when mentioned; cited implies mentioned.
 
-Deliberately not done (a documented rule of ours, see README "Importing the reference
-bench's verticals"): the bench's path-compaction oracle, which also credits a shortened
+Deliberately not done (a documented rule of ours, see docs/importing.md, "Importing the
+reference bench's verticals"): the bench's path-compaction oracle, which also credits a shortened
 path when the repository has one file with that tail and the run's transcript holds the
 full path. We grade the answer's text alone, the same way for every arm.
 """
