@@ -8,9 +8,6 @@ import pytest
 # Tests import the fakes as `fakes.*` and the helpers (workflow_helpers, ...) by name,
 # whatever pytest's import mode and whichever stage folder the test is in.
 sys.path.insert(0, str(Path(__file__).parent))
-# A test that reuses another's module fixtures (the host tests share their installed CLIs)
-# imports that test module by name, from whichever stage folder holds it.
-sys.path[1:1] = sorted(str(d) for d in Path(__file__).parent.iterdir() if d.is_dir() and any(d.glob("test_*.py")))
 
 from fakes.messages_api import FakeMessagesAPI  # noqa: E402
 

@@ -12,6 +12,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 FAULTY_SERVER = ROOT / "tests" / "fixtures" / "faulty_mcp_server.py"
+# The server that tries everything a server under test must not do (the sandbox tests of every host).
+HOSTILE = ROOT / "tests" / "fixtures" / "hostile_mcp_server.py"
+MARKER = "mcptrials-run-process-marker"   # in a harness process's command line: visible to the server?
 # Test projects live in temporary folders; they share the checkout's tool installs.
 TOOLS_ENV = {"MCPTRIALS_TOOLS_DIR": str(ROOT / ".tools")}
 

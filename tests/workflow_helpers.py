@@ -88,3 +88,25 @@ def max_overlap(intervals: list[tuple[float, float]]) -> int:
         cur += d
         best = max(best, cur)
     return best
+
+
+def snakemake(wd: Path, *args, check=True, failed_stages_ok=False):
+    """No API key in this environment: the missing-key test relies on it."""
+    return run_snakemake(wd, *args, check=check, env={"PATH": PATH, "HOME": str(wd), **TOOLS_ENV},
+                         failed_stages_ok=failed_stages_ok)
+
+
+def planned(wd: Path, *targets) -> dict[str, int]:
+    """Job counts per rule of a dry run ({} when nothing is to be done)."""
+    p = snakemake(wd, "-n", *targets)
+    out = p.stdout + p.stderr
+    counts = {}
+    if "Job stats:" in out:
+        table = out.split("Job stats:")[1]
+        for line in table.splitlines()[3:]:
+            m = re.match(r"^(\w+)\s+(\d+)$", line.strip())
+            if not m:
+                break
+            counts[m.group(1)] = int(m.group(2))
+    counts.pop("total", None)
+    return counts

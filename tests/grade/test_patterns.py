@@ -18,7 +18,7 @@ from mcptrials.grade import patterns as P
 from mcptrials.cli import main
 
 import runs_fixture as fx
-from test_report_browser import chromium
+from browser import chromium
 
 PROMPT = "Where is `helper` defined?"
 

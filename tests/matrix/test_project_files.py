@@ -194,7 +194,7 @@ def test_the_snapshot_stderr_log_is_this_runs_only(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_a_finished_project_reruns_an_edited_server(tmp_path):
-    from test_workflow import planned
+    from workflow_helpers import planned
     from workflow_helpers import copy_workflow, run_snakemake
 
     wd = make_project(tmp_path / "p")

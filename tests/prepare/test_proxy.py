@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import shlex
 import subprocess
 import sys
@@ -29,21 +28,14 @@ import pytest
 import yaml
 
 from fakes.messages_api import reply, text, tool_use
-from matrix_helpers import BASE_PYTHON, FAULTY_SERVER, ROOT, SCENARIO, faulty_tool, write_matrix
-from mcptrials.prepare.checkout import checkout
+from matrix_helpers import BASE_PYTHON, FAULTY_SERVER, faulty_tool, write_matrix
 from mcptrials.matrix.config import load_matrix
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.hashing import canonical_hash
 from mcptrials.prepare.proxy import OVERRIDE_MISMATCH, UNKNOWN_TOOL, Rewriter, command_line, mismatch
-from mcptrials.core.records import write_json
 from mcptrials.run.runner import run_trial
 from mcptrials.prepare.servers import proxy_script
-from mcptrials.prepare.snapshot import make_snapshot
-
-KEY = "fake-key-test-proxy-0123456789abcdef"
-OVERRIDES = {"tools": {"echo": {"name": "say", "description": "Say the text back, word for word.",
-                                "parameters": {"text": "The words to say."}},
-                       "big": {"description": "Make a long text."}}}
+from variant_helpers import KEY, OVERRIDES, anthropic_extra, proxy_mounted, variant_project, variant_snapshot, variant_tools
 
 
 def msg(obj) -> bytes:
@@ -51,6 +43,7 @@ def msg(obj) -> bytes:
 
 
 # --- the rewriting, by hand ------------------------------------------------------------
+
 
 LIST = {"jsonrpc": "2.0", "id": 7, "result": {"tools": [
     {"name": "echo", "description": "Return the text.", "title": "Echo",
@@ -327,11 +320,6 @@ def test_server_memory_leaves_the_proxy_out():
 # --- the config ------------------------------------------------------------------------------
 
 
-def variant_tools(**variant) -> dict:
-    return {"baseline": {"transport": "none"}, "faulty": faulty_tool("ok", version="1.0"),
-            "terse": dict({"variant_of": "faulty", "overrides": OVERRIDES}, **variant)}
-
-
 def test_a_variant_is_its_base_server_plus_overrides(tmp_path):
     m = load_matrix(write_matrix(tmp_path, tools=variant_tools()))
     base, var = m.specs.tools["faulty"], m.specs.tools["terse"]
@@ -373,27 +361,9 @@ def test_bad_variants_are_refused_with_the_field_and_the_fix(tmp_path, tools, ma
 # --- the snapshot ------------------------------------------------------------------------------
 
 
-def _project(tmp_path, tools, extra=None):
-    m = load_matrix(write_matrix(tmp_path, tools=tools, extra=extra))
-    co = checkout("tiny", m.repo_source("tiny"), "repo", m.repos["tiny"]["commit"], tmp_path / "co")
-    write_json(tmp_path / "checkout.json", co)
-    return m, co
-
-
-def proxy_mounted(sandbox: dict) -> bool:
-    """The sandbox record mounts mcptrials/prepare/proxy.py alone, read-only (a project path is recorded relative)."""
-    return [m["mode"] for m in sandbox["mounts"] if m["path"].endswith("mcptrials/prepare/proxy.py")] == ["ro"] and \
-        not any(m["path"].endswith("src/mcptrials") for m in sandbox["mounts"])
-
-
-def _snap(m, tmp_path, tool):
-    return make_snapshot(str(m.path), tool, "tiny", tmp_path / "checkout.json", None, None,
-                         tmp_path / "snap" / tool / "tools.json", count_tokens=False)
-
-
 def test_the_variants_snapshot_is_what_the_model_sees(tmp_path):
-    m, _ = _project(tmp_path, variant_tools())
-    base, var = _snap(m, tmp_path, "faulty"), _snap(m, tmp_path, "terse")
+    m, _ = variant_project(tmp_path, variant_tools())
+    base, var = variant_snapshot(m, tmp_path, "faulty"), variant_snapshot(m, tmp_path, "terse")
     assert [t["name"] for t in base["tools"]] == ["echo", "big", "fail"]
     assert [t["name"] for t in var["tools"]] == ["say", "big", "fail"]
     say = var["tools"][0]
@@ -419,9 +389,9 @@ def test_the_variants_snapshot_is_what_the_model_sees(tmp_path):
      r"field tools\.terse\.overrides\.tools: tools big, echo would all be named 'big'"),
 ])
 def test_overrides_that_do_not_fit_the_server_stop_the_snapshot(tmp_path, overrides, match):
-    m, _ = _project(tmp_path, variant_tools(overrides=overrides))
+    m, _ = variant_project(tmp_path, variant_tools(overrides=overrides))
     with pytest.raises(ConfigError, match=match):
-        _snap(m, tmp_path, "terse")
+        variant_snapshot(m, tmp_path, "terse")
     # through the command, as the workflow runs it: a config error, named, nonzero
     p = subprocess.run([sys.executable, "-m", "mcptrials.cli", "snapshot", "--config", str(m.path), "--tool", "terse",
                         "--repo", "tiny", "--checkout", str(tmp_path / "checkout.json"), "--estimate-only",
@@ -433,19 +403,12 @@ def test_overrides_that_do_not_fit_the_server_stop_the_snapshot(tmp_path, overri
 # --- a trial on the loop host --------------------------------------------------------------------
 
 
-def anthropic_extra(api, hosts=None) -> dict:
-    return {"models": {"claude": {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": api.url,
-                                  "max_retries": 0}},
-            "hosts": hosts or {"loop": {"kind": "loop"}},
-            "pricing": {"claude-sonnet-4-6": {"input": 3.0, "output": 15.0}}}
-
-
 def test_loop_trial_the_model_sees_the_variant_and_its_call_reaches_the_real_tool(tmp_path, fake_api, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     api = fake_api([reply(tool_use("mcp__terse__say", {"text": "helper lives in src/util.py"}, id="toolu_1")),
                     reply(text("`helper` is defined at `src/util.py:1`."))])
-    m, co = _project(tmp_path, variant_tools(), extra=anthropic_extra(api))
-    snap = _snap(m, tmp_path, "terse")
+    m, co = variant_project(tmp_path, variant_tools(), extra=anthropic_extra(api))
+    snap = variant_snapshot(m, tmp_path, "terse")
     t, meta = run_trial(m, "claude", "terse", "find-helper", 1, co, snap, None, tmp_path / "out", host="loop")
     assert t["outcome"] == "completed", t["outcome_detail"]
     offered = {d["name"]: d for d in api.message_requests()[0]["body"]["tools"]}
@@ -469,7 +432,7 @@ def test_the_workflow_runs_a_variant_on_its_bases_install(tmp_path):
     an edit of the base's server replans both snapshots and both tools' trials."""
     from workflow_helpers import copy_workflow, run_snakemake
 
-    from test_workflow import planned
+    from workflow_helpers import planned
 
     copy_workflow(tmp_path)
     write_matrix(tmp_path, tools=variant_tools())
@@ -509,7 +472,7 @@ def test_the_proxy_and_its_server_see_only_the_servers_environment(tmp_path, fak
     tools = variant_tools()
     tools["faulty"] = faulty_tool("ok", env={"FAULT_MODE": "ok", "FAULT_ENV_DUMP": str(dump), "KEEP": "me"},
                                   sandbox="none")
-    m, co = _project(tmp_path, tools, extra=anthropic_extra(api))
+    m, co = variant_project(tmp_path, tools, extra=anthropic_extra(api))
     t, meta = run_trial(m, "claude", "terse", "find-helper", 1, co, None, None, tmp_path / "out", host="loop")
     assert t["outcome"] == "completed", t["outcome_detail"]
     env = json.loads(dump.read_text())

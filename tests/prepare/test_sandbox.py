@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from fakes.messages_api import reply, text, tool_use
-from matrix_helpers import BASE_PYTHON, ROOT, SCENARIO, write_matrix
+from matrix_helpers import BASE_PYTHON, HOSTILE, MARKER, SCENARIO, write_matrix
 from mcptrials.prepare.checkout import checkout
 from mcptrials.dag.preflight import check_sandbox
 from mcptrials.matrix.config import load_matrix
@@ -26,9 +26,7 @@ from mcptrials.core.records import project_path
 from mcptrials.run.runner import run_trial
 from mcptrials.prepare.sandbox import ProcessSandbox, SandboxUnavailable, check_available
 
-HOSTILE = ROOT / "tests" / "fixtures" / "hostile_mcp_server.py"
 KEY = "fake-key-sandbox-0123456789abcdef"
-MARKER = "mcptrials-run-process-marker"
 
 pytestmark = pytest.mark.skipif(not __import__("shutil").which("bwrap"), reason="needs Debian's bubblewrap (make test installs it)")
 

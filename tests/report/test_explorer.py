@@ -16,7 +16,7 @@ from mcptrials.cli import main
 from mcptrials.matrix.errors import ConfigError
 
 import runs_fixture as fx
-from test_report_browser import chromium
+from browser import chromium
 
 MISSING = ("reference", "baseline", "s3", 1)
 LONG = ("sonnet", "git", "s1", 2)

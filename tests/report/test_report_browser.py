@@ -3,8 +3,6 @@ browser) and a linked trial page render. Chromium is required: `make test` insta
 
 import base64
 import re
-import subprocess
-from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
@@ -12,8 +10,8 @@ import pytest
 from mcptrials.cli import main
 
 import runs_fixture as fx
+from browser import chromium
 
-CHROMIUM = "/usr/bin/chromium"
 # Run after load: record each image's decoded size and the number of rows of each headline table.
 PROBE = """<script>window.addEventListener("load", function () {
   var imgs = []; for (var i of document.images) imgs.push(i.naturalWidth + "x" + i.naturalHeight);
@@ -21,15 +19,6 @@ PROBE = """<script>window.addEventListener("load", function () {
   document.body.setAttribute("data-images", imgs.join(","));
   document.body.setAttribute("data-headline-rows", rows.join(","));
 });</script>"""
-
-
-def chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: `make test` installs it (apt-get install -y chromium); "
-                    "or install it by hand and rerun")
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture(scope="module")

@@ -264,7 +264,7 @@ def test_host_needs_a_model_it_can_drive(tmp_path):
 
 def _hostile_cc_trial(tmp_path, installed, fake_api, sandbox):
     """The hostile server under the CLI, and the CLI's own Read of the gold file by absolute path."""
-    from test_sandbox import HOSTILE, MARKER
+    from matrix_helpers import HOSTILE, MARKER
 
     gold = tmp_path / "gold.json"
     gold.write_text('{"items": {"secret-item": {"quality": 0.9}}}')
@@ -314,7 +314,7 @@ def test_a_server_cannot_spend_past_the_trials_limits_through_the_proxy(tmp_path
     environment and sends model calls of its own. The proxy holds the whole trial to
     steps x max_turns calls, each at the reply cap: the server's extra calls are refused,
     never reach the API, and the trial ends budget_exceeded, saying why."""
-    from test_sandbox import HOSTILE
+    from matrix_helpers import HOSTILE
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     tool = {"command": __import__("matrix_helpers").BASE_PYTHON, "read_only": [str(HOSTILE)],

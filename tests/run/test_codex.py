@@ -267,7 +267,7 @@ def test_parse_stream_groups_and_classifies():
 
 def _hostile_trial(tmp_path, responses_api, sandbox):
     """The hostile server under Codex, and Codex's own shell reading the gold by absolute path."""
-    from test_sandbox import HOSTILE, MARKER
+    from matrix_helpers import HOSTILE, MARKER
 
     gold = tmp_path / "gold.json"
     gold.write_text('{"items": {"secret-item": {"quality": 0.9}}}')

@@ -16,7 +16,7 @@ from mcptrials.matrix.config import load_matrix
 from mcptrials.matrix.schema import validate_against
 from mcptrials.run.recorded import run_recorded
 from mcptrials.run.runner import run_trial
-from test_import_sense_verticals import run_import
+from vertical_fixture import run_import
 
 pytestmark = pytest.mark.slow
 

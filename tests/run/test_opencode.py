@@ -222,7 +222,7 @@ def test_parse_stream_groups_by_message_and_names_server_tools():
 
 def _hostile_trial(tmp_path, chat_api, sandbox):
     """The hostile server under Opencode, and Opencode's own read of the gold by absolute path."""
-    from test_sandbox import HOSTILE, MARKER
+    from matrix_helpers import HOSTILE, MARKER
 
     gold = tmp_path / "gold.json"
     gold.write_text('{"items": {"secret-item": {"quality": 0.9}}}')

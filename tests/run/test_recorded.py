@@ -379,7 +379,7 @@ def test_workflow_builds_a_report_of_a_recorded_model(tmp_path):
     scored = json.loads((run / "1/scored.json").read_text())
     assert scored["answer_mapping"]["method"] == "json_keys" and scored["passed"] is True, scored["failures"]
     assert (wd / "results/report/index.html").exists()
-    from test_workflow import planned
+    from workflow_helpers import planned
 
     assert planned(wd) == {}
     # a new recording reruns its own trial only (its sha256 is that trial's param) and what reads it

@@ -431,7 +431,7 @@ def expected_plan(m0, m1, p0, p1) -> dict[str, int]:
 def test_a_finished_project_plans_exactly_what_the_table_says(tmp_path):
     from workflow_helpers import copy_workflow, run_snakemake
 
-    from test_workflow import planned
+    from workflow_helpers import planned
 
     copy_workflow(tmp_path)
     wd = make_project(tmp_path)

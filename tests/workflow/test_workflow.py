@@ -2,38 +2,15 @@
 follow content (hashes in params and inputs), not file ages."""
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 import yaml
 
-from matrix_helpers import SCENARIO, TOOLS_ENV, faulty_tool, write_matrix
-from workflow_helpers import PATH, copy_workflow, run_snakemake
+from matrix_helpers import SCENARIO, faulty_tool, write_matrix
+from workflow_helpers import copy_workflow, planned, snakemake
 
 pytestmark = pytest.mark.slow
-
-
-def snakemake(wd: Path, *args, check=True, failed_stages_ok=False):
-    """No API key in this environment: the missing-key test relies on it."""
-    return run_snakemake(wd, *args, check=check, env={"PATH": PATH, "HOME": str(wd), **TOOLS_ENV},
-                         failed_stages_ok=failed_stages_ok)
-
-
-def planned(wd: Path, *targets) -> dict[str, int]:
-    """Job counts per rule of a dry run ({} when nothing is to be done)."""
-    p = snakemake(wd, "-n", *targets)
-    out = p.stdout + p.stderr
-    counts = {}
-    if "Job stats:" in out:
-        table = out.split("Job stats:")[1]
-        for line in table.splitlines()[3:]:
-            m = re.match(r"^(\w+)\s+(\d+)$", line.strip())
-            if not m:
-                break
-            counts[m.group(1)] = int(m.group(2))
-    counts.pop("total", None)
-    return counts
 
 
 @pytest.fixture

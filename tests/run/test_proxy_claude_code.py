@@ -20,7 +20,7 @@ from mcptrials.matrix.hashing import canonical_hash
 from mcptrials.grade.usage import adoption
 from mcptrials.run.runner import run_trial
 from test_claude_code import installed  # noqa: F401  (the module fixture: the CLI and the git server, installed)
-from test_proxy import KEY, OVERRIDES, _project, _snap, anthropic_extra, proxy_mounted, variant_tools
+from variant_helpers import KEY, OVERRIDES, anthropic_extra, proxy_mounted, variant_project, variant_snapshot, variant_tools
 
 pytestmark = pytest.mark.slow
 
@@ -31,9 +31,9 @@ def test_both_hosts_see_the_variant_and_reach_the_real_tool(tmp_path, installed,
     one = [reply(tool_use("mcp__terse__say", {"text": "helper doubles x"}, id="toolu_s1")),
            reply(text("`helper` is defined at `src/util.py:1`."))]
     api = fake_api(one + one)
-    m, co = _project(tmp_path, variant_tools(), extra=dict(
+    m, co = variant_project(tmp_path, variant_tools(), extra=dict(
         anthropic_extra(api, hosts={"loop": {"kind": "loop"}, "cc": {"kind": "claude-code"}})))
-    snap = _snap(m, tmp_path, "terse")
+    snap = variant_snapshot(m, tmp_path, "terse")
     seen = {}
     for host in ("loop", "cc"):
         before = len(api.message_requests())
@@ -65,8 +65,8 @@ def test_a_variant_of_a_real_third_party_server(tmp_path, installed):  # noqa: F
     git_v = {"variant_of": "git", "overrides": {"tools": {"git_log": {
         "name": "history", "description": "The commit history, newest first.",
         "parameters": {"max_count": "How many commits to show."}}}}}
-    m, co = _project(tmp_path, {"git": DEMO.tools["git"], "git-v": git_v})
-    base, var = _snap(m, tmp_path, "git"), _snap(m, tmp_path, "git-v")
+    m, co = variant_project(tmp_path, {"git": DEMO.tools["git"], "git-v": git_v})
+    base, var = variant_snapshot(m, tmp_path, "git"), variant_snapshot(m, tmp_path, "git-v")
     names = [t["name"] for t in var["tools"]]
     assert "history" in names and "git_log" not in names and len(names) == len(base["tools"])
     assert sorted(set(names) - {"history"}) == sorted({t["name"] for t in base["tools"]} - {"git_log"})
