@@ -27,3 +27,16 @@ def test_the_targets_are_every_cell_of_the_matrix_in_order():
     m = load_matrix(ROOT / "config.yaml")
     keys = list(m.cells())
     assert trial_files(m, "judged.json") == [f"{k.dir(RUNS)}/judged.json" for k in keys] and len(keys) > 1
+
+
+def test_the_records_before_a_trial_are_named_once():
+    from mcptrials.dag.targets import CHECKOUT_FILE, HOST_INSTALL_FILE, INDEX_FILE, SNAPSHOT_FILE, TOOL_INSTALL_FILE
+
+    assert CHECKOUT_FILE.format(repo="flask") == "results/checkouts/flask/checkout.json"
+    assert TOOL_INSTALL_FILE.format(tool="git") == "results/tools/git/install.json"
+    assert HOST_INSTALL_FILE.format(host="cc") == "results/hosts/cc/install.json"
+    assert INDEX_FILE.format(tool="idx", repo="flask") == "results/index/idx/flask/index.json"
+    assert SNAPSHOT_FILE.format(tool="git", repo="flask") == "results/snapshots/git/flask/tools.json"
+    rules = "".join(p.read_text() for p in (ROOT / "workflow" / "rules").glob("*.smk"))
+    assert not re.search(r'"results/(runs|checkouts|tools|hosts|index|snapshots)/', rules), \
+        "a rule spells a record's path: ask mcptrials.dag.targets"

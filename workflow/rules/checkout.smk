@@ -1,10 +1,10 @@
 rule checkout:
     output:
-        "results/checkouts/{repo}/checkout.json",
+        CHECKOUT_FILE,
     params:
         rerun=lambda wc: RERUN["checkout"][(wc.repo,)],
         # a failed checkout is missing data (mcptrials.core.failures): the next invocation tries it again
-        attempt=lambda wc: dag_attempt(f"results/checkouts/{wc.repo}/checkout.json"),
+        attempt=lambda wc: dag_attempt(CHECKOUT_FILE.format(repo=wc.repo)),
     conda:
         "../envs/mcptrials.yaml"
     log:

@@ -10,7 +10,8 @@ from mcptrials.matrix.config import check_api_keys, load_matrix
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.dag.preflight import check_sandbox
 from mcptrials.dag.rerun import heldout_scenarios, recorded_judgements, recorded_trials, rule_params
-from mcptrials.dag.targets import RUNS, WILDCARDS, log_file, run_file, trial_files
+from mcptrials.dag.targets import (CHECKOUT_FILE, HOST_INSTALL_FILE, INDEX_FILE, RUNS, SNAPSHOT_FILE, TOOL_INSTALL_FILE,
+                                   WILDCARDS, log_file, run_file, trial_files)
 
 
 def _project_path(f):
@@ -115,12 +116,13 @@ HELDOUT_SCENARIOS = heldout_scenarios(M)
 # Hosts with software to install (claude-code): their trials wait for results/hosts/{host}/install.json.
 from mcptrials.run.hosts import needs_install
 
-HOST_INSTALL = {h: f"results/hosts/{h}/install.json" if needs_install(spec["kind"]) else [] for h, spec in M.hosts.items()}
+HOST_INSTALL = {h: HOST_INSTALL_FILE.format(host=h) if needs_install(spec["kind"]) else [] for h, spec in M.hosts.items()}
 ANY_HOST_INSTALL = any(HOST_INSTALL.values())
 
 
 # The trial folder's wildcards, its records' paths and the per-trial targets come from the
-# library (mcptrials.dag.targets: run_file, log_file, trial_files), never spelled here.
+# library (mcptrials.dag.targets: run_file, log_file, trial_files; the records of the stages
+# before a trial: CHECKOUT_FILE, TOOL_INSTALL_FILE, ...), never spelled here.
 wildcard_constraints:
     **WILDCARDS,
 
@@ -129,7 +131,7 @@ wildcard_constraints:
 def install_input(wc):
     if M.tools[wc.tool]["transport"] in ("none", "recorded"):
         return []
-    return f"results/tools/{M.server_of(wc.tool)}/install.json"
+    return TOOL_INSTALL_FILE.format(tool=M.server_of(wc.tool))
 
 
 def host_install_input(wc):
@@ -137,12 +139,12 @@ def host_install_input(wc):
 
 
 def snapshot_input(wc):
-    return f"results/snapshots/{wc.tool}/{wc.repo}/tools.json" if wc.tool in SNAPSHOT_TOOLS else []
+    return SNAPSHOT_FILE.format(tool=wc.tool, repo=wc.repo) if wc.tool in SNAPSHOT_TOOLS else []
 
 
 def index_input(wc):
     if M.tools[wc.tool].get("index"):
-        return f"results/index/{M.server_of(wc.tool)}/{wc.repo}/index.json"
+        return INDEX_FILE.format(tool=M.server_of(wc.tool), repo=wc.repo)
     return []
 
 

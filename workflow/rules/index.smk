@@ -1,10 +1,10 @@
 # Only for tools that declare `index:`: run once per repo, reused by every trial of that repo.
 rule index:
     input:
-        checkout="results/checkouts/{repo}/checkout.json",
-        install="results/tools/{tool}/install.json",
+        checkout=CHECKOUT_FILE,
+        install=TOOL_INSTALL_FILE,
     output:
-        "results/index/{tool}/{repo}/index.json",
+        INDEX_FILE,
     params:
         rerun=lambda wc: RERUN["index"][(wc.tool, wc.repo)],
     conda:

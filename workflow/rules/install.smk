@@ -1,10 +1,10 @@
 rule install_tool:
     output:
-        "results/tools/{tool}/install.json",
+        TOOL_INSTALL_FILE,
     params:
         rerun=lambda wc: RERUN["install_tool"][(wc.tool,)],
         # a failed install is missing data (mcptrials.core.failures): the next invocation tries it again
-        attempt=lambda wc: dag_attempt(f"results/tools/{wc.tool}/install.json"),
+        attempt=lambda wc: dag_attempt(TOOL_INSTALL_FILE.format(tool=wc.tool)),
     conda:
         "../envs/mcptrials.yaml"
     log:
@@ -18,7 +18,7 @@ rule install_tool:
 # that need it have this job (HOST_INSTALL), and only their trials wait for it.
 rule install_host:
     output:
-        "results/hosts/{host}/install.json",
+        HOST_INSTALL_FILE,
     params:
         rerun=lambda wc: RERUN["install_host"][(wc.host,)],
     conda:

@@ -2,11 +2,11 @@
 # changed server (version, args, tool descriptions) reruns that server's trials only.
 rule tools_snapshot:
     input:
-        checkout="results/checkouts/{repo}/checkout.json",
+        checkout=CHECKOUT_FILE,
         install=install_input,
         index=index_input,
     output:
-        "results/snapshots/{tool}/{repo}/tools.json",
+        SNAPSHOT_FILE,
     params:
         rerun=lambda wc: RERUN["tools_snapshot"][(wc.tool, wc.repo)],
         install_arg=lambda wc, input: f"--install {shlex.quote(input.install)}" if input.install else "",

@@ -3,8 +3,8 @@
 # (api_failed, harness_failed, not_run) is retried by the next invocation (common.smk).
 rule transcript:
     input:
-        checkout="results/checkouts/{repo}/checkout.json",
-        snapshot=snapshot_input if len(SNAPSHOT_TOOLS) < len(M.tools) else "results/snapshots/{tool}/{repo}/tools.json",
+        checkout=CHECKOUT_FILE,
+        snapshot=snapshot_input if len(SNAPSHOT_TOOLS) < len(M.tools) else SNAPSHOT_FILE,
         index=index_input if ANY_INDEX else [],
         host_install=host_install_input if ANY_HOST_INSTALL else [],
     output:
