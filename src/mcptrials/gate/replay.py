@@ -514,7 +514,7 @@ def junit(result: dict | None, reasons: list[str] | None = None) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-# --- the command -----------------------------------------------------------------------------
+# --- the whole replay ------------------------------------------------------------------------
 
 
 def replay(base_folder, config: str, tools: list[str] | None = None, strict: bool = False,
