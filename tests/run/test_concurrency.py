@@ -47,7 +47,8 @@ def test_api_resource_caps_requests_in_flight(tmp_path):
         assert {t["outcome"] for t in transcripts} == {"completed"}
         # the 429 and the 529 were retried inside trials that still completed
         assert sum(t["usage"]["retries"] for t in transcripts) == 2
-        assert [r["status"] for r in capped[:2]] == [429, 529]
+        # both rate-limit answers were served (two requests in flight: either may be logged first)
+        assert sorted(r["status"] for r in capped if r["status"] >= 400) == [429, 529]
         assert max_overlap([(r["arrived"], r["finished"]) for r in capped]) == 2
 
         # the same run without the cap: more than 2 at once, so the cap above did the work
