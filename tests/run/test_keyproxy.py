@@ -93,6 +93,7 @@ def test_the_trial_limit_holds_across_steps_whoever_calls():
         assert codes == [200, 200, 200, 429, 429]
         assert body["error"]["type"] == "mcptrials_trial_limit"
         assert proxy.trial_limit_hit.is_set() and proxy.refused == 2
+        assert proxy.stopped()                                  # the host stops the CLI: it would retry
         assert len(api.response_requests()) == 3               # the refused ones never reached the API
 
 

@@ -99,8 +99,9 @@ class KeyProxy:
             return len(self.statuses)
 
     def stopped(self) -> bool:
-        """Whether the host should stop the CLI now (a limit of the step was reached)."""
-        return self.limit_hit.is_set() or self.gave_up.is_set()
+        """Whether the host should stop the CLI now: a limit of the step, or the trial's, was
+        reached (a CLI would otherwise retry the refused calls until the step's time is up)."""
+        return self.limit_hit.is_set() or self.gave_up.is_set() or self.trial_limit_hit.is_set()
 
     def _admit(self) -> bool:
         with self._lock:

@@ -54,9 +54,9 @@ from pathlib import Path
 
 from mcptrials.run.keyproxy import KeyProxy
 from mcptrials.run.providers.base import Usage
-from mcptrials.run.trial import CHARS_PER_TOKEN, TrialAbort, TrialContext, split_feedback, step_prompt
-from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, npm_install, proxy_outcome, run_process, start_http, \
-    stdio_entry, trial_proxy
+from mcptrials.run.trial import CHARS_PER_TOKEN, TrialContext, split_feedback, step_prompt
+from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, installed_binary, npm_install, proxy_outcome, \
+    run_process, start_http, stdio_entry, trial_proxy
 from mcptrials.run.hosts.cli import binary_path as cli_binary, installed_version as cli_version
 
 PACKAGE = "@anthropic-ai/claude-code"
@@ -409,11 +409,7 @@ class ClaudeCodeHost:
     def run(self, ctx: TrialContext) -> tuple[str, str | None]:
         """Run every step of the trial under Claude Code, filling ctx.rec."""
         host = ctx.host.name
-        binary = binary_path(host)
-        if not binary.exists():
-            raise TrialAbort("harness_failed", f"{binary}: Claude Code is not installed; run `mcptrials install-host "
-                                               f"--host {host} --out results/hosts/{host}/install.json` "
-                                               "(the workflow's install_host rule)")
+        binary = installed_binary(ctx, binary_path(host), "Claude Code")
         host_home = ctx.sandbox.root / "host-home"  # Claude Code's own HOME (sessions, logs); the server keeps `home`
         host_home.mkdir()
         # The CLI (and the server it starts in its sandbox) never see the key: the proxy adds it.
@@ -495,7 +491,8 @@ class _Session:
 
         argv, env = self.cli_sandbox(mcp_file).wrap(argv, env, str(ctx.sandbox.workspace))
         t0 = time.monotonic()
-        run = await run_process(argv, env, str(ctx.sandbox.workspace), lim.max_seconds, stop_on)
+        run = await run_process(argv, env, str(ctx.sandbox.workspace), lim.max_seconds, stop_on,
+                                stop_when=self.proxy.stopped)
         s = parse_stream(run.events, index, server_tool_names(tool.name, (ctx.snapshot or {}).get("tools") or []))
         srec = record_step(rec, s, index, step["name"], prompt, ctx.sandbox.relative, ctx.meta,
                            round(time.monotonic() - t0, 3))

@@ -112,6 +112,18 @@ def server_entry(ctx, stack) -> tuple[dict | None, str | None]:
         return None, msg
 
 
+def installed_binary(ctx, binary: Path, cli: str) -> Path:
+    """The host's CLI binary, or the trial aborts harness_failed saying how to install it."""
+    if not binary.exists():
+        from mcptrials.run.trial import TrialAbort
+
+        host = ctx.host.name
+        raise TrialAbort("harness_failed", f"{binary}: {cli} is not installed; run `mcptrials install-host "
+                                           f"--host {host} --out results/hosts/{host}/install.json` "
+                                           "(the workflow's install_host rule)")
+    return binary
+
+
 def trial_proxy(ctx, auth: str = "x-api-key", set_fields: dict | None = None):
     """The trial's key proxy (run.keyproxy), holding the whole trial to its limits whoever
     calls: steps x max_turns successful model calls, each reply at most the trial's reply cap."""

@@ -46,8 +46,9 @@ from pathlib import Path
 
 from mcptrials.run.keyproxy import KeyProxy
 from mcptrials.run.providers.base import Usage
-from mcptrials.run.trial import CHARS_PER_TOKEN, TrialAbort, TrialContext, split_feedback, step_prompt
-from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, npm_install, proxy_outcome, run_process, trial_proxy
+from mcptrials.run.trial import CHARS_PER_TOKEN, TrialContext, split_feedback, step_prompt
+from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, installed_binary, npm_install, proxy_outcome, \
+    run_process, trial_proxy
 from mcptrials.run.hosts.cli import server_entry as cli_server_entry
 from mcptrials.run.hosts.cli import binary_path as cli_binary, installed_version as cli_version
 
@@ -321,11 +322,7 @@ class OpencodeHost:
     def run(self, ctx: TrialContext) -> tuple[str, str | None]:
         """Run every step of the trial under Opencode, filling ctx.rec."""
         host = ctx.host.name
-        binary = binary_path(host)
-        if not binary.exists():
-            raise TrialAbort("harness_failed", f"{binary}: Opencode is not installed; run `mcptrials install-host "
-                                               f"--host {host} --out results/hosts/{host}/install.json` "
-                                               "(the workflow's install_host rule)")
+        binary = installed_binary(ctx, binary_path(host), "Opencode")
         host_home = ctx.sandbox.root / "host-home"  # Opencode's HOME (sessions, logs); the server keeps `home`
         host_home.mkdir()
         proxy = trial_proxy(ctx, auth="bearer")
