@@ -414,7 +414,8 @@ def test_names_joined_by_a_slash_pair_with_citations_joined_the_same_way(tree):
     # pkg/transports.py: `def notify` at 13, `def is_noop` at 16; "a/b path:13,16" means
     # a at 13 and b at 16 (the nearest name, is_noop, would call 13 a mismatch)
     got = by_lines("`notify`/`is_noop` pkg/transports.py:13,16\n", tree)
-    assert got[("pkg/transports.py", 13)]["subject"] == {"name": "notify", "from": "respectively"}
+    assert got[("pkg/transports.py", 13)]["subject"] == {"name": "notify", "from": "respectively",
+                                                         "group": ["notify", "is_noop"]}
     assert got[("pkg/transports.py", 16)]["subject"]["name"] == "is_noop"
     assert got[("pkg/transports.py", 13)]["strict"] == got[("pkg/transports.py", 16)]["strict"] == "verified"
     # counts that differ pair nothing: two names, one citation
@@ -477,7 +478,8 @@ def test_the_name_owning_the_parenthetical_a_citation_stands_in(tree):
 def test_names_joined_by_and_pair_with_citations_joined_by_and(tree):
     # `notify` at 13 and `is_noop` at 16 of pkg/transports.py
     got = by_lines("`notify` and `is_noop` at pkg/transports.py:13 and pkg/transports.py:16\n", tree)
-    assert got[("pkg/transports.py", 13)]["subject"] == {"name": "notify", "from": "respectively"}
+    assert got[("pkg/transports.py", 13)]["subject"] == {"name": "notify", "from": "respectively",
+                                                         "group": ["notify", "is_noop"]}
     assert got[("pkg/transports.py", 16)]["subject"]["name"] == "is_noop"
 
 
@@ -517,3 +519,56 @@ def test_a_json_text_name_the_file_lacks_is_not_the_subject(tree):
     # `audit_done` names nothing of pkg/transports.py: no subject (n/a), not a mismatch
     c, = grade('{"action": "audit_done", "base": "pkg/transports.py:9"}', tree)["items"]
     assert c["subject"] is None and c["strict"] == "n/a"
+
+
+def test_names_and_lines_listed_in_two_orders_check_each_line_against_the_group(tree):
+    # notify is at 13, is_noop at 16 of pkg/transports.py; the answer lists the lines the other
+    # way round: a reader finds each name of the group at one of them
+    got = by_lines("`notify` and `is_noop` at pkg/transports.py:16 and pkg/transports.py:13\n", tree)
+    assert got[("pkg/transports.py", 16)]["subject"]["name"] == "is_noop"
+    assert got[("pkg/transports.py", 16)]["subject"]["from"] == "respectively, in another order"
+    assert got[("pkg/transports.py", 13)]["subject"]["name"] == "notify"
+    assert got[("pkg/transports.py", 16)]["strict"] == got[("pkg/transports.py", 13)]["strict"] == "verified"
+    # a line that holds neither name (20: a comment inside render) stays a mismatch
+    bad = by_lines("`notify` and `is_noop` at pkg/transports.py:16 and pkg/transports.py:20\n", tree)
+    assert bad[("pkg/transports.py", 20)]["subject"]["name"] == "is_noop"
+    assert bad[("pkg/transports.py", 20)]["strict"] == "mismatch"
+
+
+def test_a_plural_kind_word_between_the_names_and_their_lines(tree):
+    got = by_lines("It uses the `notify`/`is_noop` helpers at pkg/transports.py:13 and pkg/transports.py:16\n", tree)
+    assert got[("pkg/transports.py", 13)]["subject"]["name"] == "notify"
+    assert got[("pkg/transports.py", 16)]["subject"]["name"] == "is_noop"
+    assert got[("pkg/transports.py", 16)]["strict"] == "verified"
+
+
+def test_a_word_that_is_the_cited_files_own_name_is_no_subject(tree):
+    # "transports:" names the file pkg/transports.py, nothing at line 13 (before: a mismatch)
+    c, = grade("transports: pkg/transports.py:13\n", tree)["items"]
+    assert c["subject"] is None and c["strict"] == "n/a"
+    # a Ruby association named by the file's plural (`stories`, story.rb) is the file too
+    d, = grade("- `has_many :stories` — app/models/story.rb:3\n", tree)["items"]
+    assert d["subject"] is None and d["strict"] == "n/a"
+    # the class of that name is a name of the code: Transport at 13 is inside class Transport
+    e, = grade("Transport: pkg/transports.py:13\n", tree)["items"]
+    assert e["subject"]["name"] == "Transport" and e["strict"] == "verified"
+
+
+def test_a_line_only_reference_moves_to_the_file_that_defines_its_subject(tree):
+    # the nearest file, pkg/models.py, defines no TransportError, pkg/transports.py does (5-6):
+    # the line (7, blank) is wrong, the file is TransportError's
+    got = by_lines("The check at pkg/models.py:13 handles `TransportError` (`:7`), raised in pkg/transports.py.\n", tree)
+    c = got[("pkg/transports.py", 7)]
+    assert c["context"]["scope"] == "subject defined in the file" and c["strict"] == "mismatch"
+    # a subject the nearest file defines keeps it (Channel.notify in pkg/models.py, 10-13)
+    got = by_lines("The check at pkg/models.py:13 handles `notify` (`:2`), also in pkg/transports.py.\n", tree)
+    assert ("pkg/models.py", 2) in got and got[("pkg/models.py", 2)]["strict"] == "mismatch"
+
+
+def test_the_value_of_a_descriptive_json_member_takes_no_name_from_its_siblings(tree):
+    # "base_class" names nothing of pkg/transports.py; the sibling's `notify` is another fact
+    c, = grade('{"base_class": "pkg/transports.py:9", "entry_point": "notify(self, flip)"}', tree)["items"]
+    assert c["subject"] is None and c["strict"] == "n/a"
+    # beside a file member, the other member's name is what the citation is about
+    d, = grade('{"file": "pkg/transports.py:13", "what": "notify(self, flip)"}', tree)["items"]
+    assert d["subject"] == {"name": "notify", "from": "json text"} and d["strict"] == "verified"

@@ -13,4 +13,4 @@ package imports no pandas, scipy or matplotlib.
 May import: run, cost, prepare, matrix, core, stats.
 """
 
-GRADER_VERSION = "5"   # 2: citations from the answer's context, spans, structured verification, tree-sitter symbols; 3: efficiency figures split server start-up from the agent's working time; 4: state checks in parts (command, sql, json, unchanged_except), each with what it found; 5: every citation form, a subject per citation, strict verification beside the lenient one, composition by form (issue 25)
+GRADER_VERSION = "6"   # 2: citations from the answer's context, spans, structured verification, tree-sitter symbols; 3: efficiency figures split server start-up from the agent's working time; 4: state checks in parts (command, sql, json, unchanged_except), each with what it found; 5: every citation form, a subject per citation, strict verification beside the lenient one, composition by form (issue 25); 6: a word naming the cited file is no subject, names and lines listed in two orders checked as a group, a line-only reference moves to the file defining its subject, a descriptive JSON member takes no name from its siblings

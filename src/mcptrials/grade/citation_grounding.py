@@ -8,7 +8,9 @@ same lines elsewhere in the answer by a path that resolves on its own to one of 
 else the closest scope that names one of those files by a path that resolves on its own
 decides. A candidate shorter than a cited line is never meant when another one has the line;
 a line-only reference whose nearest file is too short (or does not hold its subject at the
-line) moves to the closest file of its context that has the line (or the subject there).
+line) moves to the closest file of its context that has the line (or the subject there, or,
+when the nearest file does not define the subject at all, defines it: the line may be wrong,
+the file is the subject's).
 
 Buckets: grounded (resolved; every cited line within 1..EOF; a cited symbol has a definition
 in the file: see symbols.py, symbol_by "tree-sitter", its lines in symbol_lines; for a
@@ -40,9 +42,22 @@ def fits(tree: CommitTree, path: str, lines: list[int]) -> bool:
     return all(1 <= k <= n for k in lines)
 
 
+def defines(tree: CommitTree, path: str, subject: str) -> bool:
+    """Whether the file defines the subject, or the container its name starts with
+    (`TransportError.permanent`: the class TransportError); False without a parser."""
+    parts = symbol_parts(subject)
+    for wanted in (parts, parts[:1]) if len(parts) > 1 else (parts,):
+        found = find_definition(path, tree.text(path), wanted)
+        if found and found["found"]:
+            return True
+    return False
+
+
 def _by_subject(c: dict, tree: CommitTree, ans: Answer | None, subj: str | None) -> dict | None:
     """For a line-only reference whose default file does not hold its subject at the line:
-    the closest other file of its context that does (context scope "subject at the line");
+    the closest other file of its context that does (context scope "subject at the line"),
+    else, when the default file does not define the subject at all, the closest one that
+    does (scope "subject defined in the file": the line is wrong, the file is the subject's);
     for one whose default file is shorter than a cited line: the closest other file of its
     context where the subject is at the line, else the closest one that has the lines
     (scope "file long enough"): no reader means a line past the end of a file."""
@@ -53,7 +68,8 @@ def _by_subject(c: dict, tree: CommitTree, ans: Answer | None, subj: str | None)
     short = bool(named) and not any(fits(tree, p, c["lines"]) for p in named)
     if not short and (not subj or (first and subject_at(tree, first, c["lines"], subj))):
         return None
-    long_enough = None
+    long_enough = defining = None
+    look_for_definer = bool(subj) and not short and bool(first) and not defines(tree, first, subj)
     for m in ans.line_alternatives(c["start"]):
         r = ans.resolves(m["path"])
         for path in [r] if r else tree.suffix_matches(m["path"]):
@@ -67,7 +83,11 @@ def _by_subject(c: dict, tree: CommitTree, ans: Answer | None, subj: str | None)
                 long_enough = {"resolved_path": path, "candidates": [], "resolved_by": "context",
                                "context": {"scope": "file long enough", "from": ans.text[m["start"]:m["end"]],
                                            "span": [m["start"], m["end"]]}}
-    return long_enough
+            if look_for_definer and defining is None and fits(tree, path, c["lines"]) and defines(tree, path, subj):
+                defining = {"resolved_path": path, "candidates": [], "resolved_by": "context",
+                            "context": {"scope": "subject defined in the file", "from": ans.text[m["start"]:m["end"]],
+                                        "span": [m["start"], m["end"]]}}
+    return long_enough or defining
 
 
 def _resolve_in_context(c: dict, tree: CommitTree, ans: Answer | None, subj: str | None = None) -> dict:

@@ -102,6 +102,8 @@ def citation_subject(ans: Answer, c: dict, before: int, after: int) -> dict | No
                             is_path=ans.is_path, json_member=bool(c.get("json_member")), key_named=key_named)
 
 
+_KIND_PLURAL = re.compile(r"\s(?:helpers|methods|functions|callbacks|hooks|classes|scopes|modules|"
+                          r"constants|fields|validations|associations)\s*$")
 _JOIN = re.compile(r"[\s`]*(?:[/,]|\sand\s)[\s`]*")
 _NAME_JOIN = re.compile(r"`?\s*/\s*`?")
 
@@ -110,7 +112,8 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
     """The subject of one of a group of citations joined by `/`, `,` or `and` right after (or
     after `at`/`in`) as many names joined by `/` or `and` (`` `hide_story_for_user`/`unhide_story_for_user` `:13`/`:19` ``,
     `current_flagged?/current_upvoted? story.rb:423,427`, `is_gone? and can_be_seen_by_user?
-    at story.rb:761 and story.rb:582`): the name in the same place
+    at story.rb:761 and story.rb:582`, `send/_read_replies helpers at x:60 and x:105`): the
+    name in the same place, with the group's names (settle_strict)
     ("respectively"); None when the counts differ or there is no such list of names."""
     text = ans.text
     if getattr(ans, "_own_spans", None) is None:       # once per answer
@@ -132,6 +135,8 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
     at = re.search(r"\s(?:at|in)\s*$", text[max(0, pos - 6):pos])     # `a and b at x:1 and y:2`
     if at:
         pos = max(0, pos - 6) + at.start()
+        kind = _KIND_PLURAL.search(text, max(0, pos - 20), pos)    # `send/_read_replies helpers at`
+        pos = kind.start() if kind else pos
     while True:                  # the names right before the group, last first
         m = re.search(rf"`?(?P<n>{subjects.QUALIFIED})`?\s*$", text[max(0, pos - 120):pos])
         if not m:
@@ -145,7 +150,8 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
     if len(names) != last - first + 1:
         return None
     name = names[k - first]
-    return {"name": name, "from": "respectively"} if subjects._clean(name) else None
+    group = [n for n in names if subjects._clean(n)]
+    return {"name": name, "from": "respectively", "group": group} if subjects._clean(name) else None
 
 
 def strict_verdict(c: dict, tree: CommitTree) -> str:
@@ -163,11 +169,24 @@ def settle_strict(g: dict, tree: CommitTree) -> None:
     says once what is there, and that is right), else mismatch when one has a subject, else
     n/a; its subject is that occurrence's (the first verified one, else the first found)."""
     seen: dict[str, str] = {}
-    for occ in g["by_occurrence"]:
-        name = occ["subject"]["name"] if occ["subject"] else None
+
+    def judged(subject: dict | None) -> str:
+        name = subject["name"] if subject else None
         if name not in seen:
-            seen[name] = strict_verdict(dict(g, subject=occ["subject"]), tree)
-        occ["strict"] = seen[name]
+            seen[name] = strict_verdict(dict(g, subject=subject), tree)
+        return seen[name]
+
+    for occ in g["by_occurrence"]:
+        occ["strict"] = judged(occ["subject"])
+        if occ["strict"] == "mismatch" and occ["subject"].get("group"):
+            # names and lines listed in two orders (`a and b at x:2 and x:1`): a reader checks
+            # each line against the group, so another name of it at the line is what it cites
+            other = next((n for n in occ["subject"]["group"]
+                          if judged({"name": n}) == "verified"), None)
+            if other:
+                occ["subject"] = {"name": other, "from": "respectively, in another order",
+                                  "group": occ["subject"]["group"]}
+                occ["strict"] = "verified"
     occs = g["by_occurrence"]
     best = (next((o for o in occs if o["strict"] == "verified"), None)
             or next((o for o in occs if o["subject"]), None))

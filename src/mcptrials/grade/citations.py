@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import bisect
 
-from mcptrials.grade import composition
+from mcptrials.grade import composition, subjects
 from mcptrials.grade.citation_context import Answer, resolve
 from mcptrials.grade.citation_forms import citation_pattern, extract_citations, has_word, symbol_parts
 from mcptrials.grade.citation_grounding import ground
@@ -100,6 +100,8 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
         subj = citation_subject(ans, c, ends[k] if k >= 0 else 0, starts[j] if j < len(starts) else len(text))
         subj = respectively(ans, found, c) or subj
         g = ground(c, tree, ans, subj["name"] if subj and c["lines"] else None)
+        if subj and subjects.names_its_file(subj["name"], g["resolved_path"]):
+            subj = None          # `moderation: moderation.rb:15`: the word names the file, not a place in it
         key = (g["resolved_path"] or g["path"], tuple(g["lines"]) if g["lines"] else None, g["symbol"])
         idents = context_identifiers(ans, c)
         if key in distinct:

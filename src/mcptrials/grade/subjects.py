@@ -27,7 +27,9 @@ as a careful reader reads it, from the narrowest scope first (issue 25 item 3):
    name before a kind word (`"dependent": "Tagging model"`), when the cited file names it
    (a name of another member that the file lacks is about something else) (`"what":
    "Utils.normalize used by Story#url="`, `"use": "has_many :stories"`), a file, line or
-   prose member (`reason`, `risk`, `description`, `usage`...) excepted;
+   prose member (`reason`, `risk`, `description`, `usage`...) excepted, and never for the
+   value of a descriptive member of its own (`"base_class": "path:60", "entry_point":
+   "notify(...)"`: the siblings are other facts, not this citation's);
    "json key": before these, the key of the JSON member the citation is the value of
    (`"user": "story.rb:4"`), when the cited file names it somewhere (key_named): a key that
    names nothing of the file (`"model_validation": "story.rb:265"`) is a label, no subject;
@@ -40,7 +42,13 @@ as a careful reader reads it, from the narrowest scope first (issue 25 item 3):
 
 Before all of these, "respectively" (citation_verification.respectively): one of a group of
 citations joined by `/` or `,` right after as many names joined by `/` takes the name in
-its place (`` `hidden_by`/`not_hidden_by` `:148`/`:151` ``: :151 is about not_hidden_by).
+its place (`` `hidden_by`/`not_hidden_by` `:148`/`:151` ``: :151 is about not_hidden_by),
+with the group's names kept: a line where the name in its place is not but another name of
+the group is takes that one ("respectively, in another order", settle_strict).
+
+After all of these, once the file is resolved, a subject that is the cited file's own
+lower-case name or its plural (`moderation: moderation.rb:15`, `has_one :story_text` ->
+story_text.rb:3) is dropped (names_its_file): the word names the file, not a place in it.
 
 A clause ends at `, ; | ·`, a line break, a sentence's full stop, an unopened `)` or another
 citation; commas inside backticks, or before the citation inside a closed `(...)`
@@ -91,6 +99,18 @@ LEAD_WORDS = frozenset("defines define declares declared is are has holds contai
                        "function fn func type struct trait interface the a an with named called "
                        "has_many has_one belongs_to has_and_belongs_to_many scope".split())
 WINDOW = 160   # characters a clause reaches at most, either side
+
+
+def names_its_file(name: str, path: str | None) -> bool:
+    """Whether a subject is the cited file's own name in lower case, or its plural
+    (`moderation` for moderation.rb, `suggested_taggings` for suggested_tagging.rb, `stories`
+    for story.rb): such a
+    word names the file, not a place in it (`Moderation`, the class, is a name of the code)."""
+    if not path:
+        return False
+    stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
+    plurals = {stem + "s", stem + "es"} | ({stem[:-1] + "ies"} if stem.endswith("y") else set())
+    return stem.islower() and (name == stem or name in plurals)
 
 
 def parts_of(name: str) -> list[str]:
@@ -368,10 +388,13 @@ def subject(text: str, start: int, end: int, *, objects, before: int, after: int
         strong = [name for _, name, s, _ in toks if s]
         if strong:
             return {"name": strong[-1], "from": "before"}
-        key = _KEY_BEFORE.search(text, max(0, start - 80), start)
-        if key and key.group("key").lower() not in _NOT_NAMES and _clean(key.group("key")) \
-                and (key_named is None or key_named(key.group("key"))):
-            return {"name": key.group("key"), "from": "json key"}
+    key = None if json_member else _KEY_BEFORE.search(text, max(0, start - 80), start)
+    if key and key.group("key").lower() not in _NOT_NAMES and _clean(key.group("key")) \
+            and (key_named is None or key_named(key.group("key"))):
+        return {"name": key.group("key"), "from": "json key"}
+    # the value of its own descriptive member (`"base_class": "path:60"`): the object's other
+    # members are about other things than this citation
+    labelled = key is not None and key.group("key").lower() not in _NOT_NAMES
     objs = structure.enclosing_objects(objects, start)
     if objs:
         for mem in objs[0].members:
@@ -379,7 +402,7 @@ def subject(text: str, start: int, end: int, *, objects, before: int, after: int
                 name = code_subject(mem.value, is_path)
                 if name:
                     return {"name": name, "from": "json field"}
-        for mem in objs[0].members:      # else the first code-like name of another member's text
+        for mem in [] if labelled else objs[0].members:   # else the first code-like name of another member's text
             values = mem.value if isinstance(mem.value, list) else [mem.value]
             for v in (v for v in values if isinstance(v, str) and mem.key.lower() not in _NOT_NAMES):
                 name = next((n for _, n, strong, _ in _tokens(v, 0, len(v), is_path) if strong), None)
