@@ -141,7 +141,7 @@ def corpus_scores(labels: dict, sense: str, mirrors: Path) -> dict:
 # that grades the corpus worse fails). The floors sit below the targets where the grader
 # does not reach them yet; raise them when it does, never lower them to pass.
 TARGETS = {"agreement": 0.95, "verified_of_correct": 0.80, "mismatch_of_wrong": 0.80}
-FLOORS = {"agreement": 0.965, "verified_of_correct": 0.965, "mismatch_of_wrong": 0.99}
+FLOORS = {"agreement": 0.968, "verified_of_correct": 0.965, "mismatch_of_wrong": 0.99}
 
 
 def test_grader_agrees_with_the_hand_labels():

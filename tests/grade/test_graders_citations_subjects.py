@@ -572,3 +572,15 @@ def test_the_value_of_a_descriptive_json_member_takes_no_name_from_its_siblings(
     # beside a file member, the other member's name is what the citation is about
     d, = grade('{"file": "pkg/transports.py:13", "what": "notify(self, flip)"}', tree)["items"]
     assert d["subject"] == {"name": "notify", "from": "json text"} and d["strict"] == "verified"
+
+
+def test_a_name_deep_in_the_description_after_a_citation_is_not_its_subject(tree):
+    # "holds the base of every `Http`": Http is what the description is about, four words in,
+    # not what is at line 9 (class Transport); before: subject Http, a mismatch
+    c, = grade("pkg/transports.py:9 holds the base of every `Http` sender.\n", tree)["items"]
+    assert c["subject"] is None and c["strict"] == "n/a"
+    # right after the citation (past a lead word such as `defines`) or in its parenthetical it is
+    d, = grade("pkg/transports.py:24 defines `Http`.\n", tree)["items"]
+    assert d["subject"] == {"name": "Http", "from": "after"} and d["strict"] == "verified"
+    e, = grade("pkg/transports.py:24 (the subclass that posts to `Http`)\n", tree)["items"]
+    assert e["subject"] == {"name": "Http", "from": "after"} and e["strict"] == "verified"

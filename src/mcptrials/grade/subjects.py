@@ -16,7 +16,9 @@ as a careful reader reads it, from the narrowest scope first (issue 25 item 3):
    a kind word (model, class, method, scope, block...) right before gives the name before it
    (`Story model at path`, `validate block (path)`);
 1. "after": the clause right after the citation (a parenthetical `(Channel.notify)`, or
-   `path:16 Apprise`, `path:60 defines Transport`): its first code-like name, or its first
+   `path:16 Apprise`, `path:60 defines Transport`): its first code-like name within two words
+   of the citation, lead words such as `defines` not counted (in a parenthetical, anywhere:
+   `path:16 fills cache from story through DiffBot` is about the line, not DiffBot), or its first
    word when that is a capitalised identifier directly after the citation; Rails
    declaration words (`has_many merged_stories`) lead to the name after them;
 2. "before": the nearest code-like name before it in the same clause
@@ -227,7 +229,7 @@ def _after(text: str, start: int, end: int, is_path) -> str | None:
     names = [t for t in toks if t[1] not in LEAD_WORDS and t[1].split(".")[0] not in LEAD_WORDS]
     for pos, name, strong, _ in toks:
         word = name.split(".")[0]
-        if strong:
+        if strong and (opened or len([w for w in _WORD.findall(text[m.end():pos]) if w not in LEAD_WORDS]) < 3):
             return name
         if first and not colon and name[:1].isupper() and name not in PROSE_WORDS:
             return name
