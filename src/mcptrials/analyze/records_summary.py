@@ -115,17 +115,26 @@ def did_not_start(failed: list[dict], used: set[tuple[str, str]], install_of: di
 
 def citation_composition(records: list[dict]) -> list[dict]:
     """Per (model, tool): the completed-or-failed trials' citations pooled
-    (graders.citations.pool: counts summed, then the same rates) and composed
-    (graders.composition.view: strict beside lenient, by form, the ungrounded kinds). A
-    missing trial, and one scored before the composition existed, are left out."""
+    (grade.citations.pool: counts summed, then the same rates) and composed
+    (grade.composition.view: strict beside lenient, by form, the ungrounded kinds). A
+    missing trial, and one scored before the composition existed, are left out; so is a trial
+    whose citations were not checked (no checkout of its commit: `citations_not_checked`),
+    counted as `n_not_checked` (`n_trials` counts the trials pooled). A (model, tool) with no
+    trial pooled has no row."""
     from mcptrials.grade.citations import pool
     from mcptrials.grade.composition import view
 
     groups: dict[tuple, list] = {}
+    unchecked: dict[tuple, int] = {}
     for rec in records:
         cit = rec["scored"]["citations"]
         if is_missing(rec["transcript"]["outcome"]) or "by_form" not in cit["counts"]:
             continue
-        groups.setdefault((rec["key"]["model"], rec["key"]["tool"]), []).append(cit)
-    return [{"model": model, "tool": tool, "n_trials": len(cits), **view(pool(cits))}
+        key = (rec["key"]["model"], rec["key"]["tool"])
+        if rec["scored"].get("citations_not_checked"):
+            unchecked[key] = unchecked.get(key, 0) + 1
+            continue
+        groups.setdefault(key, []).append(cit)
+    return [{"model": model, "tool": tool, "n_trials": len(cits), "n_not_checked": unchecked.get((model, tool), 0),
+             **view(pool(cits))}
             for (model, tool), cits in groups.items()]
