@@ -113,6 +113,19 @@ def did_not_start(failed: list[dict], used: set[tuple[str, str]], install_of: di
                                     for tt, r in used if tt == t)}
 
 
+def trial_citations(scored: dict) -> dict:
+    """A trial's citation counts with each of its answer's citations once: scored.json's own
+    (the steps' counts summed), except for a one-answer transcript mapped `whole`
+    (grade.answer_map: every step graded on the whole answer), where every step holds the
+    same citations and the first step's counts are the trial's; summing them would weigh
+    such an answer by its scenario's number of steps."""
+    steps = [st.get("citations") for st in scored.get("steps") or []]
+    if (scored.get("answer_mapping") or {}).get("method") == "whole" and steps and steps[0] \
+            and "by_form" in steps[0].get("counts", {}):
+        return {"counts": steps[0]["counts"], "rates": steps[0].get("rates")}
+    return scored["citations"]
+
+
 def citation_composition(records: list[dict]) -> list[dict]:
     """Per (model, tool): the completed-or-failed trials' citations pooled
     (grade.citations.pool: counts summed, then the same rates) and composed
@@ -120,14 +133,14 @@ def citation_composition(records: list[dict]) -> list[dict]:
     missing trial, and one scored before the composition existed, are left out; so is a trial
     whose citations were not checked (no checkout of its commit: `citations_not_checked`),
     counted as `n_not_checked` (`n_trials` counts the trials pooled). A (model, tool) with no
-    trial pooled has no row."""
+    trial pooled has no row. Each trial's citations are counted once (trial_citations)."""
     from mcptrials.grade.citations import pool
     from mcptrials.grade.composition import view
 
     groups: dict[tuple, list] = {}
     unchecked: dict[tuple, int] = {}
     for rec in records:
-        cit = rec["scored"]["citations"]
+        cit = trial_citations(rec["scored"])
         if is_missing(rec["transcript"]["outcome"]) or "by_form" not in cit["counts"]:
             continue
         key = (rec["key"]["model"], rec["key"]["tool"])
