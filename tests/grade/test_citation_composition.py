@@ -1,6 +1,6 @@
 """Issue 25 item 5: the composition of citation scores, strict beside lenient, by form and the
 ungrounded kinds, in summary.json (per model and tool), the report (a table per model) and
-compare-sense-bench (per tool). Every figure below is worked out by hand from the counts."""
+compare-sense-bench (per model and tool). Every figure below is worked out by hand from the counts."""
 
 import pytest
 
@@ -63,6 +63,19 @@ def test_the_report_has_a_table_per_model_strict_beside_lenient_and_by_form():
     add_citation_composition(doc, {"citation_composition": comp, "identity": {"models": {}}})
     md = "\n".join(doc.md)
     assert md.count("citations per tool") == 2                       # one table per model: m and n
-    assert "| sense | 2 | 6 | 0.667 | 0.500 | 0.750 | 0.667 | 0 (0.000) | 1 (0.167) | 1 (0.167) |" in md
-    assert "| path:line | 0.833 (n=5) | 0.600 | 1.000 | 0.667 | 1.000 (n=2) | 0.500 |" in md
-    assert "| basename | 0.167 (n=1) | 1.000 | 0.000 | – | – | – | – | – |" in md
+    assert "| sense | 2 | 0 | 6 | 0.667 | 0.500 | 0.750 | 0.667 | 0 (0.000) | 1 (0.167) | 1 (0.167) |" in md
+    # path:line, sense: 5 citations, 3 grounded, 1 strict mismatch -> strict grounding 2/5
+    assert "| path:line | 0.833 (n=5) | 0.600 | 0.400 | 1.000 | 0.667 | 1.000 (n=2) | 0.500 | 0.500 |" in md
+    assert "| basename | 0.167 (n=1) | 1.000 | 1.000 | 0.000 | – | – | – | – | – | – |" in md
+
+
+def test_a_trial_whose_citations_were_not_checked_is_counted_not_pooled():
+    """No checkout of its commit: its citation counts are zeros that mean nothing; pooling them
+    would put the trial in `trials` without a citation. It is counted apart (n_not_checked)."""
+    unchecked = record("m", "sense", {**COUNTS_B, **{k: 0 for k in ("total", "grounded", "unresolved", "verified",
+                                                                   "n/a", "strict_verified", "strict_na")},
+                                      "by_form": {}, "ungrounded": {}})
+    unchecked["scored"]["citations_not_checked"] = "short commit abc1234 of the runs, not resolved: no mirror"
+    r, = citation_composition([record("m", "sense", COUNTS_A), unchecked])
+    assert (r["n_trials"], r["n_not_checked"], r["n_citations"]) == (1, 1, 4)
+    assert citation_composition([unchecked]) == []   # nothing pooled: no row

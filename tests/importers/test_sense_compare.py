@@ -53,7 +53,7 @@ def test_markdown_names_both_sides():
     assert "| t | r | 2, 2, 0, 0 | 3, 2, 1, 0 | – |" in md
 
 
-def test_markdown_and_csv_carry_the_composition_per_tool():
+def test_markdown_and_csv_carry_the_composition_per_model_and_tool():
     from mcptrials.grade.citations import pool
     from mcptrials.grade.composition import view
     from mcptrials.importers.sense_compare import composition_rows
@@ -66,10 +66,12 @@ def test_markdown_and_csv_carry_the_composition_per_tool():
                                           "strict_verified": 1, "strict_mismatch": 1}},
               "ungrounded": {"basename": 0, "past_eof": 1, "no_such_file": 0, "symbol_not_defined": 0,
                              "ambiguous": 0}}
-    comp = [{"tool": "t", "cells": 1, **view(pool([{"counts": counts}]))}]
+    comp = [{"model": "m", "tool": "t", "n_trials": 1, "n_not_checked": 2, **view(pool([{"counts": counts}]))}]
     md = markdown({"tools": [], "cells": [], "composition": comp})
-    assert "| t | 4 | 0.750 | 0.500 | 0.667 | 0.500 | 0 (0.000) | 1 (0.250) | 0 (0.000) | 0 (0.000) | 0 (0.000) |" in md
-    assert "| t | json-fields | 1.000 (4) | 0.750 | 0.667 | 0.500 |" in md
+    assert "### m\n" in md
+    assert "| t | 1 | 2 | 4 | 0.750 | 0.500 | 0.667 | 0.500 | 0 (0.000) | 1 (0.250) | 0 (0.000) | 0 (0.000) | 0 (0.000) |" in md
+    assert "| t | json-fields | 1.000 (4) | 0.750 | 0.500 | 0.667 | 0.500 |" in md
     rows = composition_rows(comp)
-    assert [(r["form"], r["grounded_strict"], r["ungrounded_past_eof"]) for r in rows] == [("all", 0.5, 1),
-                                                                                          ("json-fields", None, None)]
+    assert [(r["model"], r["form"], r["trials"], r["not_checked"], r["grounded_strict"], r["ungrounded_past_eof"],
+             r["ungrounded_past_eof_share"]) for r in rows] == [("m", "all", 1, 2, 0.5, 1, 0.25),
+                                                               ("m", "json-fields", None, None, 0.5, None, None)]

@@ -113,19 +113,41 @@ def did_not_start(failed: list[dict], used: set[tuple[str, str]], install_of: di
                                     for tt, r in used if tt == t)}
 
 
+def trial_citations(scored: dict) -> dict:
+    """A trial's citation counts with each of its answer's citations once: scored.json's own
+    (the steps' counts summed), except for a one-answer transcript mapped `whole`
+    (grade.answer_map: every step graded on the whole answer), where every step holds the
+    same citations and the first step's counts are the trial's; summing them would weigh
+    such an answer by its scenario's number of steps."""
+    steps = [st.get("citations") for st in scored.get("steps") or []]
+    if (scored.get("answer_mapping") or {}).get("method") == "whole" and steps and steps[0] \
+            and "by_form" in steps[0].get("counts", {}):
+        return {"counts": steps[0]["counts"], "rates": steps[0].get("rates")}
+    return scored["citations"]
+
+
 def citation_composition(records: list[dict]) -> list[dict]:
     """Per (model, tool): the completed-or-failed trials' citations pooled
-    (graders.citations.pool: counts summed, then the same rates) and composed
-    (graders.composition.view: strict beside lenient, by form, the ungrounded kinds). A
-    missing trial, and one scored before the composition existed, are left out."""
+    (grade.citations.pool: counts summed, then the same rates) and composed
+    (grade.composition.view: strict beside lenient, by form, the ungrounded kinds). A
+    missing trial, and one scored before the composition existed, are left out; so is a trial
+    whose citations were not checked (no checkout of its commit: `citations_not_checked`),
+    counted as `n_not_checked` (`n_trials` counts the trials pooled). A (model, tool) with no
+    trial pooled has no row. Each trial's citations are counted once (trial_citations)."""
     from mcptrials.grade.citations import pool
     from mcptrials.grade.composition import view
 
     groups: dict[tuple, list] = {}
+    unchecked: dict[tuple, int] = {}
     for rec in records:
-        cit = rec["scored"]["citations"]
+        cit = trial_citations(rec["scored"])
         if is_missing(rec["transcript"]["outcome"]) or "by_form" not in cit["counts"]:
             continue
-        groups.setdefault((rec["key"]["model"], rec["key"]["tool"]), []).append(cit)
-    return [{"model": model, "tool": tool, "n_trials": len(cits), **view(pool(cits))}
+        key = (rec["key"]["model"], rec["key"]["tool"])
+        if rec["scored"].get("citations_not_checked"):
+            unchecked[key] = unchecked.get(key, 0) + 1
+            continue
+        groups.setdefault(key, []).append(cit)
+    return [{"model": model, "tool": tool, "n_trials": len(cits), "n_not_checked": unchecked.get((model, tool), 0),
+             **view(pool(cits))}
             for (model, tool), cits in groups.items()]

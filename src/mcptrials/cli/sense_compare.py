@@ -33,7 +33,8 @@ def cmd_compare_sense_bench(args) -> int:
         result = run(m, bench_folder(Path(args.bench), "verticals"), args.vertical, Path(args.aggregate),
                      Path(args.runs), out)
         print((out / "board.md").read_text().split("\n## ")[0])
-        print(f"{out}: board.md, board.csv ({len(result['cells'])} cells), means.csv", file=sys.stderr)
+        print(f"{out}: board.md, board.csv ({len(result['cells'])} cells), means.csv, composition.csv "
+              f"({len(result['composition'])} model x tool rows)", file=sys.stderr)
         return 0
     out = Path(args.out or "results/sense-compare")
     result = write_comparison(m, Path(args.bench), Path(args.runs), out)

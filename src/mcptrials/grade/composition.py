@@ -9,6 +9,7 @@ basename, absolute, line-in-context, json-fields), counts of: total, grounded, v
 mismatch (lenient), strict_verified and strict_mismatch. From them (rates()):
     share          = total_form / total_all
     grounded_rate  = grounded / total
+    strict_grounded_rate = (grounded - strict_mismatch) / total
     verified_rate  = verified / (verified + mismatch)
     strict_verified_rate = strict_verified / (strict_verified + strict_mismatch)
 each null when its denominator is 0.
@@ -18,7 +19,7 @@ share, not settled by the context), past_eof (a line outside 1..EOF), no_such_fi
 symbol_not_defined, ambiguous (a partial path several files end with); each with
     share = n_kind / total_all     (ungrounded_shares)
 
-view() puts one pooled score (graders.citations.pool over a tool's trials: counts summed,
+view() puts one pooled score (grade.citations.pool over a tool's trials: counts summed,
 then citation_rates) together: the lenient grounded_rate and verified_rate beside the strict
 strict_grounded_rate = (grounded - strict_mismatch) / total and strict_verified_rate =
 strict_verified / (strict_verified + strict_mismatch), the composition by form and the
@@ -29,6 +30,8 @@ table per model) and `compare-sense-bench` (per tool) print it.
 from __future__ import annotations
 
 FORM_KEYS = ("total", "grounded", "verified", "mismatch", "strict_verified", "strict_mismatch")
+FORM_ORDER = ("path:line", "path:range", "path:list", "path:symbol", "test-id", "basename", "absolute",
+              "line-in-context", "json-fields")   # the order tables list the forms in
 UNGROUNDED_KINDS = ("basename", "past_eof", "no_such_file", "symbol_not_defined", "ambiguous")
 
 
@@ -78,11 +81,12 @@ def _ratio(a: int, b: int) -> float | None:
 
 
 def rates(forms: dict[str, dict]) -> dict[str, dict]:
-    """{form: {n, share, grounded_rate, verified_rate, strict_verified_rate}} (formulas in the
-    module docstring)."""
+    """{form: {n, share, grounded_rate, strict_grounded_rate, verified_rate, strict_verified_rate}}
+    (formulas in the module docstring)."""
     total = sum(f["total"] for f in forms.values())
     return {form: {"n": f["total"], "share": _ratio(f["total"], total),
                    "grounded_rate": _ratio(f["grounded"], f["total"]),
+                   "strict_grounded_rate": _ratio(f["grounded"] - f["strict_mismatch"], f["total"]),
                    "verified_rate": _ratio(f["verified"], f["verified"] + f["mismatch"]),
                    "strict_verified_rate": _ratio(f["strict_verified"], f["strict_verified"] + f["strict_mismatch"])}
             for form, f in forms.items()}
@@ -94,7 +98,7 @@ def ungrounded_shares(kinds: dict[str, int], total: int) -> dict[str, dict]:
 
 
 def view(pooled: dict) -> dict:
-    """One pooled citation score's composition (pooled: graders.citations.pool's counts and
+    """One pooled citation score's composition (pooled: grade.citations.pool's counts and
     rates): strict beside lenient, by form (rates) and the ungrounded kinds (ungrounded_shares)."""
     c, r = pooled["counts"], pooled["rates"]
     return {"n_citations": c["total"],

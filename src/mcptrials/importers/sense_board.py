@@ -16,7 +16,12 @@ and for a difference over 0.05 the reason: a run we left out, or the gold rows t
 gradings credit differently per run, read from the bench's own scored.json beside each
 recording), `means.csv` and `board.md` (per model: both headlines side by side, and what
 the bench lacks: a 95% interval over repos, paired t and Wilcoxon tests with Holm across
-models, pass^k over runs, cost where known). The bench's records are read, never changed.
+models, pass^k over runs, cost where known). Beside the board, our grading of the same runs'
+citations, per model and tool, from the run's summary.json (`citation_composition`):
+`composition.csv` and a section of `board.md`, strict beside lenient grounding and
+verification, the ungrounded decomposed and the composition by form
+(sense_compare.composition_rows / composition_markdown). The bench's records are read,
+never changed.
 """
 
 from __future__ import annotations
@@ -252,13 +257,25 @@ def write_csv(path: Path, rows: list[dict]) -> None:
         w.writerows(rows)
 
 
+def composition(aggregate: Path) -> list[dict]:
+    """The run's citation composition per model and tool (summary.json `citation_composition`;
+    none in a summary written before it existed)."""
+    path = aggregate / "summary.json"
+    return (json.loads(path.read_text()).get("citation_composition") or []) if path.is_file() else []
+
+
 def run(m, bench: Path, vertical: str, aggregate: Path, runs: Path, out: Path) -> dict:
+    from mcptrials.importers.sense_compare import composition_markdown, composition_rows
+
     vdir = bench / "verticals" / vertical
     if not vdir.is_dir():
         raise ConfigError(f"{bench}/verticals: no vertical {vertical!r}; give the bench/ folder the import read")
     result = board(m, vdir, aggregate, runs)
+    result["composition"] = composition(aggregate)
     out.mkdir(parents=True, exist_ok=True)
     write_csv(out / "board.csv", result["cells"])
     write_csv(out / "means.csv", result["means"])
-    (out / "board.md").write_text(markdown(vertical, result))
+    write_csv(out / "composition.csv", composition_rows(result["composition"]))
+    md = markdown(vertical, result) + "\n".join(composition_markdown(result["composition"]))
+    (out / "board.md").write_text(md.rstrip("\n") + "\n")
     return result

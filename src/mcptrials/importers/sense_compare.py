@@ -14,9 +14,10 @@ hallucinated, and `details` with `file`, `locator`, `status`) and writes:
   share: the bench has no verification (an in-range but wrong line counts as grounded there);
 - `disagreements.csv`: every citation on which the two disagree, matched by (file, first
   line): a different status, or found by one side only;
-- `composition.csv` and a section of `comparison.md`: per tool our citations pooled over its
-  cells, strict beside lenient grounding and verification, the ungrounded kinds and the
-  composition by form (graders.composition.view, the formulas there).
+- `composition.csv` and a section of `comparison.md`: per model and tool our citations pooled
+  over its cells, strict beside lenient grounding and verification, the ungrounded kinds and
+  the composition by form (grade.composition.view, the formulas there). The vertical board
+  (sense_board) writes the same table and section from the run's summary.json.
 
 It reads the bench's records, never changes them; nothing of them is copied into the project.
 """
@@ -113,10 +114,11 @@ def compare(m, runs: Path, bench: Path) -> dict:
     """Per cell and per tool, both sides; and the disagreements."""
     from mcptrials.stats.intervals import bounded_mean_ci
 
+    from mcptrials.analyze.records_summary import trial_citations
     from mcptrials.grade.citations import pool
     from mcptrials.grade.composition import view
 
-    cells, dis, cits = [], [], {}
+    cells, dis, cits, unchecked = [], [], {}, {}
     for key in m.cells():
         d = key.dir(runs)
         tool, repo, scenario = key.tool, key.repo, key.scenario
@@ -127,8 +129,10 @@ def compare(m, runs: Path, bench: Path) -> dict:
         theirs = bench_cell(bench, tool, scenario)   # the bench's results are per scenario file (= repo)
         if theirs is None:
             continue
-        if "by_form" in scored["citations"]["counts"]:
-            cits.setdefault(tool, []).append(scored["citations"])
+        if scored.get("citations_not_checked"):
+            unchecked[(key.model, tool)] = unchecked.get((key.model, tool), 0) + 1
+        elif "by_form" in trial_citations(scored)["counts"]:
+            cits.setdefault((key.model, tool), []).append(trial_citations(scored))
         cells.append({"tool": tool, "repo": repo, "scenario": scenario,
                       **{f"bench_{k}": theirs[k] for k in ("total", *STATUSES, "rate")},
                       **{f"ours_{k}": ours[k] for k in ("total", *STATUSES, "rate", "verified_rate")}})
@@ -143,23 +147,74 @@ def compare(m, runs: Path, bench: Path) -> dict:
             row.update({f"{side}_mean": ci["mean"], f"{side}_lo": ci["lo"], f"{side}_hi": ci["hi"]})
         row["disagreements"] = sum(1 for x in dis if x["tool"] == tool)
         tools.append(row)
-    composition = [{"tool": tool, "cells": len(c), **view(pool(c))} for tool, c in cits.items()]
+    composition = [{"model": model, "tool": tool, "n_trials": len(c), "n_not_checked": unchecked.get((model, tool), 0),
+                    **view(pool(c))} for (model, tool), c in cits.items()]
     return {"cells": cells, "tools": tools, "disagreements": dis, "composition": composition}
 
 
 def composition_rows(composition: list[dict]) -> list[dict]:
-    """composition.csv: one row per tool and form (form "all" first, with the ungrounded kinds)."""
+    """composition.csv: one row per model, tool and form (form "all" first, with the
+    ungrounded kinds; a form's row has its own rates, its ungrounded columns empty)."""
+    from mcptrials.grade.composition import UNGROUNDED_KINDS
+
     out = []
     for c in composition:
-        out.append({"tool": c["tool"], "form": "all", "n": c["n_citations"], "share": 1.0 if c["n_citations"] else None,
+        head = {"model": c.get("model"), "tool": c["tool"]}
+        out.append({**head, "form": "all", "trials": c.get("n_trials"), "not_checked": c.get("n_not_checked", 0),
+                    "n": c["n_citations"], "share": 1.0 if c["n_citations"] else None,
                     "grounded": c["grounded_rate"], "grounded_strict": c["strict_grounded_rate"],
                     "verified": c["verified_rate"], "verified_strict": c["strict_verified_rate"],
-                    **{f"ungrounded_{k}": v["n"] for k, v in c["ungrounded"].items()}})
+                    **{f"ungrounded_{k}": c["ungrounded"][k]["n"] for k in UNGROUNDED_KINDS},
+                    **{f"ungrounded_{k}_share": c["ungrounded"][k]["share"] for k in UNGROUNDED_KINDS}})
         for form, f in c["by_form"].items():
-            out.append({"tool": c["tool"], "form": form, "n": f["n"], "share": f["share"], "grounded": f["grounded_rate"],
-                        "grounded_strict": None, "verified": f["verified_rate"], "verified_strict": f["strict_verified_rate"],
-                        **{f"ungrounded_{k}": None for k in c["ungrounded"]}})
+            out.append({**head, "form": form, "trials": None, "not_checked": None, "n": f["n"], "share": f["share"],
+                        "grounded": f["grounded_rate"], "grounded_strict": f.get("strict_grounded_rate"),
+                        "verified": f["verified_rate"], "verified_strict": f["strict_verified_rate"],
+                        **{f"ungrounded_{k}": None for k in UNGROUNDED_KINDS},
+                        **{f"ungrounded_{k}_share": None for k in UNGROUNDED_KINDS}})
     return out
+
+
+def form_rank(form: str) -> tuple:
+    """A form's place in the tables: grade.composition.FORM_ORDER, then any other by name."""
+    from mcptrials.grade.composition import FORM_ORDER
+
+    return (FORM_ORDER.index(form), "") if form in FORM_ORDER else (len(FORM_ORDER), form)
+
+
+def composition_markdown(comp: list[dict]) -> list[str]:
+    """The markdown section of the composition (comparison.md, board.md): per model, a table
+    per tool of strict beside lenient and the ungrounded kinds, then the forms."""
+    from mcptrials.grade.composition import UNGROUNDED_KINDS
+
+    if not comp:
+        return []
+    lines = ["", "## Our citations per model and tool: strict beside lenient, ungrounded decomposed, by form", "",
+             "Trials whose citations were not checked (no checkout of their commit) are left out and counted. "
+             "grounded (lenient) = grounded / all; grounded (strict) = (grounded - strict mismatch) / all; verified "
+             "(lenient) = verified / (verified + mismatch), +/-5 lines; verified (strict) = the line is inside the "
+             "subject's definition or names it; each ungrounded kind as n (its share of all citations); a form's "
+             "share of the citations and its own rates."]
+    for model in dict.fromkeys(c.get("model") for c in comp):
+        rows = [c for c in comp if c.get("model") == model]
+        lines += ["", f"### {model}", "",
+                  "| tool | trials | not checked | citations | grounded (lenient) | grounded (strict) | verified (lenient) "
+                  "| verified (strict) | " + " | ".join(f"ungrounded: {k.replace('_', ' ')}" for k in UNGROUNDED_KINDS)
+                  + " |", "|---|---|---|---|---|---|---|---|" + "---|" * len(UNGROUNDED_KINDS)]
+        for c in rows:
+            u = c["ungrounded"]
+            lines.append(f"| {c['tool']} | {c.get('n_trials', '–')} | {c.get('n_not_checked', 0)} | {c['n_citations']} | "
+                         f"{_f(c['grounded_rate'])} | {_f(c['strict_grounded_rate'])} | {_f(c['verified_rate'])} | "
+                         f"{_f(c['strict_verified_rate'])} | "
+                         + " | ".join(f"{u[k]['n']} ({_f(u[k]['share'])})" for k in UNGROUNDED_KINDS) + " |")
+        lines += ["", "| tool | form | share (n) | grounded (lenient) | grounded (strict) | verified (lenient) | "
+                  "verified (strict) |", "|---|---|---|---|---|---|---|"]
+        for c in rows:
+            for form, f in sorted(c["by_form"].items(), key=lambda kv: form_rank(kv[0])):
+                lines.append(f"| {c['tool']} | {form} | {_f(f['share'])} ({f['n']}) | {_f(f['grounded_rate'])} | "
+                             f"{_f(f.get('strict_grounded_rate'))} | {_f(f['verified_rate'])} | "
+                             f"{_f(f['strict_verified_rate'])} |")
+    return lines
 
 
 def _f(x) -> str:
@@ -184,26 +239,7 @@ def markdown(result: dict) -> str:
         lines.append(f"| {c['tool']} | {c['repo']} | {c['bench_total']}, {c['bench_grounded']}, {c['bench_unresolved']}, "
                      f"{c['bench_hallucinated']} | {c['ours_total']}, {c['ours_grounded']}, {c['ours_unresolved']}, "
                      f"{c['ours_hallucinated']} | {_f(c['ours_verified_rate'])} |")
-    comp = result.get("composition") or []
-    if comp:
-        kinds = list(comp[0]["ungrounded"])
-        lines += ["", "## Our citations per tool: strict beside lenient, ungrounded decomposed, by form", "",
-                  "grounded (lenient) = grounded / all; grounded (strict) = (grounded - strict mismatch) / all; verified "
-                  "(lenient) = verified / (verified + mismatch), +/-5 lines; verified (strict) = the line is inside the "
-                  "subject's definition or names it; each ungrounded kind as its share of all citations.", "",
-                  "| tool | citations | grounded (lenient) | grounded (strict) | verified (lenient) | verified (strict) | "
-                  + " | ".join(f"ungrounded: {k.replace('_', ' ')}" for k in kinds) + " |",
-                  "|---|---|---|---|---|---|" + "---|" * len(kinds)]
-        for c in comp:
-            lines.append(f"| {c['tool']} | {c['n_citations']} | {_f(c['grounded_rate'])} | {_f(c['strict_grounded_rate'])} | "
-                         f"{_f(c['verified_rate'])} | {_f(c['strict_verified_rate'])} | "
-                         + " | ".join(f"{c['ungrounded'][k]['n']} ({_f(c['ungrounded'][k]['share'])})" for k in kinds) + " |")
-        lines += ["", "| tool | form | share (n) | grounded | verified (lenient) | verified (strict) |",
-                  "|---|---|---|---|---|---|"]
-        for c in comp:
-            for form, f in c["by_form"].items():
-                lines.append(f"| {c['tool']} | {form} | {_f(f['share'])} ({f['n']}) | {_f(f['grounded_rate'])} | "
-                             f"{_f(f['verified_rate'])} | {_f(f['strict_verified_rate'])} |")
+    lines += composition_markdown(result.get("composition") or [])
     return "\n".join(lines) + "\n"
 
 
