@@ -584,3 +584,19 @@ def test_a_name_deep_in_the_description_after_a_citation_is_not_its_subject(tree
     assert d["subject"] == {"name": "Http", "from": "after"} and d["strict"] == "verified"
     e, = grade("pkg/transports.py:24 (the subclass that posts to `Http`)\n", tree)["items"]
     assert e["subject"] == {"name": "Http", "from": "after"} and e["strict"] == "verified"
+
+
+def test_the_next_conjunct_after_a_citation_is_another_clause(tree):
+    # "`helper` is defined at a/util.py:1 and `other` calls it": other is the next clause's
+    # subject; a/util.py:1 is `def helper():` (before: subject other, a mismatch)
+    got = by_lines("`helper` is defined at a/util.py:1 and `other` calls it at b/util.py:8.\n", tree)
+    assert got[("a/util.py", 1)]["subject"] == {"name": "helper", "from": "before"}
+    assert got[("a/util.py", 1)]["strict"] == "verified"
+
+
+def test_an_unresolved_bare_file_name_has_the_basename_form(tree):
+    # util.py is a/util.py and b/util.py: unresolved, and its form is the one written
+    c, = grade("util.py:3 is odd\n", tree)["items"]
+    assert c["bucket"] == "unresolved" and c["ungrounded"] == "basename" and c["form"] == "basename"
+    d, = grade("util.py:3,5 are odd\n", tree)["items"][:1]
+    assert d["form"] == "basename"

@@ -143,6 +143,8 @@ def ground(c: dict, tree: CommitTree, ans: Answer | None = None, subj: str | Non
     r = dict(c, **_resolve_in_context(c, tree, ans, subj), symbol_by=None, symbol_lines=None)
     resolved, cands = r["resolved_path"], r["candidates"]
     r["ungrounded"] = None
+    if "/" not in c["path"] and resolved != c["path"] and r["form"] not in ("json-fields", "line-in-context"):
+        r["form"] = "basename"       # resolved from the context or not: the form the answer wrote
     if resolved is None:
         r["bucket"] = "unresolved"
         if r["context"] and r["context"].get("ambiguous"):
@@ -152,8 +154,6 @@ def ground(c: dict, tree: CommitTree, ans: Answer | None = None, subj: str | Non
             r["reason"] = f"ambiguous: {len(cands)} files end with {c['path']}" if cands else "no such file at the commit"
         r["ungrounded"] = ("basename" if "/" not in c["path"] else "ambiguous") if cands else "no_such_file"
         return r
-    if "/" not in c["path"] and resolved != c["path"] and r["form"] not in ("json-fields", "line-in-context"):
-        r["form"] = "basename"
     if c["lines"] is not None:
         eof = tree.line_count(resolved)
         r["eof"] = eof

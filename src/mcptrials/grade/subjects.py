@@ -223,7 +223,8 @@ def _after(text: str, start: int, end: int, is_path) -> str | None:
     opened = m.group("paren") is not None
     colon = any(ch in m.group(0) for ch in ":-\u2014\u2013") and not opened   # a description follows
     first = True
-    conj = re.search(r"\s(?:and|or|but|while|then)\s", text[m.end():end])    # the next conjunct is another clause
+    # the next conjunct is another clause (`path:1 and `main` calls it`: main is not at path:1)
+    conj = re.search(r"(?:^|\s)(?:and|or|but|while|then)\s", text[m.end():end])
     end = m.end() + conj.start() if conj else end
     toks = list(_tokens(text, m.end(), end, is_path))
     names = [t for t in toks if t[1] not in LEAD_WORDS and t[1].split(".")[0] not in LEAD_WORDS]
