@@ -8,7 +8,8 @@ the repositories' code are read from mirrors at run time:
 
     MCPTRIALS_SENSE_MIRROR   a clone or bare mirror of github:luuuc/sense (at the commit in labels.json)
     MCPTRIALS_MIRRORS        a folder holding <owner>+<name>/repo mirrors of healthchecks/healthchecks
-                             and lobsters/lobsters (default /work/.mirror)
+                             and lobsters/lobsters, and netbox-community/netbox for the validation
+                             set (default /work/.mirror)
 
 Labelling rules (so another person labels the same way):
 - The sample: 10 line citations per answer drawn at random (seed 25) from the 38 Claude Code,
@@ -40,6 +41,16 @@ Labelling rules (so another person labels the same way):
   hallucinated; no such file <-> unresolved no_such_file; ambiguous <-> unresolved
   (basename or ambiguous); no subject <-> strict `n/a`. A correct label also needs the
   grader's resolved file to be the intended one.
+
+The validation set (tests/fixtures/citation_corpus/validation.json) is graded the same way but
+was never used to tune the grader: 60 blind labels on a repository the corpus does not cover,
+netbox (9189067f, mirror netbox-community+netbox/repo under MCPTRIALS_MIRRORS), 3 line
+citations per answer drawn with one random.Random(26) (answers in sorted source order, each
+answer's occurrences sorted by span) from the 20 netbox answers of the same bench, labelled by
+the rules above and committed before any grader verdict on them was read. A `note` on a label
+says how a case the rules do not settle was decided. Its agreement measures how the grader
+generalises; its floor guards against regressions and is not a target: never change the grader
+or the labels to make them agree.
 """
 
 from __future__ import annotations
@@ -56,9 +67,10 @@ from mcptrials.grade.citations import grade_citations
 from mcptrials.grade.gittree import CommitTree
 
 LABELS = Path(__file__).parents[1] / "fixtures" / "citation_corpus" / "labels.json"
+VALIDATION = Path(__file__).parents[1] / "fixtures" / "citation_corpus" / "validation.json"
 HOW = ("set MCPTRIALS_SENSE_MIRROR to a mirror of github:luuuc/sense and MCPTRIALS_MIRRORS to a folder "
-       "with healthchecks+healthchecks/repo and lobsters+lobsters/repo mirrors (the `fetch` tool or "
-       "`git clone --mirror`)")
+       "with healthchecks+healthchecks/repo and lobsters+lobsters/repo mirrors (and "
+       "netbox-community+netbox/repo for the validation set) (the `fetch` tool or `git clone --mirror`)")
 
 
 def answer_text(sense: str, commit: str, source: str) -> str | None:
@@ -103,12 +115,27 @@ def agrees(label: dict, item: dict | None) -> bool:
     return item["strict"] == "n/a"
 
 
+def mirror(mirrors: Path, repo: dict) -> Path:
+    """Where a labels file's repository (its `fetch`, github:owner/name) is mirrored."""
+    return mirrors / repo["fetch"].split(":", 1)[1].replace("/", "+") / "repo"
+
+
+def mirrors_or_skip(labels: dict) -> tuple[str, Path]:
+    """The bench mirror and the mirrors folder, skipping the test when a mirror the labels file needs
+    (the bench's, or one of its own `repos`) is missing."""
+    sense = os.environ.get("MCPTRIALS_SENSE_MIRROR", "/work/.mirror/luuuc+sense/repo")
+    mirrors = Path(os.environ.get("MCPTRIALS_MIRRORS", "/work/.mirror"))
+    missing = [p for p in [Path(sense)] + [mirror(mirrors, r) for r in labels["repos"].values()] if not p.exists()]
+    if missing:
+        pytest.skip(f"the corpus needs its mirrors ({', '.join(map(str, missing))} missing): {HOW}")
+    return sense, mirrors
+
+
 def corpus_scores(labels: dict, sense: str, mirrors: Path) -> dict:
     """agreement = labels the grader agrees with / labels; verified share = correct labels graded
     verified / correct labels; mismatch share = wrong-line labels graded mismatch (or past EOF) /
     wrong-line labels."""
-    trees = {name: CommitTree(str(mirrors / r["fetch"].split(":", 1)[1].replace("/", "+") / "repo"), r["commit"])
-             for name, r in labels["repos"].items()}
+    trees = {name: CommitTree(str(mirror(mirrors, r)), r["commit"]) for name, r in labels["repos"].items()}
     graded = {}
     for sha, a in labels["answers"].items():
         text = answer_text(sense, labels["bench"]["commit"], a["source"])
@@ -145,13 +172,8 @@ FLOORS = {"agreement": 0.968, "verified_of_correct": 0.965, "mismatch_of_wrong":
 
 
 def test_grader_agrees_with_the_hand_labels():
-    sense = os.environ.get("MCPTRIALS_SENSE_MIRROR", "/work/.mirror/luuuc+sense/repo")
-    mirrors = Path(os.environ.get("MCPTRIALS_MIRRORS", "/work/.mirror"))
     labels = json.loads(LABELS.read_text())
-    missing = [p for p in [Path(sense)] + [mirrors / r["fetch"].split(":", 1)[1].replace("/", "+") / "repo"
-                                           for r in labels["repos"].values()] if not p.exists()]
-    if missing:
-        pytest.skip(f"the corpus needs its mirrors ({', '.join(map(str, missing))} missing): {HOW}")
+    sense, mirrors = mirrors_or_skip(labels)
     s = corpus_scores(labels, sense, mirrors)
     print(f"\ncitation corpus: {s['n']} labels ({s['correct']} correct, {s['wrong']} wrong line)")
     for k in TARGETS:
@@ -160,3 +182,22 @@ def test_grader_agrees_with_the_hand_labels():
     assert s["wrong"] >= 30, "the corpus needs wrong-line labels for the mismatch share to mean something"
     for k in TARGETS:
         assert s[k] >= FLOORS[k], f"{k} {s[k]:.3f} fell below its floor {FLOORS[k]}"
+
+
+# The validation set: the grader is never tuned on it, so its agreement is the honest figure for
+# answers the grader has not seen. The floor sits just below what this grader measured there, a
+# regression guard only; that it is below issue 25's 0.95 is the measurement, not a target met.
+VALIDATION_FLOOR = 0.83
+
+
+def test_grader_agrees_with_blind_labels_on_an_unseen_repository():
+    labels = json.loads(VALIDATION.read_text())
+    sense, mirrors = mirrors_or_skip(labels)
+    s = corpus_scores(labels, sense, mirrors)
+    mow = "None" if s["mismatch_of_wrong"] is None else f"{s['mismatch_of_wrong']:.3f}"
+    print(f"\nvalidation set ({', '.join(labels['repos'])}): {s['n']} blind labels "
+          f"({s['correct']} correct, {s['wrong']} wrong line)")
+    print(f"  agreement: {s['agreement']:.3f} (floor {VALIDATION_FLOOR})")
+    print(f"  verified_of_correct: {s['verified_of_correct']:.3f}")
+    print(f"  mismatch_of_wrong: {mow}")
+    assert s["agreement"] >= VALIDATION_FLOOR, f"agreement {s['agreement']:.3f} fell below its floor {VALIDATION_FLOOR}"
