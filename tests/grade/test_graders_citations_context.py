@@ -263,7 +263,8 @@ def test_comma_lists_of_lines_cite_each_line(tree):
                    ("axum/src/handler/mod.rs", [4], "grounded", "exact"),
                    ("axum/src/handler/mod.rs", [7], "grounded", "context"),      # a basename list: each item
                    ("axum/src/handler/mod.rs", [21], "hallucinated", "context"),  # resolves like its head
-                   (None, [1], "unresolved", None)]                             # ", 2" (a space) is no item
+                   (None, [1], "unresolved", None),
+                   (None, [2], "unresolved", None)]             # ", 2" (one space) is an item too
     c = {c["text"]: c for c in items(text, tree)}["axum/src/routing/mod.rs:2,5"]
     assert [text[a:b] for a, b in c["spans"]] == ["5"]
 

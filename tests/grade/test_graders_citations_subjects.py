@@ -600,3 +600,42 @@ def test_an_unresolved_bare_file_name_has_the_basename_form(tree):
     assert c["bucket"] == "unresolved" and c["ungrounded"] == "basename" and c["form"] == "basename"
     d, = grade("util.py:3,5 are odd\n", tree)["items"][:1]
     assert d["form"] == "basename"
+
+
+def test_a_bold_heading_with_a_code_span_names_the_citation_after_it(tree):
+    # "**`Transport.notify` cascade** — path:13": the heading's code span, line 13 its def
+    c, = grade("4. **`Transport.notify` cascade** — pkg/transports.py:13\n", tree)["items"]
+    assert c["subject"] == {"name": "Transport.notify", "from": "label"} and c["strict"] == "verified"
+
+
+def test_a_part_of_a_hyphenated_prose_word_is_not_a_name(tree):
+    # "IP-delete" is prose; before, `IP` right after the citation was its subject (a mismatch)
+    c, = grade("pkg/transports.py:9 IP-delete.\n", tree)["items"]
+    assert c["subject"] is None and c["strict"] == "n/a"
+
+
+def test_json_members_by_what_their_keys_say(tree):
+    # a locator key (`file_line`) is no label of the citation: the descriptive member's code
+    # name is its subject; a group key (`subsystem`) names none
+    c, = grade('{"file_line": "pkg/transports.py:13", "subsystem": "Core", "depends_how": "Transport.notify"}',
+               tree)["items"]
+    assert c["subject"] == {"name": "Transport.notify", "from": "json text"} and c["strict"] == "verified"
+    # an item of an array of refs: the object's prose is about the group, not this line
+    got = by_lines('{\n  "summary": "calls `is_noop`",\n  "refs": ["pkg/transports.py:13", "pkg/transports.py:24"]\n}', tree)
+    assert got[("pkg/transports.py", 13)]["subject"] is None and got[("pkg/transports.py", 13)]["strict"] == "n/a"
+    # a dotted module path naming the cited file (`pkg.transports`) is the file, no subject
+    d, = grade('{"name": "pkg.transports", "verification": "pkg/transports.py:13"}', tree)["items"]
+    assert d["subject"] is None and d["strict"] == "n/a"
+
+
+def test_lines_listed_with_one_space_and_a_long_list_under_one_description(tree):
+    # ", 24" (one space) is a second line; ", 2 more" is a count
+    got = by_lines("pkg/transports.py:9, 24: the classes. And pkg/models.py:6, 2 more.\n", tree)
+    assert sorted(got) == [("pkg/models.py", 6), ("pkg/transports.py", 9), ("pkg/transports.py", 24)]
+    assert got[("pkg/transports.py", 24)]["form"] == "path:list"
+    # three or more lines under one description: it is about the group, no line's subject
+    many = by_lines("pkg/transports.py:13,16,19 - `Http` users\n", tree)
+    assert all(c["subject"] is None and c["strict"] == "n/a" for c in many.values()) and len(many) == 3
+    # two lines keep it: 24 and 28 are both inside class Http (24-29)
+    two = by_lines("pkg/transports.py:24,28 - `Http`\n", tree)
+    assert [two[("pkg/transports.py", n)]["strict"] for n in (24, 28)] == ["verified", "verified"]

@@ -8,7 +8,9 @@ The path's last component must end with one of the citation extensions (or be on
 extension-less names such as Makefile). Backticks around the path, the citation or the
 path alone (`a.py`:10), brackets, markdown links [x](src/a.py#L3), GitHub blob URLs and
 trailing punctuation do not break it; a leading ./ is stripped. A path alone, without a
-line or symbol, is not a citation. `path:N,M,K-L` (commas, no spaces) cites each of them.
+line or symbol, is not a citation. `path:N,M,K-L` (commas, at most one space after each;
+`, 2 more` is a count) cites each of them; a prose description after three or more listed
+lines is about the group: it gives none of them a subject.
 
 Line-only references take their file from the answer (resolved_by "context"): a JSON
 "line" (or "lines", "start_line" with "end_line") member beside a "file" member of the same
@@ -65,6 +67,7 @@ buckets) and citation_verification (lenient and strict); this module runs them p
 from __future__ import annotations
 
 import bisect
+import collections
 
 from mcptrials.grade import composition, subjects
 from mcptrials.grade.citation_context import Answer, resolve
@@ -93,11 +96,15 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
     spans = sorted({tuple(c.get("subject_span") or (c["start"], c["end"])) for c in found})
     starts, ends = [a for a, _ in spans], sorted(b for _, b in spans)
     distinct: dict[tuple, dict] = {}
+    listed = collections.Counter(tuple(c["subject_span"]) for c in found if c.get("subject_span"))
     for c in found:
         lo, hi = c.get("subject_span") or (c["start"], c["end"])
         k = bisect.bisect_right(ends, lo) - 1
         j = bisect.bisect_right(starts, hi - 1)
         subj = citation_subject(ans, c, ends[k] if k >= 0 else 0, starts[j] if j < len(starts) else len(text))
+        if subj and subj["from"] in ("after", "before", "sentence") and c["form"] == "path:list" \
+                and listed[(lo, hi)] >= 3:
+            subj = None          # `types.py:106,111,253,... - GraphQL types`: the prose is about the group
         subj = respectively(ans, found, c) or subj
         g = ground(c, tree, ans, subj["name"] if subj and c["lines"] else None)
         if subj and subjects.names_its_file(subj["name"], g["resolved_path"]):

@@ -35,7 +35,10 @@ as a careful reader reads it, from the narrowest scope first (issue 25 item 3):
    "json key": before these, the key of the JSON member the citation is the value of
    (`"user": "story.rb:4"`), when the cited file names it somewhere (key_named): a key that
    names nothing of the file (`"model_validation": "story.rb:265"`) is a label, no subject;
-   a file, line or prose key never is one;
+   a locator, prose or group key never is one (json_key_kind: `file`, `file_line`, `refs`,
+   `verification`...; `reason`, `risk`, `depends_how`...; `subsystem`, `category`...). A
+   locator or group member gives no "json text"; a prose member only a code-like name; and
+   an item of an array (`"refs": ["a:1", "b:2"]`) takes none: the object's text is about the group;
 4. "table name cell": the identifier in its table row's symbol/name column;
 5. "list item": the first code-like name of its list item (of a nested item that names
    nothing, its parent item's bullet line: `8. **Slackalike.payload**` over `   - File: path`);
@@ -56,7 +59,9 @@ A clause ends at `, ; | ·`, a line break, a sentence's full stop, an unopened `
 citation; commas inside backticks, or before the citation inside a closed `(...)`
 (`calls self.transport.notify(flip, n) at path`), do not end it. Code-like: backticked, or bold, or with a
 qualifier (`a.b`, `A::b`, `A#b`), an underscore, an inner capital (`HttpTransport`), all
-capitals of five letters or more (`TRANSPORTS`; `HTTP`, `PORO` are prose) or a call's `(`. Inside a code span the subject is the span's
+capitals of five letters or more (`TRANSPORTS`; `HTTP`, `PORO` are prose) or a call's `(`;
+a part of a hyphenated prose word (`IP-delete`) is no name, and a bold heading holding a code
+span (`` **`Device.save` cascade** ``) names that span's identifier. Inside a code span the subject is the span's
 qualified identifier (`Story#is_gone?`), else its first Ruby symbol (`has_many :taggings`
 -> taggings), else the name before its first `(` (`def notify(self)` -> notify), else its
 first identifier that is not a keyword (`include Token` -> Token). Paths, one-letter names
@@ -106,11 +111,16 @@ WINDOW = 160   # characters a clause reaches at most, either side
 def names_its_file(name: str, path: str | None) -> bool:
     """Whether a subject is the cited file's own name in lower case, or its plural
     (`moderation` for moderation.rb, `suggested_taggings` for suggested_tagging.rb, `stories`
-    for story.rb): such a
+    for story.rb), or its dotted module path (`dcim.forms.bulk_edit`): such a
     word names the file, not a place in it (`Moderation`, the class, is a name of the code)."""
     if not path:
         return False
     stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
+    dirs = path.split("/")[:-1]
+    if "." in name:          # a dotted module path (`dcim.forms.bulk_edit` for .../dcim/forms/bulk_edit.py)
+        *outer, name = name.split(".")
+        if not outer or dirs[len(dirs) - len(outer):] != outer:
+            return False
     plurals = {stem + "s", stem + "es"} | ({stem[:-1] + "ies"} if stem.endswith("y") else set())
     return stem.islower() and (name == stem or name in plurals)
 
@@ -161,6 +171,12 @@ def _tokens(text: str, lo: int, hi: int, is_path):
                 yield m.start(), name, True, m.end()
         elif m.group("bold") is not None:
             inner = m.group("bold").strip()
+            tick = re.search(r"`([^`\n]+)`", inner)
+            if tick:                 # `**`Device.save` cascade**`: the bold heading's code span
+                name = code_subject(tick.group(1), is_path)
+                if name:
+                    yield m.start(), name, True, m.end()
+                continue
             name = code_subject(inner, is_path) if _QUALIFIED_SPAN.match(inner) else None
             if name and (_code_like(name, "(" in inner) or " " not in inner):
                 yield m.start(), name, _code_like(name, "(" in inner) or inner[:1].isupper(), m.end()
@@ -168,6 +184,8 @@ def _tokens(text: str, lo: int, hi: int, is_path):
             name = m.group("bare")
             if is_path(name) or name in KEYWORDS:
                 continue
+            if re.match(r"-[A-Za-z]", text[m.end("bare"):m.end("bare") + 2]) or re.search(r"[A-Za-z]-$", text[max(0, m.start() - 2):m.start()]):
+                continue             # a part of a prose compound (`IP-delete`, `VC-rename`), not a name
             if _JSON_KEY_AFTER.match(text, m.end("bare")) and text[m.start() - 1:m.start()] == '"':
                 continue             # a JSON key: the member's name, not a name of the code (see "json key")
             code = _code_like(name, m.group("call") is not None) or m.group("setter") is not None \
@@ -392,12 +410,12 @@ def subject(text: str, start: int, end: int, *, objects, before: int, after: int
         if strong:
             return {"name": strong[-1], "from": "before"}
     key = None if json_member else _KEY_BEFORE.search(text, max(0, start - 80), start)
-    if key and key.group("key").lower() not in _NOT_NAMES and _clean(key.group("key")) \
+    if key and not json_key_kind(key.group("key")) and _clean(key.group("key")) \
             and (key_named is None or key_named(key.group("key"))):
         return {"name": key.group("key"), "from": "json key"}
     # the value of its own descriptive member (`"base_class": "path:60"`): the object's other
     # members are about other things than this citation
-    labelled = key is not None and key.group("key").lower() not in _NOT_NAMES
+    labelled = key is not None and json_key_kind(key.group("key")) != "locator"
     objs = structure.enclosing_objects(objects, start)
     if objs:
         for mem in objs[0].members:
@@ -405,11 +423,16 @@ def subject(text: str, start: int, end: int, *, objects, before: int, after: int
                 name = code_subject(mem.value, is_path)
                 if name:
                     return {"name": name, "from": "json field"}
-        for mem in [] if labelled else objs[0].members:   # else the first code-like name of another member's text
+        # an item of an array (`"refs": ["a:1", "b:2"]`): the object's text is about the group
+        listed = not json_member and not any(mem.start <= start < mem.end for mem in objs[0].members)
+        for mem in [] if labelled or listed else objs[0].members:   # else the first code-like name of another member's text
+            kind_of_key = json_key_kind(mem.key)
+            if kind_of_key in ("locator", "group"):
+                continue
             values = mem.value if isinstance(mem.value, list) else [mem.value]
-            for v in (v for v in values if isinstance(v, str) and mem.key.lower() not in _NOT_NAMES):
+            for v in (v for v in values if isinstance(v, str)):
                 name = next((n for _, n, strong, _ in _tokens(v, 0, len(v), is_path) if strong), None)
-                kind = _NAMED_KIND.match(v)
+                kind = _NAMED_KIND.match(v) if kind_of_key is None else None    # prose: code-like names only
                 name = name or (kind.group("name") if kind else None)
                 if name and (key_named is None or key_named(parts_of(name)[-1])):
                     return {"name": name, "from": "json text"}
@@ -435,7 +458,22 @@ def subject(text: str, start: int, end: int, *, objects, before: int, after: int
     return None
 
 
-_NOT_NAMES = frozenset(("file", "path", "file_path", "filepath", "filename", "location", "line", "lines",
-                        "reason", "risk", "why", "note", "notes", "description", "usage", "purpose"))
+# What a JSON member's key says its value is (json_key_kind): where something is, prose about
+# it, or the group it belongs to; none of them is a name of the code.
+_LOCATOR_PARTS = frozenset("file files path paths filepath filename location locations loc line lines ref refs "
+                           "reference references source where citation citations cite evidence verification "
+                           "site sites span anchor".split())
+_PROSE_KEYS = frozenset("reason risk why note notes description usage purpose impact dependency depends_how "
+                        "details summary explanation comment rationale effect consequence".split())
+_GROUP_KEYS = frozenset("subsystem category group area section tier severity priority level status".split())
+
+
+def json_key_kind(key: str) -> str | None:
+    """"locator" (`file`, `file_line`, `refs`, `verification`), "prose" (`reason`, `risk`,
+    `depends_how`), "group" (`subsystem`, `category`) or None (a key that may be a name)."""
+    k = key.lower()
+    if set(re.split(r"[_\-\s]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", key).lower())) & _LOCATOR_PARTS:
+        return "locator"
+    return "prose" if k in _PROSE_KEYS else "group" if k in _GROUP_KEYS else None
 IDENT_KEYS = frozenset(("name", "symbol", "function", "method", "class", "struct", "trait", "interface",
                         "identifier", "definition", "module", "signature"))
