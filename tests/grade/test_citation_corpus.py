@@ -28,7 +28,19 @@ Labelling rules (so another person labels the same way):
 - Subject: the identifier the sentence says is at the line (the parenthetical or name right
   after, else the name right before, else the JSON object's own name field, else the list
   item's head). A citation whose text names nothing checkable (a list of lines under a file,
-  "story link contract") is labelled `no subject`.
+  "story link contract") is labelled `no subject`. Conventions the labellers of the blind sets
+  settled on, written down before the third set was drawn (so later labels follow them):
+  "right after" is straight after the citation (past a colon, a dash or a word such as
+  `defines`, `class`, `the`), or inside the parenthetical right after it; a name further
+  into a description after it (`path:29 - Sitemap uses site.root_page ...`) is what the
+  description talks about, not the subject. "Right before" is the name the citation is
+  attached to, or a code-like name earlier in its clause. A capitalised plain word (a
+  heading such as `Permissions:`, `File:`) is a subject only when it is an identifier of the
+  code. In JSON: the object's own name/symbol/function/class field; the member's key when it
+  is an identifier of the cited file; a sibling description member only when its text starts
+  with the name; never a locator key (`file`, `refs`), a group key (`subsystem`) or, for an
+  item of an array of refs, anything of its object. Three or more lines listed under one
+  description have no subject; names and lines listed in the same order pair up.
 - Verdict: `correct` when the intended file's cited line lies inside the subject's definition
   or the line itself is what the sentence describes (a call site named "calls X at N" is
   correct when line N makes that call); `wrong line` when the file is right but the line is
