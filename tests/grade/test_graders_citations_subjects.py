@@ -639,3 +639,28 @@ def test_lines_listed_with_one_space_and_a_long_list_under_one_description(tree)
     # two lines keep it: 24 and 28 are both inside class Http (24-29)
     two = by_lines("pkg/transports.py:24,28 - `Http`\n", tree)
     assert [two[("pkg/transports.py", n)]["strict"] for n in (24, 28)] == ["verified", "verified"]
+
+
+def test_a_capitalised_heading_word_the_file_never_names_is_no_subject(tree):
+    # "Revisions:" and "**Permissions**" are headings: pkg/transports.py has neither word
+    # (before: each a subject, a mismatch); a class the file names, Transport, is one
+    for text in ("Revisions: pkg/transports.py:13\n", "- **Permissions**: pkg/transports.py:13 - easy to miss\n"):
+        c, = grade(text, tree)["items"]
+        assert c["subject"] is None and c["strict"] == "n/a", text
+    d, = grade("Transport: pkg/transports.py:13\n", tree)["items"]
+    assert d["subject"]["name"] == "Transport"
+
+
+def test_path_segments_and_json_keys_of_arrays_are_not_names(tree):
+    # `chat/completions` is a URL path, not a name at line 13 (before: completions, a mismatch)
+    c, = grade("The endpoint defaults to chat/completions at pkg/transports.py:13.\n", tree)["items"]
+    assert c["subject"] is None
+    # "rich_text": [...] is a key of the answer's JSON, not a name of the code
+    d, = grade('{"rich_text": ["pkg/transports.py:13"]}', tree)["items"]
+    assert d["subject"] is None and d["strict"] == "n/a"
+
+
+def test_in_one_line_json_the_sentence_is_the_string_the_citation_stands_in(tree):
+    # the other member's `is_noop` is on the same line but in another string
+    c, = grade('{"a": "uses `is_noop` here", "b": "pkg/transports.py:9, see above"}', tree)["items"]
+    assert c["subject"] is None and c["strict"] == "n/a"

@@ -99,7 +99,8 @@ def citation_subject(ans: Answer, c: dict, before: int, after: int) -> dict | No
         return False
 
     return subjects.subject(ans.text, lo, hi, objects=ans.objects, before=before, after=after,
-                            is_path=ans.is_path, json_member=bool(c.get("json_member")), key_named=key_named)
+                            is_path=ans.is_path, json_member=bool(c.get("json_member")), key_named=key_named,
+                            plain_named=None if c.get("may_move") else key_named)
 
 
 _KIND_PLURAL = re.compile(r"\s(?:helpers|methods|functions|callbacks|hooks|classes|scopes|modules|"

@@ -60,8 +60,11 @@ citation; commas inside backticks, or before the citation inside a closed `(...)
 (`calls self.transport.notify(flip, n) at path`), do not end it. Code-like: backticked, or bold, or with a
 qualifier (`a.b`, `A::b`, `A#b`), an underscore, an inner capital (`HttpTransport`), all
 capitals of five letters or more (`TRANSPORTS`; `HTTP`, `PORO` are prose) or a call's `(`;
-a part of a hyphenated prose word (`IP-delete`) is no name, and a bold heading holding a code
-span (`` **`Device.save` cascade** ``) names that span's identifier. Inside a code span the subject is the span's
+a part of a hyphenated prose word (`IP-delete`), a segment of a path or URL after a plain
+lower-case word and a slash (`chat/completions`), a key of the answer's own JSON and a
+capitalised plain word the cited file never names (`Revisions:`, `**Permissions**`; _Reader)
+are no names, and a bold heading holding a code span (`` **`Device.save` cascade** ``) names
+that span's identifier. In JSON, "sentence" is the string the citation stands in. Inside a code span the subject is the span's
 qualified identifier (`Story#is_gone?`), else its first Ruby symbol (`has_many :taggings`
 -> taggings), else the name before its first `(` (`def notify(self)` -> notify), else its
 first identifier that is not a keyword (`include Token` -> Token). Paths, one-letter names
@@ -81,7 +84,8 @@ QUALIFIED = rf"{IDENT}(?:(?:\.|::|#){IDENT})*"
 _QUALIFIED_SPAN = re.compile(rf"^(?:&|\*|@)?(?P<id>{QUALIFIED})(?:<.*>|\[.*\])?(?:\(.*\)?)?\s*(?:->.*)?$")
 _TOKEN = re.compile(rf"`(?P<tick>[^`\n]+)`|\*\*(?P<bold>[^*\n]+)\*\*|(?:(?<=\s#)|(?<![\w`:.#]))"
                     rf"(?P<bare>{QUALIFIED})(?:(?P<call>\()|(?P<setter>=)(?=[\s`),;]|$))?")
-_JSON_KEY_AFTER = re.compile(r'"\s*:\s*"')
+_PATH_SEGMENT = re.compile(r"(?<![\w.])[a-z][a-z0-9]*/$")     # a plain lower-case word and a slash before
+_JSON_KEY_AFTER = re.compile(r'"\s*:\s*["\[{]')
 _RUBY_SYMBOL = re.compile(rf"(?<![:\w]):(?P<s>{IDENT})")
 _BEFORE_CALL = re.compile(rf"(?P<id>{QUALIFIED})\s*\(")
 _WORD = re.compile(IDENT)
@@ -156,6 +160,22 @@ def code_subject(span: str, is_path) -> str | None:
     return None
 
 
+class _Reader:
+    """is_path, callable as before, with the cited file's words: a capitalised plain word is
+    a name only when the file names it (`Revisions: path:84` is a heading, `Story` a class)."""
+
+    def __init__(self, is_path, key_named):
+        self.is_path, self.key_named = is_path, key_named
+
+    def __call__(self, s: str) -> bool:
+        return self.is_path(s)
+
+
+def _names(is_path, name: str) -> bool:
+    named = getattr(is_path, "key_named", None)
+    return named is None or named(parts_of(name)[-1])
+
+
 def _code_like(name: str, call: bool) -> bool:
     last = re.split(r"\.|::|#", name)[-1]
     return (call or bool(re.search(r"\.|::|#", name)) or "_" in name.strip("_") or re.search(r"[a-z][A-Z]", name) is not None
@@ -178,6 +198,8 @@ def _tokens(text: str, lo: int, hi: int, is_path):
                     yield m.start(), name, True, m.end()
                 continue
             name = code_subject(inner, is_path) if _QUALIFIED_SPAN.match(inner) else None
+            if name and not _code_like(name, "(" in inner) and not _names(is_path, name):
+                continue             # a bold heading word (`**Permissions**`) the file never names
             if name and (_code_like(name, "(" in inner) or " " not in inner):
                 yield m.start(), name, _code_like(name, "(" in inner) or inner[:1].isupper(), m.end()
         else:
@@ -186,10 +208,14 @@ def _tokens(text: str, lo: int, hi: int, is_path):
                 continue
             if re.match(r"-[A-Za-z]", text[m.end("bare"):m.end("bare") + 2]) or re.search(r"[A-Za-z]-$", text[max(0, m.start() - 2):m.start()]):
                 continue             # a part of a prose compound (`IP-delete`, `VC-rename`), not a name
+            if _PATH_SEGMENT.search(text, max(0, m.start() - 40), m.start()):
+                continue             # a segment of a path or URL (`lib/ruby_llm/...`, `chat/completions`)
             if _JSON_KEY_AFTER.match(text, m.end("bare")) and text[m.start() - 1:m.start()] == '"':
                 continue             # a JSON key: the member's name, not a name of the code (see "json key")
             code = _code_like(name, m.group("call") is not None) or m.group("setter") is not None \
                 or text[m.start() - 1:m.start()] == "#"
+            if not code and name[:1].isupper() and not _names(is_path, name):
+                continue             # a capitalised word of prose (`File:`, `Revisions:`) the file never names
             yield m.start(), name, code, m.end("bare")
 
 
@@ -394,9 +420,13 @@ _KEY_BEFORE = re.compile(r'"(?P<key>[A-Za-z_][\w?!]*)"\s*:\s*"$')
 
 
 def subject(text: str, start: int, end: int, *, objects, before: int, after: int,
-            is_path, json_member: bool = False, key_named=None) -> dict | None:
+            is_path, json_member: bool = False, key_named=None, plain_named=None) -> dict | None:
     """The subject of the citation text[start:end] (rules in the module docstring); before and
-    after: where the previous citation ends and the next one starts (a clause stops there)."""
+    after: where the previous citation ends and the next one starts (a clause stops there);
+    key_named / plain_named: whether the cited file names a word (for JSON keys and texts / for
+    capitalised plain words; None: not checked, as for a line-only reference whose file the
+    subject is still to decide)."""
+    is_path = _Reader(is_path, plain_named)
     if not json_member:
         lo = _safe_start(text, _clause_start(text, start, before), start)
         toks = list(_tokens(text, lo, start, is_path))
@@ -451,6 +481,8 @@ def subject(text: str, start: int, end: int, *, objects, before: int, after: int
         if head:
             return {"name": head, "from": "list item"}
     lo = max(text.rfind("\n", 0, start), text.rfind(". ", 0, start)) + 1
+    if objs:                     # in JSON, the sentence is the string the citation stands in
+        lo = max(lo, text.rfind('"', 0, start) + 1)
     ticks = [name for _, name, s, _ in _tokens(text, _safe_start(text, lo, start), start, is_path) if s
              and (key_named is None or key_named(parts_of(name)[-1]))]
     if ticks:
