@@ -8,8 +8,9 @@ the repositories' code are read from mirrors at run time:
 
     MCPTRIALS_SENSE_MIRROR   a clone or bare mirror of github:luuuc/sense (at the commit in labels.json)
     MCPTRIALS_MIRRORS        a folder holding <owner>+<name>/repo mirrors of healthchecks/healthchecks
-                             and lobsters/lobsters, and netbox-community/netbox for the validation
-                             set (default /work/.mirror)
+                             and lobsters/lobsters, and of the other sets' repositories below
+                             (netbox-community/netbox, wagtail/wagtail, crmne/ruby_llm,
+                             redmine/redmine, saleor/saleor) (default /work/.mirror)
 
 Labelling rules (so another person labels the same way):
 - The sample: 10 line citations per answer drawn at random (seed 25) from the 38 Claude Code,
@@ -54,15 +55,25 @@ Labelling rules (so another person labels the same way):
   (basename or ambiguous); no subject <-> strict `n/a`. A correct label also needs the
   grader's resolved file to be the intended one.
 
-The validation set (tests/fixtures/citation_corpus/validation.json) is graded the same way but
-was never used to tune the grader: 60 blind labels on a repository the corpus does not cover,
-netbox (9189067f, mirror netbox-community+netbox/repo under MCPTRIALS_MIRRORS), 3 line
-citations per answer drawn with one random.Random(26) (answers in sorted source order, each
-answer's occurrences sorted by span) from the 20 netbox answers of the same bench, labelled by
-the rules above and committed before any grader verdict on them was read. A `note` on a label
-says how a case the rules do not settle was decided. Its agreement measures how the grader
-generalises; its floor guards against regressions and is not a target: never change the grader
-or the labels to make them agree.
+Five more sets, one per repository the corpus does not cover, each of 3 line citations per
+answer drawn with one random.Random (answers in sorted source order, each answer's occurrences
+sorted by span) from that repository's answers in the same bench, labelled by the rules above
+by someone who had not read a grader verdict on them, and committed before the grader graded
+them (each file's `about` says how; a `note` says how a case the rules do not settle was
+decided). Each was blind once, then three of them became development data:
+
+    set        seed  labels  blind figure (grader)                       role now
+    netbox      26     60    0.833 (grader 6, first round)                development
+    wagtail     27     64    0.797 (grader 6, second round)               development
+    ruby_llm    28     57    0.737 (grader 6, second round)               development
+    redmine     29     51    0.902 (grader 6, final: third round)         blind
+    saleor      30     54    0.889 (grader 6, final: third round)         blind
+
+(grader 5, before this work, on the same sets: 0.850, 0.750, 0.649, 0.804, 0.907.) The blind
+sets' figures are the honest measure of how the grader generalises to answers it was not
+tuned on: 94 of 105 (0.895), below the 0.95 the corpus reaches. Never change the grader or the
+labels of a blind set to make them agree; a set used to develop the grader is no longer blind
+and is listed as development here. Floors guard against regressions and are not targets.
 """
 
 from __future__ import annotations
@@ -79,10 +90,10 @@ from mcptrials.grade.citations import grade_citations
 from mcptrials.grade.gittree import CommitTree
 
 LABELS = Path(__file__).parents[1] / "fixtures" / "citation_corpus" / "labels.json"
-VALIDATION = Path(__file__).parents[1] / "fixtures" / "citation_corpus" / "validation.json"
+SETS = Path(__file__).parents[1] / "fixtures" / "citation_corpus"
 HOW = ("set MCPTRIALS_SENSE_MIRROR to a mirror of github:luuuc/sense and MCPTRIALS_MIRRORS to a folder "
-       "with healthchecks+healthchecks/repo and lobsters+lobsters/repo mirrors (and "
-       "netbox-community+netbox/repo for the validation set) (the `fetch` tool or `git clone --mirror`)")
+       "with <owner>+<name>/repo mirrors of the repositories the labels file's `repos` fetch "
+       "(the `fetch` tool or `git clone --mirror`)")
 
 
 def answer_text(sense: str, commit: str, source: str) -> str | None:
@@ -180,7 +191,7 @@ def corpus_scores(labels: dict, sense: str, mirrors: Path) -> dict:
 # that grades the corpus worse fails). The floors sit below the targets where the grader
 # does not reach them yet; raise them when it does, never lower them to pass.
 TARGETS = {"agreement": 0.95, "verified_of_correct": 0.80, "mismatch_of_wrong": 0.80}
-FLOORS = {"agreement": 0.968, "verified_of_correct": 0.965, "mismatch_of_wrong": 0.99}
+FLOORS = {"agreement": 0.97, "verified_of_correct": 0.97, "mismatch_of_wrong": 0.99}
 
 
 def test_grader_agrees_with_the_hand_labels():
@@ -196,20 +207,19 @@ def test_grader_agrees_with_the_hand_labels():
         assert s[k] >= FLOORS[k], f"{k} {s[k]:.3f} fell below its floor {FLOORS[k]}"
 
 
-# The validation set: the grader is never tuned on it, so its agreement is the honest figure for
-# answers the grader has not seen. The floor sits just below what this grader measured there, a
-# regression guard only; that it is below issue 25's 0.95 is the measurement, not a target met.
-VALIDATION_FLOOR = 0.83
+# The other sets (module docstring): name -> (role, agreement floor, just below this grader's figure).
+OTHER_SETS = {"netbox": ("development", 0.96), "wagtail": ("development", 0.89), "ruby_llm": ("development", 0.80),
+              "redmine": ("blind", 0.90), "saleor": ("blind", 0.88)}
 
 
-def test_grader_agrees_with_blind_labels_on_an_unseen_repository():
-    labels = json.loads(VALIDATION.read_text())
+@pytest.mark.parametrize("name", sorted(OTHER_SETS))
+def test_grader_agrees_with_the_labels_of_an_unseen_repository(name):
+    role, floor = OTHER_SETS[name]
+    labels = json.loads((SETS / f"{name}.json").read_text())
     sense, mirrors = mirrors_or_skip(labels)
     s = corpus_scores(labels, sense, mirrors)
-    mow = "None" if s["mismatch_of_wrong"] is None else f"{s['mismatch_of_wrong']:.3f}"
-    print(f"\nvalidation set ({', '.join(labels['repos'])}): {s['n']} blind labels "
-          f"({s['correct']} correct, {s['wrong']} wrong line)")
-    print(f"  agreement: {s['agreement']:.3f} (floor {VALIDATION_FLOOR})")
-    print(f"  verified_of_correct: {s['verified_of_correct']:.3f}")
-    print(f"  mismatch_of_wrong: {mow}")
-    assert s["agreement"] >= VALIDATION_FLOOR, f"agreement {s['agreement']:.3f} fell below its floor {VALIDATION_FLOOR}"
+    mow = "–" if s["mismatch_of_wrong"] is None else f"{s['mismatch_of_wrong']:.3f}"
+    print(f"\n{name} ({role}): {s['n']} labels ({s['correct']} correct, {s['wrong']} wrong line): "
+          f"agreement {s['agreement']:.3f} (floor {floor}), verified_of_correct {s['verified_of_correct']:.3f}, "
+          f"mismatch_of_wrong {mow}")
+    assert s["agreement"] >= floor, f"{name}: agreement {s['agreement']:.3f} fell below its floor {floor}"
