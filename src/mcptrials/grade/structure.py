@@ -11,6 +11,7 @@ open ends with the answer.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from functools import lru_cache
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _LITERAL = re.compile(r"true|false|null")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_BLANK_START = re.compile(r"\n(?=[ \t]*\n)")
 _HEADING = re.compile(r"^#{1,6}\s", re.M)
 _BULLET = re.compile(r"[ \t]*(?:[-*+]|\d+[.)])[ \t]+")
 
@@ -130,41 +132,57 @@ def line_bounds(text: str, pos: int) -> tuple[int, int]:
     return lo, (len(text) if hi < 0 else hi)
 
 
-@lru_cache(maxsize=8192)            # called again and again for the same offsets of one answer
+@dataclass
+class _Layout:
+    """Where one answer's lines, blank lines and headings are, found once (a scan per
+    citation of the text before it made grading quadratic in the answer's length)."""
+    starts: list[int]              # each line's first offset
+    ends: list[int]                # each line's end: its newline, or the answer's end
+    bullets: list[int]             # the numbers of the lines a list item starts
+    blank_ends: list[int]          # ends of the blank-line matches, scanning from the start
+    blank_starts: list[int]        # every offset a blank-line match starts at (overlapping ones too)
+    headings: list[tuple[int, int]]
+
+
+@lru_cache(maxsize=8)               # the answers being graded now
+def _layout(text: str) -> _Layout:
+    starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    ends = [s - 1 for s in starts[1:]] + [len(text)]
+    return _Layout(starts, ends, [k for k, s in enumerate(starts) if _BULLET.match(text, s)],
+                   [m.end() for m in _BLANK_LINE.finditer(text)],
+                   [m.start() for m in _BLANK_START.finditer(text)],
+                   [(m.start(), m.end()) for m in _HEADING.finditer(text)])
+
+
 def paragraph_bounds(text: str, pos: int) -> tuple[int, int]:
     """The block around pos between blank lines."""
-    lo = 0
-    for m in _BLANK_LINE.finditer(text, 0, pos):
-        lo = m.end()
-    m = _BLANK_LINE.search(text, pos)
-    return lo, (m.start() if m else len(text))
+    lay = _layout(text)
+    k = bisect.bisect_right(lay.blank_ends, pos) - 1      # the last blank line ending by pos
+    j = bisect.bisect_left(lay.blank_starts, pos)         # the first one starting at or after pos
+    return (lay.blank_ends[k] if k >= 0 else 0), (lay.blank_starts[j] if j < len(lay.blank_starts) else len(text))
 
 
-@lru_cache(maxsize=8192)            # called again and again for the same offsets of one answer
 def section_start(text: str, pos: int) -> int:
     """Where the markdown section around pos starts (its heading line), else 0."""
-    lo = 0
-    for m in _HEADING.finditer(text, 0, pos):
-        lo = m.start()
-    return lo
+    heads = _layout(text).headings
+    k = bisect.bisect_right(heads, pos, key=lambda h: h[1]) - 1     # the last heading ending by pos
+    return heads[k][0] if k >= 0 else 0
 
 
-@lru_cache(maxsize=8192)            # called again and again for the same offsets of one answer
 def list_item_bounds(text: str, pos: int) -> tuple[int, int] | None:
-    """The markdown list item around pos (its bullet line and continuation lines), or None."""
+    """The markdown list item around pos (its bullet line and continuation lines, within its
+    paragraph), or None."""
     p_lo, p_hi = paragraph_bounds(text, pos)
-    lo, _ = line_bounds(text, pos)
-    while not _BULLET.match(text, lo):
-        if lo <= p_lo:
-            return None
-        lo, _ = line_bounds(text, lo - 1)
-    hi = line_bounds(text, pos)[1]
-    while hi < p_hi:
-        nxt_lo, nxt_hi = line_bounds(text, hi + 1)
-        if _BULLET.match(text, nxt_lo):
-            break
-        hi = nxt_hi
-    return lo, hi
+    lay = _layout(text)
+    k = bisect.bisect_right(lay.starts, pos) - 1          # pos's line
+    b = bisect.bisect_right(lay.bullets, k) - 1           # the last bullet line up to it
+    if b < 0 or (lay.bullets[b] < k and lay.starts[lay.bullets[b] + 1] <= p_lo):
+        return None                                       # none, or the paragraph starts after it
+    last = bisect.bisect_left(lay.ends, p_hi, lo=k)       # the paragraph's last line
+    nxt = b + 1                                           # the next bullet line ends the item
+    if nxt < len(lay.bullets):
+        last = min(last, lay.bullets[nxt] - 1)
+    return lay.starts[lay.bullets[b]], lay.ends[last]
 
 
 def _cells(text: str, lo: int, hi: int) -> list[tuple[str, int, int]]:
