@@ -122,5 +122,22 @@ def symbol_parts(symbol: str) -> list[str]:
     return [p for p in re.split(r"\.|::|#", symbol) if p]
 
 
+def is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"          # what \w matches in a str pattern
+
+
+def occurs_bounded(text: str, word: str, before=is_word_char, after=is_word_char) -> bool:
+    """Whether `word` occurs in text with no character `before` accepts right before it and
+    none `after` accepts right after (after None: anything may follow): the regex
+    (?<!\w)word(?!\w) by str.find, so no pattern is compiled per word (a file's text is
+    searched for hundreds of names, and the regex scanned it character by character)."""
+    n, k = len(word), text.find(word)
+    while k >= 0:
+        if not (k and before(text[k - 1])) and not (after and k + n < len(text) and after(text[k + n])):
+            return True
+        k = text.find(word, k + 1)
+    return False
+
+
 def has_word(text: str, word: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text) is not None
+    return occurs_bounded(text, word)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 
+from mcptrials.grade.citation_forms import is_word_char, occurs_bounded
 from mcptrials.grade.symbols import definitions, language_of
 
 _HASH_COMMENT = {"python", "ruby"}
@@ -46,14 +47,23 @@ def _code(line: str, path: str) -> str:
     return line
 
 
+def _word_or_mark(ch: str) -> bool:
+    return is_word_char(ch) or ch in "?!"
+
+
+def _word_or_dot(ch: str) -> bool:
+    return is_word_char(ch) or ch == "."
+
+
 def _has_word(text: str, word: str) -> bool:
-    tail = "" if word[-1] in "?!" else r"(?![\w?!])"
-    return re.search(rf"(?<!\w){re.escape(word)}{tail}", text) is not None
+    """`word` whole: (?<!\w)word(?![\w?!]); a word ending in ? or ! may run on."""
+    return occurs_bounded(text, word, after=None if word[-1] in "?!" else _word_or_mark)
 
 
 def _has_chain(text: str, subject: str) -> bool:
-    """The qualified subject as written (`self.transport.notify`), a whole word at both ends."""
-    return re.search(rf"(?<![\w.]){re.escape(subject)}(?![\w?!])", text) is not None
+    """The qualified subject as written (`self.transport.notify`), a whole word at both ends:
+    (?<![\w.])subject(?![\w?!])."""
+    return occurs_bounded(text, subject, before=_word_or_dot, after=_word_or_mark)
 
 
 def _chain_ok(d: dict, qualifiers: list[str], known: set[str]) -> bool:
