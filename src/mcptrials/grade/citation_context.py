@@ -73,6 +73,8 @@ class Answer:
             path = m.group("path")
             self.mentions.append({"path": path[2:] if path.startswith("./") else path,
                                   "start": m.start("path"), "end": m.end("path")})
+        self._mention_starts = [m["start"] for m in self.mentions]
+        self._mention_ends = [m["end"] for m in self.mentions]
         self.citations = extract_citations(text, extensions)
         self._resolved: dict[str, str | None] = {}
 
@@ -123,7 +125,9 @@ class Answer:
         return self.resolves(path) is not None or bool(self.tree.suffix_matches(path))
 
     def mentions_in(self, lo: int, hi: int) -> list[dict]:
-        return [m for m in self.mentions if lo <= m["start"] and m["end"] <= hi]
+        """The mentions inside text[lo:hi]: found by bisection, the mentions being in order
+        and apart (a regex's matches), so their starts and their ends both ascend."""
+        return self.mentions[bisect.bisect_left(self._mention_starts, lo):bisect.bisect_right(self._mention_ends, hi)]
 
     def file_fields(self, obj) -> list[dict]:
         return [m for f in obj.get(*FILE_KEYS) if isinstance(f.value, str) for m in self.mentions_in(f.start, f.end)]
