@@ -92,9 +92,11 @@ def verdict(path: str, source: str, lines: list[int], subject: str | None, file_
         return "n/a"
     *qualifiers, name = parts(subject)
     lo, hi = (lines[0], lines[0]) if len(lines) == 1 else (min(lines), max(lines))
-    defs = _defs(path, source) or []
-    known = {d["name"] for d in defs} | {n for d in defs for c in d["containers"] for n in c}
+    # A definition's name is text of the file: no parse when the file lacks the name (no
+    # definition can be of the subject then, and the rest reads only those that are).
+    defs = (_defs(path, source) or []) if name in source else []
     same = [d for d in defs if d["name"] == name and d.get("outer_start", d["start"]) <= hi and lo <= d["end"]]
+    known = {d["name"] for d in defs} | {n for d in defs for c in d["containers"] for n in c} if same else set()
     if any(_chain_ok(d, qualifiers, known) for d in same):
         return "verified"
     if qualifiers and any(_has_chain(_code(file_lines[n - 1], path), subject)
