@@ -207,7 +207,8 @@ def definitions(lang: str, source: str) -> list[dict]:
             if role in ("container", "both") and names:
                 inner = [names] + containers
         for child in node.children:
-            walk(child, inner)
+            if child.child_count:      # a leaf (a token) has no name field: it defines nothing
+                walk(child, inner)
 
     walk(tree.root_node, [])
     return out
