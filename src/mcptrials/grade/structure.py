@@ -19,6 +19,9 @@ from functools import lru_cache
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _LITERAL = re.compile(r"true|false|null")
+_STRING = re.compile(r'"[^"\\\n]*(?:\\[\s\S][^"\\\n]*)*"')      # unrolled: no backtracking blow-up
+_OBJECT_CHAR = re.compile(r'[{}\["]')
+_VALUE_CHAR = re.compile(r'[{}\["\-\dtfn]')      # and where _NUMBER or _LITERAL may start
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _BLANK_START = re.compile(r"\n(?=[ \t]*\n)")
 _HEADING = re.compile(r"^#{1,6}\s", re.M)
@@ -47,20 +50,10 @@ class JsonObject:
 
 
 def _string_end(text: str, i: int) -> int | None:
-    """Offset just past the string starting with the quote at i, or None if the line ends first."""
-    j = i + 1
-    n = len(text)
-    while j < n:
-        ch = text[j]
-        if ch == "\\":
-            j += 2
-            continue
-        if ch == '"':
-            return j + 1
-        if ch == "\n":
-            return None
-        j += 1
-    return None
+    """Offset just past the string starting with the quote at i, or None if the line ends first
+    (a backslash escapes the character after it, a newline too)."""
+    m = _STRING.match(text, i)
+    return m.end() if m else None
 
 
 def _decode(raw: str) -> str:
@@ -76,6 +69,15 @@ def json_objects(text: str) -> list[JsonObject]:
     stack: list[tuple[JsonObject, list]] = []   # (object, [pending key, its start])
     i, n = 0, len(text)
     while i < n:
+        # Skip to the next character that can matter (the rest only moves on by one): "{" outside
+        # any object; inside, also } [ " and, after a key, a number's or literal's first character.
+        if not stack:
+            i = text.find("{", i)
+        else:
+            m = (_VALUE_CHAR if stack[-1][1][0] is not None else _OBJECT_CHAR).search(text, i)
+            i = m.start() if m else -1
+        if i < 0:
+            break
         ch = text[i]
         if ch == "{":
             if stack:
