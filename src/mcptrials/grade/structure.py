@@ -144,16 +144,21 @@ class _Layout:
     blank_ends: list[int]          # ends of the blank-line matches, scanning from the start
     blank_starts: list[int]        # every offset a blank-line match starts at (overlapping ones too)
     headings: list[tuple[int, int]]
+    table_first: list[int | None]  # for a line starting with "|": its table's first line (the header)
 
 
 @lru_cache(maxsize=8)               # the answers being graded now
 def _layout(text: str) -> _Layout:
     starts = [0] + [m.end() for m in re.finditer("\n", text)]
     ends = [s - 1 for s in starts[1:]] + [len(text)]
+    table_first: list[int | None] = []
+    for k, (lo, hi) in enumerate(zip(starts, ends)):
+        pipe = text[lo:hi].lstrip().startswith("|")
+        table_first.append(None if not pipe else table_first[-1] if k and table_first[-1] is not None else k)
     return _Layout(starts, ends, [k for k, s in enumerate(starts) if _BULLET.match(text, s)],
                    [m.end() for m in _BLANK_LINE.finditer(text)],
                    [m.start() for m in _BLANK_START.finditer(text)],
-                   [(m.start(), m.end()) for m in _HEADING.finditer(text)])
+                   [(m.start(), m.end()) for m in _HEADING.finditer(text)], table_first)
 
 
 def paragraph_bounds(text: str, pos: int) -> tuple[int, int]:
@@ -221,16 +226,13 @@ class TableRow:
 
 def table_row(text: str, pos: int) -> TableRow | None:
     """The markdown table row around pos, with its file column when the header names one."""
-    lo, hi = line_bounds(text, pos)
-    if not text[lo:hi].lstrip().startswith("|"):
+    lay = _layout(text)
+    k = bisect.bisect_right(lay.starts, pos) - 1          # pos's line
+    first = lay.table_first[k]
+    if first is None:
         return None
-    first = lo
-    while first > 0:
-        p_lo, p_hi = line_bounds(text, first - 1)
-        if not text[p_lo:p_hi].lstrip().startswith("|"):
-            break
-        first = p_lo
-    head_lo, head_hi = line_bounds(text, first)
+    lo, hi = lay.starts[k], lay.ends[k]
+    head_lo, head_hi = lay.starts[first], lay.ends[first]
     cells = _cells(text, lo, hi)
     if head_lo == lo or re.fullmatch(r"[\s|:-]*", text[lo:hi]):
         return TableRow(cells, None)             # the header or the separator itself
