@@ -10,6 +10,8 @@ item or line names a file. A reference with no file there is not a citation.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 
 from mcptrials.grade.citation_context import Answer
@@ -76,11 +78,14 @@ def line_only_citations(ans: Answer, taken: list[dict]) -> list[dict]:
     beside a "file" member of the same object ("lines": "11, 25" cites both), and in prose
     `:N`, "line N", "line ~N", "lines N-M", every number of "lines 72, 74, 76", "L129", and a
     bare "(32-37)" whose list item or line names a file."""
-    spans = [(c["start"], c["end"]) for c in taken]
+    spans = sorted((c["start"], c["end"]) for c in taken)
+    starts = [s for s, _ in spans]
+    reach = list(itertools.accumulate((e for _, e in spans), max, initial=-1))   # reach[i]: max end of spans[:i]
     out = []
 
     def free(a, b):
-        return not any(s < b and a < e for s, e in spans)
+        """No citation overlaps text[a:b]: none of those starting before b ends after a."""
+        return reach[bisect.bisect_left(starts, b)] <= a
 
     for obj in ans.objects:
         ends = obj.get(*END_LINE_KEYS)
