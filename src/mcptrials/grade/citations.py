@@ -65,6 +65,7 @@ buckets) and citation_verification (lenient and strict); this module runs them p
 from __future__ import annotations
 
 import bisect
+import functools
 
 from mcptrials.grade import composition
 from mcptrials.grade.citation_context import Answer, resolve
@@ -80,7 +81,7 @@ RECALL_WINDOW = 5   # lines a citation may be from a gold line and still count f
 
 def _is_path(extensions):
     rx = citation_pattern(extensions)
-    return lambda s: "/" in s or rx.search(s + ":1") is not None
+    return functools.lru_cache(maxsize=None)(lambda s: "/" in s or rx.search(s + ":1") is not None)   # per answer
 
 
 def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:

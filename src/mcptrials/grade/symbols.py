@@ -61,6 +61,7 @@ DEFINITIONS = {
 _FUNCTION_VALUES = {"arrow_function", "function_expression", "function", "generator_function", "class"}
 
 
+@lru_cache(maxsize=4096)            # asked for every line a strict verdict reads
 def language_of(path: str) -> str | None:
     name = path.rsplit("/", 1)[-1]
     if name in _NAME_LANG:
