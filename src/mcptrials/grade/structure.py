@@ -26,6 +26,7 @@ _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _BLANK_START = re.compile(r"\n(?=[ \t]*\n)")
 _HEADING = re.compile(r"^#{1,6}\s", re.M)
 _BULLET = re.compile(r"[ \t]*(?:[-*+]|\d+[.)])[ \t]+")
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
 
 
 @dataclass
@@ -145,6 +146,8 @@ class _Layout:
     blank_starts: list[int]        # every offset a blank-line match starts at (overlapping ones too)
     headings: list[tuple[int, int]]
     table_first: list[int | None]  # for a line starting with "|": its table's first line (the header)
+    code_starts: list[int]         # the code spans `...` (they pair within a line, from its start)
+    code_ends: list[int]
 
 
 @lru_cache(maxsize=8)               # the answers being graded now
@@ -158,7 +161,17 @@ def _layout(text: str) -> _Layout:
     return _Layout(starts, ends, [k for k, s in enumerate(starts) if _BULLET.match(text, s)],
                    [m.end() for m in _BLANK_LINE.finditer(text)],
                    [m.start() for m in _BLANK_START.finditer(text)],
-                   [(m.start(), m.end()) for m in _HEADING.finditer(text)], table_first)
+                   [(m.start(), m.end()) for m in _HEADING.finditer(text)], table_first,
+                   [m.start() for m in _CODE_SPAN.finditer(text)], [m.end() for m in _CODE_SPAN.finditer(text)])
+
+
+def code_spans(text: str, lo: int, hi: int) -> list[tuple[int, int]]:
+    """The code spans inside text[lo:hi] for lo at a line's start: what
+    re.finditer(r"`[^`\n]*`", text[lo:hi]) finds (a span never crosses a line, so the
+    answer's spans, found once, are each line's from its start)."""
+    lay = _layout(text)
+    i, j = bisect.bisect_left(lay.code_starts, lo), bisect.bisect_right(lay.code_ends, hi)
+    return list(zip(lay.code_starts[i:j], lay.code_ends[i:j]))
 
 
 def paragraph_bounds(text: str, pos: int) -> tuple[int, int]:
