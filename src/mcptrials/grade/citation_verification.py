@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import re
 
-from mcptrials.grade import strict
 from mcptrials.grade import structure
 from mcptrials.grade import subjects
 from mcptrials.grade.citation_context import KEYWORDS, Answer, identifier
 from mcptrials.grade.citation_forms import IDENT, has_word
+from mcptrials.grade.citation_grounding import strict_verdict_at
 from mcptrials.grade.gittree import CommitTree
 
 VERIFY_WINDOW = 5   # lines either side of a single cited line that verification searches
@@ -153,8 +153,7 @@ def strict_verdict(c: dict, tree: CommitTree) -> str:
     n/a for a citation that is not grounded, a symbol citation, or one without a subject."""
     if c["bucket"] != "grounded" or c["lines"] is None or not c["subject"]:
         return "n/a"
-    path = c["resolved_path"]
-    return strict.verdict(path, tree.text(path), c["lines"], c["subject"]["name"], tree.lines(path))
+    return strict_verdict_at(tree, c["resolved_path"], c["lines"], c["subject"]["name"])
 
 
 def settle_strict(g: dict, tree: CommitTree) -> None:
