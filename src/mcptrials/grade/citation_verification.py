@@ -104,6 +104,9 @@ def citation_subject(ans: Answer, c: dict, before: int, after: int) -> dict | No
 
 _JOIN = re.compile(r"[\s`]*(?:[/,]|\sand\s)[\s`]*")
 _NAME_JOIN = re.compile(r"`?\s*/\s*`?")
+_AT_END = re.compile(r"\s(?:at|in)\s*$")
+_NAME_AT_END = re.compile(rf"`?(?P<n>{subjects.QUALIFIED})`?\s*$")
+_NAME_JOIN_AT_END = re.compile(r"`?\s*(?:/|\sand)\s*`?$")
 
 
 def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
@@ -129,16 +132,16 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
     while lo > 0 and text[lo - 1] in "`":
         lo -= 1
     names, pos = [], lo
-    at = re.search(r"\s(?:at|in)\s*$", text[max(0, pos - 6):pos])     # `a and b at x:1 and y:2`
+    at = _AT_END.search(text[max(0, pos - 6):pos])     # `a and b at x:1 and y:2`
     if at:
         pos = max(0, pos - 6) + at.start()
     while True:                  # the names right before the group, last first
-        m = re.search(rf"`?(?P<n>{subjects.QUALIFIED})`?\s*$", text[max(0, pos - 120):pos])
+        m = _NAME_AT_END.search(text[max(0, pos - 120):pos])
         if not m:
             break
         names.insert(0, m.group("n"))
         pos = max(0, pos - 120) + m.start()
-        j = re.search(r"`?\s*(?:/|\sand)\s*`?$", text[max(0, pos - 6):pos])
+        j = _NAME_JOIN_AT_END.search(text[max(0, pos - 6):pos])
         if not j or len(names) > last - first:
             break
         pos = max(0, pos - 6) + j.start()
