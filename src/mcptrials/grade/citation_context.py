@@ -91,12 +91,15 @@ class Answer:
         starts = [a for a, _ in spans]
         longest = max((b - a for a, b in spans), default=0)
         self._ticks = []
+        names: dict[str, str | None] = {}            # an answer backticks the same names again and again
         for m in _BACKTICK.finditer(self.text):
             k = bisect.bisect_left(starts, m.start() - longest)
             near = spans[k:bisect.bisect_left(starts, m.end())]
             if any(s < m.end() and m.start() < e for s, e in near):
                 continue
-            name = identifier(m.group(1), self.extensions)
+            if m.group(1) not in names:
+                names[m.group(1)] = identifier(m.group(1), self.extensions)
+            name = names[m.group(1)]
             if name:
                 self._ticks.append((m.start(), m.end(), name))
         self._tick_starts = [t[0] for t in self._ticks]

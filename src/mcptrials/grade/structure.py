@@ -58,6 +58,8 @@ def _string_end(text: str, i: int) -> int | None:
 
 
 def _decode(raw: str) -> str:
+    if "\\" not in raw:        # nothing to unescape: what json.loads returns, or its fallback
+        return raw[1:-1]
     try:
         return json.loads(raw)
     except ValueError:
