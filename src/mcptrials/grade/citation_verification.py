@@ -117,14 +117,15 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
     ("respectively"); None when the counts differ or there is no such list of names."""
     text = ans.text
     if getattr(ans, "_own_spans", None) is None:       # once per answer
-        ans._own_spans = sorted({(x["start"], x["end"]) for x in found})
-        ans._own_index = {span: i for i, span in enumerate(ans._own_spans)}
-    own = ans._own_spans
+        ans._own_spans = own = sorted({(x["start"], x["end"]) for x in found})
+        ans._own_index = {span: i for i, span in enumerate(own)}
+        ans._own_joined = [bool(_JOIN.fullmatch(text, own[i][1], own[i + 1][0])) for i in range(len(own) - 1)]
+    own, joined = ans._own_spans, ans._own_joined      # joined[i]: own[i] and own[i + 1] are one group
     k = ans._own_index[(c["start"], c["end"])]
     first = last = k
-    while first > 0 and _JOIN.fullmatch(text, own[first - 1][1], own[first][0]):
+    while first > 0 and joined[first - 1]:
         first -= 1
-    while last + 1 < len(own) and _JOIN.fullmatch(text, own[last][1], own[last + 1][0]):
+    while last + 1 < len(own) and joined[last]:
         last += 1
     if first == last:
         return None
