@@ -17,7 +17,7 @@ from mcptrials.grade.gittree import CommitTree
 
 FILE_KEYS = ("file", "path", "file_path", "filepath", "filename")
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
+_SENTENCE_END = re.compile(r"\s(?:(?<=[.!?]\s)\s*|(?<=\n))")   # (?<=[.!?])\s+|\n, led by \s: faster
 _BACKTICK = re.compile(r"`([^`\n]+)`")
 _IDENT_SPAN = re.compile(rf"^(?P<id>{SYMBOL})(?:<.*>)?(?:\(.*\))?$")
 # Words a signature or a backticked span may start with that name no definition.

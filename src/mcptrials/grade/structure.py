@@ -44,6 +44,7 @@ class JsonObject:
     start: int             # offset of "{"
     end: int               # offset just past "}" (the answer's end when left open)
     members: list[Member] = field(default_factory=list)
+    parent: JsonObject | None = field(default=None, repr=False, compare=False)   # the object it is in
 
     def get(self, *keys: str) -> list[Member]:
         wanted = {k.lower() for k in keys}
@@ -85,7 +86,7 @@ def json_objects(text: str) -> list[JsonObject]:
         if ch == "{":
             if stack:
                 stack[-1][1][0] = None           # an object value: not a scalar member
-            stack.append((JsonObject(i, n), [None, None]))
+            stack.append((JsonObject(i, n, parent=stack[-1][0] if stack else None), [None, None]))
             i += 1
         elif ch == "}" and stack:
             obj, _ = stack.pop()
@@ -122,11 +123,29 @@ def json_objects(text: str) -> list[JsonObject]:
         else:
             i += 1
     done += [obj for obj, _ in stack]          # left open: they end with the answer
-    return sorted(done, key=lambda o: o.start)
+    return JsonObjects(sorted(done, key=lambda o: o.start))
+
+
+class JsonObjects(list):
+    """json_objects' list, in order of "{", with their starts (for bisection)."""
+
+    def __init__(self, objects: list[JsonObject]):
+        super().__init__(objects)
+        self.starts = [o.start for o in objects]
 
 
 def enclosing_objects(objects: list[JsonObject], pos: int) -> list[JsonObject]:
-    """The objects around offset pos, innermost first."""
+    """The objects around offset pos, innermost first. Objects nest (a stack made them), so
+    those around pos are the last one starting before pos and the objects it is in, those of
+    them that end after pos."""
+    if isinstance(objects, JsonObjects):
+        k = bisect.bisect_left(objects.starts, pos) - 1
+        o, out = (objects[k] if k >= 0 else None), []
+        while o is not None:
+            if pos < o.end:
+                out.append(o)
+            o = o.parent
+        return out
     inside = [o for o in objects if o.start < pos < o.end]
     return sorted(inside, key=lambda o: o.start, reverse=True)
 
