@@ -107,6 +107,13 @@ _NAME_JOIN = re.compile(r"`?\s*/\s*`?")
 _AT_END = re.compile(r"\s(?:at|in)\s*$")
 _NAME_AT_END = re.compile(rf"`?(?P<n>{subjects.QUALIFIED})`?\s*$")
 _NAME_JOIN_AT_END = re.compile(r"`?\s*(?:/|\sand)\s*`?$")
+_NAME_CHARS = re.compile(r"[\w?!.:#`\s]*")      # every character a _NAME_AT_END match may hold
+
+
+def _name_at_end(window: str):
+    """_NAME_AT_END.search(window), started where the window's tail of name characters starts
+    (a match lies in it): the same match, without re trying every offset of the window."""
+    return _NAME_AT_END.search(window, len(window) - _NAME_CHARS.match(window[::-1]).end())
 
 
 def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
@@ -137,7 +144,7 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
     if at:
         pos = max(0, pos - 6) + at.start()
     while True:                  # the names right before the group, last first
-        m = _NAME_AT_END.search(text[max(0, pos - 120):pos])
+        m = _name_at_end(text[max(0, pos - 120):pos])
         if not m:
             break
         names.insert(0, m.group("n"))
