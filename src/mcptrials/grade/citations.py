@@ -98,8 +98,8 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
         lo, hi = c.get("subject_span") or (c["start"], c["end"])
         k = bisect.bisect_right(ends, lo) - 1
         j = bisect.bisect_right(starts, hi - 1)
-        subj = citation_subject(ans, c, ends[k] if k >= 0 else 0, starts[j] if j < len(starts) else len(text))
-        subj = respectively(ans, found, c) or subj
+        subj = respectively(ans, found, c) or citation_subject(   # the name in its place wins over the rest
+            ans, c, ends[k] if k >= 0 else 0, starts[j] if j < len(starts) else len(text))
         g = ground(c, tree, ans, subj["name"] if subj and c["lines"] else None)
         key = (g["resolved_path"] or g["path"], tuple(g["lines"]) if g["lines"] else None, g["symbol"])
         idents = context_identifiers(ans, c)
