@@ -22,6 +22,7 @@ A range verifies when it overlaps such a definition or one of its lines names th
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from mcptrials.grade.citation_forms import is_word_char, occurs_bounded
 from mcptrials.grade.symbols import definitions, language_of
@@ -35,12 +36,16 @@ def parts(subject: str) -> list[str]:
     return [p for p in re.split(r"\.|::|#", subject) if p]
 
 
-def _code(line: str, path: str) -> str:
-    """The line without its trailing comment (a rough cut: `#` or `//` outside the first quote)."""
+@lru_cache(maxsize=4096)            # asked for every line a verdict reads
+def _comment_marks(path: str) -> tuple[str, ...]:
     lang = language_of(path)
     ext = path.rsplit(".", 1)[-1].lower()
-    marks = ["#"] if lang in _HASH_COMMENT or ext in _EXT_HASH else ["//"] if lang in _SLASH_COMMENT else []
-    for mark in marks:
+    return ("#",) if lang in _HASH_COMMENT or ext in _EXT_HASH else ("//",) if lang in _SLASH_COMMENT else ()
+
+
+def _code(line: str, path: str) -> str:
+    """The line without its trailing comment (a rough cut: `#` or `//` outside the first quote)."""
+    for mark in _comment_marks(path):
         k = line.find(mark)
         if k >= 0 and line[:k].count('"') % 2 == 0 and line[:k].count("'") % 2 == 0:
             line = line[:k]
