@@ -139,7 +139,7 @@ def is_word_char(ch: str) -> bool:
 
 
 def occurs_bounded(text: str, word: str, before=is_word_char, after=is_word_char) -> bool:
-    """Whether `word` occurs in text with no character `before` accepts right before it and
+    r"""Whether `word` occurs in text with no character `before` accepts right before it and
     none `after` accepts right after (after None: anything may follow): the regex
     (?<!\w)word(?!\w) by str.find, so no pattern is compiled per word (a file's text is
     searched for hundreds of names, and the regex scanned it character by character)."""

@@ -61,12 +61,12 @@ def _word_or_dot(ch: str) -> bool:
 
 
 def _has_word(text: str, word: str) -> bool:
-    """`word` whole: (?<!\w)word(?![\w?!]); a word ending in ? or ! may run on."""
+    r"""`word` whole: (?<!\w)word(?![\w?!]); a word ending in ? or ! may run on."""
     return occurs_bounded(text, word, after=None if word[-1] in "?!" else _word_or_mark)
 
 
 def _has_chain(text: str, subject: str) -> bool:
-    """The qualified subject as written (`self.transport.notify`), a whole word at both ends:
+    r"""The qualified subject as written (`self.transport.notify`), a whole word at both ends:
     (?<![\w.])subject(?![\w?!])."""
     return occurs_bounded(text, subject, before=_word_or_dot, after=_word_or_mark)
 
