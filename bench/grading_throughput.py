@@ -14,15 +14,19 @@ the corpus's 38 real answers (healthchecks, lobsters; texts read from the mirror
 stored), in this one process, imports done:
   cold pass    a fresh CommitTree per repository, each answer graded once: every git blob read
                and every tree-sitter parse is paid the first time an answer needs it
-  warm pass    the same answers again on the same trees (blobs and parses cached)
+  warm pass    the same answers again on the same trees (blobs, parses, strict verdicts cached)
   per answer   a fresh CommitTree for every answer (its listing counted) and the module caches
                emptied first
 With --corpus, only this part. The issue 25 target (50 answers/s per core, in-process, on
-real answers) is read on the cold pass: a `scored` job grades one trial in its own process
-with a fresh CommitTree (the per-answer figure is that job's grading alone, with nothing
-shared), and a worker grading many trials of one commit reads each file once (the cold
-pass). The CPU seconds are this process's (process_time): the git blob reads run in a
-`git cat-file` child, whose time shows in the wall seconds.
+real answers) is read on the cold pass: one process grading the answers of one commit, each
+file read and parsed once as it is first needed, nothing carried over from an earlier pass.
+The per-answer row is one `scored` job taken alone: `mcptrials score` grades its trial in
+its own process (or in a child the warm trial worker forks, whose caches die with it)
+against a fresh CommitTree, so it reads and parses again every file it needs (on the corpus
+about 30 parses an answer instead of 3: a line-only reference's subject is tried in each
+file the answer names); it is printed so that gap shows. The CPU seconds are this
+process's (process_time): the git blob reads run in a `git cat-file` child, whose time
+shows in the wall seconds.
 """
 
 from __future__ import annotations
