@@ -169,6 +169,7 @@ class _Layout:
     table_first: list[int | None]  # for a line starting with "|": its table's first line (the header)
     code_starts: list[int]         # the code spans `...` (they pair within a line, from its start)
     code_ends: list[int]
+    code: list[tuple[int, int]]
 
 
 @lru_cache(maxsize=8)               # the answers being graded now
@@ -183,7 +184,12 @@ def _layout(text: str) -> _Layout:
                    [m.end() for m in _BLANK_LINE.finditer(text)],
                    [m.start() for m in _BLANK_START.finditer(text)],
                    [(m.start(), m.end()) for m in _HEADING.finditer(text)], table_first,
-                   [m.start() for m in _CODE_SPAN.finditer(text)], [m.end() for m in _CODE_SPAN.finditer(text)])
+                   *_spans(_CODE_SPAN.finditer(text)))
+
+
+def _spans(matches) -> tuple[list[int], list[int], list[tuple[int, int]]]:
+    spans = [m.span() for m in matches]
+    return [a for a, _ in spans], [b for _, b in spans], spans
 
 
 def code_spans(text: str, lo: int, hi: int) -> list[tuple[int, int]]:
@@ -192,7 +198,7 @@ def code_spans(text: str, lo: int, hi: int) -> list[tuple[int, int]]:
     answer's spans, found once, are each line's from its start)."""
     lay = _layout(text)
     i, j = bisect.bisect_left(lay.code_starts, lo), bisect.bisect_right(lay.code_ends, hi)
-    return list(zip(lay.code_starts[i:j], lay.code_ends[i:j]))
+    return lay.code[i:j]
 
 
 def paragraph_bounds(text: str, pos: int) -> tuple[int, int]:
