@@ -160,9 +160,14 @@ class Answer:
         resolving on its own) one or more of them: one file resolves, several leave it
         unresolved."""
         if lines:
+            if not hasattr(self, "_by_lines"):          # the citations of each list of lines, once
+                self._by_lines: dict[tuple, list[dict]] = {}
+                for c in self.citations:
+                    if c["lines"]:
+                        self._by_lines.setdefault(tuple(c["lines"]), []).append(c)
             same = {}
-            for c in self.citations:
-                r = self.resolves(c["path"]) if c["lines"] == lines and c["start"] != skip else None
+            for c in self._by_lines.get(tuple(lines), ()):
+                r = self.resolves(c["path"]) if c["start"] != skip else None
                 if r in cands:
                     same.setdefault(r, c)
             if len(same) == 1:
