@@ -67,12 +67,24 @@ def _path_regex(extensions) -> str:
     return rf"(?P<path>(?:\./|/)?(?:[\w.@+-]+/)*{last})"
 
 
+def _lead(extensions) -> str:
+    """Where a path may start (not inside a word or a path), then a lookahead that every match
+    passes, so that re gives up on a plain word at once instead of trying the whole pattern
+    (the same matches, a third faster): its word characters reach a / or a . followed by
+    more path or an extension; or a URL starts there; or one of the names."""
+    exts, names = _split_extensions(extensions)
+    after = ""                     # an empty extension (or none given) lets a bare dot end a path
+    if exts and "" not in exts:
+        after = "[" + re.escape("".join(sorted({e[0] for e in exts} | set(".@+/-")))) + r"\w]"
+    alts = [rf"[\w@+-]*+(?:/|\.{after})", "https?://"] + [re.escape(n) for n in sorted(set(names))]
+    return r"(?<![\w./@+-])(?=" + "|".join(alts) + ")"
+
+
 def citation_pattern(extensions=None) -> re.Pattern:
     key = tuple(extensions or DEFAULT_EXTENSIONS)
     if key not in _PATTERNS:
         _PATTERNS[key] = re.compile(
-            r"(?<![\w./@+-])"
-            + _URL_PREFIX + _path_regex(key) +
+            _lead(key) + _URL_PREFIX + _path_regex(key) +
             r"`?"                                                           # `a.py`:10
             r"(?:"
             rf":L?(?P<l1>\d+)(?:\s?{DASH}\s?L?(?P<l2>\d+))?"
@@ -92,7 +104,7 @@ def mention_pattern(extensions=None) -> re.Pattern:
     """A file path named anywhere in the answer, with or without a line or symbol after it."""
     key = tuple(extensions or DEFAULT_EXTENSIONS)
     if key not in _MENTIONS:
-        _MENTIONS[key] = re.compile(r"(?<![\w./@+-])" + _URL_PREFIX + _path_regex(key) + r"(?![\w/@+-]|\.\w)")
+        _MENTIONS[key] = re.compile(_lead(key) + _URL_PREFIX + _path_regex(key) + r"(?![\w/@+-]|\.\w)")
     return _MENTIONS[key]
 
 
@@ -122,5 +134,22 @@ def symbol_parts(symbol: str) -> list[str]:
     return [p for p in re.split(r"\.|::|#", symbol) if p]
 
 
+def is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"          # what \w matches in a str pattern
+
+
+def occurs_bounded(text: str, word: str, before=is_word_char, after=is_word_char) -> bool:
+    r"""Whether `word` occurs in text with no character `before` accepts right before it and
+    none `after` accepts right after (after None: anything may follow): the regex
+    (?<!\w)word(?!\w) by str.find, so no pattern is compiled per word (a file's text is
+    searched for hundreds of names, and the regex scanned it character by character)."""
+    n, k = len(word), text.find(word)
+    while k >= 0:
+        if not (k and before(text[k - 1])) and not (after and k + n < len(text) and after(text[k + n])):
+            return True
+        k = text.find(word, k + 1)
+    return False
+
+
 def has_word(text: str, word: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text) is not None
+    return occurs_bounded(text, word)

@@ -28,12 +28,23 @@ from mcptrials.grade.gittree import CommitTree
 from mcptrials.grade.symbols import find_definition
 
 
+def strict_verdict_at(tree: CommitTree, path: str, lines: list[int], subject: str | None) -> str:
+    """strict.verdict of a subject at lines of a file of the commit, kept on the tree: grounding
+    and the strict pass ask the same (file, lines, subject) again and again (43% repeats on the
+    citation corpus), and the answer depends on the commit's file alone."""
+    cache = tree.__dict__.setdefault("_strict_verdicts", {})
+    key = (path, tuple(lines), subject)
+    if key not in cache:
+        cache[key] = strict.verdict(path, tree.text(path), lines, subject, tree.lines(path))
+    return cache[key]
+
+
 def subject_at(tree: CommitTree, path: str, lines: list[int], subject: str) -> bool:
     """Whether the subject is at the cited lines of path (lines inside the file, strict verdict)."""
     n = tree.line_count(path)
     if not lines or any(x < 1 or x > n for x in lines):
         return False
-    return strict.verdict(path, tree.text(path), lines, subject, tree.lines(path)) == "verified"
+    return strict_verdict_at(tree, path, lines, subject) == "verified"
 
 
 def fits(tree: CommitTree, path: str, lines: list[int]) -> bool:

@@ -10,6 +10,8 @@ item or line names a file. A reference with no file there is not a citation.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 
 from mcptrials.grade.citation_context import Answer
@@ -42,10 +44,11 @@ _LINE_LIST = re.compile(rf"(?:,L?\d+(?:{DASH}L?\d+)?|, L?\d+(?:{DASH}L?\d+)?(?! 
 _LINE_LIST_ITEM = re.compile(rf", ?L?(?P<l1>\d+)(?:{DASH}L?(?P<l2>\d+))?")
 _NUM = rf"L?\d+(?:\s*(?:{DASH}|to)\s*L?\d+)?"
 _ONE_NUM = re.compile(rf"L?(?P<l1>\d+)(?:\s*(?:{DASH}|to)\s*L?(?P<l2>\d+))?")
-# "line 5", "lines 5-9", "line ~327", "(lines 72, 74, 76)", "lines 5, 9 and 12"
-_PROSE_LINE = re.compile(rf"(?<![\w:/.#])[Ll]ines?\s+~?\s*(?P<nums>{_NUM}(?:\s*(?:,|and|&)\s*{_NUM})*)(?![\w])")
+# "line 5", "lines 5-9", "line ~327", "(lines 72, 74, 76)", "lines 5, 9 and 12". The letter comes
+# before the lookbehind (which then looks past it) so that re skips to each L: the same matches, faster.
+_PROSE_LINE = re.compile(rf"[Ll](?<![\w:/.#][Ll])ines?\s+~?\s*(?P<nums>{_NUM}(?:\s*(?:,|and|&)\s*{_NUM})*)(?![\w])")
 _COLON_LINE = re.compile(rf"`:L?(?P<nums>\d+(?:\s?{DASH}\s?L?\d+)?)`")
-_L_LINE = re.compile(rf"(?<![\w:/.#`-])(?P<nums>L\d+(?:{DASH}L?\d+)?)(?![\w.])")       # "at L129"
+_L_LINE = re.compile(rf"(?P<nums>L(?<![\w:/.#`-]L)\d+(?:{DASH}L?\d+)?)(?![\w.])")       # "at L129"
 _PAREN_RANGE = re.compile(rf"\((?P<nums>\d+\s*{DASH}\s*\d+)\)")                           # "(32-37)"
 _LINES_VALUE = re.compile(rf"\s*{_NUM}(?:\s*(?:,|and|&)\s*{_NUM})*\s*")
 
@@ -78,11 +81,14 @@ def line_only_citations(ans: Answer, taken: list[dict]) -> list[dict]:
     beside a "file" member of the same object ("lines": "11, 25" cites both), and in prose
     `:N`, "line N", "line ~N", "lines N-M", every number of "lines 72, 74, 76", "L129", and a
     bare "(32-37)" whose list item or line names a file."""
-    spans = [(c["start"], c["end"]) for c in taken]
+    spans = sorted((c["start"], c["end"]) for c in taken)
+    starts = [s for s, _ in spans]
+    reach = list(itertools.accumulate((e for _, e in spans), max, initial=-1))   # reach[i]: max end of spans[:i]
     out = []
 
     def free(a, b):
-        return not any(s < b and a < e for s, e in spans)
+        """No citation overlaps text[a:b]: none of those starting before b ends after a."""
+        return reach[bisect.bisect_left(starts, b)] <= a
 
     for obj in ans.objects:
         ends = obj.get(*END_LINE_KEYS)

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import re
 
-from mcptrials.grade import strict
 from mcptrials.grade import structure
 from mcptrials.grade import subjects
 from mcptrials.grade.citation_context import KEYWORDS, Answer, identifier
 from mcptrials.grade.citation_forms import IDENT, has_word
+from mcptrials.grade.citation_grounding import strict_verdict_at
 from mcptrials.grade.gittree import CommitTree
 
 VERIFY_WINDOW = 5   # lines either side of a single cited line that verification searches
@@ -107,6 +107,16 @@ _KIND_PLURAL = re.compile(r"\s(?:helpers|methods|functions|callbacks|hooks|class
                           r"constants|fields|validations|associations)\s*$")
 _JOIN = re.compile(r"[\s`]*(?:[/,]|\sand\s)[\s`]*")
 _NAME_JOIN = re.compile(r"`?\s*/\s*`?")
+_AT_END = re.compile(r"\s(?:at|in)\s*$")
+_NAME_AT_END = re.compile(rf"`?(?P<n>{subjects.QUALIFIED})`?\s*$")
+_NAME_JOIN_AT_END = re.compile(r"`?\s*(?:/|\sand)\s*`?$")
+_NAME_CHARS = re.compile(r"[\w?!.:#`\s]*")      # every character a _NAME_AT_END match may hold
+
+
+def _name_at_end(window: str):
+    """_NAME_AT_END.search(window), started where the window's tail of name characters starts
+    (a match lies in it): the same match, without re trying every offset of the window."""
+    return _NAME_AT_END.search(window, len(window) - _NAME_CHARS.match(window[::-1]).end())
 
 
 def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
@@ -118,14 +128,15 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
     ("respectively"); None when the counts differ or there is no such list of names."""
     text = ans.text
     if getattr(ans, "_own_spans", None) is None:       # once per answer
-        ans._own_spans = sorted({(x["start"], x["end"]) for x in found})
-        ans._own_index = {span: i for i, span in enumerate(ans._own_spans)}
-    own = ans._own_spans
+        ans._own_spans = own = sorted({(x["start"], x["end"]) for x in found})
+        ans._own_index = {span: i for i, span in enumerate(own)}
+        ans._own_joined = [bool(_JOIN.fullmatch(text, own[i][1], own[i + 1][0])) for i in range(len(own) - 1)]
+    own, joined = ans._own_spans, ans._own_joined      # joined[i]: own[i] and own[i + 1] are one group
     k = ans._own_index[(c["start"], c["end"])]
     first = last = k
-    while first > 0 and _JOIN.fullmatch(text, own[first - 1][1], own[first][0]):
+    while first > 0 and joined[first - 1]:
         first -= 1
-    while last + 1 < len(own) and _JOIN.fullmatch(text, own[last][1], own[last + 1][0]):
+    while last + 1 < len(own) and joined[last]:
         last += 1
     if first == last:
         return None
@@ -133,18 +144,18 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
     while lo > 0 and text[lo - 1] in "`":
         lo -= 1
     names, pos = [], lo
-    at = re.search(r"\s(?:at|in)\s*$", text[max(0, pos - 6):pos])     # `a and b at x:1 and y:2`
+    at = _AT_END.search(text[max(0, pos - 6):pos])     # `a and b at x:1 and y:2`
     if at:
         pos = max(0, pos - 6) + at.start()
         kind = _KIND_PLURAL.search(text, max(0, pos - 20), pos)    # `send/_read_replies helpers at`
         pos = kind.start() if kind else pos
     while True:                  # the names right before the group, last first
-        m = re.search(rf"`?(?P<n>{subjects.QUALIFIED})`?\s*$", text[max(0, pos - 120):pos])
+        m = _name_at_end(text[max(0, pos - 120):pos])
         if not m:
             break
         names.insert(0, m.group("n"))
         pos = max(0, pos - 120) + m.start()
-        j = re.search(r"`?\s*(?:/|\sand)\s*`?$", text[max(0, pos - 6):pos])
+        j = _NAME_JOIN_AT_END.search(text[max(0, pos - 6):pos])
         if not j or len(names) > last - first:
             break
         pos = max(0, pos - 6) + j.start()
@@ -160,8 +171,7 @@ def strict_verdict(c: dict, tree: CommitTree) -> str:
     n/a for a citation that is not grounded, a symbol citation, or one without a subject."""
     if c["bucket"] != "grounded" or c["lines"] is None or not c["subject"]:
         return "n/a"
-    path = c["resolved_path"]
-    return strict.verdict(path, tree.text(path), c["lines"], c["subject"]["name"], tree.lines(path))
+    return strict_verdict_at(tree, c["resolved_path"], c["lines"], c["subject"]["name"])
 
 
 def settle_strict(g: dict, tree: CommitTree) -> None:

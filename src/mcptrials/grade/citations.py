@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import bisect
 import collections
+import functools
 
 from mcptrials.grade import composition, subjects
 from mcptrials.grade.citation_context import Answer, resolve
@@ -83,7 +84,7 @@ RECALL_WINDOW = 5   # lines a citation may be from a gold line and still count f
 
 def _is_path(extensions):
     rx = citation_pattern(extensions)
-    return lambda s: "/" in s or rx.search(s + ":1") is not None
+    return functools.lru_cache(maxsize=None)(lambda s: "/" in s or rx.search(s + ":1") is not None)   # per answer
 
 
 def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
@@ -101,11 +102,12 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
         lo, hi = c.get("subject_span") or (c["start"], c["end"])
         k = bisect.bisect_right(ends, lo) - 1
         j = bisect.bisect_right(starts, hi - 1)
-        subj = citation_subject(ans, c, ends[k] if k >= 0 else 0, starts[j] if j < len(starts) else len(text))
-        if subj and subj["from"] in ("after", "before", "sentence") and c["form"] == "path:list" \
-                and listed[(lo, hi)] >= 3:
-            subj = None          # `types.py:106,111,253,... - GraphQL types`: the prose is about the group
-        subj = respectively(ans, found, c) or subj
+        subj = respectively(ans, found, c)       # the name in its place wins over the rest
+        if subj is None:
+            subj = citation_subject(ans, c, ends[k] if k >= 0 else 0, starts[j] if j < len(starts) else len(text))
+            if subj and subj["from"] in ("after", "before", "sentence") and c["form"] == "path:list" \
+                    and listed[(lo, hi)] >= 3:
+                subj = None      # `types.py:106,111,253,... - GraphQL types`: the prose is about the group
         g = ground(c, tree, ans, subj["name"] if subj and c["lines"] else None)
         if subj and subjects.names_its_file(subj["name"], g["resolved_path"]):
             subj = None          # `moderation: moderation.rb:15`: the word names the file, not a place in it

@@ -50,6 +50,8 @@ class CommitTree:
             if kind == "blob":  # submodules (kind commit) have no lines to cite
                 self._blobs[path] = sha
         self._texts: dict[str, str] = {}
+        self._lines: dict[str, list[str]] = {}
+        self._suffix: dict[str, list[str]] = {}
 
     @property
     def paths(self) -> list[str]:
@@ -68,7 +70,7 @@ class CommitTree:
         """Lines as git and editors number them: split on \n only (str.splitlines would also
         split on form feeds and other separators that old sources contain), and a final
         newline does not start a new line."""
-        cache = self.__dict__.setdefault("_lines", {})
+        cache = self._lines
         if path not in cache:               # a file is split once (a commit's files never change)
             text = self.text(path)
             parts = text.split("\n") if text else []
@@ -82,7 +84,7 @@ class CommitTree:
 
     def suffix_matches(self, cited: str) -> list[str]:
         """Files whose path ends with `cited` on a component boundary."""
-        cache = self.__dict__.setdefault("_suffix", {})
+        cache = self._suffix
         if cited not in cache:
             tail = "/" + cited
             cache[cited] = sorted(p for p in self._blobs if p.endswith(tail))

@@ -22,7 +22,9 @@ A range verifies when it overlaps such a definition or one of its lines names th
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
+from mcptrials.grade.citation_forms import is_word_char, occurs_bounded
 from mcptrials.grade.symbols import definitions, language_of
 
 _HASH_COMMENT = {"python", "ruby"}
@@ -34,26 +36,39 @@ def parts(subject: str) -> list[str]:
     return [p for p in re.split(r"\.|::|#", subject) if p]
 
 
-def _code(line: str, path: str) -> str:
-    """The line without its trailing comment (a rough cut: `#` or `//` outside the first quote)."""
+@lru_cache(maxsize=4096)            # asked for every line a verdict reads
+def _comment_marks(path: str) -> tuple[str, ...]:
     lang = language_of(path)
     ext = path.rsplit(".", 1)[-1].lower()
-    marks = ["#"] if lang in _HASH_COMMENT or ext in _EXT_HASH else ["//"] if lang in _SLASH_COMMENT else []
-    for mark in marks:
+    return ("#",) if lang in _HASH_COMMENT or ext in _EXT_HASH else ("//",) if lang in _SLASH_COMMENT else ()
+
+
+def _code(line: str, path: str) -> str:
+    """The line without its trailing comment (a rough cut: `#` or `//` outside the first quote)."""
+    for mark in _comment_marks(path):
         k = line.find(mark)
         if k >= 0 and line[:k].count('"') % 2 == 0 and line[:k].count("'") % 2 == 0:
             line = line[:k]
     return line
 
 
+def _word_or_mark(ch: str) -> bool:
+    return is_word_char(ch) or ch in "?!"
+
+
+def _word_or_dot(ch: str) -> bool:
+    return is_word_char(ch) or ch == "."
+
+
 def _has_word(text: str, word: str) -> bool:
-    tail = "" if word[-1] in "?!" else r"(?![\w?!])"
-    return re.search(rf"(?<!\w){re.escape(word)}{tail}", text) is not None
+    r"""`word` whole: (?<!\w)word(?![\w?!]); a word ending in ? or ! may run on."""
+    return occurs_bounded(text, word, after=None if word[-1] in "?!" else _word_or_mark)
 
 
 def _has_chain(text: str, subject: str) -> bool:
-    """The qualified subject as written (`self.transport.notify`), a whole word at both ends."""
-    return re.search(rf"(?<![\w.]){re.escape(subject)}(?![\w?!])", text) is not None
+    r"""The qualified subject as written (`self.transport.notify`), a whole word at both ends:
+    (?<![\w.])subject(?![\w?!])."""
+    return occurs_bounded(text, subject, before=_word_or_dot, after=_word_or_mark)
 
 
 def _chain_ok(d: dict, qualifiers: list[str], known: set[str]) -> bool:
@@ -82,17 +97,23 @@ def verdict(path: str, source: str, lines: list[int], subject: str | None, file_
         return "n/a"
     *qualifiers, name = parts(subject)
     lo, hi = (lines[0], lines[0]) if len(lines) == 1 else (min(lines), max(lines))
-    defs = _defs(path, source) or []
-    known = {d["name"] for d in defs} | {n for d in defs for c in d["containers"] for n in c}
+    code = [_code(file_lines[n - 1], path) for n in range(max(lo, 1), min(hi, len(file_lines)) + 1)]
+    # What the cited lines' code says is read first: it verifies without the parse (a bare
+    # name's word there verifies whatever the definitions are; a qualified one's whole chain
+    # verifies before any definition is looked at), so a job parses half as many files.
+    if not qualifiers and any(_has_word(line, name) for line in code):
+        return "verified"
+    if qualifiers and any(_has_chain(line, subject) for line in code):
+        return "verified"        # the line names the whole chain: `self.transport.notify(...)`
+    # A definition's name is text of the file: no parse when the file lacks the name (no
+    # definition can be of the subject then, and the rest reads only those that are).
+    defs = (_defs(path, source) or []) if name in source else []
     same = [d for d in defs if d["name"] == name and d.get("outer_start", d["start"]) <= hi and lo <= d["end"]]
+    known = {d["name"] for d in defs} | {n for d in defs for c in d["containers"] for n in c} if same else set()
     if any(_chain_ok(d, qualifiers, known) for d in same):
         return "verified"
-    if qualifiers and any(_has_chain(_code(file_lines[n - 1], path), subject)
-                          for n in range(max(lo, 1), min(hi, len(file_lines)) + 1)):
-        return "verified"        # the line names the whole chain: `self.transport.notify(...)`
     if same and qualifiers and any(q in known for q in qualifiers):
         return "mismatch"        # the line is inside a same-named definition of another scope
-    for n in range(max(lo, 1), min(hi, len(file_lines)) + 1):
-        if _has_word(_code(file_lines[n - 1], path), name):
-            return "verified"
+    if any(_has_word(line, name) for line in code):
+        return "verified"
     return "mismatch"

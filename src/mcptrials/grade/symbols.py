@@ -61,6 +61,7 @@ DEFINITIONS = {
 _FUNCTION_VALUES = {"arrow_function", "function_expression", "function", "generator_function", "class"}
 
 
+@lru_cache(maxsize=4096)            # asked for every line a strict verdict reads
 def language_of(path: str) -> str | None:
     name = path.rsplit("/", 1)[-1]
     if name in _NAME_LANG:
@@ -207,7 +208,8 @@ def definitions(lang: str, source: str) -> list[dict]:
             if role in ("container", "both") and names:
                 inner = [names] + containers
         for child in node.children:
-            walk(child, inner)
+            if child.child_count:      # a leaf (a token) has no name field: it defines nothing
+                walk(child, inner)
 
     walk(tree.root_node, [])
     return out
