@@ -55,13 +55,16 @@ def fits(tree: CommitTree, path: str, lines: list[int]) -> bool:
 
 def defines(tree: CommitTree, path: str, subject: str) -> bool:
     """Whether the file defines the subject, or the container its name starts with
-    (`TransportError.permanent`: the class TransportError); False without a parser."""
-    parts = symbol_parts(subject)
-    for wanted in (parts, parts[:1]) if len(parts) > 1 else (parts,):
-        found = find_definition(path, tree.text(path), wanted)
-        if found and found["found"]:
-            return True
-    return False
+    (`TransportError.permanent`: the class TransportError); False without a parser. Kept on
+    the tree, as strict_verdict_at: the answer depends on the commit's file alone."""
+    cache = tree.__dict__.setdefault("_defines", {})
+    if (path, subject) not in cache:
+        parts = symbol_parts(subject)
+        text = tree.text(path)
+        cache[(path, subject)] = any(
+            has_word(text, wanted[-1]) and (found := find_definition(path, text, wanted)) is not None
+            and found["found"] for wanted in ((parts, parts[:1]) if len(parts) > 1 else (parts,)))
+    return cache[(path, subject)]
 
 
 def _by_subject(c: dict, tree: CommitTree, ans: Answer | None, subj: str | None) -> dict | None:

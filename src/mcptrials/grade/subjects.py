@@ -209,9 +209,10 @@ def _tokens(text: str, lo: int, hi: int, is_path):
             name = m.group("bare")
             if is_path(name) or name in KEYWORDS:
                 continue
-            if re.match(r"-[A-Za-z]", text[m.end("bare"):m.end("bare") + 2]) or re.search(r"[A-Za-z]-$", text[max(0, m.start() - 2):m.start()]):
+            after, before = text[m.end("bare"):m.end("bare") + 2], text[max(0, m.start() - 2):m.start()]
+            if (after[:1] == "-" and after[1:].isalpha()) or (before[-1:] == "-" and before[:1].isalpha()):
                 continue             # a part of a prose compound (`IP-delete`, `VC-rename`), not a name
-            if _PATH_SEGMENT.search(text, max(0, m.start() - 40), m.start()):
+            if before[-1:] == "/" and _PATH_SEGMENT.search(text, max(0, m.start() - 40), m.start()):
                 continue             # a segment of a path or URL (`lib/ruby_llm/...`, `chat/completions`)
             if _JSON_KEY_AFTER.match(text, m.end("bare")) and text[m.start() - 1:m.start()] == '"':
                 continue             # a JSON key: the member's name, not a name of the code (see "json key")
