@@ -301,3 +301,33 @@ def test_the_real_verticals_import_and_every_host_parses(tmp_path):
             assert t["outcome"] == "completed", (doc["vertical"], host, t.get("outcome_detail"))
             assert t["steps"][0]["answer_text"].strip() and t["tool_calls"]
             assert meta["recorded_stream"]["shape"] == ("claude-code" if host == "claude-code" else SHAPE_THIN)
+
+
+def test_a_short_commit_several_commits_share_is_settled_by_the_ledger_or_said(tmp_path):
+    # saleor's runs name c662d3a, and two commits of its history start with it. Here: empty
+    # commits until two share their first 4 hex digits (about 300 on average)
+    import subprocess
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@t", GIT_AUTHOR_DATE="2026-01-01T00:00:00", GIT_COMMITTER_DATE="2026-01-01T00:00:00")
+    tree = subprocess.run(["git", "-C", str(repo), "mktree"], input="", capture_output=True, text=True,
+                          check=True).stdout.strip()
+    seen: dict[str, str] = {}
+    for k in range(5000):
+        c = subprocess.run(["git", "-C", str(repo), "commit-tree", tree, "-m", str(k)], capture_output=True,
+                           text=True, env=env, check=True).stdout.strip()
+        if c[:4] in seen:
+            first, second = seen[c[:4]], c
+            break
+        seen[c[:4]] = c
+    short = first[:4]
+    # the ledger's full id, one of them, settles it
+    assert sv.resolve_on_mirror(str(repo), short, hint=second) == (second, None)
+    # without one: unresolved, the candidates and the fix said (not "not in the mirror")
+    full, why = sv.resolve_on_mirror(str(repo), short)
+    assert full is None and why.startswith(f"commit {short} is ambiguous in the mirror")
+    assert first[:12] in why and second[:12] in why and "--pin" in why
+    # a prefix of one commit resolves; one of none is not in the mirror
+    assert sv.resolve_on_mirror(str(repo), first[:12]) == (first, None)
+    assert sv.resolve_on_mirror(str(repo), "0123456789ab")[1] == f"commit 0123456789ab is not in the mirror {repo}"

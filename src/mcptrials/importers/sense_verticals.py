@@ -151,16 +151,31 @@ def read_mirrors(path) -> dict[str, str]:
     return {github_url(str(u)): str((path.parent / str(p)).resolve()) for u, p in mirrors.items()}
 
 
-def resolve_on_mirror(mirror: str, short: str) -> str | None:
-    """The full id of a short commit in a mirror (a clone, bare or not, or a bundle), or None."""
+def resolve_on_mirror(mirror: str, short: str, hint: str = "") -> tuple[str | None, str | None]:
+    """(the full id of a short commit in a mirror, None) or (None, why not). A short id that
+    several commits of the mirror start with (saleor's c662d3a is two) is settled by `hint`,
+    the ledger's full id, when it is one of them; else it stays unresolved, the candidates said."""
     import subprocess
 
     if Path(mirror).is_file():   # a bundle: its refs' history, read by listing it
-        return None
+        return None, f"the mirror {mirror} is a bundle"
     p = subprocess.run(["git", "-C", mirror, "rev-parse", "--verify", "--quiet", f"{short}^{{commit}}"],
                        capture_output=True, text=True)
     full = p.stdout.strip()
-    return full if p.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", full) else None
+    if p.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", full):
+        return full, None
+    objs = subprocess.run(["git", "-C", mirror, "rev-parse", f"--disambiguate={short}"],
+                          capture_output=True, text=True).stdout.split()
+    commits = [o for o in objs if subprocess.run(["git", "-C", mirror, "cat-file", "-t", o], capture_output=True,
+                                                 text=True).stdout.strip() == "commit"]
+    if len(commits) == 1:
+        return commits[0], None
+    if hint in commits:
+        return hint, None
+    if commits:
+        return None, (f"commit {short} is ambiguous in the mirror {mirror} ({len(commits)} commits start with it: "
+                      f"{', '.join(c[:12] for c in commits)}); give --pin REPO=COMMIT")
+    return None, f"commit {short} is not in the mirror {mirror}"
 
 
 def _pins(bench: Path, used: list[str], runs: list[dict], pins_file, pin_args, mirrors_file) -> tuple[dict, list, dict]:
@@ -203,11 +218,9 @@ def _pins(bench: Path, used: list[str], runs: list[dict], pins_file, pin_args, m
             elif short is None:
                 why = "the runs name no repo_commit"
             else:
-                full = resolve_on_mirror(mirrors[url], short)
+                full, why = resolve_on_mirror(mirrors[url], short, str(pins.get(repo, {}).get("commit") or ""))
                 how = f"mirror {mirrors[url]}"
-                if full is None:
-                    why = f"commit {short} is not in the mirror {mirrors[url]}"
-                else:
+                if full is not None:
                     used_mirrors[url] = mirrors[url]
         else:
             led = str(pins.get(repo, {}).get("commit") or "")
