@@ -278,3 +278,12 @@ def test_prose_line_references_skip_paths_that_name_no_file(tree):
     # a JSON "file" member counts whatever it names: a made-up file is an unresolved citation
     (made_up,) = items('{"file": "src/made_up.rs", "line": 3}', tree)
     assert made_up["bucket"] == "unresolved" and made_up["reason"] == "no such file at the commit"
+
+
+def test_json_numbers_as_a_model_writes_them_do_not_stop_the_grader():
+    # `"line": 01` is not JSON (json.loads raises on it: the grader crashed on such an answer);
+    # it is read as written, 1. Digits of another script are no JSON number: no member.
+    assert [(m.key, m.value) for o in json_objects('{"line": 01}') for m in o.members] == [("line", 1)]
+    assert [m for o in json_objects('{"line": \u0661\u0662}') for m in o.members] == []
+    got = [(m.key, m.value) for o in json_objects('{"a": 1.5e3, "b": true, "c": -7, "d": null}') for m in o.members]
+    assert got == [("a", 1500.0), ("b", True), ("c", -7), ("d", None)]

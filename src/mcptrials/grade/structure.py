@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")   # ASCII digits: `\d` takes `١٢` too
 _LITERAL = re.compile(r"true|false|null")
 _STRING = re.compile(r'"[^"\\\n]*(?:\\[\s\S][^"\\\n]*)*"')      # unrolled: no backtracking blow-up
 _OBJECT_CHAR = re.compile(r'[{}\["]')
@@ -116,7 +116,8 @@ def json_objects(text: str) -> list[JsonObject]:
         elif stack and stack[-1][1][0] is not None and (m := _NUMBER.match(text, i) or _LITERAL.match(text, i)):
             obj, pending = stack[-1]
             raw = m.group(0)
-            value = json.loads(raw)
+            # `"line": 01` is not JSON but is what the answer wrote: read the number as written
+            value = json.loads(raw) if m.re is _LITERAL else float(raw) if any(c in raw for c in ".eE") else int(raw)
             obj.members.append(Member(pending[0], value, pending[1], m.start(), m.end()))
             pending[0] = None
             i = m.end()
