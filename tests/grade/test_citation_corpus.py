@@ -41,7 +41,10 @@ Labelling rules (so another person labels the same way):
   is an identifier of the cited file; a sibling description member only when its text starts
   with the name; never a locator key (`file`, `refs`), a group key (`subsystem`) or, for an
   item of an array of refs, anything of its object. Three or more lines listed under one
-  description have no subject; names and lines listed in the same order pair up.
+  description have no subject; names and lines listed in the same order pair up. (One of
+  these, "a sibling description member only when its text starts with the name", is neither
+  what the first sets' labels do nor what the grader does: both take a code-like name
+  anywhere in such a member. It decides one blind label, saleor's #36, a disagreement.)
 - Verdict: `correct` when the intended file's cited line lies inside the subject's definition
   or the line itself is what the sentence describes (a call site named "calls X at N" is
   correct when line N makes that call); `wrong line` when the file is right but the line is
