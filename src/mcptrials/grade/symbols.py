@@ -21,7 +21,6 @@ its word search.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 _EXT_LANG = {
