@@ -1,6 +1,7 @@
-"""Agreement: the judge's spread over repeated scores, ICC(1,1) of repeated judgements, and
-Spearman's rho with a bootstrap interval (e.g. our scores against the held-out anchor).
-Sources: Shrout & Fleiss 1979; Spearman 1904; Efron & Tibshirani 1993; Miller 2024.
+"""Agreement: the judge's spread over repeated scores, ICC(1,1) of repeated judgements,
+Spearman's rho with a bootstrap interval (e.g. our scores against the held-out anchor), and
+Cohen's kappa of two readers' categorical labels.
+Sources: Shrout & Fleiss 1979; Spearman 1904; Efron & Tibshirani 1993; Miller 2024; Cohen 1960.
 """
 
 from __future__ import annotations
@@ -114,3 +115,25 @@ def spearman_with_ci(x, y, level: float = 0.95, n_boot: int = 2000, seed: int = 
         # clip float fuzz (1.0000000000000002) so a perfect rank order reads as 1.0
         out["lo"], out["hi"] = float(np.clip(lo, -1, 1)), float(np.clip(hi, -1, 1))
     return out
+
+
+def cohen_kappa(a, b) -> dict:
+    """Cohen's kappa of two readers' categorical labels of the same items.
+
+    p_o = share of items both readers label the same; p_e = sum over categories k of
+    (share of items reader A labels k) * (share reader B labels k), from each reader's own
+    marginal shares; kappa = (p_o - p_e) / (1 - p_e). kappa is None when p_e = 1 (both readers
+    use one and the same category for every item: chance explains all agreement).
+    Returns {kappa, p_o, p_e, n}.
+    Source: Cohen, J. (1960). A coefficient of agreement for nominal scales. Educational and
+    Psychological Measurement 20(1), 37-46.
+    """
+    a, b = list(a), list(b)
+    if len(a) != len(b) or not a:
+        raise ValueError("cohen_kappa needs two equally long, non-empty label lists")
+    n = len(a)
+    p_o = sum(x == y for x, y in zip(a, b)) / n
+    cats = set(a) | set(b)
+    p_e = sum((a.count(k) / n) * (b.count(k) / n) for k in cats)
+    kappa = None if p_e == 1 else (p_o - p_e) / (1 - p_e)
+    return {"kappa": kappa, "p_o": p_o, "p_e": p_e, "n": n}
