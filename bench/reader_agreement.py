@@ -30,7 +30,6 @@ MCPTRIALS_MIRRORS); answer texts and code are read from them at run time, never 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -40,10 +39,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "grade"))
 sys.path.insert(0, str(ROOT / "src"))
 
-from test_citation_corpus import agrees, answer_text, mirror, occurrence  # noqa: E402
+from test_citation_corpus import grader_agrees, graded_answers  # noqa: E402
 
-from mcptrials.grade.citations import grade_citations  # noqa: E402
-from mcptrials.grade.gittree import CommitTree  # noqa: E402
 from mcptrials.stats.agreement import cohen_kappa  # noqa: E402
 
 SETS = ROOT / "tests" / "fixtures" / "citation_corpus"
@@ -54,23 +51,6 @@ def same_class(a: dict, b: dict) -> bool:
     if a["verdict"] != b["verdict"]:
         return False
     return a["verdict"] not in FILE_CHECKED or a["file"] == b["file"]
-
-
-def graded_items(first: dict, sense: str, mirrors: Path) -> dict:
-    trees = {name: CommitTree(str(mirror(mirrors, r)), r["commit"]) for name, r in first["repos"].items()}
-    graded = {}
-    for sha, a in first["answers"].items():
-        text = answer_text(sense, first["bench"]["commit"], a["source"])
-        assert text is not None and hashlib.sha256(text.encode()).hexdigest() == sha, a["source"]
-        graded[sha] = grade_citations(text, trees[a["repo"]])["items"]
-    return graded
-
-
-def grader_agrees(label: dict, graded: dict) -> bool:
-    start = label["span"][0]
-    item = next((c for c in graded[label["sha256"]] if any(s <= start < e for s, e in c["spans"])), None)
-    occ = occurrence(item, start)
-    return agrees(label, dict(item, strict=occ["strict"]) if occ else item)
 
 
 def compare(pairs: list[tuple[dict, dict]], graded: dict) -> dict:
@@ -105,7 +85,7 @@ def main() -> None:
         mine = second["sets"][name]
         assert len(mine) == len(by_key), f"{name}: {len(mine)} second labels, {len(by_key)} first"
         pairs = [(by_key[(lab["sha256"], tuple(lab["span"]))], lab) for lab in mine]
-        graded = graded_items(first, sense, mirrors)
+        graded = graded_answers(first, sense, mirrors)
         pooled_graded.update(graded)
         s = compare(pairs, graded)
         rows.append((name, s))

@@ -160,23 +160,34 @@ def mirrors_or_skip(labels: dict) -> tuple[str, Path]:
     return sense, mirrors
 
 
-def corpus_scores(labels: dict, sense: str, mirrors: Path) -> dict:
-    """agreement = labels the grader agrees with / labels; verified share = correct labels graded
-    verified / correct labels; mismatch share = wrong-line labels graded mismatch (or past EOF) /
-    wrong-line labels."""
+def graded_answers(labels: dict, sense: str, mirrors: Path) -> dict:
+    """{answer sha256: the grader's items} for a labels file's answers (each checked against its sha256)."""
     trees = {name: CommitTree(str(mirror(mirrors, r)), r["commit"]) for name, r in labels["repos"].items()}
     graded = {}
     for sha, a in labels["answers"].items():
         text = answer_text(sense, labels["bench"]["commit"], a["source"])
         assert text is not None and hashlib.sha256(text.encode()).hexdigest() == sha, a["source"]
         graded[sha] = grade_citations(text, trees[a["repo"]])["items"]
+    return graded
+
+
+def grader_agrees(label: dict, graded: dict) -> bool:
+    """Whether the grader's verdict on a label's occurrence is the label's (agrees)."""
+    start = label["span"][0]
+    item = next((c for c in graded[label["sha256"]] if any(s <= start < e for s, e in c["spans"])), None)
+    occ = occurrence(item, start)
+    return agrees(label, dict(item, strict=occ["strict"]) if occ else item)
+
+
+def corpus_scores(labels: dict, sense: str, mirrors: Path) -> dict:
+    """agreement = labels the grader agrees with / labels; verified share = correct labels graded
+    verified / correct labels; mismatch share = wrong-line labels graded mismatch (or past EOF) /
+    wrong-line labels."""
+    graded = graded_answers(labels, sense, mirrors)
     n = agree = correct = correct_ok = wrong = wrong_ok = 0
     random_n = random_ok = 0
     for lab in labels["labels"]:
-        start = lab["span"][0]
-        item = next((c for c in graded[lab["sha256"]] if any(s <= start < e for s, e in c["spans"])), None)
-        occ = occurrence(item, start)
-        ok = agrees(lab, dict(item, strict=occ["strict"]) if occ else item)
+        ok = grader_agrees(lab, graded)
         n += 1
         agree += ok
         if "found_by" not in lab:
