@@ -28,9 +28,9 @@ as a careful reader reads it, from the narrowest scope first (issue 25 item 3):
    "json text": else the first code-like name of another member's text, or its capitalised
    name before a kind word (`"dependent": "Tagging model"`), when the cited file names it
    (a name of another member that the file lacks is about something else) (`"what":
-   "Utils.normalize used by Story#url="`, `"use": "has_many :stories"`), a file, line or
-   prose member (`reason`, `risk`, `description`, `usage`...) excepted, and never for the
-   value of a descriptive member of its own (`"base_class": "path:60", "entry_point":
+   "Utils.normalize used by Story#url="`, `"use": "has_many :stories"`; a prose member such
+   as `reason` or `depends_how` gives a code-like name only, a locator or group member
+   none: json_key_kind below), and never for the value of a descriptive member of its own (`"base_class": "path:60", "entry_point":
    "notify(...)"`: the siblings are other facts, not this citation's);
    "json key": before these, the key of the JSON member the citation is the value of
    (`"user": "story.rb:4"`), when the cited file names it somewhere (key_named): a key that
