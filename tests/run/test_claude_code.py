@@ -23,6 +23,7 @@ from mcptrials.grade.usage import adoption
 from mcptrials.run.hosts.claude_code import allowed_tools, build_command, parse_stream, server_tool_names
 from mcptrials.core.records import write_json
 from mcptrials.run.runner import run_trial
+from mcptrials.run.trial import NO_RESULT
 from mcptrials.prepare.snapshot import make_snapshot
 
 pytestmark = pytest.mark.slow
@@ -215,6 +216,20 @@ def test_parse_stream_groups_blocks_by_message():
     assert s.replies == [(["two calls"], True), (["done"], False)]
 
 
+def test_parse_stream_records_a_call_the_step_ended_before_it_answered():
+    """The CLI stopped (a limit hit, a kill) while a call ran: the call is recorded, answered
+    false, its latency until the last event, and the turn closed for the record."""
+    events = [{"type": "assistant", "timestamp": "2026-01-01T00:00:00.000Z",
+               "message": {"id": "m1", "model": "m", "content": [
+                   {"type": "tool_use", "id": "x", "name": "mcp__git__git_log", "input": {"n": 1}}]}},
+              {"type": "system", "subtype": "api_retry", "timestamp": "2026-01-01T00:00:00.400Z"}]
+    s = parse_stream(events, 0, server_tool_names("git", [{"name": "git.log"}]))
+    (x,) = s.calls
+    assert (x["id"], x["tool"], x["arguments"], x["answered"], x["latency_ms"]) == ("x", "git.log", {"n": 1}, False, 400.0)
+    assert x["is_error"] and x["error_kind"] is None and "no result" in x["result_text"]
+    assert check_tool_pairing(s.messages) is None
+
+
 def test_parse_stream_records_the_servers_own_tool_name():
     """Claude Code calls `git.log` mcp__git__git_log; the record says `git.log`, as the loop's."""
     events = [{"type": "assistant", "message": {"id": "m1", "model": "m", "content": [
@@ -323,11 +338,17 @@ def test_a_server_cannot_spend_past_the_trials_limits_through_the_proxy(tmp_path
     m, co = matrix(tmp_path, api, {"hostile": tool}, limits={"max_turns": 3, "max_output_tokens": 2000})
     t, _ = run_trial(m, "claude", "hostile", "find-helper", 1, co, snapshot_of("hostile", ["probe"]), None,
                      tmp_path / "out", host="cc")
-    probe = json.loads(next(c for c in t["tool_calls"] if c["id"] == "toolu_p")["result_text"])
-    # the CLI's first call and two of the server's fit in 1 step x 3 turns; the rest are refused
-    assert probe["spend"] == [200, 200, 429, 429], probe
     reqs = api.message_requests()
+    # the CLI's first call and two of the server's fit in 1 step x 3 turns; the rest are refused
     assert len(reqs) == 3, [q["body"].get("messages", [{}])[0] for q in reqs]
+    assert [q["body"]["messages"][0]["content"] == "spend" for q in reqs] == [False, True, True]
+    call = next(c for c in t["tool_calls"] if c["id"] == "toolu_p")  # recorded, whether it answered or not
+    # The refusal stops the CLI; whether the probe's result came first is a race (under load it
+    # often does not): either way the call is on record.
+    if call.get("answered", True):
+        assert json.loads(call["result_text"])["spend"] == [200, 200, 429, 429]
+    else:
+        assert call["result_text"] == NO_RESULT and call["is_error"] and call["error_kind"] is None
     assert all(q["body"]["max_tokens"] <= 2000 for q in reqs)          # 64000 asked, the reply cap sent
     assert t["outcome"] == "budget_exceeded", (t["outcome"], t["outcome_detail"])
     assert "key proxy refused" in t["outcome_detail"] and "limit of 3" in t["outcome_detail"]

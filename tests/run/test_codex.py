@@ -265,6 +265,26 @@ def test_parse_stream_groups_and_classifies():
     assert step_outcome(s, rec, 0, [200, 503, 503])[0] == "api_failed" and rec.error_events[-1]["status"] == 503
 
 
+def test_parse_stream_records_a_call_started_and_never_completed():
+    """The CLI stopped (a limit hit, a kill) while a call ran: the started call is recorded,
+    answered false, its latency until the last event; a completed one is as before."""
+    item = lambda ev, t, **i: {"type": ev, "_received": t, "item": i}  # noqa: E731
+    events = [
+        item("item.started", 10.0, id="c1", type="command_execution", command="ls", status="in_progress"),
+        item("item.completed", 10.5, id="c1", type="command_execution", command="ls", aggregated_output="a.py\n",
+             exit_code=0, status="completed"),
+        item("item.started", 11.0, id="c2", type="mcp_tool_call", server="git", tool="git.log",
+             arguments={"n": 1}, status="in_progress"),
+        {"type": "error", "_received": 11.25, "message": "stopped"},
+    ]
+    s = parse_stream(events, 0)
+    c1, c2 = s.calls
+    assert c1.get("answered", True) and c1["latency_ms"] == 500.0
+    assert (c2["id"], c2["tool"], c2["arguments"], c2["answered"], c2["latency_ms"]) == ("c2", "git.log", {"n": 1}, False, 250.0)
+    assert c2["is_error"] and c2["error_kind"] is None and "no result" in c2["result_text"]
+    assert [b["tool_use_id"] for b in s.messages[-1]["content"]] == ["c1", "c2"]
+
+
 def _hostile_trial(tmp_path, responses_api, sandbox):
     """The hostile server under Codex, and Codex's own shell reading the gold by absolute path."""
     from matrix_helpers import HOSTILE, MARKER

@@ -106,6 +106,23 @@ def test_wall_time_limit(tmp_path, fake_api):
     assert t["outcome"] == "timed_out" and t["wall_seconds"] < 4
 
 
+def test_a_call_the_time_limit_cuts_is_recorded_without_a_result(tmp_path, fake_api):
+    """The step times out while a server's call runs: the call is in tool_calls all the same
+    (answered false, no error kind: whose fault is not known), and the conversation on record
+    closes the turn with the same words."""
+    api = fake_api([reply(tool_use("mcp__f__echo", {"text": "a"}, id="toolu_s")), reply(text("never sent"))])
+    m, co = matrix(tmp_path, api, tools={"f": faulty_tool("slow", env={"FAULT_SLOW_SECONDS": "6"})},
+                   limits={"max_seconds": 2})
+    t, _ = run(m, co, "f", tmp_path)
+    assert t["outcome"] == "timed_out"
+    (call,) = t["tool_calls"]
+    assert (call["id"], call["tool"], call["source"], call["answered"]) == ("toolu_s", "echo", "mcp", False)
+    assert call["is_error"] and call["error_kind"] is None and sum(t["errors"].values()) == 0
+    assert t["messages"][-1]["content"] == [{"type": "tool_result", "tool_use_id": "toolu_s",
+                                             "content": call["result_text"], "is_error": True}]
+    assert "no result" in call["result_text"] and len(api.message_requests()) == 1
+
+
 def test_api_retry_then_success_and_failures(tmp_path, fake_api):
     api = fake_api([error(429, retry_after=0.1), reply(text("ok `src/util.py:1`"))])
     m, co = matrix(tmp_path, api)

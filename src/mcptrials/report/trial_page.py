@@ -175,7 +175,8 @@ def _tool_calls(i: int, calls: list[dict], found: list[dict] | None) -> list[str
         return []
     b = [f"<h3>Tool calls ({len(step_calls)})</h3>"]
     for c in step_calls:
-        status = f"error ({c.get('error_kind') or 'is_error'})" if c.get("is_error") else "ok"
+        status = ("no result (the step ended first)" if c.get("answered") is False
+                  else f"error ({c.get('error_kind') or 'is_error'})" if c.get("is_error") else "ok")
         n = next(k for k, x in enumerate(calls) if x is c)   # its index in tool_calls: the findings' `call`
         marks = pattern_marks(found, call=n)
         b.append(f"<div class=\"call{' flagged' if marks else ''}\" id=\"call-{n}\"><p>{marks + ' ' if marks else ''}"

@@ -113,6 +113,18 @@ def scrub_secrets(obj, secrets: list[str]):
     return json.loads(text) if hit else obj
 
 
+NO_RESULT = "[no result: the step ended before the call answered]"
+
+
+def unanswered_call(call: dict, latency_ms: float = 0.0) -> dict:
+    """The record of a tool call the model asked for whose result never came: its step was
+    stopped (a limit hit), killed or timed out while the call ran. It is kept, `answered`
+    false, so a trial's calls are all counted and shown; `is_error` (the call gave nothing)
+    with no `error_kind` (whose fault it was is not known). `latency_ms`: until the step ended."""
+    return dict(call, result_text=NO_RESULT, result_chars=0, truncated=False, is_error=True, error_kind=None,
+                error_code=None, latency_ms=latency_ms, result_tokens_est=0, answered=False)
+
+
 class TrialAbort(Exception):
     """Ends the trial with an outcome (server_crashed, api_failed, ...)."""
 

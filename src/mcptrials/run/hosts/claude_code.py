@@ -54,7 +54,8 @@ from pathlib import Path
 
 from mcptrials.run.keyproxy import KeyProxy
 from mcptrials.run.providers.base import Usage
-from mcptrials.run.trial import CHARS_PER_TOKEN, TrialContext, split_feedback, step_prompt
+from mcptrials.run.trial import CHARS_PER_TOKEN, NO_RESULT, TrialContext, split_feedback, step_prompt, \
+    unanswered_call
 from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, installed_binary, npm_install, proxy_outcome, \
     run_process, start_http, stdio_entry, trial_proxy
 from mcptrials.run.hosts.cli import binary_path as cli_binary, installed_version as cli_version
@@ -231,11 +232,15 @@ def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | Non
                 if call is None:
                     continue
                 s.calls.append(_call_record(call, text, is_error, t0, event_time(ev), tool_names or {}))
-    if pending:  # asked for, never answered (a kill, a time-out): close the turn for the record, as the loop does
+    if pending:  # asked for, never answered (a stop, a kill, a time-out): recorded, and the turn closed, as the loop does
         if not s.messages or s.messages[-1]["role"] != "user":
             s.messages.append({"role": "user", "content": []})
-        s.messages[-1]["content"] += [{"type": "tool_result", "tool_use_id": i, "content": "[no result: the step ended]",
+        s.messages[-1]["content"] += [{"type": "tool_result", "tool_use_id": i, "content": NO_RESULT,
                                        "is_error": True} for i in pending]
+        last = next((t for t in map(event_time, reversed(events)) if t is not None), None)
+        for call, t0 in pending.values():
+            rec = _call_record(call, "", False, t0, last, tool_names or {})
+            s.calls.append(unanswered_call(rec, rec["latency_ms"]))
     return s
 
 

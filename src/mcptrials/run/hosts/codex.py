@@ -47,7 +47,8 @@ from pathlib import Path
 
 from mcptrials.run.keyproxy import KeyProxy
 from mcptrials.run.providers.base import Usage
-from mcptrials.run.trial import CHARS_PER_TOKEN, TrialContext, split_feedback, step_prompt
+from mcptrials.run.trial import CHARS_PER_TOKEN, NO_RESULT, TrialContext, split_feedback, step_prompt, \
+    unanswered_call
 from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, installed_binary, npm_install, proxy_outcome, \
     run_process, trial_proxy
 from mcptrials.run.hosts.cli import server_entry as cli_server_entry
@@ -228,7 +229,7 @@ def parse_stream(events: list[dict], step: int) -> StepStream:
     results (a user turn); a message after results starts the next group. Codex does not say
     which model call asked for which call item, so calls in a row count as one group."""
     s = StepStream()
-    started: dict[str, float | None] = {}
+    started: dict[str, tuple[float | None, dict]] = {}   # item id -> (when, the item) until it completes
     assistant: dict | None = None
     results: list = []
 
@@ -254,7 +255,7 @@ def parse_stream(events: list[dict], step: int) -> StepStream:
             s.errors.append(str(ev.get("message")))
         elif kind == "item.started":
             item = ev.get("item") or {}
-            started[item.get("id")] = ev.get("_received")
+            started[item.get("id")] = (ev.get("_received"), item)
         elif kind == "item.completed":
             item = ev.get("item") or {}
             itype = item.get("type")
@@ -269,7 +270,8 @@ def parse_stream(events: list[dict], step: int) -> StepStream:
             elif itype == "mcp_tool_call" or itype in BUILTIN_ITEMS:
                 if assistant is None:  # calls in a row belong to one reply (Codex does not say otherwise)
                     new_group()
-                call = call_of(item, step, len(s.replies), started.get(item.get("id")), ev.get("_received"))
+                t0, _ = started.pop(item.get("id"), (None, None))
+                call = call_of(item, step, len(s.replies), t0, ev.get("_received"))
                 texts, _ = s.replies[-1]
                 s.replies[-1] = (texts, True)
                 assistant["content"].append({"type": "tool_use", "id": call["id"], "name": call["name"],
@@ -277,6 +279,19 @@ def parse_stream(events: list[dict], step: int) -> StepStream:
                 results.append({"type": "tool_result", "tool_use_id": call["id"], "content": call["result_text"],
                                 "is_error": call["is_error"]})
                 s.calls.append(call)
+    # calls started and never completed (the CLI stopped, killed or timed out mid-call): recorded
+    last = next((e["_received"] for e in reversed(events) if e.get("_received") is not None), None)
+    for t0, item in started.values():
+        if item.get("type") == "mcp_tool_call" or item.get("type") in BUILTIN_ITEMS:
+            if assistant is None:
+                new_group()
+            c = call_of(item, step, len(s.replies), t0, last)
+            call = unanswered_call(c, c["latency_ms"])
+            s.replies[-1] = (s.replies[-1][0], True)
+            assistant["content"].append({"type": "tool_use", "id": call["id"], "name": call["name"],
+                                         "input": call["arguments"]})
+            results.append({"type": "tool_result", "tool_use_id": call["id"], "content": NO_RESULT, "is_error": True})
+            s.calls.append(call)
     if results:
         s.messages.append({"role": "user", "content": results})
     return s

@@ -16,8 +16,8 @@ import traceback
 
 from mcptrials.run.providers.base import Provider, ProviderError
 from mcptrials.prepare.tooldefs import CHARS_PER_TOKEN, tool_definitions
-from mcptrials.run.trial import INSTRUCTIONS_HEADING, TrialAbort, TrialContext, TrialServer, cap_text, \
-    split_feedback, step_prompt
+from mcptrials.run.trial import INSTRUCTIONS_HEADING, NO_RESULT, TrialAbort, TrialContext, TrialServer, cap_text, \
+    split_feedback, step_prompt, unanswered_call
 
 
 def make_provider(ctx: TrialContext) -> Provider:
@@ -125,13 +125,7 @@ class Loop:
                         break
         except TimeoutError:
             rec["outcome"] = "timed_out"
-            # The assistant asked for tools that never answered: close the turn for the record.
-            if self.rec.messages and self.rec.messages[-1]["role"] == "assistant":
-                pending = [b for b in self.rec.messages[-1]["content"] if b.get("type") == "tool_use"]
-                if pending:
-                    self.rec.messages.append({"role": "user", "content": [
-                        {"type": "tool_result", "tool_use_id": b["id"], "content": "[timed out]", "is_error": True}
-                        for b in pending]})
+            self.close_unanswered(index, rec["turns"], time.monotonic() - t0)
         finally:
             rec["reasoning_text"] = "\n\n".join(reasoning)
             rec["audit_text"] = "\n\n".join(audit)
@@ -139,6 +133,27 @@ class Loop:
             self.rec.steps.append(rec)
         rec["state_check"] = ctx.state_check(step)
         return rec
+
+    def close_unanswered(self, step: int, turn: int, seconds: float) -> None:
+        """The assistant asked for tools that never answered (the step timed out mid-call):
+        record those calls (run.trial.unanswered_call) and close the turn for the record."""
+        if not self.rec.messages or self.rec.messages[-1]["role"] != "assistant":
+            return
+        pending = [b for b in self.rec.messages[-1]["content"] if b.get("type") == "tool_use"]
+        if not pending:
+            return
+        done = {c["id"]: c for c in self.rec.tool_calls}
+        for b in pending:
+            if b["id"] not in done:
+                name = b["name"]
+                source, tool = ("mcp", self.mcp_names[name]) if name in self.mcp_names else ("builtin", name)
+                done[b["id"]] = unanswered_call(
+                    {"id": b["id"], "step": step, "turn": turn, "name": name, "arguments": b.get("input") or {},
+                     "tool": tool, "source": source}, round(seconds * 1000, 2))
+                self.rec.tool_calls.append(done[b["id"]])
+        self.rec.messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": b["id"], "content": done[b["id"]]["result_text"],
+             "is_error": done[b["id"]]["is_error"]} for b in pending]})
 
     async def call_tool(self, block: dict, step: int, turn: int) -> dict:
         """Execute one tool_use block; return the tool_result block. Records everything."""
