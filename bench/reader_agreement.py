@@ -1,8 +1,8 @@
 """Two readers of the same citations: how often a second careful reader agrees with the first on
-the redmine and saleor blind sets of the citation corpus, the ceiling against which the
-grader's agreement with the labels is to be read.
+the blind sets of the citation corpus that a second reader labelled (redmine, saleor, nomad,
+langchainrb), the ceiling against which the grader's agreement with the labels is to be read.
 
-First reader: tests/fixtures/citation_corpus/redmine.json and saleor.json (the blind sets).
+First reader: tests/fixtures/citation_corpus/<set>.json.
 Second reader: tests/fixtures/citation_corpus/second_reader.json, labelled by the same rules
 (tests/grade/test_citation_corpus.py's docstring) blind to the first reader's labels and to
 the grader, committed before this script first ran. Occurrences are matched by sha256 + span.
@@ -79,7 +79,7 @@ def main() -> None:
     mirrors = Path(os.environ.get("MCPTRIALS_MIRRORS", "/work/.mirror"))
     second = json.loads((SETS / "second_reader.json").read_text())
     rows, pooled, pooled_graded, diffs = [], [], {}, []
-    for name in ("redmine", "saleor"):
+    for name in second["sets"]:
         first = json.loads((SETS / f"{name}.json").read_text())
         by_key = {(lab["sha256"], tuple(lab["span"])): lab for lab in first["labels"]}
         mine = second["sets"][name]

@@ -10,7 +10,9 @@ the repositories' code are read from mirrors at run time:
     MCPTRIALS_MIRRORS        a folder holding <owner>+<name>/repo mirrors of healthchecks/healthchecks
                              and lobsters/lobsters, and of the other sets' repositories below
                              (netbox-community/netbox, wagtail/wagtail, crmne/ruby_llm,
-                             redmine/redmine, saleor/saleor) (default /work/.mirror)
+                             redmine/redmine, saleor/saleor, solidusio/solidus, dolthub/dolt,
+                             hashicorp/nomad, patterns-ai-core/langchainrb, llmrb/llm.rb)
+                             (default /work/.mirror)
 
 Labelling rules (so another person labels the same way):
 - The sample: 10 line citations per answer drawn at random (seed 25) from the 38 Claude Code,
@@ -58,28 +60,41 @@ Labelling rules (so another person labels the same way):
   (basename or ambiguous); no subject <-> strict `n/a`. A correct label also needs the
   grader's resolved file to be the intended one.
 
-Five more sets, one per repository the corpus does not cover, each of 3 line citations per
-answer drawn with one random.Random (answers in sorted source order, each answer's occurrences
-sorted by span) from that repository's answers in the same bench, labelled by the rules above
-by someone who had not read a grader verdict on them, and committed before the grader graded
-them (each file's `about` says how; a `note` says how a case the rules do not settle was
-decided). Each was blind once, then three of them became development data:
+Ten more sets, one per repository the corpus does not cover, each of up to 3 line citations
+per answer drawn with one random.Random (answers in sorted source order, each answer's
+occurrences sorted by span) from that repository's answers in the same bench, labelled by the
+rules above by someone who had not read a grader verdict on them (given the spans and their
+context only), and committed before the grader graded them (each file's `about` says how; a
+`note` says how a case the rules do not settle was decided). Each was blind once, when it was
+first graded; all but the last then served to develop the grader:
 
-    set        seed  labels  blind figure (grader)                       role now
-    netbox      26     60    0.833 (grader 6, first round)                development
-    wagtail     27     64    0.797 (grader 6, second round)               development
-    ruby_llm    28     57    0.737 (grader 6, second round)               development
-    redmine     29     51    0.902 (grader 6, final: third round)         blind
-    saleor      30     54    0.889 (grader 6, final: third round)         blind
+    set          seed  labels  language  blind figure (grader then)       role now
+    netbox        26     60    Python    0.833 (6, round 1)               development
+    wagtail       27     64    Python    0.797 (6, round 2)               development
+    ruby_llm      28     57    Ruby      0.737 (6, round 2)               development
+    redmine       29     51    Ruby      0.902 (6, round 3)               development
+    saleor        30     54    Python    0.889 (6, round 3)               development
+    solidus       31     54    Ruby      0.815 (6, round 3)               development
+    dolt          32     39    Go        0.744 (6, round 3)               development
+    nomad         33     42    Go        0.833 (6, round 4)               development
+    langchainrb   34     60    Ruby      0.683 (6, round 4)               development
+    llm_rb        35     60    Ruby      0.867 (6, final: round 5)        blind
 
-(grader 5, before this work, on the same sets: 0.850, 0.750, 0.649, 0.804, 0.907.) The blind
-sets' figures are the honest measure of how the grader generalises to answers it was not
-tuned on: 94 of 105 (0.895), below the 0.95 the corpus reaches. Never change the grader or the
-labels of a blind set to make them agree; a set used to develop the grader is no longer blind
-and is listed as development here. Floors guard against regressions and are not targets.
-A second reader labelled the two blind sets' 105 occurrences again, blind to the first
-reader and the grader (second_reader.json; bench/reader_agreement.py): the readers agree on
-103 (kappa 0.966), the ceiling the grader's 0.895 is read against.
+(grader 5, before this work, on the first five: 0.850, 0.750, 0.649, 0.804, 0.907.) The
+blind figures are the honest measure of how the grader generalises to answers it was not
+tuned on. Pooled over the five sets first graded by rounds 3 to 5 (solidus to llm_rb, 255
+labels), the grader of the time agreed with the reader on 201 (0.788); the grader as it was
+before rounds 4 and 5 (commit d1e30a2) agrees on the same 201: the later rules raised the
+development sets' figures (ruby_llm 0.807 -> 0.895, redmine 0.902 -> 0.980, dolt 0.744 ->
+0.872) but not the first-seen ones. Read a strict figure on a repository the grader has not
+seen as about 0.8 agreement with a careful reader, against the corpus's 0.97. Never change the
+grader or the labels of a blind set to make them agree; a set used to develop the grader is
+no longer blind and is listed as development here. Floors guard against regressions and are
+not targets. A second reader labelled four sets again (redmine, saleor, nomad, langchainrb:
+207 occurrences), blind to the first reader and the grader (second_reader.json;
+bench/reader_agreement.py): the readers agree on 202 (0.976, kappa 0.952), the ceiling the
+grader's figures are read against; on langchainrb, where the grader agrees with the first
+reader on 0.683 when first graded, the readers agree on 0.983.
 """
 
 from __future__ import annotations
@@ -225,8 +240,10 @@ def test_grader_agrees_with_the_hand_labels():
 
 
 # The other sets (module docstring): name -> (role, agreement floor, just below this grader's figure).
-OTHER_SETS = {"netbox": ("development", 0.96), "wagtail": ("development", 0.89), "ruby_llm": ("development", 0.80),
-              "redmine": ("blind", 0.90), "saleor": ("blind", 0.88)}
+OTHER_SETS = {"netbox": ("development", 0.96), "wagtail": ("development", 0.89), "ruby_llm": ("development", 0.89),
+              "redmine": ("development", 0.98), "saleor": ("development", 0.92), "solidus": ("development", 0.88),
+              "dolt": ("development", 0.87), "nomad": ("development", 0.88), "langchainrb": ("development", 0.76),
+              "llm_rb": ("blind", 0.86)}
 
 
 @pytest.mark.parametrize("name", sorted(OTHER_SETS))

@@ -664,3 +664,123 @@ def test_in_one_line_json_the_sentence_is_the_string_the_citation_stands_in(tree
     # the other member's `is_noop` is on the same line but in another string
     c, = grade('{"a": "uses `is_noop` here", "b": "pkg/transports.py:9, see above"}', tree)["items"]
     assert c["subject"] is None and c["strict"] == "n/a"
+
+
+def test_a_folder_of_the_cited_path_is_no_subject(tree):
+    # "pkg:" groups the citation by its folder (pkg/transports.py); before: subject pkg, a mismatch
+    c, = grade("- pkg: pkg/transports.py:13 sends the flip\n", tree)["items"]
+    assert c["subject"] is None and c["strict"] == "n/a"
+
+
+def test_a_table_row_without_a_name_column_takes_the_code_span_after_the_citation(tree):
+    text = ("| Area | File:line | What depends on it |\n|---|---|---|\n"
+            "| **Core** | `pkg/transports.py:24` | `Http` | posts |\n"
+            "| **Core** | `pkg/transports.py:9` | `Http` | also |\n"
+            "| **Core** | `pkg/transports.py:13` | model itself | prose |\n")
+    got = by_lines(text, tree)
+    assert got[("pkg/transports.py", 24)]["subject"] == {"name": "Http", "from": "table name cell"}
+    assert got[("pkg/transports.py", 24)]["strict"] == "verified"
+    assert got[("pkg/transports.py", 9)]["strict"] == "mismatch"          # line 9 is class Transport
+    assert got[("pkg/transports.py", 13)]["subject"] is None               # prose names nothing
+
+
+def test_a_json_member_quoting_the_lines_code_names_its_subject(tree):
+    # `"line": "<code>"` beside the citation quotes what is at the line: its first code-like name
+    c, = grade('{"file": "pkg/models.py:13", "line": "self.transport().notify(flip)", "use": "sends"}',
+               tree)["items"]
+    assert c["subject"] == {"name": "self.transport", "from": "json code"} and c["strict"] == "verified"
+    d, = grade('{"file": "pkg/models.py:12", "line": "self.transport().notify(flip)"}', tree)["items"]
+    assert d["strict"] == "mismatch"                                       # the quote is line 13's
+    # a "line" member holding numbers says where, not what
+    e, = grade('{"file": "pkg/models.py", "line": "10-13"}', tree)["items"]
+    assert e["subject"] is None
+
+
+def test_a_name_written_in_the_plural_of_the_definition_at_the_line(tree):
+    # pkg/models.py defines `transport` (7-8) and no `transports`: the plural means it
+    c, = grade("- `transports` (pkg/models.py:7)\n", tree)["items"]
+    assert c["subject"]["name"] == "transports" and c["strict"] == "verified"
+    d, = grade("- `transports` (pkg/models.py:11)\n", tree)["items"]
+    assert d["strict"] == "mismatch"                                       # 11 is inside notify
+
+
+def test_a_run_of_three_citations_takes_no_name_from_the_wider_text(tree):
+    # three refs joined by commas under one description: the summary's `Http` is about the
+    # group, not each line (before: Http at pkg/transports.py:13, a mismatch)
+    got = by_lines('{"summary": "`Http` senders", "refs": "pkg/transports.py:13, pkg/models.py:13, a/util.py:1"}',
+                   tree)
+    assert len(got) == 3 and all(c["subject"] is None for c in got.values())
+
+
+def test_names_and_citations_listed_with_commas_pair_up(tree):
+    got = by_lines("`notify`, `is_noop`, and `render` at pkg/transports.py:13, pkg/transports.py:16, "
+                   "pkg/transports.py:20.\n", tree)
+    assert [got[("pkg/transports.py", n)]["subject"]["name"] for n in (13, 16, 20)] == ["notify", "is_noop", "render"]
+    assert [got[("pkg/transports.py", n)]["strict"] for n in (13, 16, 20)] == ["verified"] * 3
+    # a kind word between (`assocs`) is no obstacle; prose words in a comma list are no names
+    two = by_lines("`belongs_to`/`has_many` assocs `app/models/story.rb:2`,`app/models/story.rb:3`\n", tree)
+    assert two[("app/models/story.rb", 3)]["subject"]["from"] == "respectively"
+    prose = by_lines("validation, covering pkg/transports.py:13 and pkg/transports.py:16\n", tree)
+    assert all(c["subject"] is None or c["subject"]["from"] != "respectively" for c in prose.values())
+
+
+def test_a_code_span_declaring_a_qualified_field_and_its_type(tree):
+    # `Transport.channel str` is the field channel (line 11), not the class (before: Transport,
+    # verified anywhere in the class)
+    c, = grade("`Transport.channel str` (pkg/transports.py:13)\n", tree)["items"]
+    assert c["subject"]["name"] == "Transport.channel" and c["strict"] == "mismatch"
+    d, = grade("`Transport.channel str` (pkg/transports.py:11)\n", tree)["items"]
+    assert d["strict"] == "verified"
+
+
+def test_an_absolute_path_into_a_folder_without_the_file_is_no_such_file(tree):
+    # app/models is a folder of the commit and has no util.py: the answer meant that file
+    # (before: the tail util.py, two files, ambiguous)
+    c, = grade("/Users/me/lobsters/app/models/util.py:1\n", tree)["items"]
+    assert c["ungrounded"] == "no_such_file" and c["candidates"] == []
+
+
+def test_a_name_written_without_its_question_mark(tree):
+    c, = grade("`Story#is_gone` (app/models/story.rb:9)\n", tree)["items"]
+    assert c["strict"] == "verified"                                       # def is_gone? (9-11)
+    d, = grade("`Story#is_gone` (app/models/story.rb:5)\n", tree)["items"]
+    assert d["strict"] == "mismatch"
+
+
+def test_a_rails_declaration_out_of_backticks_names_its_symbol(tree):
+    # `has_many :user` is about user, which line 3 (has_many :taggings) does not hold
+    # (before: the word has_many, on the line, verified it)
+    c, = grade("app/models/story.rb:3 - has_many :user\n", tree)["items"]
+    assert c["subject"]["name"] == "user" and c["strict"] == "mismatch"
+    d, = grade("app/models/story.rb:3 - has_many :taggings, dependent: :destroy\n", tree)["items"]
+    assert d["subject"]["name"] == "taggings" and d["strict"] == "verified"
+
+
+
+def test_a_participle_or_an_abbreviation_before_a_citation_is_no_name(tree):
+    # `wired path` (before: subject wired, a mismatch) and `(e.g., path)` (before: e.g)
+    c, = grade("- the sender, wired pkg/transports.py:13\n", tree)["items"]
+    assert c["subject"] is None
+    d, = grade("- **Sender** (e.g., `pkg/transports.py:13`) posts\n", tree)["items"]
+    assert d["subject"] is None
+
+
+def test_an_edit_instruction_names_what_to_change_not_what_is_at_the_line(tree):
+    # before: TRANSPORTS (verified) and notify (a mismatch at class Channel)
+    c, = grade("- pkg/models.py:1 - Add to `TRANSPORTS` if supported\n", tree)["items"]
+    assert c["subject"] is None and c["strict"] == "n/a"
+    d, = grade('{"file": "pkg/models.py:6", "change": "add a `notify` override"}', tree)["items"]
+    assert d["subject"] is None and d["strict"] == "n/a"
+
+
+def test_the_name_after_instead_of_is_not_the_one_meant(tree):
+    # before: notify, nearest the parenthetical (a mismatch at def transport)
+    c, = grade("`Channel` uses `transport` instead of `notify` (pkg/models.py:7)\n", tree)["items"]
+    assert c["subject"]["name"] == "transport" and c["strict"] == "verified"
+
+
+def test_lines_listed_with_colons_after_a_citation(tree):
+    # `path:13, :16, :19` cites all three (before: only 13), each paired with its name
+    got = by_lines("`notify`/`is_noop`/`render` at pkg/transports.py:13, :16, :20\n", tree)
+    assert sorted(n for _, n in got) == [13, 16, 20]
+    assert [got[("pkg/transports.py", n)]["subject"]["name"] for n in (13, 16, 20)] == ["notify", "is_noop", "render"]

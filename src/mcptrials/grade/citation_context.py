@@ -42,12 +42,18 @@ def identifier(span: str, extensions=None) -> str | None:
 def resolve(path: str, tree: CommitTree) -> tuple[str | None, list[str]]:
     """(resolved path or None, candidates): exact path, else a unique component-boundary suffix match.
     An absolute path (the agent's workspace, /Users/x/repo/pkg/a.py) resolves by its longest
-    tail that is a file of the commit, else by the longest tail with suffix matches."""
+    tail that is a file of the commit; else, when a tail's folder (two levels at least) is a
+    folder of the commit, it meant that folder's file, which is not there: no such file
+    (`/Users/x/dolt/go/libraries/table/table.go`, the folder without the file); else by the
+    longest tail with suffix matches."""
     if path.startswith("/"):
         tails = path.strip("/").split("/")
         for k in range(len(tails)):
             if tree.has("/".join(tails[k:])):
                 return "/".join(tails[k:]), []
+        for k in range(len(tails) - 2):
+            if tree.has_dir("/".join(tails[k:-1])):
+                return None, []
         for k in range(len(tails)):
             got = resolve("/".join(tails[k:]), tree)
             if got[0] or got[1]:

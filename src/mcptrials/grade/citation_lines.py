@@ -39,9 +39,9 @@ def _lines_of(l1, l2) -> list[int]:
     return [int(l1)] if l2 is None else [int(l1), int(l2)]
 
 
-# `,457`, `, 82` (one space; not `, 20 tests`: a number a word follows is a count, not a line)
-_LINE_LIST = re.compile(rf"(?:,L?\d+(?:{DASH}L?\d+)?|, L?\d+(?:{DASH}L?\d+)?(?! +[a-z]))+(?!\w|\.\d)")
-_LINE_LIST_ITEM = re.compile(rf", ?L?(?P<l1>\d+)(?:{DASH}L?(?P<l2>\d+))?")
+# `,457`, `, 82`, `, :23` (one space; not `, 20 tests`: a number a word follows is a count, not a line)
+_LINE_LIST = re.compile(rf"(?:,:?L?\d+(?:{DASH}L?\d+)?|, :?L?\d+(?:{DASH}L?\d+)?(?! +[a-z]))+(?!\w|\.\d)")
+_LINE_LIST_ITEM = re.compile(rf", ?:?L?(?P<l1>\d+)(?:{DASH}L?(?P<l2>\d+))?")
 _NUM = rf"L?\d+(?:\s*(?:{DASH}|to)\s*L?\d+)?"
 _ONE_NUM = re.compile(rf"L?(?P<l1>\d+)(?:\s*(?:{DASH}|to)\s*L?(?P<l2>\d+))?")
 # "line 5", "lines 5-9", "line ~327", "(lines 72, 74, 76)", "lines 5, 9 and 12". The letter comes
@@ -61,8 +61,8 @@ def _numbers(ans_text: str, lo: int, hi: int):
 
 def listed_lines(text: str, citations: list[dict]) -> list[dict]:
     """More lines of the same file after a line citation, comma-separated (with at most one
-    space): `summary.go:346,457` and `types.py:73, 82` cite the second line too (its text runs
-    from the path to the item)."""
+    space): `summary.go:346,457`, `types.py:73, 82` and `response.rb:19, :23` cite the second
+    line too (its text runs from the path to the item)."""
     out = []
     for c in citations:
         m = _LINE_LIST.match(text, c["end"]) if c["lines"] else None
@@ -70,7 +70,9 @@ def listed_lines(text: str, citations: list[dict]) -> list[dict]:
             c["form"] = "path:list" if c["form"] in ("path:line", "path:range") else c["form"]
             c["subject_span"] = [c["start"], m.end()]
         for item in _LINE_LIST_ITEM.finditer(m.group(0)) if m else ():
-            start, end = c["end"] + item.start("l1") - (1 if text[c["end"] + item.start("l1") - 1] == "L" else 0), c["end"] + item.end()
+            start, end = c["end"] + item.start("l1"), c["end"] + item.end()
+            while text[start - 1] in "L:":     # the item's own `L` or `:` (`, L82`, `, :23`)
+                start -= 1
             out.append(dict(c, lines=_lines_of(item.group("l1"), item.group("l2")), start=start, end=end,
                             text=text[c["start"]:end]))
     return out

@@ -104,12 +104,12 @@ def citation_subject(ans: Answer, c: dict, before: int, after: int) -> dict | No
 
 
 _KIND_PLURAL = re.compile(r"\s(?:helpers|methods|functions|callbacks|hooks|classes|scopes|modules|"
-                          r"constants|fields|validations|associations)\s*$")
+                          r"constants|fields|validations|associations|assocs)\s*$")
 _JOIN = re.compile(r"[\s`]*(?:[/,]|\sand\s)[\s`]*")
 _NAME_JOIN = re.compile(r"`?\s*/\s*`?")
 _AT_END = re.compile(r"\s(?:at|in)\s*$")
 _NAME_AT_END = re.compile(rf"`?(?P<n>{subjects.QUALIFIED})`?\s*$")
-_NAME_JOIN_AT_END = re.compile(r"`?\s*(?:/|\sand)\s*`?$")
+_NAME_JOIN_AT_END = re.compile(r"`?\s*(?:/|,\s*and|\sand|,)\s*`?$")
 _NAME_CHARS = re.compile(r"[\w?!.:#`\s]*")      # every character a _NAME_AT_END match may hold
 
 
@@ -121,7 +121,8 @@ def _name_at_end(window: str):
 
 def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
     """The subject of one of a group of citations joined by `/`, `,` or `and` right after (or
-    after `at`/`in`) as many names joined by `/` or `and` (`` `hide_story_for_user`/`unhide_story_for_user` `:13`/`:19` ``,
+    after `at`/`in`, or a plural kind word) as many names joined by `/`, `and` or commas (names
+    of a comma list must be code: `` `a`, `b`, and `c` at x:1, x:2, x:3 ``) (`` `hide_story_for_user`/`unhide_story_for_user` `:13`/`:19` ``,
     `current_flagged?/current_upvoted? story.rb:423,427`, `is_gone? and can_be_seen_by_user?
     at story.rb:761 and story.rb:582`, `send/_read_replies helpers at x:60 and x:105`): the
     name in the same place, with the group's names (settle_strict)
@@ -143,24 +144,29 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
     lo = own[first][0]
     while lo > 0 and text[lo - 1] in "`":
         lo -= 1
-    names, pos = [], lo
+    names, pos, commas = [], lo, False
     at = _AT_END.search(text[max(0, pos - 6):pos])     # `a and b at x:1 and y:2`
-    if at:
-        pos = max(0, pos - 6) + at.start()
-        kind = _KIND_PLURAL.search(text, max(0, pos - 20), pos)    # `send/_read_replies helpers at`
-        pos = kind.start() if kind else pos
+    pos = max(0, pos - 6) + at.start() if at else pos
+    kind = _KIND_PLURAL.search(text, max(0, pos - 20), pos)    # `send/_read_replies helpers at`, `a/b assocs x:1,x:2`
+    pos = kind.start() if kind else pos
     while True:                  # the names right before the group, last first
         m = _name_at_end(text[max(0, pos - 120):pos])
         if not m:
             break
-        names.insert(0, m.group("n"))
+        names.insert(0, m.group(0).strip())
         pos = max(0, pos - 120) + m.start()
         j = _NAME_JOIN_AT_END.search(text[max(0, pos - 6):pos])
         if not j or len(names) > last - first:
             break
+        commas = commas or "," in j.group(0)
         pos = max(0, pos - 6) + j.start()
     if len(names) != last - first + 1:
         return None
+    # names in a comma list are code (`` `a`, `b`, and `c` at x:1, x:2, x:3 ``), not prose
+    # words (`validation, covering x:93 and x:302`)
+    if commas and not all(n.startswith("`") or subjects._code_like(n.strip("`"), False) for n in names):
+        return None
+    names = [n.strip("`") for n in names]
     name = names[k - first]
     group = [n for n in names if subjects._clean(n)]
     return {"name": name, "from": "respectively", "group": group} if subjects._clean(name) else None

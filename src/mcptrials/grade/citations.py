@@ -10,7 +10,8 @@ path alone (`a.py`:10), brackets, markdown links [x](src/a.py#L3), GitHub blob U
 trailing punctuation do not break it; a leading ./ is stripped. A path alone, without a
 line or symbol, is not a citation. `path:N,M,K-L` (commas, at most one space after each;
 `, 2 more` is a count) cites each of them; a prose description after three or more listed
-lines is about the group: it gives none of them a subject.
+lines is about the group: it gives none of them a subject, nor do the wider scopes (JSON
+text, list item, sentence) to a run of three or more citations joined by commas.
 
 Line-only references take their file from the answer (resolved_by "context"): a JSON
 "line" (or "lines", "start_line" with "end_line") member beside a "file" member of the same
@@ -69,6 +70,7 @@ from __future__ import annotations
 import bisect
 import collections
 import functools
+import re
 
 from mcptrials.grade import composition, subjects
 from mcptrials.grade.citation_context import Answer, resolve
@@ -87,6 +89,23 @@ def _is_path(extensions):
     return functools.lru_cache(maxsize=None)(lambda s: "/" in s or rx.search(s + ":1") is not None)   # per answer
 
 
+_RUN_GAP = re.compile(r"[\s`*,;]*")
+
+
+def _runs(text: str, spans: list[tuple[int, int]]) -> dict[tuple[int, int], int]:
+    """{span: how many citations its run holds}: a run is citations joined by nothing but
+    commas, semicolons, spaces and backticks (`a.go:1, b.go:2, c.go:3`)."""
+    out: dict[tuple[int, int], int] = {}
+    run: list[tuple[int, int]] = []
+    for sp in spans:
+        if run and not (sp[0] >= run[-1][1] and _RUN_GAP.fullmatch(text, run[-1][1], sp[0])):
+            out.update(dict.fromkeys(run, len(run)))
+            run = []
+        run.append(sp)
+    out.update(dict.fromkeys(run, len(run)))
+    return out
+
+
 def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
     """Distinct citations of one answer, grounded and verified, in order of first mention."""
     ans = Answer(text, tree, extensions)
@@ -98,6 +117,7 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
     starts, ends = [a for a, _ in spans], sorted(b for _, b in spans)
     distinct: dict[tuple, dict] = {}
     listed = collections.Counter(tuple(c["subject_span"]) for c in found if c.get("subject_span"))
+    in_run = _runs(text, spans)
     for c in found:
         lo, hi = c.get("subject_span") or (c["start"], c["end"])
         k = bisect.bisect_right(ends, lo) - 1
@@ -105,9 +125,10 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
         subj = respectively(ans, found, c)       # the name in its place wins over the rest
         if subj is None:
             subj = citation_subject(ans, c, ends[k] if k >= 0 else 0, starts[j] if j < len(starts) else len(text))
-            if subj and subj["from"] in ("after", "before", "sentence") and c["form"] == "path:list" \
-                    and listed[(lo, hi)] >= 3:
-                subj = None      # `types.py:106,111,253,... - GraphQL types`: the prose is about the group
+            if subj and (subj["from"] in ("label", "after", "before", "sentence") and c["form"] == "path:list"
+                         and listed[(lo, hi)] >= 3
+                         or subj["from"] in ("json text", "list item", "sentence") and in_run[(lo, hi)] >= 3):
+                subj = None      # `types.py:106,111,253 - GraphQL types`, `a.go:1, b.go:2, c.go:3`: about the group
         g = ground(c, tree, ans, subj["name"] if subj and c["lines"] else None)
         if subj and subjects.names_its_file(subj["name"], g["resolved_path"]):
             subj = None          # `moderation: moderation.rb:15`: the word names the file, not a place in it

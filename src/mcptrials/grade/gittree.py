@@ -60,6 +60,12 @@ class CommitTree:
     def has(self, path: str) -> bool:
         return path in self._blobs
 
+    def has_dir(self, path: str) -> bool:
+        """Whether `path` is a folder of the commit (one holding a file, at any depth)."""
+        if getattr(self, "_dirs", None) is None:       # built the first time a folder is asked for
+            self._dirs = {p[:i] for p in self._blobs for i in range(len(p)) if p[i] == "/"}
+        return path in self._dirs
+
     def text(self, path: str) -> str:
         if path not in self._texts:
             data = self.repo.odb.stream(bytes.fromhex(self._blobs[path])).read()

@@ -9,7 +9,9 @@ verified  when a cited line lies inside a definition of the subject (tree-sitter
 mismatch  otherwise;
 n/a       without a subject.
 
-A definition is of the subject when its name is the subject's last component and the
+A definition is of the subject when its name is the subject's last component (or, for a
+name the file defines nowhere, that name's plural, singular, or the name with `!` or `?`:
+`notified_user` for `def notified_users`, `adjust` for `def adjust!`) and the
 subject's qualifiers that name something of the file (a definition or a container such as
 a class, module, impl type or trait, a Go receiver) are its containers, innermost first, in
 order (`A::call` is not B's `call`; `app.route` keeps only `route`: `app` names nothing of
@@ -107,8 +109,14 @@ def verdict(path: str, source: str, lines: list[int], subject: str | None, file_
         return "verified"        # the line names the whole chain: `self.transport.notify(...)`
     # A definition's name is text of the file: no parse when the file lacks the name (no
     # definition can be of the subject then, and the rest reads only those that are).
-    defs = (_defs(path, source) or []) if name in source else []
+    defs = (_defs(path, source) or []) if name in source or (name.endswith("s") and name[:-1] in source) else []
     same = [d for d in defs if d["name"] == name and d.get("outer_start", d["start"]) <= hi and lo <= d["end"]]
+    if not same and not any(d["name"] == name for d in defs):
+        # a name the file never defines, written in the singular or plural of one it does
+        # (`notified_user` for `def notified_users`) or without its `!`/`?` (`adjust` for
+        # `def adjust!`): that definition is the one meant
+        forms = {name + "s", name + "!", name + "?", name[:-1] if name.endswith("s") else None} - {None}
+        same = [d for d in defs if d["name"] in forms and d.get("outer_start", d["start"]) <= hi and lo <= d["end"]]
     known = {d["name"] for d in defs} | {n for d in defs for c in d["containers"] for n in c} if same else set()
     if any(_chain_ok(d, qualifiers, known) for d in same):
         return "verified"

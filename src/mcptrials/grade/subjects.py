@@ -6,7 +6,8 @@ as a careful reader reads it, from the narrowest scope first (issue 25 item 3):
    (`` `is_noop(self)` — path:74 ``, `Http.post (path:28)`, `Sms :36`, `notify at path:96`,
    `"Shell": "path:13"`): a code-like name, a capitalised word that does not start prose,
    or a plain word that begins its clause or is joined by `at`/`in`/`on` and is not a verb
-   (`built at path` is not one), when no code-like name is in its clause (`logic (path)`
+   (`built at path` is not one, nor is a lower-case participle: `wired server.go:417`), when
+   no code-like name is in its clause (`logic (path)`
    in "the 404-is-permanent logic (path)" is not one: the clause began earlier); a JSON key
    (`"file": "path"`) is never one; else, for a citation inside a parenthetical with nothing
    code-like before it there, the code-like name right before the `(`
@@ -39,7 +40,12 @@ as a careful reader reads it, from the narrowest scope first (issue 25 item 3):
    `verification`...; `reason`, `risk`, `depends_how`...; `subsystem`, `category`...). A
    locator or group member gives no "json text"; a prose member only a code-like name; and
    an item of an array (`"refs": ["a:1", "b:2"]`) takes none: the object's text is about the group;
-4. "table name cell": the identifier in its table row's symbol/name column;
+   "json code": a member quoting the cited line's code beside it (`"file": "issue.rb:111",
+   "line": "scope :like"`; CODE_KEYS, not a line number) gives the quote's first code-like
+   name, else its name as a code span's;
+4. "table name cell": the identifier in its table row's symbol/name column; in a table with
+   no such column, the code span opening the cell right after a cell that is the citation
+   alone (`` | `path:410` | `PromotionRule.gifts` | gift rewards | ``);
 5. "list item": the first code-like name of its list item (of a nested item that names
    nothing, its parent item's bullet line: `8. **Slackalike.payload**` over `   - File: path`);
 6. "sentence": the nearest code-like name of its sentence that the cited file names (the
@@ -53,7 +59,16 @@ the group is takes that one ("respectively, in another order", settle_strict).
 
 After all of these, once the file is resolved, a subject that is the cited file's own
 lower-case name or its plural (`moderation: moderation.rb:15`, `has_one :story_text` ->
-story_text.rb:3) is dropped (names_its_file): the word names the file, not a place in it.
+story_text.rb:3), or a lower-case folder of its path (`checkout: saleor/checkout/search/
+indexing.py:190`), is dropped (names_its_file): the word names the file, not a place in it.
+So is a subject from the wider scopes (json text, list item, sentence) of a citation in a
+run of three or more joined by commas (`a.go:1, b.go:2, c.go:3`; citations._runs): the text
+is about the group.
+
+A name right after `instead of` or `rather than` is the one not meant (`uses `a` instead of
+`b` (:88)`: a). A description opening with an edit verb (`Add to PROVIDER_PREFERENCE`, a JSON
+`"change": "add elsif branch for ..."`; EDIT_VERBS) is an instruction: the names in it are what
+to change, not what is at the line, so neither "after" nor "json text" takes one from it.
 
 A clause ends at `, ; | ·`, a line break, a sentence's full stop, an unopened `)` or another
 citation; commas inside backticks, or before the citation inside a closed `(...)`
@@ -63,11 +78,15 @@ capitals of five letters or more (`TRANSPORTS`; `HTTP`, `PORO` are prose) or a c
 a part of a hyphenated prose word (`IP-delete`), a segment of a path or URL after a plain
 lower-case word and a slash (`chat/completions`), a key of the answer's own JSON and a
 capitalised plain word the cited file never names (`Revisions:`, `**Permissions**`; _Reader)
-are no names, and a bold heading holding a code span (`` **`Device.save` cascade** ``) names
+are no names; a Rails declaration out of
+backticks names its symbol (`delegate :order_id, to: :shipment` -> order_id), and a bold heading holding a code span (`` **`Device.save` cascade** ``) names
 that span's identifier. In JSON, "sentence" is the string the citation stands in. Inside a code span the subject is the span's
 qualified identifier (`Story#is_gone?`), else its first Ruby symbol (`has_many :taggings`
 -> taggings), else the name before its first `(` (`def notify(self)` -> notify), else its
-first identifier that is not a keyword (`include Token` -> Token). Paths, one-letter names
+first identifier that is not a keyword (`include Token` -> Token); `e.g`, `i.e` and one-letter
+names are never names; a qualified name followed by
+its type, as a field is declared, is that name (`DoltDatabaseProvider.databases
+map[string]dsess.SqlDatabase` -> DoltDatabaseProvider.databases). Paths, one-letter names
 and keywords are never subjects.
 
 Each subject is {"name": qualified name, "from": the scope above}.
@@ -86,6 +105,14 @@ _TOKEN = re.compile(rf"`(?P<tick>[^`\n]+)`|\*\*(?P<bold>[^*\n]+)\*\*|(?:(?<=\s#)
                     rf"(?P<bare>{QUALIFIED})(?:(?P<call>\()|(?P<setter>=)(?=[\s`),;]|$))?")
 _PATH_SEGMENT = re.compile(r"(?<![\w.])[a-z][a-z0-9]*/$")     # a plain lower-case word and a slash before
 _JSON_KEY_AFTER = re.compile(r'"\s*:\s*["\[{]')
+# a qualified name and its type, as a field is declared (`DoltDB.db *hooksDatabase`, `ValueStore.cs ChunkStore`)
+_QUALIFIED_DECL = re.compile(rf"^(?P<id>{IDENT}(?:(?:\.|::|#){IDENT})+)\s+[*\[\]\w.]+$")
+# Rails declarations written out of backticks (`has_many :orders`, `delegate :order_id`)
+DECLARATION_WORDS = frozenset("has_many has_one belongs_to has_and_belongs_to_many delegate scope validates "
+                              "validate attr_reader attr_writer attr_accessor before_action after_action "
+                              "before_save after_save before_create after_create before_destroy after_destroy "
+                              "after_commit before_validation after_initialize".split())
+_DECL_SYMBOL = re.compile(rf"[ \t]+:(?P<s>{IDENT})")
 _RUBY_SYMBOL = re.compile(rf"(?<![:\w]):(?P<s>{IDENT})")
 _BEFORE_CALL = re.compile(rf"(?P<id>{QUALIFIED})\s*\(")
 _WORD = re.compile(IDENT)
@@ -129,7 +156,7 @@ def names_its_file(name: str, path: str | None) -> bool:
         if not outer or dirs[len(dirs) - len(outer):] != outer:
             return False
     plurals = {stem + "s", stem + "es"} | ({stem[:-1] + "ies"} if stem.endswith("y") else set())
-    return stem.islower() and (name == stem or name in plurals)
+    return (stem.islower() and (name == stem or name in plurals)) or (name.islower() and name in dirs)
 
 
 def parts_of(name: str) -> list[str]:
@@ -148,7 +175,7 @@ def code_subject(span: str, is_path) -> str | None:
     s = span.strip()
     if not s or is_path(s):
         return None
-    m = _QUALIFIED_SPAN.match(s)
+    m = _QUALIFIED_SPAN.match(s) or _QUALIFIED_DECL.match(s)
     if m and m.group("id").split(".")[0] not in KEYWORDS:
         return _clean(m.group("id"))
     sym = _RUBY_SYMBOL.search(s)
@@ -180,13 +207,15 @@ def _names(is_path, name: str) -> bool:
 
 
 def _code_like(name: str, call: bool) -> bool:
-    last = _SEPARATOR.split(name)[-1]
-    return (call or bool(_SEPARATOR.search(name)) or "_" in name.strip("_") or _INNER_CAPITAL.search(name) is not None
-            or (len(last) >= 5 and last.isupper()))
+    # (a qualified name is code-like whatever its last part: plain `in` tests first, for speed)
+    if call or "." in name or ":" in name or "#" in name or "_" in name.strip("_"):
+        return True
+    return _INNER_CAPITAL.search(name) is not None or (len(name) >= 5 and name.isupper())
 
 
 def _tokens(text: str, lo: int, hi: int, is_path):
     """(start, name, strong, end) for the names in text[lo:hi]; strong: backticked, bold or code-like."""
+    path_of = getattr(is_path, "is_path", is_path)      # a _Reader's own test, one call less per word
     for m in _TOKEN.finditer(text, lo, hi):
         if m.group("tick") is not None:
             name = code_subject(m.group("tick"), is_path)
@@ -207,20 +236,26 @@ def _tokens(text: str, lo: int, hi: int, is_path):
                 yield m.start(), name, _code_like(name, "(" in inner) or inner[:1].isupper(), m.end()
         else:
             name = m.group("bare")
-            if is_path(name) or name in KEYWORDS:
-                continue
-            after, before = text[m.end("bare"):m.end("bare") + 2], text[max(0, m.start() - 2):m.start()]
+            if path_of(name) or name in KEYWORDS or len(name.rsplit(".", 1)[-1]) < 2:
+                continue             # (`e.g`, `i.e`, a one-letter name: never a subject)
+            s, e = m.start(), m.end("bare")
+            if name in DECLARATION_WORDS:
+                decl = _DECL_SYMBOL.match(text, e)
+                if decl:             # `delegate :order_id, to: :shipment`: the declared name
+                    yield s, decl.group("s"), True, decl.end()
+                    continue
+            after, before = text[e:e + 2], text[max(0, s - 2):s]
             if (after[:1] == "-" and after[1:].isalpha()) or (before[-1:] == "-" and before[:1].isalpha()):
                 continue             # a part of a prose compound (`IP-delete`, `VC-rename`), not a name
-            if before[-1:] == "/" and _PATH_SEGMENT.search(text, max(0, m.start() - 40), m.start()):
+            if before[-1:] == "/" and _PATH_SEGMENT.search(text, max(0, s - 40), s):
                 continue             # a segment of a path or URL (`lib/ruby_llm/...`, `chat/completions`)
-            if _JSON_KEY_AFTER.match(text, m.end("bare")) and text[m.start() - 1:m.start()] == '"':
+            if before[-1:] == '"' and _JSON_KEY_AFTER.match(text, e):
                 continue             # a JSON key: the member's name, not a name of the code (see "json key")
             code = _code_like(name, m.group("call") is not None) or m.group("setter") is not None \
-                or text[m.start() - 1:m.start()] == "#"
+                or before[-1:] == "#"
             if not code and name[:1].isupper() and not _names(is_path, name):
                 continue             # a capitalised word of prose (`File:`, `Revisions:`) the file never names
-            yield m.start(), name, code, m.end("bare")
+            yield s, name, code, e
 
 
 def _tick_spans(text: str, lo: int, hi: int) -> list[tuple[int, int]]:
@@ -269,8 +304,21 @@ _LEAD = re.compile(r"[ \t*:#\u2014\u2013>=-]*(?:\((?P<paren>\s*))?")
 _CONJUNCTION = re.compile(r"(?:^|\s)(?:and|or|but|while|then)\s")
 
 
+def _instruction(text: str, pos: int) -> bool:
+    """Whether the text at pos opens with an edit verb (`Add to PROVIDER_PREFERENCE`, `add elsif
+    branch for ...`): an instruction, whose names are what to change, not what is at the line."""
+    w = _WORD.match(text, pos)
+    return w is not None and w.group(0).lower() in EDIT_VERBS
+
+
+EDIT_VERBS = frozenset("add create update change remove replace register implement extend modify insert "
+                       "append delete rename move".split())
+
+
 def _after(text: str, start: int, end: int, is_path) -> str | None:
     m = _LEAD.match(text, start, end)
+    if _instruction(text, m.end()):
+        return None
     opened = m.group("paren") is not None
     colon = any(ch in m.group(0) for ch in ":-\u2014\u2013") and not opened   # a description follows
     first = True
@@ -366,6 +414,8 @@ def _label_at(text: str, toks: list, start: int) -> str | None:
         return None          # a plain word loses to a code-like name of its clause
     if prep and (name.endswith("ed") or name in _PLACE_VERBS):
         return None          # `built at path`, `lives in path`: the verb, not a name
+    if name.islower() and name.endswith("ed") and not name.endswith("eed"):
+        return None          # `wired server.go:417`, `created path`: a participle, not a name
     if name[:1].isupper() and "(" not in gap or prep or len(toks) == 1 or re.fullmatch(r"[\s`]*", gap):
         return name
     return None
@@ -423,6 +473,7 @@ _PLACE_VERBS = frozenset("is are was were lives live sits sit happens happen sta
 
 _NAMED_KIND = re.compile(r"(?P<name>[A-Z]\w+(?:::[A-Z]\w+)*)\s+(?:model|class|module|controller|concern|job|"
                          r"helper|mailer|mailbox|struct|trait|interface)\b")
+_NEGATED = re.compile(r"(?:instead of|rather than)\s*$")
 _KEY_BEFORE = re.compile(r'"(?P<key>[A-Za-z_][\w?!]*)"\s*:\s*"$')
 
 
@@ -436,7 +487,8 @@ def subject(text: str, start: int, end: int, *, objects, before: int, after: int
     is_path = _Reader(is_path, plain_named)
     if not json_member:
         lo = _safe_start(text, _clause_start(text, start, before), start)
-        toks = list(_tokens(text, lo, start, is_path))
+        # a name after `instead of` is the one not meant (`uses `a` instead of `b` (:88)`)
+        toks = [t for t in _tokens(text, lo, start, is_path) if not _NEGATED.search(text, max(lo, t[0] - 14), t[0])]
         got = _label(text, toks, start) or (None if any(t[2] for t in toks) else _paren_owner(text, start, is_path))
         if got:
             return {"name": got, "from": "label"}
@@ -460,6 +512,14 @@ def subject(text: str, start: int, end: int, *, objects, before: int, after: int
                 name = code_subject(mem.value, is_path)
                 if name:
                     return {"name": name, "from": "json field"}
+            # a member quoting the cited line's code (`"file": "issue.rb:111", "line": "scope :like"`)
+            if mem.key.lower() in CODE_KEYS and isinstance(mem.value, str) and not mem.start <= start < mem.end \
+                    and not _LINE_VALUE.fullmatch(mem.value):
+                v = mem.value      # its first code-like name (`!self.is_private? || ...`), else as a code span
+                name = next((n for _, n, strong, _ in _tokens(v, 0, len(v), is_path) if strong), None) \
+                    or code_subject(v, is_path)
+                if name:
+                    return {"name": name, "from": "json code"}
         # an item of an array (`"refs": ["a:1", "b:2"]`): the object's text is about the group
         listed = not json_member and not any(mem.start <= start < mem.end for mem in objs[0].members)
         for mem in [] if labelled or listed else objs[0].members:   # else the first code-like name of another member's text
@@ -467,18 +527,15 @@ def subject(text: str, start: int, end: int, *, objects, before: int, after: int
             if kind_of_key in ("locator", "group"):
                 continue
             values = mem.value if isinstance(mem.value, list) else [mem.value]
-            for v in (v for v in values if isinstance(v, str)):
+            for v in (v for v in values if isinstance(v, str) and not _instruction(v.lstrip(), 0)):
                 name = next((n for _, n, strong, _ in _tokens(v, 0, len(v), is_path) if strong), None)
                 kind = _NAMED_KIND.match(v) if kind_of_key is None else None    # prose: code-like names only
                 name = name or (kind.group("name") if kind else None)
                 if name and (key_named is None or key_named(parts_of(name)[-1])):
                     return {"name": name, "from": "json text"}
-    row = structure.table_row(text, start)
-    if row:
-        for cell, _, _ in row.name_cells:
-            name = code_subject(cell.strip("`* "), is_path)
-            if name:
-                return {"name": name, "from": "table name cell"}
+    name = _table_cell_name(text, start, end, is_path)
+    if name:
+        return {"name": name, "from": "table name cell"}
     item = structure.list_item_bounds(text, start)
     if item:
         strong = [name for _, name, s, _ in _tokens(text, item[0], start, is_path) if s]
@@ -495,6 +552,25 @@ def subject(text: str, start: int, end: int, *, objects, before: int, after: int
     if ticks:
         return {"name": ticks[-1], "from": "sentence"}
     return None
+
+
+def _table_cell_name(text: str, start: int, end: int, is_path) -> str | None:
+    """The identifier of the citation's table row's symbol/name column; without such a column,
+    the code span opening the cell right after a cell that is the citation alone
+    (`` | `path:410` | `PromotionRule.gifts` | ... | ``)."""
+    row = structure.table_row(text, start)
+    if not row:
+        return None
+    for cell, _, _ in row.name_cells:
+        name = code_subject(cell.strip("`* "), is_path)
+        if name:
+            return name
+    k = next((k for k, (_, a, b) in enumerate(row.cells) if a <= start < b), None)
+    if row.name_cells or k is None or k + 1 >= len(row.cells) \
+            or row.cells[k][0].strip("`* ") != text[start:end].strip("`* "):
+        return None
+    tick = re.match(r"`([^`\n]+)`", row.cells[k + 1][0])
+    return code_subject(tick.group(1), is_path) if tick else None
 
 
 # What a JSON member's key says its value is (json_key_kind): where something is, prose about
@@ -514,5 +590,7 @@ def json_key_kind(key: str) -> str | None:
     if set(re.split(r"[_\-\s]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", key).lower())) & _LOCATOR_PARTS:
         return "locator"
     return "prose" if k in _PROSE_KEYS else "group" if k in _GROUP_KEYS else None
+CODE_KEYS = frozenset(("line", "code", "snippet", "excerpt", "quote", "source_line"))
+_LINE_VALUE = re.compile(r"\s*L?\d+(?:\s*[-\u2013,]\s*L?\d+)*\s*")   # `"line": "72-93"`: where, not what
 IDENT_KEYS = frozenset(("name", "symbol", "function", "method", "class", "struct", "trait", "interface",
                         "identifier", "definition", "module", "signature"))

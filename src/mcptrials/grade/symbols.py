@@ -181,36 +181,47 @@ def _outer_start(lang: str, node) -> int:
     return node.start_point[0] + 1
 
 
+@lru_cache(maxsize=None)
+def _definition_query(lang: str):
+    """A query capturing every node of the language's definition and container kinds (those
+    its grammar has: DEFINITIONS lists kinds of several grammar versions)."""
+    import tree_sitter
+
+    language = _parser(lang).language
+    kinds = [t for t in DEFINITIONS[lang] if language.id_for_node_kind(t, True) is not None]
+    return tree_sitter.Query(language, " ".join(f"({t}) @d" for t in kinds))
+
+
 @lru_cache(maxsize=256)
 def definitions(lang: str, source: str) -> list[dict]:
-    """Every definition of `source`: name, containers (innermost first, each a list of names),
-    kind, start and end line (1-based)."""
+    """Every definition of `source`, in document order: name, containers (innermost first,
+    each a list of names), kind, start and end line (1-based). The definition and container
+    nodes come from one tree-sitter query (found in C, not by walking every node in Python);
+    a definition's containers are its container ancestors among them."""
+    import tree_sitter
+
     tree = _parser(lang).parse(source.encode("utf-8"))
     kinds = DEFINITIONS[lang]
+    nodes = tree_sitter.QueryCursor(_definition_query(lang)).captures(tree.root_node).get("d", [])
+    nodes.sort(key=lambda n: (n.start_byte, -n.end_byte))
+    names_of = {n.id: _names(lang, n) for n in nodes}
     out: list[dict] = []
-
-    def walk(node, containers):
-        role = kinds.get(node.type)
-        inner = containers
-        if role:
-            names = _names(lang, node)
-            if role in ("def", "both"):
-                outer = containers
-                if lang == "go" and node.type == "method_declaration":
-                    recv = _go_receiver(node.child_by_field_name("receiver"))
-                    outer = [[recv]] + containers if recv else containers
-                span = _span_node(lang, node)
-                for name in names[:1]:
-                    out.append({"name": name, "containers": outer, "kind": node.type,
-                                "start": span.start_point[0] + 1, "end": span.end_point[0] + 1,
-                                "outer_start": min(_outer_start(lang, node), span.start_point[0] + 1)})
-            if role in ("container", "both") and names:
-                inner = [names] + containers
-        for child in node.children:
-            if child.child_count:      # a leaf (a token) has no name field: it defines nothing
-                walk(child, inner)
-
-    walk(tree.root_node, [])
+    for node in nodes:
+        if kinds[node.type] not in ("def", "both") or not names_of[node.id]:
+            continue
+        containers = []
+        up = node.parent
+        while up is not None:
+            if up.id in names_of and kinds[up.type] in ("container", "both") and names_of[up.id]:
+                containers.append(names_of[up.id])
+            up = up.parent
+        if lang == "go" and node.type == "method_declaration":
+            recv = _go_receiver(node.child_by_field_name("receiver"))
+            containers = [[recv]] + containers if recv else containers
+        span = _span_node(lang, node)
+        out.append({"name": names_of[node.id][0], "containers": containers, "kind": node.type,
+                    "start": span.start_point[0] + 1, "end": span.end_point[0] + 1,
+                    "outer_start": min(_outer_start(lang, node), span.start_point[0] + 1)})
     return out
 
 
