@@ -636,6 +636,9 @@ def test_lines_listed_with_one_space_and_a_long_list_under_one_description(tree)
     # three or more lines under one description: it is about the group, no line's subject
     many = by_lines("pkg/transports.py:13,16,19 - `Http` users\n", tree)
     assert all(c["subject"] is None and c["strict"] == "n/a" for c in many.values()) and len(many) == 3
+    # so is a name the list is attached to (before: Http, a mismatch at each of these lines)
+    head = by_lines("- `Http` — pkg/transports.py:13,16,19\n", tree)
+    assert all(c["subject"] is None for c in head.values()) and len(head) == 3
     # two lines keep it: 24 and 28 are both inside class Http (24-29)
     two = by_lines("pkg/transports.py:24,28 - `Http`\n", tree)
     assert [two[("pkg/transports.py", n)]["strict"] for n in (24, 28)] == ["verified", "verified"]

@@ -9,8 +9,8 @@ extension-less names such as Makefile). Backticks around the path, the citation 
 path alone (`a.py`:10), brackets, markdown links [x](src/a.py#L3), GitHub blob URLs and
 trailing punctuation do not break it; a leading ./ is stripped. A path alone, without a
 line or symbol, is not a citation. `path:N,M,K-L` (commas, at most one space after each;
-`, 2 more` is a count) cites each of them; a prose description after three or more listed
-lines is about the group: it gives none of them a subject, nor do the wider scopes (JSON
+`, 2 more` is a count) cites each of them; a name or description before or after three or
+more listed lines is about the group: it gives none of them a subject, nor do the wider scopes (JSON
 text, list item, sentence) to a run of three or more citations joined by commas.
 
 Line-only references take their file from the answer (resolved_by "context"): a JSON
