@@ -106,7 +106,6 @@ def citation_subject(ans: Answer, c: dict, before: int, after: int) -> dict | No
 _KIND_PLURAL = re.compile(r"\s(?:helpers|methods|functions|callbacks|hooks|classes|scopes|modules|"
                           r"constants|fields|validations|associations|assocs)\s*$")
 _JOIN = re.compile(r"[\s`]*(?:[/,]|\sand\s)[\s`]*")
-_NAME_JOIN = re.compile(r"`?\s*/\s*`?")
 _AT_END = re.compile(r"\s(?:at|in)\s*$")
 _NAME_AT_END = re.compile(rf"`?(?P<n>{subjects.QUALIFIED})`?\s*$")
 _NAME_JOIN_AT_END = re.compile(r"`?\s*(?:/|,\s*and|\sand|,)\s*`?$")

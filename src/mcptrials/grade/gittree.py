@@ -52,6 +52,7 @@ class CommitTree:
         self._texts: dict[str, str] = {}
         self._lines: dict[str, list[str]] = {}
         self._suffix: dict[str, list[str]] = {}
+        self._dirs: set[str] | None = None      # the folders, built the first time one is asked for
 
     @property
     def paths(self) -> list[str]:
@@ -62,7 +63,7 @@ class CommitTree:
 
     def has_dir(self, path: str) -> bool:
         """Whether `path` is a folder of the commit (one holding a file, at any depth)."""
-        if getattr(self, "_dirs", None) is None:       # built the first time a folder is asked for
+        if self._dirs is None:
             self._dirs = {p[:i] for p in self._blobs for i in range(len(p)) if p[i] == "/"}
         return path in self._dirs
 

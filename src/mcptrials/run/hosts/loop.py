@@ -16,7 +16,7 @@ import traceback
 
 from mcptrials.run.providers.base import Provider, ProviderError
 from mcptrials.prepare.tooldefs import CHARS_PER_TOKEN, tool_definitions
-from mcptrials.run.trial import INSTRUCTIONS_HEADING, NO_RESULT, TrialAbort, TrialContext, TrialServer, cap_text, \
+from mcptrials.run.trial import INSTRUCTIONS_HEADING, TrialAbort, TrialContext, TrialServer, cap_text, \
     split_feedback, step_prompt, unanswered_call
 
 
