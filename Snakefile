@@ -21,15 +21,14 @@ include: "workflow/rules/report.smk"
 include: "workflow/rules/worker.smk"
 
 
-# Before any job of a real run (dry runs skip this): a missing API key, a sandbox that
-# cannot be built here, or a run expected to cost more than `budget.max_cost_usd` stops
-# everything, before a single trial is spent.
+# Before any job of a real run (dry runs skip this, and print the same lines as warnings):
+# whatever `mcptrials validate` refuses (a missing API key, a sandbox that cannot be built
+# here, a command or path that does not exist, a commit a local source does not hold) or a
+# run expected to cost more than `budget.max_cost_usd` stops everything, before a single
+# trial is spent or a finished one touched (mcptrials.dag.preflight.refusals).
 onstart:
-    from mcptrials.dag.preflight import check_budget
-
-    missing = check_api_keys(M) + check_sandbox(M) + check_budget(M)
-    if missing:
-        sys.exit("mcptrials: error: " + "\n".join(missing))
+    if REFUSALS:
+        sys.exit("mcptrials: error: " + "\n".join(REFUSALS))
     start_trial_worker()  # local runs: one warm process forks the trials (workflow/rules/worker.smk)
 
 

@@ -2,7 +2,9 @@
 follow content (hashes in params and inputs), not file ages."""
 
 import json
+import sys
 from pathlib import Path
+from subprocess import run
 
 import pytest
 import yaml
@@ -47,16 +49,19 @@ def test_bad_config_fails_before_any_job(project):
 
 
 def test_missing_commit_fails_in_checkout_naming_it(project):
-    """A commit the repository does not hold: the checkout job records its failure, naming the
-    commit (missing data, mcptrials.core.failures), and the run's last job fails it."""
+    """A commit the local repository does not hold: the real run refuses before any job (as
+    `validate` does; the dry run prints it as a warning). Run alone, the checkout job records its
+    failure, naming the commit (missing data, mcptrials.core.failures), and the status job fails."""
     edit_yaml(project / "config.yaml", lambda d: d["repos"]["tiny"].update(commit="b" * 40))
-    snakemake(project, "-j1", "results/checkouts/tiny/checkout.json")
-    log = (project / "results/logs/checkout/tiny.log").read_text()
-    assert f"repos.tiny.commit: commit {'b' * 40} does not exist" in log
+    p = snakemake(project, "-j1", "results/checkouts/tiny/checkout.json", check=False)
+    assert p.returncode != 0 and f"field repos.tiny.commit: {'b' * 40} is not in repo" in p.stderr
+    assert not (project / "results/checkouts/tiny/checkout.json").exists()
+    run([sys.executable, "-m", "mcptrials.cli", "checkout", "--config", "config.yaml", "--repo", "tiny",
+         "--out", "results/checkouts/tiny/checkout.json"], cwd=project, check=True)
     rec = json.loads((project / "results/checkouts/tiny/checkout.json").read_text())
     assert rec["failed"] and f"commit {'b' * 40} does not exist" in rec["error"]
     p = snakemake(project, "-j1", "results/status.json", check=False)
-    assert p.returncode != 0 and "mcptrials: checkout tiny failed:" in p.stdout + p.stderr
+    assert p.returncode != 0 and f"field repos.tiny.commit: {'b' * 40} is not in repo" in p.stderr
 
 
 def test_reruns_follow_content(project):

@@ -163,18 +163,25 @@ def final_outputs():
 # The plan, printed once by the main process (`-n -q` hides the job table, not this). It
 # counts what the selected scenarios use, as the DAG does, and ends with the expected cost
 # (mcptrials.cost.plan: measured usage of earlier trials, else the upper bound).
+PLAN, REFUSALS = None, []
 if workflow.is_main_process:
-    from mcptrials.cost.plan import cost_plan, plan_line
+    from mcptrials.cost.plan import plan_line
+    from mcptrials.dag.planned import matrix_product
+    from mcptrials.dag.preflight import refusals, run_plan
 
+    PLAN = run_plan(M)  # every trial this run will run, new and rerun, with why (mcptrials.dag.planned)
     n_repos = len(M.run_repos())
     print(
-        f"mcptrials plan: {len(M.models)} model(s) x {len(M.hosts)} host(s) x {len(M.tools)} tool(s) x "
-        f"{len(M.run_scenarios())} scenario(s) x {M.trials} trial(s) = {sum(1 for _ in M.cells())} trials "
-        f"(transcript, scored, judged each), {n_repos} repo checkout(s), "
+        f"mcptrials plan: {matrix_product(M)} (transcript, scored, judged each), {n_repos} repo checkout(s), "
         f"{len(M.installed_tools())} server install(s) and {len(SNAPSHOT_TOOLS) * n_repos} tool snapshot(s), "
         "then aggregate, "
         + (f"the held-out check ({LOCKED})" if HAS_ANCHOR else "no held-out anchor")
         + " and report; "
-        + plan_line(cost_plan(M)),
+        + plan_line(PLAN),
         file=sys.stderr,
     )
+    # What the real run's onstart refuses on (the Snakefile), printed here too: a dry run
+    # (`snakemake -n`, which has no onstart) shows every refusal before anyone pays.
+    REFUSALS = refusals(M, plan=PLAN)
+    for line in REFUSALS:
+        print(f"mcptrials: warning: a real run refuses to start: {line}", file=sys.stderr)

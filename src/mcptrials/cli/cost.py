@@ -38,12 +38,13 @@ def register(sub) -> None:
 
 
 def cmd_plan(args) -> int:
-    from mcptrials.cost.plan import cost_plan, format_plan
+    from mcptrials.cost.plan import format_plan
+    from mcptrials.dag.preflight import run_plan
 
     m = load_config(args)
     print(f"{m.path}: {matrix_line(m)}")
     if args.cost:
-        print(format_plan(cost_plan(m, Path(args.results)), str(args.config)))
+        print(format_plan(run_plan(m, Path(args.results)), str(args.config)))
     return 0
 
 

@@ -28,11 +28,16 @@ def register(sub) -> None:
 
 
 def cmd_run_trial(args) -> int:
-    from mcptrials.run.runner import run_trial_job
+    from mcptrials.core.identity import TrialKey
+    from mcptrials.dag.rerun import trial_inputs
+    from mcptrials.run.runner import check_trial, run_trial_job
 
-    transcript, state = run_trial_job(load_config(args), args.model, args.host, args.tool, args.scenario, args.trial,
+    m = load_config(args)
+    check_trial(m, args.model, args.host, args.tool, args.scenario)  # bad names stop here, with the fix
+    key = TrialKey(args.model, args.host, args.tool, m.scenarios[args.scenario].repo, args.scenario, args.trial)
+    transcript, state = run_trial_job(m, args.model, args.host, args.tool, args.scenario, args.trial,
                                       args.checkout, args.snapshot, Path(args.index) if args.index else None,
-                                      Path(args.out))
+                                      Path(args.out), inputs=trial_inputs(m, key))
     print(f"{args.model}/{args.host}/{args.tool}/{args.scenario}/{args.trial}: {transcript['outcome']} "
           f"({transcript['wall_seconds']} s, {len(transcript['tool_calls'])} tool calls)"
           + ("" if state is None else f"; attempt {state['attempt']}, run {state['runs']}"

@@ -13,13 +13,11 @@ def register(sub) -> None:
 
 
 def cmd_validate(args) -> int:
-    from mcptrials.dag.preflight import check_budget, check_paths, check_sandbox
-    from mcptrials.matrix.config import check_api_keys
+    from mcptrials.dag.preflight import refusals
     from mcptrials.matrix.errors import ConfigError
-    from mcptrials.prepare.checkout import check_commits
 
     m = load_config(args)
-    problems = check_api_keys(m) + check_sandbox(m) + check_paths(m) + check_commits(m) + check_budget(m)
+    problems = refusals(m)
     if problems:
         raise ConfigError("\n".join(problems))
     print(f"{m.path}: ok: {matrix_line(m)}")

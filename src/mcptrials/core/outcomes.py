@@ -64,7 +64,7 @@ def read_attempts(trial_dir) -> dict | None:
 
 
 def record_attempt(trial_dir, transcript: dict, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-                   retriable: bool = True) -> dict | None:
+                   retriable: bool = True, kept: str | None = None) -> dict | None:
     """After a trial's transcript.json and run_meta.json are written: when its outcome is
     missing, copy both to attempts/<run>/ and update attempts.json; a trial that completes after
     missing attempts keeps attempts.json (missing false), so the attempt number its job ran with
@@ -75,22 +75,26 @@ def record_attempt(trial_dir, transcript: dict, max_attempts: int = DEFAULT_MAX_
     state, 1 without one), `runs` = every run recorded (the folder names), `failed` = missing
     runs that count against max_attempts, `missing`, `retriable`, `outcome`, `outcome_detail`,
     `history`. retriable=False (a recorded model: its conversion gives the same result again;
-    a new recording changes its params anyway) keeps the trial missing without a retry."""
+    a new recording changes its params anyway) keeps the trial missing without a retry.
+    `kept` (why): the job kept the trial's finished records (`restore_finished`) instead of
+    running it; the state is `stale`, so the next invocation tries it again."""
     from mcptrials.core.records import write_json
 
     d = Path(trial_dir)
     prev = read_attempts(d)
     outcome = transcript["outcome"]
     missing = is_missing(outcome)
-    if prev is None and not missing:
+    if prev is None and not missing and kept is None:
         return None
     attempt = next_attempt(prev, max_attempts) if prev else 1
     prev = prev or {"runs": 0, "failed": 0, "history": []}
     run = int(prev.get("runs", 0)) + 1
     reason = missing_reason(outcome, transcript.get("outcome_detail"))
+    if kept is not None:
+        reason = f"kept: {kept}"
     state = {"attempt": attempt, "runs": run, "failed": int(prev.get("failed", 0)) + (missing and outcome not in UNCHARGED),
              "max_attempts": max_attempts, "missing": missing, "retriable": retriable, "outcome": outcome,
-             "outcome_detail": transcript.get("outcome_detail"),
+             "outcome_detail": transcript.get("outcome_detail"), "stale": kept is not None,
              "history": list(prev.get("history", [])) + [{"run": run, "attempt": attempt, "outcome": outcome,
                                                          "reason": reason}]}
     if missing:
@@ -105,8 +109,12 @@ def record_attempt(trial_dir, transcript: dict, max_attempts: int = DEFAULT_MAX_
 
 def next_attempt(state: dict, max_attempts: int) -> int:
     """The attempt number a trial's transcript job carries: the last attempt's + 1 while it is
-    missing and has attempts left (a rerun), else the last attempt's (no rerun)."""
+    missing and has attempts left, or while it is a finished trial kept because a stage it needs
+    failed (`stale`: its retry spends nothing until that stage works), else the last attempt's
+    (no rerun)."""
     n = int(state["attempt"])
+    if state.get("stale"):
+        return n + 1
     if state.get("missing") and state.get("retriable", True) and int(state.get("failed", 0)) < max_attempts:
         return n + 1
     return n
@@ -130,3 +138,42 @@ def retry_attempts(runs="results/runs", max_attempts: int = DEFAULT_MAX_ATTEMPTS
         if retried is not None and a > int(state["attempt"]):
             retried.append(tuple(parts))
     return out
+
+
+# --- finished trials are never replaced by a placeholder ---------------------------------
+# Snakemake deletes a job's outputs before it runs it, so a trial's transcript job that is
+# rerun (an edited server, a retried checkout) cannot see the records it replaces. Each
+# finished trial's records are therefore also hard-linked under finished/ (no copy: the same
+# file); when a later run cannot run the trial (a stage it needs failed, the budget stopped
+# it), the job links them back instead of writing a `not_run` record, byte for byte.
+
+FINISHED_DIR = "finished"
+RECORDS = ("transcript.json", "run_meta.json")
+
+
+def keep_finished(trial_dir) -> None:
+    """After a trial's records were written with an outcome that is not missing: link them
+    under finished/, replacing an older finished trial's."""
+    d = Path(trial_dir)
+    keep = d / FINISHED_DIR
+    keep.mkdir(parents=True, exist_ok=True)
+    for name in RECORDS:
+        (keep / name).unlink(missing_ok=True)
+        os.link(d / name, keep / name)
+
+
+def restore_finished(trial_dir) -> dict | None:
+    """The transcript of the finished trial kept under finished/, its records linked back in
+    place; None (nothing touched) when there is none, or it is missing data."""
+    d = Path(trial_dir)
+    keep = d / FINISHED_DIR
+    try:
+        transcript = json.loads((keep / "transcript.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if is_missing(transcript.get("outcome", "")) or not all((keep / n).is_file() for n in RECORDS):
+        return None
+    for name in RECORDS:
+        (d / name).unlink(missing_ok=True)
+        os.link(keep / name, d / name)
+    return transcript

@@ -168,6 +168,7 @@ class CostPlan:
     cap: float | None
     spent: float                    # the ledger's total
     ledger: Path
+    reasons: str = ""               # why the trials still to run run: '8 rerun: server files changed, 2 new'
 
     @property
     def expected(self) -> float | None:
@@ -203,9 +204,12 @@ def _read(path: Path) -> dict | None:
         return None
 
 
-def cell_cost(m, model: str, host: str, tool: str, repo: str, scenario: str, results: Path = Path("results")) -> CellCost:
+def cell_cost(m, model: str, host: str, tool: str, repo: str, scenario: str, results: Path = Path("results"),
+              planned: set[int] | None = None) -> CellCost:
     """The cost of one cell (its `trials` trials) over the records in `results`: see the module
-    docstring. mcptrials.run.runner reserves `per_trial` of it in the ledger before a trial starts."""
+    docstring. mcptrials.run.runner reserves `per_trial` of it in the ledger before a trial starts.
+    `planned`: the numbers of the cell's trials the next run will run, new and rerun
+    (mcptrials.dag.planned); without it, the trials with no transcript or a missing one."""
     results = Path(results)
     pricing = m.config["pricing"]
     mspec = m.specs.models[model]
@@ -213,13 +217,14 @@ def cell_cost(m, model: str, host: str, tool: str, repo: str, scenario: str, res
     mine = [TrialKey(model, host, tool, repo, scenario, k).dir(results / "runs") / "transcript.json"
             for k in range(1, m.trials + 1)]   # trials >= 1 (the schema)
     folder = mine[0].parent.parent   # the cell's folder: its trial folders, this run's and any earlier one's
-    judge = _judge_part(m, scenario, folder, mine)
+    judge = _judge_part(m, scenario, folder, mine, planned)
     if mspec.provider in FREE_PROVIDERS:  # never stopped, nothing to price: no transcript is read
-        to_run = sum(1 for p in mine if not p.exists())
+        to_run = len(planned) if planned is not None else sum(1 for p in mine if not p.exists())
         return CellCost(model, host, tool, scenario, m.trials, "free", 0, 0.0, 0.0, to_run, *judge)
     # every trial folder of the cell, this run's and any earlier one's (more trials), read once
     found = {p: _read(p) for p in sorted(folder.glob("*/transcript.json"))}
-    to_run = sum(1 for p in mine if found.get(p) is None or found[p].get("outcome") in RETRIED)
+    to_run = len(planned) if planned is not None else \
+        sum(1 for p in mine if found.get(p) is None or found[p].get("outcome") in RETRIED)
     price = _price(pricing, mspec)
     lim = m.specs.limits.overridden(sc.data["limits"])
     upper = None if price is None else upper_bound_usd(price, len(sc.data["steps"]), lim.max_turns,
@@ -243,11 +248,13 @@ def cell_cost(m, model: str, host: str, tool: str, repo: str, scenario: str, res
                     floor_per_trial=floor)
 
 
-def _judge_part(m, scenario: str, folder: Path, mine: list[Path]) -> tuple:
+def _judge_part(m, scenario: str, folder: Path, mine: list[Path], planned: set[int] | None = None) -> tuple:
     """(judge_per_trial, judge_upper_per_trial, to_judge) of one cell: a paid judge's measured
-    mean over the cell's judged.json records, else its bound; 0 for the reference judge."""
+    mean over the cell's judged.json records, else its bound; 0 for the reference judge. A trial
+    the run will (re)run is judged again; one not judged yet is judged."""
     bound = judge_bound(m, scenario)
-    to_judge = sum(1 for p in mine if not (p.parent / "judged.json").exists())
+    to_judge = sum(1 for n, p in enumerate(mine, 1) if not (p.parent / "judged.json").exists()
+                   or (planned is not None and n in planned))
     if m.specs.judge.provider == "reference":
         return 0.0, 0.0, to_judge
     costs = [c for p in sorted(folder.glob("*/judged.json")) if (j := _read(p)) and "usage" in j
@@ -255,8 +262,12 @@ def _judge_part(m, scenario: str, folder: Path, mine: list[Path]) -> tuple:
     return (sum(costs) / len(costs) if costs else bound), bound, to_judge
 
 
-def cost_plan(m, results: Path = Path("results")) -> CostPlan:
-    """The cost plan of matrix `m` (a mcptrials.matrix.matrix.Matrix) over the records in `results`."""
+def cost_plan(m, results: Path = Path("results"), planned: dict[tuple, set[int]] | None = None,
+              reasons: str = "") -> CostPlan:
+    """The cost plan of matrix `m` (a mcptrials.matrix.matrix.Matrix) over the records in `results`.
+    `planned`: (model, host, tool, scenario) -> the trial numbers the next run will run, new and
+    rerun (mcptrials.dag.planned.trial_numbers), and `reasons` why, in words; without them only
+    the trials with no transcript or a missing one count as still to run."""
     results = Path(results)
     cells = []
     seen = set()
@@ -264,9 +275,11 @@ def cost_plan(m, results: Path = Path("results")) -> CostPlan:
         if (model, host, tool, scenario) in seen:
             continue
         seen.add((model, host, tool, scenario))
-        cells.append(cell_cost(m, model, host, tool, repo, scenario, results))
+        mine = None if planned is None else planned.get((model, host, tool, scenario), set())
+        cells.append(cell_cost(m, model, host, tool, repo, scenario, results, mine))
     ledger = ledger_path(results)
-    return CostPlan(cells=cells, cap=budget_cap(m.config), spent=Ledger(ledger).total(), ledger=ledger)
+    return CostPlan(cells=cells, cap=budget_cap(m.config), spent=Ledger(ledger).total(), ledger=ledger,
+                    reasons=reasons)
 
 
 def usd(x: float | None) -> str:
@@ -300,7 +313,8 @@ def format_plan(plan: CostPlan, config_name: str = "") -> str:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = [f"mcptrials cost plan{': ' + config_name if config_name else ''} (USD at the config's pricing)"]
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in [header, *rows]]
-    lines.append(f"still to run: {plan.to_run} trial(s), expected {usd(plan.to_spend)}; "
+    lines.append(f"still to run: {plan.to_run} trial(s)" + (f" ({plan.reasons})" if plan.reasons else "")
+                 + f", expected {usd(plan.to_spend)}; "
                  f"spent so far (ledger {plan.ledger}): {usd(plan.spent)}")
     nh = [c for c in plan.no_history() if c.floor_per_trial]
     if nh:
@@ -323,7 +337,8 @@ def plan_line(plan: CostPlan) -> str:
     text = f"expected cost {usd(plan.expected)} (upper bound {usd(plan.upper)}"
     if nh:
         text += f"; {len(nh)} cell(s) with no history, at their upper bound"
-    text += f"; {plan.to_run} trial(s) still to run, {usd(plan.to_spend)}"
+    text += f"; {plan.to_run} trial(s) still to run" + (f" ({plan.reasons})" if plan.reasons else "") \
+        + f", {usd(plan.to_spend)}"
     if plan.cap is not None:
         text += f"; budget ${plan.cap:.2f}, spent {usd(plan.spent)}"
     return text + ")"

@@ -1,8 +1,9 @@
 """The checks before any job, so a bad config or machine fails before money is spent: the
 sandbox the config asks for is available, every command and path the config names exists,
-and the run fits its budget. `mcptrials validate` prints them all; the Snakefile refuses to
-start on the sandbox and budget ones. (A missing API key is config.check_api_keys, which the
-trial job also asks; a missing commit is prepare.checkout.check_commits.)"""
+and the run fits its budget. `refusals` gathers them all (with the missing API keys,
+config.check_api_keys, and the commits local sources do not hold, prepare.checkout.check_commits):
+`mcptrials validate` prints them, the Snakefile refuses to start on any of them, and a dry run
+prints them as warnings."""
 
 from __future__ import annotations
 
@@ -30,16 +31,38 @@ def check_sandbox(m: Matrix) -> list[str]:
     return []
 
 
-def check_budget(m: Matrix, results: Path = Path("results")) -> list[str]:
+def run_plan(m: Matrix, results: Path = Path("results")):
+    """The cost plan of the next run (mcptrials.cost.plan.CostPlan): every trial it will run, new
+    and rerun, with the reasons (mcptrials.dag.planned), not only the absent ones."""
+    from mcptrials.cost.plan import cost_plan
+    from mcptrials.dag.planned import planned_trials, reasons_line, trial_numbers
+
+    planned = planned_trials(m, results)
+    return cost_plan(m, results, trial_numbers(planned), reasons_line(planned))
+
+
+def check_budget(m: Matrix, results: Path = Path("results"), plan=None) -> list[str]:
     """Why the run must not start under the config's `budget.max_cost_usd` (empty when it fits, or
     no budget is set): the spend so far (results/budget/ledger.jsonl) plus the expected cost of the
-    trials still to run, a cell with no history at its upper bound (mcptrials.cost.plan). Checked
-    before any job, with both figures and the fix."""
-    from mcptrials.cost.plan import budget_refusal, cost_plan
+    trials still to run, new and rerun, a cell with no history at its upper bound (`run_plan`).
+    Checked before any job, with both figures and the fix."""
+    from mcptrials.cost.plan import budget_refusal
 
     if m.config["budget"].get("max_cost_usd") is None:
         return []
-    return budget_refusal(cost_plan(m, results), f"{m.path}: ")
+    return budget_refusal(plan or run_plan(m, results), f"{m.path}: ")
+
+
+def refusals(m: Matrix, results: Path = Path("results"), plan=None) -> list[str]:
+    """Every reason a real run must not start, in one place: a missing API key, a sandbox that
+    cannot be built, a command or path that does not exist, a commit a local source does not
+    hold, a plan above the budget. `mcptrials validate` lists them; the Snakefile's `onstart`
+    refuses on them before any job; a dry run prints them as warnings, so `snakemake -n` shows
+    every refusal the real run would make."""
+    from mcptrials.matrix.config import check_api_keys
+    from mcptrials.prepare.checkout import check_commits
+
+    return check_api_keys(m) + check_sandbox(m) + check_paths(m) + check_commits(m) + check_budget(m, results, plan)
 
 
 def check_paths(m: Matrix) -> list[str]:

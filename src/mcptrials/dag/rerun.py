@@ -385,3 +385,91 @@ def markdown_table() -> str:
             stages = ", ".join(f"`{s}`" for s in e.stages)
         rows.append(f"| `{e.field}` | {stages} | {e.why} |")
     return "\n".join(rows) + "\n"
+
+
+# --- one trial's inputs, recorded and compared ------------------------------------------
+# Snakemake reruns a trial's transcript job when its own params change or a job upstream of
+# it (its checkout, install, index, tools snapshot, host install) reruns. The values those
+# jobs' params carry, hashed one field at a time and recorded in the trial's run_meta.json
+# (`inputs`), let the cost plan say which finished trials the next run will rerun, and why,
+# before Snakemake does (mcptrials.dag.planned).
+
+
+def _label(field: str, entity: str | None) -> str:
+    """`tools.*.args` of tool git -> `tools.git.args`; `files:tools.*` -> `files:tools.git`."""
+    return field.replace("*", entity, 1) if entity is not None else field
+
+
+def _scoped_values(m: Matrix, rule: str, named: dict[str, str]) -> dict[str, object]:
+    """label -> value of every table field that `rule`'s job for the key values `named`
+    carries in its params (the same values as rule_params hashes for that job)."""
+    out: dict[str, object] = {}
+    ents = _entities(m, rule)
+    for e in TABLE:
+        if e.stages == SHAPE or rule not in e.stages or e.recorded_only:
+            continue
+        f, dim = e.field, _dim_of(e.field)
+        if f.startswith("prompt:"):
+            out[f] = _prompt_hash(f)
+        elif f.startswith("code:"):
+            out[f] = _code_version(f)
+        elif dim is None:
+            out[f] = _value(f, m.config)
+        else:
+            fixed = named.get(dim)
+            for k in [fixed] if fixed is not None else ents[dim]:
+                if f.startswith("files:"):
+                    v = _tool_files(m, k)
+                    if v:
+                        out[_label(f, k)] = v
+                    continue
+                v = _value(f, m.scenarios[k].data) if dim == "scenario" else _value(f, m.config, k)
+                if not (e.omit_unset and _unset(v)):
+                    out[f if dim == "scenario" and fixed is not None else _label(f, k)] = v
+    return out
+
+
+def trial_jobs(m: Matrix, key: TrialKey) -> list[tuple[str, dict[str, str]]]:
+    """The jobs whose params a trial's transcript job depends on, itself included: (rule, the
+    job's key values), as the workflow's input functions wire them (workflow/rules/common.smk)."""
+    from mcptrials.run.hosts import needs_install
+
+    tool, server, spec = key.tool, m.server_of(key.tool), m.tools[key.tool]
+    jobs = [("checkout", {"repo": key.repo}),
+            ("transcript", {"model": key.model, "host": key.host, "tool": tool, "scenario": key.scenario,
+                            "repo": key.repo})]
+    if spec["transport"] != "recorded":   # a recorded arm has no snapshot (nothing to list)
+        jobs.append(("tools_snapshot", {"tool": tool, "repo": key.repo}))
+    if spec["transport"] not in ("none", "recorded"):
+        jobs.append(("install_tool", {"tool": server}))
+    if spec.get("index"):
+        jobs.append(("index", {"tool": server, "repo": key.repo}))
+    if needs_install(m.specs.hosts[key.host].kind):
+        jobs.append(("install_host", {"host": key.host}))
+    return jobs
+
+
+def trial_inputs(m: Matrix, key: TrialKey, cache: dict | None = None) -> dict[str, str]:
+    """label -> a short sha256 of every value the trial's transcript job and the jobs upstream of it
+    depend on (`tools.git.args`, `files:tools.mine`, `scenario.steps.prompt`, `repos.demo.commit`,
+    `prompt:system.md`, ...; a recorded model's trial adds `recording`). Recorded in its
+    run_meta.json; `cache` (any dict) shares the work between the trials of one plan."""
+    cache = {} if cache is None else cache
+    out: dict[str, str] = {}
+    for rule, named in trial_jobs(m, key):
+        ck = (rule, tuple(sorted(named.items())))
+        if ck not in cache:
+            # 16 hex digits: enough to tell a change, short enough to keep ~40 per run_meta.json
+            cache[ck] = {label: canonical_hash(v)[:16] for label, v in _scoped_values(m, rule, named).items()}
+        out.update(cache[ck])
+    if m.models[key.model]["provider"] == "recorded":
+        from mcptrials.run.recorded import recorded_sha256
+
+        out["recording"] = (recorded_sha256(m, key) or "")[:16]
+    return dict(sorted(out.items()))
+
+
+def changed_inputs(recorded: dict[str, str], current: dict[str, str]) -> list[str]:
+    """The labels whose value differs between a trial's recorded inputs and today's (a label on
+    one side only counts: a field set or unset since)."""
+    return sorted(k for k in set(recorded) | set(current) if recorded.get(k) != current.get(k))

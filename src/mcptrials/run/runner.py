@@ -10,6 +10,7 @@ with provider `recorded` runs nothing: its recorded file is converted (mcptrials
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from mcptrials.matrix.errors import ConfigError
@@ -64,12 +65,16 @@ def trial_bound(m: Matrix, cell: dict, out: Path) -> tuple[float | None, float]:
 
 
 def run_trial_job(m: Matrix, model: str, host: str, tool: str, scenario: str, trial: int, checkout_json,
-                  snapshot_json, index_dir: Path | None, out: Path) -> tuple[dict, dict | None]:
+                  snapshot_json, index_dir: Path | None, out: Path,
+                  inputs: dict | None = None) -> tuple[dict, dict | None]:
     """The workflow's trial job: run one trial under the budget and write its transcript (`out`)
     and run_meta.json beside it; return (transcript, attempt state: None unless its outcome is
-    missing). A trial whose checkout or install failed, or that the budget stops, is not run."""
+    missing). A trial whose checkout or install failed, or that the budget stops, is not run:
+    when it finished in an earlier run, its records are kept byte for byte (never replaced by a
+    placeholder) and retried by the next invocation; else it is `not_run`. `inputs`
+    (mcptrials.dag.rerun.trial_inputs) go into run_meta.json: what the trial was made with."""
     from mcptrials.core.failures import failure
-    from mcptrials.core.outcomes import record_attempt
+    from mcptrials.core.outcomes import is_missing, keep_finished, record_attempt, restore_finished
     from mcptrials.core.records import read_json, write_json
     # the budget (mcptrials.cost.budget): the trial reserves the most it and its judging can cost, or is
     # not run (no model call, no server); when it ends it settles its own cost and leaves the
@@ -88,6 +93,11 @@ def run_trial_job(m: Matrix, model: str, host: str, tool: str, scenario: str, tr
     ledger, reservation, stopped = (None, None, None) if unavailable else \
         gate(m.config, m.specs.models[model].provider, out, trial_key(cell), bound)
     if unavailable or stopped:
+        kept = restore_finished(out.parent)
+        if kept is not None:
+            why = unavailable or stopped
+            print(f"kept the finished trial of an earlier run: {why}", file=sys.stderr)
+            return kept, record_attempt(out.parent, kept, m.config["retries"]["max_attempts"], kept=why)
         transcript, meta = _not_run(m, cell, unavailable or stopped)
     else:
         transcript, meta = run_trial(m, model, tool, scenario, trial, checkout, snapshot, index_dir, out.parent,
@@ -97,9 +107,13 @@ def run_trial_job(m: Matrix, model: str, host: str, tool: str, scenario: str, tr
                 ledger.append({"kind": "reserve", "id": f"{reservation}-judge", "trial": judge_key(cell),
                                "reserve_usd": judge_part})
             ledger.append(ledger_record(m.config["pricing"], transcript, settles=reservation))
+    if inputs is not None:
+        meta["inputs"] = inputs
     # run_trial has scrubbed API-key values from both records already
     write_json(out.parent / "run_meta.json", meta)
     write_json(out, transcript)
+    if not is_missing(transcript["outcome"]):
+        keep_finished(out.parent)
     # a missing outcome (api_failed, harness_failed, not_run): keep this attempt's records
     # under attempts/<n>/ and the count in attempts/attempts.json, which the next DAG reads
     # (a recorded model's conversion would give the same again: kept missing, not retried)
