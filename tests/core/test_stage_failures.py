@@ -1,8 +1,8 @@
 """A repository that cannot be checked out, or a tool that does not install, is missing data:
 the report still builds (issue 27 item 2).
 
-One project, real workflow: repo `tiny` (a local repository) and repo `gone` (a path that does
-not exist yet), tools baseline and `broken` (a pip package that does not exist: its install
+One project, real workflow: repo `tiny` (a local repository) and repo `gone` (a file:// URL
+of a path that does not exist yet), tools baseline and `broken` (a pip package that does not exist: its install
 fails). The run grades tiny's baseline trials, lists gone's and broken's trials as missing with
 their reason, opens its report with what could not run, and exits non-zero only after the
 report is written. Making `gone` reachable (the same repository at that path) and running
@@ -40,7 +40,9 @@ def failed_run(tmp_path_factory):
     write_matrix(wd, tools={"baseline": {"transport": "none"}, "broken": BROKEN},
                  scenarios={"find-helper": SCENARIO, "on-gone": ON_GONE})
     cfg = yaml.safe_load((wd / "config.yaml").read_text())
-    cfg["repos"]["gone"] = {"url": "gone-repo", "commit": cfg["repos"]["tiny"]["commit"]}
+    # a URL (not a local path, which `validate` and the run's start would refuse): only its
+    # checkout job can find that it is not there
+    cfg["repos"]["gone"] = {"url": f"file://{wd}/gone-repo", "commit": cfg["repos"]["tiny"]["commit"]}
     (wd / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     copy_workflow(wd)
     run = run_snakemake(wd, "-j2", "--keep-going", check=False)
@@ -93,6 +95,8 @@ def test_a_reachable_repository_then_runs_exactly_its_trials(failed_run):
     planned = [ln for ln in jobs.splitlines() if "transcript.json" in ln and "output:" in ln]
     assert planned and all("/gone/" in ln or "/broken/" in ln for ln in planned), planned
     assert not [ln for ln in planned if "baseline/tiny" in ln]
+    line = next(ln for ln in jobs.splitlines() if ln.startswith("mcptrials plan:"))
+    assert f"{len(planned)} trial(s) still to run" in line, line   # the plan counts what the DAG runs
     run = run_snakemake(wd, "-j2", "--keep-going", check=False)
     assert run.returncode != 0                         # broken still does not install
     t = trials(wd)

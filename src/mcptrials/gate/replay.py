@@ -162,11 +162,12 @@ def classify(base_call: dict, head: dict, roots: tuple[str, ...]) -> str:
 
 
 def load_base_trials(folder) -> list[dict]:
-    """Every trial of BASE_RESULTS/runs with its transcript and run_meta (attempts/ left out)."""
+    """Every trial of BASE_RESULTS/runs with its transcript and run_meta (attempts/ and the
+    finished/ links of each trial, mcptrials.core.outcomes, left out)."""
     root = Path(folder) / "runs"
     out = []
     for t in sorted(root.glob("**/transcript.json")):
-        if "attempts" in t.relative_to(root).parts:
+        if {"attempts", "finished"} & set(t.relative_to(root).parts):
             continue
         meta_path = t.parent / "run_meta.json"
         try:
