@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from matrix_helpers import ROOT, TOOLS_ENV, write_matrix
+from matrix_helpers import LIBRARY_ENV, ROOT, TOOLS_ENV, write_matrix
 
 pytestmark = pytest.mark.slow
 
@@ -54,8 +54,6 @@ def test_a_deterministic_failure_is_not_retried_by_the_profile(tmp_path):
     """The profiles' `restart-times: 2` retry what can pass on a second try; a rule whose failure
     is deterministic sets `retries: 0` (workflow/rules/common.smk, Retries). Here verify_lock
     fails (a locked file changed): it runs once and its error shows once, not three times."""
-    import mcptrials
-
     write_matrix(tmp_path, extra={"locked": "locked"})
     shutil.copy(ROOT / "Snakefile", tmp_path / "Snakefile")
     for sub in ("workflow", "locked"):
@@ -63,7 +61,7 @@ def test_a_deterministic_failure_is_not_retried_by_the_profile(tmp_path):
     with open(tmp_path / "locked" / "gold.json", "a") as f:
         f.write("\n")
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path), **TOOLS_ENV,
-           "PYTHONPATH": str(Path(mcptrials.__file__).parents[1])}   # the library under test, in the jobs too
+           **LIBRARY_ENV}
     p = subprocess.run([sys.executable, "-m", "snakemake", "--profile", str(ROOT / "profiles" / "local"),
                         "results/heldout/lock_verified.json"], cwd=tmp_path, env=env, capture_output=True, text=True)
     out = p.stdout + p.stderr
