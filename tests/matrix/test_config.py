@@ -199,3 +199,22 @@ def test_validate_parses_every_json_path_of_every_scenario(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{tmp_path / 'scenarios' / 'people.yaml'}: field steps.0.state_check.json.path: " in err, err
     assert "inside quotes use only JSON escapes" in err, err   # the fix, not only json's "Invalid \escape"
+
+
+@pytest.mark.parametrize("exact, said", [
+    ({"value": "2026-13-45", "date_format": "%Y-%m-%d"},
+     "steps.0.exact_answer.value: '2026-13-45' does not parse with date_format '%Y-%m-%d' or as ISO 8601; fix one of them"),
+    ({"value": "about ten", "tolerance": 0.5},
+     "steps.0.exact_answer.tolerance: the value 'about ten' is not a number; drop tolerance or give a numeric value"),
+])
+def test_validate_refuses_an_exact_answer_that_cannot_be_compared(tmp_path, capsys, exact, said):
+    """What the exact-answer grader cannot use is refused when the scenario loads, like a regex
+    (before, only the `scored` jobs failed on it, after the trials were paid for)."""
+    from mcptrials.cli import main
+
+    sc = yaml.safe_load(yaml.safe_dump(SCENARIO))
+    sc["steps"][0]["exact_answer"] = exact
+    cfg = write_matrix(tmp_path, scenarios={"dates": sc})
+    assert main(["validate", "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'scenarios' / 'dates.yaml'}: field {said}" in err, err

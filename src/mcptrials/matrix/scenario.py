@@ -1,6 +1,7 @@
 """A scenario file: loaded, checked against scenario.schema.yaml and what the schema cannot
-say (unique step names, a rubric for every step, regex checks that compile, state checks that
-stay in the workspace and JSON paths that parse), and the parts of it each stage's rerun key depends on (task, grading, rubric)."""
+say (unique step names, a rubric for every step, regex checks that compile, exact answers
+whose expected value reads as their mode says, state checks that stay in the workspace and
+JSON paths that parse), and the parts of it each stage's rerun key depends on (task, grading, rubric)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcptrials.core.values import to_datetime, to_number
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.hashing import file_sha256
 from mcptrials.matrix.schema import read_yaml, validate_against
@@ -114,6 +116,26 @@ def check_regex(check: dict, where: str) -> re.Pattern:
                           "keeps the backslashes) or use type: phrase") from None
 
 
+def exact_mode(spec: dict, where: str) -> tuple[str, str | None]:
+    """How an exact answer compares (grade.exact): ("date", format), ("number", None) or
+    ("string", None). Both the loader and the grader call this: an expected value that cannot
+    be compared so is a ConfigError naming `where` (the file and field) and the fix."""
+    value = spec["value"]
+    fmt = spec.get("date_format")
+    if not fmt and "%" in (spec.get("format") or ""):
+        fmt = spec["format"]
+    if fmt:
+        if to_datetime(str(value), fmt) is None:
+            raise ConfigError(f"{where}.value: {value!r} does not parse with date_format {fmt!r} or as ISO 8601; "
+                              "fix one of them")
+        return "date", fmt
+    if isinstance(value, (int, float)) or to_number(str(value)) is not None:
+        return "number", None
+    if spec.get("tolerance") is not None:
+        raise ConfigError(f"{where}.tolerance: the value {value!r} is not a number; drop tolerance or give a numeric value")
+    return "string", None
+
+
 def load_scenario(path: Path) -> Scenario:
     data = read_yaml(path, "scenario file")
     if not isinstance(data, dict):
@@ -129,6 +151,8 @@ def load_scenario(path: Path) -> Scenario:
         for j, check in enumerate(step["checks"]):
             if check["type"] == "regex":
                 check_regex(check, f"{path}: field steps.{i}.checks.{j}.value")
+        if step.get("exact_answer"):
+            exact_mode(step["exact_answer"], f"{path}: field steps.{i}.exact_answer")
         if step.get("state_check"):
             check_state_spec(step["state_check"], f"{path}: field steps.{i}.state_check")
     return Scenario(id=path.stem, path=path, data=data, sha256=file_sha256(path))
