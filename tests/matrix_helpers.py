@@ -17,6 +17,9 @@ HOSTILE = ROOT / "tests" / "fixtures" / "hostile_mcp_server.py"
 MARKER = "mcptrials-run-process-marker"   # in a harness process's command line: visible to the server?
 # Test projects live in temporary folders; they share the checkout's tool installs.
 TOOLS_ENV = {"MCPTRIALS_TOOLS_DIR": str(ROOT / ".tools")}
+# The library under test for a subprocess whose env is built from scratch (snakemake and its
+# jobs): this checkout's src/, not whichever checkout the venv's editable install points at.
+LIBRARY_ENV = {"PYTHONPATH": str(ROOT / "src")}
 
 FILES = {
     "src/app.py": "from util import helper\n\n\ndef main():\n    return helper(2)\n",

@@ -5,7 +5,7 @@ import pytest
 from matrix_helpers import filled_step as filled
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.grade import exact
-from mcptrials.grade.exact import to_number
+from mcptrials.core.values import to_number
 
 
 

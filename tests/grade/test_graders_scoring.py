@@ -153,6 +153,35 @@ def test_score_command(repo, tmp_path):
     assert [p.name for p in out.parent.iterdir()] == ["scored.json"]    # no temp file left
 
 
+
+def test_a_scoring_error_names_the_scenario_file_the_field_and_the_fix(repo, tmp_path):
+    """`mcptrials score` on a scenario whose grading part cannot be used (an exact answer that
+    does not parse with its date_format): the error names the scenario FILE too, not only
+    `scenario field steps.1...` (issue 32)."""
+    from mcptrials.matrix.errors import ConfigError
+
+    repo_dir, a, _ = repo
+    sc = _scenario_all_hit()
+    sc["steps"][1]["exact_answer"] = {"value": "2026-13-45", "date_format": "%Y-%m-%d"}
+    (tmp_path / "transcript.json").write_text(json.dumps(make_transcript()))
+    (tmp_path / "sc.yaml").write_text(yaml.safe_dump(sc))
+    p = argparse.ArgumentParser()
+    graders_cli.register(p.add_subparsers())
+    args = p.parse_args(["score", "--transcript", str(tmp_path / "transcript.json"), "--scenario",
+                         str(tmp_path / "sc.yaml"), "--repo-dir", str(repo_dir), "--commit", a,
+                         "--out", str(tmp_path / "scored.json")])
+    with pytest.raises(ConfigError) as e:
+        args.func(args)
+    assert str(e.value).startswith(f"{tmp_path / 'sc.yaml'}: field steps.1.exact_answer.value: '2026-13-45' "
+                                   "does not parse with date_format '%Y-%m-%d'"), e.value
+    assert "fix one of them" in str(e.value)
+    # a scenario given as data (not loaded from its file) is graded with the file it names
+    sc = _scenario_all_hit()
+    sc["steps"][0]["checks"][0] = {"type": "regex", "value": "create_app(", "required": True, "case_sensitive": False}
+    with pytest.raises(ConfigError, match=r"^scenarios/x\.yaml: field steps\.0\.checks\.0\.value: 'create_app\(' is not "
+                                          r"a valid regular expression: missing \)"):
+        score_trial(make_transcript(), sc, repo_dir, a, None, None, source="scenarios/x.yaml")
+
 def test_scoring_imports_no_heavy_libraries(repo):
     repo_dir, a, _ = repo
     code = ("import sys, json; from mcptrials.grade.scoring import score_trial; "

@@ -167,3 +167,54 @@ def test_validate_refuses_an_unpinned_install(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "field tools.srv.install.pip[1]: 'mcp<2' is not pinned to one version" in err and "name==1.2.3" in err
     assert "pip[0]" not in err
+
+
+def test_validate_compiles_every_regex_of_every_scenario(tmp_path, capsys):
+    """An invalid regex check is refused when the scenario loads (validate, and the workflow's
+    plan, load it), naming the file, the field, the compile error and the fix; before, it
+    passed validate and failed only the paid trials' `scored` jobs, without the file."""
+    from mcptrials.cli import main
+
+    sc = yaml.safe_load(yaml.safe_dump(SCENARIO))
+    sc["steps"][0]["checks"].append({"type": "regex", "value": "round_money("})
+    cfg = write_matrix(tmp_path, scenarios={"money": sc})
+    assert main(["validate", "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert (f"{tmp_path / 'scenarios' / 'money.yaml'}: field steps.0.checks.2.value: 'round_money(' is not a valid "
+            "regular expression: missing ), unterminated subpattern at position 11; ") in err, err
+    assert "value: 'round_money\\('" in err and "type: phrase" in err, err     # the fix
+    # the escaped pattern the fix gives loads
+    sc["steps"][0]["checks"][2]["value"] = r"round_money\("
+    (tmp_path / "scenarios" / "money.yaml").write_text(yaml.safe_dump(sc))
+    assert load_matrix(cfg).scenarios["money"].data["steps"][0]["checks"][2]["value"] == r"round_money\("
+
+
+def test_validate_parses_every_json_path_of_every_scenario(tmp_path, capsys):
+    from mcptrials.cli import main
+
+    sc = yaml.safe_load(yaml.safe_dump(SCENARIO))
+    sc["steps"][0]["state_check"] = {"json": {"file": "db.json", "path": r"$.a[?(@.name == 'O\q')]", "count": 1}}
+    cfg = write_matrix(tmp_path, scenarios={"people": sc})
+    assert main(["validate", "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'scenarios' / 'people.yaml'}: field steps.0.state_check.json.path: " in err, err
+    assert "inside quotes use only JSON escapes" in err, err   # the fix, not only json's "Invalid \escape"
+
+
+@pytest.mark.parametrize("exact, said", [
+    ({"value": "2026-13-45", "date_format": "%Y-%m-%d"},
+     "steps.0.exact_answer.value: '2026-13-45' does not parse with date_format '%Y-%m-%d' or as ISO 8601; fix one of them"),
+    ({"value": "about ten", "tolerance": 0.5},
+     "steps.0.exact_answer.tolerance: the value 'about ten' is not a number; drop tolerance or give a numeric value"),
+])
+def test_validate_refuses_an_exact_answer_that_cannot_be_compared(tmp_path, capsys, exact, said):
+    """What the exact-answer grader cannot use is refused when the scenario loads, like a regex
+    (before, only the `scored` jobs failed on it, after the trials were paid for)."""
+    from mcptrials.cli import main
+
+    sc = yaml.safe_load(yaml.safe_dump(SCENARIO))
+    sc["steps"][0]["exact_answer"] = exact
+    cfg = write_matrix(tmp_path, scenarios={"dates": sc})
+    assert main(["validate", "--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'scenarios' / 'dates.yaml'}: field {said}" in err, err

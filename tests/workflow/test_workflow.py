@@ -143,3 +143,19 @@ def test_missing_api_key_stops_before_any_job(project):
     assert p.returncode != 0
     assert "field models.claude" in p.stderr and "$MCPTRIALS_NO_SUCH_KEY" in p.stderr
     assert not (project / "results" / "checkouts").exists()
+
+
+def test_an_invalid_regex_stops_the_plan_before_any_job(project):
+    """`snakemake -n` (and so a real run) loads the scenarios as `validate` does: a regex check
+    that does not compile stops it, naming the scenario file, the field and the fix, before
+    any trial is paid for (issue 32: it used to fail only the `scored` jobs, after the trials)."""
+    from matrix_helpers import LIBRARY_ENV
+    from workflow_helpers import run_snakemake, workflow_env
+
+    edit_yaml(project / "scenarios" / "callers.yaml",
+              lambda d: d["steps"][0]["checks"].append({"type": "regex", "value": "round_money("}))
+    p = run_snakemake(project, "-n", check=False, env={**workflow_env(project), **LIBRARY_ENV})
+    assert p.returncode != 0
+    assert ("scenarios/callers.yaml: field steps.0.checks.2.value: 'round_money(' is not a valid regular expression: "
+            "missing ), unterminated subpattern at position 11") in p.stderr, p.stderr[-3000:]
+    assert not (project / "results").exists()

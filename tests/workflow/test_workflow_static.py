@@ -79,3 +79,21 @@ def test_every_stage_log_is_rewritten_by_each_run():
         assert len(redirects) == text.count("{log") and not {">>", "tee -a"} & set(redirects), f.name
         uses += len(redirects)
     assert uses >= 10  # every stage has its log
+
+
+# Whether the profiles' restart-times (2) may rerun a failed job: only what can pass on a second
+# try keeps them (None); a deterministic failure runs once ("0"); the judge rules retry only a
+# judge that calls a model API (common.smk, Retries). A new rule must take a side here.
+RETRIES = {"checkout": None, "install_tool": None, "install_host": None, "index": None, "tools_snapshot": None,
+           "transcript": None, "scored": "0", "judged": "JUDGE_RETRIES", "aggregate": "0", "verify_lock": "0",
+           "heldout": "JUDGE_RETRIES", "report": "0", "status": "0"}
+
+
+def test_only_what_can_pass_on_a_second_try_is_retried():
+    found = {}
+    for f in (ROOT / "workflow/rules").glob("*.smk"):
+        blocks = re.split(r"^\s*rule (\w+):\n", f.read_text(), flags=re.M)
+        for name, body in zip(blocks[1::2], blocks[2::2]):
+            m = re.search(r"^\s+retries: (\S+)", body, re.M)
+            found[name] = m.group(1) if m else None
+    assert found == RETRIES

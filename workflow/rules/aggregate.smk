@@ -13,6 +13,7 @@ rule aggregate:
         comparisons="results/aggregate/comparisons.csv",
     params:
         rerun=RERUN["aggregate"][()],
+    retries: 0  # deterministic: tables from the records (common.smk, Retries)
     localrule: True
     conda:
         "../envs/mcptrials.yaml"

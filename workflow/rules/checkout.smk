@@ -5,6 +5,7 @@ rule checkout:
         rerun=lambda wc: RERUN["checkout"][(wc.repo,)],
         # a failed checkout is missing data (mcptrials.core.failures): the next invocation tries it again
         attempt=lambda wc: dag_attempt(CHECKOUT_FILE.format(repo=wc.repo)),
+    # (no `retries:`: the profile's restart-times retry a flaky clone or fetch)
     conda:
         "../envs/mcptrials.yaml"
     log:

@@ -104,6 +104,12 @@ RETRIED = [k for k in RETRIED if k[:3] + k[4:5] in TRANSCRIPT_P]
 if RETRIED and workflow.is_main_process:
     print(f"mcptrials retry: {len(RETRIED)} missing trial(s) (api_failed, harness_failed, not_run) are retried, "
           f"up to retries.max_attempts = {M.config['retries']['max_attempts']}", file=sys.stderr)
+# Retries. The profiles' `restart-times: 2` reruns a failed job twice: right for what can pass
+# on a second try (a clone, a package index, a server's cold start, a model API). A rule whose
+# failure is deterministic (the same inputs fail the same way: grading, the tables, the report,
+# the lock check, `status`) sets `retries: 0`, so it fails once and prints its error once.
+# The judge rules retry only a judge that calls a model API (None: the profile's restart-times).
+JUDGE_RETRIES = 0 if M.specs.judge.provider in ("reference", "recorded") else None
 # Which models call an API (the `api` resource): not the reference agent, not recorded runs.
 MODEL_CALLS = {m: 0 if spec["provider"] in ("reference", "recorded") else 1 for m, spec in M.models.items()}
 

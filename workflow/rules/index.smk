@@ -7,6 +7,7 @@ rule index:
         INDEX_FILE,
     params:
         rerun=lambda wc: RERUN["index"][(wc.tool, wc.repo)],
+    # (no `retries:`: the tool's own indexer can fail for time or memory, or lose its Slurm node)
     conda:
         "../envs/mcptrials.yaml"
     log:

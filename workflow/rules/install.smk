@@ -5,6 +5,7 @@ rule install_tool:
         rerun=lambda wc: RERUN["install_tool"][(wc.tool,)],
         # a failed install is missing data (mcptrials.core.failures): the next invocation tries it again
         attempt=lambda wc: dag_attempt(TOOL_INSTALL_FILE.format(tool=wc.tool)),
+    # (no `retries:`: the profile's restart-times retry a package index or download hiccup)
     conda:
         "../envs/mcptrials.yaml"
     log:
@@ -21,6 +22,7 @@ rule install_host:
         HOST_INSTALL_FILE,
     params:
         rerun=lambda wc: RERUN["install_host"][(wc.host,)],
+    # (no `retries:`: the profile's restart-times retry a download hiccup)
     conda:
         "../envs/mcptrials.yaml"
     log:

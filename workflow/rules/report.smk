@@ -11,6 +11,7 @@ if HAS_ANCHOR:
         params:
             rerun=RERUN["verify_lock"][()],
             locked=lambda wc: LOCKED,
+        retries: 0  # deterministic: the same files hash the same (common.smk, Retries)
         localrule: True
         conda:
             "../envs/mcptrials.yaml"
@@ -27,6 +28,7 @@ if HAS_ANCHOR:
             "results/heldout/agreement.json",
         params:
             rerun=RERUN["heldout"][()],
+        retries: JUDGE_RETRIES  # re-judges: a model judge's API can pass on a second try
         localrule: True
         conda:
             "../envs/mcptrials.yaml"
@@ -48,6 +50,7 @@ rule report:
     params:
         rerun=RERUN["report"][()],
         heldout_arg="--heldout results/heldout/agreement.json" if HAS_ANCHOR else "",
+    retries: 0  # deterministic: the report of the same tables
     localrule: True
     conda:
         "../envs/mcptrials.yaml"
@@ -67,6 +70,7 @@ rule status:
         "results/status.json",
     params:
         rerun=RERUN["status"][()],
+    retries: 0  # deterministic: it fails because a stage failed, and says so once
     localrule: True
     conda:
         "../envs/mcptrials.yaml"

@@ -11,6 +11,7 @@ rule tools_snapshot:
         rerun=lambda wc: RERUN["tools_snapshot"][(wc.tool, wc.repo)],
         install_arg=lambda wc, input: f"--install {shlex.quote(input.install)}" if input.install else "",
         index_arg=index_arg,
+    # (no `retries:`: a server's cold start can pass its startup_timeout on a second try)
     conda:
         "../envs/mcptrials.yaml"
     log:

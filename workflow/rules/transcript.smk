@@ -14,6 +14,8 @@ rule transcript:
         p=transcript_params,  # common.smk: TRANSCRIPT_P, plus the attempt of a retried missing trial
     resources:
         api=(lambda wc: MODEL_CALLS[wc.model]) if len(set(MODEL_CALLS.values())) > 1 else max(MODEL_CALLS.values()),
+    # (no `retries:`: a fault inside the trial is recorded and exits 0; a job that fails died,
+    # killed, out of memory or with its Slurm node, and a second try can finish it)
     conda:
         "../envs/mcptrials.yaml"
     log:

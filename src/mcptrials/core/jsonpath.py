@@ -38,7 +38,7 @@ def _literal(text: str):
 def parse(path: str) -> list[tuple]:
     """The path's steps: ('member', name) | ('index', n) | ('all',) | ('filter', [names], op, value)."""
     if not isinstance(path, str) or not path.startswith("$"):
-        raise ValueError(f"a JSON path starts with '$', got {path!r}")
+        raise ValueError(f"a JSON path starts with '$', got {path!r}; start it at the document, e.g. $.name or $[0]")
     steps, i = [], 1
     while i < len(path):
         rest = path[i:]
@@ -55,7 +55,13 @@ def parse(path: str) -> list[tuple]:
             steps.append(("index", int(m.group(1))))
             i += m.end()
         elif m := _FILTER.match(rest):
-            steps.append(("filter", m.group(1)[1:].split("."), m.group(2), _literal(m.group(3))))
+            try:
+                value = _literal(m.group(3))
+            except ValueError as e:   # a bad escape inside the quotes
+                raise ValueError(f"cannot read the value {m.group(3)} of the JSON path {path!r} at character {i} "
+                                 f"({e}); inside quotes use only JSON escapes (\\\\ \\\" \\n \\uXXXX) "
+                                 "and \\' for a single quote") from None
+            steps.append(("filter", m.group(1)[1:].split("."), m.group(2), value))
             i += m.end()
         else:
             raise ValueError(f"cannot read the JSON path {path!r} at character {i} ({rest[:20]!r}); the subset is "

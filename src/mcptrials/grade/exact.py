@@ -22,54 +22,12 @@ Comparison, by mode:
 from __future__ import annotations
 
 import re
-from datetime import date, datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
-from mcptrials.matrix.errors import ConfigError
+from mcptrials.core.values import clean, to_datetime, to_number
+from mcptrials.matrix.scenario import exact_mode
 
-_LEAD = "`*_\"'\u201c\u201d\u2018\u2019([{<"
-_TRAIL = "`*_\"'\u201c\u201d\u2018\u2019)]}>.,;:!?"
-_GROUPED = re.compile(r"^[+-]?\d{1,3}(?:[,_\u2009\u202f\u00a0 ]\d{3})+(?:\.\d+)?$")
-_PLAIN = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
 _LINE_MARK = re.compile(r"^\s*(?:[-*+>]|#+|\d+[.)])\s+")
-
-
-def clean(s: str) -> str:
-    s = re.sub(r"\s+", " ", str(s)).strip()
-    prev = None
-    while s != prev:
-        prev = s
-        s = s.lstrip(_LEAD).rstrip(_TRAIL).strip()
-    return s
-
-
-def to_number(s: str) -> Decimal | None:
-    """The number a string states, or None: 1,234.5 / 1 234.5 / $1234.5 / 12% / 1e3."""
-    s = clean(s).lstrip("$\u20ac\u00a3\u00a5").rstrip("%").strip()
-    if _GROUPED.match(s):
-        s = re.sub(r"[,_\u2009\u202f\u00a0 ]", "", s)
-    if not _PLAIN.match(s):
-        return None
-    try:
-        return Decimal(s)
-    except InvalidOperation:
-        return None
-
-
-def to_datetime(s: str, fmt: str | None) -> datetime | None:
-    s = clean(s)
-    if fmt:
-        try:
-            return datetime.strptime(s, fmt)
-        except ValueError:
-            pass
-    for parse in (datetime.fromisoformat, date.fromisoformat):
-        try:
-            d = parse(s)
-            return d if isinstance(d, datetime) else datetime(d.year, d.month, d.day)
-        except ValueError:
-            pass
-    return None
 
 
 def candidates(answer: str, words: int):
@@ -85,30 +43,14 @@ def candidates(answer: str, words: int):
         yield f"words {i + 1}-{i + words}", " ".join(toks[i:i + words])
 
 
-def _mode(spec: dict, where: str) -> tuple[str, str | None]:
-    fmt = spec.get("date_format")
-    if not fmt and "%" in (spec.get("format") or ""):
-        fmt = spec["format"]
-    if fmt:
-        return "date", fmt
-    value = spec["value"]
-    if isinstance(value, (int, float)) or to_number(str(value)) is not None:
-        return "number", None
-    if spec.get("tolerance") is not None:
-        raise ConfigError(f"{where}.tolerance: the value {value!r} is not a number; drop tolerance or give a numeric value")
-    return "string", None
-
-
 def grade_exact(spec: dict, answer: str, where: str = "steps.exact_answer") -> dict:
     """{mode, expected, passed, required, matched, where, normalised} for one step."""
-    mode, fmt = _mode(spec, where)
+    mode, fmt = exact_mode(spec, where)   # the loader's check: the expected value reads in this mode
     expected = spec["value"]
     tol = spec.get("tolerance")
     case = spec["case_sensitive"]
     if mode == "date":
         want = to_datetime(str(expected), fmt)
-        if want is None:
-            raise ConfigError(f"{where}.value: {expected!r} does not parse with date_format {fmt!r} or as ISO 8601; fix one of them")
         words = len(fmt.split())
         same = lambda got: (d := to_datetime(got, fmt)) is not None and d == want  # noqa: E731
         norm = lambda got: to_datetime(got, fmt).isoformat()  # noqa: E731

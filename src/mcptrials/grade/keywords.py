@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.scenario import check_regex
 
 BONUS_WEIGHT = 0.5
 SNIPPET = 40  # characters of context either side of a match in the evidence
@@ -33,10 +34,7 @@ def match_check(check: dict, answer: str, where: str = "check") -> dict:
     kind, value = check["type"], check["value"]
     flags = 0 if check["case_sensitive"] else re.IGNORECASE
     if kind == "regex":
-        try:
-            pat = re.compile(value, flags | re.MULTILINE)
-        except re.error as e:
-            raise ConfigError(f"{where}.value: {value!r} is not a valid regular expression ({e}); fix or escape it") from None
+        pat = check_regex(check, f"{where}.value")   # the loader's check: the same pattern and flags
         text = answer
     elif kind in ("word", "phrase"):
         text = _ws(answer)

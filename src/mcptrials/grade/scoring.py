@@ -26,8 +26,8 @@ from mcptrials.core.record_types import ScoredRecord, TranscriptRecord
 SCHEMA = "mcptrials/scored/1"
 
 
-def _step(i: int, spec: dict, tstep: dict | None, tree, extensions) -> dict:
-    where = f"scenario field steps.{i}"
+def _step(i: int, spec: dict, tstep: dict | None, tree, extensions, source: str) -> dict:
+    where = f"{source}: field steps.{i}"   # a grading error names the scenario file and the field
     answer = (tstep or {}).get("answer_text") or ""
     kw = keywords.grade_keywords(spec["checks"], answer, f"{where}.checks")
     cit = (citations.grade_citations(answer, tree, (spec.get("citations") or {}).get("gold", []), extensions)
@@ -59,18 +59,21 @@ def not_checked_citations() -> dict:
 
 
 def score_trial(transcript: TranscriptRecord, scenario: dict, repo_dir: str, commit: str,
-                pricing: dict | None, extensions: list | None, not_checked: str | None = None) -> ScoredRecord:
+                pricing: dict | None, extensions: list | None, not_checked: str | None = None,
+                source: str = "scenario") -> ScoredRecord:
     """The scored.json record of one transcript (see src/mcptrials/schemas/scored.schema.yaml).
 
     pricing: the config's `pricing` table, or None to keep the transcript's own cost.
     extensions: the config's `citation_extensions`, or None for the defaults.
     not_checked: why the repository has no checkout (the repo's `unresolved`): citations are
     then not checked; everything else is graded as usual.
+    source: the scenario file, named by an error in its grading part (a date or tolerance the
+    exact answer cannot use).
     """
     tree = commit_tree(repo_dir, commit) if not_checked is None else None
     mapped, mapping = step_answers(transcript, scenario["steps"])  # a one_answer transcript: its parts
     by_index = {s["index"]: s for s in (mapped if mapped is not None else transcript.get("steps", []))}
-    steps = [_step(i, spec, by_index.get(i), tree, extensions) for i, spec in enumerate(scenario["steps"])]
+    steps = [_step(i, spec, by_index.get(i), tree, extensions, source) for i, spec in enumerate(scenario["steps"])]
 
     failures = []
     if transcript["outcome"] != "completed":
@@ -143,7 +146,8 @@ def score_job(transcript_path, scenario_path, repo_dir, commit: str, config: str
     if unresolved is None:
         co = Path(repo_dir).parent / "checkout.json"
         unresolved = failure(json.loads(co.read_text())) if co.is_file() else None
-    record = score_trial(transcript, scenario.data, repo_dir, commit, pricing, extensions, not_checked=unresolved)
+    record = score_trial(transcript, scenario.data, repo_dir, commit, pricing, extensions, not_checked=unresolved,
+                         source=str(scenario.path))
     record["scenario_sha256"] = scenario.sha256
     write_json(out, record)
     return record

@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 
-from mcptrials.grade.exact import clean, to_number
+from mcptrials.core.values import clean, to_number
 from mcptrials.run.workspace_state import MAX_CHANGES, MAX_ROWS
 
 

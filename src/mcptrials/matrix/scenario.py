@@ -1,12 +1,15 @@
 """A scenario file: loaded, checked against scenario.schema.yaml and what the schema cannot
-say (unique step names, a rubric for every step, state checks that stay in the workspace),
-and the parts of it each stage's rerun key depends on (task, grading, rubric)."""
+say (unique step names, a rubric for every step, regex checks that compile, exact answers
+whose expected value reads as their mode says, state checks that stay in the workspace and
+JSON paths that parse), and the parts of it each stage's rerun key depends on (task, grading, rubric)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcptrials.core.values import to_datetime, to_number
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.hashing import file_sha256
 from mcptrials.matrix.schema import read_yaml, validate_against
@@ -98,6 +101,41 @@ def check_state_spec(spec: dict, where: str) -> None:
             raise ConfigError(f"{where}.sql.query: give one complete SQL statement (a SELECT), without a second one")
 
 
+def check_regex(check: dict, where: str) -> re.Pattern:
+    """A `regex` check's pattern, compiled with the flags the keyword grader searches with.
+    Both the loader (so `validate` and the workflow's plan refuse it before any trial is paid
+    for) and the grader call this: an invalid pattern is a ConfigError naming `where` (the
+    file and field), the compile error and the fix."""
+    flags = re.MULTILINE | (0 if check.get("case_sensitive") else re.IGNORECASE)
+    try:
+        return re.compile(check["value"], flags)
+    except re.error as e:
+        literal = re.escape(check["value"]).replace("'", "''")   # as a single-quoted YAML string
+        raise ConfigError(f"{where}: {check['value']!r} is not a valid regular expression: {e}; fix the pattern, or "
+                          f"to match the text as written escape it (value: '{literal}', in single quotes so YAML "
+                          "keeps the backslashes) or use type: phrase") from None
+
+
+def exact_mode(spec: dict, where: str) -> tuple[str, str | None]:
+    """How an exact answer compares (grade.exact): ("date", format), ("number", None) or
+    ("string", None). Both the loader and the grader call this: an expected value that cannot
+    be compared so is a ConfigError naming `where` (the file and field) and the fix."""
+    value = spec["value"]
+    fmt = spec.get("date_format")
+    if not fmt and "%" in (spec.get("format") or ""):
+        fmt = spec["format"]
+    if fmt:
+        if to_datetime(str(value), fmt) is None:
+            raise ConfigError(f"{where}.value: {value!r} does not parse with date_format {fmt!r} or as ISO 8601; "
+                              "fix one of them")
+        return "date", fmt
+    if isinstance(value, (int, float)) or to_number(str(value)) is not None:
+        return "number", None
+    if spec.get("tolerance") is not None:
+        raise ConfigError(f"{where}.tolerance: the value {value!r} is not a number; drop tolerance or give a numeric value")
+    return "string", None
+
+
 def load_scenario(path: Path) -> Scenario:
     data = read_yaml(path, "scenario file")
     if not isinstance(data, dict):
@@ -110,6 +148,11 @@ def load_scenario(path: Path) -> Scenario:
     for i, step in enumerate(data["steps"]):
         if not step.get("rubric") and not data.get("rubric"):
             raise ConfigError(f"{path}: field steps.{i}.rubric: no rubric for step {step['name']!r}; add a top-level `rubric` or one on the step")
+        for j, check in enumerate(step["checks"]):
+            if check["type"] == "regex":
+                check_regex(check, f"{path}: field steps.{i}.checks.{j}.value")
+        if step.get("exact_answer"):
+            exact_mode(step["exact_answer"], f"{path}: field steps.{i}.exact_answer")
         if step.get("state_check"):
             check_state_spec(step["state_check"], f"{path}: field steps.{i}.state_check")
     return Scenario(id=path.stem, path=path, data=data, sha256=file_sha256(path))
