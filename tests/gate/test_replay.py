@@ -97,3 +97,23 @@ def test_summarise_counts_every_trial_a_replay_stands_for_and_fails_on_the_faili
     assert summarise({"t": [(group, rep(NOW_EMPTY))]}, strict=False)["tools"]["t"]["failing"] == 2
     # a call that failed in BASE already fails nobody
     assert summarise({"t": [(group, rep(NOW_ERROR, base_ok=False))]}, strict=False)["failed"] == []
+
+
+def timed(*latencies):
+    """A replay whose calls took (BASE ms, HEAD ms) each, all identical."""
+    return {"calls": [{"step": i, "tool": f"t{i}", "arguments": {"i": i}, "base_ok": True, "class": IDENTICAL,
+                       "base_latency_ms": b, "head_latency_ms": h, "base_text": "a", "head_text": "a", "detail": None}
+                      for i, (b, h) in enumerate(latencies)], "error": None, "server_version": "1", "roots": ()}
+
+
+def test_only_calls_slower_than_in_base_beyond_the_threshold_are_listed_as_slow():
+    from mcptrials.gate.replay import text_report
+
+    group = [{"path": "m/loop/t/r/s/1"}]
+    # faster (the issue's case), a little slower (noise), much slower, no BASE latency (an older BASE)
+    res = summarise({"t": [(group, timed((13.34, 9.07), (10.0, 14.0), (12.0, 312.5), (None, 50.0)))]}, strict=False)
+    slow = [line for line in text_report(res).splitlines() if line.strip().startswith("slow:")]
+    assert slow == ['  slow: t2 {"i": 2}: 12.0 ms in BASE, 312.5 ms in HEAD']
+    assert [s["tool"] for s in res["tools"]["t"]["slower"]] == ["t2"]
+    # the slowest calls by HEAD's latency stay in the result, faster or not
+    assert [s["tool"] for s in res["tools"]["t"]["slowest"]][:2] == ["t2", "t3"]

@@ -45,6 +45,9 @@ NOW_ERROR, TOOL_GONE, NOT_STARTED = "now an error", "tool gone", "did not start"
 CLASSES = (IDENTICAL, CHANGED, NOW_EMPTY, NOW_ERROR, TOOL_GONE, NOT_STARTED)
 FAILING = (NOW_ERROR, NOW_EMPTY, TOOL_GONE, NOT_STARTED)
 SLOWEST = 5           # calls listed per tool by HEAD's latency
+# A call is slow (listed as such) only when HEAD took longer than BASE by more than both:
+# a faster call, or a few ms of noise on a busy machine, is not.
+SLOWER_RATIO, SLOWER_MS = 1.5, 20.0
 DIFF_LINES = 12       # lines of a changed result's diff shown
 MARKDOWN_LIMIT = 60000
 
@@ -384,9 +387,18 @@ def short_diff(base: str, head: str, roots: tuple[str, ...]) -> str:
     return "\n".join(x[:200] for x in lines[:DIFF_LINES]) + ("\n…" if len(lines) > DIFF_LINES else "")
 
 
+def is_slower(base_ms, head_ms) -> bool:
+    """HEAD took longer than BASE beyond the threshold: more than SLOWER_RATIO times BASE's
+    latency and more than SLOWER_MS ms more (unknown when BASE recorded none: not slower)."""
+    if base_ms is None or head_ms is None:
+        return False
+    return head_ms > base_ms * SLOWER_RATIO and head_ms - base_ms > SLOWER_MS
+
+
 def summarise(replays: dict, strict: bool) -> dict:
-    """Per tool: counts per class (over every BASE trial's calls), the slowest calls, every
-    non-identical call (with the trials it stands for), and whether the tool fails."""
+    """Per tool: counts per class (over every BASE trial's calls), the slowest calls (by HEAD's
+    latency), the calls slower than in BASE beyond the threshold (`is_slower`, most slowed
+    first), every non-identical call (with the trials it stands for), and whether the tool fails."""
     fail_on = FAILING + ((CHANGED,) if strict else ())
     tools = {}
     for tool, items in replays.items():
@@ -409,6 +421,8 @@ def summarise(replays: dict, strict: bool) -> dict:
                                   "diff": short_diff(c["base_text"], c["head_text"], rep["roots"])
                                   if c["class"] in (CHANGED, NOW_EMPTY, NOW_ERROR) else None})
         timed.sort(key=lambda x: -(x[0]["head_latency_ms"] or 0))
+        slower = sorted((x for x in timed if is_slower(x[0]["base_latency_ms"], x[0]["head_latency_ms"])),
+                        key=lambda x: -(x[0]["head_latency_ms"] - x[0]["base_latency_ms"]))
         tools[tool] = {
             "trials": n_trials, "replayed": sum(1 for _, rep in items if not rep.get("shared_start")), "calls": sum(counts.values()), "counts": counts,
             "failing": failing, "status": "fail" if failing else "pass",
@@ -417,10 +431,14 @@ def summarise(replays: dict, strict: bool) -> dict:
             "slowest": [{"tool": c["tool"], "arguments": c["arguments"], "trial": g[0]["path"],
                          "base_latency_ms": c["base_latency_ms"], "head_latency_ms": c["head_latency_ms"]}
                         for c, g in timed[:SLOWEST]],
+            "slower": [{"tool": c["tool"], "arguments": c["arguments"], "trial": g[0]["path"],
+                        "base_latency_ms": c["base_latency_ms"], "head_latency_ms": c["head_latency_ms"]}
+                       for c, g in slower[:SLOWEST]],
             "differences": diffs,
         }
     return {"tools": tools, "failed": sorted(t for t, v in tools.items() if v["status"] == "fail"), "strict": strict,
-            "harness_version": __version__, "fails_on": list(fail_on)}
+            "harness_version": __version__, "fails_on": list(fail_on),
+            "slower_than_base": {"ratio": SLOWER_RATIO, "ms": SLOWER_MS}}
 
 
 def _args(a) -> str:
@@ -432,9 +450,14 @@ def _counts(v: dict) -> str:
     return ", ".join(f"{k} {n}" for k, n in v["counts"].items() if n) or "no calls"
 
 
+def _slower_than(result: dict) -> str:
+    t = result["slower_than_base"]
+    return f"a call that took over {t['ratio']:g} times as long as in BASE and over {t['ms']:g} ms more"
+
+
 def text_report(result: dict) -> str:
     lines = [f"replay: BASE's recorded tool calls sent to HEAD's servers (no model); fails on: "
-             f"{', '.join(result['fails_on'])} of calls that succeeded in BASE"]
+             f"{', '.join(result['fails_on'])} of calls that succeeded in BASE; slow: {_slower_than(result)}"]
     for tool, v in result["tools"].items():
         lines.append(f"{tool}: {v['status'].upper()}: {v['calls']} call(s) of {v['trials']} trial(s) "
                      f"({v['replayed']} distinct sequence(s) replayed): {_counts(v)}")
@@ -446,7 +469,7 @@ def text_report(result: dict) -> str:
                          + (f": {d['detail'][:200]}" if d["detail"] else ""))
             if d["diff"]:
                 lines += [f"    {x}" for x in d["diff"].splitlines()]
-        for s in v["slowest"]:
+        for s in v["slower"]:
             lines.append(f"  slow: {s['tool']} {_args(s['arguments'])}: {s['base_latency_ms']} ms in BASE, "
                          f"{s['head_latency_ms']} ms in HEAD")
     lines.append(f"result: {len(result['failed'])} tool(s) fail: {', '.join(result['failed'])}" if result["failed"]
