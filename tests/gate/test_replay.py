@@ -117,3 +117,18 @@ def test_only_calls_slower_than_in_base_beyond_the_threshold_are_listed_as_slow(
     assert [s["tool"] for s in res["tools"]["t"]["slower"]] == ["t2"]
     # the slowest calls by HEAD's latency stay in the result, faster or not
     assert [s["tool"] for s in res["tools"]["t"]["slowest"]][:2] == ["t2", "t3"]
+
+
+def test_the_markdown_shows_arguments_in_code_spans_as_they_are_and_a_backtick_cannot_break_them():
+    from mcptrials.gate.replay import markdown
+
+    group = [{"path": "m/loop/t/r/s/1"}]
+    r = rep(CHANGED)
+    r["calls"][0].update(arguments={"name": "<a & b>"}, base_text="```py\nx")
+    r["calls"].append(dict(r["calls"][0], tool="t", arguments={"q": "a`b``c"}))
+    md = markdown(summarise({"t": [(group, r)]}, strict=False))
+    assert '`{"name": "<a & b>"}`' in md and "&quot;" not in md and "&lt;" not in md
+    # a run of two backticks inside: a fence of three, padded, so the span holds the whole text
+    assert '``` {"q": "a`b``c"} ```' in md
+    # a diff that holds a fence line is fenced by a longer one, its text as it is
+    assert "\n````diff\n" in md and "-```py" in md

@@ -477,6 +477,21 @@ def text_report(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _fence(text: str, least: int = 1) -> str:
+    """Backticks longer than any run of them in `text` (at least `least`)."""
+    return "`" * max(least, 1 + max((len(r) for r in re.findall(r"`+", text)), default=0))
+
+
+def code_span(text: str) -> str:
+    """`text` as a Markdown code span, shown as it is: no HTML escaping (a code span shows
+    `&quot;` literally), and a fence longer than any run of backticks in it, padded with a
+    space when it holds one (CommonMark strips the padding), so no backtick ends it early."""
+    text = text.replace("\n", " ")
+    fence = _fence(text)
+    pad = " " if "`" in text else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def markdown(result: dict) -> str:
     n = len(result["failed"])
     text = (f"### mcptrials replay: {'❌ ' + str(n) + ' tool(s) fail' if n else '✅ no regression'}\n\n"
@@ -494,10 +509,11 @@ def markdown(result: dict) -> str:
         if v["differences"]:
             body = []
             for d in v["differences"][:50]:
-                body.append(f"- **{d['class']}** `{html.escape(d['tool'])}` `{html.escape(_args(d['arguments']))}` "
+                body.append(f"- **{d['class']}** {code_span(d['tool'])} {code_span(_args(d['arguments']))} "
                             f"({html.escape(d['trials'][0])})" + (f": {html.escape(d['detail'][:200])}" if d["detail"] else ""))
                 if d["diff"]:
-                    body.append("\n```diff\n" + d["diff"].replace("```", "'''") + "\n```")
+                    fence = _fence(d["diff"], 3)
+                    body.append(f"\n{fence}diff\n{d['diff']}\n{fence}")
             details.append(f"<details><summary>{tool}: {len(v['differences'])} call(s) not identical</summary>\n\n"
                            + "\n".join(body) + "\n\n</details>\n")
     text += "\n" + "\n".join(details)
