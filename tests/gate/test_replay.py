@@ -132,3 +132,38 @@ def test_the_markdown_shows_arguments_in_code_spans_as_they_are_and_a_backtick_c
     assert '``` {"q": "a`b``c"} ```' in md
     # a diff that holds a fence line is fenced by a longer one, its text as it is
     assert "\n````diff\n" in md and "-```py" in md
+
+
+def test_without_config_a_tool_head_lacks_names_the_config_base_was_run_with(tmp_path, monkeypatch, capsys):
+    """HEAD's default config.yaml lacks the tool, but BASE was run with another config that its
+    summary.json records: the refusal says to pass that one, not to add the tool back."""
+    import json
+
+    from matrix_helpers import write_matrix
+    from mcptrials.cli import main
+
+    head = tmp_path / "head"
+    cfg = write_matrix(head)                                       # config.yaml: the baseline only
+    (head / "configs").mkdir()
+    (head / "configs" / "mine.yaml").write_text(cfg.read_text())   # the config BASE was run with
+    base = tmp_path / "base" / "results"
+    trial = base / "runs" / "reference" / "loop" / "mine" / "tiny" / "find-helper" / "1"
+    trial.mkdir(parents=True)
+    (trial / "transcript.json").write_text(json.dumps({
+        "cell": {"model": "reference", "host": "loop", "tool": "mine", "repo": "tiny", "scenario": "find-helper",
+                 "trial": 1},
+        "tool_calls": [{"source": "mcp", "tool": "search", "arguments": {"q": "helper"}, "result_text": "a.py:1"}]}))
+    (base / "aggregate").mkdir()
+    (base / "aggregate" / "summary.json").write_text(json.dumps({"identity": {
+        "config": "configs/mine.yaml", "config_files": ["configs/mine.yaml"]}}))
+    monkeypatch.chdir(head)
+    monkeypatch.delenv("MCPTRIALS_CONFIG", raising=False)
+    assert main(["replay", str(base)]) == 2
+    err = capsys.readouterr().err
+    assert "HEAD's config has no tool 'mine'" in err
+    assert "BASE was run with configs/mine.yaml" in err and "pass --config configs/mine.yaml" in err
+    assert str(base / "aggregate" / "summary.json") in err              # where that is recorded
+    # given --config, the user chose it: the message stays as it was
+    assert main(["replay", str(base), "--config", "config.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "add it back" in err and "BASE was run with" not in err

@@ -182,8 +182,29 @@ def load_base_trials(folder) -> list[dict]:
     return out
 
 
-def select(trials: list[dict], m, tools: list[str] | None) -> dict[str, list[dict]]:
-    """tool -> its BASE trials to replay; raises CannotReplay, every reason with its fix."""
+def base_config_hint(base_folder, m) -> str | None:
+    """When HEAD's config was not given: the config file(s) BASE was run with, as BASE's
+    aggregate/summary.json records them (identity.config_files, from the project's folder),
+    and how to pass them; None when it records none or they are the config in use."""
+    summary = Path(base_folder) / "aggregate" / "summary.json"
+    try:
+        ident = json.loads(summary.read_text())["identity"]
+        files = ident.get("config_files") or ([ident["config"]] if ident.get("config") else [])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if not files or [str(Path(f).resolve()) for f in files] == list(m.sources):
+        return None
+    joined = os.pathsep.join(files)
+    said = f"BASE was run with {joined} (identity.config_files of {summary}), not {m.path}"
+    missing = [f for f in files if not Path(f).is_file()]
+    if missing:
+        return f"{said}; {', '.join(missing)} is not found from here: pass --config with HEAD's copy of it"
+    return f"{said}: pass --config {joined}"
+
+
+def select(trials: list[dict], m, tools: list[str] | None, hint: str | None = None) -> dict[str, list[dict]]:
+    """tool -> its BASE trials to replay; raises CannotReplay, every reason with its fix.
+    `hint` (base_config_hint): the config BASE was run with, when HEAD's was not given."""
     if not trials:
         raise CannotReplay(["BASE holds no recorded trials (runs/**/transcript.json): store results/runs with "
                             "results/aggregate and results/snapshots when you keep BASE's results"])
@@ -199,8 +220,9 @@ def select(trials: list[dict], m, tools: list[str] | None) -> dict[str, list[dic
     picked = {}
     for tool in wanted:
         if tool not in m.tools:
-            reasons.append(f"{m.path}: field tools: HEAD's config has no tool {tool!r}, which BASE ran; add it back "
-                           "or replay other tools with --tool")
+            reasons.append(f"{m.path}: field tools: HEAD's config has no tool {tool!r}, which BASE ran; "
+                           + (f"{hint} (or add the tool back, or replay other tools with --tool)" if hint else
+                              "add it back or replay other tools with --tool"))
             continue
         if not m.specs.tools[tool].has_server:
             reasons.append(f"--tool {tool}: it has no server to replay (transport none)")
@@ -210,10 +232,11 @@ def select(trials: list[dict], m, tools: list[str] | None) -> dict[str, list[dic
             repo, commit = t["cell"]["repo"], t["meta"].get("commit")
             if repo not in m.repos:
                 reasons.append(f"{m.path}: field repos: HEAD's config has no repo {repo!r}, which BASE's trial "
-                               f"{t['path']} ran on")
+                               f"{t['path']} ran on" + (f"; {hint}" if hint else ""))
             elif commit and commit != m.repos[repo]["commit"]:
                 reasons.append(f"repo {repo}: BASE ran at {commit[:12]}, HEAD's config pins "
-                               f"{m.repos[repo]['commit'][:12]}: replay needs the same commit (pin it, or refresh BASE)")
+                               f"{m.repos[repo]['commit'][:12]}: replay needs the same commit (pin it, or refresh BASE)"
+                               + (f"; {hint}" if hint else ""))
         if not any(c.get("source") == "mcp" for t in mine for c in t["transcript"].get("tool_calls", [])):
             reasons.append(f"BASE's trials of {tool} recorded no call of its server: nothing to replay (run BASE with "
                            "scenarios that use it)")
@@ -557,10 +580,12 @@ def junit(result: dict | None, reasons: list[str] | None = None) -> str:
 
 
 def replay(base_folder, config: str, tools: list[str] | None = None, strict: bool = False,
-           results: Path = Path("results"), jobs: int | None = None) -> dict:
-    """The whole replay of a BASE results folder against HEAD's config. Raises CannotReplay."""
+           results: Path = Path("results"), jobs: int | None = None, config_given: bool = True) -> dict:
+    """The whole replay of a BASE results folder against HEAD's config. Raises CannotReplay;
+    without `config_given` (no --config), its reasons name the config BASE was run with."""
     m = load_matrix(config)
-    picked = select(load_base_trials(base_folder), m, tools)
+    hint = None if config_given else base_config_hint(base_folder, m)
+    picked = select(load_base_trials(base_folder), m, tools, hint)
     prepared = {tool: prepare(m, tool, {t["cell"]["repo"] for t in trials}, results)
                 for tool, trials in picked.items()}
     # a server start mostly waits (imports, the sandbox): twice the cores keeps them busy
