@@ -26,6 +26,7 @@ demo: install bubblewrap
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(SNAKEMAKE) -j $(JOBS)
 	@echo "report: $(CURDIR)/results/report/index.html"
 	@echo "report: $(CURDIR)/results/report/report.md"
+	@echo 'commands: run `source .venv/bin/activate` here, in each new shell, to put mcptrials and snakemake on the PATH'
 
 dry-run: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(SNAKEMAKE) -n -q

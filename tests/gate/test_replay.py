@@ -97,3 +97,73 @@ def test_summarise_counts_every_trial_a_replay_stands_for_and_fails_on_the_faili
     assert summarise({"t": [(group, rep(NOW_EMPTY))]}, strict=False)["tools"]["t"]["failing"] == 2
     # a call that failed in BASE already fails nobody
     assert summarise({"t": [(group, rep(NOW_ERROR, base_ok=False))]}, strict=False)["failed"] == []
+
+
+def timed(*latencies):
+    """A replay whose calls took (BASE ms, HEAD ms) each, all identical."""
+    return {"calls": [{"step": i, "tool": f"t{i}", "arguments": {"i": i}, "base_ok": True, "class": IDENTICAL,
+                       "base_latency_ms": b, "head_latency_ms": h, "base_text": "a", "head_text": "a", "detail": None}
+                      for i, (b, h) in enumerate(latencies)], "error": None, "server_version": "1", "roots": ()}
+
+
+def test_only_calls_slower_than_in_base_beyond_the_threshold_are_listed_as_slow():
+    from mcptrials.gate.replay import text_report
+
+    group = [{"path": "m/loop/t/r/s/1"}]
+    # faster (the issue's case), a little slower (noise), much slower, no BASE latency (an older BASE)
+    res = summarise({"t": [(group, timed((13.34, 9.07), (10.0, 14.0), (12.0, 312.5), (None, 50.0)))]}, strict=False)
+    slow = [line for line in text_report(res).splitlines() if line.strip().startswith("slow:")]
+    assert slow == ['  slow: t2 {"i": 2}: 12.0 ms in BASE, 312.5 ms in HEAD']
+    assert [s["tool"] for s in res["tools"]["t"]["slower"]] == ["t2"]
+    # the slowest calls by HEAD's latency stay in the result, faster or not
+    assert [s["tool"] for s in res["tools"]["t"]["slowest"]][:2] == ["t2", "t3"]
+
+
+def test_the_markdown_shows_arguments_in_code_spans_as_they_are_and_a_backtick_cannot_break_them():
+    from mcptrials.gate.replay import markdown
+
+    group = [{"path": "m/loop/t/r/s/1"}]
+    r = rep(CHANGED)
+    r["calls"][0].update(arguments={"name": "<a & b>"}, base_text="```py\nx")
+    r["calls"].append(dict(r["calls"][0], tool="t", arguments={"q": "a`b``c"}))
+    md = markdown(summarise({"t": [(group, r)]}, strict=False))
+    assert '`{"name": "<a & b>"}`' in md and "&quot;" not in md and "&lt;" not in md
+    # a run of two backticks inside: a fence of three, padded, so the span holds the whole text
+    assert '``` {"q": "a`b``c"} ```' in md
+    # a diff that holds a fence line is fenced by a longer one, its text as it is
+    assert "\n````diff\n" in md and "-```py" in md
+
+
+def test_without_config_a_tool_head_lacks_names_the_config_base_was_run_with(tmp_path, monkeypatch, capsys):
+    """HEAD's default config.yaml lacks the tool, but BASE was run with another config that its
+    summary.json records: the refusal says to pass that one, not to add the tool back."""
+    import json
+
+    from matrix_helpers import write_matrix
+    from mcptrials.cli import main
+
+    head = tmp_path / "head"
+    cfg = write_matrix(head)                                       # config.yaml: the baseline only
+    (head / "configs").mkdir()
+    (head / "configs" / "mine.yaml").write_text(cfg.read_text())   # the config BASE was run with
+    base = tmp_path / "base" / "results"
+    trial = base / "runs" / "reference" / "loop" / "mine" / "tiny" / "find-helper" / "1"
+    trial.mkdir(parents=True)
+    (trial / "transcript.json").write_text(json.dumps({
+        "cell": {"model": "reference", "host": "loop", "tool": "mine", "repo": "tiny", "scenario": "find-helper",
+                 "trial": 1},
+        "tool_calls": [{"source": "mcp", "tool": "search", "arguments": {"q": "helper"}, "result_text": "a.py:1"}]}))
+    (base / "aggregate").mkdir()
+    (base / "aggregate" / "summary.json").write_text(json.dumps({"identity": {
+        "config": "configs/mine.yaml", "config_files": ["configs/mine.yaml"]}}))
+    monkeypatch.chdir(head)
+    monkeypatch.delenv("MCPTRIALS_CONFIG", raising=False)
+    assert main(["replay", str(base)]) == 2
+    err = capsys.readouterr().err
+    assert "HEAD's config has no tool 'mine'" in err
+    assert "BASE was run with configs/mine.yaml" in err and "pass --config configs/mine.yaml" in err
+    assert str(base / "aggregate" / "summary.json") in err              # where that is recorded
+    # given --config, the user chose it: the message stays as it was
+    assert main(["replay", str(base), "--config", "config.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "add it back" in err and "BASE was run with" not in err

@@ -141,3 +141,27 @@ def test_validate_without_git_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     (problem,) = check_commits(load_matrix(cfg))
     assert problem.startswith(f"{cfg}: field repos: git is not on PATH") and "install git" in problem
+
+
+@pytest.mark.parametrize("kind", ["repository", "bundle"])
+def test_the_hint_runs_from_where_the_user_is(tmp_path, kind, monkeypatch):
+    """The config in configs/ names its source relative to itself (`../src.bundle`); the hint's
+    command is given as the user can run it from the working directory."""
+    import re
+
+    make_repo(tmp_path / "src")
+    url = "../src"
+    if kind == "bundle":
+        subprocess.run(["git", "bundle", "create", "-q", str(tmp_path / "src.bundle"), "--all"], cwd=tmp_path / "src",
+                       check=True, capture_output=True)
+        url = "../src.bundle"
+    (tmp_path / "configs").mkdir()
+    cfg = project(tmp_path / "configs", url, MISSING)
+    monkeypatch.chdir(tmp_path)
+    (problem,) = check_commits(load_matrix(cfg))
+    command = re.search(r"give a commit it holds \(`([^`]+)`\)", problem).group(1)
+    assert command == ("git -C src log --all --format=%H" if kind == "repository" else "git bundle list-heads src.bundle")
+    assert subprocess.run(command, shell=True, capture_output=True).returncode == 0
+    monkeypatch.chdir(tmp_path / "configs")                        # from elsewhere: an absolute path
+    (problem,) = check_commits(load_matrix(cfg))
+    assert str(tmp_path / ("src" if kind == "repository" else "src.bundle")) in problem

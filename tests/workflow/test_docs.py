@@ -117,6 +117,21 @@ def test_the_readme_is_a_front_page():
     assert "`strict_grounded_rate` = (grounded − strict_mismatch) / total" in text
 
 
+def test_after_make_demo_the_readme_and_the_demo_say_how_to_get_the_commands_on_the_path():
+    """`make demo` installs mcptrials and snakemake into .venv/, which is not on the PATH: both
+    the README's set-up section and the end of `make demo` say how to put them there."""
+    activate = "source .venv/bin/activate"
+    text = (ROOT / "README.md").read_text()
+    setup = text.split("## Set-up", 1)[1].split("\n## ", 1)[0]
+    assert activate in setup and "`mcptrials`" in setup and "`snakemake`" in setup
+    assert any(b.body.strip() == activate for b in shell_blocks(ROOT / "README.md")), \
+        "the README shows the activate line as a command"
+    # what `make demo` ends with (-n: its commands printed, none run)
+    plan = subprocess.run(["make", "-n", "demo"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    last = plan.strip().splitlines()[-3:]
+    assert any(activate in line and line.startswith("echo") for line in last), last
+
+
 def test_the_readme_links_resolve():
     text = (ROOT / "README.md").read_text()
     for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):

@@ -30,7 +30,7 @@ def register(sub) -> None:
 def cmd_replay(args) -> int:
     config = args.config or os.environ.get("MCPTRIALS_CONFIG") or DEFAULT_CONFIG
     try:
-        result = replay(args.base, config, args.tool, args.strict, jobs=args.jobs)
+        result = replay(args.base, config, args.tool, args.strict, jobs=args.jobs, config_given=bool(args.config))
     except CannotReplay as e:
         return refuse("replay", "cannot replay", e.reasons, args, cannot_markdown(e.reasons), junit(None, e.reasons))
     print(text_report(result), end="")

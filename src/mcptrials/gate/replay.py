@@ -45,6 +45,9 @@ NOW_ERROR, TOOL_GONE, NOT_STARTED = "now an error", "tool gone", "did not start"
 CLASSES = (IDENTICAL, CHANGED, NOW_EMPTY, NOW_ERROR, TOOL_GONE, NOT_STARTED)
 FAILING = (NOW_ERROR, NOW_EMPTY, TOOL_GONE, NOT_STARTED)
 SLOWEST = 5           # calls listed per tool by HEAD's latency
+# A call is slow (listed as such) only when HEAD took longer than BASE by more than both:
+# a faster call, or a few ms of noise on a busy machine, is not.
+SLOWER_RATIO, SLOWER_MS = 1.5, 20.0
 DIFF_LINES = 12       # lines of a changed result's diff shown
 MARKDOWN_LIMIT = 60000
 
@@ -180,8 +183,29 @@ def load_base_trials(folder) -> list[dict]:
     return out
 
 
-def select(trials: list[dict], m, tools: list[str] | None) -> dict[str, list[dict]]:
-    """tool -> its BASE trials to replay; raises CannotReplay, every reason with its fix."""
+def base_config_hint(base_folder, m) -> str | None:
+    """When HEAD's config was not given: the config file(s) BASE was run with, as BASE's
+    aggregate/summary.json records them (identity.config_files, from the project's folder),
+    and how to pass them; None when it records none or they are the config in use."""
+    summary = Path(base_folder) / "aggregate" / "summary.json"
+    try:
+        ident = json.loads(summary.read_text())["identity"]
+        files = ident.get("config_files") or ([ident["config"]] if ident.get("config") else [])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if not files or [str(Path(f).resolve()) for f in files] == list(m.sources):
+        return None
+    joined = os.pathsep.join(files)
+    said = f"BASE was run with {joined} (identity.config_files of {summary}), not {m.path}"
+    missing = [f for f in files if not Path(f).is_file()]
+    if missing:
+        return f"{said}; {', '.join(missing)} is not found from here: pass --config with HEAD's copy of it"
+    return f"{said}: pass --config {joined}"
+
+
+def select(trials: list[dict], m, tools: list[str] | None, hint: str | None = None) -> dict[str, list[dict]]:
+    """tool -> its BASE trials to replay; raises CannotReplay, every reason with its fix.
+    `hint` (base_config_hint): the config BASE was run with, when HEAD's was not given."""
     if not trials:
         raise CannotReplay(["BASE holds no recorded trials (runs/**/transcript.json): store results/runs with "
                             "results/aggregate and results/snapshots when you keep BASE's results"])
@@ -197,8 +221,9 @@ def select(trials: list[dict], m, tools: list[str] | None) -> dict[str, list[dic
     picked = {}
     for tool in wanted:
         if tool not in m.tools:
-            reasons.append(f"{m.path}: field tools: HEAD's config has no tool {tool!r}, which BASE ran; add it back "
-                           "or replay other tools with --tool")
+            reasons.append(f"{m.path}: field tools: HEAD's config has no tool {tool!r}, which BASE ran; "
+                           + (f"{hint} (or add the tool back, or replay other tools with --tool)" if hint else
+                              "add it back or replay other tools with --tool"))
             continue
         if not m.specs.tools[tool].has_server:
             reasons.append(f"--tool {tool}: it has no server to replay (transport none)")
@@ -208,10 +233,11 @@ def select(trials: list[dict], m, tools: list[str] | None) -> dict[str, list[dic
             repo, commit = t["cell"]["repo"], t["meta"].get("commit")
             if repo not in m.repos:
                 reasons.append(f"{m.path}: field repos: HEAD's config has no repo {repo!r}, which BASE's trial "
-                               f"{t['path']} ran on")
+                               f"{t['path']} ran on" + (f"; {hint}" if hint else ""))
             elif commit and commit != m.repos[repo]["commit"]:
                 reasons.append(f"repo {repo}: BASE ran at {commit[:12]}, HEAD's config pins "
-                               f"{m.repos[repo]['commit'][:12]}: replay needs the same commit (pin it, or refresh BASE)")
+                               f"{m.repos[repo]['commit'][:12]}: replay needs the same commit (pin it, or refresh BASE)"
+                               + (f"; {hint}" if hint else ""))
         if not any(c.get("source") == "mcp" for t in mine for c in t["transcript"].get("tool_calls", [])):
             reasons.append(f"BASE's trials of {tool} recorded no call of its server: nothing to replay (run BASE with "
                            "scenarios that use it)")
@@ -385,9 +411,18 @@ def short_diff(base: str, head: str, roots: tuple[str, ...]) -> str:
     return "\n".join(x[:200] for x in lines[:DIFF_LINES]) + ("\n…" if len(lines) > DIFF_LINES else "")
 
 
+def is_slower(base_ms, head_ms) -> bool:
+    """HEAD took longer than BASE beyond the threshold: more than SLOWER_RATIO times BASE's
+    latency and more than SLOWER_MS ms more (unknown when BASE recorded none: not slower)."""
+    if base_ms is None or head_ms is None:
+        return False
+    return head_ms > base_ms * SLOWER_RATIO and head_ms - base_ms > SLOWER_MS
+
+
 def summarise(replays: dict, strict: bool) -> dict:
-    """Per tool: counts per class (over every BASE trial's calls), the slowest calls, every
-    non-identical call (with the trials it stands for), and whether the tool fails."""
+    """Per tool: counts per class (over every BASE trial's calls), the slowest calls (by HEAD's
+    latency), the calls slower than in BASE beyond the threshold (`is_slower`, most slowed
+    first), every non-identical call (with the trials it stands for), and whether the tool fails."""
     fail_on = FAILING + ((CHANGED,) if strict else ())
     tools = {}
     for tool, items in replays.items():
@@ -410,6 +445,8 @@ def summarise(replays: dict, strict: bool) -> dict:
                                   "diff": short_diff(c["base_text"], c["head_text"], rep["roots"])
                                   if c["class"] in (CHANGED, NOW_EMPTY, NOW_ERROR) else None})
         timed.sort(key=lambda x: -(x[0]["head_latency_ms"] or 0))
+        slower = sorted((x for x in timed if is_slower(x[0]["base_latency_ms"], x[0]["head_latency_ms"])),
+                        key=lambda x: -(x[0]["head_latency_ms"] - x[0]["base_latency_ms"]))
         tools[tool] = {
             "trials": n_trials, "replayed": sum(1 for _, rep in items if not rep.get("shared_start")), "calls": sum(counts.values()), "counts": counts,
             "failing": failing, "status": "fail" if failing else "pass",
@@ -418,10 +455,14 @@ def summarise(replays: dict, strict: bool) -> dict:
             "slowest": [{"tool": c["tool"], "arguments": c["arguments"], "trial": g[0]["path"],
                          "base_latency_ms": c["base_latency_ms"], "head_latency_ms": c["head_latency_ms"]}
                         for c, g in timed[:SLOWEST]],
+            "slower": [{"tool": c["tool"], "arguments": c["arguments"], "trial": g[0]["path"],
+                        "base_latency_ms": c["base_latency_ms"], "head_latency_ms": c["head_latency_ms"]}
+                       for c, g in slower[:SLOWEST]],
             "differences": diffs,
         }
     return {"tools": tools, "failed": sorted(t for t, v in tools.items() if v["status"] == "fail"), "strict": strict,
-            "harness_version": __version__, "fails_on": list(fail_on)}
+            "harness_version": __version__, "fails_on": list(fail_on),
+            "slower_than_base": {"ratio": SLOWER_RATIO, "ms": SLOWER_MS}}
 
 
 def _args(a) -> str:
@@ -433,9 +474,14 @@ def _counts(v: dict) -> str:
     return ", ".join(f"{k} {n}" for k, n in v["counts"].items() if n) or "no calls"
 
 
+def _slower_than(result: dict) -> str:
+    t = result["slower_than_base"]
+    return f"a call that took over {t['ratio']:g} times as long as in BASE and over {t['ms']:g} ms more"
+
+
 def text_report(result: dict) -> str:
     lines = [f"replay: BASE's recorded tool calls sent to HEAD's servers (no model); fails on: "
-             f"{', '.join(result['fails_on'])} of calls that succeeded in BASE"]
+             f"{', '.join(result['fails_on'])} of calls that succeeded in BASE; slow: {_slower_than(result)}"]
     for tool, v in result["tools"].items():
         lines.append(f"{tool}: {v['status'].upper()}: {v['calls']} call(s) of {v['trials']} trial(s) "
                      f"({v['replayed']} distinct sequence(s) replayed): {_counts(v)}")
@@ -447,12 +493,27 @@ def text_report(result: dict) -> str:
                          + (f": {d['detail'][:200]}" if d["detail"] else ""))
             if d["diff"]:
                 lines += [f"    {x}" for x in d["diff"].splitlines()]
-        for s in v["slowest"]:
+        for s in v["slower"]:
             lines.append(f"  slow: {s['tool']} {_args(s['arguments'])}: {s['base_latency_ms']} ms in BASE, "
                          f"{s['head_latency_ms']} ms in HEAD")
     lines.append(f"result: {len(result['failed'])} tool(s) fail: {', '.join(result['failed'])}" if result["failed"]
                  else "result: no regression")
     return "\n".join(lines) + "\n"
+
+
+def _fence(text: str, least: int = 1) -> str:
+    """Backticks longer than any run of them in `text` (at least `least`)."""
+    return "`" * max(least, 1 + max((len(r) for r in re.findall(r"`+", text)), default=0))
+
+
+def code_span(text: str) -> str:
+    """`text` as a Markdown code span, shown as it is: no HTML escaping (a code span shows
+    `&quot;` literally), and a fence longer than any run of backticks in it, padded with a
+    space when it holds one (CommonMark strips the padding), so no backtick ends it early."""
+    text = text.replace("\n", " ")
+    fence = _fence(text)
+    pad = " " if "`" in text else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def markdown(result: dict) -> str:
@@ -472,10 +533,11 @@ def markdown(result: dict) -> str:
         if v["differences"]:
             body = []
             for d in v["differences"][:50]:
-                body.append(f"- **{d['class']}** `{html.escape(d['tool'])}` `{html.escape(_args(d['arguments']))}` "
+                body.append(f"- **{d['class']}** {code_span(d['tool'])} {code_span(_args(d['arguments']))} "
                             f"({html.escape(d['trials'][0])})" + (f": {html.escape(d['detail'][:200])}" if d["detail"] else ""))
                 if d["diff"]:
-                    body.append("\n```diff\n" + d["diff"].replace("```", "'''") + "\n```")
+                    fence = _fence(d["diff"], 3)
+                    body.append(f"\n{fence}diff\n{d['diff']}\n{fence}")
             details.append(f"<details><summary>{tool}: {len(v['differences'])} call(s) not identical</summary>\n\n"
                            + "\n".join(body) + "\n\n</details>\n")
     text += "\n" + "\n".join(details)
@@ -519,10 +581,12 @@ def junit(result: dict | None, reasons: list[str] | None = None) -> str:
 
 
 def replay(base_folder, config: str, tools: list[str] | None = None, strict: bool = False,
-           results: Path = Path("results"), jobs: int | None = None) -> dict:
-    """The whole replay of a BASE results folder against HEAD's config. Raises CannotReplay."""
+           results: Path = Path("results"), jobs: int | None = None, config_given: bool = True) -> dict:
+    """The whole replay of a BASE results folder against HEAD's config. Raises CannotReplay;
+    without `config_given` (no --config), its reasons name the config BASE was run with."""
     m = load_matrix(config)
-    picked = select(load_base_trials(base_folder), m, tools)
+    hint = None if config_given else base_config_hint(base_folder, m)
+    picked = select(load_base_trials(base_folder), m, tools, hint)
     prepared = {tool: prepare(m, tool, {t["cell"]["repo"] for t in trials}, results)
                 for tool, trials in picked.items()}
     # a server start mostly waits (imports, the sandbox): twice the cores keeps them busy

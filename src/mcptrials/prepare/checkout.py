@@ -10,6 +10,7 @@ or bundle holds its pinned commit: a typo then stops the run before the checkout
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -142,7 +143,8 @@ def check_commits(m) -> list[str]:
             problems.append(f"{m.path}: field {field}: {given!r} ({source}) is neither a git repository nor a "
                             "bundle; give a repository folder, a bundle (`git bundle create x.bundle --all`) or a URL")
         elif not held:
-            look = f"git -C {given} log --all --format=%H" if kind == "repository" else f"git bundle list-heads {given}"
+            here = shlex.quote(project_path(source))   # as the user can run it: from the working directory, or absolute
+            look = f"git -C {here} log --all --format=%H" if kind == "repository" else f"git bundle list-heads {here}"
             of = f", the mirror of {url}" if mirror is not None else ""
             problems.append(f"{m.path}: field repos.{repo}.commit: {commit} is not in {given} (a local {kind}{of}); "
                             f"give a commit it holds (`{look}`), or fix repos.{repo}.url")

@@ -16,6 +16,12 @@ request is refused (429, never forwarded) and `limit_hit` is set, so the host st
 likewise a step's `max_failures` failed calls in a row (the model's retries spent) set
 `gave_up`, for a CLI that would otherwise retry without end (opencode).
 
+When the upstream cannot be reached (no route, a refused connection, a name that does not
+resolve), the proxy answers the CLI 502, which the CLI reports as it sees it: a bad gateway at
+127.0.0.1 ("check your inference gateway"), the proxy's own address. So the proxy keeps why
+(`unreachable_in_step`) and its upstream (`upstream`), for the host to record what happened
+(hosts.cli.unreachable_detail): the model API could not be reached.
+
 The proxy is also the last line of the budget. A server shares its CLI's sandbox and can
 find the proxy's address there, so it could send model calls of its own, at the user's cost.
 So the proxy holds the whole trial to what its limits allow, whoever calls: at most
@@ -58,10 +64,13 @@ class KeyProxy:
         u = urlsplit(upstream or DEFAULT_UPSTREAM[auth])
         self.scheme, self.netloc = u.scheme, u.netloc
         self.base_path = u.path.rstrip("/")
+        self.upstream = f"{u.scheme}://{u.netloc}{self.base_path}"   # where requests go, as named to the user
         self.key, self.auth, self.set_fields = key, auth, dict(set_fields or {})
         self.token = "mcptrials-proxy-" + secrets.token_hex(8)
         self.requests = 0
         self.statuses: list[int] = []     # upstream status per forwarded request (502: unreachable)
+        self.unreachable: dict[int, str] = {}   # index in statuses -> why the upstream was not reached
+        self.step_first = 0               # index in statuses where the step's calls begin
         self.limit: int | None = None     # successful calls allowed before refusing (see begin_step)
         self.limit_hit = threading.Event()
         self.max_failures: int | None = None
@@ -96,7 +105,16 @@ class KeyProxy:
             self.limit, self.max_failures, self._ok_in_step, self._failed_in_row = limit, max_failures, 0, 0
             self.limit_hit.clear()
             self.gave_up.clear()
-            return len(self.statuses)
+            self.step_first = len(self.statuses)
+            return self.step_first
+
+    def unreachable_in_step(self) -> str | None:
+        """Why the step's last model call got no answer from the upstream (e.g.
+        "ConnectionRefusedError: [Errno 111] Connection refused"); None when the step made no
+        call, or its last call was answered (whatever its status: the API was reached)."""
+        with self._lock:
+            last = len(self.statuses) - 1
+            return self.unreachable.get(last) if last >= self.step_first else None
 
     def stopped(self) -> bool:
         """Whether the host should stop the CLI now: a limit of the step, or the trial's, was
@@ -132,8 +150,10 @@ class KeyProxy:
                 data[f] = self.reply_cap
         return json.dumps(data).encode()
 
-    def _record(self, status: int) -> None:
+    def _record(self, status: int, unreachable: str | None = None) -> None:
         with self._lock:
+            if unreachable is not None:
+                self.unreachable[len(self.statuses)] = unreachable
             self.statuses.append(status)
             if 200 <= status < 300:
                 self._ok_in_step, self._failed_in_row = self._ok_in_step + 1, 0
@@ -156,6 +176,15 @@ class KeyProxy:
             def log_message(self, *args) -> None:  # quiet: the transcript records the traffic
                 pass
 
+            def _answer(self, status: int, msg: bytes) -> None:
+                """The proxy's own answer (a JSON error), the connection closed after it."""
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(msg)))
+                self.send_header("connection", "close")
+                self.end_headers()
+                self.wfile.write(msg)
+
             def _forward(self) -> None:
                 proxy.requests += 1
                 length = int(self.headers.get("content-length") or 0)
@@ -164,12 +193,7 @@ class KeyProxy:
                     msg = (b'{"error": {"type": "mcptrials_trial_limit", "message": "mcptrials: the trial used every model '
                            b'call its limits allow"}}' if proxy.trial_limit_hit.is_set() else
                            b'{"error": {"type": "mcptrials_max_turns", "message": "mcptrials: the step used max_turns model calls"}}')
-                    self.send_response(429)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(msg)))
-                    self.send_header("connection", "close")
-                    self.end_headers()
-                    self.wfile.write(msg)
+                    self._answer(429, msg)
                     self.close_connection = True
                     return
                 body = proxy._rewrite(body)
@@ -197,9 +221,18 @@ class KeyProxy:
                         self.wfile.write(chunk)
                         self.wfile.flush()
                 except OSError as e:
-                    if self.command == "POST" and status is None:  # never answered: the API is unreachable
-                        proxy._record(502)
-                    if not self.wfile.closed:
+                    if status is None:  # never answered: the API is unreachable
+                        why = f"{type(e).__name__}: {e}"
+                        if self.command == "POST":
+                            proxy._record(502, unreachable=why)
+                        msg = json.dumps({"error": {"type": "mcptrials_upstream_unreachable", "message":
+                                                    f"mcptrials key proxy: the model API ({proxy.upstream}) could "
+                                                    f"not be reached: {why}"}}).encode()
+                        try:
+                            self._answer(502, msg)
+                        except OSError:
+                            pass
+                    elif not self.wfile.closed:
                         try:
                             self.send_error(502, f"mcptrials key proxy: upstream failed: {e}")
                         except OSError:

@@ -57,7 +57,7 @@ from mcptrials.run.providers.base import Usage
 from mcptrials.run.trial import CHARS_PER_TOKEN, NO_RESULT, TrialContext, split_feedback, step_prompt, \
     unanswered_call
 from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, installed_binary, npm_install, proxy_outcome, \
-    run_process, start_http, stdio_entry, trial_proxy
+    run_process, start_http, stdio_entry, trial_proxy, unreachable_detail
 from mcptrials.run.hosts.cli import binary_path as cli_binary, installed_version as cli_version
 
 PACKAGE = "@anthropic-ai/claude-code"
@@ -354,12 +354,14 @@ def step_answer(s: StepStream, outcome: str, relative) -> tuple[str, str]:
     return split_feedback(relative(text))
 
 
-def result_outcome(s: StepStream, rec, index: int) -> tuple[str, str | None]:
+def result_outcome(s: StepStream, rec, index: int, unreachable: str | None = None) -> tuple[str, str | None]:
     """The outcome of a step from its `result` event (s.result, not None): error_max_turns ->
     max_turns; error_max_budget_usd -> budget_exceeded; an API error after retries ->
-    api_failed; any other error subtype (error_during_execution, ...) -> harness_failed; a
-    -32000 tool result (the server's connection closed) -> server_crashed; a reply cut at
-    max_tokens -> budget_exceeded; else completed. Errors go into `rec`."""
+    api_failed (said as `unreachable` when the key proxy could not reach the API: Claude Code
+    would blame the proxy, its "inference gateway"); any other error subtype
+    (error_during_execution, ...) -> harness_failed; a -32000 tool result (the server's
+    connection closed) -> server_crashed; a reply cut at max_tokens -> budget_exceeded; else
+    completed. Errors go into `rec`."""
     r = s.result
     sub = r.get("subtype")
     if sub == "error_max_turns":
@@ -367,7 +369,7 @@ def result_outcome(s: StepStream, rec, index: int) -> tuple[str, str | None]:
     if sub == "error_max_budget_usd":
         return "budget_exceeded", "claude-code: error_max_budget_usd"
     if r.get("is_error") and (r.get("api_error_status") is not None or r.get("terminal_reason") == "api_error"):
-        msg = f"{r.get('api_error_status')}: {str(r.get('result'))[:300]}"
+        msg = unreachable or f"{r.get('api_error_status')}: {str(r.get('result'))[:300]}"
         rec.error("api_error", msg, step=index, status=r.get("api_error_status"), retries=s.api_retries)
         return "api_failed", msg
     if sub != "success" or r.get("is_error"):
@@ -495,6 +497,7 @@ class _Session:
             return bool(failed_servers)
 
         argv, env = self.cli_sandbox(mcp_file).wrap(argv, env, str(ctx.sandbox.workspace))
+        self.proxy.begin_step(None)   # no limit per step (Claude Code keeps max_turns): marks the step's calls
         t0 = time.monotonic()
         run = await run_process(argv, env, str(ctx.sandbox.workspace), lim.max_seconds, stop_on,
                                 stop_when=self.proxy.stopped)
@@ -525,4 +528,4 @@ class _Session:
             msg = f"claude-code exited {run.returncode} without a result event: {run.stderr[-2000:]}"
             rec.error("harness_error", msg, step=index)
             return "harness_failed", msg
-        return result_outcome(s, rec, index)
+        return result_outcome(s, rec, index, unreachable_detail(self.ctx, self.proxy))

@@ -143,6 +143,19 @@ def proxy_outcome(proxy) -> tuple[str, str] | None:
                                "server in its sandbox)")
 
 
+def unreachable_detail(ctx, proxy) -> str | None:
+    """What a step that failed on the model API records when the key proxy could not reach
+    the API at its last call (None when it could): the API's URL (the proxy's upstream, not
+    the proxy that the CLI names), why, and the fix. The outcome stays api_failed."""
+    why = proxy.unreachable_in_step()
+    if why is None:
+        return None
+    field = f"models.{ctx.model.name}.base_url"
+    fix = f"fix {field}" if ctx.model.base_url else f"set {field} to an API this machine can reach"
+    return (f"the model API ({proxy.upstream}) could not be reached: {why}; check this machine's route to it "
+            f"(network, DNS, firewall), or {fix}")
+
+
 # --- running -----------------------------------------------------------------------------
 
 

@@ -50,7 +50,7 @@ from mcptrials.run.providers.base import Usage
 from mcptrials.run.trial import CHARS_PER_TOKEN, NO_RESULT, TrialContext, split_feedback, step_prompt, \
     unanswered_call
 from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, installed_binary, npm_install, proxy_outcome, \
-    run_process, trial_proxy
+    run_process, trial_proxy, unreachable_detail
 from mcptrials.run.hosts.cli import server_entry as cli_server_entry
 from mcptrials.run.hosts.cli import binary_path as cli_binary, installed_version as cli_version
 
@@ -336,10 +336,12 @@ def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative
     return srec
 
 
-def step_outcome(s: StepStream, rec, index: int, statuses: list[int] | None = None) -> tuple[str, str | None]:
+def step_outcome(s: StepStream, rec, index: int, statuses: list[int] | None = None,
+                 unreachable: str | None = None) -> tuple[str, str | None]:
     """The outcome of a step that ran to its end: turn.failed -> budget_exceeded for a reply
     cut at max_output_tokens, else api_failed (Codex fails a turn on the model API's errors,
-    after its retries; `statuses`, the proxy's, give the HTTP status); a server connection
+    after its retries; `statuses`, the proxy's, give the HTTP status; said as `unreachable`
+    when the key proxy could not reach the API); a server connection
     that closed -> server_crashed; turn.completed -> completed; neither -> harness_failed."""
     if s.failed is not None:
         m = INCOMPLETE_RE.search(s.failed)
@@ -347,7 +349,7 @@ def step_outcome(s: StepStream, rec, index: int, statuses: list[int] | None = No
             return "budget_exceeded", f"codex: {s.failed}"
         bad = [x for x in statuses or [] if not 200 <= x < 300]
         status = bad[-1] if bad else None
-        msg = f"{status}: {s.failed[:300]}" if status else s.failed[:300]
+        msg = unreachable or (f"{status}: {s.failed[:300]}" if status else s.failed[:300])
         rec.error("api_error", msg, step=index, status=status, retries=max(0, len(bad) - 1))
         return "api_failed", msg
     if any(c["error_code"] == -32000 for c in s.calls):
@@ -481,4 +483,4 @@ class _Session:
             msg = f"codex exited {run.returncode} without a turn result: {run.stderr[-2000:]}"
             rec.error("harness_error", msg, step=index)
             return "harness_failed", msg
-        return step_outcome(s, rec, index, statuses)
+        return step_outcome(s, rec, index, statuses, unreachable_detail(self.ctx, self.proxy))

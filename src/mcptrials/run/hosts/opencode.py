@@ -48,7 +48,7 @@ from mcptrials.run.keyproxy import KeyProxy
 from mcptrials.run.providers.base import Usage
 from mcptrials.run.trial import CHARS_PER_TOKEN, TrialContext, split_feedback, step_prompt
 from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, installed_binary, npm_install, proxy_outcome, \
-    run_process, trial_proxy
+    run_process, trial_proxy, unreachable_detail
 from mcptrials.run.hosts.cli import server_entry as cli_server_entry
 from mcptrials.run.hosts.cli import binary_path as cli_binary, installed_version as cli_version
 
@@ -274,8 +274,9 @@ def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative
 
 
 def step_outcome(s: StepStream, rec, index: int, statuses: list[int] | None = None,
-                 gave_up: bool = False) -> tuple[str, str | None]:
-    """An `error` event, or the proxy giving up on failed calls -> api_failed; a server
+                 gave_up: bool = False, unreachable: str | None = None) -> tuple[str, str | None]:
+    """An `error` event, or the proxy giving up on failed calls -> api_failed (said as
+    `unreachable` when the key proxy could not reach the API); a server
     connection that closed -> server_crashed; the last call cut at its output cap
     (reason `length`) -> budget_exceeded; a last call that ended its turn -> completed;
     anything else (no model call finished) -> harness_failed."""
@@ -287,7 +288,7 @@ def step_outcome(s: StepStream, rec, index: int, statuses: list[int] | None = No
         text = text or (json.dumps(err)[:300] if err else f"the model API failed {len(bad)} times in a row")
         status = (data or {}).get("statusCode") if isinstance(data, dict) else None
         status = status or (bad[-1] if bad else None)
-        msg = f"{status}: {text}" if status else text
+        msg = unreachable or (f"{status}: {text}" if status else text)
         rec.error("api_error", msg, step=index, status=status, retries=max(0, len(bad) - 1))
         return "api_failed", msg
     if any(c["error_code"] == -32000 for c in s.calls):
@@ -425,4 +426,5 @@ class _Session:
             msg = f"opencode exited {run.returncode} without a finished model call: {run.stderr[-2000:]}"
             rec.error("harness_error", msg, step=index)
             return "harness_failed", msg
-        return step_outcome(s, rec, index, statuses, self.proxy.gave_up.is_set())
+        return step_outcome(s, rec, index, statuses, self.proxy.gave_up.is_set(),
+                            unreachable_detail(self.ctx, self.proxy))
