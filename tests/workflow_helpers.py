@@ -4,6 +4,7 @@ separate process (shared by tests/run/test_concurrency.py and tests/run/test_int
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -30,7 +31,10 @@ def snakemake_cmd(wd: Path, *args) -> list[str]:
 
 
 def workflow_env(wd: Path) -> dict:
-    return {"PATH": PATH, "HOME": str(wd), "ANTHROPIC_API_KEY": KEY, **TOOLS_ENV}
+    # PYTHONPATH passed on: the workflow's jobs then run the library these tests import (a git
+    # worktree's src/, not the checkout the venv's editable install names)
+    keep = {k: os.environ[k] for k in ("PYTHONPATH",) if os.environ.get(k)}
+    return {"PATH": PATH, "HOME": str(wd), "ANTHROPIC_API_KEY": KEY, **TOOLS_ENV, **keep}
 
 
 def run_snakemake(wd: Path, *args, check=True, timeout=600, env=None,

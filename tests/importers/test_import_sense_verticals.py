@@ -199,6 +199,76 @@ def test_the_workflow_grades_every_host_with_recall_per_group(tmp_path, resolved
     assert "Gold recall: the must-find rows, overall and per group" in report and "cited: dependents" in report
 
 
+
+@pytest.mark.slow
+def test_with_no_repository_reachable_the_recorded_trials_are_graded_and_the_board_reproduced(tmp_path):
+    """Issue 32 item 6: the vertical's repository pinned to a full commit at a URL that cannot be
+    cloned. The checkout fails (and the run says so, after its report), but the recorded trials
+    are converted and graded for everything that needs no repository (cited recall against the
+    gold rows, the recorded judge, usage, patterns); only their citation checks are missing,
+    named as such in scored.json, trials.csv and the report; the board is the one a checkout gives."""
+    from workflow_helpers import copy_workflow, stages_failed_only, workflow_env
+    import subprocess
+    import sys
+
+    commit = make_repo(tmp_path / "repo")
+    nowhere = f"file://{tmp_path}/nowhere/tiny.git"   # a URL (not a local path): the checkout job's to try
+    bench = write_vertical(tmp_path / "src", commit, nowhere)
+    out = tmp_path / "out"
+    assert main(["import", "sense-bench", str(bench), "--vertical", "mini", "--out", str(out)]) == 0
+    assert yaml.safe_load((out / "config.yaml").read_text())["repos"] == {"tiny": {"url": nowhere, "commit": commit}}
+    wd = tmp_path / "run"
+    wd.mkdir()
+    copy_workflow(wd)
+    cmd = [sys.executable, "-m", "snakemake", "--configfile", str(out / "config.yaml"), "-j2", "--scheduler", "greedy"]
+    r = subprocess.run(cmd, cwd=wd, capture_output=True, text=True, env=workflow_env(wd))
+    # the failed checkout fails the run, after the report, in the status job only
+    assert r.returncode != 0 and stages_failed_only(wd, r), r.stderr[-4000:]
+    assert "mcptrials: checkout tiny failed:" in r.stdout + r.stderr
+    assert json.loads((wd / "results/checkouts/tiny/checkout.json").read_text())["failed"] is True
+    rows = list(csv.DictReader((wd / "results/aggregate/trials.csv").open()))
+    assert len(rows) == 8
+    done = [x for x in rows if x["missing"] == "False"]
+    assert len(done) == 6, [(x["model"], x["tool"], x["trial"], x["missing_reason"]) for x in rows]
+    assert {x["missing_reason"] for x in rows if x["missing"] == "True"} == {"not_run: no recording"}
+    for x in done:
+        assert x["outcome"] == "completed"
+        assert (x["cited_recall"], x["cited_recall_dependents"], x["cited_recall_contract"], x["mention_recall"]) \
+            == ("0.6667", "0.5", "1.0", "1.0"), x
+        assert x["keyword_coverage"] == "0.5" and x["tokens_output"] != "" and x["tool_calls"] != ""
+        assert x["citations_not_checked"].startswith("checkout failed: repos.tiny.url: cannot clone"), x
+        assert x["citation_grounding"] == x["citations"] == x["verified_rate"] == "", x   # missing, never zero
+        if (x["model_name"], x["tool"]) != ("gpt-z", "baseline"):
+            assert float(x["quality"]) > 0 and x["not_judged"] == ""      # the recorded judge
+        assert x["fairness_without"].startswith("citation (not checked)") and float(x["fairness"]) > 0
+    scored = json.loads((wd / "results/runs/claude-x-1/claude-code/sense/tiny/tiny/1/scored.json").read_text())
+    assert scored["citations_not_checked"].startswith("checkout failed:")
+    assert scored["not_graded"] == {"citations": ["grounding", "verification (lenient)", "verification (strict)"]}
+    assert scored["citations"]["rates"]["grounded_rate"] is None and scored["gold_recall"]["cited_recall"] == 0.6667
+    meta = json.loads((wd / "results/runs/claude-x-1/claude-code/sense/tiny/tiny/1/run_meta.json").read_text())
+    assert meta["converted_without"]["checkout"].startswith("checkout failed:") and meta["commit"] == commit
+    summary = json.loads((wd / "results/aggregate/summary.json").read_text())
+    assert all(t["verdict"] != "did not start" for t in summary["tools"]), summary["tools"]
+    assert summary["citation_composition"] == []   # no trial's citations checked: no composition, never zeros
+    report = (wd / "results/report/report.md").read_text()
+    assert "0 trial(s) could not run because of them" in report
+    assert "6 recorded trial(s) were graded without a checkout: their citation checks" in report
+    assert "| sense | 0.746 | 0.500 | – (n=0); not checked in 2 of 2 trial(s): no checkout |" in report
+    # the board: as with a checkout (the fixture's gpt-z cell differs by the bench's matching, said)
+    r = subprocess.run([sys.executable, "-m", "mcptrials.cli", "compare-sense-bench", "--vertical", "mini", "--config",
+                        str(out / "config.yaml"), "--bench", str(bench)],
+                       cwd=wd, capture_output=True, text=True, env=workflow_env(wd))
+    assert r.returncode == 0, r.stderr
+    means = {x["model"]: x for x in csv.DictReader((wd / "results/sense-board/means.csv").open())}
+    assert set(means) == {"claude-x-1", "gpt-z"} and means["claude-x-1"]["repos_ours"] == "1"
+    for k in ("delta", "deps_delta"):
+        assert abs(float(means["claude-x-1"][f"difference_{k}"])) <= 0.05
+    assert float(means["gpt-z"]["difference_delta"]) == pytest.approx(-0.3333)
+    why = {(c["model"], c["repo"]): c["reason"] for c in csv.DictReader((wd / "results/sense-board/board.csv").open())}
+    assert why[("claude-x-1", "tiny")] == "" and why[("gpt-z", "tiny")].endswith("by our rule: the bench's "
+                                                                                 "path-compaction oracle or a form): cfg")
+
+
 def test_the_recorded_judge_reads_the_benchs_judgement(tmp_path):
     from mcptrials.matrix.schema import validate_against
     from mcptrials.judge.recorded import judge_recorded

@@ -477,3 +477,55 @@ def test_the_report_names_a_recorded_arm_by_its_source_and_recordings(tmp_path):
     assert "tools/list from the recording's init event and unknown: mcp__sense__x" in line
     only_unknown = {"transport": "recorded", **recorded_identity(ARM, recs[1:], "sense")}
     assert "tools/list unknown" in recorded_tool_line("sense", only_unknown)
+
+
+# --- a repository that cannot be checked out (issue 32 item 6) ----------------------------------
+
+
+def test_a_recorded_trial_needs_no_checkout_a_live_one_does(tmp_path):
+    """A checkout that failed (a repository out of reach) leaves a recorded trial's recording
+    to convert and grade: its run_meta names the failed stage, and scoring leaves only its
+    citations not checked (missing, with the reason), everything else graded. A live trial
+    on the same failed checkout is still not run: it needs a workspace."""
+    from mcptrials.core.failures import failed_record
+    from mcptrials.grade.scoring import score_job
+    from mcptrials.run.runner import run_trial_job
+
+    models = {"rec": {"provider": "recorded", "format": "claude-code-stream-json", "path": PATTERN},
+              "reference": {"provider": "reference"}}
+    m, _ = project(tmp_path, models=models)
+    commit = m.repos["tiny"]["commit"]
+    co_json = tmp_path / "results/checkouts/tiny/checkout.json"
+    error = "repos.tiny.url: cannot clone 'file:///nowhere/tiny.git': fatal: repository does not exist"
+    write_json(co_json, failed_record("checkout", error, 1, repo="tiny", url="file:///nowhere/tiny.git", commit=commit))
+    snap = tmp_path / "results/snapshots/git/tiny/tools.json"
+    write_json(snap, {"tool": "git", "repo": "tiny", "unavailable": f"checkout failed: {error}",
+                      "error": f"checkout failed: {error}", "tools": []})
+    place(tmp_path, "recorded/git/tiny/one/1.jsonl", events=one_session())
+    out = tmp_path / "results/runs/rec/loop/git/tiny/one/1/transcript.json"
+    t, state = run_trial_job(m, "rec", "loop", "git", "one", 1, co_json, snap, None, out)
+    assert t["outcome"] == "completed" and state is None
+    assert t["steps"][0]["answer_text"] == ONE_ANSWER and [c["tool"] for c in t["tool_calls"]] == \
+        ["git_log", "search_code", "read_file"]
+    assert t["usage"]["output_tokens"] == 6011
+    meta = json.loads((out.parent / "run_meta.json").read_text())
+    assert meta["commit"] == commit and meta["repo_url"] == "file:///nowhere/tiny.git"
+    assert meta["converted_without"] == {"checkout": f"checkout failed: {error}",
+                                         "snapshot": f"checkout failed: {error}"}
+    # the tools/list: the snapshot's is unavailable, so the recording's own, said
+    assert meta["recorded_tools"]["from"] == "unknown" and meta["tools_sha256"] is None
+    validate_against("transcript.schema.yaml", t, "transcript")
+    # graded without a checkout: citations not checked (null, never zero), the rest as usual
+    scored = score_job(out, m.scenarios["one"].path, co_json.parent / "tree", commit, str(m.path),
+                       out.parent / "scored.json")
+    validate_against("scored.schema.yaml", scored, "scored")
+    assert scored["citations_not_checked"] == f"checkout failed: {error}"
+    assert scored["citations"]["counts"]["total"] == 0 and scored["citations"]["rates"]["grounded_rate"] is None
+    assert scored["not_graded"] == {"citations": ["grounding", "verification (lenient)", "verification (strict)"]}
+    assert scored["keywords"]["coverage"] is not None and scored["efficiency"]["tool_calls"] == 3
+    assert scored["passed"] is True, scored["failures"]
+    # a live trial on the same failed checkout: not run, missing with the reason
+    out2 = tmp_path / "results/runs/reference/loop/git/tiny/one/1/transcript.json"
+    t2, state2 = run_trial_job(m, "reference", "loop", "git", "one", 1, co_json, snap, None, out2)
+    assert t2["outcome"] == "not_run" and t2["outcome_detail"] == f"checkout failed: {error}"
+    assert state2["missing"]

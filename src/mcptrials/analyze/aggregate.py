@@ -88,10 +88,14 @@ def aggregate(m: Matrix, runs) -> dict:
     from mcptrials.core.failures import failed_stages
 
     failed = failed_stages(Path(runs).parent)   # checkouts, installs, server starts that failed
-    dead = did_not_start(failed, {(t, s.repo) for t in m.tools for s in m.run_scenarios() if t != BASELINE},
+    # a recorded arm has no server; a recorded model's trials start none of ours: a stage that
+    # failed before them leaves them converted all the same (mcptrials.run.runner), verdict kept
+    dead = did_not_start(failed, {(t, s.repo) for t in m.tools for s in m.run_scenarios()
+                                  if t != BASELINE and not m.specs.tools[t].recorded},
                          {t: m.server_of(t) for t in m.tools})
+    recorded = {label for label, name in zip(trials["model"], trials["model_name"]) if m.specs.models[name].recorded}
     for r in tools:
-        if r["tool"] in dead:   # no verdict for a server that never ran
+        if r["tool"] in dead and r["model"] not in recorded:   # no verdict for a server that never ran
             r.update(verdict="did not start", rank=None)
     labels = list(dict.fromkeys(trials["model"]))  # model, or model@host with several hosts
     return {

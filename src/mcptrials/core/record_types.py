@@ -125,6 +125,7 @@ class ScoredRecord(TypedDict):
     outcome_detail: NotRequired[str | None]
     repo_commit: str
     citations_not_checked: NotRequired[str | None]
+    not_graded: NotRequired[dict[str, list[str]]]   # only when a check could not be made (no checkout)
     grading_sha256: str
     scenario_sha256: NotRequired[str]
     citation_extensions: NotRequired[list[str] | None]

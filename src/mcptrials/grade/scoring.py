@@ -24,6 +24,9 @@ from mcptrials.grade.usage import adoption, efficiency
 from mcptrials.core.record_types import ScoredRecord, TranscriptRecord
 
 SCHEMA = "mcptrials/scored/1"
+# what reads files at the commit: without a checkout these are missing (never zero, never a
+# pass); everything else (keywords, gold recall, exact answers, usage, adoption) is text only
+CITATION_CHECKS = ("grounding", "verification (lenient)", "verification (strict)")
 
 
 def _step(i: int, spec: dict, tstep: dict | None, tree, extensions, source: str) -> dict:
@@ -65,8 +68,9 @@ def score_trial(transcript: TranscriptRecord, scenario: dict, repo_dir: str, com
 
     pricing: the config's `pricing` table, or None to keep the transcript's own cost.
     extensions: the config's `citation_extensions`, or None for the defaults.
-    not_checked: why the repository has no checkout (the repo's `unresolved`): citations are
-    then not checked; everything else is graded as usual.
+    not_checked: why the repository has no checkout (the repo's `unresolved`, or its checkout
+    failed): citations are then not checked, `not_graded` names those checks (CITATION_CHECKS);
+    everything else is graded as usual.
     source: the scenario file, named by an error in its grading part (a date or tolerance the
     exact answer cannot use).
     """
@@ -105,6 +109,8 @@ def score_trial(transcript: TranscriptRecord, scenario: dict, repo_dir: str, com
         "answer_mapping": mapping,
         "efficiency": efficiency(transcript, pricing),
         "adoption": adoption(transcript, scenario),
+        # only when a check could not be made (a trial graded in full has no such key)
+        **({"not_graded": {"citations": list(CITATION_CHECKS)}} if not_checked is not None else {}),
     }
 
 

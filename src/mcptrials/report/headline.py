@@ -24,6 +24,14 @@ def add_failed_stages(doc: Doc, s: dict) -> None:
     doc.p(f"{len(failed)} stage(s) failed; {len(lost)} trial(s) could not run because of them and are missing "
           "(neither a pass nor a fail nor a 0, left out of every figure below). The run exits non-zero after "
           "this report; fix each and run snakemake again: only the trials they held back run.", "warning")
+    # recorded trials need no checkout (mcptrials.run.runner): graded, only their citation checks missing
+    unchecked = [r for r in s["trials"] if not r.get("missing")
+                 and str(r.get("citations_not_checked") or "").startswith("checkout failed")]
+    if unchecked:
+        doc.p(f"{len(unchecked)} recorded trial(s) were graded without a checkout: their citation checks (grounding, "
+              "lenient and strict verification), which read files at the commit, are missing (not checked: neither "
+              "a 0 nor a pass, left out of the citation figures, and fairness is weighed without them); their "
+              "recordings, gold recall, judge, usage and patterns are graded as usual.", "warning")
     t = Table(["stage", "of", "error", "fix", "log"], caption="failed stages (results/status.json)")
     for f in failed:
         t.add(f["stage"], f["name"], f["error"], f["fix"], f["log"])
@@ -69,7 +77,7 @@ def add_headline(doc: Doc, s: dict) -> None:
                      caption=f"model {model}: the components of fairness (means over trials); citations verified "
                              "= verified / (verified + mismatch), beside grounding, not part of fairness")
         for r in rows:
-            comp.add(r["tool"], f3(r["quality"]), f3(r["keyword_coverage"]), with_n(r["citation_grounding"], r.get("citations")),
+            comp.add(r["tool"], f3(r["quality"]), f3(r["keyword_coverage"]), grounding_cell(s, r),
                      f3(r.get("verified_rate")),
                      f3(r["efficiency"]) + (f" ({r['efficiency_basis']})" if r.get("efficiency_basis") not in
                                             (None, "cost and time") else ""),
@@ -78,6 +86,15 @@ def add_headline(doc: Doc, s: dict) -> None:
     for pw in s["power"]:
         doc.p(f"Power ({pw['model']}): {pw['text']}.")
     doc.folded("How these figures are computed", method)
+
+
+def grounding_cell(s: dict, r: dict) -> str:
+    """A tool row's citation grounding beside its n, and how many of its trials that count had
+    their citations not checked (no checkout of the commit): missing, never a 0."""
+    unchecked = sum(1 for t in s["trials"] if (t["model"], t["tool"]) == (r["model"], r["tool"])
+                    and not t.get("missing") and t.get("citations_not_checked"))
+    cell = with_n(r["citation_grounding"], r.get("citations"))
+    return cell + (f"; not checked in {unchecked} of {r['n_trials']} trial(s): no checkout" if unchecked else "")
 
 
 def add_gold_recall(doc: Doc, s: dict) -> None:

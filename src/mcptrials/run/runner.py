@@ -71,8 +71,10 @@ def run_trial_job(m: Matrix, model: str, host: str, tool: str, scenario: str, tr
     and run_meta.json beside it; return (transcript, attempt state: None unless its outcome is
     missing). A trial whose checkout or install failed, or that the budget stops, is not run:
     when it finished in an earlier run, its records are kept byte for byte (never replaced by a
-    placeholder) and retried by the next invocation; else it is `not_run`. `inputs`
-    (mcptrials.dag.rerun.trial_inputs) go into run_meta.json: what the trial was made with."""
+    placeholder) and retried by the next invocation; else it is `not_run`. A recorded model's
+    trial is converted all the same (it needs no workspace and no server), the failed stage
+    named in its run_meta (`converted_without`). `inputs` (mcptrials.dag.rerun.trial_inputs)
+    go into run_meta.json: what the trial was made with."""
     from mcptrials.core.failures import failure
     from mcptrials.core.outcomes import is_missing, keep_finished, record_attempt, restore_finished
     from mcptrials.core.records import read_json, write_json
@@ -90,6 +92,15 @@ def run_trial_job(m: Matrix, model: str, host: str, tool: str, scenario: str, tr
     snapshot = read_json(snapshot_json) if snapshot_json else None
     # a checkout or install that failed: missing data, reserved and spent nothing (mcptrials.core.failures)
     unavailable = failure(checkout) or (snapshot or {}).get("unavailable")
+    converted_without = None
+    if unavailable and m.specs.models[model].recorded:
+        # a recorded trial needs neither: its recording is converted (no workspace, no server);
+        # run_meta names what it lacked, and scoring leaves its citations not checked
+        converted_without = {k: v for k, v in (("checkout", failure(checkout)),
+                                               ("snapshot", (snapshot or {}).get("unavailable"))) if v}
+        if (snapshot or {}).get("unavailable"):
+            snapshot = None   # no tools/list of ours: the recording's own, or unknown (mcptrials.run.recorded)
+        unavailable = None
     ledger, reservation, stopped = (None, None, None) if unavailable else \
         gate(m.config, m.specs.models[model].provider, out, trial_key(cell), bound)
     if unavailable or stopped:
@@ -102,6 +113,8 @@ def run_trial_job(m: Matrix, model: str, host: str, tool: str, scenario: str, tr
     else:
         transcript, meta = run_trial(m, model, tool, scenario, trial, checkout, snapshot, index_dir, out.parent,
                                      host=host)
+        if converted_without:
+            meta["converted_without"] = converted_without
         if ledger is not None:
             if judge_part:   # the judge's room, kept before the trial's reservation is settled
                 ledger.append({"kind": "reserve", "id": f"{reservation}-judge", "trial": judge_key(cell),
