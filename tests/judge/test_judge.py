@@ -548,3 +548,47 @@ def test_judge_command_openai_against_a_separate_server(tmp_path, scenario, monk
     assert [r["status"] for r in logged] == [200, 200]
     assert all(r["body"]["response_format"]["type"] == "json_schema" for r in logged)
     assert OPENAI_SECRET not in out.read_text() + (tmp_path / "requests.jsonl").read_text()
+
+
+# --- a paid judgement is not bought twice ---------------------------------------------
+
+
+def test_a_kept_transcript_is_not_judged_again_by_a_model_judge(tmp_path, monkeypatch):
+    """judge_job keeps a model judge's judgement under the trial's finished/ folder; a later job
+    on the same transcript bytes, judge and rubric (a trial kept by restore_finished, judged.json
+    deleted by Snakemake before the job) links it back without a call. Another transcript, or
+    another rubric, is judged anew."""
+    from matrix_helpers import write_matrix
+    from mcptrials.judge.judging import judge_job
+    from mcptrials.matrix.config import load_matrix
+
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    monkeypatch.chdir(tmp_path)
+    with FakeMessagesAPI([reply(text(_judge_json(0.8, 0.6)), usage=USAGE)] * 3) as api:
+        write_matrix(tmp_path, extra={"judge": _cfg(api), "pricing": {"claude-test": {"input": 3, "output": 15}}})
+        m = load_matrix(str(tmp_path / "config.yaml"))
+        sc_path = tmp_path / "sc.yaml"
+        sc_path.write_text(yaml.safe_dump(SCENARIO))
+        trial = tmp_path / "results/runs/reference/loop/baseline/tiny/sc/1"
+        trial.mkdir(parents=True)
+        (trial / "transcript.json").write_text(json.dumps(transcript({"find": FIND_ANSWER, "explain": ""})))
+        out = trial / "judged.json"
+
+        first = judge_job(m, trial / "transcript.json", sc_path, out)
+        assert len(api.message_requests()) == 1 and (trial / "finished/judged.json").is_file()
+        out.unlink()                                     # as Snakemake does before the job
+        again = judge_job(m, trial / "transcript.json", sc_path, out)
+        assert len(api.message_requests()) == 1          # no second purchase
+        assert again == first and out.read_bytes() == (trial / "finished/judged.json").read_bytes()
+
+        (trial / "transcript.json").write_text(json.dumps(transcript({"find": FIND_ANSWER + " More.", "explain": ""})))
+        out.unlink()
+        judge_job(m, trial / "transcript.json", sc_path, out)
+        assert len(api.message_requests()) == 2          # other bytes: judged anew
+
+        changed = yaml.safe_load(yaml.safe_dump(SCENARIO))
+        changed["rubric"]["criteria"][0]["question"] += " Exactly?"
+        sc_path.write_text(yaml.safe_dump(changed))
+        out.unlink()
+        judge_job(m, trial / "transcript.json", sc_path, out)
+        assert len(api.message_requests()) == 3          # another rubric: judged anew

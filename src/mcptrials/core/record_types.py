@@ -179,4 +179,5 @@ class JudgedRecord(TypedDict):
     quality_mean: float | None
     not_judged: NotRequired[str]
     recorded: NotRequired[dict[str, Any]]
+    transcript_sha256: NotRequired[str]
     usage: JudgedUsage

@@ -21,6 +21,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import os
+import sys
 from pathlib import Path
 
 from mcptrials.matrix.errors import ConfigError
@@ -246,6 +248,10 @@ def judge_job(m, transcript_path, scenario_path, out: Path, prompt_path=PROMPT_F
         transcript = read_json(transcript_path)
     except (OSError, json.JSONDecodeError) as e:
         raise ConfigError(f"{transcript_path}: cannot read the transcript ({e}); re-run its trial") from None
+    transcript_sha = file_sha256(transcript_path)
+    if (earlier := earlier_judgement(m, Path(out), transcript_sha, scenario, prompt_path)) is not None:
+        print(f"kept the judgement of the same transcript under the same judge and rubric ({out})", file=sys.stderr)
+        return earlier
     ledger, reservation = judge_budget(m, transcript, scenario.id, out)
     if m.specs.judge.provider == "recorded":   # judgements made elsewhere (mcptrials.judge.recorded)
         from mcptrials.judge.recorded import judge_recorded
@@ -260,5 +266,48 @@ def judge_job(m, transcript_path, scenario_path, out: Path, prompt_path=PROMPT_F
 
         ledger.append({"trial": judge_key(transcript["cell"]), "cell": transcript["cell"], "settles": reservation,
                        "cost_usd": judge_cost(m.config["pricing"], record), "priced_as": record["judge"].get("model")})
+    record["transcript_sha256"] = transcript_sha
     write_json(out, record)
+    if m.specs.judge.provider in MODEL_JUDGES:
+        keep_judgement(Path(out))
     return record
+
+
+# A model judge's judgement is paid for: a trial whose transcript was kept byte for byte
+# (mcptrials.core.outcomes.restore_finished), or rerun only because a stage before it was
+# retried, is not judged again while the transcript, the judge and the rubric are the same.
+# Snakemake deletes judged.json before the job runs, so each one is also hard-linked under
+# the trial's finished/ folder.
+MODEL_JUDGES = ("anthropic", "openai")
+
+
+def keep_judgement(out: Path) -> None:
+    from mcptrials.core.outcomes import FINISHED_DIR
+
+    keep = out.parent / FINISHED_DIR / out.name
+    keep.parent.mkdir(parents=True, exist_ok=True)
+    keep.unlink(missing_ok=True)
+    os.link(out, keep)
+
+
+def earlier_judgement(m, out: Path, transcript_sha: str, scenario: Scenario, prompt_path=PROMPT_FILE) -> dict | None:
+    """The judgement kept under finished/ when it judged these very transcript bytes with the
+    same model judge (settings hash: provider, model, repeats, prompt) and the same rubric,
+    linked back as `out`; else None (judge anew)."""
+    from mcptrials.core.outcomes import FINISHED_DIR
+
+    if m.specs.judge.provider not in MODEL_JUDGES:
+        return None
+    keep = out.parent / FINISHED_DIR / out.name
+    try:
+        rec = json.loads(keep.read_text())
+    except (OSError, ValueError):
+        return None
+    same = (rec.get("transcript_sha256") == transcript_sha
+            and rec.get("judge", {}).get("settings_hash") == judge_settings_hash(m.specs.judge, prompt_path)
+            and rec.get("scenario", {}).get("rubric_hash") == canonical_hash(scenario.rubric_part()))
+    if not same:
+        return None
+    out.unlink(missing_ok=True)
+    os.link(keep, out)
+    return rec
