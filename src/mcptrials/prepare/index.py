@@ -30,7 +30,7 @@ def build_index(tool: str, spec: dict, tree: str, out: Path, forbidden: set[str]
                   "tmp": str(tmp)}
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin"} | server_environment(spec, values, forbidden)
         cmd = [resolve_command(tool, idx["command"])] + [substitute(a, values) for a in idx["args"]]
-        sb = tool_sandbox(tool_spec, extra_rw=[work, home, tmp, out]) if tool_spec else None
+        sb = tool_sandbox(tool_spec, extra_rw=[work, home, tmp, out], commands=[cmd[0]]) if tool_spec else None
         argv, env = sb.wrap(cmd, env, str(work)) if sb else (cmd, env)
         p = subprocess.run(argv, cwd=work, env=env, stdout=log, stderr=log)
         if p.returncode != 0:
