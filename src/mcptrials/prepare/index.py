@@ -15,7 +15,7 @@ from mcptrials.core.records import read_json, write_json
 def build_index(tool: str, spec: dict, tree: str, out: Path, forbidden: set[str], log, tool_spec=None) -> dict:
     """Run the index command in a copy of the checkout, sandboxed like the tool's server
     (`tool_spec`: its ToolSpec; the copy, home, tmp and the output folder read-write)."""
-    from mcptrials.prepare.servers import resolve_command, server_environment, substitute, tool_sandbox
+    from mcptrials.prepare.servers import project_files, resolve_command, server_environment, substitute, tool_sandbox
 
     idx = spec["index"]
     if out.exists():  # a rerun starts from an empty index folder
@@ -35,7 +35,9 @@ def build_index(tool: str, spec: dict, tree: str, out: Path, forbidden: set[str]
         p = subprocess.run(argv, cwd=work, env=env, stdout=log, stderr=log)
         if p.returncode != 0:
             raise RuntimeError(f"tools.{tool}.index: {' '.join(cmd)} exited {p.returncode}; see the log")
-    rec = {"tool": tool, "command": cmd, "sandbox": sb.record() if sb else None}
+    rec = {"tool": tool, "command": cmd, "sandbox": sb.record() if sb else None,
+           # what of the project it was built from: replay refuses an index made from other contents
+           "project_files": project_files(tool_spec) if tool_spec else None}
     write_json(out / "index.json", rec)
     return rec
 

@@ -24,6 +24,16 @@ def tools_dir() -> Path:
     return Path(os.environ.get("MCPTRIALS_TOOLS_DIR") or ".tools").absolute()
 
 
+def project_files(tool: ToolSpec) -> dict[str, str]:
+    """Project path -> sha256 of each file of the project the tool's entry names (its server
+    kept in the project: mcptrials.matrix.projectfiles.content_hashes; {} for an installed or
+    system server). Recorded beside its spec hash (tools.json, index.json, run_meta.json,
+    summary.json), so results made with other contents are known stale (mcptrials.gate)."""
+    from mcptrials.matrix.projectfiles import content_hashes, project_dir
+
+    return content_hashes(tool.config, project_dir(), tools_dir())
+
+
 def tool_env_dir(tool: str) -> Path:
     return tools_dir() / tool
 
