@@ -154,6 +154,15 @@ def test_command_problem_sees_what_the_sandbox_mounts(tmp_path):
     assert str(venv) in needs and not any(n.startswith(str(venv) + "/") for n in needs)  # the folder, once
     assert command_problem(python, ProcessSandbox().ro(*needs)) is None
     assert command_needs("/usr/bin/env") == []           # the system: mounted anyway
+    # a link on PATH to a venv's script (as pipx makes them): the link, the venv and its Python
+    script = venv / "bin" / "mine-serve"
+    script.write_text(f"#!{venv}/bin/python3\nprint('a server')\n")
+    script.chmod(0o755)
+    (tmp_path / "local-bin").mkdir()
+    (tmp_path / "local-bin" / "mine-serve").symlink_to(script)
+    needs = command_needs(str(tmp_path / "local-bin" / "mine-serve"))
+    assert needs[:2] == [str(tmp_path / "local-bin" / "mine-serve"), str(venv)]
+    assert command_problem(str(tmp_path / "local-bin" / "mine-serve"), ProcessSandbox().ro(*needs)) is None
 
 
 def test_a_failed_snapshot_names_the_file_with_the_servers_stderr(tmp_path, monkeypatch):

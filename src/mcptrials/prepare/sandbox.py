@@ -170,7 +170,7 @@ def command_needs(path: str, _depth: int = 0) -> list[str]:
     p = os.path.normpath(os.path.abspath(path))
     real = os.path.realpath(p)
     needs = [p, real]
-    if venv := venv_of(p):
+    for venv in sorted({venv_of(p), venv_of(real)} - {None}):   # a link into a venv (pipx's ~/.local/bin) too
         needs += [venv, venv_base(venv)]
     needs.append(python_installation(real))
     interp = shebang(real)
