@@ -178,3 +178,30 @@ def test_a_failed_snapshot_names_the_file_with_the_servers_stderr(tmp_path, monk
     assert "crashing at start" in (wd / f["log"]).read_text()          # the file that holds the cause
     assert "the server's stderr ends:" in f["error"] and "crashing at start" in f["error"]
     assert f["log"] in f["fix"] and f["log"] in status_text([f])
+
+
+@pytest.mark.slow
+def test_the_documented_entry_runs_in_the_workflow_and_an_edit_is_not_passed_off(tmp_path, monkeypatch, capsys):
+    """The issue's path end to end: the entry as documented runs in the real workflow (its
+    `python3` is the harness venv's, first on the workflow's PATH as an activated venv puts it);
+    then `main.py` is broken and nothing rerun: `compare GOOD results --tool mine` refuses."""
+    import json
+
+    from workflow_helpers import copy_workflow, run_snakemake
+
+    wd = tmp_path / "p"
+    (wd / "server").mkdir(parents=True)
+    shutil.copy(FAULTY_SERVER, wd / "server" / "main.py")
+    write_matrix(wd, tools={"baseline": {"transport": "none"}, "mine": DOCUMENTED}, trials=2)
+    copy_workflow(wd)
+    run_snakemake(wd, "-j2")
+    snap = json.loads((wd / "results/snapshots/mine/tiny/tools.json").read_text())
+    assert not snap.get("error"), (snap.get("error"), snap.get("stderr_tail"))
+    assert [t["name"] for t in snap["tools"]] == ["echo", "big", "fail"]
+    good = shutil.copytree(wd / "results", tmp_path / "GOOD")
+    with open(wd / "server" / "main.py", "a") as f:
+        f.write("raise SystemExit('broken')\n")
+    monkeypatch.chdir(wd)
+    assert cli_main(["compare", str(good), "results", "--tool", "mine"]) == 2
+    err = capsys.readouterr().err
+    assert "made with other contents of the project files of tools.mine (server/main.py changed" in err
