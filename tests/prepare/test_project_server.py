@@ -180,6 +180,22 @@ def test_a_failed_snapshot_names_the_file_with_the_servers_stderr(tmp_path, monk
     assert f["log"] in f["fix"] and f["log"] in status_text([f])
 
 
+
+def test_a_failed_index_names_the_file_with_its_output(tmp_path, monkeypatch):
+    from mcptrials.prepare.index import build_index
+
+    wd = project(tmp_path / "p", index={"command": "sh", "args": ["-c", "echo cannot index >&2; exit 3"]})
+    monkeypatch.chdir(wd)
+    m = load_matrix(wd / "config.yaml")
+    (tmp_path / "tree").mkdir()
+    log_path = tmp_path / "index.log"
+    with open(log_path, "w") as log, pytest.raises(RuntimeError) as e:
+        build_index("mine", m.specs.tools["mine"].config, str(tmp_path / "tree"), tmp_path / "out" / "tiny", set(),
+                    log, tool_spec=m.specs.tools["mine"])
+    assert f"its output is in {log_path}" in str(e.value) and "fix tools.mine.index" in str(e.value)
+    assert "cannot index" in log_path.read_text()
+
+
 @pytest.mark.slow
 def test_the_documented_entry_runs_in_the_workflow_and_an_edit_is_not_passed_off(tmp_path, monkeypatch, capsys):
     """The issue's path end to end: the entry as documented runs in the real workflow (its

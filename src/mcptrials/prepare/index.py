@@ -34,7 +34,10 @@ def build_index(tool: str, spec: dict, tree: str, out: Path, forbidden: set[str]
         argv, env = sb.wrap(cmd, env, str(work)) if sb else (cmd, env)
         p = subprocess.run(argv, cwd=work, env=env, stdout=log, stderr=log)
         if p.returncode != 0:
-            raise RuntimeError(f"tools.{tool}.index: {' '.join(cmd)} exited {p.returncode}; see the log")
+            where = log.name if isinstance(getattr(log, "name", None), str) and not log.name.startswith("<") \
+                else f"results/logs/index/{tool}/{out.name}.log (the workflow's; else the output above)"
+            raise RuntimeError(f"tools.{tool}.index: {' '.join(cmd)} exited {p.returncode}; its output is in {where}: "
+                               f"fix tools.{tool}.index (or what it reads), then run again")
     rec = {"tool": tool, "command": cmd, "sandbox": sb.record() if sb else None,
            # what of the project it was built from: replay refuses an index made from other contents
            "project_files": project_files(tool_spec) if tool_spec else None}

@@ -36,7 +36,7 @@ from mcptrials.core.paths import PROMPT_DIR
 from mcptrials.core.identity import TrialKey
 from mcptrials.core.record_types import TranscriptRecord
 from mcptrials.run.providers.base import Usage
-from mcptrials.prepare.servers import leaf_error, mcp_error_code, open_server, project_files, stderr_tail
+from mcptrials.prepare.servers import leaf_error, mcp_error_code, open_server, stderr_tail
 from mcptrials.prepare.snapshot import tools_hash, variant_record
 from mcptrials.matrix.specs import HostSpec, Limits, ModelSpec, Specs, ToolSpec
 
@@ -343,7 +343,9 @@ def run_under(host_impl, m: Matrix, model: str, tool: str, scenario_id: str, tri
         "harness_version": __version__, "host": host, "host_kind": hspec.kind,
         "provider": mspec.provider, "model": model, "model_id": mspec.model,
         "model_params": mspec.params, "limits": lim.as_dict(),
-        "tool": tool, "tool_spec_sha256": m.tool_hash(tool), "project_files": project_files(tspec),
+        "tool": tool, "tool_spec_sha256": m.tool_hash(tool),
+        # the project files its server starts from, as its tools.json (this trial's input) hashed them
+        "project_files": (snapshot or {}).get("project_files"),
         "server_name": (snapshot or {}).get("server_name"), "server_version": (snapshot or {}).get("server_version"),
         "tool_version_label": tspec.version, "tools_sha256": (snapshot or {}).get("tools_sha256"),
         "repo": scenario.repo, "repo_url": checkout["url"], "commit": checkout["commit"],
