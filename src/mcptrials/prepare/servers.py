@@ -203,7 +203,9 @@ def tool_sandbox(tool: ToolSpec, extra_rw=(), extra_ro=(), commands=None):
     real = [os.path.realpath(env)] if env.exists() and os.path.realpath(env) != str(env) else []
     if commands is None:
         commands = [c for c in [server_command(tool)] if c]
-    needs = [n for c in commands for n in command_needs(c)]
+    # what they need beyond the tool's own install (mounted whole above)
+    needs = [n for c in commands for n in command_needs(c)
+             if not any(Path(n).is_relative_to(d) for d in [env, *real])]
     sb.ro(python_prefix(), env, *real, *needs, *tool.read_only, *extra_ro)
     if tool.variant_of:  # the proxy is the sandbox's first process: its one file, run by the base Python
         sb.ro(proxy_script())
