@@ -58,7 +58,8 @@ def test_compare_refuses_results_made_from_other_project_files(tmp_path, monkeyp
     assert "not compared" in md.read_text()
 
     # its snapshot records them too (as make_snapshot does): a stale tools.json is named as well
-    recorded = json.loads((wd / "results/aggregate/summary.json").read_text())["identity"]["tools"]["git"]["project_files"]
+    ident = json.loads((wd / "results/aggregate/summary.json").read_text())["identity"]
+    recorded = ident["tools"]["git"]["project_files"]
     assert set(recorded) == {"server/main.py", "server/util.py"}
     snap = wd / "results/snapshots/git/tiny/tools.json"
     snap.parent.mkdir(parents=True)

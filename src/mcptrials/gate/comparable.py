@@ -184,9 +184,9 @@ def stale_reasons(head: dict, config: str, tools: list[str], notes: list[str] | 
                 rerun = True
                 reasons.append(f"{where} was made with other contents of the project files of tools.{tool} ({diff})")
         if now and not checked and notes is not None:
-            notes.append(f"HEAD's results record no sha256 of the project files of tools.{tool} ({', '.join(now)}): made "
-                         "by an mcptrials that did not record them, so they are not checked against them; the next "
-                         "run of its snapshot records them")
+            notes.append(f"HEAD's results record no sha256 of the project files of tools.{tool} "
+                         f"({', '.join(now)}): made by an mcptrials that did not record them, so they are not "
+                         "checked against them; the next run of its snapshot records them")
     scen = {s.id: s.sha256 for s in m.run_scenarios()}
     got = {k: v["sha256"] for k, v in ident["scenarios"].items()}
     if scen != got:
