@@ -46,6 +46,7 @@ def identity(m: Matrix, records: list[dict]) -> dict:
     """Who and what ran: models, hosts, tools and versions, repos and commits, scenarios and
     the hash of the set, trials, judge, weights, and the pricing the costs were computed with."""
     from mcptrials.core.records import project_path
+    from mcptrials.prepare.servers import project_files
 
     models = {}
     for name, spec in m.models.items():
@@ -64,6 +65,8 @@ def identity(m: Matrix, records: list[dict]) -> dict:
                        "server_version": sorted({str(x.get("server_version")) for x in metas if x.get("server_version")}),
                        "tools_sha256": sorted({x["tools_sha256"] for x in metas if x.get("tools_sha256")}),
                        "spec_sha256": m.tool_hash(name),
+                       # the sha256 of each project file its entry names (its own server: gate.comparable)
+                       "project_files": project_files(m.specs.tools[name]),
                        # a description variant: its base's server behind our proxy (run_meta says so too)
                        "variant_of": spec.get("variant_of"),
                        "overrides_sha256": sorted({x["overrides_sha256"] for x in metas if x.get("overrides_sha256")}),

@@ -4,6 +4,8 @@ cannot be compared."""
 
 from __future__ import annotations
 
+import sys
+
 from mcptrials.cli.common import add_config
 from mcptrials.gate.comparable import Refused, head_config, load_results
 from mcptrials.gate.compare import compare_runs
@@ -54,5 +56,7 @@ def cmd_compare(args) -> int:
         return refuse("compare", "refused: the two runs cannot be compared", e.reasons, args,
                       refusal_markdown(e.reasons), junit(None, e.reasons))
     print(text_report(result), end="")
+    for note in result["notes"]:
+        print(f"mcptrials compare: note: {note}", file=sys.stderr)
     write_outputs(args, markdown(result), junit(result))
     return 1 if result["failed"] else 0

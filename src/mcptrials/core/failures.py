@@ -31,6 +31,12 @@ def first_line(error: BaseException | str) -> str:
     return " ".join(text.split())[:1000]
 
 
+def last_line(text: str | None) -> str:
+    """The last non-blank line of a log tail (the usual cause of a crash), at most 300 characters."""
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else ""
+
+
 def failed_record(stage: str, error: BaseException | str, attempt: int, **what) -> dict:
     """The record a stage writes when it failed."""
     return {"stage": stage, **what, "failed": True, "error": first_line(error), "attempt": attempt}
@@ -61,7 +67,8 @@ def dag_attempt(path) -> int:
 
 def failed_stages(results: Path = Path("results")) -> list[dict]:
     """Every failed checkout and install, and every tools snapshot whose server did not start,
-    in `results`: [{stage, name, error, log, fix}]."""
+    in `results`: [{stage, name, error, log, fix}]; `log` is the file that holds the cause (a
+    server's: its server.stderr.log), and the fix names it."""
     results = Path(results)
     out = []
     for stage, pattern in STAGES.items():
@@ -70,18 +77,24 @@ def failed_stages(results: Path = Path("results")) -> list[dict]:
             if rec and rec.get("failed"):
                 name = p.parent.name
                 log = f"results/logs/{stage}/{name}.log"
-                fix = ("make the repository reachable (its url, or a mirror in `mirrors:`) or fix its commit, then run "
-                       "snakemake again: only its trials run" if stage == "checkout" else
+                fix = (f"see {log}, make the repository reachable (its url, or a mirror in `mirrors:`) or fix its "
+                       "commit, then run snakemake again: only its trials run" if stage == "checkout" else
                        f"see {log}, fix the tool's `install:`, then run snakemake again: only its trials run")
                 out.append({"stage": stage, "name": name, "error": rec.get("error"), "log": log, "fix": fix})
     for p in sorted(results.glob("snapshots/*/*/tools.json")):
         rec = _read(p)
         if rec and rec.get("error") and not rec.get("unavailable"):
             tool, repo = p.parent.parent.name, p.parent.name
-            out.append({"stage": "snapshot", "name": f"{tool}/{repo}", "error": first_line(rec["error"]),
-                        "log": f"results/logs/snapshot/{tool}/{repo}.log",
-                        "fix": "the server did not start: read its stderr in that log (and the snapshot's "
-                               "stderr_tail), fix its command, args or install, then run snakemake again"})
+            # the server's own stderr is in server.stderr.log beside tools.json (the stage's log under
+            # results/logs/snapshot/ holds the harness's side only, e.g. "Connection closed")
+            log = f"results/snapshots/{tool}/{repo}/server.stderr.log"
+            said = last_line(rec.get("stderr_tail"))
+            out.append({"stage": "snapshot", "name": f"{tool}/{repo}",
+                        "error": first_line(rec["error"]) + (f"; the server's stderr ends: {said}" if said else ""),
+                        "log": log,
+                        "fix": f"the server did not start: read its stderr in {log}, fix its command, args, "
+                               "read_only or install, then run snakemake again (the stage's own log is "
+                               f"results/logs/snapshot/{tool}/{repo}.log)"})
     return out
 
 

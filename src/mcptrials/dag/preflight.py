@@ -68,7 +68,8 @@ def refusals(m: Matrix, results: Path = Path("results"), plan=None) -> list[str]
 def check_paths(m: Matrix) -> list[str]:
     """What `mcptrials validate` can tell of the paths the config names without running
     anything: each server's (and index's) command is a file, in its install, on PATH, or
-    provided by its `install:` entry; each `read_only` path and the `locked:` folder exist."""
+    provided by its `install:` entry, and resolves inside the tool's sandbox as it will run
+    there; each `read_only` path and the `locked:` folder exist."""
     from mcptrials.matrix.projectfiles import PLACEHOLDER, project_dir
     from mcptrials.prepare.servers import tools_dir
 
@@ -80,7 +81,9 @@ def check_paths(m: Matrix) -> list[str]:
         if raw.get("index"):
             commands.append(("index.command", raw["index"]["command"], spec["index"]["command"]))
         for field_name, given, cmd in commands:
-            if problem := _command_problem(tool, given, cmd, bool(spec["install"]), project, tools_dir()):
+            problem = _command_problem(tool, given, cmd, bool(spec["install"]), project, tools_dir()) \
+                or _sandbox_problem(m, tool, given, cmd, tools_dir())
+            if problem:
                 problems.append(f"{m.path}: field tools.{tool}.{field_name}: {problem}")
         for i, (given, path) in enumerate(zip(raw["read_only"], spec["read_only"])):
             if not os.path.exists(path):
@@ -121,3 +124,37 @@ def _command_problem(tool: str, given: str, cmd: str, has_install: bool, project
     return (f"{given!r} is neither in {env} nor on PATH, and tools.{tool} has no `install:` entry; "
             f"add an `install:` entry that provides it (pip: [\"pkg==version\"] or npm: [\"pkg@version\"]), "
             "install it on PATH, or give its full path")
+
+
+def _sandbox_problem(m: Matrix, tool: str, given: str, cmd: str, tools: Path) -> str | None:
+    """Why a command found outside the sandbox (a path, or a name on PATH) cannot be started
+    inside the tool's sandbox as it will run (None when it can, when the tool runs with
+    `sandbox: none`, or when its own install provides it): the executable, or its `#!`
+    interpreter, is not visible there (mcptrials.prepare.sandbox.command_problem). Reads files,
+    starts nothing."""
+    from mcptrials.prepare.sandbox import NONE, SANDBOX_PATH, command_problem
+    from mcptrials.prepare.servers import tool_sandbox
+
+    spec = m.specs.tools[tool]
+    if spec.sandbox == NONE:
+        return None
+    env = tools / tool
+    if os.sep in cmd:
+        resolved = os.path.normpath(os.path.abspath(cmd))
+    elif any((d / cmd).exists() for d in (env / "bin", env / "node_modules" / ".bin")):
+        return None   # its own install: mounted whole
+    else:
+        resolved = shutil.which(cmd)
+    if not resolved:
+        return None   # its install will bring it (or _command_problem said why not)
+    inside_path = spec.config["env"].get("PATH", SANDBOX_PATH)   # what the server's PATH will be
+    if inside_path is None:   # passed through by name
+        inside_path = os.environ.get("PATH", SANDBOX_PATH)
+    problem = command_problem(resolved, tool_sandbox(spec, commands=[resolved]), inside_path)
+    if not problem:
+        return None
+    return (f"{given!r} resolves to {resolved} here, but inside the tool's sandbox {problem}, so it would not start "
+            f"(bwrap: execvp ...: No such file or directory); make `command` the full path of an interpreter the "
+            f"sandbox can mount (a system one such as /usr/bin/python3, or a venv's `bin/python3`, mounted read-only "
+            "with the Python it is made from) and put the script in `args` and `read_only`, or add an `install:` "
+            f"entry that provides the command, or run it unsandboxed knowingly with `tools.{tool}.sandbox: none`")

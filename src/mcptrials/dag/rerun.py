@@ -83,9 +83,9 @@ TABLE: tuple[Entry, ...] = (
     Entry("tools.*.network", ("index", SN), "what its processes can reach: its index, snapshots and trials"),
     Entry("tools.*.read_only", ("index", SN), "what its processes can read: its index, snapshots and trials"),
     # your own server: the content of what it names in the project (mcptrials.matrix.projectfiles)
-    Entry("files:tools.*", (SN,), "the content of the project's files its command, args and read_only name "
-          "(`{project}/server.py`; sha256 of each): an edit of your own server, its snapshot, then its trials",
-          omit_unset=True),
+    Entry("files:tools.*", ("index", SN), "the content of the project's files its command, args, read_only and "
+          "index name (`{project}/server.py`; sha256 of each): an edit of your own server, its index, its snapshot, "
+          "then its trials", omit_unset=True),
     # a description variant: its base's server (whose fields its entry carries) behind mcptrials.prepare.proxy
     Entry("tools.*.variant_of", (SN,), "whose server the variant runs: its snapshot (the rewritten tools/list), "
           "then its trials", omit_unset=True),

@@ -3,7 +3,8 @@ its config: the same scenario files (ids and sha256), the same repository commit
 same grading (graders.GRADER_VERSION and the per-scenario grading and rubric hashes as
 scored.json / judged.json recorded them, the judge's provider, model, prompt and settings, and
 the fairness weights): a different number would otherwise be read as the server's doing.
-Summaries made for another version of a tool, the scenarios or the commits (stale) are refused too.
+Summaries made for another version of a tool (its config entry, or the contents of the project
+files it names: a server kept in the project), the scenarios or the commits (stale) are refused too.
 """
 
 from __future__ import annotations
@@ -124,15 +125,41 @@ def head_config(head_folder, identity: dict, given: str | None) -> str:
     return os.pathsep.join(paths)
 
 
-def stale_reasons(head: dict, config: str, tools: list[str]) -> list[str]:
+def project_files_now(m, tool: str, project: Path) -> dict[str, str]:
+    """Project path -> sha256 of each file of `project` that tools.<tool> names now (as the
+    stages record it: mcptrials.prepare.servers.project_files, here for HEAD's project, wherever
+    the gate runs)."""
+    import os
+
+    from mcptrials.matrix.projectfiles import content_hashes, expand_tool
+
+    tools_dir = os.environ.get("MCPTRIALS_TOOLS_DIR") or str(project / ".tools")
+    return content_hashes(expand_tool(m.tools[tool], project), project, tools_dir)
+
+
+def files_changed(recorded: dict, now: dict) -> str:
+    """What differs between two {project path: sha256} records ("" when nothing): each path
+    changed, added or gone, with the sha256 recorded and the one now."""
+    out = [f"{p} changed: sha256 {recorded[p][:12]} recorded, {now[p][:12]} now"
+           for p in sorted(set(recorded) & set(now)) if recorded[p] != now[p]]
+    out += [f"{p} is new" for p in sorted(set(now) - set(recorded))]
+    out += [f"{p} is gone" for p in sorted(set(recorded) - set(now))]
+    return "; ".join(out)
+
+
+def stale_reasons(head: dict, config: str, tools: list[str], notes: list[str] | None = None) -> list[str]:
     """Why HEAD's results are not those of its config (empty: they are): summary.json or a
-    tools.json made for another version of a tool, the scenarios or the commits, e.g. left in
-    place by a stage that failed. Compares the content hashes the stages record."""
+    tools.json made for another version of a tool (its entry, or the contents of the project
+    files it names), the scenarios or the commits, e.g. left in place by a stage that failed or
+    by an edit not rerun. Compares the content hashes the stages record. Results made before
+    the project files were recorded (no `project_files` in summary.json nor in any tools.json of
+    the tool) cannot be checked for them: a line saying so goes to `notes`, they are not refused."""
     from mcptrials.matrix.config import load_matrix
 
     m = load_matrix(config)
     ident = head["summary"]["identity"]
-    reasons = []
+    project = Path(head["folder"]).resolve().parent    # HEAD's project: the folder that holds results/
+    reasons, rerun = [], False
     for tool in tools:
         if tool not in m.tools:
             reasons.append(f"tools.{tool} is in HEAD's summary.json but not in its config")
@@ -146,6 +173,20 @@ def stale_reasons(head: dict, config: str, tools: list[str]) -> list[str]:
             if t == tool and snap.get("tool_spec_sha256") not in (None, want):
                 reasons.append(f"snapshots/{tool}/{repo}/tools.json was made for another tools.{tool} "
                                f"(spec {snap['tool_spec_sha256'][:12]}, the config's {want[:12]})")
+        # its own server's files: the content the entry names in the project (issue 27's rerun key)
+        now = project_files_now(m, tool, project)
+        records = [("summary.json", (ident.get("tools") or {}).get(tool, {}))] + \
+            [(f"snapshots/{tool}/{repo}/tools.json", snap) for (t, repo), snap in sorted(head["snapshots"].items())
+             if t == tool]
+        checked = [(where, rec["project_files"]) for where, rec in records if rec.get("project_files") is not None]
+        for where, recorded in checked:
+            if diff := files_changed(recorded, now):
+                rerun = True
+                reasons.append(f"{where} was made with other contents of the project files of tools.{tool} ({diff})")
+        if now and not checked and notes is not None:
+            notes.append(f"HEAD's results record no sha256 of the project files of tools.{tool} "
+                         f"({', '.join(now)}): made by an mcptrials that did not record them, so they are not "
+                         "checked against them; the next run of its snapshot records them")
     scen = {s.id: s.sha256 for s in m.run_scenarios()}
     got = {k: v["sha256"] for k, v in ident["scenarios"].items()}
     if scen != got:
@@ -155,6 +196,10 @@ def stale_reasons(head: dict, config: str, tools: list[str]) -> list[str]:
             reasons.append(f"summary.json was made at another commit of {name} ({r['commit'][:12]}, the config's "
                            f"{m.repos[name]['commit'][:12]})")
     if reasons:
-        return [f"HEAD's results are stale for its config ({config}): " + "; ".join(reasons) + ": a stage failed "
-                "and left older files in place; see results/logs/, fix it and rerun the workflow"]
+        fix = ("a stage failed and left older files in place; see results/logs/, fix it and rerun the workflow"
+               if not rerun else
+               f"the files were edited after the run: rerun snakemake in {project} (`snakemake -n` lists the "
+               "snapshot and trials it reruns; if a stage fails, see results/logs/ and fix it first), or restore "
+               "the files the results were made with")
+        return [f"HEAD's results are stale for its config ({config}): " + "; ".join(reasons) + ": " + fix]
     return []

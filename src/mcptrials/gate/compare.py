@@ -74,8 +74,9 @@ def compare_runs(base: dict, head: dict, margin: float = DEFAULT_MARGIN, tools: 
         raise Refused(["; ".join(one_sided) + ": a tool BASE never ran (a first pull request, a renamed tool) or one "
                        "HEAD no longer runs cannot be gated; refresh BASE's stored results with it (push to main), "
                        "or gate the tools both ran with --tool"])
+    notes: list[str] = []   # what could not be checked (results older than a record)
     if head_config_path:
-        stale = stale_reasons(head, head_config_path, sorted({k[2] for k in keys}))
+        stale = stale_reasons(head, head_config_path, sorted({k[2] for k in keys}), notes)
         if stale:
             raise Refused(stale)
     repos = sorted(base["summary"]["identity"]["repos"])
@@ -105,7 +106,7 @@ def compare_runs(base: dict, head: dict, margin: float = DEFAULT_MARGIN, tools: 
     bi, hi = base["summary"]["identity"], head["summary"]["identity"]
     return {"test": TEST_NAME, "rule": DECISION_RULE, "margin": margin, "level": GATE_LEVEL, "strict": strict,
             "lenient": lenient, "error_rise": error_rise, "harness_version": __version__,
-            "config_checked": head_config_path,
+            "config_checked": head_config_path, "notes": notes,
             "base": {"folder": base["folder"], "harness_versions": bi.get("harness_versions"), "started": bi.get("started")},
             "head": {"folder": head["folder"], "harness_versions": hi.get("harness_versions"), "started": hi.get("started")},
             "scenarios": sorted(bi["scenarios"]), "repos": {r: bi["repos"][r]["commit"] for r in repos},

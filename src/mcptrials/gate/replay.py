@@ -280,8 +280,26 @@ def prepare(m, tool: str, repos: set[str], results: Path) -> dict:
             if not (index_dir / "index.json").is_file():
                 build_index(env, spec, read_json(co)["tree"], index_dir, m.specs.key_env_names(), sys.stderr,
                             tool_spec=m.specs.tools[tool])
+            else:
+                stale_index(m, env, repo, read_json(index_dir / "index.json"), index_dir)
         out[repo] = (read_json(co), index_dir)
     return out
+
+
+def stale_index(m, tool: str, repo: str, rec: dict, index_dir: Path) -> None:
+    """Refuse (CannotReplay) HEAD's index when it was built from other contents of the tool's
+    project files than those its server now starts from (index.json's `project_files`, as the
+    tools snapshot records them; an index built before they were recorded is not checked)."""
+    from mcptrials.gate.comparable import files_changed
+    from mcptrials.prepare.servers import project_files
+
+    if rec.get("project_files") is None:
+        return
+    if diff := files_changed(rec["project_files"], project_files(m.specs.tools[tool])):
+        raise CannotReplay([f"{index_dir / 'index.json'} was made with other contents of the project files of "
+                            f"tools.{tool} ({diff}), so HEAD's server would start on an index of another version: "
+                            "rerun snakemake (it rebuilds the index of an edited server, then its snapshot), or "
+                            f"remove {index_dir} and replay builds it again"])
 
 
 # --- one replay -----------------------------------------------------------------------------

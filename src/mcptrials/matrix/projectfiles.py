@@ -9,9 +9,12 @@ the repository), so `server.py` there means the repository's file; a server scri
 project is `{project}/server.py` (or an absolute path).
 
 What a tool names inside the project (its command when it is a path, each argument that is
-a path there, each `read_only` path; folders file by file) is hashed into its snapshot's
-rerun key (mcptrials.dag.rerun, `files:tools.*`): editing your own server reruns its snapshot
-and then its trials, as bumping `version:` does. What `.tools/` holds is left out (an
+a path there, each `read_only` path, its index's command and arguments alike; folders file
+by file) is hashed into the rerun key of its index and snapshot (mcptrials.dag.rerun,
+`files:tools.*`): editing your own server reruns its index, its snapshot and then its trials,
+as bumping `version:` does. The same hashes are recorded in tools.json, index.json,
+run_meta.json and summary.json (`project_files`), so `mcptrials compare` and `replay` refuse
+results made from other contents (mcptrials.gate). What `.tools/` holds is left out (an
 install is keyed by its `install:` entry), and so is anything outside the project (the
 system, another checkout), which the harness cannot know the version of.
 
@@ -76,17 +79,20 @@ def _arg_path(arg: str) -> str:
 def named_paths(entry: dict, project, tools_dir) -> list[tuple[str, str]]:
     """(field, absolute path) of every path inside the project an expanded tool entry
     names: its command (when it is a path), its arguments that are absolute paths there,
-    its read_only paths. The order is the entry's; a path is named once."""
+    its read_only paths, and its index's command and arguments alike. The order is the
+    entry's; a path is named once."""
     project, tools = Path(os.path.normpath(Path(project).absolute())), Path(os.path.normpath(tools_dir))
     out: list[tuple[str, str]] = []
-    cmd = entry.get("command")
-    if cmd and os.sep in cmd:
-        out.append(("command", os.path.normpath(Path(project, cmd))))
-    for i, a in enumerate(entry.get("args", [])):
-        path = _arg_path(a)
-        if os.path.isabs(path):
-            out.append((f"args[{i}]", os.path.normpath(path)))
-    out += [(f"read_only[{i}]", p) for i, p in enumerate(entry.get("read_only", []))]
+    for where, part in (("", entry), ("index.", entry.get("index") or {})):
+        cmd = part.get("command")
+        if cmd and os.sep in cmd:
+            out.append((f"{where}command", os.path.normpath(Path(project, cmd))))
+        for i, a in enumerate(part.get("args", [])):
+            path = _arg_path(a)
+            if os.path.isabs(path):
+                out.append((f"{where}args[{i}]", os.path.normpath(path)))
+        if not where:
+            out += [(f"read_only[{i}]", p) for i, p in enumerate(entry.get("read_only", []))]
     seen: set[str] = set()
     return [(f, p) for f, p in out if _inside(p, project, tools) and not (p in seen or seen.add(p))]
 

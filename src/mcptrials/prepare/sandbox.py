@@ -69,8 +69,8 @@ class ProcessSandbox:
 
     def ro(self, *paths) -> "ProcessSandbox":
         for p in paths:
-            if p:
-                self.mounts.append(Mount(str(Path(p).absolute()), "ro"))
+            if p and (m := Mount(str(Path(p).absolute()), "ro")) not in self.mounts:
+                self.mounts.append(m)
         return self
 
     def rw(self, *paths) -> "ProcessSandbox":
@@ -110,6 +110,117 @@ class ProcessSandbox:
         return {"mechanism": BUBBLEWRAP, "version": bwrap_version(), "network": self.network,
                 "mounts": [{"path": d, "mode": "ro"} for d in SYSTEM_DIRS if os.path.lexists(d)]
                 + [{"path": project_path(m.path), "mode": m.mode} for m in self.mounts if os.path.exists(m.path)]}
+
+
+def is_system(path: str) -> bool:
+    """Whether a path lies in the system directories every sandbox mounts read-only."""
+    return any(Path(os.path.normpath(path)).is_relative_to(d) for d in SYSTEM_DIRS if os.path.lexists(d))
+
+
+def venv_of(path: str) -> str | None:
+    """The venv an executable sits in (`<venv>/bin/<it>` beside `<venv>/pyvenv.cfg`), else None."""
+    bin_dir = Path(os.path.normpath(os.path.abspath(path))).parent
+    return str(bin_dir.parent) if bin_dir.name == "bin" and (bin_dir.parent / "pyvenv.cfg").is_file() else None
+
+
+def python_installation(path: str) -> str | None:
+    """The Python installation an interpreter belongs to (`<prefix>/bin/python3.x` with its
+    standard library in `<prefix>/lib/python3.*/os.py`: pyenv, uv, conda, a built Python),
+    else None. Only such a prefix is mounted whole for it."""
+    bin_dir = Path(os.path.realpath(path)).parent
+    prefix = bin_dir.parent
+    if bin_dir.name == "bin" and any(prefix.glob("lib/python3*/os.py")):
+        return str(prefix)
+    return None
+
+
+def venv_base(venv: str) -> str | None:
+    """The installation a venv is made from: pyvenv.cfg's `home` (its bin/) one level up."""
+    try:
+        lines = Path(venv, "pyvenv.cfg").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and value.strip():
+            return python_installation(str(Path(value.strip()) / "python3")) or None
+    return None
+
+
+def shebang(path: str) -> list[str]:
+    """The `#!` line of a script, split (empty for a binary or a file that cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(512)
+    except OSError:
+        return []
+    if not first.startswith(b"#!"):
+        return []
+    return first[2:].decode(errors="replace").split()
+
+
+def command_needs(path: str, _depth: int = 0) -> list[str]:
+    """The read-only paths an executable needs inside the sandbox, beyond the system
+    directories (which every sandbox mounts): the file itself (and where its link leads); for
+    a Python, the venv it sits in and the installation each interpreter is made from; for a
+    script, the same for its `#!` interpreter when that is a full path (`#!/usr/bin/env NAME`
+    looks NAME up on the sandbox's PATH: `command_problem` checks it). A folder that holds the
+    project (the current folder) or the user's home is never among them: such a command is
+    refused by `mcptrials validate` (`command_problem`)."""
+    p = os.path.normpath(os.path.abspath(path))
+    real = os.path.realpath(p)
+    needs = [p, real]
+    for venv in sorted({venv_of(p), venv_of(real)} - {None}):   # a link into a venv (pipx's ~/.local/bin) too
+        needs += [venv, venv_base(venv)]
+    needs.append(python_installation(real))
+    interp = shebang(real)
+    if interp and _depth < 3 and os.path.basename(interp[0]) != "env":
+        needs += command_needs(interp[0], _depth + 1)
+    kept = [n for n in dict.fromkeys(needs) if n and not is_system(n) and not _too_wide(n)]
+    # a file inside a folder that is mounted anyway is not mounted on its own
+    return [n for n in kept if not any(n != o and Path(n).is_relative_to(o) for o in kept)]
+
+
+def _too_wide(path: str) -> bool:
+    """A folder holding the project or the user's home (or the root): never mounted for a command."""
+    p = Path(path)
+    return any(Path(x).is_relative_to(p) for x in (os.getcwd(), Path.home(), "/"))
+
+
+def visible(path: str, mounts: list[Mount]) -> bool:
+    """Whether `path` (and where its links lead) lies under the system directories or a mount."""
+    def under(x: str) -> bool:
+        return is_system(x) or any(Path(x).is_relative_to(m.path) for m in mounts)
+    p = os.path.normpath(os.path.abspath(path))
+    return under(p) and under(os.path.realpath(p))
+
+
+def command_problem(path: str, sandbox: "ProcessSandbox", inside_path: str = SANDBOX_PATH) -> str | None:
+    """Why the executable at `path` (resolved outside, as the harness resolves it) cannot be
+    started inside `sandbox` as it will run (None when it can): itself, or its `#!`
+    interpreter, is not visible there. Reads files only; starts nothing."""
+    if sandbox.mechanism == NONE:
+        return None
+    mounts = [m for m in sandbox.mounts if os.path.exists(m.path)]
+    if not visible(path, mounts):
+        wide = [n for n in (os.path.realpath(path), venv_of(path)) if n and _too_wide(n)]
+        why = f" (it would need {wide[0]} mounted, which holds the project or your home)" if wide else ""
+        return f"{path} is not visible inside the sandbox{why}"
+    interp = shebang(os.path.realpath(path))
+    if not interp:
+        return None
+    if os.path.basename(interp[0]) == "env":
+        names = [a for a in interp[1:] if not a.startswith("-")]
+        if not names:
+            return None
+        dirs = [d for d in inside_path.split(os.pathsep) if d]
+        if any(os.access(Path(d, names[0]), os.X_OK) and visible(str(Path(d, names[0])), mounts) for d in dirs):
+            return None
+        return (f"{path} starts with `#!{' '.join(interp)}`, and {names[0]!r} is not on the sandbox's PATH "
+                f"({inside_path})")
+    if not visible(interp[0], mounts):
+        return f"{path} starts with `#!{interp[0]}`, which is not visible inside the sandbox"
+    return None
 
 
 def python_prefix() -> str:

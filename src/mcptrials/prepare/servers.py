@@ -24,6 +24,16 @@ def tools_dir() -> Path:
     return Path(os.environ.get("MCPTRIALS_TOOLS_DIR") or ".tools").absolute()
 
 
+def project_files(tool: ToolSpec) -> dict[str, str]:
+    """Project path -> sha256 of each file of the project the tool's entry names (its server
+    kept in the project: mcptrials.matrix.projectfiles.content_hashes; {} for an installed or
+    system server). Recorded beside its spec hash (tools.json, index.json, run_meta.json,
+    summary.json), so results made with other contents are known stale (mcptrials.gate)."""
+    from mcptrials.matrix.projectfiles import content_hashes, project_dir
+
+    return content_hashes(tool.config, project_dir(), tools_dir())
+
+
 def tool_env_dir(tool: str) -> Path:
     return tools_dir() / tool
 
@@ -179,20 +189,38 @@ class ServerSession:
         return process_tree_peak_rss_kb(self.pid_root)
 
 
-def tool_sandbox(tool: ToolSpec, extra_rw=(), extra_ro=()):
+def tool_sandbox(tool: ToolSpec, extra_rw=(), extra_ro=(), commands=None):
     """The sandbox of a tool's processes (server, index command; under a CLI host the CLI
-    too): the Python its venv points at, its install and its `read_only` paths read-only,
-    `extra_rw` (the trial's folders) read-write; the network only with `network: true`."""
-    from mcptrials.prepare.sandbox import ProcessSandbox, python_prefix
+    too): the Python its venv points at, its install, what the commands it runs need
+    (`commands`: the resolved executables, by default its server's; sandbox.command_needs)
+    and its `read_only` paths read-only, `extra_rw` (the trial's folders) read-write; the
+    network only with `network: true`."""
+    from mcptrials.prepare.sandbox import ProcessSandbox, command_needs, python_prefix
 
     sb = ProcessSandbox(mechanism=tool.sandbox, network=tool.network)
     env = tool_env_dir(tool.env_name)
     # its real path too: a tools folder reached through a link keeps working (relocate_venv)
     real = [os.path.realpath(env)] if env.exists() and os.path.realpath(env) != str(env) else []
-    sb.ro(python_prefix(), env, *real, *tool.read_only, *extra_ro)
+    if commands is None:
+        commands = [c for c in [server_command(tool)] if c]
+    # what they need beyond the tool's own install (mounted whole above)
+    needs = [n for c in commands for n in command_needs(c)
+             if not any(Path(n).is_relative_to(d) for d in [env, *real])]
+    sb.ro(python_prefix(), env, *real, *needs, *tool.read_only, *extra_ro)
     if tool.variant_of:  # the proxy is the sandbox's first process: its one file, run by the base Python
         sb.ro(proxy_script())
     return sb.rw(*extra_rw)
+
+
+def server_command(tool: ToolSpec) -> str | None:
+    """The executable a tool's server starts as (resolve_command), or None when it has none or
+    it is not found (the start then fails with resolve_command's message)."""
+    if not tool.command or not tool.has_server:
+        return None
+    try:
+        return resolve_command(tool.env_name, tool.command)
+    except FileNotFoundError:
+        return None
 
 
 def proxy_script() -> str:

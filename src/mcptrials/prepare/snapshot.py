@@ -75,6 +75,7 @@ def make_snapshot(config_path: str, tool: str, repo: str, checkout_json: Path, i
     co = read_json(checkout_json)
     inst = read_json(install_json) if install_json else None
     from mcptrials.core.failures import failure
+    from mcptrials.prepare.servers import project_files
 
     rec = {
         "harness_version": __version__,
@@ -83,6 +84,7 @@ def make_snapshot(config_path: str, tool: str, repo: str, checkout_json: Path, i
         "repo_url": co["url"],
         "commit": co["commit"],
         "tool_spec_sha256": m.tool_hash(tool),
+        "project_files": project_files(spec),   # what of the project it starts from (gate.comparable)
         "install": (inst or {}).get("resolved") or {},
     }
     unavailable = failure(co) or failure(inst)

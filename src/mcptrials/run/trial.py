@@ -344,6 +344,8 @@ def run_under(host_impl, m: Matrix, model: str, tool: str, scenario_id: str, tri
         "provider": mspec.provider, "model": model, "model_id": mspec.model,
         "model_params": mspec.params, "limits": lim.as_dict(),
         "tool": tool, "tool_spec_sha256": m.tool_hash(tool),
+        # the project files its server starts from, as its tools.json (this trial's input) hashed them
+        "project_files": (snapshot or {}).get("project_files"),
         "server_name": (snapshot or {}).get("server_name"), "server_version": (snapshot or {}).get("server_version"),
         "tool_version_label": tspec.version, "tools_sha256": (snapshot or {}).get("tools_sha256"),
         "repo": scenario.repo, "repo_url": checkout["url"], "commit": checkout["commit"],
