@@ -107,7 +107,7 @@ def timed(*latencies):
 
 
 def test_only_calls_slower_than_in_base_beyond_the_threshold_are_listed_as_slow():
-    from mcptrials.gate.replay import text_report
+    from mcptrials.gate.replay_output import text_report
 
     group = [{"path": "m/loop/t/r/s/1"}]
     # faster (the case), a little slower (noise), much slower, no BASE latency (an older BASE)
@@ -120,7 +120,7 @@ def test_only_calls_slower_than_in_base_beyond_the_threshold_are_listed_as_slow(
 
 
 def test_the_markdown_shows_arguments_in_code_spans_as_they_are_and_a_backtick_cannot_break_them():
-    from mcptrials.gate.replay import markdown
+    from mcptrials.gate.replay_output import markdown
 
     group = [{"path": "m/loop/t/r/s/1"}]
     r = rep(CHANGED)

@@ -554,7 +554,7 @@ def test_judge_command_openai_against_a_separate_server(tmp_path, scenario, monk
 
 
 def test_a_kept_transcript_is_not_judged_again_by_a_model_judge(tmp_path, monkeypatch):
-    """judge_job keeps a model judge's judgement under the trial's finished/ folder; a later job
+    """judge_job keeps a model judge's judgement in the trial's folder under results/finished/; a later job
     on the same transcript bytes, judge and rubric (a trial kept by restore_finished, judged.json
     deleted by Snakemake before the job) links it back without a call. Another transcript, or
     another rubric, is judged anew."""
@@ -575,11 +575,11 @@ def test_a_kept_transcript_is_not_judged_again_by_a_model_judge(tmp_path, monkey
         out = trial / "judged.json"
 
         first = judge_job(m, trial / "transcript.json", sc_path, out)
-        assert len(api.message_requests()) == 1 and (trial / "finished/judged.json").is_file()
+        assert len(api.message_requests()) == 1 and (tmp_path / "results/finished/reference/loop/baseline/tiny/sc/1/judged.json").is_file()
         out.unlink()                                     # as Snakemake does before the job
         again = judge_job(m, trial / "transcript.json", sc_path, out)
         assert len(api.message_requests()) == 1          # no second purchase
-        assert again == first and out.read_bytes() == (trial / "finished/judged.json").read_bytes()
+        assert again == first and out.read_bytes() == (tmp_path / "results/finished/reference/loop/baseline/tiny/sc/1/judged.json").read_bytes()
 
         (trial / "transcript.json").write_text(json.dumps(transcript({"find": FIND_ANSWER + " More.", "explain": ""})))
         out.unlink()

@@ -22,7 +22,7 @@ def digests(wd: Path) -> dict[str, str]:
     """Every trial record's sha256, by path."""
     return {str(p.relative_to(wd)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted((wd / "results/runs").rglob("*.json")) if p.name in ("transcript.json", "run_meta.json")
-            and "attempts" not in p.parts and "finished" not in p.parts}
+            and "attempts" not in p.parts}
 
 
 def edit_yaml(path: Path, fn) -> None:

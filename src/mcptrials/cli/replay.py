@@ -10,7 +10,8 @@ from pathlib import Path
 
 from mcptrials.cli.common import DEFAULT_CONFIG, add_config
 from mcptrials.gate.output import refuse, write_outputs
-from mcptrials.gate.replay import CannotReplay, cannot_markdown, junit, markdown, replay, text_report
+from mcptrials.gate.replay import CannotReplay, replay
+from mcptrials.gate.replay_output import cannot_markdown, junit, markdown, text_report
 
 
 def register(sub) -> None:

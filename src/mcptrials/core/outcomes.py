@@ -143,19 +143,31 @@ def retry_attempts(runs="results/runs", max_attempts: int = DEFAULT_MAX_ATTEMPTS
 # --- finished trials are never replaced by a placeholder ---------------------------------
 # Snakemake deletes a job's outputs before it runs it, so a trial's transcript job that is
 # rerun (an edited server, a retried checkout) cannot see the records it replaces. Each
-# finished trial's records are therefore also hard-linked under finished/ (no copy: the same
-# file); when a later run cannot run the trial (a stage it needs failed, the budget stopped
-# it), the job links them back instead of writing a `not_run` record, byte for byte.
+# finished trial's records are therefore also hard-linked (no copy: the same file) into a tree
+# beside runs/, `results/finished/<model>/<host>/<tool>/<repo>/<scenario>/<trial>/`, which no
+# reader of runs/ sees; when a later run cannot run the trial (a stage it needs failed, the
+# budget stopped it), the job links them back instead of writing a `not_run` record, byte for byte.
 
 FINISHED_DIR = "finished"
 RECORDS = ("transcript.json", "run_meta.json")
 
 
+def finished_dir(trial_dir) -> Path:
+    """Where a trial's finished records are kept: the same six folders under `finished/`
+    beside the `runs/` folder (a trial folder outside a runs/ tree keeps them in its own
+    `finished/`)."""
+    d = Path(trial_dir)
+    parts = d.absolute().parts
+    if len(parts) > 7 and parts[-7] == "runs":
+        return Path(*parts[:-7], FINISHED_DIR, *parts[-6:])
+    return d / FINISHED_DIR
+
+
 def keep_finished(trial_dir) -> None:
     """After a trial's records were written with an outcome that is not missing: link them
-    under finished/, replacing an older finished trial's."""
+    into its finished folder, replacing an older finished trial's."""
     d = Path(trial_dir)
-    keep = d / FINISHED_DIR
+    keep = finished_dir(d)
     keep.mkdir(parents=True, exist_ok=True)
     for name in RECORDS:
         (keep / name).unlink(missing_ok=True)
@@ -163,10 +175,10 @@ def keep_finished(trial_dir) -> None:
 
 
 def restore_finished(trial_dir) -> dict | None:
-    """The transcript of the finished trial kept under finished/, its records linked back in
-    place; None (nothing touched) when there is none, or it is missing data."""
+    """The transcript of the finished trial kept in its finished folder, its records linked
+    back in place; None (nothing touched) when there is none, or it is missing data."""
     d = Path(trial_dir)
-    keep = d / FINISHED_DIR
+    keep = finished_dir(d)
     try:
         transcript = json.loads((keep / "transcript.json").read_text())
     except (OSError, ValueError):

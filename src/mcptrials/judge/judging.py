@@ -276,29 +276,29 @@ def judge_job(m, transcript_path, scenario_path, out: Path, prompt_path=PROMPT_F
 # A model judge's judgement is paid for: a trial whose transcript was kept byte for byte
 # (mcptrials.core.outcomes.restore_finished), or rerun only because a stage before it was
 # retried, is not judged again while the transcript, the judge and the rubric are the same.
-# Snakemake deletes judged.json before the job runs, so each one is also hard-linked under
-# the trial's finished/ folder.
+# Snakemake deletes judged.json before the job runs, so each one is also hard-linked into
+# the trial's finished folder (mcptrials.core.outcomes.finished_dir).
 MODEL_JUDGES = ("anthropic", "openai")
 
 
 def keep_judgement(out: Path) -> None:
-    from mcptrials.core.outcomes import FINISHED_DIR
+    from mcptrials.core.outcomes import finished_dir
 
-    keep = out.parent / FINISHED_DIR / out.name
+    keep = finished_dir(out.parent) / out.name
     keep.parent.mkdir(parents=True, exist_ok=True)
     keep.unlink(missing_ok=True)
     os.link(out, keep)
 
 
 def earlier_judgement(m, out: Path, transcript_sha: str, scenario: Scenario, prompt_path=PROMPT_FILE) -> dict | None:
-    """The judgement kept under finished/ when it judged these very transcript bytes with the
+    """The judgement kept in the trial's finished folder when it judged these very transcript bytes with the
     same model judge (settings hash: provider, model, repeats, prompt) and the same rubric,
     linked back as `out`; else None (judge anew)."""
-    from mcptrials.core.outcomes import FINISHED_DIR
+    from mcptrials.core.outcomes import finished_dir
 
     if m.specs.judge.provider not in MODEL_JUDGES:
         return None
-    keep = out.parent / FINISHED_DIR / out.name
+    keep = finished_dir(out.parent) / out.name
     try:
         rec = json.loads(keep.read_text())
     except (OSError, ValueError):
