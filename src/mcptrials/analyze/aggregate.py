@@ -57,7 +57,7 @@ from mcptrials.analyze.records_summary import (citation_composition, definition_
                                                server_profile)
 from mcptrials.analyze.tables import (INTERVAL_METHOD, cell_rows, error_taxonomy, gold_recall_view,
                                       missing_summary, pass_hat_curve, power_line, pricing_notes, scenario_flags,
-                                      tool_rows)
+                                      scenarios_with_data, tool_rows)
 from mcptrials.analyze.trial_rows import (COST_METHOD, EFFICIENCY_METHOD, absent, load_records, raw_row, score_rows,
                                           trial_frame)
 from mcptrials.core.outcomes import is_missing
@@ -110,7 +110,8 @@ def aggregate(m: Matrix, runs) -> dict:
         "judge_noise": noise, "errors": error_taxonomy(trials),
         "server_profile": server_profile(records, definition_costs(m, snapshots)),
         "scenarios": scenario_flags(trials, m), "pass_hat_curve": pass_hat_curve(trials, m.trials),
-        "power": [power_line(model, tools, len(m.run_scenarios()), m.trials) for model in labels],
+        "power": [power_line(model, tools, scenarios_with_data(trials, model), m.trials, len(m.run_scenarios()))
+                  for model in labels],
         "model_host": model_host_view(trials, list(m.hosts), list(m.models)),
         "gold_recall": gold_recall_view(trials),
         "patterns": pattern_summary(trials, findings),

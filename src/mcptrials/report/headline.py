@@ -32,7 +32,10 @@ def add_failed_stages(doc: Doc, s: dict) -> None:
               "lenient and strict verification), which read files at the commit, are missing (not checked: neither "
               "a 0 nor a pass, left out of the citation figures, and fairness is weighed without them); their "
               "recordings, gold recall, judge, usage and patterns are graded as usual.", "warning")
-    t = Table(["stage", "of", "error", "fix", "log"], caption="failed stages (results/status.json)")
+    # not results/status.json: the status job fails on these, and Snakemake deletes a failed job's output
+    t = Table(["stage", "of", "error", "fix", "log"],
+              caption="failed stages (results/aggregate/summary.json `failed_stages`; the status job's lines: "
+                      "results/logs/status.log)")
     for f in failed:
         t.add(f["stage"], f["name"], f["error"], f["fix"], f["log"])
     doc.table(t, "failed-stages-table")
@@ -53,17 +56,20 @@ def add_headline(doc: Doc, s: dict) -> None:
     for model in model_labels(s):
         mdl = {"label": model_text(s, model)}
         rows = [r for r in s["tools"] if r["model"] == model]
+        # with one trial per cell pass@k and pass^k are pass@1: said once
+        passes = ["pass@1"] if k == 1 else ["pass@1", f"pass@{k}", f"pass^{k}"]
         t = Table(["tool", "fairness [95% CI]", "Δ vs baseline [95% CI]", "Holm p (t)", "Holm p (Wilcoxon)",
-                   "verdict", "rank", "pass@1", f"pass@{k}", f"pass^{k}", "cost / trial", "time / trial",
+                   "verdict", "rank", *passes, "cost / trial", "time / trial",
                    "work / trial", "start-up / trial", "trials"],
                   caption=f"model {model}: {mdl['label']}", cls="headline")
         for r in rows:
             vcls = {"better": "better", "worse": "worse", "within noise": "noise", "did not start": "worse"}.get(r["verdict"])
+            pass_cells = [f3(r["pass_at_1"])] if k == 1 else [f3(r["pass_at_1"]), f3(r["pass_at_k"]), f3(r["pass_hat_k"])]
             t.add(r["tool"], fci_missing(r["fairness"], r["fairness_lo"], r["fairness_hi"], r["n_trials"], r),
                   Cell(fsigned_ci(r["diff"], r["diff_lo"], r["diff_hi"]), cls=vcls),
                   fp(r["holm_t_p"]), fp(r["holm_wilcoxon_p"]), Cell(r["verdict"] or "–", cls=vcls),
-                  "–" if r["rank"] is None else r["rank"], f3(r["pass_at_1"]), f3(r["pass_at_k"]),
-                  f3(r["pass_hat_k"]), fusd(r["cost_per_trial"]), fsec(r["wall_per_trial"]),
+                  "–" if r["rank"] is None else r["rank"], *pass_cells,
+                  fusd(r["cost_per_trial"]), fsec(r["wall_per_trial"]),
                   fsec(r.get("work_per_trial")), fsec(r.get("startup_per_trial")),
                   f"{r['n_trials']} ({r['failed_outcomes']} failed; {r.get('n_missing', 0)} missing)")
         doc.table(t, f"headline-{model}")
