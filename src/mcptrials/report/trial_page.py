@@ -111,6 +111,7 @@ def _summary_table(row: dict, t: dict, sc: dict, meta: dict, summary: dict) -> T
                                      f"{row.get('attempts', 1)})" if missing else ""),
                           cls="noise" if missing else "pass" if row["passed"] else "fail"))
     if missing:   # not graded: no failures, fairness, adoption or citations to show
+        kv.add("fairness", "– missing: not scored, left out of every mean")
         kv.add("cost / time", f"{fusd(row['cost_usd'])}, {fsec(row['wall_seconds'])} wall")
         kv.add("errors", ", ".join(f"{k} {row[k]}" for k in ("tool_error", "protocol_error", "api_error",
                                                               "harness_error")))
