@@ -7,6 +7,7 @@ tables are pandas groupings of one trial frame.
     tables            the per-group tables: cells, tools against the baseline, errors, scenarios, ...
     comparisons       the config's compare pairs and the models x hosts view
     records_summary   what comes from the records themselves: judge noise, server profile, citations
+    environment       servers that ran but failed the same way in most trials of a repository
     identity          summary.json `identity`: who and what ran and graded
     feedback          the trials' patterns and the agent's feedback on the tools
     lock              the held-out lock and its gold

@@ -41,6 +41,9 @@ records_summary and feedback what comes from the records), and this one writes t
 - citations verified = verified / (verified + mismatch) (scored.citations.rates.verified_rate),
   per cell and tool the mean over the trials that have one; shown beside grounding, never in
   fairness.
+- environment failures (summary.json `environment_failures`; analyze.environment): a server tool
+  whose calls fail with the same (normalised) error in most of its trials on a repository;
+  the tool row's `environment` says so beside its verdict, which is computed as for any tool.
 - discoverability = 1 when the trial called a server tool within the first
   `window_turns` model calls, else 0 (scored.adoption.discoverability.used_within_window).
 """
@@ -51,13 +54,15 @@ import json
 from pathlib import Path
 
 from mcptrials.analyze.comparisons import COMPARISON_FIELDS, comparison_rows, model_host_view
+from mcptrials.analyze.environment import METHOD as ENVIRONMENT_METHOD
+from mcptrials.analyze.environment import environment_failures, environment_note
 from mcptrials.analyze.feedback import add_patterns, feedback_table, pattern_csv_rows, pattern_summary
 from mcptrials.analyze.identity import identity
 from mcptrials.analyze.records_summary import (citation_composition, definition_costs, did_not_start, judge_noise,
                                                server_profile)
 from mcptrials.analyze.tables import (INTERVAL_METHOD, cell_rows, error_taxonomy, gold_recall_view,
                                       missing_summary, pass_hat_curve, power_line, pricing_notes, scenario_flags,
-                                      tool_rows)
+                                      scenarios_with_data, tool_rows)
 from mcptrials.analyze.trial_rows import (COST_METHOD, EFFICIENCY_METHOD, absent, load_records, raw_row, score_rows,
                                           trial_frame)
 from mcptrials.core.outcomes import is_missing
@@ -97,20 +102,28 @@ def aggregate(m: Matrix, runs) -> dict:
     for r in tools:
         if r["tool"] in dead and r["model"] not in recorded:   # no verdict for a server that never ran
             r.update(verdict="did not start", rank=None)
+    # a server that ran but failed its calls the same way in most trials of a repository: named
+    # beside its verdict (which stays as computed) and under "What could not run"
+    env = environment_failures(records, rows)
+    for r in tools:
+        r["environment"] = environment_note(env, r["model"], r["tool"])
     labels = list(dict.fromkeys(trials["model"]))  # model, or model@host with several hosts
     return {
         "schema": "mcptrials/summary/1",
         "identity": identity(m, records),
-        "methods": {"interval": INTERVAL_METHOD, "costs": COST_METHOD, "efficiency": EFFICIENCY_METHOD},
+        "methods": {"interval": INTERVAL_METHOD, "costs": COST_METHOD, "efficiency": EFFICIENCY_METHOD,
+                    "environment": ENVIRONMENT_METHOD},
         "notes": notes,
         "failed_stages": failed,
+        "environment_failures": env,
         "missing": missing,
         "trials": rows, "cells": cell_rows(trials, m.trials), "tools": tools,
         "comparisons": comparison_rows(trials, m.config["compare"], noise["fairness_noise"]),
         "judge_noise": noise, "errors": error_taxonomy(trials),
         "server_profile": server_profile(records, definition_costs(m, snapshots)),
         "scenarios": scenario_flags(trials, m), "pass_hat_curve": pass_hat_curve(trials, m.trials),
-        "power": [power_line(model, tools, len(m.run_scenarios()), m.trials) for model in labels],
+        "power": [power_line(model, tools, scenarios_with_data(trials, model), m.trials, len(m.run_scenarios()))
+                  for model in labels],
         "model_host": model_host_view(trials, list(m.hosts), list(m.models)),
         "gold_recall": gold_recall_view(trials),
         "patterns": pattern_summary(trials, findings),

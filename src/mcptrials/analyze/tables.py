@@ -261,14 +261,22 @@ def verdict(row: dict, noise: float | None) -> str:
 POWER_TARGET = 0.05  # the difference the power line says how many scenarios would detect
 
 
-def power_line(model: str, tools: list[dict], n: int, trials: int) -> dict:
+def scenarios_with_data(trials: pd.DataFrame, model: str) -> int:
+    """How many scenarios have at least one trial of the model that counts (not missing): the
+    scenarios the power line's figures rest on."""
+    return int(used(trials[trials["model"] == model])["scenario"].nunique())
+
+
+def power_line(model: str, tools: list[dict], n: int, trials: int, planned: int | None = None) -> dict:
     """The report's power sentence for one model, from the tools' minimum detectable effects
     (stats.min_detectable_effect) and, for the noisiest tool, stats.scenarios_needed for
-    POWER_TARGET with the same variance components."""
+    POWER_TARGET with the same variance components. `n` = the scenarios with data
+    (scenarios_with_data), `planned` = the run's scenarios, named beside it when more."""
     from mcptrials.stats.power import scenarios_needed
 
     rows = [r for r in tools if r["model"] == model and r["mde"] is not None]
-    text = f"with {n} scenario(s) and {trials} trial(s) the smallest difference this run can detect is "
+    counted = f"{n} scenario(s)" + (f" with data (of {planned})" if planned is not None and planned != n else "")
+    text = f"with {counted} and {trials} trial(s) the smallest difference this run can detect is "
     needed = None
     if rows:
         lo, hi = min(rows, key=lambda r: r["mde"]), max(rows, key=lambda r: r["mde"])
@@ -280,7 +288,8 @@ def power_line(model: str, tools: list[dict], n: int, trials: int) -> dict:
             text += f"; detecting a difference of {POWER_TARGET} would need about {needed} scenarios"
     else:
         text += "not estimable (needs a baseline and at least 2 scenarios)"
-    return {"model": model, "n_scenarios": n, "trials": trials, "text": text,
+    return {"model": model, "n_scenarios": n, "n_scenarios_planned": n if planned is None else planned,
+            "trials": trials, "text": text,
             "mde": {r["tool"]: r["mde"] for r in rows}, "target": POWER_TARGET, "scenarios_needed": needed}
 
 

@@ -54,8 +54,8 @@ def add_scenarios(doc: Doc, s: dict) -> None:
             cells = [c for c in s["cells"] if c["model"] == model and c["scenario"] == sc["scenario"]]
             if not cells:
                 continue
-            k = max(c["k"] for c in cells)
-            n_trials = max(c["n"] for c in cells)
+            k = max(c["k"] for c in cells) or s["identity"]["trials"]   # 0 when every trial is missing
+            n_trials = max(c.get("n_total", c["n"]) for c in cells)   # one column per trial, missing ones too
             t = Table(["tool", "fairness [95% CI]", "quality", "keyword", "grounding", "efficiency", "adoption",
                        "passes", f"pass^{k}", "cost", "time", "work", "start-up", "errors"]
                       + [f"trial {i}" for i in range(1, n_trials + 1)],

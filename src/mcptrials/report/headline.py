@@ -5,7 +5,7 @@ and the models × hosts view."""
 from __future__ import annotations
 
 from mcptrials.report.explorer import EXPLORER
-from mcptrials.report.formats import (esc, f3, fci, fci_missing, fmissing, fnum, fp, fsec, fsigned_ci, fusd,
+from mcptrials.report.formats import (esc, f3, fci, fci_missing, fmissing, fnum, fp, fsec, fsigned_ci, fusd, href,
                                       model_labels, model_text, with_n)
 from mcptrials.report.render import Cell, Doc, Table
 
@@ -17,10 +17,34 @@ NOISE_TEXT = ("within noise: the 95% interval contains 0, or the difference is s
 def add_failed_stages(doc: Doc, s: dict) -> None:
     """What could not run, and how to fix it: first, since every figure below lacks those trials."""
     failed = s.get("failed_stages") or []
-    if not failed:
+    env = s.get("environment_failures") or []
+    if not failed and not env:
         return
-    lost = [r for r in s["trials"] if r.get("missing_reason") in ("not_run: checkout failed", "not_run: install failed")]
     doc.h(2, "What could not run", "failed-stages")
+    if failed:
+        add_stage_failures(doc, s, failed)
+    if env:
+        add_environment_failures(doc, env, s["methods"].get("environment"))
+
+
+def add_environment_failures(doc: Doc, env: list[dict], method: str | None) -> None:
+    """Servers that started but failed their calls the same way in most trials of a repository
+    (mcptrials.analyze.environment): their trials count, their verdict carries the cause."""
+    doc.p(f"{len(env)} server error(s) look like this machine, not the server: the server started, but its calls "
+          "failed the same way in most of its trials on a repository" + (f" ({method})" if method else "")
+          + ". Those trials count as run, and the tool's headline verdict names the error beside it: fix the "
+            "environment and run its trials again for a verdict about the server.", "warning")
+    t = Table(["tool", "repo", "model", "error", "trials with it", "failed calls", "fix", "a trial"],
+              caption="environment failures (results/aggregate/summary.json `environment_failures`)")
+    for f in env:
+        t.add(f["tool"], f["repo"], f["model"], f["error"], f"{f['trials_with_error']}/{f['trials']}", f["calls"],
+              f["fix"], Cell("trial page", href=href(f["page"])) if f.get("page") else "–")
+    doc.table(t, "environment-failures-table")
+
+
+def add_stage_failures(doc: Doc, s: dict, failed: list[dict]) -> None:
+    """The stages that failed (checkouts, installs, server starts) and the trials they left missing."""
+    lost = [r for r in s["trials"] if r.get("missing_reason") in ("not_run: checkout failed", "not_run: install failed")]
     doc.p(f"{len(failed)} stage(s) failed; {len(lost)} trial(s) could not run because of them and are missing "
           "(neither a pass nor a fail nor a 0, left out of every figure below). The run exits non-zero after "
           "this report; fix each and run snakemake again: only the trials they held back run.", "warning")
@@ -32,7 +56,10 @@ def add_failed_stages(doc: Doc, s: dict) -> None:
               "lenient and strict verification), which read files at the commit, are missing (not checked: neither "
               "a 0 nor a pass, left out of the citation figures, and fairness is weighed without them); their "
               "recordings, gold recall, judge, usage and patterns are graded as usual.", "warning")
-    t = Table(["stage", "of", "error", "fix", "log"], caption="failed stages (results/status.json)")
+    # not results/status.json: the status job fails on these, and Snakemake deletes a failed job's output
+    t = Table(["stage", "of", "error", "fix", "log"],
+              caption="failed stages (results/aggregate/summary.json `failed_stages`; the status job's lines: "
+                      "results/logs/status.log)")
     for f in failed:
         t.add(f["stage"], f["name"], f["error"], f["fix"], f["log"])
     doc.table(t, "failed-stages-table")
@@ -53,17 +80,21 @@ def add_headline(doc: Doc, s: dict) -> None:
     for model in model_labels(s):
         mdl = {"label": model_text(s, model)}
         rows = [r for r in s["tools"] if r["model"] == model]
+        # with one trial per cell pass@k and pass^k are pass@1: said once
+        passes = ["pass@1"] if k == 1 else ["pass@1", f"pass@{k}", f"pass^{k}"]
         t = Table(["tool", "fairness [95% CI]", "Δ vs baseline [95% CI]", "Holm p (t)", "Holm p (Wilcoxon)",
-                   "verdict", "rank", "pass@1", f"pass@{k}", f"pass^{k}", "cost / trial", "time / trial",
+                   "verdict", "rank", *passes, "cost / trial", "time / trial",
                    "work / trial", "start-up / trial", "trials"],
                   caption=f"model {model}: {mdl['label']}", cls="headline")
         for r in rows:
             vcls = {"better": "better", "worse": "worse", "within noise": "noise", "did not start": "worse"}.get(r["verdict"])
+            pass_cells = [f3(r["pass_at_1"])] if k == 1 else [f3(r["pass_at_1"]), f3(r["pass_at_k"]), f3(r["pass_hat_k"])]
+            verdict = (r["verdict"] or "–") + (f" ({r['environment']})" if r.get("environment") else "")
             t.add(r["tool"], fci_missing(r["fairness"], r["fairness_lo"], r["fairness_hi"], r["n_trials"], r),
                   Cell(fsigned_ci(r["diff"], r["diff_lo"], r["diff_hi"]), cls=vcls),
-                  fp(r["holm_t_p"]), fp(r["holm_wilcoxon_p"]), Cell(r["verdict"] or "–", cls=vcls),
-                  "–" if r["rank"] is None else r["rank"], f3(r["pass_at_1"]), f3(r["pass_at_k"]),
-                  f3(r["pass_hat_k"]), fusd(r["cost_per_trial"]), fsec(r["wall_per_trial"]),
+                  fp(r["holm_t_p"]), fp(r["holm_wilcoxon_p"]), Cell(verdict, cls=vcls),
+                  "–" if r["rank"] is None else r["rank"], *pass_cells,
+                  fusd(r["cost_per_trial"]), fsec(r["wall_per_trial"]),
                   fsec(r.get("work_per_trial")), fsec(r.get("startup_per_trial")),
                   f"{r['n_trials']} ({r['failed_outcomes']} failed; {r.get('n_missing', 0)} missing)")
         doc.table(t, f"headline-{model}")

@@ -69,8 +69,15 @@ def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
                  + _pre("\n".join(meta["server_stderr_tail"].splitlines()[-STDERR_LINES:])))
     found = trial_findings(summary, row["page"])  # mcptrials.grade.patterns, marked below where they occur
     b.append(pattern_list(found))
+    missing = bool(row.get("missing"))
+    if missing:   # an infrastructure failure: its records may hold grades, none of which counts
+        b.append(f'<p class="warning" id="missing">This trial is missing: {esc(row.get("missing_reason"))}'
+                 + (f" ({esc(t.get('outcome_detail'))})" if t.get("outcome_detail") else "")
+                 + ". An infrastructure failure, not the tool's: it was not graded (no grader result, judge score "
+                   "or fairness is shown or counted); the next snakemake invocation retries it. What it recorded "
+                   "before it stopped follows.</p>")
     b += _error_events(t)
-    b += _steps(t, sc, j, found)
+    b += _steps(t, {} if missing else sc, {} if missing else j, found)
     if t.get("feedback_text"):
         b.append("<h2>The agent's feedback on its tools</h2>" + _pre(t["feedback_text"]))
     if meta:
@@ -103,6 +110,12 @@ def _summary_table(row: dict, t: dict, sc: dict, meta: dict, summary: dict) -> T
     kv.add("result", Cell(verdict + (f": {row['missing_reason']} (an infrastructure failure, not scored; attempt "
                                      f"{row.get('attempts', 1)})" if missing else ""),
                           cls="noise" if missing else "pass" if row["passed"] else "fail"))
+    if missing:   # not graded: no failures, fairness, adoption or citations to show
+        kv.add("fairness", "– missing: not scored, left out of every mean")
+        kv.add("cost / time", f"{fusd(row['cost_usd'])}, {fsec(row['wall_seconds'])} wall")
+        kv.add("errors", ", ".join(f"{k} {row[k]}" for k in ("tool_error", "protocol_error", "api_error",
+                                                              "harness_error")))
+        return kv
     if sc.get("failures"):
         kv.add("why not passed", "; ".join(sc["failures"]))
     w = summary["identity"]["weights"]

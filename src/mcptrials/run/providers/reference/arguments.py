@@ -49,6 +49,27 @@ def kind_of_key(key: str) -> str:
     return "other"
 
 
+FILE_WORDS = {"file", "filename", "filepath"}
+DIRECTORY_WORDS = {"dir", "directory", "directories", "folder", "root", "project", "repository", "repo",
+                   "workspace", "cwd"}
+
+
+def _words(key: str, prop: dict) -> set[str]:
+    return set(re.findall(r"[a-z]+", f"{key.replace('_', ' ')} {prop.get('description', '')}".lower()))
+
+
+def asks_for_directory(key: str, prop: dict, is_required: bool) -> bool:
+    """Whether a path parameter asks for a directory, so the workspace root is what to send
+    when no file is wanted: a required one that does not name a file, or an optional one
+    without a default whose name or description names a directory. One that names a file
+    ("the file containing the symbol") gets no guessed "." (serena rejects it): a tool that
+    needs a file the call has none for is not called."""
+    words = _words(key, prop)
+    if words & FILE_WORDS and not words & DIRECTORY_WORDS:
+        return False
+    return is_required or ("default" not in prop and bool(words & DIRECTORY_WORDS))
+
+
 def zero_based(spec: ToolSpec, key: str) -> bool:
     prop = _props(spec.schema).get(key)
     desc = str(prop.get("description", "")).lower() if isinstance(prop, dict) else ""
@@ -101,8 +122,8 @@ def build_arguments(spec: ToolSpec, need: Need, workspace: str) -> dict | None:
         elif kind == "path" and ("string" in types or not types):
             if need.path:       # reading a file
                 value = need.path if relative else posixpath.join(workspace, need.path)
-            elif is_required:
-                value = "." if relative else workspace
+            elif asks_for_directory(key, prop, is_required):
+                value = "." if relative else workspace   # the root, where the schema asks for a directory
         elif kind in ("start", "end", "count") and need.lo is not None and any(t in types for t in ("integer", "number")):
             if kind == "start" and key.lower() != "offset":
                 value = need.lo - zero_based(spec, key)

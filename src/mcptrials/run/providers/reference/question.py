@@ -19,6 +19,18 @@ NEGATED_TESTS = re.compile(r"\b(not|nothing|no|excluding|except|without)\b[^.?!]
 SCOPE = re.compile(r"\b(?:in|inside|within|under)\s+(?:the\s+)?`([\w./-]+)`\s+(?:package|folder|directory|module|tree)\b",
                    re.IGNORECASE)
 
+# A format example ("answer with the version on its own line (e.g. `1.2.3`)", "answer as
+# `Type::method`"): it shows the shape of the answer, so it is neither a search term nor a file to read. A snippet counts as one when an
+# example marker stands right before it and the clause up to the marker speaks of the answer's form;
+# "questions such as `can_see?`" in a clause about the code stays a term.
+EXAMPLE_MARKER = re.compile(r"(?:\be\.g\.|\beg\.|\bfor example|\bfor instance|\bsuch as|\blike|\bas|\bi\.e\.)\s*,?\s*"
+                            r"(`[^`\n]+`|\"[^\"\n]+\"|\u201c[^\u201d\n]+\u201d)"
+                            # and the example ends there ("as `next-server.ts` names it" is not one)
+                            r"(?=\s*(?:$|[.,;:)!?(]|\bon\b|\band\b|\bor\b))", re.IGNORECASE)
+ANSWER_FORM = re.compile(r"\b(?:answer|reply|respond)(?:\s+\w+){0,6}?\s+(?:with|as|in|like)\b|\bformat(?:ted)?\b"
+                         r"|\bon (?:its|a line of its|a) own line\b|\bin the form\b|\blast line\b", re.IGNORECASE)
+SENTENCE_END = re.compile(r"[?!]\s|(?<!\be\.g)(?<!\bi\.e)\.\s+(?=[A-Z`\"])")
+
 FEEDBACK_MARKERS = re.compile(r"\b(last|final) step\b|feedback on the tools|tool feedback", re.IGNORECASE)
 USAGE_INTENT = re.compile(r"\b(call(s|ed|ers?|ing)?|uses?|used|usages?|referenc\w*|invok\w*|import(s|ed)?)\b",
                           re.IGNORECASE)
@@ -136,12 +148,29 @@ def in_scope(path: str, scopes: list[str]) -> bool:
     return not scopes or any(path.startswith(s) for s in scopes)
 
 
+def format_examples(prompt: str) -> list[tuple[int, int]]:
+    """The spans of the prompt's format examples (EXAMPLE_MARKER in a clause about the answer's
+    form, ANSWER_FORM): `1.2.3` in "answer with the bare version (e.g. `1.2.3`)"."""
+    out = []
+    for m in EXAMPLE_MARKER.finditer(prompt):
+        starts = [e.end() for e in SENTENCE_END.finditer(prompt, 0, m.start())]
+        clause = prompt[starts[-1] if starts else 0:m.start(1)]
+        if ANSWER_FORM.search(clause):
+            out.append(m.span(1))
+    return out
+
+
 def extract_terms(prompt: str) -> tuple[list[Term], list[str]]:
     """Search terms (in priority order) and file names mentioned in a prompt. A name the
-    prompt gives as the place to look (see extract_scopes) is not searched for."""
+    prompt gives as the place to look (see extract_scopes) is not searched for, nor is a
+    format example of the answer (format_examples)."""
     terms: list[Term] = []
     files: list[str] = []
     scope_names = {m.group(1) for m in SCOPE.finditer(prompt)}
+    examples = format_examples(prompt)
+
+    def example(m) -> bool:
+        return any(lo <= m.start() and m.end() <= hi for lo, hi in examples)
 
     def add(term, fname):
         if fname and fname not in files:
@@ -152,10 +181,11 @@ def extract_terms(prompt: str) -> tuple[list[Term], list[str]]:
             terms.append(Term(term.qualifier, term.qualifier, "ident"))     # find the class too
 
     for m in _BACKTICK.finditer(prompt):
-        if m.group(1) not in scope_names:
+        if m.group(1) not in scope_names and not example(m):
             add(*_term_from(m.group(1), quoted=False))
     for m in _QUOTED.finditer(prompt):
-        add(*_term_from(m.group(1) or m.group(2), quoted=True))
+        if not example(m):
+            add(*_term_from(m.group(1) or m.group(2), quoted=True))
     plain = plain_text(prompt)
     for m in _IDENT.finditer(plain):
         tok = m.group(0)
