@@ -110,3 +110,19 @@ def test_a_broken_link_is_unresolved_with_the_reason(tree, cited, why):
 def test_gold_recall_of_a_link_counts_a_citation_of_its_target(tree):
     got = grade_citations("See `pkg/README.md:57`.", tree, gold=["README.md:57"])
     assert got["gold"][0]["cited"]
+
+
+def test_the_citations_command_shows_the_link_followed(tree, tmp_path, capsys):
+    import argparse
+    import json
+
+    from mcptrials.cli import score as graders_cli
+    answer = tmp_path / "answer.txt"
+    answer.write_text("See `README.md:57` and `pkg/util.py:4`.")
+    p = argparse.ArgumentParser()
+    graders_cli.register(p.add_subparsers())
+    args = p.parse_args(["citations", "--repo", tree.repo_dir, "--commit", tree.commit, str(answer)])
+    assert args.func(args) == 0
+    linked, plain = json.loads(capsys.readouterr().out)
+    assert linked["resolved_path"] == "pkg/README.md" and linked["symlink"]["target"] == "pkg/README.md"
+    assert "symlink" not in plain
