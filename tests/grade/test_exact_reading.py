@@ -4,7 +4,13 @@ wording that asks for a bare value, the line it is read from, the values of each
 import pytest
 
 from mcptrials.grade.exact_reading import (
-    BARE_WORDING, asks_bare, date_kind, kind_of, read_line, same_value, values_of,
+    BARE_WORDING,
+    asks_bare,
+    date_kind,
+    kind_of,
+    read_line,
+    same_value,
+    values_of,
 )
 
 

@@ -15,8 +15,8 @@ Three rules, each data plus a small function (grade.exact applies them):
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from mcptrials.core.values import clean, to_datetime, to_number
 
