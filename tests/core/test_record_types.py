@@ -82,3 +82,12 @@ def _has_keys(td, rec: dict, where: str) -> None:
         inner = _typeddict_of(tp)
         if inner is not None and isinstance(rec.get(key), dict):
             _has_keys(inner, rec[key], f"{where}.{key}")
+
+
+def test_a_steps_exact_answer_type_matches_the_schema():
+    """A step's `exact` (a list item the record's check above does not reach)."""
+    from mcptrials.core.record_types import ExactAnswer
+    schema = yaml.safe_load((SCHEMA_DIR / "scored.schema.yaml").read_text())
+    node = schema["$defs"]["step"]["properties"]["exact"]["oneOf"][1]
+    _check(ExactAnswer, node, schema, "ExactAnswer")
+    assert set(node["properties"]) == set(ExactAnswer.__annotations__)

@@ -10,8 +10,8 @@ from mcptrials.core.values import to_number
 
 
 
-def grade_exact(spec, answer, where="steps.exact_answer"):
-    return exact.grade_exact(filled(exact_answer=spec)["exact_answer"], answer, where)
+def grade_exact(spec, answer, where="steps.exact_answer", prompt=None):
+    return exact.grade_exact(filled(exact_answer=spec)["exact_answer"], answer, where, prompt)
 
 
 def test_numeric_tolerance():
@@ -60,4 +60,71 @@ def test_strings_case_and_whitespace():
 def test_required_defaults_and_evidence():
     r = grade_exact({"value": "x", "required": False}, "no")
     assert r == {"mode": "string", "expected": "x", "tolerance": None, "date_format": None, "required": False,
-                 "passed": False, "matched": None, "where": None, "normalised": None}
+                 "passed": False, "matched": None, "where": None, "normalised": None,
+                 "bare": None, "read": "whole answer", "values": None, "ambiguous": False}
+
+
+# --- read as the task asks: a bare value from the last line, several values ambiguous -----------
+
+# An answer of the shape issue 33 found: the count it computed, then another number alone on
+# its last line; the expected 9 occurs only inside the sentence before.
+STRAY = ("I listed the registrations with the search tool:\n\n"
+         "- `Handle` is called at `router.go:12` in `Group.Any`\n"
+         "- `Handle` also appears at `router.go:40`\n\n"
+         "Counting the use(s) of `Handle` listed above: 20 in 9 file(s).\n\n"
+         "20\n")
+
+
+def test_a_bare_integer_is_read_from_the_last_line_not_from_a_stray_number():
+    r = grade_exact({"value": "9", "format": "a bare integer"}, STRAY)
+    assert not r["passed"] and r["bare"] == "format: bare" and r["read"] == "last line (8)"
+    assert r["values"] == ["20"] and not r["ambiguous"]
+    good = STRAY.replace("\n20\n", "\n9\n")
+    r = grade_exact({"value": "9", "format": "a bare integer"}, good)
+    assert r["passed"] and r["where"] == "last line (8), whole answer" and r["values"] == ["9"]
+
+
+def test_the_prompt_wording_asks_for_a_bare_value_too():
+    prompt = "How many are there? Answer with the number alone on the last line."
+    assert not grade_exact({"value": 9}, STRAY, prompt=prompt)["passed"]
+    assert grade_exact({"value": 9}, "Nine of them:\n\n**9**\n\n", prompt=prompt)["passed"]
+    # the last line states two numbers: ambiguous, both listed
+    r = grade_exact({"value": 9}, "All found.\n20 in 9 file(s).", prompt=prompt)
+    assert not r["passed"] and r["ambiguous"] and r["values"] == ["20", "9"]
+
+
+def test_a_labelled_answer_line_wins_over_the_last_line():
+    spec = {"value": "9", "format": "a bare integer"}
+    r = grade_exact(spec, "**Answer:** 9\n\nThe list has 20 entries over several files.")
+    assert r["passed"] and r["read"] == "answer label at line 1" and r["where"].startswith("answer label")
+    assert not grade_exact(spec, "Answer: 20\n\n9")["passed"]
+
+
+def test_several_different_values_of_the_kind_are_ambiguous_where_no_bare_value_is_asked():
+    r = grade_exact({"value": "9"}, STRAY)
+    assert not r["passed"] and r["ambiguous"] and r["values"] == ["20", "9"] and r["matched"] == "9"
+    # the same value stated several times is not ambiguous, nor are line numbers, ranges or list markers
+    r = grade_exact({"value": 9}, "1. It is 9 (see `a.go:147-153`).\n2. Yes, 9 methods, lines 19-23.")
+    assert r["passed"] and r["values"] == ["9"] and not r["ambiguous"]
+    # a number within the tolerance is the same value
+    assert grade_exact({"value": 96.12, "tolerance": 0.01}, "About 96.12, precisely 96.124991.")["passed"]
+
+
+def test_ambiguity_by_kind_commit_ids_dates_and_no_kind_for_names():
+    full = "babcb4468fd1730cc413550ce058d850e356c360"
+    one = f"The newest commit is `{full[:7]}` (full id {full})."
+    assert grade_exact({"value": full}, one)["passed"]                       # a short id of the same commit
+    r = grade_exact({"value": full}, one + " Its parent is 0a1b2c3d4e5f.")
+    assert not r["passed"] and r["ambiguous"] and r["values"] == [full[:7], full, "0a1b2c3d4e5f"]
+    r = grade_exact({"value": "2026-01-05", "format": "%Y-%m-%d"}, "Issue 12, created 2026-01-05; issue 19 on 2026-02-01.")
+    assert not r["passed"] and r["ambiguous"] and len(r["values"]) == 2
+    r = grade_exact({"value": "Flask.make_response"}, "`Flask.make_response` calls `Flask.response_class`.")
+    assert r["passed"] and r["values"] is None                              # a name has no kind
+
+
+def test_failure_messages_name_the_ambiguity_and_the_line_read():
+    from mcptrials.grade.scoring import exact_failure
+    r = grade_exact({"value": "9", "format": "a bare integer"}, STRAY)
+    assert exact_failure(r) == "exact answer '9' not found on the line a bare value is read from (last line (8))"
+    r = grade_exact({"value": "9"}, STRAY)
+    assert exact_failure(r) == "exact answer '9' ambiguous: the answer states '20', '9'"

@@ -48,6 +48,7 @@ def cmd_citations(args) -> int:
     items = [public_view(c) for c in analyse(text, tree, exts)]
     keys = ("path_as_cited", "resolved_path", "resolved_by", "lines", "symbol", "symbol_by", "bucket", "verification",
             "candidates", "spans")
-    json.dump([{k: c[k] for k in keys} for c in items], sys.stdout, indent=2)
+    json.dump([{k: c[k] for k in keys} | ({"symlink": c["symlink"]} if c["symlink"] else {}) for c in items],
+              sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0

@@ -87,6 +87,25 @@ class StepsPassed(TypedDict):
     passed: int
 
 
+class ExactAnswer(TypedDict):
+    """A step's `exact` (grade.exact.grade_exact): the value expected, the text it was read
+    from, and whether that text states it and no other value of its kind."""
+
+    mode: str                      # string | number | date
+    expected: str | float
+    tolerance: float | None
+    date_format: str | None
+    required: bool
+    passed: bool
+    matched: str | None
+    where: str | None
+    normalised: str | None
+    bare: NotRequired[str | None]      # how the step asks for a bare value, else None (older records lack it)
+    read: NotRequired[str]             # whole answer | last line (n) | answer label at line n
+    values: NotRequired[list[str] | None]   # the values of the expected kind the text read states; None: no kind
+    ambiguous: NotRequired[bool]       # matched, but other values of the kind stated: failed
+
+
 class Efficiency(TypedDict):
     tokens: dict[str, int]         # input_uncached, cache_write, cache_read, output, total
     cost_usd: float | None

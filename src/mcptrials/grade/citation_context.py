@@ -59,7 +59,7 @@ def resolve(path: str, tree: CommitTree) -> tuple[str | None, list[str]]:
             if got[0] or got[1]:
                 return got
         return None, []
-    if tree.has(path):
+    if tree.has(path) or tree.through_link(path):    # a file, or a path through a linked folder
         return path, []
     cands = tree.suffix_matches(path)
     if len(cands) == 1:

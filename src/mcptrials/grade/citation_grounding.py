@@ -12,6 +12,11 @@ line) moves to the closest file of its context that has the line (or the subject
 when the nearest file does not define the subject at all, defines it: the line may be wrong,
 the file is the subject's).
 
+A path that is a symbolic link at the commit, or goes through a linked folder, resolves to the
+link's final target (gittree.CommitTree.follow; `symlink`: the path, the target, the links
+followed), read as that file for the buckets and the strict verdict; a link that loops, leaves
+the repository or leads to no file is unresolved (ungrounded no_such_file) with the reason.
+
 Buckets: grounded (resolved; every cited line within 1..EOF; a cited symbol has a definition
 in the file: see symbols.py, symbol_by "tree-sitter", its lines in symbol_lines; for a
 language without a grammar, symbol_by "regex": every component occurs as a whole word),
@@ -33,6 +38,7 @@ def strict_verdict_at(tree: CommitTree, path: str, lines: list[int], subject: st
     and the strict pass ask the same (file, lines, subject) again and again (43% repeats on the
     citation corpus), and the answer depends on the commit's file alone."""
     cache = tree.__dict__.setdefault("_strict_verdicts", {})
+    path = tree.real(path)          # a symbolic link: its target's language and text
     key = (path, tuple(lines), subject)
     if key not in cache:
         cache[key] = strict.verdict(path, tree.text(path), lines, subject, tree.lines(path))
@@ -58,6 +64,7 @@ def defines(tree: CommitTree, path: str, subject: str) -> bool:
     (`TransportError.permanent`: the class TransportError); False without a parser. Kept on
     the tree, as strict_verdict_at: the answer depends on the commit's file alone."""
     cache = tree.__dict__.setdefault("_defines", {})
+    path = tree.real(path)
     if (path, subject) not in cache:
         parts = symbol_parts(subject)
         text = tree.text(path)
@@ -159,6 +166,13 @@ def ground(c: dict, tree: CommitTree, ans: Answer | None = None, subj: str | Non
     r["ungrounded"] = None
     if "/" not in c["path"] and resolved != c["path"] and r["form"] not in ("json-fields", "line-in-context"):
         r["form"] = "basename"       # resolved from the context or not: the form the answer wrote
+    if resolved is not None and tree.through_link(resolved):
+        real, hops, why = tree.follow(resolved)
+        r["symlink"] = {"path": resolved, "target": real, "hops": hops}
+        if real is None:
+            r["resolved_path"], r["bucket"], r["reason"], r["ungrounded"] = None, "unresolved", why, "no_such_file"
+            return r
+        r["resolved_path"] = resolved = real
     if resolved is None:
         r["bucket"] = "unresolved"
         if r["context"] and r["context"].get("ambiguous"):

@@ -164,7 +164,7 @@ def public_view(c: dict) -> dict:
         "identifiers": c["identifiers"], "occurrences": c["occurrences"],
         "resolved_by": c["resolved_by"], "context": c["context"], "spans": c["spans"],
         "symbol_by": c["symbol_by"], "symbol_lines": c["symbol_lines"],
-        "by_occurrence": c["by_occurrence"],
+        "by_occurrence": c["by_occurrence"], "symlink": c.get("symlink"),
     }
 
 
@@ -236,7 +236,7 @@ def gold_recall(text: str, items: list[dict], gold: list[str], tree: CommitTree,
             continue
         g = parsed[0]
         path, _ = resolve(g["path"], tree)
-        path = path or g["path"]
+        path = tree.real(path) if path else g["path"]      # a link: the citations resolve to its target
         same_file = [c for c in items if c["resolved_path"] == path]
         by = None
         if g["lines"] is not None:

@@ -7,8 +7,8 @@ Candidates, tried in this order, the first that matches wins:
   4. each run of consecutive words as long as the expected value (for dates: as the
      date format) — so "The total is 96.124991." offers "96.124991." as a candidate.
 Every candidate is stripped of surrounding quotes, backticks, bold/italic markers,
-brackets and trailing punctuation, and its whitespace collapsed. So an answer passes when
-any such span equals the value: an answer that lists several values can pass.
+brackets and trailing punctuation, and its whitespace collapsed. A span equal to the value
+matches; the rules below say which text the spans come from, and when a match still fails.
 
 Comparison, by mode:
   - date (date_format given, or `format` contains a %-directive): both sides parsed with
@@ -17,6 +17,18 @@ Comparison, by mode:
     thousands separators (, _ thin/non-breaking spaces), currency signs and a trailing %
     dropped; equal when |candidate - expected| <= tolerance (exact when no tolerance);
   - string: equal after the normalisation above, case-folded unless case_sensitive.
+
+Where the value is read (grade/exact_reading.py), as the task asks:
+  - when the step asks for a bare value (the exact answer's `format` or the step's prompt says
+    so: "a bare integer", "alone on the last line", "on its own line", "only the number", ...:
+    exact_reading.BARE_WORDING), the candidates come from one line only: the last labelled
+    `Answer:` line (its text after the label), else the answer's last non-empty line. A value
+    anywhere else does not count;
+  - in every case, the text read must not state a value of the expected kind (a number for a
+    number, a date for a date, a commit id, a version, a file path: exact_reading.VALUE_KINDS)
+    other than the matched one: an answer that states several different values fails as
+    `ambiguous`, the values listed in `values`. The same value stated several times is not
+    ambiguous; an expected value of no kind (a name, a method) is never ambiguous.
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ import re
 from decimal import Decimal
 
 from mcptrials.core.values import clean, to_datetime, to_number
+from mcptrials.grade.exact_reading import asks_bare, date_kind, kind_of, read_line, same_value, values_of
 from mcptrials.matrix.scenario import exact_mode
 
 _LINE_MARK = re.compile(r"^\s*(?:[-*+>]|#+|\d+[.)])\s+")
@@ -43,8 +56,9 @@ def candidates(answer: str, words: int):
         yield f"words {i + 1}-{i + words}", " ".join(toks[i:i + words])
 
 
-def grade_exact(spec: dict, answer: str, where: str = "steps.exact_answer") -> dict:
-    """{mode, expected, passed, required, matched, where, normalised} for one step."""
+def grade_exact(spec: dict, answer: str, where: str = "steps.exact_answer", prompt: str | None = None) -> dict:
+    """{mode, expected, passed, required, matched, where, normalised, bare, read, values,
+    ambiguous} for one step; prompt: the step's prompt (its wording may ask for a bare value)."""
     mode, fmt = exact_mode(spec, where)   # the loader's check: the expected value reads in this mode
     expected = spec["value"]
     tol = spec.get("tolerance")
@@ -54,22 +68,43 @@ def grade_exact(spec: dict, answer: str, where: str = "steps.exact_answer") -> d
         words = len(fmt.split())
         same = lambda got: (d := to_datetime(got, fmt)) is not None and d == want  # noqa: E731
         norm = lambda got: to_datetime(got, fmt).isoformat()  # noqa: E731
+        kind = date_kind(fmt)
     elif mode == "number":
         want = Decimal(str(expected)) if isinstance(expected, (int, float)) else to_number(str(expected))
         words = 1
         limit = Decimal(str(tol)) if tol is not None else Decimal(0)
         same = lambda got: (n := to_number(got)) is not None and abs(n - want) <= limit  # noqa: E731
         norm = lambda got: str(to_number(got))  # noqa: E731
+        kind = kind_of(expected, mode)
     else:
         want = clean(expected) if case else clean(expected).casefold()
         words = max(1, len(want.split()))
         same = lambda got: (clean(got) if case else clean(got).casefold()) == want  # noqa: E731
         norm = lambda got: clean(got) if case else clean(got).casefold()  # noqa: E731
+        kind = kind_of(expected, mode)
+    bare = asks_bare(spec.get("format"), prompt)
     result = {"mode": mode, "expected": expected, "tolerance": tol, "date_format": fmt,
               "required": spec["required"], "passed": False, "matched": None,
-              "where": None, "normalised": None}
-    for place, text in candidates(answer or "", words):
-        if same(text):
-            result.update(passed=True, matched=text, where=place, normalised=norm(text))
+              "where": None, "normalised": None, "bare": bare, "read": "whole answer",
+              "values": None, "ambiguous": False}
+    text, prefix = answer or "", ""
+    if bare:
+        line = read_line(text)
+        if line is None:
+            result["read"] = "last line (none: the answer is empty)"
+            return result
+        result["read"], text = line
+        prefix = result["read"] + ", "
+    for place, cand in candidates(text, words):
+        if same(cand):
+            result.update(passed=True, matched=cand, where=prefix + place, normalised=norm(cand))
             break
+    if kind is not None:
+        values = values_of(kind, "\n".join(_LINE_MARK.sub("", ln) for ln in text.splitlines()))  # not list numbers
+        result["values"] = values
+        got = kind.read(result["matched"]) if result["passed"] else None
+        # other values than the one matched (tolerance: a number within it is the same value)
+        others = [v for v in values if not (same(v) or (got is not None and same_value(kind, v, got)))]
+        if result["passed"] and others:
+            result.update(passed=False, ambiguous=True)
     return result

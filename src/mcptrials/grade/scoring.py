@@ -35,13 +35,14 @@ def _step(i: int, spec: dict, tstep: dict | None, tree, extensions, source: str)
     kw = keywords.grade_keywords(spec["checks"], answer, f"{where}.checks")
     cit = (citations.grade_citations(answer, tree, (spec.get("citations") or {}).get("gold", []), extensions)
            if tree is not None else not_checked_citations())
-    ex = grade_exact(spec["exact_answer"], answer, f"{where}.exact_answer") if spec.get("exact_answer") else None
+    ex = (grade_exact(spec["exact_answer"], answer, f"{where}.exact_answer", spec.get("prompt"))
+          if spec.get("exact_answer") else None)
     st = grade_state(spec["state_check"], (tstep or {}).get("state_check")) if spec.get("state_check") else None
 
     failures = [f"step {i} ({spec['name']}): required {r['type']} check {r['value']!r} not in the answer"
                 for r in kw["checks"] if r["required"] and not r["hit"]]
     if ex and ex["required"] and not ex["passed"]:
-        failures.append(f"step {i} ({spec['name']}): exact answer {ex['expected']!r} not found")
+        failures.append(f"step {i} ({spec['name']}): {exact_failure(ex)}")
     if st and st["required"] and not st["passed"]:
         failures.append(f"step {i} ({spec['name']}): state check: {st['reason']}")
     if tstep is None:
@@ -52,6 +53,17 @@ def _step(i: int, spec: dict, tstep: dict | None, tree, extensions, source: str)
         "keywords": kw, "citations": cit, "exact": ex, "state": st,
         "required_passed": not failures, "failures": failures,
     }
+
+
+def exact_failure(ex: dict) -> str:
+    """Why an exact answer failed, in words: ambiguous (the values it states), or not found
+    (on the line a bare value is read from)."""
+    if ex["ambiguous"]:
+        return (f"exact answer {ex['expected']!r} ambiguous: the answer states "
+                + ", ".join(repr(v) for v in ex["values"]) + (f" ({ex['read']})" if ex["bare"] else ""))
+    if ex["bare"]:
+        return f"exact answer {ex['expected']!r} not found on the line a bare value is read from ({ex['read']})"
+    return f"exact answer {ex['expected']!r} not found"
 
 
 def not_checked_citations() -> dict:
