@@ -128,3 +128,23 @@ def test_failure_messages_name_the_ambiguity_and_the_line_read():
     assert exact_failure(r) == "exact answer '9' not found on the line a bare value is read from (last line (8))"
     r = grade_exact({"value": "9"}, STRAY)
     assert exact_failure(r) == "exact answer '9' ambiguous: the answer states '20', '9'"
+
+
+def test_a_label_reads_the_named_value_among_the_arithmetic():
+    """A step that asks for several amounts and grades the total: `label: total` reads the value
+    after the last line naming it, so the arithmetic's other amounts are not a second answer;
+    without the label the same answer is ambiguous."""
+    answer = ("Subtotal: 2 x 24.90 + 12.00 = 61.80\nDiscount: 10% of 61.80 = 6.18\nShipping: 4.90\n"
+              "Tax: 7.33\n**Total: 67.85 EUR** (cited at pricing.py:40)")
+    spec = {"value": "67.85", "format": "an amount in euros with two decimals", "case_sensitive": False,
+            "required": True}
+    assert grade_exact(spec, answer)["ambiguous"]
+    got = grade_exact({**spec, "label": "total"}, answer)
+    assert got["passed"] and not got["ambiguous"] and got["read"] == "line 5 labelled 'total', its last value"
+    # the arithmetic on the labelled line ends with its result; a later header names no value
+    sums = grade_exact({**spec, "label": "total"}, answer + "\n\nTotal: 61.80 - 6.18 + 4.90 + 7.33 = 67.85\n| tax | total |")
+    assert sums["passed"] and sums["read"] == "line 7 labelled 'total', its last value"
+    wrong = grade_exact({**spec, "label": "total"}, answer.replace("67.85 EUR", "61.80 EUR"))
+    assert not wrong["passed"]
+    none = grade_exact({**spec, "label": "total"}, "67.85")
+    assert not none["passed"] and none["read"] == "no line labelled 'total'"

@@ -24,6 +24,10 @@ Where the value is read (grade/exact_reading.py), as the task asks:
     exact_reading.BARE_WORDING), the candidates come from one line only: the last labelled
     `Answer:` line (its text after the label), else the answer's last non-empty line. A value
     anywhere else does not count;
+  - else, when the exact answer has a `label` (the step asks for several values of one kind:
+    an amount's arithmetic and its total; `label: total`), the value read is the last value of
+    the expected kind after the label, on the last line that names it with one
+    (exact_reading.read_labelled);
   - in every case, the text read must not state a value of the expected kind (a number for a
     number, a date for a date, a commit id, a version, a file path: exact_reading.VALUE_KINDS)
     other than the matched one: an answer that states several different values fails as
@@ -37,7 +41,8 @@ import re
 from decimal import Decimal
 
 from mcptrials.core.values import clean, to_datetime, to_number
-from mcptrials.grade.exact_reading import asks_bare, date_kind, kind_of, read_line, same_value, values_of
+from mcptrials.grade.exact_reading import (asks_bare, date_kind, kind_of, read_labelled, read_line, same_value,
+                                           values_of)
 from mcptrials.matrix.scenario import exact_mode
 
 _LINE_MARK = re.compile(r"^\s*(?:[-*+>]|#+|\d+[.)])\s+")
@@ -92,6 +97,13 @@ def grade_exact(spec: dict, answer: str, where: str = "steps.exact_answer", prom
         line = read_line(text)
         if line is None:
             result["read"] = "last line (none: the answer is empty)"
+            return result
+        result["read"], text = line
+        prefix = result["read"] + ", "
+    elif spec.get("label"):   # several values asked for, the expected one named by its label
+        line = read_labelled(text, spec["label"], kind)
+        if line is None:
+            result["read"] = f"no line labelled {spec['label']!r}"
             return result
         result["read"], text = line
         prefix = result["read"] + ", "

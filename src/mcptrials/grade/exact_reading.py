@@ -61,6 +61,28 @@ def read_line(answer: str) -> tuple[str, str] | None:
     return None
 
 
+def read_labelled(answer: str, label: str, kind=None) -> tuple[str, str] | None:
+    """(where, text) of the value the step's `exact_answer.label` names (a word or phrase, e.g.
+    `total`; whole words, any case), for a step that asks for several values of one kind (an
+    amount's arithmetic and its total), so the others are not read as a second answer. The last
+    line naming it that states a value of the expected kind after it; of those values the last
+    (arithmetic ends with its result: `Total: 66.30 - 7.47 + 4.12 = 62.95`). An expected value of
+    no kind: the text after the label. None when no line names it with a value."""
+    pattern = re.compile(r"(?<!\w)" + re.escape(label.strip()) + r"(?!\w)", re.I)
+    lines = answer.splitlines()
+    for i in range(len(lines), 0, -1):
+        hits = list(pattern.finditer(lines[i - 1]))
+        if not hits:
+            continue
+        after = lines[i - 1][hits[0].end():]
+        if kind is None:
+            return f"line {i} labelled {label.strip()!r}", after
+        values = [m.group(0) for m in kind.pattern.finditer(after)]
+        if values:
+            return f"line {i} labelled {label.strip()!r}, its last value", values[-1]
+    return None
+
+
 # --- kinds of values -------------------------------------------------------------------------
 
 _HEX_ID = r"[0-9a-f]{7,40}"
