@@ -156,3 +156,86 @@ def test_the_grammars_ship_in_the_wheel_and_load_offline():
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str({lang: ["A", lang == "csharp" and "F" or "f"]
                                       for lang in ("kotlin", "php", "csharp", "swift", "scala")})
+
+
+# --- the strict verdict -----------------------------------------------------------------------
+
+STATE_KT = ("package io.javalin.config\n"                          # 1
+            "\n"                                                   # 2
+            "/** The state behind JavalinConfig. */\n"             # 3
+            "class JavalinState {\n"                               # 4
+            "    @JvmField val http = HttpConfig()\n"              # 5
+            "    @JvmField val router = RouterConfig()\n"          # 6
+            "\n"                                                   # 7
+            "    fun jsonMapper(mapper: JsonMapper) {\n"           # 8
+            "        this.mapper = mapper\n"                       # 9
+            "    }\n"                                              # 10
+            "}\n")                                                 # 11
+UTIL_C = ("#include <stdio.h>\n"                                   # 1
+          "\n"                                                     # 2
+          "int helper(int x) {\n"                                  # 3
+          "    int y = x * 2;\n"                                   # 4
+          "    return y;\n"                                        # 5
+          "}\n")                                                   # 6
+README = "# Tiny\n\nThe helper doubles.\nNothing else here.\n"
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    repo = tmp_path_factory.mktemp("lang") / "repo"
+    return commit_tree(repo, make_repo(repo, {"src/io/javalin/config/JavalinState.kt": STATE_KT,
+                                              "native/util.c": UTIL_C, "README.md": README}))
+
+
+def only(text, tree):
+    (c,) = grade_citations(text, tree)["items"]
+    return c
+
+
+@pytest.mark.parametrize("answer", [
+    "`JavalinState` (src/io/javalin/config/JavalinState.kt:6) holds the config.",
+    "The class `JavalinState` is at src/io/javalin/config/JavalinState.kt:6.",
+    "- src/io/javalin/config/JavalinState.kt:6 - `JavalinState`, the state",
+    "| symbol | location |\n| --- | --- |\n| `JavalinState` | src/io/javalin/config/JavalinState.kt:6 |\n",
+    json.dumps({"symbol": "JavalinState", "location": "src/io/javalin/config/JavalinState.kt:6"}),
+    "`JavalinState` (src/io/javalin/config/JavalinState.kt:5-6) holds the config.",
+])
+def test_a_kotlin_line_inside_the_class_verifies_in_every_answer_form(tree, answer):
+    """Line 6 lies inside class JavalinState (4-11) but does not name it: the definition
+    decides, whatever form the answer cites it in (before, the word search called it a mismatch)."""
+    c = only(answer, tree)
+    assert (c["subject"]["name"], c["strict"]) == ("JavalinState", "verified")
+
+
+def test_a_kotlin_line_outside_the_subjects_definition_is_a_mismatch(tree):
+    c = only("`jsonMapper` (src/io/javalin/config/JavalinState.kt:5)", tree)
+    assert c["strict"] == "mismatch"
+
+
+def test_a_code_file_without_definitions_here_is_undetermined_not_mismatch(tree):
+    # line 4 is inside helper (3-6) but does not name it; no C definitions here to tell
+    c = only("`helper` (native/util.c:4) doubles its argument.", tree)
+    assert (c["bucket"], c["strict"]) == ("grounded", "undetermined")
+    assert only("`helper` (native/util.c:3)", tree)["strict"] == "verified"      # the line names it
+    # a name the file never writes: no definition of it can enclose the line, whatever the grammar
+    assert only("`nowhere_defined` (native/util.c:4)", tree)["strict"] == "mismatch"
+    # prose: no definition encloses a line of a README, so the line's words decide as before
+    assert only("`helper` (README.md:4)", tree)["strict"] == "mismatch"
+
+
+def test_verdict_function_directly():
+    lines = UTIL_C.splitlines()
+    assert strict.verdict("native/util.c", UTIL_C, [4], "helper", lines) == "undetermined"
+    assert strict.verdict("lib/util.ex", UTIL_C, [4], "helper", lines) == "undetermined"
+    assert strict.verdict("notes/util.txt", UTIL_C, [4], "helper", lines) == "mismatch"
+
+
+def test_undetermined_counts_as_neither_verified_nor_mismatch(tree):
+    r = grade_citations("`helper` (native/util.c:4) and `helper` (native/util.c:3) and "
+                        "`JavalinState` (src/io/javalin/config/JavalinState.kt:5)", tree)
+    c = r["counts"]
+    assert (c["strict_verified"], c["strict_mismatch"], c["strict_undetermined"]) == (2, 0, 1)
+    rates = citation_rates(c)
+    assert rates["strict_verified_rate"] == 1.0 and rates["strict_grounded_rate"] == 1.0
+    forms = composition.rates(c["by_form"])
+    assert forms["path:line"]["strict_verified_rate"] == 1.0
