@@ -239,3 +239,20 @@ def test_undetermined_counts_as_neither_verified_nor_mismatch(tree):
     assert rates["strict_verified_rate"] == 1.0 and rates["strict_grounded_rate"] == 1.0
     forms = composition.rates(c["by_form"])
     assert forms["path:line"]["strict_verified_rate"] == 1.0
+
+
+# --- the manual ---------------------------------------------------------------------------------
+
+def test_docs_list_the_languages_with_definitions_and_their_files():
+    """docs/grading.md's table of languages (`| `lang` | `.ext`, ... |`) is DEFINITIONS and _EXT_LANG."""
+    text = DOCS.read_text()
+    rows = re.findall(r"^\s*\| `([a-z]+)` \| ([^|]+) \|", text, re.M)
+    assert {lang for lang, _ in rows} == set(DEFINITIONS)
+    files = {lang: set(re.findall(r"`([^`]+)`", cell)) for lang, cell in rows}
+    want: dict[str, set] = {}
+    for ext, lang in _EXT_LANG.items():
+        want.setdefault(lang, set()).add("." + ext)
+    from mcptrials.grade.symbols import _NAME_LANG
+    for name, lang in _NAME_LANG.items():
+        want[lang].add(name)
+    assert files == want
