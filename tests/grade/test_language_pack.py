@@ -256,3 +256,22 @@ def test_docs_list_the_languages_with_definitions_and_their_files():
     for name, lang in _NAME_LANG.items():
         want[lang].add(name)
     assert files == want
+
+
+def test_a_python_assignment_statement_in_either_grammar_shape():
+    """The pack's Python grammar puts an assignment straight in its module or block; older
+    grammars wrap it in an expression_statement (the statement whose lines it covers)."""
+    from types import SimpleNamespace as N
+
+    from mcptrials.grade.symbols import _statement
+
+    module = N(type="module", parent=None)
+    bare = N(type="assignment", parent=module)
+    wrapper = N(type="expression_statement", parent=module)
+    wrapped = N(type="assignment", parent=wrapper)
+    inner = N(type="assignment", parent=bare)                     # `a = b = 1`'s inner one
+    assert (_statement("python", bare), _statement("python", wrapped), _statement("python", inner)) == (
+        bare, wrapper, None)
+    assert _statement("ruby", inner) is inner
+    assert [d["name"] for d in definitions("python", "A = 1\nclass K:\n    b = 2\n    def f(self):\n        c = 3\n")] \
+        == ["A", "K", "b", "f"]
