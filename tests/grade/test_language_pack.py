@@ -273,5 +273,5 @@ def test_a_python_assignment_statement_in_either_grammar_shape():
     assert (_statement("python", bare), _statement("python", wrapped), _statement("python", inner)) == (
         bare, wrapper, None)
     assert _statement("ruby", inner) is inner
-    assert [d["name"] for d in definitions("python", "A = 1\nclass K:\n    b = 2\n    def f(self):\n        c = 3\n")] \
-        == ["A", "K", "b", "f"]
+    source = "A = 1\nclass K:\n    b = 2\n    def f(self):\n        c = 3\n"
+    assert [d["name"] for d in definitions("python", source)] == ["A", "K", "b", "f"]
