@@ -166,7 +166,7 @@ def test_rates_and_cited_recall(repo):
     assert counts == {"total": 4, "grounded": 1, "hallucinated": 1, "unresolved": 2,
                       "verified": 1, "mismatch": 0, "n/a": 3, "gold_total": 4, "gold_cited": 2,
                       # strictly, line 14 does not hold `Flask` (line 15 does): a mismatch
-                      "strict_verified": 0, "strict_mismatch": 1, "strict_na": 3}
+                      "strict_verified": 0, "strict_mismatch": 1, "strict_undetermined": 0, "strict_na": 3}
     assert r["counts"]["ungrounded"] == {"basename": 1, "past_eof": 1, "no_such_file": 0,
                                          "symbol_not_defined": 1, "ambiguous": 0}
     assert r["rates"]["grounded_rate"] == 0.25 and r["rates"]["hallucinated_rate"] == 0.25
@@ -181,7 +181,7 @@ def test_rates_and_cited_recall(repo):
 def test_rates_formula_hand_case():
     counts = {"total": 8, "grounded": 5, "hallucinated": 2, "unresolved": 1, "verified": 3,
               "mismatch": 1, "n/a": 4, "gold_total": 3, "gold_cited": 1,
-              "strict_verified": 2, "strict_mismatch": 2, "strict_na": 4}
+              "strict_verified": 2, "strict_mismatch": 2, "strict_undetermined": 0, "strict_na": 4}
     # strict grounding (5 - 2) / 8; strict verified 2 / (2 + 2)
     assert citation_rates(counts) == {"grounded_rate": 0.625, "hallucinated_rate": 0.25,
                                       "unresolved_rate": 0.125, "verified_rate": 0.75,

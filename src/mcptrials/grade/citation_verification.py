@@ -182,7 +182,8 @@ def strict_verdict(c: dict, tree: CommitTree) -> str:
 def settle_strict(g: dict, tree: CommitTree) -> None:
     """The strict verdict of each occurrence of a distinct citation (its own subject), then
     the citation's: verified when one occurrence's subject is at the cited line (the answer
-    says once what is there, and that is right), else mismatch when one has a subject, else
+    says once what is there, and that is right), else the verdict of the first occurrence with
+    a subject (mismatch, or undetermined where the file's definitions are not known), else
     n/a; its subject is that occurrence's (the first verified one, else the first found)."""
     seen: dict[str, str] = {}
 

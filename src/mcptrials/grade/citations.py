@@ -178,8 +178,10 @@ def citation_rates(counts: dict) -> dict:
     lenient ±VERIFY_WINDOW rule), cited_recall = gold_cited/gold_total (issue 4 item 3);
     strict_verified_rate = strict_verified/(strict_verified + strict_mismatch) and
     strict_grounded_rate = (grounded - strict_mismatch)/total: a grounded citation whose line
-    does not hold its subject is not grounded strictly (issue 25 item 5). Each null when its
-    denominator is 0."""
+    does not hold its subject is not grounded strictly (issue 25 item 5); a strict
+    `undetermined` (a code file whose definitions are not known here, strict.py) counts in
+    neither strict_verified nor strict_mismatch, so it leaves the strict verified rate alone and
+    stays grounded. Each null when its denominator is 0."""
     t = counts["total"]
     return {
         "grounded_rate": _ratio(counts["grounded"], t),
@@ -193,7 +195,7 @@ def citation_rates(counts: dict) -> dict:
 
 
 COUNT_KEYS = ("total", "grounded", "hallucinated", "unresolved", "verified", "mismatch", "n/a",
-              "strict_verified", "strict_mismatch", "strict_na")
+              "strict_verified", "strict_mismatch", "strict_undetermined", "strict_na")
 
 
 def empty_counts() -> dict:
@@ -260,7 +262,7 @@ def grade_citations(text: str, tree: CommitTree, gold: list[str] | None = None, 
 def pool(step_results: list[dict]) -> dict:
     """A trial's counts and rates: the steps' counts summed (the composition by form and the
     ungrounded kinds too), then the same rates."""
-    counts = {k: sum(r["counts"][k] for r in step_results) for k in (*COUNT_KEYS, "gold_total", "gold_cited")}
+    counts = {k: sum(r["counts"].get(k, 0) for r in step_results) for k in (*COUNT_KEYS, "gold_total", "gold_cited")}
     counts["by_form"] = composition.add_forms(r["counts"]["by_form"] for r in step_results)
     counts["ungrounded"] = composition.add_ungrounded(r["counts"]["ungrounded"] for r in step_results)
     return {"counts": counts, "rates": citation_rates(counts)}

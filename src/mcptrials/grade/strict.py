@@ -6,7 +6,14 @@ verified  when a cited line lies inside a definition of the subject (tree-sitter
           the qualified subject whole as written (`self.transport.notify`), or, when no definition of the
           subject's name encloses the cited line, the code of a cited line (comments cut off)
           names the subject's last component as a whole word;
-mismatch  otherwise;
+undetermined  otherwise, for a code file whose definitions are not known here (a language
+          without definitions in symbols.DEFINITIONS, such as C or Elixir, listed in
+          symbols.CODE_WITHOUT_DEFINITIONS; or a grammar that failed on the file) that names
+          the subject somewhere: a definition of it might enclose the line, and whether one does
+          would depend on the route, not the file; counted neither verified nor mismatch;
+mismatch  otherwise (a file of a language with definitions; a code file that never names the
+          subject, where no definition of it can enclose the line; prose, markup and data,
+          where no definition encloses a line: README.md, a template, go.mod);
 n/a       without a subject.
 
 A definition is of the subject when its name is the subject's last component (or, for a
@@ -27,10 +34,11 @@ import re
 from functools import lru_cache
 
 from mcptrials.grade.citation_forms import is_word_char, occurs_bounded
-from mcptrials.grade.symbols import definitions, language_of
+from mcptrials.grade.symbols import code_language, definitions, language_of
 
 _HASH_COMMENT = {"python", "ruby"}
-_SLASH_COMMENT = {"go", "rust", "java", "typescript", "tsx", "javascript"}
+_SLASH_COMMENT = {"go", "rust", "java", "typescript", "tsx", "javascript", "kotlin", "php", "csharp", "swift",
+                  "scala"}
 _EXT_HASH = {"sh", "bash", "zsh", "yaml", "yml", "toml", "rb", "py", "pl", "r", "cfg", "conf", "ini", "mk"}
 
 
@@ -94,7 +102,7 @@ def _defs(path: str, source: str) -> list[dict] | None:
 
 
 def verdict(path: str, source: str, lines: list[int], subject: str | None, file_lines: list[str]) -> str:
-    """verified / mismatch / n/a (rule in the module docstring)."""
+    """verified / mismatch / undetermined / n/a (rule in the module docstring)."""
     if not subject:
         return "n/a"
     *qualifiers, name = parts(subject)
@@ -109,7 +117,8 @@ def verdict(path: str, source: str, lines: list[int], subject: str | None, file_
         return "verified"        # the line names the whole chain: `self.transport.notify(...)`
     # A definition's name is text of the file: no parse when the file lacks the name (no
     # definition can be of the subject then, and the rest reads only those that are).
-    defs = (_defs(path, source) or []) if name in source or (name.endswith("s") and name[:-1] in source) else []
+    parsed = _defs(path, source) if name in source or (name.endswith("s") and name[:-1] in source) else []
+    defs = parsed or []
     same = [d for d in defs if d["name"] == name and d.get("outer_start", d["start"]) <= hi and lo <= d["end"]]
     if not same and not any(d["name"] == name for d in defs):
         # a name the file never defines, written in the singular or plural of one it does
@@ -124,4 +133,4 @@ def verdict(path: str, source: str, lines: list[int], subject: str | None, file_
         return "mismatch"        # the line is inside a same-named definition of another scope
     if any(_has_word(line, name) for line in code):
         return "verified"
-    return "mismatch"
+    return "undetermined" if parsed is None and code_language(path) else "mismatch"

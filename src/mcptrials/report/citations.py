@@ -21,7 +21,8 @@ def add_citation_composition(doc: Doc, s: dict) -> None:
           "of their commit, are left out and counted). grounded (lenient) = grounded / all citations; grounded "
           "(strict) = (grounded - strict mismatch) / all citations, the citation part of fairness; verified "
           "(lenient) = verified / (verified + mismatch) with the +/-5-line window; verified (strict) = the cited "
-          "line is inside the definition of the citation's subject or names it (grade.strict). Ungrounded: "
+          "line is inside the definition of the citation's subject or names it (grade.strict), a citation "
+          "into a code file whose definitions are not known here (undetermined) counting as neither. Ungrounded: "
           "each kind's share of all citations. By form: a form's share of the citations, and its own rates: "
           "a grader lenient with one form is lenient with whichever arm writes it.", "note")
     for model in dict.fromkeys(r["model"] for r in comp):
