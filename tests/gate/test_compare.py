@@ -69,7 +69,8 @@ def test_a_pair_is_the_same_statistics_as_against_the_baseline(tmp_path):
     c = next(r for r in s["comparisons"] if r["model"] == "reference")
     t = next(r for r in s["tools"] if r["model"] == "reference" and r["tool"] == "git")
     # by hand (as tests/analyze/test_aggregate.py): per-scenario fairness means, git minus baseline
-    d = [0.7475 - 0.6, 0.37375 - 0.6, 0.7975 - 0.545]
+    git = 0.10 + 0.55 * 0.7 + 0.15 * 0.75 + 0.20 * 5 / 12    # efficiency 5/12: twice the baseline's time
+    d = [git - 0.5, git / 2 - 0.5, 0.6975 - (0.5 + 0.39) / 2]
     assert c["diff"] == pytest.approx(sum(d) / 3)
     for ck, tk in (("diff", "diff"), ("diff_lo", "diff_lo"), ("diff_hi", "diff_hi"), ("t_p", "t_p"),
                    ("wilcoxon_p", "wilcoxon_p"), ("diff_method", "diff_method"), ("verdict", "verdict")):
@@ -116,7 +117,8 @@ def test_missing_trials_stay_out_and_are_counted(tmp_path):
     c = next(r for r in s["comparisons"] if r["model"] == "reference")
     assert (c["n_trials_a"], c["n_missing_a"], c["missing_reasons_a"]) == (5, 1, "api_failed=1")
     # s1's mean is its one remaining trial, which has the same fairness: the difference is unchanged
-    assert c["diff"] == pytest.approx((0.7475 - 0.6 + 0.37375 - 0.6 + 0.7975 - 0.545) / 3)
+    git = 0.10 + 0.55 * 0.7 + 0.15 * 0.75 + 0.20 * 5 / 12
+    assert c["diff"] == pytest.approx((git - 0.5 + git / 2 - 0.5 + 0.6975 - 0.445) / 3)
 
 
 def test_the_report_has_the_comparisons_section(tmp_path):
@@ -180,7 +182,7 @@ IDENTITY = {
     "grading": {"grader_versions": ["2"], "grading_sha256": {"s1": ["g"]}, "rubric_sha256": {"s1": ["r"]}},
     "judge": {"provider": "reference", "model": None, "repeats": 1, "prompt_sha256": ["p"], "settings_hash": ["h"]},
     "weights": {"keyword": 0.1, "quality": 0.55, "citation": 0.15, "efficiency": 0.2},
-    "harness_versions": ["0.1.0"], "started": "2026-12-01T10:00:00",
+    "harness_versions": ["0.1.0"], "started": "2026-12-01T10:00:00", "aggregate_version": "1",
 }
 
 
@@ -244,6 +246,8 @@ def test_missing_trials_are_left_out_of_the_pairs():
     (lambda i: i["judge"].update(model="claude-haiku-4-5"), ["judge differs (model)"]),
     (lambda i: i["weights"].update(quality=0.5, keyword=0.15), ["fairness weights differ"]),
     (lambda i: i.pop("grading"), ["HEAD records no grader version", "rerun `mcptrials aggregate`"]),
+    (lambda i: i.update(aggregate_version="2"), ["aggregate versions differ (BASE 1, HEAD 2)", "efficiency"]),
+    (lambda i: i.pop("aggregate_version"), ["HEAD unrecorded: an older mcptrials", "rerun `mcptrials aggregate`"]),
 ])
 def test_refusals_say_why(edit, words):
     ident = copy.deepcopy(IDENTITY)

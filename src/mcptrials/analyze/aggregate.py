@@ -21,10 +21,12 @@ records_summary and feedback what comes from the records), and this one writes t
                `pricing` (graders.cost: trial_cost on transcript.json `usage`, judge_cost on
                judged.json `usage`), never the cost_usd frozen in the records at run time, so a
                new pricing needs only aggregate and report;
-- efficiency = stats.relative_efficiency against the mean (recomputed) cost and working time
-               (the steps' wall time, `work_seconds`, graders.usage.work_seconds; server start-up
-               is reported apart, `server_startup_seconds`) of the completed `baseline` trials of the same model
-               and scenario (1.0 when there is no baseline tool, said in summary.json `notes`);
+- efficiency = stats.relative_efficiency against the references (stats.efficiency_reference:
+               geometric means) of the (recomputed) cost and working time (the steps' wall time,
+               `work_seconds`, graders.usage.work_seconds; server start-up is reported apart,
+               `server_startup_seconds`) of the completed `baseline` trials of the same model
+               and scenario, every arm's trials measured alike, the baseline's own included
+               (0.5 when there is no baseline tool, said in summary.json `notes`);
 - adoption   = stats.adoption(tool fluency, discoverability): reported apart, never in
                fairness; None for the baseline (it has no server to adopt).
 - intervals  of 0-1 scores (fairness, adoption) = stats.bounded_mean_ci, and paired

@@ -360,7 +360,7 @@ def missing_summary(trials: pd.DataFrame, max_attempts: int) -> dict:
 
 def pricing_notes(trials: pd.DataFrame) -> list[str]:
     """A note per model whose trials have token usage but no price: cost unknown, efficiency
-    then rests on working time alone (stats.relative_efficiency counts an unknown ratio as 1)."""
+    then rests on working time alone (stats.relative_efficiency counts an unknown part as 0.5 in every arm)."""
     return [f"model {model} ({rs['model_id'].iat[0]}): no entry in `pricing`, so its cost is unknown "
             "and its efficiency compares working time only"
             for (model,), rs in trials.groupby(["model"], sort=False)

@@ -180,6 +180,8 @@ TABLE: tuple[Entry, ...] = (
     Entry("scenario.steps.rubric", (J, H), "its judgements"),
     # the packaged prompts, and the graders' own version (their rules, not a config field)
     Entry("code:grader_version", (SC,), "every score (grade.GRADER_VERSION, bumped when their rules change)"),
+    Entry("code:aggregate_version", ("aggregate",), "every table and summary.json (analyze.AGGREGATE_VERSION, "
+          "bumped when the aggregate's formulas change: efficiency, fairness, verdicts)"),
     Entry("prompt:system.md", (T,), "every trial"),
     Entry("prompt:judge.md", (J, H), "every judgement and the held-out agreement"),
 )
@@ -284,9 +286,10 @@ def _entities(m: Matrix, rule: str) -> dict[str, list[str]]:
 
 
 def _code_version(field: str) -> str:
+    from mcptrials.analyze import AGGREGATE_VERSION
     from mcptrials.grade import GRADER_VERSION
 
-    return {"code:grader_version": GRADER_VERSION}[field]
+    return {"code:grader_version": GRADER_VERSION, "code:aggregate_version": AGGREGATE_VERSION}[field]
 
 
 def _tool_files(m: Matrix, tool: str) -> dict[str, str]:
