@@ -162,11 +162,58 @@ def test_a_missing_record_fails_naming_the_file(tmp_path, capsys):
 
 def test_verdict_rules():
     row = {"diff": 0.05, "diff_lo": 0.01, "diff_hi": 0.09}
-    assert verdict(row, None) == "better"
-    assert verdict(row, 0.06) == "within noise"   # outside 0 but inside the judge's spread
-    assert verdict(dict(row, diff_lo=-0.01), None) == "within noise"
-    assert verdict({"diff": -0.2, "diff_lo": -0.3, "diff_hi": -0.1}, 0.05) == "worse"
-    assert verdict({"diff": 0.2, "diff_lo": None, "diff_hi": None}, None) == "within noise"
+    assert verdict(row, None, 0) == "better"
+    assert verdict(row, None, 0.05) == "within noise"   # beyond 0 but not beyond the margin
+    assert verdict(row, 0.06, 0) == "within noise"   # outside 0 but inside the judge's spread
+    assert verdict(dict(row, diff_lo=-0.01), None, 0) == "within noise"
+    assert verdict({"diff": -0.2, "diff_lo": -0.3, "diff_hi": -0.1}, 0.05, 0.05) == "worse"
+    assert verdict({"diff": 0.2, "diff_lo": None, "diff_hi": None}, None, 0.05) == "within noise"
+    assert verdict({"diff": -0.005, "diff_lo": -0.008, "diff_hi": -0.002}, None, 0.05) == "no practical difference"
+
+
+def test_the_configs_margin_decides_the_verdicts_and_summary_records_it(tables, tmp_path):
+    """Issue 33 item 2: the default `margin:` (the schema's 0.05) is in summary.json beside the
+    rule; a margin wider than git's interval ([-0.430, +0.567] for the reference model) makes it
+    "no practical difference", in the tools and the compare pairs alike."""
+    summary = tables[3]
+    assert summary["margin"] == 0.05 and "below -margin" in summary["methods"]["verdict"]
+    assert find(tables[2], model="reference", tool="git")["verdict"] == "within noise"
+    cfg, runs = fx.build(tmp_path, margin=0.6, compare=[["git", "baseline"]])
+    _, _, tools, wide = run_aggregate(cfg, runs, tmp_path / "agg")
+    assert wide["margin"] == 0.6
+    assert find(tools, model="reference", tool="git")["verdict"] == "no practical difference"
+    assert {c["verdict"] for c in wide["comparisons"]} == {"no practical difference"}
+
+
+def test_identical_answers_with_time_noise_are_not_worse():
+    """Issue 33: `git`, whose answers equal the baseline's, one trial per cell, working time a
+    little off the baseline's either way (factors f and 1/f). The old efficiency, min(1, base /
+    value), gave the baseline 1.0 and git less whenever it was slower: "worse" with an interval
+    excluding 0. Now both are measured alike (the baseline's own trial scores 0.5), git's
+    efficiency parts are 0.5 -/+ log2(f) / 6, the paired difference is 0, and the verdict is "no
+    practical difference" at the default margin, "within noise" at margin 0; never "worse"."""
+    from mcptrials.analyze.tables import against_baseline
+    from mcptrials.analyze.trial_rows import score_rows
+
+    def row(tool, scenario, work):
+        return {"model": "reference", "scenario": scenario, "tool": tool, "missing": False, "completed": True,
+                "cost_usd": None, "wall_seconds": work, "work_seconds": work, "server_startup_seconds": None,
+                "keyword_coverage": 1.0, "quality": 0.8, "citation_grounding": 0.75}
+
+    factors = [1.02, 1.05, 1.01, 1.03, 1.04, 1.06]
+    rows = []
+    for i, f in enumerate(factors + [1 / f for f in factors]):
+        rows += [row("baseline", f"s{i}", 1.0 + 0.1 * i), row("git", f"s{i}", (1.0 + 0.1 * i) * f)]
+    assert score_rows(rows, W, has_baseline=True) == []
+    assert {r["efficiency"] for r in rows if r["tool"] == "baseline"} == {0.5}
+    fair = {t: {r["scenario"]: [r["fairness"]] for r in rows if r["tool"] == t} for t in ("baseline", "git")}
+    verdicts = {}
+    for margin in (0.05, 0.0):
+        out = {}
+        against_baseline(out, fair["git"], fair["baseline"], None, margin)
+        verdicts[margin] = out["verdict"]
+        assert out["diff"] == pytest.approx(0.0, abs=1e-12) and out["diff_lo"] < 0 < out["diff_hi"]
+    assert verdicts == {0.05: "no practical difference", 0.0: "within noise"}
 
 
 def test_costs_come_from_usage_at_the_configs_pricing(tables):

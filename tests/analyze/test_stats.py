@@ -10,7 +10,7 @@ from mcptrials.stats.agreement import cohen_kappa, icc, judge_spread, spearman_w
 from mcptrials.stats.fairness import (efficiency_part, efficiency_reference, fairness, fairness_without,
                                       relative_efficiency)
 from mcptrials.stats.intervals import bounded_mean_ci, mean_ci
-from mcptrials.stats.paired import holm_adjust, paired_difference
+from mcptrials.stats.paired import holm_adjust, paired_difference, practical_verdict
 from mcptrials.stats.pass_k import mean_pass_at_k, mean_pass_hat_k, pass_at_k, pass_hat_k
 from mcptrials.stats.power import min_detectable_effect, scenarios_needed, variance_components
 
@@ -512,6 +512,27 @@ def test_efficiency_cannot_be_tilted_by_noise_simulation():
           f"(SE {new_se:.5f}); old min(1, base/value) = {old_diff:+.5f} (SE {old_se:.5f})")
     assert abs(new_diff) < new_se
     assert old_diff < -10 * old_se     # the old rule counts noise against the arm that is not the baseline
+
+
+def test_practical_verdict_hand_made_intervals():
+    """Issue 33 item 2: better / worse only beyond +-margin, no practical difference within it."""
+    m = 0.05
+    assert practical_verdict(0.06, 0.10, m) == "better"                   # all above +0.05
+    assert practical_verdict(-0.10, -0.06, m) == "worse"                  # all below -0.05
+    assert practical_verdict(-0.04, 0.03, m) == "no practical difference"
+    assert practical_verdict(-0.05, 0.05, m) == "no practical difference"  # the bounds belong to the inside
+    assert practical_verdict(0.01, 0.09, m) == "within noise"             # excludes 0, straddles +0.05
+    assert practical_verdict(0.05, 0.09, m) == "within noise"             # lo on the margin: not beyond it
+    assert practical_verdict(-0.20, 0.20, m) == "within noise"
+    # the issue's `git`: -0.005 [-0.008, -0.002] was "worse" (the interval excludes 0); it does not matter
+    assert practical_verdict(-0.008, -0.002, m) == "no practical difference"
+    # margin 0: the plain significance verdicts
+    assert practical_verdict(-0.008, -0.002, 0) == "worse" and practical_verdict(0.01, 0.09, 0) == "better"
+    assert practical_verdict(-0.01, 0.01, 0) == "within noise"
+    assert practical_verdict(0.0, 0.0, 0) == "no practical difference"
+    assert practical_verdict(None, None, m) == "within noise"             # fewer than 2 scenarios: no interval
+    with pytest.raises(ValueError, match="margin"):
+        practical_verdict(0.1, 0.2, -0.01)
 
 
 def test_fairness_hand_case():

@@ -110,6 +110,10 @@ def test_headline_table(report):
     assert "Δ vs baseline [95% CI]" in table and "pass^2" in table
     assert "+0.091" in table            # the paired difference of test_aggregate, rounded
     assert "within noise" in table
+    # the margin beside the verdicts (the config schema's default `margin:`), the rule under the headline
+    assert "verdict (margin ±0.05)" in table
+    assert "Verdicts: margin ±0.05 (the config&#x27;s `margin:`" in html
+    assert "no practical difference when it lies within ±0.05" in html
     md = (report / "report.md").read_text()
     assert "| tool | fairness [95% CI] | Δ vs baseline [95% CI] |" in md
     assert "| git | 0.573 [" in md

@@ -144,6 +144,8 @@ TABLE: tuple[Entry, ...] = (
     Entry("pricing", ("aggregate",), "costs are recomputed from the recorded tokens"),
     Entry("compare", ("aggregate",), "only which pairs of tools are compared with each other: no trial, score "
           "or judgement"),
+    Entry("margin", ("aggregate",), "only the verdicts against the baseline and of the compare pairs (the smallest "
+          "difference that matters): no trial, score or judgement"),
     Entry("citation_extensions", (SC,), "which citations the grader recognises"),
     Entry("budget.max_cost_usd", NONE, "only whether a run may start and when trials stop starting; what ran "
           "is kept (trials not run are retried)"),
