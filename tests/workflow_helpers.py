@@ -30,11 +30,14 @@ def snakemake_cmd(wd: Path, *args) -> list[str]:
             "--configfile", str(wd / "config.yaml"), "--scheduler", "greedy", *args]
 
 
+def library_path() -> dict:
+    """PYTHONPATH passed on: the workflow (and its jobs) then run the library these tests import (a
+    git worktree's src/, not the checkout the venv's editable install names)."""
+    return {k: os.environ[k] for k in ("PYTHONPATH",) if os.environ.get(k)}
+
+
 def workflow_env(wd: Path) -> dict:
-    # PYTHONPATH passed on: the workflow's jobs then run the library these tests import (a git
-    # worktree's src/, not the checkout the venv's editable install names)
-    keep = {k: os.environ[k] for k in ("PYTHONPATH",) if os.environ.get(k)}
-    return {"PATH": PATH, "HOME": str(wd), "ANTHROPIC_API_KEY": KEY, **TOOLS_ENV, **keep}
+    return {"PATH": PATH, "HOME": str(wd), "ANTHROPIC_API_KEY": KEY, **TOOLS_ENV, **library_path()}
 
 
 def run_snakemake(wd: Path, *args, check=True, timeout=600, env=None,
@@ -96,7 +99,7 @@ def max_overlap(intervals: list[tuple[float, float]]) -> int:
 
 def snakemake(wd: Path, *args, check=True, failed_stages_ok=False):
     """No API key in this environment: the missing-key test relies on it."""
-    return run_snakemake(wd, *args, check=check, env={"PATH": PATH, "HOME": str(wd), **TOOLS_ENV},
+    return run_snakemake(wd, *args, check=check, env={"PATH": PATH, "HOME": str(wd), **TOOLS_ENV, **library_path()},
                          failed_stages_ok=failed_stages_ok)
 
 

@@ -14,6 +14,8 @@ import runs_fixture as fx
 from runs_fixture import find_row as find
 
 W = {"keyword": 0.10, "quality": 0.55, "citation": 0.15, "efficiency": 0.20}
+# a completed git trial of s1 or s2 (reference model): keyword 1, quality 0.7, grounding 0.75, efficiency 5/12
+GIT_S1 = 0.10 * 1.0 + 0.55 * 0.7 + 0.15 * 0.75 + 0.20 * 5 / 12
 
 
 def run_aggregate(cfg, runs, out):
@@ -44,27 +46,28 @@ def test_only_the_current_matrix_is_read(tables):
 def test_fairness_of_one_trial_by_hand(tables):
     trials = tables[0]
     r = find(trials, model="reference", tool="git", scenario="s1", trial=1)
-    # baseline s1 wall 10 s, this trial 20 s, no cost (reference): efficiency 0.5*1 + 0.5*(10/20)
-    assert float(r["efficiency"]) == pytest.approx(0.75)
+    # baseline s1 wall 10 s (its reference: the geometric mean of 10 and 10), this trial 20 s, no
+    # cost (reference): efficiency 0.5 * 0.5 + 0.5 * (0.5 + log2(10/20) / 6) = 0.25 + 1/6 = 5/12
+    assert float(r["efficiency"]) == pytest.approx(5 / 12)
     # keyword 1.0, quality mean(0.8, 0.6) = 0.7, grounding 3/4
     assert float(r["quality"]) == pytest.approx(0.7)
     assert float(r["citation_grounding"]) == pytest.approx(0.75)
-    assert float(r["fairness"]) == pytest.approx(0.10 * 1.0 + 0.55 * 0.7 + 0.15 * 0.75 + 0.20 * 0.75)  # 0.7475
+    assert float(r["fairness"]) == pytest.approx(0.10 * 1.0 + 0.55 * 0.7 + 0.15 * 0.75 + 0.20 * 5 / 12)  # 0.68083
     assert r["passed"] == "True" and r["outcome"] == "completed"
 
 
 def test_efficiency_relative_to_the_baseline_with_cost(tables):
     trials = tables[0]
     r = find(trials, model="sonnet", tool="git", scenario="s1", trial=1)
-    # cost 0.20 vs baseline 0.10, wall 20 vs 10: 0.5*0.5 + 0.5*0.5
-    assert float(r["efficiency"]) == pytest.approx(0.5)
-    assert float(r["fairness"]) == pytest.approx(0.10 + 0.55 * 0.7 + 0.15 * 0.75 + 0.20 * 0.5)  # 0.6975
-    # s3: git as fast as the baseline but twice the cost
+    # twice the baseline's cost, wall 20 vs 10: each part 0.5 - 1/6 = 1/3
+    assert float(r["efficiency"]) == pytest.approx(1 / 3)
+    assert float(r["fairness"]) == pytest.approx(0.10 + 0.55 * 0.7 + 0.15 * 0.75 + 0.20 / 3)  # 0.66417
+    # s3: git as fast as the baseline but twice the cost: 0.5 * 1/3 + 0.5 * 0.5
     r = find(trials, model="sonnet", tool="git", scenario="s3", trial=1)
-    assert float(r["efficiency"]) == pytest.approx(0.75)
-    # the baseline against its own mean: as cheap and as fast
+    assert float(r["efficiency"]) == pytest.approx(5 / 12)
+    # the baseline against its own reference, measured alike: as cheap and as fast, 0.5
     b = find(trials, model="sonnet", tool="baseline", scenario="s2", trial=1)
-    assert float(b["efficiency"]) == pytest.approx(1.0)
+    assert float(b["efficiency"]) == pytest.approx(0.5)
     assert b["adoption"] == ""  # the baseline has nothing to adopt
 
 
@@ -77,7 +80,7 @@ def test_crashed_trial_scores_zero_and_counts(tables):
     c = find(cells, model="reference", tool="git", scenario="s2")
     assert c["n"] == "2" and c["passes"] == "1"
     assert float(c["pass_at_1"]) == pytest.approx(0.5)
-    assert float(c["fairness"]) == pytest.approx(0.7475 / 2)
+    assert float(c["fairness"]) == pytest.approx(GIT_S1 / 2)
     t = find(tools, model="reference", tool="git")
     assert t["n_trials"] == "6" and t["failed_outcomes"] == "1" and t["protocol_error"] == "1"
 
@@ -97,15 +100,16 @@ def test_paired_difference_against_the_baseline(tables):
     tools = tables[2]
     t = find(tools, model="reference", tool="git")
     # per-scenario fairness means, git minus baseline:
-    # s1 0.7475 - 0.6; s2 (0.7475 + 0)/2 - 0.6; s3 (git 10 s: efficiency 1) 0.7975 - (0.6 + 0.49)/2
-    d = [0.7475 - 0.6, 0.37375 - 0.6, 0.7975 - 0.545]
+    # s1 0.68083 - 0.5; s2 (0.68083 + 0)/2 - 0.5; s3 (git 10 s: efficiency 0.5) 0.6975 - (0.5 + 0.39)/2
+    # (a baseline trial: 0.05 + 0.275 + 0.075 + 0.2 * 0.5 = 0.5; s3's second, quality 0.3: 0.39)
+    d = [GIT_S1 - 0.5, GIT_S1 / 2 - 0.5, 0.6975 - 0.445]
     assert float(t["diff"]) == pytest.approx(sum(d) / 3)
     assert t["diff_n"] == "3"
     assert float(t["diff_lo"]) < 0 < float(t["diff_hi"])
     assert t["verdict"] == "within noise" and t["rank"] == ""
     assert float(t["holm_t_p"]) == pytest.approx(float(t["t_p"]))  # one tool: Holm changes nothing
     b = find(tools, model="reference", tool="baseline")
-    assert float(b["fairness"]) == pytest.approx((5 * 0.6 + 0.49) / 6)
+    assert float(b["fairness"]) == pytest.approx((5 * 0.5 + 0.39) / 6)
     assert b["verdict"] == "baseline" and b["diff"] == ""
 
 
@@ -139,10 +143,10 @@ def test_summary_flags_noise_and_power(tables):
     assert err[("reference", "git")]["outcomes"] == {"completed": 5, "server_crashed": 1}
 
 
-def test_no_baseline_means_efficiency_one_and_a_note(tmp_path):
+def test_no_baseline_means_efficiency_one_half_and_a_note(tmp_path):
     cfg, runs = fx.build(tmp_path, tools=("git",), models=("sonnet",))
     trials, _, tools, summary = run_aggregate(cfg, runs, tmp_path / "agg")
-    assert all(float(r["efficiency"]) == 1.0 for r in trials)
+    assert all(float(r["efficiency"]) == 0.5 for r in trials)
     assert any("no tool named `baseline`" in n for n in summary["notes"])
     assert tools[0]["diff"] == "" and tools[0]["verdict"] == ""
 
@@ -158,11 +162,58 @@ def test_a_missing_record_fails_naming_the_file(tmp_path, capsys):
 
 def test_verdict_rules():
     row = {"diff": 0.05, "diff_lo": 0.01, "diff_hi": 0.09}
-    assert verdict(row, None) == "better"
-    assert verdict(row, 0.06) == "within noise"   # outside 0 but inside the judge's spread
-    assert verdict(dict(row, diff_lo=-0.01), None) == "within noise"
-    assert verdict({"diff": -0.2, "diff_lo": -0.3, "diff_hi": -0.1}, 0.05) == "worse"
-    assert verdict({"diff": 0.2, "diff_lo": None, "diff_hi": None}, None) == "within noise"
+    assert verdict(row, None, 0) == "better"
+    assert verdict(row, None, 0.05) == "within noise"   # beyond 0 but not beyond the margin
+    assert verdict(row, 0.06, 0) == "within noise"   # outside 0 but inside the judge's spread
+    assert verdict(dict(row, diff_lo=-0.01), None, 0) == "within noise"
+    assert verdict({"diff": -0.2, "diff_lo": -0.3, "diff_hi": -0.1}, 0.05, 0.05) == "worse"
+    assert verdict({"diff": 0.2, "diff_lo": None, "diff_hi": None}, None, 0.05) == "within noise"
+    assert verdict({"diff": -0.005, "diff_lo": -0.008, "diff_hi": -0.002}, None, 0.05) == "no practical difference"
+
+
+def test_the_configs_margin_decides_the_verdicts_and_summary_records_it(tables, tmp_path):
+    """Issue 33 item 2: the default `margin:` (the schema's 0.05) is in summary.json beside the
+    rule; a margin wider than git's interval ([-0.430, +0.567] for the reference model) makes it
+    "no practical difference", in the tools and the compare pairs alike."""
+    summary = tables[3]
+    assert summary["margin"] == 0.05 and "below -margin" in summary["methods"]["verdict"]
+    assert find(tables[2], model="reference", tool="git")["verdict"] == "within noise"
+    cfg, runs = fx.build(tmp_path, margin=0.6, compare=[["git", "baseline"]])
+    _, _, tools, wide = run_aggregate(cfg, runs, tmp_path / "agg")
+    assert wide["margin"] == 0.6
+    assert find(tools, model="reference", tool="git")["verdict"] == "no practical difference"
+    assert {c["verdict"] for c in wide["comparisons"]} == {"no practical difference"}
+
+
+def test_identical_answers_with_time_noise_are_not_worse():
+    """Issue 33: `git`, whose answers equal the baseline's, one trial per cell, working time a
+    little off the baseline's either way (factors f and 1/f). The old efficiency, min(1, base /
+    value), gave the baseline 1.0 and git less whenever it was slower: "worse" with an interval
+    excluding 0. Now both are measured alike (the baseline's own trial scores 0.5), git's
+    efficiency parts are 0.5 -/+ log2(f) / 6, the paired difference is 0, and the verdict is "no
+    practical difference" at the default margin, "within noise" at margin 0; never "worse"."""
+    from mcptrials.analyze.tables import against_baseline
+    from mcptrials.analyze.trial_rows import score_rows
+
+    def row(tool, scenario, work):
+        return {"model": "reference", "scenario": scenario, "tool": tool, "missing": False, "completed": True,
+                "cost_usd": None, "wall_seconds": work, "work_seconds": work, "server_startup_seconds": None,
+                "keyword_coverage": 1.0, "quality": 0.8, "citation_grounding": 0.75}
+
+    factors = [1.02, 1.05, 1.01, 1.03, 1.04, 1.06]
+    rows = []
+    for i, f in enumerate(factors + [1 / f for f in factors]):
+        rows += [row("baseline", f"s{i}", 1.0 + 0.1 * i), row("git", f"s{i}", (1.0 + 0.1 * i) * f)]
+    assert score_rows(rows, W, has_baseline=True) == []
+    assert {r["efficiency"] for r in rows if r["tool"] == "baseline"} == {0.5}
+    fair = {t: {r["scenario"]: [r["fairness"]] for r in rows if r["tool"] == t} for t in ("baseline", "git")}
+    verdicts = {}
+    for margin in (0.05, 0.0):
+        out = {}
+        against_baseline(out, fair["git"], fair["baseline"], None, margin)
+        verdicts[margin] = out["verdict"]
+        assert out["diff"] == pytest.approx(0.0, abs=1e-12) and out["diff_lo"] < 0 < out["diff_hi"]
+    assert verdicts == {0.05: "no practical difference", 0.0: "within noise"}
 
 
 def test_costs_come_from_usage_at_the_configs_pricing(tables):
@@ -173,8 +224,8 @@ def test_costs_come_from_usage_at_the_configs_pricing(tables):
     assert float(b["cost_usd"]) == pytest.approx(0.0062775)
     assert float(g["cost_usd"]) == pytest.approx(2 * 0.0062775)   # not the frozen 0.40
     assert b["priced_as"] == "claude-sonnet-4-6"
-    # the frozen costs (0.10 vs 0.40) would give a cost ratio of 1/4 and efficiency 0.375 here
-    assert float(g["efficiency"]) == pytest.approx(0.5 * 0.5 + 0.5 * 0.5)
+    # the frozen costs (0.10 vs 0.40) would give a cost part of 0.5 - 2/6 and efficiency 0.25 here
+    assert float(g["efficiency"]) == pytest.approx(0.5 / 3 + 0.5 / 3)
     assert find(trials, model="reference", tool="git", scenario="s1", trial=1)["cost_usd"] == ""  # no price
     assert float(find(tools, model="sonnet", tool="git")["cost_per_trial"]) == pytest.approx(2 * 0.0062775)
     costs = summary["identity"]["costs"]
@@ -220,8 +271,8 @@ def test_a_model_without_a_price_has_unknown_cost_and_a_note(tmp_path):
     cfg, runs = fx.build(tmp_path, models=("sonnet",), scenarios=("s1",), pricing={})
     trials, _, _, summary = run_aggregate(cfg, runs, tmp_path / "agg")
     assert {r["cost_usd"] for r in trials} == {""}
-    # efficiency on wall time alone: git 20 s vs baseline 10 s -> 0.5 * 1 + 0.5 * 0.5
-    assert float(find(trials, tool="git", trial=1)["efficiency"]) == pytest.approx(0.75)
+    # efficiency on wall time alone: git 20 s vs baseline 10 s -> 0.5 * 0.5 + 0.5 * 1/3 (cost: 0.5 in every arm)
+    assert float(find(trials, tool="git", trial=1)["efficiency"]) == pytest.approx(5 / 12)
     assert any("sonnet (claude-sonnet-4-6): no entry in `pricing`" in n for n in summary["notes"])
 
 
@@ -230,8 +281,8 @@ def test_fairness_uses_the_configs_weights(tmp_path):
     cfg, runs = fx.build(tmp_path, models=("reference",), scenarios=("s1",), weights=w)
     trials, _, _, summary = run_aggregate(cfg, runs, tmp_path / "agg")
     r = find(trials, tool="git", trial=1)
-    # keyword 1.0, quality 0.7, grounding 0.75, efficiency 0.75: 0.25 * 3.2 = 0.8 (0.7475 with the defaults)
-    assert float(r["fairness"]) == pytest.approx(0.8)
+    # keyword 1.0, quality 0.7, grounding 0.75, efficiency 5/12: 0.25 * 2.86667 = 0.71667 (0.68083 with the defaults)
+    assert float(r["fairness"]) == pytest.approx(0.25 * (1.0 + 0.7 + 0.75 + 5 / 12))
     assert summary["identity"]["weights"] == w
 
 
@@ -249,8 +300,8 @@ def test_every_interval_stays_in_the_scores_range(tables):
     for row in diffs:
         assert -1.0 <= float(row["diff_lo"]) <= float(row["diff"]) <= float(row["diff_hi"]) <= 1.0
         assert row["diff_method"] == "paired, logit-transformed t interval on [-1, 1], df=2"
-    # the git cell of s2 (fairness 0.7475 and 0 over 2 trials): a plain t interval with df=1
-    # would be 0.37375 -/+ 12.706 * 0.37375, i.e. [-4.37, 5.12]
+    # the git cell of s2 (fairness 0.68083 and 0 over 2 trials): a plain t interval with df=1
+    # would be 0.34042 -/+ 12.706 * 0.34042, i.e. [-3.98, 4.67]
     c = find(cells, model="reference", tool="git", scenario="s2")
     assert 0.0 < float(c["fairness_lo"]) < 0.01 and 0.99 < float(c["fairness_hi"]) < 1.0
     t = find(tools, model="reference", tool="git")
@@ -270,8 +321,9 @@ def test_no_trial_is_missing_when_every_outcome_is_attributable(tables):
 
 def test_efficiency_compares_working_time_not_server_start_up():
     """A server trial as quick at the work as the baseline but with 0.5 s of start-up: by wall
-    time its efficiency would be 0.5 * 1 + 0.5 * (0.05 / 0.55) = 0.545; by working time
-    (work_seconds, what score_rows uses) it is 0.5 * 1 + 0.5 * 1 = 1.0. Cost is unknown (None)."""
+    time its time part would be 0.5 + clip(log2(0.05 / 0.55), -3, 3) / 6 = 0 and its efficiency
+    0.25; by working time (work_seconds, what score_rows uses) it is 0.5, the baseline's. Cost is
+    unknown (None): 0.5 in every arm."""
     from mcptrials.analyze.trial_rows import score_rows
 
     def row(tool, wall, work, startup):
@@ -281,7 +333,8 @@ def test_efficiency_compares_working_time_not_server_start_up():
 
     rows = [row("baseline", 0.05, 0.05, None), row("git", 0.55, 0.05, 0.5), row("slow", 0.6, 0.1, 0.5)]
     assert score_rows(rows, W, has_baseline=True) == []
-    assert [r["efficiency"] for r in rows] == [1.0, 1.0, pytest.approx(0.75)]    # slow: 0.5 + 0.5 * 0.05 / 0.1
+    # slow: twice the work: 0.5 * 0.5 + 0.5 * (0.5 - 1/6)
+    assert [r["efficiency"] for r in rows] == [0.5, 0.5, pytest.approx(5 / 12)]
 
 
 def test_what_efficiency_measured_and_rates_without_data(tables):

@@ -7,9 +7,10 @@ import pytest
 
 from mcptrials.stats.adoption import adoption
 from mcptrials.stats.agreement import cohen_kappa, icc, judge_spread, spearman_with_ci
-from mcptrials.stats.fairness import fairness, fairness_without, relative_efficiency
+from mcptrials.stats.fairness import (efficiency_part, efficiency_reference, fairness, fairness_without,
+                                      relative_efficiency)
 from mcptrials.stats.intervals import bounded_mean_ci, mean_ci
-from mcptrials.stats.paired import holm_adjust, paired_difference
+from mcptrials.stats.paired import holm_adjust, paired_difference, practical_verdict
 from mcptrials.stats.pass_k import mean_pass_at_k, mean_pass_hat_k, pass_at_k, pass_hat_k
 from mcptrials.stats.power import min_detectable_effect, scenarios_needed, variance_components
 
@@ -435,23 +436,103 @@ def test_spearman_edge_cases():
 # ---------------------------------------------------------------- scores
 
 def test_relative_efficiency_hand_case():
-    # cost 2 vs baseline 1: min(1, 1/2) = .5; wall 10 vs 20: min(1, 2) = 1 -> .25 + .5 = .75
-    assert relative_efficiency(2.0, 10.0, 1.0, 20.0) == approx(0.75)
-    # as cheap and as fast as the baseline: 1
-    assert relative_efficiency(1.0, 5.0, 1.0, 5.0) == 1.0
-    # 4x cost, 4x wall: .5 * .25 + .5 * .25 = .25
-    assert relative_efficiency(4.0, 40.0, 1.0, 10.0) == approx(0.25)
+    """Issue 33 item 1: 0.5 + clip(log2(reference / value), -3, 3) / 6 per part, the mean of cost and time."""
+    # cost 2 vs reference 1: log2(1/2) = -1 -> 0.5 - 1/6 = 1/3; wall 10 vs 20: log2 2 = 1 -> 2/3; mean 0.5
+    assert relative_efficiency(2.0, 10.0, 1.0, 20.0) == approx(0.5)
+    # as cheap and as fast as the baseline's reference: 0.5 (the baseline's own trials average there)
+    assert relative_efficiency(1.0, 5.0, 1.0, 5.0) == 0.5
+    # 4x cost, 4x wall: 0.5 - 2/6 = 1/6 each
+    assert relative_efficiency(4.0, 40.0, 1.0, 10.0) == approx(1 / 6)
+    # 2x cheaper, 2x faster: 2/3 each; 16x faster is clipped at 8x: 1
+    assert relative_efficiency(0.5, 5.0, 1.0, 10.0) == approx(2 / 3)
+    assert relative_efficiency(1.0, 1.0, 1.0, 16.0) == approx(0.5 * 0.5 + 0.5 * 1.0)
+    # symmetric: a doubling and a halving are equal and opposite around 0.5
+    assert efficiency_part(2.0, 1.0) + efficiency_part(0.5, 1.0) == approx(1.0)
+    assert efficiency_part(9.0, 1.0) == 0.0 and efficiency_part(1.0, 9.0) == 1.0
+
+
+def test_efficiency_reference_is_the_geometric_mean():
+    # exp(mean(log 1, log 4, log 16)) = exp(log 4) = 4 (the arithmetic mean would be 7)
+    assert efficiency_reference([1.0, 4.0, 16.0]) == approx(4.0)
+    assert efficiency_reference([2.0, None, 8.0]) == approx(4.0)     # not measured: left out
+    assert efficiency_reference([None]) is None and efficiency_reference([]) is None
+    assert efficiency_reference([0.0, 3.0]) == 0.0                   # a free baseline
+    with pytest.raises(ValueError):
+        efficiency_reference([-1.0])
+    # the baseline's own trials against their reference: log2(4/1) = 2, 0, -2 -> 5/6, 1/2, 1/6, mean 1/2
+    ref = efficiency_reference([1.0, 4.0, 16.0])
+    assert sum(efficiency_part(v, ref) for v in (1.0, 4.0, 16.0)) / 3 == approx(0.5)
 
 
 def test_relative_efficiency_edge_cases():
-    # unknown cost (no prices) or both zero: cost ratio 1; wall 20 vs 10 -> .5 * .5 = .25
-    assert relative_efficiency(None, 20.0, 1.0, 10.0) == approx(0.75)
-    assert relative_efficiency(0.0, 20.0, 0.0, 10.0) == approx(0.75)
-    assert relative_efficiency(1.0, 20.0, None, 10.0) == approx(0.75)
-    # free baseline, paid trial: cost ratio 0 -> 0 + .5 * 1 = .5
-    assert relative_efficiency(1.0, 10.0, 0.0, 10.0) == approx(0.5)
+    # unknown cost (no prices) or both zero: the cost part is 0.5 for every arm; wall 20 vs 10 -> 1/3
+    assert relative_efficiency(None, 20.0, 1.0, 10.0) == approx(0.5 * 0.5 + 0.5 / 3)
+    assert relative_efficiency(0.0, 20.0, 0.0, 10.0) == approx(0.5 * 0.5 + 0.5 / 3)
+    assert relative_efficiency(1.0, 20.0, None, 10.0) == approx(0.5 * 0.5 + 0.5 / 3)
+    # free baseline, paid trial: cost part 0; free trial, paid baseline: 1
+    assert relative_efficiency(1.0, 10.0, 0.0, 10.0) == approx(0.25)
+    assert relative_efficiency(0.0, 10.0, 1.0, 10.0) == approx(0.75)
     with pytest.raises(ValueError):
         relative_efficiency(-1.0, 10.0, 1.0, 10.0)
+
+
+def _old_rule(cost, wall, base_cost, base_wall):
+    """The rule before issue 33: min(1, base / value) per part against the arithmetic mean."""
+    return 0.5 * min(1.0, base_cost / cost) + 0.5 * min(1.0, base_wall / wall)
+
+
+def test_efficiency_cannot_be_tilted_by_noise_simulation():
+    """Issue 33 item 1: two arms drawn from one distribution (lognormal times and costs, a
+    scale per scenario, 30% spread between trials; 3,334 scenarios x 3 trials = 10,002 trials
+    per arm), the baseline's reference made from its own trials as aggregate makes it. The
+    rule's mean efficiency differs between the arms by less than the difference's standard
+    error (paired over scenarios, which share their reference); the old rule shows the bias.
+    The rule is exactly unbiased here (linear in log value, geometric-mean reference, no value
+    beyond the 8x clip), so |difference| < 1 SE holds at about 68% of seeds: the seed is the
+    first one tried, 0, not chosen; the old rule's bias is above 20 SE at every seed tried."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    k, n = 3, 3334
+    new_d, old_d = [], []
+    for _ in range(n):
+        time_scale, cost_scale = np.exp(rng.normal(np.log(30), 0.5)), np.exp(rng.normal(np.log(0.05), 0.5))
+        arms = {a: list(zip(cost_scale * np.exp(rng.normal(0, 0.3, k)), time_scale * np.exp(rng.normal(0, 0.3, k))))
+                for a in ("baseline", "tool")}
+        costs, times = [c for c, _ in arms["baseline"]], [w for _, w in arms["baseline"]]
+        ref = (efficiency_reference(costs), efficiency_reference(times))
+        old_ref = (sum(costs) / k, sum(times) / k)
+        new = {a: sum(relative_efficiency(c, w, *ref) for c, w in ts) / k for a, ts in arms.items()}
+        old = {a: sum(_old_rule(c, w, *old_ref) for c, w in ts) / k for a, ts in arms.items()}
+        new_d.append(new["tool"] - new["baseline"])
+        old_d.append(old["tool"] - old["baseline"])
+    new_diff, new_se = float(np.mean(new_d)), float(np.std(new_d, ddof=1) / np.sqrt(n))
+    old_diff, old_se = float(np.mean(old_d)), float(np.std(old_d, ddof=1) / np.sqrt(n))
+    print(f"\nsame distribution, {n * k} trials per arm: symmetric log-ratio tool - baseline = {new_diff:+.5f} "
+          f"(SE {new_se:.5f}); old min(1, base/value) = {old_diff:+.5f} (SE {old_se:.5f})")
+    assert abs(new_diff) < new_se
+    assert old_diff < -10 * old_se     # the old rule counts noise against the arm that is not the baseline
+
+
+def test_practical_verdict_hand_made_intervals():
+    """Issue 33 item 2: better / worse only beyond +-margin, no practical difference within it."""
+    m = 0.05
+    assert practical_verdict(0.06, 0.10, m) == "better"                   # all above +0.05
+    assert practical_verdict(-0.10, -0.06, m) == "worse"                  # all below -0.05
+    assert practical_verdict(-0.04, 0.03, m) == "no practical difference"
+    assert practical_verdict(-0.05, 0.05, m) == "no practical difference"  # the bounds belong to the inside
+    assert practical_verdict(0.01, 0.09, m) == "within noise"             # excludes 0, straddles +0.05
+    assert practical_verdict(0.05, 0.09, m) == "within noise"             # lo on the margin: not beyond it
+    assert practical_verdict(-0.20, 0.20, m) == "within noise"
+    # the issue's `git`: -0.005 [-0.008, -0.002] was "worse" (the interval excludes 0); it does not matter
+    assert practical_verdict(-0.008, -0.002, m) == "no practical difference"
+    # margin 0: the plain significance verdicts
+    assert practical_verdict(-0.008, -0.002, 0) == "worse" and practical_verdict(0.01, 0.09, 0) == "better"
+    assert practical_verdict(-0.01, 0.01, 0) == "within noise"
+    assert practical_verdict(0.0, 0.0, 0) == "no practical difference"
+    assert practical_verdict(None, None, m) == "within noise"             # fewer than 2 scenarios: no interval
+    with pytest.raises(ValueError, match="margin"):
+        practical_verdict(0.1, 0.2, -0.01)
 
 
 def test_fairness_hand_case():

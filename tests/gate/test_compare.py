@@ -18,8 +18,7 @@ import runs_fixture as fx
 from mcptrials.cli import main
 from mcptrials.gate.comparable import Refused, refusal_reasons
 from mcptrials.gate.compare import compare_runs
-from mcptrials.gate.compare_report import junit, markdown
-from mcptrials.gate.decision import DEFAULT_MARGIN
+from mcptrials.gate.compare_report import junit, markdown, text_report
 from mcptrials.gate.tools_diff import schema_change, tools_list_diff
 from mcptrials.matrix.config import load_matrix
 from mcptrials.matrix.errors import ConfigError
@@ -69,7 +68,8 @@ def test_a_pair_is_the_same_statistics_as_against_the_baseline(tmp_path):
     c = next(r for r in s["comparisons"] if r["model"] == "reference")
     t = next(r for r in s["tools"] if r["model"] == "reference" and r["tool"] == "git")
     # by hand (as tests/analyze/test_aggregate.py): per-scenario fairness means, git minus baseline
-    d = [0.7475 - 0.6, 0.37375 - 0.6, 0.7975 - 0.545]
+    git = 0.10 + 0.55 * 0.7 + 0.15 * 0.75 + 0.20 * 5 / 12    # efficiency 5/12: twice the baseline's time
+    d = [git - 0.5, git / 2 - 0.5, 0.6975 - (0.5 + 0.39) / 2]
     assert c["diff"] == pytest.approx(sum(d) / 3)
     for ck, tk in (("diff", "diff"), ("diff_lo", "diff_lo"), ("diff_hi", "diff_hi"), ("t_p", "t_p"),
                    ("wilcoxon_p", "wilcoxon_p"), ("diff_method", "diff_method"), ("verdict", "verdict")):
@@ -106,7 +106,7 @@ def test_holm_across_the_configured_pairs(tmp_path):
     # sorted p, p: adjusted min(1, 2p) then max(2p, min(1, 1p)) = 2p for both
     assert ref[2]["diff"] == 0 and ref[2]["t_p"] is None and ref[2]["holm_t_p"] is None
     assert ref[0]["holm_t_p"] == pytest.approx(min(1.0, 2 * p)) and ref[1]["holm_t_p"] == pytest.approx(min(1.0, 2 * p))
-    assert ref[2]["verdict"] == "within noise"
+    assert ref[2]["verdict"] == "no practical difference"   # the interval [0, 0] lies within the margin
 
 
 def test_missing_trials_stay_out_and_are_counted(tmp_path):
@@ -116,7 +116,8 @@ def test_missing_trials_stay_out_and_are_counted(tmp_path):
     c = next(r for r in s["comparisons"] if r["model"] == "reference")
     assert (c["n_trials_a"], c["n_missing_a"], c["missing_reasons_a"]) == (5, 1, "api_failed=1")
     # s1's mean is its one remaining trial, which has the same fairness: the difference is unchanged
-    assert c["diff"] == pytest.approx((0.7475 - 0.6 + 0.37375 - 0.6 + 0.7975 - 0.545) / 3)
+    git = 0.10 + 0.55 * 0.7 + 0.15 * 0.75 + 0.20 * 5 / 12
+    assert c["diff"] == pytest.approx((git - 0.5 + git / 2 - 0.5 + 0.6975 - 0.445) / 3)
 
 
 def test_the_report_has_the_comparisons_section(tmp_path):
@@ -165,7 +166,7 @@ def test_margin_test_by_hand():
     assert (pd_["mean_diff"], pd_["lo"], pd_["hi"]) == pytest.approx((m, lo, hi))
     assert (lo, hi) == pytest.approx((-0.36127, -0.02712), abs=1e-5)
     assert margin_test(pd_, 0.02)["verdict"] == "regression"        # hi -0.027 < -0.02
-    assert margin_test(pd_, DEFAULT_MARGIN)["verdict"] == "inconclusive"   # -0.361 <= -0.05 <= -0.027
+    assert margin_test(pd_, 0.05)["verdict"] == "inconclusive"   # -0.361 <= -0.05 <= -0.027
     assert margin_test(pd_, 0.4)["verdict"] == "non-inferior"       # lo -0.361 > -0.4
     assert margin_test({"lo": None, "hi": None}, 0.05)["verdict"] == "inconclusive"   # one scenario: no interval
     with pytest.raises(ValueError, match="margin"):
@@ -180,7 +181,7 @@ IDENTITY = {
     "grading": {"grader_versions": ["2"], "grading_sha256": {"s1": ["g"]}, "rubric_sha256": {"s1": ["r"]}},
     "judge": {"provider": "reference", "model": None, "repeats": 1, "prompt_sha256": ["p"], "settings_hash": ["h"]},
     "weights": {"keyword": 0.1, "quality": 0.55, "citation": 0.15, "efficiency": 0.2},
-    "harness_versions": ["0.1.0"], "started": "2026-12-01T10:00:00",
+    "harness_versions": ["0.1.0"], "started": "2026-12-01T10:00:00", "aggregate_version": "1",
 }
 
 
@@ -217,14 +218,28 @@ def test_compare_runs_pairs_by_scenario_and_gates_by_hand():
     assert c["mean_diff"] == pytest.approx(0.02) and c["lo"] == pytest.approx(0.02)
     assert row["figures"]["error_rate"]["mean_diff"] == 1.0 and row["figures"]["pass_rate"]["mean_diff"] == 0.0
     # margin 0.05: inconclusive ([-0.361, -0.027] straddles -0.05), but the estimate -0.2 is below -0.05
-    probable = compare_runs(base, head, margin=DEFAULT_MARGIN)
+    probable = compare_runs(base, head)   # the default: the schema's `margin:` 0.05 (HEAD's summary has none)
+    assert probable["margin"] == 0.05 and probable["margin_from"].startswith("the config schema's default")
     assert probable["rows"][0]["gate"]["verdict"] == "probable regression" and probable["failed"]
-    assert compare_runs(base, head, margin=DEFAULT_MARGIN, lenient=True)["failed"] == []   # --lenient passes it
+    assert compare_runs(base, head, lenient=True)["failed"] == []   # --lenient passes it
     # V = omega2 + sigma2/2 + sigma2/2 = 0.01/3 * 3 = 0.01, delta |-0.2 + 0.05| = 0.15: n = 5 (by hand in
     # test_scenarios_to_decide_margin_by_hand)
     assert probable["rows"][0]["gate"]["to_decide"]["scenarios"] == 5
-    assert compare_runs(base, head, margin=DEFAULT_MARGIN, strict=True)["failed"]  # ... and --strict
+    assert compare_runs(base, head, strict=True)["failed"]  # ... and --strict
     assert compare_runs(base, head, margin=0.4)["rows"][0]["gate"]["verdict"] == "non-inferior"
+
+
+def test_the_default_margin_is_the_configs_margin_as_heads_summary_records_it():
+    """Issue 33 item 2: without --margin the gate uses HEAD's `margin:` (the headline's smallest
+    difference that matters), recorded in its summary.json; --margin still wins."""
+    base, head = results(BASE_FAIR), results(HEAD_FAIR)
+    head["summary"]["margin"] = 0.4
+    r = compare_runs(base, head)
+    assert (r["margin"], r["margin_from"]) == (0.4, "HEAD's config `margin:` (its summary.json)")
+    assert r["rows"][0]["gate"]["verdict"] == "non-inferior"      # lo -0.361 > -0.4
+    assert "margin 0.4 (from HEAD's config `margin:`" in text_report(r)
+    r = compare_runs(base, head, margin=0.02)
+    assert (r["margin"], r["margin_from"]) == (0.02, "--margin") and r["rows"][0]["gate"]["verdict"] == "regression"
 
 
 def test_missing_trials_are_left_out_of_the_pairs():
@@ -244,6 +259,8 @@ def test_missing_trials_are_left_out_of_the_pairs():
     (lambda i: i["judge"].update(model="claude-haiku-4-5"), ["judge differs (model)"]),
     (lambda i: i["weights"].update(quality=0.5, keyword=0.15), ["fairness weights differ"]),
     (lambda i: i.pop("grading"), ["HEAD records no grader version", "rerun `mcptrials aggregate`"]),
+    (lambda i: i.update(aggregate_version="2"), ["aggregate versions differ (BASE 1, HEAD 2)", "efficiency"]),
+    (lambda i: i.pop("aggregate_version"), ["HEAD unrecorded: an older mcptrials", "rerun `mcptrials aggregate`"]),
 ])
 def test_refusals_say_why(edit, words):
     ident = copy.deepcopy(IDENTITY)

@@ -131,7 +131,7 @@ def test_a_description_variant_is_compared_like_any_tool(tmp_path, capsys):
     (c,) = summary["comparisons"]
     assert (c["a"], c["b"], c["n_scenarios"], c["n_trials_a"], c["n_trials_b"]) == ("echo-terse", "echo", 2, 2, 2)
     # the reference agent searches with the built-in grep here, so the descriptions change nothing
-    assert c["diff"] == 0 and c["verdict"] == "within noise"
+    assert c["diff"] == 0 and c["verdict"] == "no practical difference"
     report_md = (tmp_path / "results/report/report.md").read_text()
     assert "echo-terse − echo" in report_md
     # the run's identity names the variant, its base and its overrides

@@ -108,11 +108,15 @@ def test_headline_table(report):
     table = html[html.index('id="headline-reference"'):]
     table = table[:table.index("</table>")]
     assert "Δ vs baseline [95% CI]" in table and "pass^2" in table
-    assert "+0.058" in table            # the paired difference of test_aggregate, rounded
+    assert "+0.091" in table            # the paired difference of test_aggregate, rounded
     assert "within noise" in table
+    # the margin beside the verdicts (the config schema's default `margin:`), the rule under the headline
+    assert "verdict (margin ±0.05)" in table
+    assert "Verdicts: margin ±0.05 (the config&#x27;s `margin:`" in html
+    assert "no practical difference when it lies within ±0.05" in html
     md = (report / "report.md").read_text()
     assert "| tool | fairness [95% CI] | Δ vs baseline [95% CI] |" in md
-    assert "| git | 0.640 [" in md
+    assert "| git | 0.573 [" in md
 
 
 def test_reference_labels(report):
@@ -165,7 +169,7 @@ def test_trial_page_has_scores_and_judge(report):
     assert "KeyError: &#x27;GIT_DIR&#x27; &lt;b&gt;" in words[:words.index("</pre>")]
     assert 'id="server-stderr"' not in ok_page(report)
     ok = (report / "trials/reference/git/s1/1.html").read_text()
-    assert "0.747 = 0.10×keyword 1.000" in ok
+    assert "0.681 = 0.10×keyword 1.000" in ok and "0.20×efficiency 0.417" in ok
     assert "map_quality" in ok and "repeat 2: key point" in ok
 
 

@@ -48,6 +48,6 @@ def test_the_report_shows_it_beside_grounding(built):
     assert "| git | 0.583 | 0.833 | 0.750 (n=20) | 0.850 |" in md
     assert "| git | 0.583 | 0.833 | 0.750 (n=20) | 1.000 |" in md
     # the reference model has no cost: its efficiency says it measured time only; sonnet's both
-    assert "| 0.875 (time only, no cost) |" in md and "| 0.625 | 3,100 |" in md
+    assert "| 0.496 (time only, no cost) |" in md and "| 0.413 | 3,100 |" in md
     page = (out / "trials/reference/git/s1/1.html").read_text()
     assert "1 unresolved; verified 0.250)" in page

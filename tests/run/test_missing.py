@@ -120,6 +120,9 @@ def test_a_recorded_models_missing_trial_is_not_retried(tmp_path):
 # --- the aggregate: hand-computed, missing trials left out -----------------------------
 
 
+# a completed git trial of s1 or s2 (reference model): keyword 1, quality 0.7, grounding 0.75,
+# efficiency 0.5 * 0.5 + 0.5 * (0.5 + log2(10 / 20) / 6) = 5/12 (no cost; twice the baseline's time)
+GIT = 0.10 * 1.0 + 0.55 * 0.7 + 0.15 * 0.75 + 0.20 * 5 / 12
 MISSING = {("reference", "git", "s1", 2): ("api_failed", "Error code: 500"),
            ("reference", "baseline", "s3", 2): ("not_run", "budget")}
 
@@ -146,7 +149,7 @@ def test_a_missing_trial_has_empty_scores_never_zero(agg):
     assert b["missing_reason"] == "not_run: budget" and b["fairness"] == ""
     # the others are scored as before; an attributable failure still scores 0 and is not missing
     ok = find(trials, model="reference", tool="git", scenario="s1", trial=1)
-    assert ok["missing"] == "False" and ok["missing_reason"] == "" and float(ok["fairness"]) == pytest.approx(0.7475)
+    assert ok["missing"] == "False" and ok["missing_reason"] == "" and float(ok["fairness"]) == pytest.approx(GIT)
     crashed = find(trials, model="reference", tool="git", scenario="s2", trial=2)
     assert crashed["missing"] == "False" and float(crashed["fairness"]) == 0.0 and crashed["passed"] == "False"
 
@@ -154,14 +157,14 @@ def test_a_missing_trial_has_empty_scores_never_zero(agg):
 def test_cells_count_used_and_missing_trials(agg):
     cells = agg[5]
     c = find(cells, model="reference", tool="git", scenario="s1")
-    # one trial left: 0.7475, passed
+    # one trial left: 0.68083, passed
     assert (c["n"], c["n_missing"], c["missing_reasons"], c["passes"]) == ("1", "1", "api_failed=1", "1")
-    assert float(c["fairness"]) == pytest.approx(0.7475)
+    assert float(c["fairness"]) == pytest.approx(GIT)
     assert float(c["pass_at_1"]) == 1.0 and c["k"] == "1" and c["fairness_lo"] == ""  # one trial: no interval
     b = find(cells, model="reference", tool="baseline", scenario="s3")
-    # trial 1 (quality 0.5: 0.6) only; the not-run trial 2 (quality 0.3 when it ran) is not averaged
+    # trial 1 (quality 0.5, efficiency 0.5: 0.5) only; the not-run trial 2 (quality 0.3 when it ran) is not averaged
     assert (b["n"], b["n_missing"], b["missing_reasons"]) == ("1", "1", "not_run: budget=1")
-    assert float(b["fairness"]) == pytest.approx(0.6)
+    assert float(b["fairness"]) == pytest.approx(0.5)
     full = find(cells, model="sonnet", tool="git", scenario="s1")
     assert (full["n"], full["n_missing"], full["missing_reasons"]) == ("2", "0", "")
 
@@ -169,17 +172,17 @@ def test_cells_count_used_and_missing_trials(agg):
 def test_tools_leave_missing_trials_out_of_means_pass_at_k_and_differences(agg):
     tools = agg[6]
     t = find(tools, model="reference", tool="git")
-    # used: s1 0.7475; s2 0.7475, 0 (crashed); s3 0.7975 twice (efficiency 1: as fast as the
+    # used: s1 0.68083; s2 0.68083, 0 (crashed); s3 0.6975 twice (efficiency 0.5: as fast as the
     # baseline's one completed s3 trial, 10 s)
     assert (t["n_trials"], t["n_missing"], t["missing_reasons"]) == ("5", "1", "api_failed=1")
-    assert float(t["fairness"]) == pytest.approx((0.7475 + 0.7475 + 0 + 2 * 0.7975) / 5)  # 0.618
+    assert float(t["fairness"]) == pytest.approx((GIT + GIT + 0 + 2 * 0.6975) / 5)  # 0.551
     assert float(t["pass_at_1"]) == pytest.approx((1 + 0.5 + 0) / 3)
     assert t["k"] == "1"  # s1 has one trial left
-    # paired over scenario means: git s1 0.7475, s2 0.37375, s3 0.7975; baseline 0.6 everywhere
-    assert float(t["diff"]) == pytest.approx((0.1475 - 0.22625 + 0.1975) / 3)
+    # paired over scenario means: git s1 0.68083, s2 0.34042, s3 0.6975; baseline 0.5 everywhere
+    assert float(t["diff"]) == pytest.approx((GIT - 0.5 + GIT / 2 - 0.5 + 0.6975 - 0.5) / 3)
     b = find(tools, model="reference", tool="baseline")
     assert (b["n_trials"], b["n_missing"]) == ("5", "1")
-    assert float(b["fairness"]) == pytest.approx(0.6)  # was (5 * 0.6 + 0.49) / 6 with the trial scored
+    assert float(b["fairness"]) == pytest.approx(0.5)  # was (5 * 0.5 + 0.39) / 6 with the trial scored
     assert find(tools, model="sonnet", tool="git")["n_missing"] == "0"
 
 
@@ -206,9 +209,9 @@ def test_the_report_says_what_each_cell_lost(agg):
                  "--out-dir", str(rep), "--heldout", str(tmp / "none.json")]) == 0
     md = (rep / "report.md").read_text()
     # headline (tool rows) and the per-scenario cell beside their intervals
-    assert re.search(r"\| git \| 0\.618 \[[^]]+\] \(n=5 of 6, 1 missing: api_failed\) \|", md), md[:3000]
-    assert "0.747 (n=1 of 2, 1 missing: api_failed)" in md
-    assert "0.600 (n=1 of 2, 1 missing: not_run: budget)" in md
+    assert re.search(r"\| git \| 0\.551 \[[^]]+\] \(n=5 of 6, 1 missing: api_failed\) \|", md), md[:3000]
+    assert "0.681 (n=1 of 2, 1 missing: api_failed)" in md
+    assert "0.500 (n=1 of 2, 1 missing: not_run: budget)" in md
     assert "#2 missing (api_failed)" in md
     assert "5 (1 failed; 1 missing)" in md
     assert "Note: 2 of 24 trial(s) are missing" in md

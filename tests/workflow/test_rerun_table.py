@@ -164,6 +164,7 @@ EDITS = {
     "weights.efficiency": lambda c, s: _weights(c, "efficiency", "keyword"),
     "pricing": lambda c, s: c.update(pricing={"ref-2": {"input": 1.0, "output": 2.0}}),
     "compare": lambda c, s: c.update(compare=[["echo", "baseline"]]),
+    "margin": lambda c, s: c.update(margin=0.02),
     "citation_extensions": lambda c, s: c.update(citation_extensions=[".py", ".md"]),
     "budget.max_cost_usd": lambda c, s: c.update(budget={"max_cost_usd": 1000.0}),
     "budget.input_tokens_per_call": lambda c, s: c.update(budget={"input_tokens_per_call": 100000}),

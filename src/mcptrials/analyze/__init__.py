@@ -14,3 +14,10 @@ tables are pandas groupings of one trial frame.
 
 May import: judge, grade, run, cost, prepare, matrix, core, stats.
 """
+
+# The aggregate's own rules (a formula of stats it applies, a verdict rule), bumped when they
+# change: the rerun table reruns the aggregate on it (dag.rerun `code:aggregate_version`) and
+# summary.json records it (identity.aggregate_version), so `mcptrials compare` refuses two runs
+# aggregated differently. 1: efficiency as a symmetric log-ratio to the baseline's geometric
+# mean, every arm measured alike; verdicts against the practical margin (issue 33 items 1, 2).
+AGGREGATE_VERSION = "1"

@@ -21,12 +21,17 @@ records_summary and feedback what comes from the records), and this one writes t
                `pricing` (graders.cost: trial_cost on transcript.json `usage`, judge_cost on
                judged.json `usage`), never the cost_usd frozen in the records at run time, so a
                new pricing needs only aggregate and report;
-- efficiency = stats.relative_efficiency against the mean (recomputed) cost and working time
-               (the steps' wall time, `work_seconds`, graders.usage.work_seconds; server start-up
-               is reported apart, `server_startup_seconds`) of the completed `baseline` trials of the same model
-               and scenario (1.0 when there is no baseline tool, said in summary.json `notes`);
+- efficiency = stats.relative_efficiency against the references (stats.efficiency_reference:
+               geometric means) of the (recomputed) cost and working time (the steps' wall time,
+               `work_seconds`, graders.usage.work_seconds; server start-up is reported apart,
+               `server_startup_seconds`) of the completed `baseline` trials of the same model
+               and scenario, every arm's trials measured alike, the baseline's own included
+               (0.5 when there is no baseline tool, said in summary.json `notes`);
 - adoption   = stats.adoption(tool fluency, discoverability): reported apart, never in
                fairness; None for the baseline (it has no server to adopt).
+- verdicts   of paired differences (tools against the baseline, the `compare:` pairs) =
+               stats.practical_verdict against the config's `margin:` (summary.json `margin`):
+               better / worse beyond it, no practical difference within it, else within noise;
 - intervals  of 0-1 scores (fairness, adoption) = stats.bounded_mean_ci, and paired
                differences of fairness = stats.paired_difference(bounds=(-1, 1)): they never
                leave the score's range (INTERVAL_METHOD names them in summary.json).
@@ -60,7 +65,7 @@ from mcptrials.analyze.feedback import add_patterns, feedback_table, pattern_csv
 from mcptrials.analyze.identity import identity
 from mcptrials.analyze.records_summary import (citation_composition, definition_costs, did_not_start, judge_noise,
                                                server_profile)
-from mcptrials.analyze.tables import (INTERVAL_METHOD, cell_rows, error_taxonomy, gold_recall_view,
+from mcptrials.analyze.tables import (INTERVAL_METHOD, VERDICT_METHOD, cell_rows, error_taxonomy, gold_recall_view,
                                       missing_summary, pass_hat_curve, power_line, pricing_notes, scenario_flags,
                                       scenarios_with_data, tool_rows)
 from mcptrials.analyze.trial_rows import (COST_METHOD, EFFICIENCY_METHOD, absent, load_records, raw_row, score_rows,
@@ -89,7 +94,8 @@ def aggregate(m: Matrix, runs) -> dict:
                         weights["quality"])
     if noise["note"]:
         notes.append(noise["note"])
-    tools = tool_rows(trials, m.trials, noise["fairness_noise"], has_baseline)
+    margin = m.config["margin"]   # the smallest difference in fairness that matters (the schema's default)
+    tools = tool_rows(trials, m.trials, noise["fairness_noise"], has_baseline, margin)
     from mcptrials.core.failures import failed_stages
 
     failed = failed_stages(Path(runs).parent)   # checkouts, installs, server starts that failed
@@ -112,13 +118,14 @@ def aggregate(m: Matrix, runs) -> dict:
         "schema": "mcptrials/summary/1",
         "identity": identity(m, records),
         "methods": {"interval": INTERVAL_METHOD, "costs": COST_METHOD, "efficiency": EFFICIENCY_METHOD,
-                    "environment": ENVIRONMENT_METHOD},
+                    "environment": ENVIRONMENT_METHOD, "verdict": VERDICT_METHOD},
+        "margin": margin,
         "notes": notes,
         "failed_stages": failed,
         "environment_failures": env,
         "missing": missing,
         "trials": rows, "cells": cell_rows(trials, m.trials), "tools": tools,
-        "comparisons": comparison_rows(trials, m.config["compare"], noise["fairness_noise"]),
+        "comparisons": comparison_rows(trials, m.config["compare"], noise["fairness_noise"], margin),
         "judge_noise": noise, "errors": error_taxonomy(trials),
         "server_profile": server_profile(records, definition_costs(m, snapshots)),
         "scenarios": scenario_flags(trials, m), "pass_hat_curve": pass_hat_curve(trials, m.trials),

@@ -17,21 +17,23 @@ COMPARISON_FIELDS = ("model", "a", "b", "n_scenarios", "n_trials_a", "n_missing_
                      "verdict", "only_a", "only_b")
 
 
-def comparison_rows(trials: pd.DataFrame, pairs: list, noise: float | None) -> list[dict]:
+def comparison_rows(trials: pd.DataFrame, pairs: list, noise: float | None, margin: float) -> list[dict]:
     """One row per (model, configured `compare:` pair [A, B]): the paired difference A minus B of
     fairness, computed exactly as a tool against the baseline in tables.tool_rows (stats.paired_difference
     over per-scenario means on [-1, 1], 95%, df = shared scenarios - 1), t and Wilcoxon p-values
     Holm-adjusted (stats.holm_adjust) across the configured pairs of that model, and `verdict`
-    (better: A above B, worse, within noise). Missing trials are left out and counted per side."""
+    (tables.verdict against the smallest difference that matters, `margin`: better = A above B by
+    more than it, worse, no practical difference, within noise). Missing trials are left out and
+    counted per side."""
     out = []
     for model, of_model in trials.groupby("model", sort=False):
-        mine = [comparison(model, of_model, a, b, noise) for a, b in pairs]
+        mine = [comparison(model, of_model, a, b, noise, margin) for a, b in pairs]
         holm_columns(mine)
         out += mine
     return out
 
 
-def comparison(model: str, of_model: pd.DataFrame, a: str, b: str, noise: float | None) -> dict:
+def comparison(model: str, of_model: pd.DataFrame, a: str, b: str, noise: float | None, margin: float) -> dict:
     """The row of one pair [a, b] for one model (its Holm columns None until holm_columns)."""
     from mcptrials.stats.paired import paired_difference
 
@@ -51,7 +53,7 @@ def comparison(model: str, of_model: pd.DataFrame, a: str, b: str, noise: float 
         d = paired_difference(means[a], means[b], bounds=(-1, 1))
         row.update(n_scenarios=d["n"], diff=d["mean_diff"], diff_se=d["se"], diff_lo=d["lo"], diff_hi=d["hi"],
                    diff_method=d["method"], t_p=d["t_p"], wilcoxon_p=d["wilcoxon_p"])
-        row["verdict"] = verdict(row, noise)
+        row["verdict"] = verdict(row, noise, margin)
     return row
 
 

@@ -4,6 +4,7 @@ says and the trials' records recorded it."""
 
 from __future__ import annotations
 
+from mcptrials.analyze import AGGREGATE_VERSION
 from mcptrials.analyze.trial_rows import COST_METHOD
 from mcptrials.matrix.hashing import canonical_hash
 from mcptrials.matrix.matrix import Matrix
@@ -104,6 +105,8 @@ def identity(m: Matrix, records: list[dict]) -> dict:
                   "priced_models": sorted(m.config["pricing"])},
         # what scored the trials, so that `mcptrials compare` refuses runs graded differently
         "grading": grading_identity(records),
+        # how the aggregate turned the scores into fairness and verdicts (its formulas' version)
+        "aggregate_version": AGGREGATE_VERSION,
         "baseline": BASELINE if BASELINE in m.tools else None,
         "started": min((r["run_meta"].get("started_at") or "" for r in records), default=None),
         "ended": max((r["run_meta"].get("ended_at") or "" for r in records), default=None),

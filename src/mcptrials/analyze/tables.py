@@ -147,15 +147,16 @@ def outcome_counts(outcomes: pd.Series) -> str:
 # --- tools ---------------------------------------------------------------------------------
 
 
-def tool_rows(trials: pd.DataFrame, k: int, noise: float | None, has_baseline: bool) -> list[dict]:
+def tool_rows(trials: pd.DataFrame, k: int, noise: float | None, has_baseline: bool, margin: float) -> list[dict]:
     """One row per (model, tool): fairness with a 95% interval clustered by scenario, the paired
     difference against the baseline (interval, t and Wilcoxon p, Holm-adjusted across the tools
     of a model), pass@1 / pass@k / pass^k averaged over scenarios, cost and time per trial,
     adoption apart, and the minimum detectable effect of this design.
 
     `noise` is the judge's spread in fairness units (w_quality x mean SD of repeated judgements),
-    or None when the judge ran once. A difference whose interval contains 0 or whose size is below
-    that spread is `within noise` and not ranked; `rank` orders only the tools that are better
+    or None when the judge ran once; `margin` the smallest difference that matters (the config's
+    `margin:`). The verdict is `verdict`'s (better / worse beyond the margin, no practical
+    difference within it, else within noise); `rank` orders only the tools that are better
     than the baseline (1 = the largest difference), so a worse tool has none."""
     out = []
     for _, of_model in trials.groupby("model", sort=False):
@@ -167,7 +168,7 @@ def tool_rows(trials: pd.DataFrame, k: int, noise: float | None, has_baseline: b
                 row["verdict"] = "baseline"
             elif has_baseline and base_fair and set(mine) & set(base_fair):
                 # (a tool whose every trial is missing, or none on the baseline's scenarios, has no pair)
-                against_baseline(row, mine, base_fair, noise)
+                against_baseline(row, mine, base_fair, noise, margin)
         # Holm across the tools compared with this model's baseline.
         holm_columns([r for r in rows if r["tool"] != BASELINE])
         rank_better([r for r in rows if r["tool"] != BASELINE])
@@ -210,7 +211,7 @@ def tool_figures(every: pd.DataFrame, k: int) -> dict:
     return row
 
 
-def against_baseline(row: dict, mine: dict, base_fair: dict, noise: float | None) -> None:
+def against_baseline(row: dict, mine: dict, base_fair: dict, noise: float | None, margin: float) -> None:
     """Fill a tool row's paired difference of per-scenario fairness means against the baseline
     (stats.paired_difference on [-1, 1]), its variance components and minimum detectable
     effect (stats.variance_components, min_detectable_effect), and its verdict."""
@@ -226,7 +227,7 @@ def against_baseline(row: dict, mine: dict, base_fair: dict, noise: float | None
         row["variance"] = {k: vc[k] for k in ("omega2", "sigma2_a", "sigma2_b", "k_a", "k_b", "n")}
         row["mde"] = min_detectable_effect(vc["omega2"], vc["sigma2_a"], vc["sigma2_b"], vc["k_a"],
                                            vc["k_b"], vc["n"])
-    row["verdict"] = verdict(row, noise)
+    row["verdict"] = verdict(row, noise, margin)
 
 
 def holm_columns(rows: list[dict]) -> None:
@@ -246,16 +247,23 @@ def rank_better(rows: list[dict]) -> None:
         r["rank"] = i
 
 
-def verdict(row: dict, noise: float | None) -> str:
-    """better / worse than the baseline, or `within noise` (not ranked): the interval contains 0
-    or cannot be computed, or |difference| is below the judge's spread."""
-    if row["diff_lo"] is None or row["diff_hi"] is None:
-        return "within noise"
-    if row["diff_lo"] <= 0 <= row["diff_hi"]:
-        return "within noise"
-    if noise is not None and abs(row["diff"]) < noise:
-        return "within noise"
-    return "better" if row["diff"] > 0 else "worse"
+VERDICT_METHOD = ("better / worse: the 95% interval of the paired difference lies entirely above +margin / "
+                  "below -margin (and the difference is at least the judge's spread); no practical difference: "
+                  "it lies entirely within [-margin, +margin]; within noise: otherwise (stats.practical_verdict; "
+                  "margin = the config's `margin:`, the smallest difference in fairness that matters)")
+
+
+def verdict(row: dict, noise: float | None, margin: float) -> str:
+    """A paired difference's verdict: stats.practical_verdict of its interval against the smallest
+    difference that matters, `margin` (better, worse, no practical difference, within noise), a
+    better or worse whose |difference| is below the judge's spread `noise` (None: the judge ran
+    once) being `within noise` too. Only `better` is ranked."""
+    from mcptrials.stats.paired import BETTER, WITHIN_NOISE, WORSE, practical_verdict
+
+    v = practical_verdict(row["diff_lo"], row["diff_hi"], margin)
+    if v in (BETTER, WORSE) and noise is not None and abs(row["diff"]) < noise:
+        return WITHIN_NOISE
+    return v
 
 
 POWER_TARGET = 0.05  # the difference the power line says how many scenarios would detect
@@ -369,7 +377,7 @@ def missing_summary(trials: pd.DataFrame, max_attempts: int) -> dict:
 
 def pricing_notes(trials: pd.DataFrame) -> list[str]:
     """A note per model whose trials have token usage but no price: cost unknown, efficiency
-    then rests on working time alone (stats.relative_efficiency counts an unknown ratio as 1)."""
+    then rests on working time alone (stats.relative_efficiency counts an unknown part as 0.5 in every arm)."""
     return [f"model {model} ({rs['model_id'].iat[0]}): no entry in `pricing`, so its cost is unknown "
             "and its efficiency compares working time only"
             for (model,), rs in trials.groupby(["model"], sort=False)

@@ -29,9 +29,12 @@ FILES = ("transcript.json", "run_meta.json", "scored.json", "judged.json")
 GOLD_PREFIXES = ("cited_recall_", "mention_recall")
 COST_METHOD = "recomputed from usage with the config's pricing"
 EFFICIENCY_METHOD = ("stats.relative_efficiency of cost and the agent's working time (work_seconds: the steps' "
-                     "wall time, graders.usage.work_seconds) against the same model and scenario's baseline; "
-                     "server start-up (server_startup_seconds) and the harness's set-up are reported apart and "
-                     "never count against efficiency")
+                     "wall time, graders.usage.work_seconds) against the same model and scenario's baseline: per "
+                     "part 0.5 + clip(log2(reference / value), -3, 3) / 6, the reference the geometric mean of the "
+                     "baseline's completed trials, the baseline's own trials measured alike (0.5 = as cheap and as "
+                     "fast as the baseline; 2x faster +1/6, 2x slower -1/6; 8x or more: 1 or 0); server start-up "
+                     "(server_startup_seconds) and the harness's set-up are reported apart and never count "
+                     "against efficiency")
 
 
 def model_label(m: Matrix, model: str, host: str) -> str:
@@ -200,33 +203,40 @@ def expected_tools_means(ad: dict) -> dict:
 
 
 def baseline_means(rows: list[dict]) -> dict:
-    """(model, scenario) -> (mean cost, mean working time) of its completed baseline trials.
-    Working time is graders.usage.work_seconds (the steps' wall time), so a server is not
-    judged by its start-up. Failed baseline trials are left out: a crash is
-    quick and cheap, not efficient."""
+    """(model, scenario) -> (cost, working time) references of its completed baseline trials:
+    stats.efficiency_reference of each (their geometric mean, what stats.relative_efficiency
+    measures every arm's trials against, the baseline's own included). Working time is
+    graders.usage.work_seconds (the steps' wall time), so a server is not judged by its
+    start-up. Failed baseline trials are left out: a crash is quick and cheap, not efficient."""
     import pandas as pd
+
+    from mcptrials.stats.fairness import efficiency_reference
 
     done = pd.DataFrame([{"model": r["model"], "scenario": r["scenario"], "cost": r["cost_usd"],
                           "work": r.get("work_seconds", r["wall_seconds"])}
                          for r in rows if r["tool"] == BASELINE and r["completed"]],
                         columns=["model", "scenario", "cost", "work"], dtype=object)
-    return {key: (mean(g["cost"]), mean(g["work"])) for key, g in done.groupby(["model", "scenario"], sort=False)}
+    return {key: (efficiency_reference(g["cost"].tolist()), efficiency_reference(g["work"].tolist()))
+            for key, g in done.groupby(["model", "scenario"], sort=False)}
 
 
 def efficiency_basis(cost, work, base_cost, base_work) -> str:
-    """Which parts a trial's efficiency measured (stats.relative_efficiency counts a ratio it
-    cannot form as 1): "cost and time", "time only, no cost", "cost only, no time" or "none, 1.0"."""
+    """Which parts a trial's efficiency measured (stats.relative_efficiency counts a part it
+    cannot form as 0.5, the baseline's): "cost and time", "time only, no cost", "cost only, no
+    time" or "none, 0.5"."""
     has_cost = cost is not None and base_cost is not None
     has_time = work is not None and base_work is not None
     if has_cost and has_time:
         return "cost and time"
     if has_time:
         return "time only, no cost"
-    return "cost only, no time" if has_cost else "none, 1.0"
+    return "cost only, no time" if has_cost else "none, 0.5"
 
 
 def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]:
     """Fill efficiency and fairness in place; returns notes for the summary."""
+    from mcptrials.stats.fairness import EFFICIENCY_EQUAL
+
     notes = []
     base = baseline_means(rows)
     lacking = set()
@@ -235,23 +245,23 @@ def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]
         if r["missing"]:
             continue  # efficiency and fairness stay None
         if not has_baseline:
-            r["efficiency"], r["efficiency_basis"] = 1.0, "none: no baseline, 1.0"
+            r["efficiency"], r["efficiency_basis"] = EFFICIENCY_EQUAL, "none: no baseline, 0.5"
         elif (r["model"], r["scenario"]) in base:
             set_efficiency(r, *base[(r["model"], r["scenario"])])
         else:
             lacking.add((r["model"], r["scenario"]))
-            r["efficiency"], r["efficiency_basis"] = 1.0, "none: no completed baseline trial, 1.0"
+            r["efficiency"], r["efficiency_basis"] = EFFICIENCY_EQUAL, "none: no completed baseline trial, 0.5"
         set_fairness(r, weights)
     if not has_baseline:
-        notes.append("no tool named `baseline` in the config: efficiency is 1.0 for every trial and there are "
+        notes.append("no tool named `baseline` in the config: efficiency is 0.5 for every trial and there are "
                      "no paired differences")
     for model, scenario in sorted(lacking):
-        notes.append(f"model {model}, scenario {scenario}: no completed baseline trial, so efficiency is 1.0 there")
+        notes.append(f"model {model}, scenario {scenario}: no completed baseline trial, so efficiency is 0.5 there")
     return notes
 
 
 def set_efficiency(r: dict, base_cost, base_work) -> None:
-    """stats.relative_efficiency of the trial's cost and working time against its baseline's."""
+    """stats.relative_efficiency of the trial's cost and working time against its baseline's references."""
     from mcptrials.stats.fairness import relative_efficiency
 
     work = r.get("work_seconds", r["wall_seconds"])

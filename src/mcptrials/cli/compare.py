@@ -10,7 +10,6 @@ from mcptrials.cli.common import add_config
 from mcptrials.gate.comparable import Refused, head_config, load_results
 from mcptrials.gate.compare import compare_runs
 from mcptrials.gate.compare_report import junit, markdown, refusal_markdown, text_report
-from mcptrials.gate.decision import DEFAULT_MARGIN
 from mcptrials.gate.findings import DEFAULT_ERROR_RISE
 from mcptrials.gate.output import refuse, write_outputs
 from mcptrials.matrix.errors import ConfigError
@@ -22,8 +21,9 @@ def register(sub) -> None:
     p.add_argument("base", metavar="BASE_RESULTS", help="the reference results/ folder (e.g. main's stored results)")
     p.add_argument("head", metavar="HEAD_RESULTS", help="the results/ folder under test (e.g. the pull request's)")
     p.add_argument("--tool", action="append", help="compare only this tool (repeatable; default: every tool)")
-    p.add_argument("--margin", type=float, default=DEFAULT_MARGIN,
-                   help=f"non-inferiority margin in fairness points, 0-1 (default {DEFAULT_MARGIN})")
+    p.add_argument("--margin", type=float, default=None,
+                   help="non-inferiority margin in fairness points, 0-1 (default: the config's `margin:`, the "
+                        "smallest difference that matters, as HEAD's summary.json records it)")
     p.add_argument("--error-rise", type=float, default=DEFAULT_ERROR_RISE,
                    help=f"fail when the server tools' error rate rises by more than this share (default {DEFAULT_ERROR_RISE})")
     mode = p.add_mutually_exclusive_group()
@@ -41,7 +41,7 @@ def register(sub) -> None:
 
 
 def cmd_compare(args) -> int:
-    if args.margin < 0:
+    if args.margin is not None and args.margin < 0:
         raise ConfigError(f"--margin {args.margin:g}: the margin must be >= 0 (fairness points, e.g. 0.05)")
     if not 0 <= args.error_rise <= 1:
         raise ConfigError(f"--error-rise {args.error_rise:g}: give a share between 0 and 1 (e.g. 0.2)")

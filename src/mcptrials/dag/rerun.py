@@ -144,6 +144,8 @@ TABLE: tuple[Entry, ...] = (
     Entry("pricing", ("aggregate",), "costs are recomputed from the recorded tokens"),
     Entry("compare", ("aggregate",), "only which pairs of tools are compared with each other: no trial, score "
           "or judgement"),
+    Entry("margin", ("aggregate",), "only the verdicts against the baseline and of the compare pairs (the smallest "
+          "difference that matters): no trial, score or judgement"),
     Entry("citation_extensions", (SC,), "which citations the grader recognises"),
     Entry("budget.max_cost_usd", NONE, "only whether a run may start and when trials stop starting; what ran "
           "is kept (trials not run are retried)"),
@@ -180,6 +182,8 @@ TABLE: tuple[Entry, ...] = (
     Entry("scenario.steps.rubric", (J, H), "its judgements"),
     # the packaged prompts, and the graders' own version (their rules, not a config field)
     Entry("code:grader_version", (SC,), "every score (grade.GRADER_VERSION, bumped when their rules change)"),
+    Entry("code:aggregate_version", ("aggregate",), "every table and summary.json (analyze.AGGREGATE_VERSION, "
+          "bumped when the aggregate's formulas change: efficiency, fairness, verdicts)"),
     Entry("prompt:system.md", (T,), "every trial"),
     Entry("prompt:judge.md", (J, H), "every judgement and the held-out agreement"),
 )
@@ -284,9 +288,10 @@ def _entities(m: Matrix, rule: str) -> dict[str, list[str]]:
 
 
 def _code_version(field: str) -> str:
+    from mcptrials.analyze import AGGREGATE_VERSION
     from mcptrials.grade import GRADER_VERSION
 
-    return {"code:grader_version": GRADER_VERSION}[field]
+    return {"code:grader_version": GRADER_VERSION, "code:aggregate_version": AGGREGATE_VERSION}[field]
 
 
 def _tool_files(m: Matrix, tool: str) -> dict[str, str]:

@@ -1,8 +1,9 @@
 """Whether two runs can be compared (`mcptrials compare`, step 1), and HEAD's results against
 its config: the same scenario files (ids and sha256), the same repository commits, and the
 same grading (graders.GRADER_VERSION and the per-scenario grading and rubric hashes as
-scored.json / judged.json recorded them, the judge's provider, model, prompt and settings, and
-the fairness weights): a different number would otherwise be read as the server's doing.
+scored.json / judged.json recorded them, the judge's provider, model, prompt and settings, the
+fairness weights and the aggregate's version, analyze.AGGREGATE_VERSION): a different number
+would otherwise be read as the server's doing.
 Summaries made for another version of a tool (its config entry, or the contents of the project
 files it names: a server kept in the project), the scenarios or the commits (stale) are refused too.
 """
@@ -92,6 +93,11 @@ def refusal_reasons(base: dict, head: dict) -> list[str]:
             if changed:
                 reasons.append(f"the scenarios' {what} differ for {', '.join(changed)}: grade both runs with the "
                                "same scenario files")
+    ba, ha = bi.get("aggregate_version"), hi.get("aggregate_version")
+    if ba != ha:
+        reasons.append(f"the aggregate versions differ (BASE {ba or 'unrecorded: an older mcptrials'}, HEAD "
+                       f"{ha or 'unrecorded: an older mcptrials'}), so fairness is computed differently (e.g. its "
+                       "efficiency): rerun `mcptrials aggregate` on both with the same mcptrials version")
     judge_keys = ("provider", "model", "repeats", "prompt_sha256", "settings_hash")
     bj = {k: bi["judge"].get(k) for k in judge_keys}
     hj = {k: hi["judge"].get(k) for k in judge_keys}

@@ -24,7 +24,9 @@ only `aggregate/summary.json` (its identity and its trial rows) and `snapshots/<
    the upper bound of the 90% interval of HEAD - BASE is below -margin (the one-sided level-0.05
    test of H0 "HEAD is at most `margin` worse" rejects it); non-inferior when the lower bound is
    above -margin; else inconclusive, and an inconclusive result whose point estimate is below
-   -margin is a "probable regression" (fails unless --lenient). Every inconclusive verdict says
+   -margin is a "probable regression" (fails unless --lenient). The margin: --margin, else the
+   config's `margin:` as HEAD's summary.json records it (the headline's smallest difference that
+   matters; decision.default_margin). Every inconclusive verdict says
    how many scenarios would make it conclusive (scenarios_to_decide). --strict also fails every
    inconclusive one. Exit 1 on any failure, 2 when refused (the runs differ, HEAD's results are
    stale for its config, or a tool is in one run only), else 0.
@@ -39,23 +41,25 @@ from __future__ import annotations
 
 from mcptrials import __version__
 from mcptrials.gate.comparable import Refused, refusal_reasons, stale_reasons
-from mcptrials.gate.decision import (DECISION_RULE, DEFAULT_MARGIN, GATE_LEVEL, PROBABLE, TEST_NAME, decide,
+from mcptrials.gate.decision import (DECISION_RULE, GATE_LEVEL, PROBABLE, TEST_NAME, decide, default_margin,
                                      paired_figures, scenarios_to_decide)
 from mcptrials.gate.findings import DEFAULT_ERROR_RISE, counted, findings
 from mcptrials.gate.tools_diff import tools_list_diff
 from mcptrials.matrix.errors import ConfigError
 
 
-def compare_runs(base: dict, head: dict, margin: float = DEFAULT_MARGIN, tools: list[str] | None = None,
+def compare_runs(base: dict, head: dict, margin: float | None = None, tools: list[str] | None = None,
                  strict: bool = False, lenient: bool = False, error_rise: float = DEFAULT_ERROR_RISE,
                  head_config_path: str | None = None) -> dict:
     """The whole comparison of two loaded results folders (load_results). Raises Refused.
-    head_config_path: HEAD's config, to refuse results that are stale for it (None: not checked)."""
+    head_config_path: HEAD's config, to refuse results that are stale for it (None: not checked).
+    margin None: the config's `margin:` as HEAD's summary.json records it (decision.default_margin)."""
     from mcptrials.stats.paired import margin_test
 
     reasons = refusal_reasons(base["summary"], head["summary"])
     if reasons:
         raise Refused(reasons)
+    margin, margin_from = (margin, "--margin") if margin is not None else default_margin(head["summary"])
     key = lambda r: (r.get("model_name") or r["model"], r.get("host") or "loop", r["tool"])  # noqa: E731
     groups = {"base": {}, "head": {}}
     for side, res in (("base", base), ("head", head)):
@@ -104,7 +108,8 @@ def compare_runs(base: dict, head: dict, margin: float = DEFAULT_MARGIN, tools: 
         row["gate"] = gate
         rows.append(row)
     bi, hi = base["summary"]["identity"], head["summary"]["identity"]
-    return {"test": TEST_NAME, "rule": DECISION_RULE, "margin": margin, "level": GATE_LEVEL, "strict": strict,
+    return {"test": TEST_NAME, "rule": DECISION_RULE, "margin": margin, "margin_from": margin_from,
+            "level": GATE_LEVEL, "strict": strict,
             "lenient": lenient, "error_rise": error_rise, "harness_version": __version__,
             "config_checked": head_config_path, "notes": notes,
             "base": {"folder": base["folder"], "harness_versions": bi.get("harness_versions"), "started": bi.get("started")},

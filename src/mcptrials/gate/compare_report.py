@@ -84,8 +84,12 @@ def _mode(result: dict) -> str:
         ("; lenient: a probable regression passes" if result["lenient"] else "")
 
 
+def _margin_from(result: dict) -> str:
+    return f" (from {result['margin_from']})" if result.get("margin_from") else ""
+
+
 def text_report(result: dict) -> str:
-    lines = [f"test: {result['test']}; margin {result['margin']:g}; error rise {result['error_rise']:g}" + _mode(result),
+    lines = [f"test: {result['test']}; margin {result['margin']:g}{_margin_from(result)}; error rise {result['error_rise']:g}" + _mode(result),
              f"rule: {result['rule']}"]
     if not result.get("config_checked"):
         lines.append("note: HEAD's results were not checked against its config (--no-config-check)")
@@ -107,7 +111,7 @@ def markdown(result: dict) -> str:
              for r in result["rows"] for x in r["findings"]]
     if found:
         head += "Deterministic failures (regressions whatever the interval):\n\n" + "\n".join(found) + "\n\n"
-    head += (f"Test: {result['test']}; margin **{result['margin']:g}**" + _mode(result) + ". "
+    head += (f"Test: {result['test']}; margin **{result['margin']:g}**{_margin_from(result)}" + _mode(result) + ". "
              f"Rule: {result['rule']}. "
              f"Scenarios: {len(result['scenarios'])}; repos: "
              + ", ".join(f"{k}@{v[:12]}" for k, v in result["repos"].items())

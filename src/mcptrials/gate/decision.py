@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from mcptrials.analyze.trial_rows import ERROR_KINDS
 
-DEFAULT_MARGIN = 0.05   # fairness points (0-1 scale): the --margin default, its only definition
 PROBABLE = "probable regression"
 DECISION_RULE = ("a tool fails on any finding (server did not start, a called tool gone, more trials crashed "
                  "or timed out, server tool errors up by more than the error rise), on a regression (90% "
@@ -92,6 +91,17 @@ def scenarios_to_decide(b_rows: list[dict], h_rows: list[dict], diff: dict, marg
     return {"scenarios": n, "trials_per_scenario": k,
             "note": f"about {n} scenarios at {k} trial(s) each would make it conclusive (80% power, the spread "
                     f"as measured; {vc['n']} now)"}
+
+
+def default_margin(head_summary: dict) -> tuple[float, str]:
+    """(margin, where it came from) when --margin is not given: the config's `margin:` (the
+    smallest difference in fairness that matters, the headline's verdicts' too) as HEAD's
+    summary.json records it; for a summary made before that field, the config schema's default."""
+    if head_summary.get("margin") is not None:
+        return float(head_summary["margin"]), "HEAD's config `margin:` (its summary.json)"
+    from mcptrials.matrix.schema import config_default
+
+    return float(config_default("margin")), "the config schema's default `margin:` (HEAD's summary.json has none)"
 
 
 def decide(gate: dict, diff: dict | None, found: list, strict: bool, lenient: bool) -> tuple[str, str]:

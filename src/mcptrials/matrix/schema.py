@@ -62,6 +62,12 @@ def _validator(schema_name: str):
     return cls(_schema(schema_name), registry=registry)
 
 
+def config_default(field: str):
+    """The config schema's default of a top-level field (`margin`): for a reader that has no
+    config, e.g. `mcptrials compare` on results that predate the field."""
+    return copy.deepcopy(_schema("config.schema.yaml")["properties"][field]["default"])
+
+
 def host_drives() -> dict[str, list[str] | None]:
     """Host kind -> the providers it can drive (None: any), as the config schema declares it
     (`x-drives` of a host's `kind`): data, so config knows it without importing host code."""

@@ -10,8 +10,25 @@ from mcptrials.report.formats import (esc, f3, fci, fci_missing, fmissing, fnum,
 from mcptrials.report.render import Cell, Doc, Table
 
 
-NOISE_TEXT = ("within noise: the 95% interval contains 0, or the difference is smaller than the judge's "
-              "spread; such tools are not ranked")
+VERDICT_CLASS = {"better": "better", "worse": "worse", "within noise": "noise", "no practical difference": "noise",
+                 "did not start": "worse"}
+
+
+def verdict_text(s: dict) -> str:
+    """The verdicts' rule with the run's margin (summary.json `margin`, the config's `margin:`)."""
+    margin = s.get("margin")
+    if margin is None:   # a summary made before the margin: the plain significance verdicts
+        return ("within noise: the 95% interval contains 0, or the difference is smaller than the judge's "
+                "spread; such tools are not ranked")
+    return (f"margin ±{margin:g} (the config's `margin:`, the smallest difference in fairness that matters): "
+            f"better / worse only when the whole 95% interval of Δ lies above +{margin:g} / below -{margin:g} "
+            f"(and Δ is at least the judge's spread); no practical difference when it lies within ±{margin:g}; "
+            "within noise otherwise")
+
+
+def verdict_header(s: dict) -> str:
+    """The verdict column's header, with the margin beside it."""
+    return "verdict" if s.get("margin") is None else f"verdict (margin ±{s['margin']:g})"
 
 
 def add_failed_stages(doc: Doc, s: dict) -> None:
@@ -71,23 +88,24 @@ def add_headline(doc: Doc, s: dict) -> None:
     # The answer first; how it is computed folded below the tables.
     method = ("Fairness = " + " + ".join(f"{v:.2f} × {k}" for k, v in ident["weights"].items())
               + " (0-1). Difference = paired over scenarios against the baseline of the same model; p-values "
-              "Holm-adjusted across the tools of a model. " + NOISE_TEXT + ". Rank: only the tools better than the "
+              "Holm-adjusted across the tools of a model. Verdicts: " + verdict_text(s) + ". Rank: only the tools better than the "
               "baseline, 1 = the largest difference; a worse tool has none. Intervals: " + s["methods"]["interval"]
               + ". Costs: " + s["methods"]["costs"] + ". Efficiency: " + s["methods"].get("efficiency", "cost and wall "
               "time against the baseline") + ". Time / trial is the wall time, split into the agent's work and the "
               "server's start-up.")
     k = ident["trials"]
+    doc.p("Verdicts: " + verdict_text(s) + ".", "note")
     for model in model_labels(s):
         mdl = {"label": model_text(s, model)}
         rows = [r for r in s["tools"] if r["model"] == model]
         # with one trial per cell pass@k and pass^k are pass@1: said once
         passes = ["pass@1"] if k == 1 else ["pass@1", f"pass@{k}", f"pass^{k}"]
         t = Table(["tool", "fairness [95% CI]", "Δ vs baseline [95% CI]", "Holm p (t)", "Holm p (Wilcoxon)",
-                   "verdict", "rank", *passes, "cost / trial", "time / trial",
+                   verdict_header(s), "rank", *passes, "cost / trial", "time / trial",
                    "work / trial", "start-up / trial", "trials"],
                   caption=f"model {model}: {mdl['label']}", cls="headline")
         for r in rows:
-            vcls = {"better": "better", "worse": "worse", "within noise": "noise", "did not start": "worse"}.get(r["verdict"])
+            vcls = VERDICT_CLASS.get(r["verdict"])
             pass_cells = [f3(r["pass_at_1"])] if k == 1 else [f3(r["pass_at_1"]), f3(r["pass_at_k"]), f3(r["pass_hat_k"])]
             verdict = (r["verdict"] or "–") + (f" ({r['environment']})" if r.get("environment") else "")
             t.add(r["tool"], fci_missing(r["fairness"], r["fairness_lo"], r["fairness_hi"], r["n_trials"], r),
@@ -189,11 +207,11 @@ def add_comparisons(doc: Doc, s: dict) -> None:
     doc.h(2, "Tools compared with each other (the config's `compare:`)", "comparisons")
     doc.p("Δ = fairness of A minus B, paired over the scenarios both ran (per-scenario means), the same "
           "statistics as against the baseline; p-values Holm-adjusted across the configured pairs of a model. "
-          "better / worse: A against B; " + NOISE_TEXT + ". Missing trials are left out and counted.", "note")
+          "Verdicts, A against B: " + verdict_text(s) + ". Missing trials are left out and counted.", "note")
     t = Table(["model", "A − B", "fairness A", "fairness B", "Δ fairness [95% CI]", "Holm p (t)", "Holm p (Wilcoxon)",
-               "verdict", "scenarios", "trials A (missing)", "trials B (missing)"], cls="comparisons")
+               verdict_header(s), "scenarios", "trials A (missing)", "trials B (missing)"], cls="comparisons")
     for r in rows:
-        vcls = {"better": "better", "worse": "worse", "within noise": "noise"}.get(r["verdict"])
+        vcls = VERDICT_CLASS.get(r["verdict"])
         t.add(r["model"], f"{r['a']} − {r['b']}", f3(r["fairness_a"]), f3(r["fairness_b"]),
               Cell(fsigned_ci(r["diff"], r["diff_lo"], r["diff_hi"]), cls=vcls), fp(r["holm_t_p"]),
               fp(r["holm_wilcoxon_p"]), Cell(r["verdict"], cls=vcls), r["n_scenarios"],

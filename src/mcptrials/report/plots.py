@@ -62,9 +62,10 @@ def fairness_by_tool(tools: list[dict]) -> bytes | None:
     return _png(fig)
 
 
-def forest(tools: list[dict], noise: float | None) -> bytes | None:
+def forest(tools: list[dict], noise: float | None, margin: float | None = None) -> bytes | None:
     """Paired differences against the baseline with their 95% intervals; the shaded band is
-    the judge's spread (differences inside it are not ranked)."""
+    the judge's spread (differences inside it are not ranked), the dashed lines ±margin (the
+    smallest difference that matters: better / worse only beyond them)."""
     rows = [r for r in tools if r["diff"] is not None]
     if not rows:
         return None
@@ -74,18 +75,21 @@ def forest(tools: list[dict], noise: float | None) -> bytes | None:
     if noise:
         ax.axvspan(-noise, noise, color="#f2e5b5", label=f"judge spread ±{noise:.3f}")
     ax.axvline(0, color="black", lw=1)
+    if margin:
+        for x in (-margin, margin):
+            ax.axvline(x, color="#555555", lw=0.8, ls="--", label=f"margin ±{margin:g}" if x > 0 else None)
     ys = range(len(rows))[::-1]
     for y, r in zip(ys, rows):
-        inside = r["verdict"] == "within noise"
+        inside = r["verdict"] not in ("better", "worse")
         color = "#999999" if inside else ("#2ca02c" if r["diff"] > 0 else "#d62728")
         if r["diff_lo"] is not None:
             ax.plot([r["diff_lo"], r["diff_hi"]], [y, y], color=color, lw=2)
         ax.plot(r["diff"], y, "s", color=color, ms=8)
     ax.set_yticks(list(ys))
-    ax.set_yticklabels([_label(r, models) + (" (within noise)" if r["verdict"] == "within noise" else "")
-                        for r in rows])
+    ax.set_yticklabels([_label(r, models) + (f" ({r['verdict']})" if r["verdict"] in
+                                             ("within noise", "no practical difference") else "") for r in rows])
     ax.set_xlabel("fairness difference vs baseline (paired over scenarios, 95% logit-transformed interval on [-1, 1])")
-    if noise:
+    if noise or margin:
         ax.legend(loc="lower right", fontsize=8)
     return _png(fig)
 

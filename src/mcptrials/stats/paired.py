@@ -116,3 +116,36 @@ def margin_test(diff: dict, margin: float) -> dict:
     else:
         v = INCONCLUSIVE
     return {"verdict": v, "margin": margin, "lo": lo, "hi": hi}
+
+
+BETTER, WORSE, NO_PRACTICAL_DIFFERENCE, WITHIN_NOISE = "better", "worse", "no practical difference", "within noise"
+
+
+def practical_verdict(lo, hi, margin: float) -> str:
+    """The verdict on a difference A - B from its interval [lo, hi] and the smallest difference
+    that matters, `margin` (>= 0; the config's `margin:`):
+        better                   when lo > +margin       (the whole interval above the margin),
+        worse                    when hi < -margin       (the whole interval below -margin),
+        no practical difference  when -margin <= lo and hi <= +margin (the whole interval inside),
+        within noise             otherwise (the interval straddles a bound), or when there is no
+                                 interval (fewer than 2 paired scenarios).
+    With margin 0 better / worse are "the interval excludes 0". The rule of a region of practical
+    equivalence: Kruschke 2018, "Rejecting or accepting parameter values in Bayesian estimation",
+    Advances in Methods and Practices in Psychological Science 1(2):270-280 (an interval entirely
+    outside the region: a difference; entirely inside: equivalence; else undecided); read off a
+    confidence interval it is the equivalence test by an interval inside the margins (Schuirmann
+    1987, J. Pharmacokinet. Biopharm. 15(6):657-680; with a 95% interval, each one-sided test at
+    0.025) and the superiority test against a margin (ICH E9 (1998), section 3.3.2).
+    Source: this project, issue 33 item 2.
+    """
+    if margin is None or margin < 0:
+        raise ValueError(f"margin={margin}: the smallest difference that matters must be >= 0 (0.05 = five points)")
+    if lo is None or hi is None:
+        return WITHIN_NOISE
+    if lo > margin:
+        return BETTER
+    if hi < -margin:
+        return WORSE
+    if -margin <= lo and hi <= margin:
+        return NO_PRACTICAL_DIFFERENCE
+    return WITHIN_NOISE
