@@ -184,3 +184,17 @@ def test_a_plan_with_no_history_says_how_wide_it_is_and_points_to_the_pilot(tmp_
     text = format_plan(cost_plan(load_matrix(project(tmp_path)), tmp_path / "results"))
     line = next(ln for ln in text.splitlines() if ln.startswith("no history for 1 cell(s)"))
     assert "the least such a trial can cost" in line and "x that" in line and "`mcptrials pilot`" in line
+
+
+def test_a_recorded_judge_costs_nothing_in_the_plan(tmp_path):
+    """Judgements recorded elsewhere call no model: a run of recorded trials and judgements is
+    planned at $0, not 'unknown' for want of a judge pricing entry."""
+    from matrix_helpers import write_matrix
+    from mcptrials.cost.plan import cost_plan, judge_bound
+    from mcptrials.matrix.config import load_matrix
+
+    write_matrix(tmp_path, extra={"judge": {"provider": "recorded", "path": "judged/{scenario}.json"}})
+    m = load_matrix(str(tmp_path / "config.yaml"))
+    assert judge_bound(m, "find-helper") == 0.0
+    plan = cost_plan(m, tmp_path / "results")
+    assert plan.expected == 0.0 and plan.upper == 0.0

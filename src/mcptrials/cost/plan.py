@@ -98,9 +98,10 @@ def judge_upper_bound_usd(price: dict, steps: int, repeats: int, input_tokens_pe
 
 
 def judge_bound(m, scenario: str) -> float | None:
-    """One trial's judge bound in `m` (0.0 for the reference judge; None: no pricing for its model)."""
+    """One trial's judge bound in `m` (0.0 for the reference judge and for judgements recorded
+    elsewhere, which call nothing; None: no pricing for its model)."""
     j = m.specs.judge
-    if j.provider == "reference":
+    if j.provider in FREE_PROVIDERS:
         return 0.0
     price = m.config["pricing"].get(j.model or "")
     if price is None:
@@ -255,7 +256,7 @@ def _judge_part(m, scenario: str, folder: Path, mine: list[Path], planned: set[i
     bound = judge_bound(m, scenario)
     to_judge = sum(1 for n, p in enumerate(mine, 1) if not (p.parent / "judged.json").exists()
                    or (planned is not None and n in planned))
-    if m.specs.judge.provider == "reference":
+    if m.specs.judge.provider in FREE_PROVIDERS:
         return 0.0, 0.0, to_judge
     costs = [c for p in sorted(folder.glob("*/judged.json")) if (j := _read(p)) and "usage" in j
              and (c := judge_cost(m.config["pricing"], j)) is not None]
