@@ -96,3 +96,22 @@ def test_named_beside_the_verdict_and_under_what_could_not_run(tmp_path):
     could_not = md[md.index("## What could not run"):md.index("## Headline")]
     assert shown in could_not and "the server needs Go on this machine for tiny" in could_not
     assert "summary.json `environment_failures`" in could_not
+
+
+def test_only_an_error_that_says_the_machine_lacks_something_is_the_environment():
+    """A deterministic agent repeats its own misuse in every trial as a missing runtime does: the
+    error's words decide whether the headline calls it the environment's or a repeated error."""
+    from mcptrials.analyze.environment import ENVIRONMENT, REPEATED, environment_note, error_kind
+
+    assert error_kind("Go is not installed") == ENVIRONMENT
+    assert error_kind("Exception: The language server manager is not initialized, indicating a problem during "
+                      "project initialisation.") == ENVIRONMENT
+    assert error_kind("Failed to download the Kotlin language server") == ENVIRONMENT
+    assert error_kind("Project '/tmp/mcptrials-trial-x/workspace' not found") == REPEATED
+    assert error_kind("Either language or file_path must be provided") == REPEATED
+    unregistered = ["Error executing tool find_text: Project '/tmp/w{i}/workspace' not found"]
+    found = failures([("tree-sitter", "gin", i, [unregistered[0].format(i=i)]) for i in (1, 2)]
+                     + [("serena", "gin", i, [GO.format(n=i, pid=i)]) for i in (1, 2)])
+    assert {(f["tool"], f["kind"]) for f in found} == {("tree-sitter", REPEATED), ("serena", ENVIRONMENT)}
+    assert environment_note(found, "reference", "tree-sitter").startswith("repeated error: 'Error executing tool")
+    assert environment_note(found, "reference", "serena").startswith("environment: 'Go is not installed")

@@ -46,7 +46,23 @@ _MISSING_PROGRAM = re.compile(r"not installed|command not found|executable .* no
                               re.IGNORECASE)
 _NETWORK = re.compile(r"download|fetch|network|connection refused|could not resolve|name resolution|urlopen"
                       r"|https?://|offline|timed? ?out.*(?:http|url)", re.IGNORECASE)
+# A server that could not set itself up (a language server it could not start).
+_NOT_SET_UP = re.compile(r"not initiali[sz]ed|failed to (?:start|initiali[sz]e)|initiali[sz]ation (?:failed|error)"
+                         r"|problem during (?:project )?initiali[sz]ation", re.IGNORECASE)
 DOCS = "docs/packs.md (what each pack server needs to work offline)"
+# What a repeated error is: one that says the machine lacks something (ENVIRONMENT), or any other
+# error that fails the same call in most trials (REPEATED: an agent's systematic misuse, such as a
+# deterministic agent's arguments a server rejects, repeats as much as a missing runtime does, so
+# only the error's own words may call it the environment's).
+ENVIRONMENT, REPEATED = "environment", "repeated error"
+
+
+def error_kind(error: str) -> str:
+    """ENVIRONMENT when the error says something is missing, could not be fetched or could not
+    be set up on this machine; else REPEATED."""
+    if any(p.search(error) for p in (_NOT_INSTALLED, _MISSING_PROGRAM, _NETWORK, _NOT_SET_UP)):
+        return ENVIRONMENT
+    return REPEATED
 
 
 def normalise_error(text: str) -> str:
@@ -77,8 +93,9 @@ def environment_fix(error: str, repo: str) -> str:
     if _NETWORK.search(error):
         return (f"the server tried to download what it needs for {repo} and could not (no network in the sandbox): "
                 f"install it beforehand; see {DOCS}")
-    return (f"every such call failed the same way on {repo}: read the error on one of its trial pages; if the server "
-            f"needs something this machine lacks, see {DOCS}")
+    return (f"every such call failed the same way on {repo}, and the error does not say the machine lacks anything: "
+            f"read it on one of its trial pages (the agent's arguments, or the server's set-up); if the server needs "
+            f"something this machine lacks, see {DOCS}")
 
 
 def server_errors(transcript: dict) -> list[str]:
@@ -118,7 +135,8 @@ def environment_failures(records: list[dict], rows: list[dict]) -> list[dict]:
             error = max(e["texts"], key=lambda t: e["texts"][t])     # its most frequent wording
             out.append({"name": f"{tool}/{repo}", "model": model, "tool": tool, "repo": repo, "error": error,
                         "error_normalised": key, "trials_with_error": e["trials"], "trials": cell["trials"],
-                        "share": share, "calls": e["calls"], "fix": environment_fix(error, repo),
+                        "share": share, "calls": e["calls"], "kind": error_kind(error),
+                        "fix": environment_fix(error, repo),
                         "page": e["page"]})
     out.sort(key=lambda f: (f["model"], f["tool"], -f["share"], -f["calls"], f["repo"]))
     return out
@@ -126,12 +144,18 @@ def environment_failures(records: list[dict], rows: list[dict]) -> list[dict]:
 
 def environment_note(failures: list[dict], model: str, tool: str) -> str | None:
     """What the headline says beside a tool's verdict: "environment: 'Go is not installed' on gin,
-    12/12 trials; ..." (one error per repository, the most widespread), or None."""
+    12/12 trials; ..." (one error per repository, the most widespread; an error whose words do not
+    say the machine lacks something is a "repeated error", not the environment's), or None."""
     mine = [f for f in failures if (f["model"], f["tool"]) == (model, tool)]
     if not mine:
         return None
     first = {}
     for f in mine:   # sorted most widespread first
         first.setdefault(f["repo"], f)
-    return "environment: " + "; ".join(f"'{f['error']}' on {repo}, {f['trials_with_error']}/{f['trials']} trials"
-                                       for repo, f in first.items())
+    parts = []
+    for kind in (ENVIRONMENT, REPEATED):
+        of_kind = [(repo, f) for repo, f in first.items() if f.get("kind", ENVIRONMENT) == kind]
+        if of_kind:
+            parts.append(f"{kind}: " + "; ".join(f"'{f['error']}' on {repo}, {f['trials_with_error']}/{f['trials']} "
+                                                 "trials" for repo, f in of_kind))
+    return " | ".join(parts)

@@ -47,14 +47,17 @@ def add_failed_stages(doc: Doc, s: dict) -> None:
 def add_environment_failures(doc: Doc, env: list[dict], method: str | None) -> None:
     """Servers that started but failed their calls the same way in most trials of a repository
     (mcptrials.analyze.environment): their trials count, their verdict carries the cause."""
-    doc.p(f"{len(env)} server error(s) look like this machine, not the server: the server started, but its calls "
-          "failed the same way in most of its trials on a repository" + (f" ({method})" if method else "")
-          + ". Those trials count as run, and the tool's headline verdict names the error beside it: fix the "
-            "environment and run its trials again for a verdict about the server.", "warning")
-    t = Table(["tool", "repo", "model", "error", "trials with it", "failed calls", "fix", "a trial"],
-              caption="environment failures (results/aggregate/summary.json `environment_failures`)")
+    n_env = sum(1 for f in env if f.get("kind", "environment") == "environment")
+    doc.p(f"{len(env)} server error(s) failed the same call in most of a tool's trials on a repository"
+          + (f" ({method})" if method else "") + f"; {n_env} of them say this machine lacks something (kind "
+          "environment: fix the environment and run the tool's trials again for a verdict about the server), the "
+          "others are repeated errors (the agent's use of the tool, or the server's set-up: read one trial page). "
+          "Those trials count as run, and the tool's headline verdict names the error beside it.", "warning")
+    t = Table(["tool", "repo", "model", "kind", "error", "trials with it", "failed calls", "fix", "a trial"],
+              caption="repeated server errors (results/aggregate/summary.json `environment_failures`)")
     for f in env:
-        t.add(f["tool"], f["repo"], f["model"], f["error"], f"{f['trials_with_error']}/{f['trials']}", f["calls"],
+        t.add(f["tool"], f["repo"], f["model"], f.get("kind", "environment"), f["error"],
+              f"{f['trials_with_error']}/{f['trials']}", f["calls"],
               f["fix"], Cell("trial page", href=href(f["page"])) if f.get("page") else "–")
     doc.table(t, "environment-failures-table")
 
