@@ -19,6 +19,8 @@ from matrix_helpers import faulty_tool, write_matrix
 
 KEY = "fake-key-worker-test-0123456789"
 PATH = f"{Path(sys.executable).parent}:/usr/bin:/bin"
+# PYTHONPATH passed on when set: the worker and its clients then run the library these tests import
+LIBRARY = {k: os.environ[k] for k in ("PYTHONPATH",) if os.environ.get(k)}
 
 
 def agent(body):
@@ -54,7 +56,7 @@ def project(tmp_path_factory, api):
     sock = tmp / "w.sock"
     log = open(tmp / "worker.log", "w")
     worker = subprocess.Popen([sys.executable, "-m", "mcptrials.cli", "serve-trials", "--socket", str(sock)],
-                              stdout=log, stderr=subprocess.STDOUT, env={"PATH": PATH, "HOME": str(tmp)})
+                              stdout=log, stderr=subprocess.STDOUT, env={"PATH": PATH, "HOME": str(tmp), **LIBRARY})
     deadline = time.monotonic() + 30
     while not sock.exists():
         assert worker.poll() is None and time.monotonic() < deadline, (tmp / "worker.log").read_text()
@@ -73,7 +75,7 @@ def run_trial_cmd(p, tool, trial, model="reference", config=None):
 
 
 def env(worker=None):
-    e = {"PATH": PATH, "HOME": "/tmp", "ANTHROPIC_API_KEY": KEY}
+    e = {"PATH": PATH, "HOME": "/tmp", "ANTHROPIC_API_KEY": KEY, **LIBRARY}
     if worker:
         e["MCPTRIALS_WORKER"] = str(worker)
     return e
