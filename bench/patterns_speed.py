@@ -1,4 +1,4 @@
-"""The pattern detectors at scale: what mcptrials.grade.patterns adds to the aggregate and the report.
+"""The pattern detectors at scale: what mcptrials.analyze.patterns adds to the aggregate and the report.
 
     python bench/patterns_speed.py [--trials 10000] [--calls 20] [--runs 3]
 
@@ -29,7 +29,7 @@ from mcptrials.analyze.feedback import pattern_summary  # noqa: E402
 from mcptrials.analyze.trial_rows import trial_frame  # noqa: E402
 from mcptrials.report import patterns as report  # noqa: E402
 from mcptrials.report.render import Doc  # noqa: E402
-from mcptrials.grade.patterns import counts, detect  # noqa: E402
+from mcptrials.analyze.patterns import counts, detect  # noqa: E402
 
 TOOLS = {"tools": [{"name": n} for n in (
     "read_file", "read_text_file", "read_media_file", "read_multiple_files", "write_file", "edit_file",

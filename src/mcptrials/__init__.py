@@ -7,15 +7,16 @@ the floors below it, never one above (tests/workflow/test_import_graph.py checks
     matrix         config.yaml and scenarios, loaded and typed
     prepare        checkout -> install -> index -> tools snapshot; servers, sandbox, built-in tools
     cost           pricing, working time, the cost plan, the budget
-    run            the trial: hosts, providers, the reference agent, recorded runs, the worker
+    providers      the model providers (anthropic, openai) and the reference agent: the trial and the judge use them
+    run            the trial: its core, its job, the hosts, the key proxy, recorded runs
     grade          the deterministic graders (scored.json)
     judge          the LLM judge (judged.json)
-    analyze        aggregate (summary.json, tables) and the held-out lock
+    analyze        aggregate (summary.json, tables), the transcripts' patterns and the held-out lock
     gate           compare and replay: the regression gate
     report         the report, the trial explorer, the plots
     importers      the reference bench's scenarios and runs
     dag            what the Snakemake rules ask: rerun keys, file paths, preflight checks
-    cli            the `mcptrials` command
+    cli            the `mcptrials` command, and the warm trial worker it runs (worker) with its client (delegate)
 """
 
 __version__ = "0.1.0"

@@ -109,13 +109,13 @@ def test_only_the_command_run_is_imported():
 
 
 def test_the_worker_preloads_the_modules_of_the_commands_it_runs():
-    """The worker (below cli, so it names them, never imports them) preloads the cli modules
-    of the per-trial commands that delegate to it; every name it lists exists."""
+    """The worker (cli.worker, handed `main` by the command that starts it) preloads by name the
+    cli modules of the per-trial commands that delegate to it; every name it lists exists."""
     import importlib.util
     import re
 
-    from mcptrials.run import worker
+    from mcptrials.cli import worker
 
     names = set(re.findall(r'"(mcptrials(?:\.[a-z_]+)*)"', inspect.getsource(worker.preload)))
     assert all(importlib.util.find_spec(n) for n in names), names
-    assert {"mcptrials.cli", *(f"mcptrials.{COMMANDS[c]}" for c in ("run-trial", "score", "judge"))} <= names
+    assert {*(f"mcptrials.{COMMANDS[c]}" for c in ("run-trial", "score", "judge"))} <= names

@@ -3,7 +3,7 @@
 import pytest
 
 from mcptrials.cost.pricing import cost_usd
-from mcptrials.run.providers.base import Usage
+from mcptrials.providers.base import Usage
 
 M = 1_000_000
 

@@ -20,7 +20,7 @@ from matrix_helpers import write_matrix
 from mcptrials.matrix.config import load_matrix
 from mcptrials.prepare.checkout import checkout
 from mcptrials.run.hosts.loop import Loop, result_text
-from mcptrials.run.providers.base import Provider, ProviderError, Reply, Usage
+from mcptrials.providers.base import Provider, ProviderError, Reply, Usage
 from mcptrials.run.trial import Sandbox, TrialAbort, TrialContext, step_limits
 
 

@@ -16,8 +16,8 @@ from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.schema import validate_against
 from mcptrials.cost.pricing import cost_usd
 from mcptrials.grade.scoring import score_trial
-from mcptrials.run.providers.base import ProviderError
-from mcptrials.run.providers.openai import OpenAIProvider, to_openai_messages, usage_of
+from mcptrials.providers.base import ProviderError
+from mcptrials.providers.openai import OpenAIProvider, to_openai_messages, usage_of
 from mcptrials.run.runner import run_trial
 
 KEY = "sk-openai-test-0123456789abcdef"

@@ -2,9 +2,9 @@
 directory argument is sent only where the tool's schema asks for a directory (serena's
 find_referencing_symbols wants the file that holds the symbol: no guessed ".")."""
 
-from mcptrials.run.providers.reference.arguments import Need, build_arguments
-from mcptrials.run.providers.reference.question import Term, extract_terms
-from mcptrials.run.providers.reference.tools import classify_tool
+from mcptrials.providers.reference.arguments import Need, build_arguments
+from mcptrials.providers.reference.question import Term, extract_terms
+from mcptrials.providers.reference.tools import classify_tool
 
 VERSION = ("What version does `pyproject.toml` declare for the project (the `version` key of its `[project]` "
            "table)? Answer with the bare version string on its own line (e.g. `1.2.3`) and cite file:line.")

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from mcptrials.prepare.builtins import BUILTIN_TOOLS, BuiltinTools, glob_to_regex
-from mcptrials.run.providers.reference import ReferenceProvider
-from mcptrials.run.providers.reference.arguments import Need, build_arguments, page_key
-from mcptrials.run.providers.reference.provider import MAX_ROUNDS
-from mcptrials.run.providers.reference.question import Term, extract_scopes, extract_terms, stem
-from mcptrials.run.providers.reference.results import WorkspacePaths, looks_failed, next_page, parse_hits, parse_read
-from mcptrials.run.providers.reference.step import _window
-from mcptrials.run.providers.reference.tools import classify_tool
+from mcptrials.providers.reference import ReferenceProvider
+from mcptrials.providers.reference.arguments import Need, build_arguments, page_key
+from mcptrials.providers.reference.provider import MAX_ROUNDS
+from mcptrials.providers.reference.question import Term, extract_scopes, extract_terms, stem
+from mcptrials.providers.reference.results import WorkspacePaths, looks_failed, next_page, parse_hits, parse_read
+from mcptrials.providers.reference.step import _window
+from mcptrials.providers.reference.tools import classify_tool
 
 SYSTEM = [{"type": "text", "text": "State your reasoning before each tool call."}]
 CITATION = re.compile(r"[\w./-]+\.\w+:\d+")
@@ -219,7 +219,7 @@ def test_transcript_does_not_depend_on_hash_seed(repo):
         "import asyncio, json, sys\n"
         "from pathlib import Path\n"
         "from mcptrials.prepare.builtins import BUILTIN_TOOLS, BuiltinTools, glob_to_regex\n"
-        "from mcptrials.run.providers.reference import ReferenceProvider\n"
+        "from mcptrials.providers.reference import ReferenceProvider\n"
         "ws = sys.argv[1]; bt = BuiltinTools(Path(ws)); p = ReferenceProvider(ws)\n"
         "msgs = [{'role': 'user', 'content': 'Where are `apply_discount`, `PriceBook` and \"rate\" used?'}]\n"
         "for _ in range(8):\n"

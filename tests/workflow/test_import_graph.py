@@ -1,8 +1,11 @@
 """The library's import graph, computed from the source: no cycles, no Snakemake.
 
 Every Import/ImportFrom node counts, also those inside functions (a lazy import is still
-a dependency: it only moves the failure to run time). The two name tables that import
-modules by string (cli.COMMANDS, hosts.HOSTS) add their edges too.
+a dependency: it only moves the failure to run time). Imports by string count as well
+(`string_imports`): `importlib.import_module("x")`, `import_module("x")`, `__import__("x")`, and,
+in a module that imports by a name it computes, every `mcptrials.` string of its literal lists
+(the worker's preload list). The two name tables that import modules by a composed string
+(cli.COMMANDS, hosts.HOSTS) add their edges too.
 """
 
 from __future__ import annotations
@@ -38,9 +41,39 @@ def import_froms(name: str, path: Path):
                 yield node.module, [a.name for a in node.names]
 
 
-def imported(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The mcptrials modules (and top-level third-party names) `name` imports anywhere."""
+IMPORT_BY_NAME = {"import_module", "__import__"}
+
+
+def string_imports(source: str) -> set[str]:
+    """The modules a source imports by string: the literal argument of `importlib.import_module`,
+    `import_module` or `__import__`; and where one of them is called with a computed name (a loop
+    over a list, as the worker's preload), every string naming a mcptrials module in the
+    source's list, tuple and set literals."""
     out: set[str] = set()
+    computed = False
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args:
+            f = node.func
+            called = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            if called in IMPORT_BY_NAME:
+                arg = node.args[0]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    out.add(arg.value)
+                else:
+                    computed = True
+    if computed:
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+                out |= {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                        and (e.value == "mcptrials" or e.value.startswith("mcptrials."))}
+    return out
+
+
+def imported(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The mcptrials modules (and top-level third-party names) `name` imports anywhere, by
+    statement or by string."""
+    out: set[str] = string_imports(path.read_text())
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
@@ -141,6 +174,7 @@ FLOORS = (
     ("matrix",),
     ("prepare",),
     ("cost",),
+    ("providers",),
     ("run",),
     ("grade",),
     ("judge",),
@@ -183,7 +217,46 @@ def test_imports_point_down_the_stages_only():
 def test_the_layering_rules():
     edges, _ = graph()
     assert "mcptrials.run.runner" not in edges["mcptrials.prepare.snapshot"], "snapshot imports runner"
-    assert "mcptrials.cli" not in edges["mcptrials.run.worker"], "worker imports cli"
+    below_cli = [a for a, targets in edges.items() if floor(a) < FLOOR["cli"] and any(floor(b) == FLOOR["cli"] for b in targets)]
+    assert not below_cli, f"modules below the command layer import it: {below_cli}"
+    assert not [a for a in edges if a.startswith("mcptrials.judge") and any(b.startswith("mcptrials.run.providers") for b in edges[a])]
+    assert "mcptrials.providers.base" in edges["mcptrials.judge.model_judge"], "the judge's clients are the providers'"
+
+
+UPWARD_BY_STRING = """
+import importlib
+from importlib import import_module
+
+def preload():
+    for name in ["anthropic", "mcptrials.core.records", "mcptrials.cli.run_trial"]:
+        importlib.import_module(name)
+
+def lazily():
+    import_module("mcptrials.analyze.tables")
+    return __import__("mcptrials.report.document")
+"""
+
+
+def test_an_import_by_string_is_read_and_an_upward_one_fails(tmp_path):
+    """A hand-made module on the run floor that imports upward only by string: the checker sees
+    every one (the preload list, import_module, __import__) and reports each as an upward arrow."""
+    assert string_imports(UPWARD_BY_STRING) == {"mcptrials.core.records", "mcptrials.cli.run_trial",
+                                                "mcptrials.analyze.tables", "mcptrials.report.document"}
+    path = tmp_path / "warm.py"
+    path.write_text(UPWARD_BY_STRING)
+    modules = {"mcptrials.run.warm": path, "mcptrials.core.records": path, "mcptrials.cli.run_trial": path,
+               "mcptrials.analyze.tables": path, "mcptrials.report.document": path}
+    targets = imported("mcptrials.run.warm", path, modules)
+    found = upward_arrows({"mcptrials.run.warm": {t for t in targets if t in modules and t != "mcptrials.run.warm"}})
+    assert found == ["mcptrials.run.warm -> mcptrials.analyze.tables", "mcptrials.run.warm -> mcptrials.cli.run_trial",
+                     "mcptrials.run.warm -> mcptrials.report.document"]
+    # a literal list alone, with no import by a computed name, is data, not an import
+    assert string_imports('NAMES = ["mcptrials.cli"]\nimportlib.import_module("json")') == {"json"}
+
+
+def test_the_real_string_imports_are_in_the_graph():
+    _, raw = graph()
+    assert {"mcptrials.cli.run_trial", "mcptrials.grade.scoring", "mcptrials.judge.judging"} <= raw["mcptrials.cli.worker"]
 
 
 # Private names imported across modules (none left: what modules share is public).

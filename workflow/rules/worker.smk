@@ -1,4 +1,4 @@
-# The warm trial worker (`mcptrials serve-trials`, src/mcptrials/run/worker.py) for local runs:
+# The warm trial worker (`mcptrials serve-trials`, src/mcptrials/cli/worker.py) for local runs:
 # started by `onstart:` (real runs only: dry runs skip onstart), stopped by `onsuccess:` /
 # `onerror:`, and by itself when this Snakemake process is gone (--watch-pid). The jobs find
 # it through MCPTRIALS_WORKER, set in this process's environment, which local jobs inherit;

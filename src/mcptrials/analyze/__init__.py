@@ -10,9 +10,10 @@ tables are pandas groupings of one trial frame.
     environment       servers that ran but failed the same way in most trials of a repository
     identity          summary.json `identity`: who and what ran and graded
     feedback          the trials' patterns and the agent's feedback on the tools
+    patterns          the pattern detectors: behaviours worth reading a transcript for
     lock              the held-out lock and its gold
 
-May import: judge, grade, run, cost, prepare, matrix, core, stats.
+May import: judge, grade, run, providers, cost, prepare, matrix, core, stats.
 """
 
 # The aggregate's own rules (a formula of stats it applies, a verdict rule), bumped when they

@@ -1,4 +1,4 @@
-"""The trials' patterns (mcptrials.grade.patterns over each transcript) and the agent's closing
+"""The trials' patterns (mcptrials.analyze.patterns over each transcript) and the agent's closing
 feedback on the tools, per (model, tool): summary.json `patterns` and `feedback`, patterns.csv."""
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ def snapshot_of(snapshots, tool: str, repo: str, cache: dict) -> dict | None:
 
 
 def add_patterns(rows: list[dict], records: list[dict], snapshots) -> list[list[dict]]:
-    """mcptrials.grade.patterns.detect over each record's transcript and scored.json (the records
+    """mcptrials.analyze.patterns.detect over each record's transcript and scored.json (the records
     load_records already read; nothing is rerun), with the tools its snapshot offered. Sets each
     row's `patterns` ({name: count}, patterns.counts) and returns the findings, aligned with rows."""
-    from mcptrials.grade.patterns import counts, detect
+    from mcptrials.analyze.patterns import counts, detect
 
     cache: dict = {}
     out = [detect(r["transcript"], r["scored"], snapshot_of(snapshots, r["key"]["tool"], r["key"]["repo"], cache))
@@ -42,7 +42,7 @@ def pattern_summary(trials: pd.DataFrame, findings: list[list[dict]]) -> dict:
     trials show it, how many findings, and the pages of those trials; the server tools no trial of
     that (model, tool) called though the server ran through (patterns.RAN_THROUGH); and every
     trial's findings by its page (the trial page marks them). The trial frame's rows and findings align."""
-    from mcptrials.grade.patterns import PATTERNS, RAN_THROUGH, THRESHOLDS
+    from mcptrials.analyze.patterns import PATTERNS, RAN_THROUGH, THRESHOLDS
 
     by_page = dict(zip(trials["page"], findings))
 

@@ -2,10 +2,12 @@
 
 Each subcommand's module here (cli/<name>.py) is a thin layer: it parses the arguments, loads
 the matrix (cli.common: the one `--config CONFIG`), calls the stage's library function, prints
-and returns the exit code. The work itself is in the stage packages below.
+and returns the exit code. The work itself is in the stage packages below. Beside them, the
+warm trial worker (worker: `mcptrials serve-trials`) and its client (delegate): the worker runs
+commands, so it sits here, on the top floor, and preloads their modules by name.
 
 May import: everything; nothing imports it (the worker runs commands through `main`, which the
-parser hands it, and preloads their modules by name).
+command that starts it hands it).
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    from mcptrials.run.delegate import delegate  # per-trial stages go to a warm worker when $MCPTRIALS_WORKER answers
+    from mcptrials.cli.delegate import delegate  # per-trial stages go to a warm worker when $MCPTRIALS_WORKER answers
 
     code = delegate(argv)
     if code is not None:

@@ -1,4 +1,4 @@
-"""`mcptrials serve-trials`: the warm trial worker (mcptrials.run.worker) on a Unix socket."""
+"""`mcptrials serve-trials`: the warm trial worker (mcptrials.cli.worker) on a Unix socket."""
 
 from __future__ import annotations
 
@@ -13,6 +13,6 @@ def register(sub) -> None:
 
 
 def cmd_serve_trials(args) -> int:
-    from mcptrials.run.worker import serve
+    from mcptrials.cli.worker import serve
 
     return serve(args.socket, args.run_argv, args.watch_pid)

@@ -6,11 +6,10 @@ point, over citation_forms: the forms found in the text, citation_context: the a
 context, citation_lines: line lists and line-only references, citation_grounding: resolution
 to a file and the buckets, citation_verification: lenient and strict; with gittree: the
 repository read from git objects at the pinned commit; subjects, strict, structure, symbols,
-composition), exact, state, usage (efficiency figures and adoption), gold_recall, answer_map,
-patterns (behaviours worth reading a transcript for) and scoring (one trial's record). This
-package imports no pandas, scipy or matplotlib.
+composition), exact, state, usage (efficiency figures and adoption), gold_recall, answer_map
+and scoring (one trial's record). This package imports no pandas, scipy or matplotlib.
 
-May import: run, cost, prepare, matrix, core, stats.
+May import: run, providers, cost, prepare, matrix, core, stats.
 """
 
 GRADER_VERSION = "7"   # 2: citations from the answer's context, spans, structured verification, tree-sitter symbols; 3: efficiency figures split server start-up from the agent's working time; 4: state checks in parts (command, sql, json, unchanged_except), each with what it found; 5: every citation form, a subject per citation, strict verification beside the lenient one, composition by form (issue 25); 6: a word naming the cited file is no subject, names and lines listed in two orders checked as a group, a line-only reference moves to the file defining its subject, a descriptive JSON member takes no name from its siblings, a name deep in the description after a citation is not its subject, nor the next conjunct's; an unresolved bare file name has the basename form; JSON keys by kind, array items of refs, path segments, hyphenated words and headings the file never names are no subjects; 7: exact answers read as the task asks (a bare value from the last or `Answer:` line, a `label`led one after its label, several different values ambiguous), cited symlinks followed to their targets, definitions of every language in tree-sitter-language-pack (Kotlin, PHP, C#, Swift, Scala added) and `undetermined` where no grammar can decide

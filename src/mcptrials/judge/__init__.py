@@ -3,5 +3,6 @@ the reference judge (reference), the model judge (model_judge) and its prompt an
 (prompt), the masking of the tool's names (blinding), the judge's noise over many records
 (variance), and judgements made elsewhere (recorded).
 
-May import: grade, run (its model providers), cost, prepare, matrix, core, stats.
+May import: grade, run (where a recorded run's judgement is), providers (the model judge's
+clients), cost, prepare, matrix, core, stats.
 """

@@ -35,7 +35,7 @@ from mcptrials.core.record_types import JudgedRecord, TranscriptRecord
 from mcptrials.judge.blinding import MASK, identity_names, mask_identities
 from mcptrials.judge.model_judge import MAX_TOKENS, ModelJudge, judge_usage
 from mcptrials.judge.reference import reference_criterion
-from mcptrials.run.providers.base import Usage
+from mcptrials.providers.base import Usage
 from mcptrials.matrix.specs import JudgeSpec
 
 SCHEMA = "mcptrials/judged/1"

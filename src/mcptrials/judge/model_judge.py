@@ -1,5 +1,5 @@
 """The model judge (config `judge.provider`: `anthropic`, `openai`): a language model, called
-only through the provider layer (mcptrials.run.providers: the same clients, retries, errors
+only through the provider layer (mcptrials.providers: the same clients, retries, errors
 and `Usage` as the agent loop's models), with the prompt of judge/prompt.py (its sha256 goes
 into every record). A malformed reply gets one retry, then `JudgeError`; an API failure after
 the provider's retries is a `JudgeError` too (the judged job fails, naming status and
@@ -17,7 +17,7 @@ import os
 from mcptrials.judge.prompt import REPLY_FORMAT, MalformedReply, load_prompt, parse_reply, render_user
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.specs import JudgeSpec
-from mcptrials.run.providers.base import ProviderError, Usage
+from mcptrials.providers.base import ProviderError, Usage
 
 NOTES = {
     "anthropic": ("API 2026-10-21 takes no temperature: the judge runs at the model's default "
@@ -44,7 +44,7 @@ class ModelJudge:
     a malformed reply). The API key is read from the env var and never stored elsewhere."""
 
     def __init__(self, spec: JudgeSpec, prompt_path):
-        from mcptrials.run import providers
+        from mcptrials import providers
 
         key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
         if not key:

@@ -1,5 +1,5 @@
 """Patterns and the agent's feedback in the report (summary.json patterns and feedback,
-from mcptrials.grade.patterns via the aggregate): the main page's two sections, and the marks a
+from mcptrials.analyze.patterns via the aggregate): the main page's two sections, and the marks a
 trial page puts where a pattern occurs."""
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ def _pattern_table(p: dict, names: list[str], links: bool) -> Table:
 
 
 def add_patterns(doc: Doc, s: dict) -> None:
-    """Counts per tool of each pattern (mcptrials.grade.patterns), each linked to the trials that show it."""
+    """Counts per tool of each pattern (mcptrials.analyze.patterns), each linked to the trials that show it."""
     p = s.get("patterns")
     if not p:
         return
     names = list(p["definitions"])
     doc.h(2, "Patterns in the transcripts", "patterns")
-    doc.p("Behaviours worth reading a transcript for, found in every trial by mcptrials.grade.patterns; they are never "
+    doc.p("Behaviours worth reading a transcript for, found in every trial by mcptrials.analyze.patterns; they are never "
           "part of a score. A count is the trials of that model and tool showing the pattern (its findings in "
           "brackets) and links to them; each trial page marks where the pattern occurs.", "note")
     defs = Table(["pattern", "what it means"], cls="pattern-definitions")

@@ -67,7 +67,7 @@ def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
         # "Connection closed" says only that the server went; its own last words say why
         b.append('<h2 id="server-stderr">The server\'s last stderr lines</h2>'
                  + _pre("\n".join(meta["server_stderr_tail"].splitlines()[-STDERR_LINES:])))
-    found = trial_findings(summary, row["page"])  # mcptrials.grade.patterns, marked below where they occur
+    found = trial_findings(summary, row["page"])  # mcptrials.analyze.patterns, marked below where they occur
     b.append(pattern_list(found))
     missing = bool(row.get("missing"))
     if missing:   # an infrastructure failure: its records may hold grades, none of which counts

@@ -35,7 +35,7 @@ from mcptrials.matrix.scenario import Scenario
 from mcptrials.core.paths import PROMPT_DIR
 from mcptrials.core.identity import TrialKey
 from mcptrials.core.record_types import TranscriptRecord
-from mcptrials.run.providers.base import Usage
+from mcptrials.providers.base import Usage
 from mcptrials.prepare.servers import leaf_error, mcp_error_code, open_server, stderr_tail
 from mcptrials.prepare.snapshot import tools_hash, variant_record
 from mcptrials.matrix.specs import HostSpec, Limits, ModelSpec, Specs, ToolSpec

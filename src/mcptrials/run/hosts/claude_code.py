@@ -53,7 +53,7 @@ from datetime import datetime
 from pathlib import Path
 
 from mcptrials.run.keyproxy import KeyProxy
-from mcptrials.run.providers.base import Usage
+from mcptrials.providers.base import Usage
 from mcptrials.run.trial import CHARS_PER_TOKEN, NO_RESULT, TrialContext, split_feedback, step_prompt, \
     unanswered_call
 from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, installed_binary, npm_install, proxy_outcome, \

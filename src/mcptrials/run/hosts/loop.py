@@ -14,7 +14,7 @@ import json
 import time
 import traceback
 
-from mcptrials.run.providers.base import Provider, ProviderError
+from mcptrials.providers.base import Provider, ProviderError
 from mcptrials.prepare.tooldefs import CHARS_PER_TOKEN, tool_definitions
 from mcptrials.run.trial import INSTRUCTIONS_HEADING, TrialAbort, TrialContext, TrialServer, cap_text, \
     split_feedback, step_prompt, unanswered_call
@@ -23,11 +23,11 @@ from mcptrials.run.trial import INSTRUCTIONS_HEADING, TrialAbort, TrialContext, 
 def make_provider(ctx: TrialContext) -> Provider:
     """The model's client: the deterministic reference agent, or a model API's (the
     provider layer's one path, shared with the judge)."""
-    from mcptrials.run import providers
+    from mcptrials import providers
 
     spec = ctx.model
     if spec.provider == "reference":
-        from mcptrials.run.providers.reference import ReferenceProvider
+        from mcptrials.providers.reference import ReferenceProvider
 
         return ReferenceProvider(str(ctx.sandbox.workspace))
     return providers.create(spec.provider, spec.model, ctx.api_key(), spec.base_url, spec.max_retries)

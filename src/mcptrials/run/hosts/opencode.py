@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcptrials.run.keyproxy import KeyProxy
-from mcptrials.run.providers.base import Usage
+from mcptrials.providers.base import Usage
 from mcptrials.run.trial import CHARS_PER_TOKEN, TrialContext, split_feedback, step_prompt
 from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, installed_binary, npm_install, proxy_outcome, \
     run_process, trial_proxy, unreachable_detail

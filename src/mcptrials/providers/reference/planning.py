@@ -3,11 +3,11 @@ paged search, a read of the best hits not yet read, the next search tool for a t
 
 from __future__ import annotations
 
-from mcptrials.run.providers.reference.arguments import Need, build_arguments, page_key
-from mcptrials.run.providers.reference.question import HISTORY_INTENT, USAGE_INTENT, Term, plain_text
-from mcptrials.run.providers.reference.ranking import READS_PER_TERM, citations
-from mcptrials.run.providers.reference.step import Call, StepState
-from mcptrials.run.providers.reference.tools import ToolSpec, history_tool, read_order, search_order
+from mcptrials.providers.reference.arguments import Need, build_arguments, page_key
+from mcptrials.providers.reference.question import HISTORY_INTENT, USAGE_INTENT, Term, plain_text
+from mcptrials.providers.reference.ranking import READS_PER_TERM, citations
+from mcptrials.providers.reference.step import Call, StepState
+from mcptrials.providers.reference.tools import ToolSpec, history_tool, read_order, search_order
 
 MAX_CALLS_PER_REPLY = 6
 READ_BEFORE, READ_AFTER = 3, 8   # the window read around a hit line

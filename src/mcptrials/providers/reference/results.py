@@ -8,7 +8,7 @@ import os
 import posixpath
 import re
 
-from mcptrials.run.providers.reference.question import looks_like_file
+from mcptrials.providers.reference.question import looks_like_file
 
 _PATH_LINE = re.compile(r"(?:^|[\s(\[\"'`])(?P<path>[^\s:\"'`()\[\]]+):(?P<line>\d+)(?:(?::\d+)?[:\-]\s?(?P<text>.*))?")
 _NUMBERED = re.compile(r"^\s*(\d+)(?:\t|[:|\u2192]\s?)(.*)$")

@@ -7,13 +7,13 @@ import json
 import math
 import os
 
-from mcptrials.run.providers.base import Provider, Reply, Usage
-from mcptrials.run.providers.reference.answer import compose_answer, tool_feedback
-from mcptrials.run.providers.reference.planning import next_calls
-from mcptrials.run.providers.reference.question import FEEDBACK_MARKERS, Term
-from mcptrials.run.providers.reference.results import WorkspacePaths
-from mcptrials.run.providers.reference.step import analyze_step, split_steps
-from mcptrials.run.providers.reference.tools import classify_tool
+from mcptrials.providers.base import Provider, Reply, Usage
+from mcptrials.providers.reference.answer import compose_answer, tool_feedback
+from mcptrials.providers.reference.planning import next_calls
+from mcptrials.providers.reference.question import FEEDBACK_MARKERS, Term
+from mcptrials.providers.reference.results import WorkspacePaths
+from mcptrials.providers.reference.step import analyze_step, split_steps
+from mcptrials.providers.reference.tools import classify_tool
 
 MAX_ROUNDS = 4            # tool rounds per step; the next reply is the answer
 CHARS_PER_TOKEN = 4       # the usage estimate

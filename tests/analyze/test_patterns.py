@@ -1,4 +1,4 @@
-"""The pattern detectors (mcptrials.grade.patterns): each on a hand-made transcript that shows it and
+"""The pattern detectors (mcptrials.analyze.patterns): each on a hand-made transcript that shows it and
 one that does not (records valid against transcript.schema.yaml); the aggregate's counts per
 trial and per (model, tool), patterns.csv and the feedback table on the runs fixture, by hand;
 the report's Patterns and Feedback sections and the trial page's marks, also in headless Chromium."""
@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from mcptrials.grade import patterns as P
+from mcptrials.analyze import patterns as P
 from mcptrials.cli import main
 
 import runs_fixture as fx

@@ -67,6 +67,6 @@ The package, by concern (each module imports only the ones above it):
 `ReferenceProvider` (from provider) is the package's entry point.
 """
 
-from mcptrials.run.providers.reference.provider import ReferenceProvider
+from mcptrials.providers.reference.provider import ReferenceProvider
 
 __all__ = ["ReferenceProvider"]

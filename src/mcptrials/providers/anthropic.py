@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 
-from mcptrials.run.providers.base import Provider, ProviderError, Reply, Usage
+from mcptrials.providers.base import Provider, ProviderError, Reply, Usage
 
 EPHEMERAL = {"type": "ephemeral"}
 

@@ -7,8 +7,8 @@ import posixpath
 import re
 from dataclasses import dataclass
 
-from mcptrials.run.providers.reference.question import Term
-from mcptrials.run.providers.reference.tools import ToolSpec
+from mcptrials.providers.reference.question import Term
+from mcptrials.providers.reference.tools import ToolSpec
 
 
 def _props(schema: dict) -> dict:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 
-from mcptrials.run.providers.base import Provider, ProviderError, Reply, Usage
+from mcptrials.providers.base import Provider, ProviderError, Reply, Usage
 
 STOP_REASONS = {"tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens", "stop": "end_turn",
                 "content_filter": "refusal"}

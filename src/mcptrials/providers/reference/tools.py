@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mcptrials.run.providers.reference.question import Term
+from mcptrials.providers.reference.question import Term
 
 # Tool-name words that mark a tool the agent must not call (it changes state or the server's setup).
 MUTATING = {"write", "edit", "create", "delete", "remove", "move", "rename", "commit", "add", "reset",

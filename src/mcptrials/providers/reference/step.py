@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from mcptrials.run.providers.reference.arguments import kind_of_key, zero_based
-from mcptrials.run.providers.reference.question import Term, extract_scopes, extract_terms
-from mcptrials.run.providers.reference.results import (
+from mcptrials.providers.reference.arguments import kind_of_key, zero_based
+from mcptrials.providers.reference.question import Term, extract_scopes, extract_terms
+from mcptrials.providers.reference.results import (
     WorkspacePaths, looks_failed, next_page, parse_hits, parse_read, result_text,
 )
-from mcptrials.run.providers.reference.tools import ToolSpec, classify_tool
+from mcptrials.providers.reference.tools import ToolSpec, classify_tool
 
 
 @dataclass

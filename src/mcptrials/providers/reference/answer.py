@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 
-from mcptrials.run.providers.reference.question import (
+from mcptrials.providers.reference.question import (
     COUNT_INTENT, HISTORY_INTENT, LAST_LINE, USAGE_INTENT, VALUE_INTENT, Term, plain_text,
 )
-from mcptrials.run.providers.reference.ranking import DEF_LINE, candidates, citations, enclosing
-from mcptrials.run.providers.reference.step import StepState
-from mcptrials.run.providers.reference.tools import ToolSpec
+from mcptrials.providers.reference.ranking import DEF_LINE, candidates, citations, enclosing
+from mcptrials.providers.reference.step import StepState
+from mcptrials.providers.reference.tools import ToolSpec
 
 SNIPPET_LINES = 4         # lines quoted after a cited line, when a read returned them
 

@@ -1,4 +1,4 @@
-"""The trial worker's client: hand `mcptrials <argv>` to the warm worker (mcptrials.run.worker).
+"""The trial worker's client: hand `mcptrials <argv>` to the warm worker (mcptrials.cli.worker).
 
 `mcptrials run-trial`, `score` and `judge` call `delegate` first: when env
 MCPTRIALS_WORKER names a socket that answers, the worker's forked child runs the command

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from mcptrials.run.providers.reference.question import NEGATED_TESTS, USAGE_INTENT, Term, in_scope, plain_text
-from mcptrials.run.providers.reference.step import StepState, line_text
+from mcptrials.providers.reference.question import NEGATED_TESTS, USAGE_INTENT, Term, in_scope, plain_text
+from mcptrials.providers.reference.step import StepState, line_text
 
 READS_PER_TERM = 2        # hits read (and cited) per term
 USAGE_CITES = 16          # uses cited per term when the prompt asks where something is used: every one found

@@ -9,9 +9,10 @@ runs a trial and starts no threads, so forking it is safe.
 
 The per-trial commands `mcptrials run-trial`, `score` and `judge` delegate to the worker
 named by env MCPTRIALS_WORKER when that is set and the socket answers
-(mcptrials.run.delegate, the client, stdlib only); otherwise they run in-process as before.
+(mcptrials.cli.delegate, the client, stdlib only); otherwise they run in-process as before.
 The worker is handed the command line's own entry point (`run_argv`, cli.main) by the
-command that starts it, so this module never imports the CLI (no import cycle).
+command that starts it (cli.serve_trials), so this module never imports cli.main (no import
+cycle); it sits in the command layer because it preloads, by name, modules of every floor.
 
 Protocol, one request per connection:
   client -> worker  a 4-byte big-endian length, then JSON {"argv": [...], "cwd": ...,
@@ -37,7 +38,7 @@ import socket
 import struct
 import sys
 
-from mcptrials.run.delegate import ENV
+from mcptrials.cli.delegate import ENV
 
 MAX_REQUEST = 4 * 1024 * 1024
 
@@ -53,11 +54,12 @@ def preload() -> list[str]:
     names = ["anthropic", "mcp", "mcp.client.stdio", "psutil", "jsonschema", "referencing", "yaml", "git",
              "mcptrials.run.runner", "mcptrials.run.trial", "mcptrials.run.hosts.loop", "mcptrials.prepare.servers",
              "mcptrials.prepare.snapshot", "mcptrials.prepare.builtins",
-             "mcptrials.core.records", "mcptrials.run.providers.anthropic", "mcptrials.run.providers.reference",
+             "mcptrials.core.records", "mcptrials.providers.anthropic", "mcptrials.providers.reference",
              "mcptrials.cost.pricing", "mcptrials.grade.scoring", "mcptrials.judge.judging", "mcptrials.run.hosts",
-             # the commands the worker runs (cli.COMMANDS of run-trial, score, judge), by name: run sits below cli
-             "mcptrials.cli", "mcptrials.cli.common", "mcptrials.cli.run_trial", "mcptrials.cli.score",
-             "mcptrials.cli.judge", "openai", "mcptrials.run.providers.openai"]
+             # the commands the worker runs (cli.COMMANDS of run-trial, score, judge); the package
+             # mcptrials.cli itself is imported before this module is
+             "mcptrials.cli.common", "mcptrials.cli.run_trial", "mcptrials.cli.score",
+             "mcptrials.cli.judge", "openai", "mcptrials.providers.openai"]
     for name in names:
         try:
             importlib.import_module(name)
