@@ -1,4 +1,4 @@
-"""One answer for many steps (graders/answer_map.py): by JSON top-level keys, by markdown
+"""One answer for many steps (grade/answer_map.py): by JSON top-level keys, by markdown
 sections, else the whole answer for every step; scored.json says which, and the judge
 judges the same per-step texts."""
 

@@ -1,4 +1,4 @@
-"""Scenario-level gold recall (graders/gold_recall.py): the reference bench's rule, on answers
+"""Scenario-level gold recall (grade/gold_recall.py): the reference bench's rule, on answers
 written here for the test."""
 
 from __future__ import annotations

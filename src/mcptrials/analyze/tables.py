@@ -27,7 +27,7 @@ MEAN_FIELDS = ("fairness", "quality", "keyword_coverage", "citation_grounding", 
                "cited_recall", "verified_rate")
 # wall time split: the agent's working time (what efficiency compares) and the server's start-up
 TIME_SPLIT = ("work_seconds", "server_startup_seconds")
-# expected tools against the tools called (graders/usage.py): reported, never scored
+# expected tools against the tools called (grade/usage.py): reported, never scored
 EXPECTED_TOOLS_FIELDS = ("expected_tools_precision", "expected_tools_recall")
 TOOL_MEAN_FIELDS = ("quality", "keyword_coverage", "citation_grounding", "verified_rate", "efficiency",
                     "tool_fluency", "discoverability")

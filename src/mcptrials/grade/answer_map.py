@@ -3,7 +3,7 @@
 A scenario with `one_answer: true` may be run as the reference bench runs its scenarios:
 every step sent in one session, one final answer with a section per step. A transcript
 that holds such an answer is marked `one_answer: true` (mcptrials.run.recorded writes it so);
-the graders (graders/scoring.py) and the judge (judge.py) then score, per step, the text
+the graders (grade/scoring.py) and the judge (judge/judging.py) then score, per step, the text
 `split_answer` gives that step. The mapping, tried in this order:
 
 1. `json_keys`: the answer holds a JSON object (the whole answer, a ```json block, or the

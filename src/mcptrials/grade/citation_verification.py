@@ -77,7 +77,7 @@ def verify(c: dict, identifiers: list[str], tree: CommitTree) -> str:
 
 
 def citation_subject(ans: Answer, c: dict, before: int, after: int) -> dict | None:
-    """The subject of one citation occurrence (graders/subjects.py), read around its whole
+    """The subject of one citation occurrence (grade/subjects.py), read around its whole
     text (a list of lines `lines 72, 74, 76` has one subject for every number)."""
     lo, hi = c.get("subject_span") or (c["start"], c["end"])
     text = ans.text
@@ -172,7 +172,7 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
 
 
 def strict_verdict(c: dict, tree: CommitTree) -> str:
-    """The strict verdict of a grounded line citation against its subject (graders/strict.py);
+    """The strict verdict of a grounded line citation against its subject (grade/strict.py);
     n/a for a citation that is not grounded, a symbol citation, or one without a subject."""
     if c["bucket"] != "grounded" or c["lines"] is None or not c["subject"]:
         return "n/a"

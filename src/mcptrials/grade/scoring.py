@@ -5,7 +5,7 @@ check hit, the exact answer matched (when required) and the state check passed (
 required). Citations, efficiency and adoption are measured, never part of the pass.
 
 A `one_answer` transcript (one answer for every step) is graded per step on the part of
-the answer graders/answer_map.py gives the step; `answer_mapping` says how it was split.
+the answer grade/answer_map.py gives the step; `answer_mapping` says how it was split.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ A step's `state_check` has up to four parts; the step's check passes when every 
 Two halves, so that an edit of an expectation rescoring only: `read_state`
 (run.workspace_state) runs in the trial, right after the step, while the workspace exists, and records what it FOUND (rows,
 matches, changes) on the transcript's step; `grade_state` compares that record with the
-scenario's expectation. Values compare as exact answers do (graders/exact.py): numbers as
+scenario's expectation. Values compare as exact answers do (grade/exact.py): numbers as
 numbers (thousands separators, currency signs, a tolerance), strings trimmed and case-folded
 unless case_sensitive, null only with null.
 

@@ -226,7 +226,7 @@ def markdown(vertical: str, result: dict) -> str:
     lines = [f"# The reference bench's {vertical} board, reproduced", "",
              "Cited recall (share of a scenario's gold rows the answer pins to a line), sense minus baseline, "
              "per model: the mean over repos of each repo's delta (each arm: the mean over its runs). "
-             "Bench: its results/report.json. Ours: our grading of the same runs (graders/gold_recall.py; missing "
+             "Bench: its results/report.json. Ours: our grading of the same runs (grade/gold_recall.py; missing "
              "trials left out, never zeros). Interval: 95% paired, logit t on [-1, 1] over repos; p: paired t, "
              "Holm-adjusted across models.", "",
              "| model | repos (bench / ours) | bench mean Δ | our mean Δ | diff | bench deps Δ | our deps Δ | "

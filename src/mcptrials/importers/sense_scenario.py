@@ -264,7 +264,7 @@ def gold_key_points(gold: list, rows: list, steps: list, sid: str, report: list)
         steps[-1]["key_points"] = points
     report.append({"scenario": sid, "what": f"gold ({len(gold)} targets)",
                    "reason": f"scenario-level file targets with their relation: {len(rows)} scenario gold rows "
-                             "(cited and mention recall, overall and per group, graders/gold_recall.py) and "
+                             "(cited and mention recall, overall and per group, grade/gold_recall.py) and "
                              f"{len(points)} key points of the last step ({steps[-1]['name']}), which the judge sees; "
                              "none became citations.gold, which need path:N, path:N-M or path:Symbol, not a bare file"})
 

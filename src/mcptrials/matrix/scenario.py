@@ -63,7 +63,7 @@ class Scenario:
 
 
 def state_read_part(spec: dict | None) -> dict | None:
-    """What the trial reads for a state check besides its command (graders/state.py): the
+    """What the trial reads for a state check besides its command (grade/state.py): the
     sql query, the json file and path, the file compared; their expected values are not here,
     so an edit of those rescoring only."""
     spec = spec or {}

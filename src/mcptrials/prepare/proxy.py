@@ -2,7 +2,7 @@
 
 A tool entry with `variant_of: BASE` and `overrides` runs BASE's server behind this proxy:
 
-    python -I -S .../mcptrials/proxy.py --overrides JSON -- COMMAND ARGS...
+    python -I -S .../mcptrials/prepare/proxy.py --overrides JSON -- COMMAND ARGS...
 
 The proxy is the first process of the server's sandbox and the server is its child: it
 relays newline-delimited JSON-RPC messages (the MCP stdio transport) between its own

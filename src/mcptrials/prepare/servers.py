@@ -224,7 +224,7 @@ def server_command(tool: ToolSpec) -> str | None:
 
 
 def proxy_script() -> str:
-    """mcptrials/proxy.py, which a variant's sandbox mounts read-only (stdlib only: nothing
+    """mcptrials/prepare/proxy.py, which a variant's sandbox mounts read-only (stdlib only: nothing
     else of the package or its venv is needed there)."""
     from mcptrials.prepare import proxy
 

@@ -156,7 +156,7 @@ def add_gold_recall(doc: Doc, s: dict) -> None:
         return
     doc.h(2, "Gold recall: the must-find rows, overall and per group", "gold-recall")
     doc.p("Cited recall = share of a scenario's gold rows the answer pins to a line; mention recall = named at all "
-          "(graders/gold_recall.py, the reference bench's rule). Means over the trials that count; a group's mean "
+          "(grade/gold_recall.py, the reference bench's rule). Means over the trials that count; a group's mean "
           "over the trials whose scenario has rows in it (n beside it).", "note")
     for model in dict.fromkeys(v["model"] for v in view):
         rows = [v for v in view if v["model"] == model]

@@ -14,7 +14,7 @@ live trial: no model call, no server, no sandbox.
   result_outcome), so both callers make the same records. One `result` event per step;
   a scenario with `one_answer: true` is one session with one result: its one final answer
   is the transcript's one step (name `one_answer`, the steps' prompts joined), and the
-  transcript is marked `one_answer: true` (graders/answer_map.py maps it onto the steps).
+  transcript is marked `one_answer: true` (grade/answer_map.py maps it onto the steps).
   Outcomes from the result subtype as that host maps them (success -> completed,
   error_max_turns -> max_turns, error_max_budget_usd -> budget_exceeded with the last
   assistant text as the partial answer, an API error -> api_failed, any other ->

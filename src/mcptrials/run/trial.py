@@ -234,7 +234,7 @@ class TrialContext:
         return key
 
     def state_check(self, step: dict) -> dict | None:
-        """The step's state as it left it, recorded for graders/state.py: the command's
+        """The step's state as it left it, recorded for grade/state.py: the command's
         output (sandboxed), and the sql / json / unchanged_except parts read by the harness."""
         spec = step.get("state_check")
         if not spec:
