@@ -39,8 +39,9 @@ def files():
         if p.is_file():
             yield p
         elif p.is_dir():
+            # what the project writes, not what a build leaves (the egg-info's SOURCES.txt of an old install)
             yield from (f for f in sorted(p.rglob("*")) if f.is_file() and f.suffix in TEXT
-                        and "__pycache__" not in f.parts)
+                        and "__pycache__" not in f.parts and not any(x.endswith(".egg-info") for x in f.parts))
 
 
 def test_the_finder_sees_a_stale_path():
