@@ -40,46 +40,25 @@ result_outcome) is shared with mcptrials.run.recorded, which converts a recorded
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import glob
 import json
 import os
 import re
-import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from mcptrials.run.keyproxy import KeyProxy
 from mcptrials.run.providers.base import Usage
-from mcptrials.run.trial import CHARS_PER_TOKEN, NO_RESULT, TrialContext, split_feedback, step_prompt, \
-    unanswered_call
-from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, installed_binary, npm_install, proxy_outcome, \
-    run_process, start_http, stdio_entry, trial_proxy, unreachable_detail
-from mcptrials.run.hosts.cli import binary_path as cli_binary, installed_version as cli_version
+from mcptrials.run.trial import NO_RESULT, split_feedback, unanswered_call
+from mcptrials.run.hosts.cli import CliHost, CliSession, Stream, call_record, latency, record_turns, \
+    unreachable_detail
 
 PACKAGE = "@anthropic-ai/claude-code"
 # Claude Code's built-ins -> the loop's equivalent built-in (graders count grep/list_files as searches)
 BUILTIN_EQUIVALENTS = {"Read": "read_file", "Grep": "grep", "Glob": "list_files", "LS": "list_files"}
 MCP_CODE_RE = re.compile(r"MCP error (-?\d+)")
-
-
-# --- install -------------------------------------------------------------------------
-
-
-def binary_path(host: str) -> Path:
-    return cli_binary(host, "claude")
-
-
-def installed_version(host: str) -> str | None:
-    return cli_version(host, PACKAGE)
-
-
-def install(host: str, spec, log) -> dict:
-    """npm-install the pinned CLI into .tools/_hosts/<host>/ (reused when there)."""
-    return npm_install(host, "claude-code", PACKAGE, "claude", spec.version, log)
 
 
 # --- the command line -------------------------------------------------------------------
@@ -155,14 +134,11 @@ def result_text(content) -> str:
 
 
 @dataclass
-class StepStream:
+class StepStream(Stream):
     """What one `claude -p` run said, in the loop's shapes."""
 
     init: dict | None = None
     result: dict | None = None
-    messages: list = field(default_factory=list)     # Messages-API turns (assistant / user tool results)
-    calls: list = field(default_factory=list)        # tool-call records
-    replies: list = field(default_factory=list)      # [(texts, has_tool_use)] per model call
     api_retries: int = 0
     msg_usage: dict = field(default_factory=dict)    # message id -> usage (when no result event came)
 
@@ -251,17 +227,7 @@ def _call_record(call: dict, text: str, is_error: bool, t0: float | None, t1: fl
         source, tool = "mcp", tool_names.get(name) or name.split("__", 2)[-1]
     else:
         source, tool = "builtin", BUILTIN_EQUIVALENTS.get(name, name)
-    kind, code = None, None
-    if is_error:
-        m = MCP_CODE_RE.search(text) if source == "mcp" else None
-        if m:
-            kind, code = "protocol_error", int(m.group(1))
-        else:
-            kind = "tool_error"
-    return dict(call, tool=tool, source=source, result_text=text, result_chars=len(text), truncated=False,
-                is_error=is_error, error_kind=kind, error_code=code,
-                latency_ms=round((t1 - t0) * 1000, 2) if t0 is not None and t1 is not None else 0.0,
-                result_tokens_est=len(text) // CHARS_PER_TOKEN)
+    return call_record(call, tool, source, text, is_error, latency(t0, t1), MCP_CODE_RE)
 
 
 # --- one parsed step into the records: shared by this host and mcptrials.run.recorded ----------
@@ -269,27 +235,13 @@ def _call_record(call: dict, text: str, is_error: bool, t0: float | None, t1: fl
 
 def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative, meta: dict,
                 wall_seconds: float) -> dict:
-    """Add one parsed step to the trial's Recorder `rec` (the user turn, the conversation, tool
-    calls and their errors, model calls, retries, usage with cache fields, Claude Code's own
-    cost, permission denials, its version into `meta`); return the step record, its
-    `answer_text` empty and `outcome` completed until the caller sets them (see step_answer
-    and result_outcome). `relative` turns the run's absolute workspace paths into
-    repository paths."""
-    srec = {"index": index, "name": name, "prompt": prompt, "answer_text": "",
-            "reasoning_text": "", "audit_text": "", "outcome": "completed", "turns": len(s.replies),
-            "state_check": None, "wall_seconds": wall_seconds}
-    rec.messages.append({"role": "user", "content": [{"type": "text", "text": prompt}]})
-    rec.messages += s.messages
-    rec.tool_calls += s.calls
-    for c in s.calls:
-        if c["error_kind"]:
-            rec.error(c["error_kind"], f"{c['tool']}: {c['result_text'][:300]}", step=index, code=c["error_code"])
+    """Add one parsed step to the trial's Recorder `rec` (hosts.cli.record_turns; the answer is
+    the last reply that asked for no tool), with retries, usage with cache fields, Claude Code's
+    own cost, permission denials, its version into `meta`. `relative` turns the run's absolute
+    workspace paths into repository paths."""
     finals = [i for i, (_, has_tool) in enumerate(s.replies) if not has_tool]
-    last_final = finals[-1] if finals else None
-    srec["reasoning_text"] = relative("\n\n".join(x for i, (texts, _) in enumerate(s.replies)
-                                                   if i != last_final for x in texts if x))
-    srec["audit_text"] = "\n\n".join(f"> {c['name']} {c['arguments']}\n{c['result_text'][:2000]}" for c in s.calls)
-    rec.api_calls += len(s.replies)
+    srec = record_turns(rec, s, index, name, prompt, relative, wall_seconds, len(s.replies),
+                        finals[-1] if finals else None, show=str)
     rec.retries += s.api_retries
     r = s.result or {}
     totals = session_usage(r.get("modelUsage"))
@@ -407,125 +359,77 @@ def mcp_log_summary(host_home: Path) -> dict:
 # --- running ---------------------------------------------------------------------------
 
 
-class ClaudeCodeHost:
-    kind = "claude-code"
-
-    def install(self, host: str, spec, log) -> dict:
-        return install(host, spec, log)
-
-    def run(self, ctx: TrialContext) -> tuple[str, str | None]:
-        """Run every step of the trial under Claude Code, filling ctx.rec."""
-        host = ctx.host.name
-        binary = installed_binary(ctx, binary_path(host), "Claude Code")
-        host_home = ctx.sandbox.root / "host-home"  # Claude Code's own HOME (sessions, logs); the server keeps `home`
-        host_home.mkdir()
-        # The CLI (and the server it starts in its sandbox) never see the key: the proxy adds it.
-        proxy = trial_proxy(ctx)
-        session = _Session(ctx=ctx, binary=str(binary), host_home=host_home, session_id=str(uuid.uuid4()),
-                           proxy=proxy)
-        ctx.meta.update(host_version=installed_version(host), host_session_id=session.session_id,
-                        host_builtin_tools=list(ctx.host.builtin_tools), host_api="through the key proxy")
-        try:
-            with proxy:
-                return asyncio.run(session.run())
-        finally:
-            logs = mcp_log_summary(host_home)
-            ctx.meta["server_startup_seconds"] = logs["startup_seconds"]
-            ctx.meta["server_protocol_version"] = logs["protocol_version"]
-            ctx.meta["server_stderr_tail"] = logs["tail"]
-
-
-HOST = ClaudeCodeHost()
-
-
 @dataclass
-class _Session:
-    ctx: TrialContext
-    binary: str
-    host_home: Path
-    session_id: str
-    proxy: KeyProxy       # the CLI gets its stand-in token and URL, never the key
+class _Session(CliSession):
+    name = "claude-code"
+    mcp_file: Path | None = None
 
-    async def run(self) -> tuple[str, str | None]:
+    def start(self) -> dict:
+        self.session_id = str(uuid.uuid4())
+        return {"host_session_id": self.session_id}
+
+    def configure(self, entry: dict | None) -> None:
+        if entry:
+            self.mcp_file = self.ctx.sandbox.root / "mcp-config.json"
+            self.mcp_file.write_text(json.dumps({"mcpServers": {self.ctx.tool.name: entry}}, indent=1))
+
+    def command(self, index: int, prompt: str) -> tuple[list[str], dict]:
         ctx = self.ctx
-        tool = ctx.tool
-        with contextlib.ExitStack() as stack:
-            mcp_file = None
-            if tool.has_server:
-                try:
-                    entry = (stdio_entry(tool, ctx.sandbox.values(), ctx.forbidden_env) if tool.transport == "stdio"
-                             else self._start_http(stack))
-                except Exception as e:  # no command, or an http server that never listened: as in the loop
-                    msg = f"server failed to start: {type(e).__name__}: {e}"
-                    ctx.rec.error("protocol_error", msg)
-                    return "server_crashed", msg
-                mcp_file = ctx.sandbox.root / "mcp-config.json"
-                mcp_file.write_text(json.dumps({"mcpServers": {tool.name: entry}}, indent=1))
-            steps = ctx.steps
-            for i, step in enumerate(steps):
-                outcome, detail = await self.run_step(i, step, i == len(steps) - 1, mcp_file)
-                if outcome != "completed":
-                    return outcome, detail
-        return "completed", None
-
-    def cli_sandbox(self, mcp_file: Path | None):
-        """The CLI (and the stdio server it starts) in the tool's sandbox (hosts.cli.cli_sandbox):
-        its Read/Grep/Glob take absolute paths, and this view is all they can reach."""
-        return cli_sandbox(self.ctx, self.host_home, [mcp_file])
-
-    def _start_http(self, stack) -> dict:
-        return {"type": "http", "url": start_http(self.ctx, stack)}
-
-    async def run_step(self, index: int, step: dict, last: bool, mcp_file: Path | None) -> tuple[str, str | None]:
-        ctx, rec = self.ctx, self.ctx.rec
         tool, model, host, lim = ctx.tool, ctx.model, ctx.host, ctx.limits
-        prompt = step_prompt(step, last)
         builtins = list(host.builtin_tools)
         argv = build_command(self.binary, prompt, model=model.model, session_id=self.session_id, resume=index > 0,
                              max_turns=lim.max_turns, builtins=builtins,
-                             allowed=allowed_tools(tool.name, ctx.snapshot, builtins, mcp_file is not None),
-                             mcp_file=str(mcp_file) if mcp_file else None, system_append=ctx.system_text,
+                             allowed=allowed_tools(tool.name, ctx.snapshot, builtins, self.mcp_file is not None),
+                             mcp_file=str(self.mcp_file) if self.mcp_file else None, system_append=ctx.system_text,
                              bare=host.bare, extra_args=list(host.extra_args))
-        env = host_environment(str(self.host_home), str(ctx.sandbox.tmp), self.proxy.token, self.proxy.url,
-                               ctx.reply_cap, lim.max_result_tokens, model.max_retries, tool.startup_timeout,
-                               tool.call_timeout)
-        failed_servers: list = []
+        return argv, host_environment(str(self.host_home), str(ctx.sandbox.tmp), self.proxy.token, self.proxy.url,
+                                      ctx.reply_cap, lim.max_result_tokens, model.max_retries,
+                                      tool.startup_timeout, tool.call_timeout)
 
-        def stop_on(ev: dict) -> bool:  # a server that did not connect: stop before spending a model call
-            if mcp_file and ev.get("type") == "system" and ev.get("subtype") == "init":
-                failed_servers.extend(s for s in ev.get("mcp_servers") or [] if s.get("status") != "connected")
-            return bool(failed_servers)
+    def config_files(self) -> list:
+        return [self.mcp_file]
 
-        argv, env = self.cli_sandbox(mcp_file).wrap(argv, env, str(ctx.sandbox.workspace))
-        self.proxy.begin_step(None)   # no limit per step (Claude Code keeps max_turns): marks the step's calls
-        t0 = time.monotonic()
-        run = await run_process(argv, env, str(ctx.sandbox.workspace), lim.max_seconds, stop_on,
-                                stop_when=self.proxy.stopped)
-        s = parse_stream(run.events, index, server_tool_names(tool.name, (ctx.snapshot or {}).get("tools") or []))
-        srec = record_step(rec, s, index, step["name"], prompt, ctx.sandbox.relative, ctx.meta,
-                           round(time.monotonic() - t0, 3))
-        outcome, detail = self._outcome(run, s, index)
-        srec["outcome"] = outcome
-        answer, feedback = step_answer(s, outcome, ctx.sandbox.relative)
-        srec["answer_text"] = answer
-        if feedback:
-            rec.feedback = feedback
-        rec.steps.append(srec)
-        srec["state_check"] = ctx.state_check(step)
-        return outcome, detail
+    def step_limits(self) -> tuple:
+        return (None,)   # no limit per step (Claude Code keeps max_turns): marks the step's calls
 
-    def _outcome(self, run: ProcessRun, s: StepStream, index: int) -> tuple[str, str | None]:
-        rec = self.ctx.rec
-        if refused := proxy_outcome(self.proxy):
-            return refused
-        if run.stopped:
-            msg = f"claude-code: MCP server {self.ctx.tool.name} did not connect: {json.dumps(s.init.get('mcp_servers'))}"
-            rec.error("protocol_error", msg, step=index)
-            return "server_crashed", msg
-        if run.timed_out:
-            return "timed_out", f"step {index} ran past max_seconds; claude-code was stopped"
+    def stop_on(self, ev: dict) -> bool:  # a server that did not connect: stop before spending a model call
+        if self.mcp_file and ev.get("type") == "system" and ev.get("subtype") == "init":
+            self.failed_servers.extend(s for s in ev.get("mcp_servers") or [] if s.get("status") != "connected")
+        return bool(self.failed_servers)
+
+    def parse(self, run, index: int) -> StepStream:
+        tool = self.ctx.tool
+        return parse_stream(run.events, index, server_tool_names(tool.name, (self.ctx.snapshot or {}).get("tools") or []))
+
+    def record(self, s, index, step, prompt, wall, statuses) -> dict:
+        ctx = self.ctx
+        return record_step(ctx.rec, s, index, step["name"], prompt, ctx.sandbox.relative, ctx.meta, wall)
+
+    def server_failure(self, run, s) -> str | None:
+        if self.failed_servers:
+            return f"claude-code: MCP server {self.ctx.tool.name} did not connect: {json.dumps(s.init.get('mcp_servers'))}"
+        return None
+
+    def end_outcome(self, run, s, index, statuses) -> tuple[str, str | None]:
         if s.result is None:
             msg = f"claude-code exited {run.returncode} without a result event: {run.stderr[-2000:]}"
-            rec.error("harness_error", msg, step=index)
+            self.ctx.rec.error("harness_error", msg, step=index)
             return "harness_failed", msg
-        return result_outcome(s, rec, index, unreachable_detail(self.ctx, self.proxy))
+        return result_outcome(s, self.ctx.rec, index, unreachable_detail(self.ctx, self.proxy))
+
+    def answer(self, s, outcome: str) -> tuple[str, str]:
+        return step_answer(s, outcome, self.ctx.sandbox.relative)
+
+    def finish(self) -> None:
+        logs = mcp_log_summary(self.host_home)
+        self.ctx.meta["server_startup_seconds"] = logs["startup_seconds"]
+        self.ctx.meta["server_protocol_version"] = logs["protocol_version"]
+        self.ctx.meta["server_stderr_tail"] = logs["tail"]
+
+
+class ClaudeCodeHost(CliHost):
+    kind, package, bin_name, label, session = "claude-code", PACKAGE, "claude", "Claude Code", _Session
+    api, auth = "through the key proxy", "x-api-key"
+
+
+HOST = ClaudeCodeHost()

@@ -1,5 +1,8 @@
-"""What the CLI hosts (claude-code, codex, opencode) share: their npm install into
-.tools/_hosts/<host>/, and running the CLI once per step while reading its JSON-lines stream.
+"""The skeleton of the CLI hosts (claude-code, codex, opencode): their npm install into
+.tools/_hosts/<host>/, the sandbox, the key proxy, the step loop (the CLI run once per step
+while its JSON-lines stream is read), the outcomes and the step record. A host module
+subclasses CliHost and CliSession and writes only its config, argv and stream parsing
+(docs/hosts.md, "Adding a host").
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mcptrials.prepare.servers import host_env_dir
 
@@ -241,3 +245,261 @@ async def kill_group(proc) -> None:
             return
         except TimeoutError:
             continue
+
+
+# --- the step record: the loop's shapes, from any CLI's parsed stream -----------------------
+
+
+@dataclass
+class Stream:
+    """What one run of a CLI said, in the loop's shapes; a host's parsed stream extends it."""
+
+    messages: list = field(default_factory=list)   # Messages-API turns (assistant / user tool results)
+    calls: list = field(default_factory=list)      # tool-call records
+    replies: list = field(default_factory=list)    # [(texts, has_tool_call)] per model call
+
+
+def call_record(head: dict, tool: str, source: str, text: str, is_error: bool, latency_ms: float, code_re,
+                crash_re=None, truncated: bool = False) -> dict:
+    """A tool-call record in the loop's shape; `head` holds id, step, turn, name and arguments.
+    An error's MCP code (`code_re`) makes it a protocol error, and so does a closed connection
+    (`crash_re`: the server died, -32000); any other error is the tool's."""
+    from mcptrials.run.trial import CHARS_PER_TOKEN
+
+    kind, code = None, None
+    if is_error:
+        m = code_re.search(text) if source == "mcp" else None
+        if m:
+            kind, code = "protocol_error", int(m.group(1))
+        elif source == "mcp" and crash_re and crash_re.search(text):
+            kind, code = "protocol_error", -32000
+        else:
+            kind = "tool_error"
+    return head | {"tool": tool, "source": source, "result_text": text, "result_chars": len(text),
+                   "truncated": truncated, "is_error": is_error, "error_kind": kind, "error_code": code,
+                   "latency_ms": latency_ms, "result_tokens_est": len(text) // CHARS_PER_TOKEN}
+
+
+def latency(t0: float | None, t1: float | None) -> float:
+    return round((t1 - t0) * 1000, 2) if t0 is not None and t1 is not None else 0.0
+
+
+def record_turns(rec, s: Stream, index: int, name: str, prompt: str, relative, wall_seconds: float, turns: int,
+                 final: int | None, show=json.dumps) -> dict:
+    """Add one parsed step to the trial's Recorder `rec` (the user turn, the conversation, tool
+    calls and their errors, model calls); return the step record, its `answer_text` empty and
+    `outcome` completed until the caller sets them. `final`: the reply that is the answer (its
+    text is no reasoning); `show`: how the audit text shows a call's arguments."""
+    srec = {"index": index, "name": name, "prompt": prompt, "answer_text": "", "reasoning_text": "",
+            "audit_text": "", "outcome": "completed", "turns": turns, "state_check": None,
+            "wall_seconds": wall_seconds}
+    rec.messages.append({"role": "user", "content": [{"type": "text", "text": prompt}]})
+    rec.messages += s.messages
+    rec.tool_calls += s.calls
+    for c in s.calls:
+        if c["error_kind"]:
+            rec.error(c["error_kind"], f"{c['tool']}: {c['result_text'][:300]}", step=index, code=c["error_code"])
+    srec["reasoning_text"] = relative("\n\n".join(x for i, (texts, _) in enumerate(s.replies)
+                                                   if i != final for x in texts if x))
+    srec["audit_text"] = "\n\n".join(f"> {c['name']} {show(c['arguments'])}\n{c['result_text'][:2000]}"
+                                     for c in s.calls)
+    rec.api_calls += turns
+    return srec
+
+
+def final_text(s: Stream) -> str:
+    """The step's answer: its last reply's text, when that reply asked for no tool; a run cut
+    short may end with a tool call and have no answer."""
+    if s.replies and not s.replies[-1][1]:
+        return "\n\n".join(x for x in s.replies[-1][0] if x)
+    return ""
+
+
+def record_step(rec, s: Stream, index: int, name: str, prompt: str, relative, wall_seconds: float,
+                model_calls: int | None) -> dict:
+    """record_turns for a CLI whose model calls the proxy counts (`model_calls`; None for a
+    recording: the replies are the estimate) and whose answer is final_text."""
+    turns = model_calls if model_calls is not None else len(s.replies)
+    return record_turns(rec, s, index, name, prompt, relative, wall_seconds, turns,
+                        len(s.replies) - 1 if final_text(s) else None)
+
+
+def step_answer(s: Stream, outcome: str, relative) -> tuple[str, str]:
+    """(answer_text, feedback) of a step: the final text of a completed step, or the partial
+    answer of one stopped at its budget (its last text); the feedback split off as in the loop."""
+    from mcptrials.run.trial import split_feedback
+
+    if outcome == "completed":
+        return split_feedback(relative(final_text(s)))
+    if outcome == "budget_exceeded":
+        texts = [x for texts, _ in s.replies for x in texts if x]
+        return split_feedback(relative(texts[-1] if texts else ""))
+    return "", ""
+
+
+# --- the skeleton: install, proxy and the step loop ------------------------------------------
+
+
+class CliHost:
+    """A CLI host's HOST: a subclass names its npm package, binary and CliSession class."""
+
+    kind: str                 # the config's host kind
+    package: str              # the npm package, pinned by the host's `version`
+    bin_name: str             # its binary in node_modules/.bin
+    label: str                # the CLI's name in messages
+    api: str                  # run_meta's host_api: what the CLI speaks
+    session: type             # the host's CliSession
+    auth = "bearer"           # how the key proxy passes the key upstream
+
+    def install(self, host: str, spec, log) -> dict:
+        """npm-install the pinned CLI into .tools/_hosts/<host>/ (reused when there)."""
+        return npm_install(host, self.kind, self.package, self.bin_name, spec.version, log)
+
+    def proxy(self, ctx):
+        return trial_proxy(ctx, auth=self.auth)
+
+    def run(self, ctx) -> tuple[str, str | None]:
+        """Run every step of the trial under the CLI, filling ctx.rec."""
+        host = ctx.host.name
+        binary = installed_binary(ctx, binary_path(host, self.bin_name), self.label)
+        host_home = ctx.sandbox.root / "host-home"  # the CLI's HOME (sessions, logs); the server keeps `home`
+        host_home.mkdir()
+        # The CLI (and the server it starts in its sandbox) never see the key: the proxy adds it.
+        proxy = self.proxy(ctx)
+        session = self.session(ctx=ctx, binary=str(binary), host_home=host_home, proxy=proxy)
+        ctx.meta.update(host_version=installed_version(host, self.package), **session.start(),
+                        host_builtin_tools=list(ctx.host.builtin_tools), host_api=self.api)
+        try:
+            with proxy:
+                return asyncio.run(session.run())
+        finally:
+            session.finish()
+
+
+@dataclass
+class CliSession:
+    """One trial under a CLI: the server started, the CLI's config written, then one run of the
+    CLI per step, its stream parsed into the step record. A host overrides the hooks marked so."""
+
+    ctx: Any
+    binary: str
+    host_home: Path | None
+    proxy: Any                      # the trial's KeyProxy: the CLI gets its stand-in token and URL
+    session_id: str | None = None   # the CLI's session (thread), resumed by the later steps
+    failed_servers: list = field(default_factory=list)   # the step's MCP server that did not start
+
+    name = "cli"            # hook: the host's kind, in messages
+    stamp = False           # hook: the CLI's events carry no time; stamp them as read
+    stop_on_log = None      # hook: (a line of the CLI's log) -> whether to stop it (not a field: no annotation)
+
+    def start(self) -> dict:
+        """Hook: run_meta fields known before the first step."""
+        return {}
+
+    def configure(self, entry: dict | None) -> None:
+        """Hook: write the CLI's config for the server's entry (stdio_entry, or an http URL)."""
+
+    def command(self, index: int, prompt: str) -> tuple[list[str], dict]:
+        """Hook: the step's argv and the CLI's whole environment."""
+        raise NotImplementedError
+
+    def config_files(self) -> list:
+        """Hook: files the sandbox shows the CLI read-only."""
+        return []
+
+    def step_limits(self) -> tuple:
+        """The proxy's limits per step (KeyProxy.begin_step): max_turns, then the model's
+        retries; a CLI that keeps max_turns itself says (None,)."""
+        return self.ctx.limits.max_turns, self.ctx.model.max_retries + 1
+
+    def stop_on(self, event: dict) -> bool:
+        """Hook: an event that ends the run at once."""
+        return False
+
+    def parse(self, run: ProcessRun, index: int) -> Stream:
+        """Hook: the step's stream parsed."""
+        raise NotImplementedError
+
+    def record(self, s: Stream, index: int, step: dict, prompt: str, wall: float, statuses: list[int]) -> dict:
+        """Hook: the step into ctx.rec (a record_step); returns the step record."""
+        raise NotImplementedError
+
+    def server_failure(self, run: ProcessRun, s: Stream) -> str | None:
+        """Hook: why the server under test did not start, when the CLI said so early."""
+        return None
+
+    def end_outcome(self, run: ProcessRun, s: Stream, index: int, statuses: list[int]) -> tuple[str, str | None]:
+        """Hook: the outcome of a step that ran to its end, from its stream."""
+        raise NotImplementedError
+
+    def answer(self, s: Stream, outcome: str) -> tuple[str, str]:
+        return step_answer(s, outcome, self.ctx.sandbox.relative)
+
+    def finish(self) -> None:
+        """Hook: run_meta fields read after the last step (the CLI's logs)."""
+
+    async def run(self) -> tuple[str, str | None]:
+        ctx = self.ctx
+        with contextlib.ExitStack() as stack:
+            entry = None
+            if ctx.tool.has_server:
+                entry, why = server_entry(ctx, stack)
+                if why:
+                    return "server_crashed", why
+            self.configure(entry)
+            for i, step in enumerate(ctx.steps):
+                outcome, detail = await self.run_step(i, step, i == len(ctx.steps) - 1)
+                if outcome != "completed":
+                    return outcome, detail
+        return "completed", None
+
+    async def run_step(self, index: int, step: dict, last: bool) -> tuple[str, str | None]:
+        from mcptrials.run.trial import step_prompt
+
+        ctx, rec = self.ctx, self.ctx.rec
+        prompt = step_prompt(step, last)
+        self.failed_servers = []
+        argv, env = self.command(index, prompt)
+        argv, env = cli_sandbox(ctx, self.host_home, self.config_files()).wrap(argv, env, str(ctx.sandbox.workspace))
+        first = self.proxy.begin_step(*self.step_limits())
+        t0 = time.monotonic()
+        run = await run_process(argv, env, str(ctx.sandbox.workspace), ctx.limits.max_seconds, self.stop_on,
+                                stop_when=self.proxy.stopped, stamp=self.stamp, stop_on_log=self.stop_on_log)
+        statuses = self.proxy.statuses[first:]
+        s = self.parse(run, index)
+        srec = self.record(s, index, step, prompt, round(time.monotonic() - t0, 3), statuses)
+        outcome, detail = self._outcome(run, s, index, statuses)
+        srec["outcome"] = outcome
+        answer, feedback = self.answer(s, outcome)
+        srec["answer_text"] = answer
+        if feedback:
+            rec.feedback = feedback
+        rec.steps.append(srec)
+        srec["state_check"] = ctx.state_check(step)
+        return outcome, detail
+
+    def _outcome(self, run: ProcessRun, s: Stream, index: int, statuses: list[int] | None = None
+                 ) -> tuple[str, str | None]:
+        """The step's outcome: a server that did not start, the trial's or the step's limit
+        (the proxy's), the step's time, else what the stream says (end_outcome)."""
+        if msg := self.server_failure(run, s):
+            self.ctx.rec.error("protocol_error", msg, step=index)
+            return "server_crashed", msg
+        if refused := proxy_outcome(self.proxy):
+            return refused
+        if self.proxy.limit_hit.is_set():  # the proxy refused a call past max_turns
+            return "max_turns", None
+        if run.timed_out:
+            return "timed_out", f"step {index} ran past max_seconds; {self.name} was stopped"
+        return self.end_outcome(run, s, index, statuses or [])
+
+    def proxy_calls(self, statuses: list[int]) -> int:
+        """The step's failed calls counted as retries; returns its successful ones (the turns)."""
+        self.ctx.rec.retries += sum(1 for x in statuses if not 200 <= x < 300)
+        return sum(1 for x in statuses if 200 <= x < 300)
+
+    def note_session(self, index: int, sid: str | None) -> None:
+        """The CLI's session id, kept for resuming (and in run_meta from the first step)."""
+        self.session_id = self.session_id or sid
+        if index == 0:
+            self.ctx.meta["host_session_id"] = sid

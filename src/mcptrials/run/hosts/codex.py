@@ -36,23 +36,15 @@ groups). Codex's events carry no time: latencies come from when the harness read
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import os
 import re
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from mcptrials.run.keyproxy import KeyProxy
 from mcptrials.run.providers.base import Usage
-from mcptrials.run.trial import CHARS_PER_TOKEN, NO_RESULT, TrialContext, split_feedback, step_prompt, \
-    unanswered_call
-from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, installed_binary, npm_install, proxy_outcome, \
-    run_process, trial_proxy, unreachable_detail
-from mcptrials.run.hosts.cli import server_entry as cli_server_entry
-from mcptrials.run.hosts.cli import binary_path as cli_binary, installed_version as cli_version
+from mcptrials.run.trial import NO_RESULT, unanswered_call
+from mcptrials.run.hosts.cli import CliHost, CliSession, Stream, call_record, latency, \
+    record_step as base_record_step, trial_proxy, unreachable_detail
 
 PACKAGE = "@openai/codex"
 KEY_ENV = "OPENAI_API_KEY"   # holds the proxy's stand-in token, never the key
@@ -68,22 +60,6 @@ BUILTIN_ITEMS = {"command_execution": ("exec_command", "shell"), "file_change": 
 CRASH_RE = re.compile(r"Transport closed|connection closed|broken pipe", re.I)
 MCP_CODE_RE = re.compile(r"(?:MCP error|code:?)\s*(-?\d{4,})")
 INCOMPLETE_RE = re.compile(r"Incomplete response returned, reason: (\w+)")
-
-
-# --- install -------------------------------------------------------------------------
-
-
-def binary_path(host: str) -> Path:
-    return cli_binary(host, "codex")
-
-
-def installed_version(host: str) -> str | None:
-    return cli_version(host, PACKAGE)
-
-
-def install(host: str, spec, log) -> dict:
-    """npm-install the pinned CLI into .tools/_hosts/<host>/ (reused when there)."""
-    return npm_install(host, "codex", PACKAGE, "codex", spec.version, log)
 
 
 # --- the config and the command line ---------------------------------------------------------
@@ -166,17 +142,14 @@ def server_stderr(stderr: str) -> list[str]:
 
 
 @dataclass
-class StepStream:
-    """What one `codex exec` run said, in the loop's shapes."""
+class StepStream(Stream):
+    """What one `codex exec` run said, in the loop's shapes (replies: per assistant group)."""
 
     thread_id: str | None = None
     usage: dict | None = None           # turn.completed's
     failed: str | None = None           # turn.failed's message
     errors: list = field(default_factory=list)     # top-level `error` events (retries, the failure)
     warnings: list = field(default_factory=list)   # error items: Codex's non-fatal notes
-    messages: list = field(default_factory=list)   # Messages-API turns (assistant / user tool results)
-    calls: list = field(default_factory=list)      # tool-call records
-    replies: list = field(default_factory=list)    # [(texts, has_tool_call)] per assistant group
 
 
 def result_text(item: dict) -> tuple[str, bool]:
@@ -207,20 +180,8 @@ def call_of(item: dict, step: int, turn: int, t0: float | None, t1: float | None
     else:
         source, (name, tool) = "builtin", BUILTIN_ITEMS[item["type"]]
         args = {k: item[k] for k in ("command", "query", "changes") if k in item}
-    kind, code = None, None
-    if is_error:
-        m = MCP_CODE_RE.search(text) if source == "mcp" else None
-        if m:
-            kind, code = "protocol_error", int(m.group(1))
-        elif source == "mcp" and CRASH_RE.search(text):
-            kind, code = "protocol_error", -32000   # the connection closed: the server died
-        else:
-            kind = "tool_error"
-    return {"id": item.get("id"), "step": step, "turn": turn, "name": name, "arguments": args, "tool": tool,
-            "source": source, "result_text": text, "result_chars": len(text), "truncated": False,
-            "is_error": is_error, "error_kind": kind, "error_code": code,
-            "latency_ms": round((t1 - t0) * 1000, 2) if t0 is not None and t1 is not None else 0.0,
-            "result_tokens_est": len(text) // CHARS_PER_TOKEN}
+    head = {"id": item.get("id"), "step": step, "turn": turn, "name": name, "arguments": args}
+    return call_record(head, tool, source, text, is_error, latency(t0, t1), MCP_CODE_RE, CRASH_RE)
 
 
 def parse_stream(events: list[dict], step: int) -> StepStream:
@@ -297,35 +258,11 @@ def parse_stream(events: list[dict], step: int) -> StepStream:
     return s
 
 
-def final_text(s: StepStream) -> str:
-    """The step's answer: its last agent message (Codex's final message), when the last group
-    asked for no tool; a run cut short may end with a tool call and have no answer."""
-    if s.replies and not s.replies[-1][1]:
-        return "\n\n".join(x for x in s.replies[-1][0] if x)
-    return ""
-
-
 def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative, meta: dict,
                 wall_seconds: float, model_calls: int | None) -> dict:
-    """Add one parsed step to the trial's Recorder `rec`; return the step record, its
-    `answer_text` empty and `outcome` completed until the caller sets them. `model_calls`:
-    the proxy's count (None for a recording: the assistant groups are the estimate)."""
-    turns = model_calls if model_calls is not None else len(s.replies)
-    srec = {"index": index, "name": name, "prompt": prompt, "answer_text": "", "reasoning_text": "",
-            "audit_text": "", "outcome": "completed", "turns": turns, "state_check": None,
-            "wall_seconds": wall_seconds}
-    rec.messages.append({"role": "user", "content": [{"type": "text", "text": prompt}]})
-    rec.messages += s.messages
-    rec.tool_calls += s.calls
-    for c in s.calls:
-        if c["error_kind"]:
-            rec.error(c["error_kind"], f"{c['tool']}: {c['result_text'][:300]}", step=index, code=c["error_code"])
-    last = len(s.replies) - 1 if final_text(s) else None
-    srec["reasoning_text"] = relative("\n\n".join(x for i, (texts, _) in enumerate(s.replies)
-                                                   if i != last for x in texts if x))
-    srec["audit_text"] = "\n\n".join(f"> {c['name']} {json.dumps(c['arguments'])}\n{c['result_text'][:2000]}"
-                                     for c in s.calls)
-    rec.api_calls += turns
+    """The step into the trial's Recorder `rec` (hosts.cli.record_step), with the usage of
+    turn.completed and Codex's warnings (into `meta`)."""
+    srec = base_record_step(rec, s, index, name, prompt, relative, wall_seconds, model_calls)
     u = s.usage or {}
     cached, written = u.get("cached_input_tokens") or 0, u.get("cache_write_input_tokens") or 0
     rec.usage.add(Usage(input_tokens=max(0, (u.get("input_tokens") or 0) - cached - written),
@@ -361,117 +298,47 @@ def step_outcome(s: StepStream, rec, index: int, statuses: list[int] | None = No
     return "completed", None
 
 
-def step_answer(s: StepStream, outcome: str, relative) -> tuple[str, str]:
-    """(answer_text, feedback) of a step: the final message of a completed step, or the
-    partial answer of one stopped at its budget (its last agent message)."""
-    if outcome == "completed":
-        return split_feedback(relative(final_text(s)))
-    if outcome == "budget_exceeded":
-        texts = [x for texts, _ in s.replies for x in texts if x]
-        return split_feedback(relative(texts[-1] if texts else ""))
-    return "", ""
-
-
 # --- running ---------------------------------------------------------------------------
 
 
-class CodexHost:
-    kind = "codex"
-
-    def install(self, host: str, spec, log) -> dict:
-        return install(host, spec, log)
-
-    def run(self, ctx: TrialContext) -> tuple[str, str | None]:
-        """Run every step of the trial under Codex, filling ctx.rec."""
-        host = ctx.host.name
-        binary = installed_binary(ctx, binary_path(host), "Codex")
-        host_home = ctx.sandbox.root / "host-home"  # Codex's HOME and CODEX_HOME; the server keeps `home`
-        (host_home / ".codex").mkdir(parents=True)
-        # The CLI (and the server it starts in its sandbox) never see the key: the proxy adds it.
-        proxy = trial_proxy(ctx, auth="bearer", set_fields={"max_output_tokens": ctx.reply_cap})
-        ctx.meta.update(host_version=installed_version(host), host_builtin_tools=list(ctx.host.builtin_tools),
-                        host_api="OpenAI Responses API, through the key proxy")
-        with proxy:
-            return asyncio.run(_Session(ctx, str(binary), host_home, proxy).run())
-
-
-HOST = CodexHost()
-
-
 @dataclass
-class _Session:
-    ctx: TrialContext
-    binary: str
-    host_home: Path
-    proxy: KeyProxy
-    thread_id: str | None = None
+class _Session(CliSession):
+    name, stamp = "codex", True
 
-    async def run(self) -> tuple[str, str | None]:
+    def configure(self, entry: dict | None) -> None:
+        ctx, tool = self.ctx, self.ctx.tool
+        (self.host_home / ".codex").mkdir(parents=True)
+        server = (server_key(tool.name), server_table(entry, tool.startup_timeout, tool.call_timeout)) if entry else None
+        (self.host_home / ".codex" / "config.toml").write_text(config_toml(
+            model=ctx.model.model, base_url=self.proxy.url, builtins=list(ctx.host.builtin_tools),
+            system=ctx.system_text, bare=bool(ctx.host.bare), max_retries=ctx.model.max_retries,
+            max_result_tokens=ctx.limits.max_result_tokens, server=server))
+
+    def command(self, index: int, prompt: str) -> tuple[list[str], dict]:
         ctx = self.ctx
-        tool = ctx.tool
-        with contextlib.ExitStack() as stack:
-            server = None
-            if tool.has_server:
-                entry, why = cli_server_entry(ctx, stack)
-                if why:
-                    return "server_crashed", why
-                server = (server_key(tool.name), server_table(entry, tool.startup_timeout, tool.call_timeout))
-            (self.host_home / ".codex" / "config.toml").write_text(config_toml(
-                model=ctx.model.model, base_url=self.proxy.url, builtins=list(ctx.host.builtin_tools),
-                system=ctx.system_text, bare=bool(ctx.host.bare), max_retries=ctx.model.max_retries,
-                max_result_tokens=ctx.limits.max_result_tokens, server=server))
-            steps = ctx.steps
-            for i, step in enumerate(steps):
-                outcome, detail = await self.run_step(i, step, i == len(steps) - 1)
-                if outcome != "completed":
-                    return outcome, detail
-        return "completed", None
-
-    async def run_step(self, index: int, step: dict, last: bool) -> tuple[str, str | None]:
-        ctx, rec = self.ctx, self.ctx.rec
-        lim = ctx.limits
-        prompt = step_prompt(step, last)
-        argv = build_command(self.binary, prompt, model=ctx.model.model, thread_id=self.thread_id,
+        argv = build_command(self.binary, prompt, model=ctx.model.model, thread_id=self.session_id,
                              extra_args=list(ctx.host.extra_args))
-        env = host_environment(str(self.host_home), str(self.host_home / ".codex"), str(ctx.sandbox.tmp),
-                               self.proxy.token)
-        argv, env = cli_sandbox(ctx, self.host_home, []).wrap(argv, env, str(ctx.sandbox.workspace))
-        first = self.proxy.begin_step(lim.max_turns, ctx.model.max_retries + 1)
-        t0 = time.monotonic()
-        run = await run_process(argv, env, str(ctx.sandbox.workspace), lim.max_seconds, lambda ev: False,
-                                stop_when=self.proxy.stopped, stamp=True)
-        statuses = self.proxy.statuses[first:]
+        return argv, host_environment(str(self.host_home), str(self.host_home / ".codex"), str(ctx.sandbox.tmp),
+                                      self.proxy.token)
+
+    def parse(self, run, index: int) -> StepStream:
+        ctx = self.ctx
         tail = ctx.meta.setdefault("server_stderr_tail", "")
         ctx.meta["server_stderr_tail"] = "\n".join([*tail.splitlines(), *server_stderr(run.stderr)][-30:])
         s = parse_stream(run.events, index)
         for c in s.calls:  # Codex cuts what the model sees at tool_output_token_limit; its items hold it all
-            c["truncated"] = c["result_tokens_est"] > lim.max_result_tokens
-        self.thread_id = self.thread_id or s.thread_id
-        if index == 0:
-            ctx.meta["host_session_id"] = s.thread_id
-        rec.retries += sum(1 for x in statuses if not 200 <= x < 300)
-        srec = record_step(rec, s, index, step["name"], prompt, ctx.sandbox.relative, ctx.meta,
-                           round(time.monotonic() - t0, 3), sum(1 for x in statuses if 200 <= x < 300))
-        outcome, detail = self._outcome(run, s, index, statuses)
-        srec["outcome"] = outcome
-        answer, feedback = step_answer(s, outcome, ctx.sandbox.relative)
-        srec["answer_text"] = answer
-        if feedback:
-            rec.feedback = feedback
-        rec.steps.append(srec)
-        srec["state_check"] = ctx.state_check(step)
-        if outcome == "completed" and not s.thread_id:
-            return "harness_failed", "codex reported no thread id"
-        return outcome, detail
+            c["truncated"] = c["result_tokens_est"] > ctx.limits.max_result_tokens
+        self.note_session(index, s.thread_id)
+        self.step_thread = s.thread_id
+        return s
 
-    def _outcome(self, run: ProcessRun, s: StepStream, index: int, statuses: list[int]) -> tuple[str, str | None]:
+    def record(self, s, index, step, prompt, wall, statuses) -> dict:
+        ctx = self.ctx
+        return record_step(ctx.rec, s, index, step["name"], prompt, ctx.sandbox.relative, ctx.meta, wall,
+                           self.proxy_calls(statuses))
+
+    def end_outcome(self, run, s, index, statuses) -> tuple[str, str | None]:
         rec = self.ctx.rec
-        if refused := proxy_outcome(self.proxy):
-            return refused
-        if self.proxy.limit_hit.is_set():  # the proxy refused a call past max_turns
-            return "max_turns", None
-        if run.timed_out:
-            return "timed_out", f"step {index} ran past max_seconds; codex was stopped"
         if self.proxy.gave_up.is_set() and s.failed is None:  # stopped: the model's retries were spent
             s.failed = f"the model API failed {len(statuses)} times in a row; codex was stopped"
         if "required MCP servers failed to initialize" in run.stderr:
@@ -484,3 +351,20 @@ class _Session:
             rec.error("harness_error", msg, step=index)
             return "harness_failed", msg
         return step_outcome(s, rec, index, statuses, unreachable_detail(self.ctx, self.proxy))
+
+    async def run_step(self, index: int, step: dict, last: bool) -> tuple[str, str | None]:
+        outcome, detail = await super().run_step(index, step, last)
+        if outcome == "completed" and not self.step_thread:
+            return "harness_failed", "codex reported no thread id"
+        return outcome, detail
+
+
+class CodexHost(CliHost):
+    kind, package, bin_name, label, session = "codex", PACKAGE, "codex", "Codex", _Session
+    api = "OpenAI Responses API, through the key proxy"
+
+    def proxy(self, ctx):  # the reply cap on every request: Codex has no option for it
+        return trial_proxy(ctx, auth="bearer", set_fields={"max_output_tokens": ctx.reply_cap})
+
+
+HOST = CodexHost()

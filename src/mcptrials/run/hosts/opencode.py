@@ -35,22 +35,14 @@ calls (messageIDs); an MCP server the log reports failed stops the CLI: server_c
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import os
 import re
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from mcptrials.run.keyproxy import KeyProxy
 from mcptrials.run.providers.base import Usage
-from mcptrials.run.trial import CHARS_PER_TOKEN, TrialContext, split_feedback, step_prompt
-from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, installed_binary, npm_install, proxy_outcome, \
-    run_process, trial_proxy, unreachable_detail
-from mcptrials.run.hosts.cli import server_entry as cli_server_entry
-from mcptrials.run.hosts.cli import binary_path as cli_binary, installed_version as cli_version
+from mcptrials.run.hosts.cli import CliHost, CliSession, Stream, call_record, record_step as base_record_step, \
+    unreachable_detail
 
 PACKAGE = "opencode-ai"
 PROVIDER = "mcptrials"
@@ -65,22 +57,6 @@ BUILTIN_EQUIVALENTS = {"read": "read_file", "grep": "grep", "glob": "list_files"
 SERVER_FAILED_RE = re.compile(r'message="server unavailable" key=(\S+) .*status=failed')
 MCP_CODE_RE = re.compile(r"MCP error (-?\d+)")
 CRASH_RE = re.compile(r"Connection closed|Transport closed|not connected", re.I)
-
-
-# --- install -------------------------------------------------------------------------
-
-
-def binary_path(host: str) -> Path:
-    return cli_binary(host, "opencode")
-
-
-def installed_version(host: str) -> str | None:
-    return cli_version(host, PACKAGE)
-
-
-def install(host: str, spec, log) -> dict:
-    """npm-install the pinned CLI into .tools/_hosts/<host>/ (reused when there)."""
-    return npm_install(host, "opencode", PACKAGE, "opencode", spec.version, log)
 
 
 # --- the config and the command line ---------------------------------------------------------
@@ -154,15 +130,12 @@ def host_environment(home: str, tmp: str, config: str, token: str, bare: bool) -
 
 
 @dataclass
-class StepStream:
+class StepStream(Stream):
     """What one `opencode run` said, in the loop's shapes."""
 
     session_id: str | None = None
     finishes: list = field(default_factory=list)   # step_finish parts, one per model call
     errors: list = field(default_factory=list)     # `error` events
-    messages: list = field(default_factory=list)   # Messages-API turns (assistant / user tool results)
-    calls: list = field(default_factory=list)      # tool-call records
-    replies: list = field(default_factory=list)    # [(texts, has_tool_call)] per model call
 
 
 def call_of(part: dict, step: int, turn: int, tool_names: dict[str, str], prefix: str | None) -> dict:
@@ -178,22 +151,12 @@ def call_of(part: dict, step: int, turn: int, tool_names: dict[str, str], prefix
         source, tool = "builtin", BUILTIN_EQUIVALENTS.get(name, name)
     is_error = st.get("status") == "error"
     text = str(st.get("error") if is_error else st.get("output") or "")
-    kind, code = None, None
-    if is_error:
-        m = MCP_CODE_RE.search(text) if source == "mcp" else None
-        if m:
-            kind, code = "protocol_error", int(m.group(1))
-        elif source == "mcp" and CRASH_RE.search(text):
-            kind, code = "protocol_error", -32000   # the connection closed: the server died
-        else:
-            kind = "tool_error"
     t = st.get("time") or {}
     latency = (t["end"] - t["start"]) if isinstance(t.get("start"), (int, float)) and isinstance(t.get("end"), (int, float)) else 0.0
-    return {"id": part.get("callID") or part.get("id"), "step": step, "turn": turn, "name": name,
-            "arguments": st.get("input") or {}, "tool": tool, "source": source, "result_text": text,
-            "result_chars": len(text), "truncated": bool((st.get("metadata") or {}).get("truncated")),
-            "is_error": is_error, "error_kind": kind, "error_code": code, "latency_ms": float(latency),
-            "result_tokens_est": len(text) // CHARS_PER_TOKEN}
+    head = {"id": part.get("callID") or part.get("id"), "step": step, "turn": turn, "name": name,
+            "arguments": st.get("input") or {}}
+    return call_record(head, tool, source, text, is_error, float(latency), MCP_CODE_RE, CRASH_RE,
+                       truncated=bool((st.get("metadata") or {}).get("truncated")))
 
 
 def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | None = None,
@@ -238,32 +201,11 @@ def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | Non
     return s
 
 
-def final_text(s: StepStream) -> str:
-    if s.replies and not s.replies[-1][1]:
-        return "\n\n".join(x for x in s.replies[-1][0] if x)
-    return ""
-
-
 def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative, wall_seconds: float,
                 model_calls: int | None) -> dict:
-    """Add one parsed step to the trial's Recorder `rec`; return the step record, its
-    `answer_text` empty and `outcome` completed until the caller sets them."""
-    turns = model_calls if model_calls is not None else len(s.replies)
-    srec = {"index": index, "name": name, "prompt": prompt, "answer_text": "", "reasoning_text": "",
-            "audit_text": "", "outcome": "completed", "turns": turns, "state_check": None,
-            "wall_seconds": wall_seconds}
-    rec.messages.append({"role": "user", "content": [{"type": "text", "text": prompt}]})
-    rec.messages += s.messages
-    rec.tool_calls += s.calls
-    for c in s.calls:
-        if c["error_kind"]:
-            rec.error(c["error_kind"], f"{c['tool']}: {c['result_text'][:300]}", step=index, code=c["error_code"])
-    last = len(s.replies) - 1 if final_text(s) else None
-    srec["reasoning_text"] = relative("\n\n".join(x for i, (texts, _) in enumerate(s.replies)
-                                                   if i != last for x in texts if x))
-    srec["audit_text"] = "\n\n".join(f"> {c['name']} {json.dumps(c['arguments'])}\n{c['result_text'][:2000]}"
-                                     for c in s.calls)
-    rec.api_calls += turns
+    """The step into the trial's Recorder `rec` (hosts.cli.record_step), with the usage of
+    its `step_finish` parts."""
+    srec = base_record_step(rec, s, index, name, prompt, relative, wall_seconds, model_calls)
     for f in s.finishes:
         t = f.get("tokens") or {}
         cache = t.get("cache") or {}
@@ -302,129 +244,66 @@ def step_outcome(s: StepStream, rec, index: int, statuses: list[int] | None = No
     return "completed", None
 
 
-def step_answer(s: StepStream, outcome: str, relative) -> tuple[str, str]:
-    if outcome == "completed":
-        return split_feedback(relative(final_text(s)))
-    if outcome == "budget_exceeded":
-        texts = [x for texts, _ in s.replies for x in texts if x]
-        return split_feedback(relative(texts[-1] if texts else ""))
-    return "", ""
-
-
 # --- running ---------------------------------------------------------------------------
 
 
-class OpencodeHost:
-    kind = "opencode"
-
-    def install(self, host: str, spec, log) -> dict:
-        return install(host, spec, log)
-
-    def run(self, ctx: TrialContext) -> tuple[str, str | None]:
-        """Run every step of the trial under Opencode, filling ctx.rec."""
-        host = ctx.host.name
-        binary = installed_binary(ctx, binary_path(host), "Opencode")
-        host_home = ctx.sandbox.root / "host-home"  # Opencode's HOME (sessions, logs); the server keeps `home`
-        host_home.mkdir()
-        proxy = trial_proxy(ctx, auth="bearer")
-        ctx.meta.update(host_version=installed_version(host), host_builtin_tools=list(ctx.host.builtin_tools),
-                        host_api="OpenAI Chat Completions, through the key proxy")
-        with proxy:
-            return asyncio.run(_Session(ctx, str(binary), host_home, proxy).run())
-
-
-HOST = OpencodeHost()
-
-
 @dataclass
-class _Session:
-    ctx: TrialContext
-    binary: str
-    host_home: Path
-    proxy: KeyProxy
-    session_id: str | None = None
+class _Session(CliSession):
+    name = "opencode"
 
-    async def run(self) -> tuple[str, str | None]:
+    def configure(self, entry: dict | None) -> None:
         ctx = self.ctx
-        tool = ctx.tool
-        with contextlib.ExitStack() as stack:
-            server = None
-            if tool.has_server:
-                entry, why = cli_server_entry(ctx, stack)
-                if why:
-                    return "server_crashed", why
-                server = (server_key(tool.name), server_entry(entry, tool.startup_timeout))
-            system = self.host_home / "mcptrials-system.md"
-            system.write_text(ctx.system_text)
-            cfg = self.host_home / "opencode.json"
-            cfg.write_text(json.dumps(opencode_config(
-                model=ctx.model.model, base_url=self.proxy.url, builtins=list(ctx.host.builtin_tools),
-                instructions=str(system), reply_cap=ctx.reply_cap, server=server), indent=1))
-            for i, step in enumerate(ctx.steps):
-                outcome, detail = await self.run_step(i, step, i == len(ctx.steps) - 1, cfg)
-                if outcome != "completed":
-                    return outcome, detail
-        return "completed", None
+        server = (server_key(ctx.tool.name), server_entry(entry, ctx.tool.startup_timeout)) if entry else None
+        system = self.host_home / "mcptrials-system.md"
+        system.write_text(ctx.system_text)
+        self.cfg = self.host_home / "opencode.json"
+        self.cfg.write_text(json.dumps(opencode_config(
+            model=ctx.model.model, base_url=self.proxy.url, builtins=list(ctx.host.builtin_tools),
+            instructions=str(system), reply_cap=ctx.reply_cap, server=server), indent=1))
 
-    async def run_step(self, index: int, step: dict, last: bool, cfg: Path) -> tuple[str, str | None]:
-        ctx, rec = self.ctx, self.ctx.rec
-        lim, tool = ctx.limits, ctx.tool
-        prompt = step_prompt(step, last)
+    def command(self, index: int, prompt: str) -> tuple[list[str], dict]:
+        ctx = self.ctx
         argv = build_command(self.binary, prompt, model=ctx.model.model, session_id=self.session_id,
                              extra_args=list(ctx.host.extra_args))
-        env = host_environment(str(self.host_home), str(ctx.sandbox.tmp), str(cfg), self.proxy.token,
-                               bool(ctx.host.bare))
-        argv, env = cli_sandbox(ctx, self.host_home, []).wrap(argv, env, str(ctx.sandbox.workspace))
-        failed_servers: list[str] = []
+        return argv, host_environment(str(self.host_home), str(ctx.sandbox.tmp), str(self.cfg), self.proxy.token,
+                                      bool(ctx.host.bare))
 
-        def stop_on_log(line: str) -> bool:  # a server that did not start: stop before more model calls
-            m = SERVER_FAILED_RE.search(line)
-            if m and tool.has_server:
-                failed_servers.append(line.strip())
-            return bool(failed_servers)
+    def stop_on_log(self, line: str) -> bool:  # a server that did not start: stop before more model calls
+        if SERVER_FAILED_RE.search(line) and self.ctx.tool.has_server:
+            self.failed_servers.append(line.strip())
+        return bool(self.failed_servers)
 
-        first = self.proxy.begin_step(lim.max_turns, ctx.model.max_retries + 1)
-        t0 = time.monotonic()
-        run = await run_process(argv, env, str(ctx.sandbox.workspace), lim.max_seconds, lambda ev: False,
-                                stop_when=self.proxy.stopped, stop_on_log=stop_on_log)
-        statuses = self.proxy.statuses[first:]
+    def parse(self, run, index: int) -> StepStream:
+        ctx, tool = self.ctx, self.ctx.tool
         tail = ctx.meta.get("server_stderr_tail") or ""
         mcp_lines = [x for x in run.stderr.splitlines() if "mcp" in x.lower()]
         ctx.meta["server_stderr_tail"] = "\n".join([*tail.splitlines(), *mcp_lines][-30:])
         names = server_tool_names(tool.name, (ctx.snapshot or {}).get("tools") or [])
         s = parse_stream(run.events, index, names, tool.name if tool.has_server else None)
-        self.session_id = self.session_id or s.session_id
-        if index == 0:
-            ctx.meta["host_session_id"] = s.session_id
-        rec.retries += sum(1 for x in statuses if not 200 <= x < 300)
-        srec = record_step(rec, s, index, step["name"], prompt, ctx.sandbox.relative,
-                           round(time.monotonic() - t0, 3), sum(1 for x in statuses if 200 <= x < 300))
-        outcome, detail = self._outcome(run, s, index, statuses, failed_servers)
-        srec["outcome"] = outcome
-        answer, feedback = step_answer(s, outcome, ctx.sandbox.relative)
-        srec["answer_text"] = answer
-        if feedback:
-            rec.feedback = feedback
-        rec.steps.append(srec)
-        srec["state_check"] = ctx.state_check(step)
-        return outcome, detail
+        self.note_session(index, s.session_id)
+        return s
 
-    def _outcome(self, run: ProcessRun, s: StepStream, index: int, statuses: list[int],
-                 failed_servers: list[str]) -> tuple[str, str | None]:
-        rec = self.ctx.rec
-        if failed_servers:
-            msg = f"opencode: MCP server {self.ctx.tool.name} did not start: {failed_servers[0][:500]}"
-            rec.error("protocol_error", msg, step=index)
-            return "server_crashed", msg
-        if refused := proxy_outcome(self.proxy):
-            return refused
-        if self.proxy.limit_hit.is_set():  # the proxy refused a call past max_turns
-            return "max_turns", None
-        if run.timed_out:
-            return "timed_out", f"step {index} ran past max_seconds; opencode was stopped"
+    def record(self, s, index, step, prompt, wall, statuses) -> dict:
+        return record_step(self.ctx.rec, s, index, step["name"], prompt, self.ctx.sandbox.relative, wall,
+                           self.proxy_calls(statuses))
+
+    def server_failure(self, run, s) -> str | None:
+        if self.failed_servers:
+            return f"opencode: MCP server {self.ctx.tool.name} did not start: {self.failed_servers[0][:500]}"
+        return None
+
+    def end_outcome(self, run, s, index, statuses) -> tuple[str, str | None]:
         if not s.finishes and not s.errors and not self.proxy.gave_up.is_set() and run.returncode:
             msg = f"opencode exited {run.returncode} without a finished model call: {run.stderr[-2000:]}"
-            rec.error("harness_error", msg, step=index)
+            self.ctx.rec.error("harness_error", msg, step=index)
             return "harness_failed", msg
-        return step_outcome(s, rec, index, statuses, self.proxy.gave_up.is_set(),
+        return step_outcome(s, self.ctx.rec, index, statuses, self.proxy.gave_up.is_set(),
                             unreachable_detail(self.ctx, self.proxy))
+
+
+class OpencodeHost(CliHost):
+    kind, package, bin_name, label, session = "opencode", PACKAGE, "opencode", "Opencode", _Session
+    api = "OpenAI Chat Completions, through the key proxy"
+
+
+HOST = OpencodeHost()
