@@ -1,41 +1,10 @@
-"""Host `claude-code`: the Claude Code CLI runs the agent loop; the harness records it.
-
-One trial is one Claude Code session, run in the trial's sandbox (cwd = the workspace):
-
-- step 1 runs ``claude -p --session-id <uuid> ... -- PROMPT``, every later step
-  ``claude -p --resume <uuid> ... -- PROMPT``: the session persists in a sandboxed HOME,
-  so a multi-step scenario is one conversation, as in the loop;
-- ``--output-format stream-json --verbose``; the server under test is the only MCP server
-  (``--mcp-config FILE --strict-mcp-config``); its tools are allowed by name
-  (``--allowedTools mcp__<tool>__<name>`` from the snapshot's tool list), the built-in tools
-  are the host's ``builtin_tools`` (``--tools``, each allowed); ``--setting-sources user``
-  (the empty sandbox HOME) and, with the host's ``bare: true``, ``--bare``: then the
-  repository's own agent files (CLAUDE.md, .claude/settings) do not change the task;
-- a stdio server is started by Claude Code through ``env -i``, with exactly the environment
-  the harness gives it in the loop: Claude Code would otherwise hand the server its own
-  environment, API key included;
-- limits: ``--max-turns`` per step; ``max_seconds`` per step (the process group is killed);
-  the output cap per reply (CLAUDE_CODE_MAX_OUTPUT_TOKENS); the tool-result cap
-  (MAX_MCP_OUTPUT_TOKENS = max_result_tokens, the same chars/4 measure); API retries
-  (CLAUDE_CODE_MAX_RETRIES = the model's max_retries); telemetry, auto-update and other
-  non-essential traffic off;
-- our system prompt (src/mcptrials/prompts/system.md) is appended to Claude Code's own
-  (``--append-system-prompt``); Claude Code adds the server's instructions itself.
-
-The stream is parsed into the loop's records (src/mcptrials/schemas/transcript.schema.yaml):
-answer_text = the step's `result` text (stopped at its budget with none: the last assistant
-text); reasoning_text = prose of the replies that asked
-for tools; audit_text = tool inputs and results; tool calls from tool_use / tool_result
-pairs (source `mcp` for mcp__ names, with `tool` the server's own name from the
-snapshot's tool list, as the loop records it; else `builtin`, with `tool` set to the loop's
-equivalent built-in for Read/Grep/Glob/LS so adoption counts built-in searches alike);
-usage with cache fields from each step's `result` event (its `modelUsage`, Claude Code's
-cumulative count over the session and every model, less the steps before; else its
-`usage`); cost from our pricing (the
-trial core) and Claude Code's own `total_cost_usd` (`usage.host_cost_usd`); turns = model
-calls (distinct assistant message ids); outcome from the `result` subtype and the `init`
-event's MCP server status. The parsing (parse_stream, record_step, step_answer,
-result_outcome) is shared with mcptrials.run.recorded, which converts a recorded stream.
+"""Host `claude-code`: the Claude Code CLI (`claude -p --output-format stream-json`, one
+session per trial: `--session-id` then `--resume`) runs the agent loop; the harness records it
+(docs/hosts.md, "Host `claude-code`"). This module holds what is Claude Code's own: its argv
+(the server as the only MCP server, its tools allowed by name, our system prompt appended,
+`--bare`), its environment (limits, telemetry off), and the parsing of its stream-json into
+the loop's records (parse_stream, record_step, step_answer and result_outcome are shared with
+mcptrials.run.recorded, which converts a recorded stream). It keeps max_turns itself.
 """
 
 from __future__ import annotations
@@ -43,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import glob
 import json
-import os
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -52,16 +20,14 @@ from pathlib import Path
 
 from mcptrials.run.providers.base import Usage
 from mcptrials.run.trial import NO_RESULT, split_feedback, unanswered_call
-from mcptrials.run.hosts.cli import CliHost, CliSession, Stream, call_record, latency, record_turns, \
-    unreachable_detail
+from mcptrials.run.hosts.cli import CliHost, CliSession, Stream, call_record, cli_env, latency, \
+    record_step as base_record_step, unreachable_detail, usage_of
 
 PACKAGE = "@anthropic-ai/claude-code"
 # Claude Code's built-ins -> the loop's equivalent built-in (graders count grep/list_files as searches)
 BUILTIN_EQUIVALENTS = {"Read": "read_file", "Grep": "grep", "Glob": "list_files", "LS": "list_files"}
 MCP_CODE_RE = re.compile(r"MCP error (-?\d+)")
-
-
-# --- the command line -------------------------------------------------------------------
+USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
 def mcp_tool_name(tool: str, name: str) -> str:
@@ -97,9 +63,8 @@ def build_command(binary: str, prompt: str, *, model: str, session_id: str, resu
 def host_environment(home: str, tmp: str, api_key: str, base_url: str | None, max_output_tokens: int,
                      max_result_tokens: int, max_retries: int, startup_timeout: float,
                      call_timeout: float) -> dict[str, str]:
-    """Claude Code's whole environment: nothing of ours leaks in but PATH and the locale."""
-    env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL") if k in os.environ}
-    env.update({
+    """Claude Code's whole environment (hosts.cli.cli_env)."""
+    env = cli_env(**{
         "HOME": home, "TMPDIR": tmp, "ANTHROPIC_API_KEY": api_key,
         "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
         "DISABLE_ERROR_REPORTING": "1",
@@ -112,9 +77,6 @@ def host_environment(home: str, tmp: str, api_key: str, base_url: str | None, ma
     if base_url:
         env["ANTHROPIC_BASE_URL"] = base_url
     return env
-
-
-# --- parsing one step's stream -----------------------------------------------------------
 
 
 def event_time(event: dict) -> float | None:
@@ -230,9 +192,6 @@ def _call_record(call: dict, text: str, is_error: bool, t0: float | None, t1: fl
     return call_record(call, tool, source, text, is_error, latency(t0, t1), MCP_CODE_RE)
 
 
-# --- one parsed step into the records: shared by this host and mcptrials.run.recorded ----------
-
-
 def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative, meta: dict,
                 wall_seconds: float) -> dict:
     """Add one parsed step to the trial's Recorder `rec` (hosts.cli.record_turns; the answer is
@@ -240,8 +199,8 @@ def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative
     own cost, permission denials, its version into `meta`. `relative` turns the run's absolute
     workspace paths into repository paths."""
     finals = [i for i, (_, has_tool) in enumerate(s.replies) if not has_tool]
-    srec = record_turns(rec, s, index, name, prompt, relative, wall_seconds, len(s.replies),
-                        finals[-1] if finals else None, show=str)
+    srec = base_record_step(rec, s, index, name, prompt, relative, wall_seconds, None,
+                            finals[-1] if finals else None, show=str)
     rec.retries += s.api_retries
     r = s.result or {}
     totals = session_usage(r.get("modelUsage"))
@@ -249,18 +208,12 @@ def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative
         # Claude Code's own count over the (resumed) session and every model it called: this
         # step's share is what it adds to the steps before (its `usage` can leave calls out)
         u0 = rec.usage
-        rec.usage.add(Usage(input_tokens=max(0, totals.input_tokens - u0.input_tokens),
-                            output_tokens=max(0, totals.output_tokens - u0.output_tokens),
-                            cache_creation_input_tokens=max(0, totals.cache_creation_input_tokens
-                                                            - u0.cache_creation_input_tokens),
-                            cache_read_input_tokens=max(0, totals.cache_read_input_tokens - u0.cache_read_input_tokens)))
+        rec.usage.add(usage_of(*(max(0, getattr(totals, k) - getattr(u0, k)) for k in USAGE_FIELDS)))
     else:
         u = r.get("usage")
         usages = [u] if u else list(s.msg_usage.values())  # no result event: the replies' own (partial) usage
         for x in usages:
-            rec.usage.add(Usage(input_tokens=x.get("input_tokens") or 0, output_tokens=x.get("output_tokens") or 0,
-                                cache_creation_input_tokens=x.get("cache_creation_input_tokens") or 0,
-                                cache_read_input_tokens=x.get("cache_read_input_tokens") or 0))
+            rec.usage.add(usage_of(*(x.get(k) for k in USAGE_FIELDS)))
     if r.get("total_cost_usd") is not None:  # cumulative over the resumed session (2.1.328)
         rec.extra_usage["host_cost_usd"] = max(rec.extra_usage.get("host_cost_usd") or 0.0, r["total_cost_usd"])
     if r.get("permission_denials"):
@@ -275,12 +228,11 @@ def session_usage(model_usage) -> Usage | None:
     over its models; None when the event has none."""
     if not isinstance(model_usage, dict) or not model_usage:
         return None
-    total = Usage()
+    total = usage_of(0, 0, 0, 0)
     for x in model_usage.values():
         if isinstance(x, dict):
-            total.add(Usage(input_tokens=x.get("inputTokens") or 0, output_tokens=x.get("outputTokens") or 0,
-                            cache_creation_input_tokens=x.get("cacheCreationInputTokens") or 0,
-                            cache_read_input_tokens=x.get("cacheReadInputTokens") or 0))
+            total.add(usage_of(x.get("inputTokens"), x.get("outputTokens"), x.get("cacheCreationInputTokens"),
+                               x.get("cacheReadInputTokens")))
     return total
 
 
@@ -356,9 +308,6 @@ def mcp_log_summary(host_home: Path) -> dict:
     return {"startup_seconds": startup, "protocol_version": protocol, "tail": "\n".join(lines[-30:])}
 
 
-# --- running ---------------------------------------------------------------------------
-
-
 @dataclass
 class _Session(CliSession):
     name = "claude-code"
@@ -412,9 +361,8 @@ class _Session(CliSession):
 
     def end_outcome(self, run, s, index, statuses) -> tuple[str, str | None]:
         if s.result is None:
-            msg = f"claude-code exited {run.returncode} without a result event: {run.stderr[-2000:]}"
-            self.ctx.rec.error("harness_error", msg, step=index)
-            return "harness_failed", msg
+            return self.harness_failed(index, f"claude-code exited {run.returncode} without a result event: "
+                                              f"{run.stderr[-2000:]}")
         return result_outcome(s, self.ctx.rec, index, unreachable_detail(self.ctx, self.proxy))
 
     def answer(self, s, outcome: str) -> tuple[str, str]:

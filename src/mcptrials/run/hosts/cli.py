@@ -25,9 +25,6 @@ from mcptrials.prepare.servers import host_env_dir
 STREAM_LIMIT = 1 << 26   # one JSON line can hold a whole tool result
 
 
-# --- install -------------------------------------------------------------------------
-
-
 def binary_path(host: str, bin_name: str) -> Path:
     return host_env_dir(host) / "node_modules" / ".bin" / bin_name
 
@@ -67,9 +64,8 @@ def npm_install(host: str, kind: str, package: str, bin_name: str, want: str, lo
 
 
 def stdio_entry(tool, values: dict, forbidden: set[str]) -> dict:
-    """A stdio server's entry for a CLI's MCP config (tool: a ToolSpec): the same command,
-    arguments, cwd (the workspace) and environment as the loop's mcp client gives it, the
-    environment enforced with `env -i` (a CLI would otherwise pass on its own, or part of it)."""
+    """A stdio server's entry for a CLI's MCP config (tool: a ToolSpec): the loop's command,
+    arguments, cwd and environment, enforced with `env -i` (a CLI would pass on its own)."""
     from mcp.client.stdio import get_default_environment
 
     from mcptrials.prepare.servers import server_argv, server_environment
@@ -93,23 +89,19 @@ def cli_sandbox(ctx, host_home: Path, extra_ro: list):
     return sb
 
 
-def start_http(ctx, stack) -> str:
-    """An http server is ours to start, as in the loop; the CLI connects to its URL."""
-    from mcptrials.prepare.servers import start_http_server
-
-    errlog = stack.enter_context(open(ctx.sandbox.root / "server.stderr.log", "a"))
-    return stack.enter_context(start_http_server(ctx.tool, ctx.sandbox.values(), ctx.forbidden_env, errlog))
-
-
 def server_entry(ctx, stack) -> tuple[dict | None, str | None]:
     """(the server under test as a CLI's config names it, None), or (None, why) when it cannot
-    start: a stdio command line (stdio_entry) or the URL of an http server we start (start_http).
-    A failure is recorded as a protocol error; the caller ends the trial server_crashed, as the
-    loop does."""
+    start (recorded as a protocol error; the trial ends server_crashed, as in the loop): a
+    stdio command line, or the URL of an http server we start, as the loop does."""
+    from mcptrials.prepare.servers import start_http_server
+
     tool = ctx.tool
     try:
-        return (stdio_entry(tool, ctx.sandbox.values(), ctx.forbidden_env) if tool.transport == "stdio"
-                else {"type": "http", "url": start_http(ctx, stack)}), None
+        if tool.transport == "stdio":
+            return stdio_entry(tool, ctx.sandbox.values(), ctx.forbidden_env), None
+        errlog = stack.enter_context(open(ctx.sandbox.root / "server.stderr.log", "a"))
+        return {"type": "http", "url": stack.enter_context(start_http_server(
+            tool, ctx.sandbox.values(), ctx.forbidden_env, errlog))}, None
     except Exception as e:  # no command, or an http server that never listened
         msg = f"server failed to start: {type(e).__name__}: {e}"
         ctx.rec.error("protocol_error", msg)
@@ -126,6 +118,11 @@ def installed_binary(ctx, binary: Path, cli: str) -> Path:
                                            f"--host {host} --out results/hosts/{host}/install.json` "
                                            "(the workflow's install_host rule)")
     return binary
+
+
+def cli_env(**env: str) -> dict[str, str]:
+    """A CLI's whole environment: nothing of ours leaks in but PATH and the locale."""
+    return {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL") if k in os.environ} | env
 
 
 def trial_proxy(ctx, auth: str = "x-api-key", set_fields: dict | None = None):
@@ -158,6 +155,8 @@ def unreachable_detail(ctx, proxy) -> str | None:
     fix = f"fix {field}" if ctx.model.base_url else f"set {field} to an API this machine can reach"
     return (f"the model API ({proxy.upstream}) could not be reached: {why}; check this machine's route to it "
             f"(network, DNS, firewall), or {fix}")
+
+
 
 
 # --- running -----------------------------------------------------------------------------
@@ -252,7 +251,7 @@ async def kill_group(proc) -> None:
 
 @dataclass
 class Stream:
-    """What one run of a CLI said, in the loop's shapes; a host's parsed stream extends it."""
+    """What one run of a CLI said, in the loop's shapes; each host's parsed stream adds its own."""
 
     messages: list = field(default_factory=list)   # Messages-API turns (assistant / user tool results)
     calls: list = field(default_factory=list)      # tool-call records
@@ -261,9 +260,9 @@ class Stream:
 
 def call_record(head: dict, tool: str, source: str, text: str, is_error: bool, latency_ms: float, code_re,
                 crash_re=None, truncated: bool = False) -> dict:
-    """A tool-call record in the loop's shape; `head` holds id, step, turn, name and arguments.
-    An error's MCP code (`code_re`) makes it a protocol error, and so does a closed connection
-    (`crash_re`: the server died, -32000); any other error is the tool's."""
+    """A tool-call record (the loop's shape) after `head` (id, step, turn, name, arguments). An
+    error with an MCP code (`code_re`) or a closed connection (`crash_re`: the server died,
+    -32000) is a protocol error; any other error is the tool's."""
     from mcptrials.run.trial import CHARS_PER_TOKEN
 
     kind, code = None, None
@@ -284,12 +283,41 @@ def latency(t0: float | None, t1: float | None) -> float:
     return round((t1 - t0) * 1000, 2) if t0 is not None and t1 is not None else 0.0
 
 
-def record_turns(rec, s: Stream, index: int, name: str, prompt: str, relative, wall_seconds: float, turns: int,
-                 final: int | None, show=json.dumps) -> dict:
+def usage_of(input_tokens, output_tokens, cache_writes, cache_reads):
+    """A Usage of a CLI's counts (a missing one: 0)."""
+    from mcptrials.run.providers.base import Usage
+
+    return Usage(input_tokens=input_tokens or 0, output_tokens=output_tokens or 0,
+                 cache_creation_input_tokens=cache_writes or 0, cache_read_input_tokens=cache_reads or 0)
+
+
+def tool_use(c: dict) -> dict:
+    return {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["arguments"]}
+
+
+def tool_result(c: dict, content: str | None = None) -> dict:
+    """The result the model saw; `content` given: a call never answered (an error)."""
+    return {"type": "tool_result", "tool_use_id": c["id"], "content": c["result_text"] if content is None else content,
+            "is_error": c["is_error"] if content is None else True}
+
+
+def final_text(s: Stream) -> str:
+    """The step's answer: its last reply's text, when that reply asked for no tool."""
+    if s.replies and not s.replies[-1][1]:
+        return "\n\n".join(x for x in s.replies[-1][0] if x)
+    return ""
+
+
+def record_step(rec, s: Stream, index: int, name: str, prompt: str, relative, wall_seconds: float,
+                turns: int | None, final: int | None = -1, show=json.dumps) -> dict:
     """Add one parsed step to the trial's Recorder `rec` (the user turn, the conversation, tool
-    calls and their errors, model calls); return the step record, its `answer_text` empty and
-    `outcome` completed until the caller sets them. `final`: the reply that is the answer (its
-    text is no reasoning); `show`: how the audit text shows a call's arguments."""
+    calls and their errors, model calls); return the step record, `answer_text` empty and
+    `outcome` completed until the caller sets them. `turns`: the proxy's count of model calls
+    (None: the replies); `final`: the reply that is the answer, not reasoning (-1: the last,
+    when final_text has one); `show`: how the audit text shows a call's arguments."""
+    turns = len(s.replies) if turns is None else turns
+    if final == -1:
+        final = len(s.replies) - 1 if final_text(s) else None
     srec = {"index": index, "name": name, "prompt": prompt, "answer_text": "", "reasoning_text": "",
             "audit_text": "", "outcome": "completed", "turns": turns, "state_check": None,
             "wall_seconds": wall_seconds}
@@ -307,26 +335,9 @@ def record_turns(rec, s: Stream, index: int, name: str, prompt: str, relative, w
     return srec
 
 
-def final_text(s: Stream) -> str:
-    """The step's answer: its last reply's text, when that reply asked for no tool; a run cut
-    short may end with a tool call and have no answer."""
-    if s.replies and not s.replies[-1][1]:
-        return "\n\n".join(x for x in s.replies[-1][0] if x)
-    return ""
-
-
-def record_step(rec, s: Stream, index: int, name: str, prompt: str, relative, wall_seconds: float,
-                model_calls: int | None) -> dict:
-    """record_turns for a CLI whose model calls the proxy counts (`model_calls`; None for a
-    recording: the replies are the estimate) and whose answer is final_text."""
-    turns = model_calls if model_calls is not None else len(s.replies)
-    return record_turns(rec, s, index, name, prompt, relative, wall_seconds, turns,
-                        len(s.replies) - 1 if final_text(s) else None)
-
-
 def step_answer(s: Stream, outcome: str, relative) -> tuple[str, str]:
     """(answer_text, feedback) of a step: the final text of a completed step, or the partial
-    answer of one stopped at its budget (its last text); the feedback split off as in the loop."""
+    answer of one stopped at its budget (its last text); feedback split off as in the loop."""
     from mcptrials.run.trial import split_feedback
 
     if outcome == "completed":
@@ -337,19 +348,31 @@ def step_answer(s: Stream, outcome: str, relative) -> tuple[str, str]:
     return "", ""
 
 
-# --- the skeleton: install, proxy and the step loop ------------------------------------------
+def api_failure(rec, index: int, text: str, statuses: list[int], unreachable: str | None,
+                status: int | None = None) -> tuple[str, str]:
+    """A step the model API failed (after the CLI's retries): api_failed, with the HTTP status
+    (the CLI's, else the proxy's last failure), said as `unreachable` when the proxy could
+    not reach the API."""
+    bad = [x for x in statuses if not 200 <= x < 300]
+    status = status or (bad[-1] if bad else None)
+    msg = unreachable or (f"{status}: {text}" if status else text)
+    rec.error("api_error", msg, step=index, status=status, retries=max(0, len(bad) - 1))
+    return "api_failed", msg
+
+
+# --- the skeleton: what a CLI host is ---------------------------------------------------------
 
 
 class CliHost:
-    """A CLI host's HOST: a subclass names its npm package, binary and CliSession class."""
+    """A CLI host's HOST: a subclass names its npm package, its binary and its CliSession."""
 
     kind: str                 # the config's host kind
-    package: str              # the npm package, pinned by the host's `version`
+    package: str              # the npm package (the host's `version` pins it)
     bin_name: str             # its binary in node_modules/.bin
     label: str                # the CLI's name in messages
-    api: str                  # run_meta's host_api: what the CLI speaks
-    session: type             # the host's CliSession
-    auth = "bearer"           # how the key proxy passes the key upstream
+    api: str                  # run_meta's host_api: what it speaks
+    session: type             # its CliSession subclass
+    auth = "bearer"           # how the key proxy sends the key upstream
 
     def install(self, host: str, spec, log) -> dict:
         """npm-install the pinned CLI into .tools/_hosts/<host>/ (reused when there)."""
@@ -364,8 +387,7 @@ class CliHost:
         binary = installed_binary(ctx, binary_path(host, self.bin_name), self.label)
         host_home = ctx.sandbox.root / "host-home"  # the CLI's HOME (sessions, logs); the server keeps `home`
         host_home.mkdir()
-        # The CLI (and the server it starts in its sandbox) never see the key: the proxy adds it.
-        proxy = self.proxy(ctx)
+        proxy = self.proxy(ctx)  # the CLI (and the server it starts) never see the key: the proxy adds it
         session = self.session(ctx=ctx, binary=str(binary), host_home=host_home, proxy=proxy)
         ctx.meta.update(host_version=installed_version(host, self.package), **session.start(),
                         host_builtin_tools=list(ctx.host.builtin_tools), host_api=self.api)
@@ -379,7 +401,7 @@ class CliHost:
 @dataclass
 class CliSession:
     """One trial under a CLI: the server started, the CLI's config written, then one run of the
-    CLI per step, its stream parsed into the step record. A host overrides the hooks marked so."""
+    CLI per step, its stream parsed into the step record. Hooks: what a host overrides."""
 
     ctx: Any
     binary: str
@@ -389,54 +411,46 @@ class CliSession:
     failed_servers: list = field(default_factory=list)   # the step's MCP server that did not start
 
     name = "cli"            # hook: the host's kind, in messages
-    stamp = False           # hook: the CLI's events carry no time; stamp them as read
-    stop_on_log = None      # hook: (a line of the CLI's log) -> whether to stop it (not a field: no annotation)
+    stamp = False           # hook: True when the CLI's events carry no time (stamped as read)
+    stop_on_log = None      # hook: (a line of the CLI's log) -> stop it now (no annotation: not a field)
 
-    def start(self) -> dict:
-        """Hook: run_meta fields known before the first step."""
+    def start(self) -> dict:  # hook: run_meta fields known before the first step
         return {}
 
-    def configure(self, entry: dict | None) -> None:
-        """Hook: write the CLI's config for the server's entry (stdio_entry, or an http URL)."""
+    def configure(self, entry: dict | None) -> None:  # hook: write the CLI's config, with the server's entry
+        pass
 
-    def command(self, index: int, prompt: str) -> tuple[list[str], dict]:
-        """Hook: the step's argv and the CLI's whole environment."""
+    def command(self, index: int, prompt: str) -> tuple[list[str], dict]:  # hook: argv, the whole environment
         raise NotImplementedError
 
-    def config_files(self) -> list:
-        """Hook: files the sandbox shows the CLI read-only."""
-        return []
-
-    def step_limits(self) -> tuple:
-        """The proxy's limits per step (KeyProxy.begin_step): max_turns, then the model's
-        retries; a CLI that keeps max_turns itself says (None,)."""
-        return self.ctx.limits.max_turns, self.ctx.model.max_retries + 1
-
-    def stop_on(self, event: dict) -> bool:
-        """Hook: an event that ends the run at once."""
-        return False
-
-    def parse(self, run: ProcessRun, index: int) -> Stream:
-        """Hook: the step's stream parsed."""
+    def parse(self, run: ProcessRun, index: int) -> Stream:  # hook: the step's stream parsed
         raise NotImplementedError
 
-    def record(self, s: Stream, index: int, step: dict, prompt: str, wall: float, statuses: list[int]) -> dict:
-        """Hook: the step into ctx.rec (a record_step); returns the step record."""
+    def record(self, s, index: int, step: dict, prompt: str, wall: float, statuses: list[int]) -> dict:
+        """Hook: the step into ctx.rec (a record_step with the CLI's usage); the step record."""
         raise NotImplementedError
 
-    def server_failure(self, run: ProcessRun, s: Stream) -> str | None:
-        """Hook: why the server under test did not start, when the CLI said so early."""
-        return None
-
-    def end_outcome(self, run: ProcessRun, s: Stream, index: int, statuses: list[int]) -> tuple[str, str | None]:
+    def end_outcome(self, run: ProcessRun, s, index: int, statuses: list[int]) -> tuple[str, str | None]:
         """Hook: the outcome of a step that ran to its end, from its stream."""
         raise NotImplementedError
 
-    def answer(self, s: Stream, outcome: str) -> tuple[str, str]:
+    def config_files(self) -> list:  # hook: what the sandbox shows the CLI read-only
+        return []
+
+    def step_limits(self) -> tuple:  # the proxy's per step (KeyProxy.begin_step); (None,) if the CLI keeps max_turns
+        return self.ctx.limits.max_turns, self.ctx.model.max_retries + 1
+
+    def stop_on(self, event: dict) -> bool:  # hook: an event that ends the run at once
+        return False
+
+    def server_failure(self, run: ProcessRun, s) -> str | None:  # hook: the CLI said the server did not start
+        return None
+
+    def answer(self, s, outcome: str) -> tuple[str, str]:  # hook: (answer_text, feedback)
         return step_answer(s, outcome, self.ctx.sandbox.relative)
 
-    def finish(self) -> None:
-        """Hook: run_meta fields read after the last step (the CLI's logs)."""
+    def finish(self) -> None:  # hook: run_meta fields read after the last step (the CLI's logs)
+        pass
 
     async def run(self) -> tuple[str, str | None]:
         ctx = self.ctx
@@ -470,18 +484,16 @@ class CliSession:
         srec = self.record(s, index, step, prompt, round(time.monotonic() - t0, 3), statuses)
         outcome, detail = self._outcome(run, s, index, statuses)
         srec["outcome"] = outcome
-        answer, feedback = self.answer(s, outcome)
-        srec["answer_text"] = answer
+        srec["answer_text"], feedback = self.answer(s, outcome)
         if feedback:
             rec.feedback = feedback
         rec.steps.append(srec)
         srec["state_check"] = ctx.state_check(step)
         return outcome, detail
 
-    def _outcome(self, run: ProcessRun, s: Stream, index: int, statuses: list[int] | None = None
-                 ) -> tuple[str, str | None]:
-        """The step's outcome: a server that did not start, the trial's or the step's limit
-        (the proxy's), the step's time, else what the stream says (end_outcome)."""
+    def _outcome(self, run: ProcessRun, s, index: int, statuses: list[int] | None = None) -> tuple[str, str | None]:
+        """A server that did not start; the trial's limit, then the step's (the proxy's); the
+        step's time; else what the stream says (end_outcome)."""
         if msg := self.server_failure(run, s):
             self.ctx.rec.error("protocol_error", msg, step=index)
             return "server_crashed", msg
@@ -493,7 +505,11 @@ class CliSession:
             return "timed_out", f"step {index} ran past max_seconds; {self.name} was stopped"
         return self.end_outcome(run, s, index, statuses or [])
 
-    def proxy_calls(self, statuses: list[int]) -> int:
+    def harness_failed(self, index: int, msg: str) -> tuple[str, str]:
+        self.ctx.rec.error("harness_error", msg, step=index)
+        return "harness_failed", msg
+
+    def proxy_turns(self, statuses: list[int]) -> int:
         """The step's failed calls counted as retries; returns its successful ones (the turns)."""
         self.ctx.rec.retries += sum(1 for x in statuses if not 200 <= x < 300)
         return sum(1 for x in statuses if 200 <= x < 300)

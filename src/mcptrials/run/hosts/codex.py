@@ -1,50 +1,22 @@
-"""Host `codex`: the Codex CLI runs the agent loop; the harness records it.
-
-One trial is one Codex thread, run in the trial's sandbox (cwd = the workspace):
-
-- step 1 runs ``codex exec --json ... -- PROMPT``, every later step
-  ``codex exec resume --json ... -- <thread id> PROMPT``: the thread persists in a sandboxed
-  CODEX_HOME, so a multi-step scenario is one conversation, as in the loop;
-- everything else is in that CODEX_HOME's config.toml, written per trial: the model through a
-  custom provider (``wire_api = "responses"``) whose base URL is the harness's key proxy and
-  whose key variable holds the proxy's stand-in token (the CLI never holds the key); the
-  server under test as the only MCP server, ``required`` (a server that fails to start stops
-  the CLI before any model call), a stdio server started through ``env -i`` with exactly the
-  loop's environment; the built-in tools the host's ``builtin_tools`` names, every other one
-  off (features, web search, sub-agents, goals, plugins, analytics); our system prompt
-  (src/mcptrials/prompts/system.md) as ``developer_instructions``; ``bare: true``: no
-  AGENTS.md (``project_doc_max_bytes = 0``); ``tool_output_token_limit`` = max_result_tokens;
-  Codex's own retries = the model's max_retries;
-- Codex's command sandbox is off (``--dangerously-bypass-approvals-and-sandbox``): the whole
-  CLI runs in ours (bubblewrap), which also makes MCP calls need no approval;
-- limits Codex has no option for are kept by the key proxy: ``max_turns`` (model calls per
-  step: the next one is refused and the CLI stopped: outcome max_turns) and the reply cap
-  (``max_output_tokens`` set on every request); ``max_seconds`` per step kills the process
-  group.
-
-The JSON-lines stream (``thread.started``, ``turn.started``, ``item.started`` /
-``item.completed`` with items agent_message, mcp_tool_call, command_execution, file_change,
-web_search, error; ``turn.completed`` with usage, ``turn.failed``, ``error``) is parsed into
-the loop's records by parse_stream / record_step / step_outcome, usable on a recorded stream
-too: answer_text = the step's last agent message; reasoning_text = its earlier ones;
-tool calls from the call items (source `mcp` with `tool` the server's own name, as Codex
-reports it; `builtin` for shell, apply_patch, web search); usage from ``turn.completed``
-(its input count includes the cache reads: input_tokens = input - cached - cache writes);
-turns = the model calls the proxy saw succeed in the step (a recorded stream: the assistant
-groups). Codex's events carry no time: latencies come from when the harness read them.
+"""Host `codex`: the Codex CLI (`codex exec --json`, `exec resume ... <thread id>` from the
+second step) runs the agent loop; the harness records it (docs/hosts.md, "Hosts `codex` and
+`opencode`"). This module holds what is Codex's own: its config.toml in a sandboxed CODEX_HOME
+(a Responses-API provider at the key proxy, the server under test `required`, the built-ins
+of `builtin_tools` and every other feature off), its argv and environment (its own sandbox
+off: the whole CLI runs in ours), and the parsing of its items (agent_message, mcp_tool_call,
+command_execution, file_change, web_search; turn.completed / turn.failed) into the loop's
+records. Its events carry no time: latencies are from when the harness read them.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 
-from mcptrials.run.providers.base import Usage
 from mcptrials.run.trial import NO_RESULT, unanswered_call
-from mcptrials.run.hosts.cli import CliHost, CliSession, Stream, call_record, latency, \
-    record_step as base_record_step, trial_proxy, unreachable_detail
+from mcptrials.run.hosts.cli import CliHost, CliSession, Stream, api_failure, call_record, cli_env, latency, \
+    record_step as base_record_step, tool_result, tool_use, trial_proxy, unreachable_detail, usage_of
 
 PACKAGE = "@openai/codex"
 KEY_ENV = "OPENAI_API_KEY"   # holds the proxy's stand-in token, never the key
@@ -60,9 +32,6 @@ BUILTIN_ITEMS = {"command_execution": ("exec_command", "shell"), "file_change": 
 CRASH_RE = re.compile(r"Transport closed|connection closed|broken pipe", re.I)
 MCP_CODE_RE = re.compile(r"(?:MCP error|code:?)\s*(-?\d{4,})")
 INCOMPLETE_RE = re.compile(r"Incomplete response returned, reason: (\w+)")
-
-
-# --- the config and the command line ---------------------------------------------------------
 
 
 def server_key(tool: str) -> str:
@@ -122,12 +91,10 @@ def build_command(binary: str, prompt: str, *, model: str, thread_id: str | None
 
 
 def host_environment(home: str, codex_home: str, tmp: str, token: str) -> dict[str, str]:
-    """Codex's whole environment: nothing of ours leaks in but PATH and the locale."""
-    env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL") if k in os.environ}
-    # RUST_LOG: Codex logs its MCP servers' stderr at info level; the run keeps its tail
-    env.update({"HOME": home, "CODEX_HOME": codex_home, "TMPDIR": tmp, KEY_ENV: token, "NO_COLOR": "1",
-                "RUST_LOG": "error,codex_rmcp_client=info"})
-    return env
+    """Codex's whole environment (hosts.cli.cli_env). RUST_LOG: Codex logs its MCP servers'
+    stderr at info level; the run keeps its tail."""
+    return cli_env(**{"HOME": home, "CODEX_HOME": codex_home, "TMPDIR": tmp, KEY_ENV: token, "NO_COLOR": "1",
+                      "RUST_LOG": "error,codex_rmcp_client=info"})
 
 
 SERVER_STDERR_RE = re.compile(r"MCP server stderr \([^)]*\): (.*)")
@@ -136,9 +103,6 @@ SERVER_STDERR_RE = re.compile(r"MCP server stderr \([^)]*\): (.*)")
 def server_stderr(stderr: str) -> list[str]:
     """The lines the MCP server wrote to its stderr, as Codex logged them."""
     return [m.group(1) for m in SERVER_STDERR_RE.finditer(stderr)]
-
-
-# --- parsing one step's stream -----------------------------------------------------------
 
 
 @dataclass
@@ -235,10 +199,8 @@ def parse_stream(events: list[dict], step: int) -> StepStream:
                 call = call_of(item, step, len(s.replies), t0, ev.get("_received"))
                 texts, _ = s.replies[-1]
                 s.replies[-1] = (texts, True)
-                assistant["content"].append({"type": "tool_use", "id": call["id"], "name": call["name"],
-                                             "input": call["arguments"]})
-                results.append({"type": "tool_result", "tool_use_id": call["id"], "content": call["result_text"],
-                                "is_error": call["is_error"]})
+                assistant["content"].append(tool_use(call))
+                results.append(tool_result(call))
                 s.calls.append(call)
     # calls started and never completed (the CLI stopped, killed or timed out mid-call): recorded
     last = next((e["_received"] for e in reversed(events) if e.get("_received") is not None), None)
@@ -249,9 +211,8 @@ def parse_stream(events: list[dict], step: int) -> StepStream:
             c = call_of(item, step, len(s.replies), t0, last)
             call = unanswered_call(c, c["latency_ms"])
             s.replies[-1] = (s.replies[-1][0], True)
-            assistant["content"].append({"type": "tool_use", "id": call["id"], "name": call["name"],
-                                         "input": call["arguments"]})
-            results.append({"type": "tool_result", "tool_use_id": call["id"], "content": NO_RESULT, "is_error": True})
+            assistant["content"].append(tool_use(call))
+            results.append(tool_result(call, NO_RESULT))
             s.calls.append(call)
     if results:
         s.messages.append({"role": "user", "content": results})
@@ -265,9 +226,8 @@ def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative
     srec = base_record_step(rec, s, index, name, prompt, relative, wall_seconds, model_calls)
     u = s.usage or {}
     cached, written = u.get("cached_input_tokens") or 0, u.get("cache_write_input_tokens") or 0
-    rec.usage.add(Usage(input_tokens=max(0, (u.get("input_tokens") or 0) - cached - written),
-                        output_tokens=u.get("output_tokens") or 0,
-                        cache_creation_input_tokens=written, cache_read_input_tokens=cached))
+    rec.usage.add(usage_of(max(0, (u.get("input_tokens") or 0) - cached - written), u.get("output_tokens"),
+                           written, cached))
     if s.warnings:
         meta.setdefault("host_warnings", []).extend(w for w in s.warnings if w not in meta.get("host_warnings", []))
     return srec
@@ -284,11 +244,7 @@ def step_outcome(s: StepStream, rec, index: int, statuses: list[int] | None = No
         m = INCOMPLETE_RE.search(s.failed)
         if m and m.group(1) == "max_output_tokens":
             return "budget_exceeded", f"codex: {s.failed}"
-        bad = [x for x in statuses or [] if not 200 <= x < 300]
-        status = bad[-1] if bad else None
-        msg = unreachable or (f"{status}: {s.failed[:300]}" if status else s.failed[:300])
-        rec.error("api_error", msg, step=index, status=status, retries=max(0, len(bad) - 1))
-        return "api_failed", msg
+        return api_failure(rec, index, s.failed[:300], statuses or [], unreachable)
     if any(c["error_code"] == -32000 for c in s.calls):
         return "server_crashed", "the MCP server's connection closed during the step"
     if s.usage is None:
@@ -296,9 +252,6 @@ def step_outcome(s: StepStream, rec, index: int, statuses: list[int] | None = No
         rec.error("harness_error", msg, step=index)
         return "harness_failed", msg
     return "completed", None
-
-
-# --- running ---------------------------------------------------------------------------
 
 
 @dataclass
@@ -335,7 +288,7 @@ class _Session(CliSession):
     def record(self, s, index, step, prompt, wall, statuses) -> dict:
         ctx = self.ctx
         return record_step(ctx.rec, s, index, step["name"], prompt, ctx.sandbox.relative, ctx.meta, wall,
-                           self.proxy_calls(statuses))
+                           self.proxy_turns(statuses))
 
     def end_outcome(self, run, s, index, statuses) -> tuple[str, str | None]:
         rec = self.ctx.rec
@@ -347,9 +300,7 @@ class _Session(CliSession):
             rec.error("protocol_error", msg, step=index)
             return "server_crashed", msg
         if s.failed is None and s.usage is None:
-            msg = f"codex exited {run.returncode} without a turn result: {run.stderr[-2000:]}"
-            rec.error("harness_error", msg, step=index)
-            return "harness_failed", msg
+            return self.harness_failed(index, f"codex exited {run.returncode} without a turn result: {run.stderr[-2000:]}")
         return step_outcome(s, rec, index, statuses, unreachable_detail(self.ctx, self.proxy))
 
     async def run_step(self, index: int, step: dict, last: bool) -> tuple[str, str | None]:

@@ -1,48 +1,20 @@
-"""Host `opencode`: the Opencode CLI runs the agent loop; the harness records it.
-
-One trial is one Opencode session, run in the trial's sandbox (cwd = the workspace):
-
-- step 1 runs ``opencode run --format json --print-logs -m mcptrials/<model> -- PROMPT``,
-  every later step the same with ``--session <id>``: the session persists in a sandboxed
-  HOME, so a multi-step scenario is one conversation, as in the loop;
-- the rest is in the trial's opencode.json (OPENCODE_CONFIG): an OpenAI-compatible provider
-  (``@ai-sdk/openai-compatible``, bundled) whose base URL is the harness's key proxy and
-  whose key is read from OPENAI_API_KEY, which holds the proxy's stand-in token (the CLI
-  never holds the key); the model's output cap (``limit.output``, sent as max_tokens); the
-  server under test as the only MCP server, a stdio server started through ``env -i`` with
-  exactly the loop's environment; the built-in tools the host's ``builtin_tools`` names
-  allowed, every other one denied (then not offered): no permission is ever asked; our system prompt
-  (src/mcptrials/prompts/system.md) as an instructions file; no title model call; no
-  sharing, auto-update, models.dev fetch, default plugins or external skills; with
-  ``bare: true`` the project's own opencode.json and AGENTS.md are not read;
-- Opencode installs helper packages at start: npm is made offline (``npm_config_offline``,
-  a dead registry), so no package is fetched inside a trial (its log notes the failure);
-- limits Opencode has no option for are kept by the key proxy: ``max_turns`` (model calls per
-  step: the next one is refused and the CLI stopped) and the model's ``max_retries`` (Opencode
-  retries failed calls without end: after max_retries + 1 failures in a row the CLI is
-  stopped: api_failed); ``max_seconds`` per step kills the process group.
-
-The JSON-lines stream (``step_start``, ``text``, ``tool_use``, ``step_finish`` with
-tokens and reason, ``error``; each part carries its messageID, one per model call) is parsed
-into the loop's records: answer_text = the text of the step's last model call, when it asked
-for no tool; reasoning_text = the other texts; tool calls from ``tool_use`` parts (source
-`mcp` for `<server>_<tool>` names, with `tool` the server's own name from the snapshot's
-tool list; `builtin` otherwise, read/grep/glob/list named as the loop's
-read_file/grep/list_files); latency from the part's start and end times; usage from the
-``step_finish`` tokens (input is uncached; cache reads and writes apart); turns = model
-calls (messageIDs); an MCP server the log reports failed stops the CLI: server_crashed.
+"""Host `opencode`: the Opencode CLI (`opencode run --format json`, `--session <id>` from the
+second step) runs the agent loop; the harness records it (docs/hosts.md, "Hosts `codex` and
+`opencode`"). This module holds what is Opencode's own: its opencode.json (an OpenAI-compatible
+provider at the key proxy, the server under test, the built-ins allowed, all else denied), its
+argv and environment, and the parsing of its JSON-lines parts (`text`, `tool_use`,
+`step_finish`, `error`, grouped by messageID: one model call each) into the loop's records.
+Everything else is the skeleton's (hosts/cli.py).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 
-from mcptrials.run.providers.base import Usage
-from mcptrials.run.hosts.cli import CliHost, CliSession, Stream, call_record, record_step as base_record_step, \
-    unreachable_detail
+from mcptrials.run.hosts.cli import CliHost, CliSession, Stream, api_failure, call_record, cli_env, \
+    record_step as base_record_step, tool_result, tool_use, unreachable_detail, usage_of
 
 PACKAGE = "opencode-ai"
 PROVIDER = "mcptrials"
@@ -57,9 +29,6 @@ BUILTIN_EQUIVALENTS = {"read": "read_file", "grep": "grep", "glob": "list_files"
 SERVER_FAILED_RE = re.compile(r'message="server unavailable" key=(\S+) .*status=failed')
 MCP_CODE_RE = re.compile(r"MCP error (-?\d+)")
 CRASH_RE = re.compile(r"Connection closed|Transport closed|not connected", re.I)
-
-
-# --- the config and the command line ---------------------------------------------------------
 
 
 def sanitize(name: str) -> str:
@@ -110,9 +79,8 @@ def build_command(binary: str, prompt: str, *, model: str, session_id: str | Non
 
 
 def host_environment(home: str, tmp: str, config: str, token: str, bare: bool) -> dict[str, str]:
-    """Opencode's whole environment: nothing of ours leaks in but PATH and the locale."""
-    env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL") if k in os.environ}
-    env.update({"HOME": home, "TMPDIR": tmp, "OPENCODE_CONFIG": config, "OPENAI_API_KEY": token,
+    """Opencode's whole environment (hosts.cli.cli_env)."""
+    env = cli_env(**{"HOME": home, "TMPDIR": tmp, "OPENCODE_CONFIG": config, "OPENAI_API_KEY": token,
                 "XDG_CONFIG_HOME": f"{home}/.config", "XDG_DATA_HOME": f"{home}/.local/share",
                 "XDG_CACHE_HOME": f"{home}/.cache", "XDG_STATE_HOME": f"{home}/.local/state",
                 "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
@@ -124,9 +92,6 @@ def host_environment(home: str, tmp: str, config: str, token: str, bare: bool) -
     if bare:
         env["OPENCODE_DISABLE_PROJECT_CONFIG"] = "1"
     return env
-
-
-# --- parsing one step's stream -----------------------------------------------------------
 
 
 @dataclass
@@ -188,12 +153,11 @@ def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | Non
         elif kind == "tool_use":
             c = call_of(part, step, turn, tool_names or {}, f"{server_key(server)}_" if server else None)
             has_tool = True
-            a["content"].append({"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["arguments"]})
+            a["content"].append(tool_use(c))
             i = s.messages.index(a)
             if i + 1 >= len(s.messages) or s.messages[i + 1]["role"] != "user":
                 s.messages.insert(i + 1, {"role": "user", "content": []})
-            s.messages[i + 1]["content"].append({"type": "tool_result", "tool_use_id": c["id"],
-                                                 "content": c["result_text"], "is_error": c["is_error"]})
+            s.messages[i + 1]["content"].append(tool_result(c))
             s.calls.append(c)
         elif kind == "step_finish":
             s.finishes.append(part)
@@ -209,9 +173,7 @@ def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative
     for f in s.finishes:
         t = f.get("tokens") or {}
         cache = t.get("cache") or {}
-        rec.usage.add(Usage(input_tokens=t.get("input") or 0, output_tokens=t.get("output") or 0,
-                            cache_creation_input_tokens=cache.get("write") or 0,
-                            cache_read_input_tokens=cache.get("read") or 0))
+        rec.usage.add(usage_of(t.get("input"), t.get("output"), cache.get("write"), cache.get("read")))
     return srec
 
 
@@ -222,17 +184,13 @@ def step_outcome(s: StepStream, rec, index: int, statuses: list[int] | None = No
     connection that closed -> server_crashed; the last call cut at its output cap
     (reason `length`) -> budget_exceeded; a last call that ended its turn -> completed;
     anything else (no model call finished) -> harness_failed."""
-    bad = [x for x in statuses or [] if not 200 <= x < 300]
     if s.errors or gave_up:
         err = s.errors[-1] if s.errors else {}
         data = err.get("data") if isinstance(err, dict) else None
-        text = (data or {}).get("message") if isinstance(data, dict) else None
-        text = text or (json.dumps(err)[:300] if err else f"the model API failed {len(bad)} times in a row")
-        status = (data or {}).get("statusCode") if isinstance(data, dict) else None
-        status = status or (bad[-1] if bad else None)
-        msg = unreachable or (f"{status}: {text}" if status else text)
-        rec.error("api_error", msg, step=index, status=status, retries=max(0, len(bad) - 1))
-        return "api_failed", msg
+        data = data if isinstance(data, dict) else {}
+        bad = [x for x in statuses or [] if not 200 <= x < 300]
+        text = data.get("message") or (json.dumps(err)[:300] if err else f"the model API failed {len(bad)} times in a row")
+        return api_failure(rec, index, text, statuses or [], unreachable, data.get("statusCode"))
     if any(c["error_code"] == -32000 for c in s.calls):
         return "server_crashed", "the MCP server's connection closed during the step"
     if not s.finishes:
@@ -242,9 +200,6 @@ def step_outcome(s: StepStream, rec, index: int, statuses: list[int] | None = No
     if s.finishes[-1].get("reason") == "length":
         return "budget_exceeded", "opencode: the reply reached its output cap"
     return "completed", None
-
-
-# --- running ---------------------------------------------------------------------------
 
 
 @dataclass
@@ -285,7 +240,7 @@ class _Session(CliSession):
 
     def record(self, s, index, step, prompt, wall, statuses) -> dict:
         return record_step(self.ctx.rec, s, index, step["name"], prompt, self.ctx.sandbox.relative, wall,
-                           self.proxy_calls(statuses))
+                           self.proxy_turns(statuses))
 
     def server_failure(self, run, s) -> str | None:
         if self.failed_servers:
@@ -294,9 +249,8 @@ class _Session(CliSession):
 
     def end_outcome(self, run, s, index, statuses) -> tuple[str, str | None]:
         if not s.finishes and not s.errors and not self.proxy.gave_up.is_set() and run.returncode:
-            msg = f"opencode exited {run.returncode} without a finished model call: {run.stderr[-2000:]}"
-            self.ctx.rec.error("harness_error", msg, step=index)
-            return "harness_failed", msg
+            return self.harness_failed(index, f"opencode exited {run.returncode} without a finished model call: "
+                                              f"{run.stderr[-2000:]}")
         return step_outcome(s, self.ctx.rec, index, statuses, self.proxy.gave_up.is_set(),
                             unreachable_detail(self.ctx, self.proxy))
 
