@@ -514,6 +514,11 @@ class CliSession:
         self.ctx.rec.retries += sum(1 for x in statuses if not 200 <= x < 300)
         return sum(1 for x in statuses if 200 <= x < 300)
 
+    def keep_log(self, lines: list[str]) -> None:
+        """run_meta's server_stderr_tail: the last 30 lines about the server, over the steps."""
+        tail = self.ctx.meta.get("server_stderr_tail") or ""
+        self.ctx.meta["server_stderr_tail"] = "\n".join([*tail.splitlines(), *lines][-30:])
+
     def note_session(self, index: int, sid: str | None) -> None:
         """The CLI's session id, kept for resuming (and in run_meta from the first step)."""
         self.session_id = self.session_id or sid

@@ -276,8 +276,7 @@ class _Session(CliSession):
 
     def parse(self, run, index: int) -> StepStream:
         ctx = self.ctx
-        tail = ctx.meta.setdefault("server_stderr_tail", "")
-        ctx.meta["server_stderr_tail"] = "\n".join([*tail.splitlines(), *server_stderr(run.stderr)][-30:])
+        self.keep_log(server_stderr(run.stderr))
         s = parse_stream(run.events, index)
         for c in s.calls:  # Codex cuts what the model sees at tool_output_token_limit; its items hold it all
             c["truncated"] = c["result_tokens_est"] > ctx.limits.max_result_tokens

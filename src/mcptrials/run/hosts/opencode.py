@@ -31,18 +31,14 @@ MCP_CODE_RE = re.compile(r"MCP error (-?\d+)")
 CRASH_RE = re.compile(r"Connection closed|Transport closed|not connected", re.I)
 
 
-def sanitize(name: str) -> str:
+def server_key(name: str) -> str:
+    """Opencode's name of the MCP server (and of a tool: its tools are offered as <server>_<tool>)."""
     return re.sub(r"[^a-zA-Z0-9_-]", "_", name)
-
-
-def server_key(tool: str) -> str:
-    """Opencode's name of the MCP server; its tools are offered as <server>_<tool>."""
-    return sanitize(tool)
 
 
 def server_tool_names(tool: str, tools: list[dict]) -> dict[str, str]:
     """Opencode's name of each server tool -> the server's own name (from tools/list)."""
-    return {f"{server_key(tool)}_{sanitize(t['name'])}": t["name"] for t in tools}
+    return {f"{server_key(tool)}_{server_key(t['name'])}": t["name"] for t in tools}
 
 
 def opencode_config(*, model: str, base_url: str, builtins: list[str], instructions: str, reply_cap: int,
@@ -63,13 +59,6 @@ def opencode_config(*, model: str, base_url: str, builtins: list[str], instructi
     if server:
         cfg["mcp"] = {server[0]: server[1]}
     return cfg
-
-
-def server_entry(entry: dict, startup_timeout: float) -> dict:
-    """Opencode's mcp entry of a stdio entry (hosts.cli.stdio_entry) or an http URL."""
-    e = ({"type": "local", "command": [entry["command"], *entry["args"]]} if entry["type"] == "stdio"
-         else {"type": "remote", "url": entry["url"]})
-    return e | {"enabled": True, "timeout": int(startup_timeout * 1000)}
 
 
 def build_command(binary: str, prompt: str, *, model: str, session_id: str | None, extra_args: list[str]) -> list[str]:
@@ -104,8 +93,7 @@ class StepStream(Stream):
 
 
 def call_of(part: dict, step: int, turn: int, tool_names: dict[str, str], prefix: str | None) -> dict:
-    """A tool-call record of a tool part; `prefix` = "<server>_" names the server's tools
-    that the snapshot does not list (their sanitized name is all there is)."""
+    """A tool-call record of a tool part; `prefix` ("<server>_") names server tools the snapshot lacks."""
     st = part.get("state") or {}
     name = part.get("tool") or ""
     if name in tool_names:
@@ -126,8 +114,7 @@ def call_of(part: dict, step: int, turn: int, tool_names: dict[str, str], prefix
 
 def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | None = None,
                  server: str | None = None) -> StepStream:
-    """Group parts by messageID (one model call each): its texts and tool calls are an
-    assistant turn, the calls' results the user turn after it."""
+    """Parts grouped by messageID (a model call): an assistant turn, then its calls' results."""
     s = StepStream()
     turn_of: dict[str, int] = {}
     for ev in events:
@@ -167,8 +154,7 @@ def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | Non
 
 def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative, wall_seconds: float,
                 model_calls: int | None) -> dict:
-    """The step into the trial's Recorder `rec` (hosts.cli.record_step), with the usage of
-    its `step_finish` parts."""
+    """hosts.cli.record_step, with the usage of the `step_finish` parts."""
     srec = base_record_step(rec, s, index, name, prompt, relative, wall_seconds, model_calls)
     for f in s.finishes:
         t = f.get("tokens") or {}
@@ -179,11 +165,9 @@ def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative
 
 def step_outcome(s: StepStream, rec, index: int, statuses: list[int] | None = None,
                  gave_up: bool = False, unreachable: str | None = None) -> tuple[str, str | None]:
-    """An `error` event, or the proxy giving up on failed calls -> api_failed (said as
-    `unreachable` when the key proxy could not reach the API); a server
-    connection that closed -> server_crashed; the last call cut at its output cap
-    (reason `length`) -> budget_exceeded; a last call that ended its turn -> completed;
-    anything else (no model call finished) -> harness_failed."""
+    """An `error` event or the proxy giving up -> api_failed; a server connection that closed ->
+    server_crashed; no model call finished -> harness_failed; the last one cut at its output
+    cap (`length`) -> budget_exceeded; else completed."""
     if s.errors or gave_up:
         err = s.errors[-1] if s.errors else {}
         data = err.get("data") if isinstance(err, dict) else None
@@ -208,7 +192,11 @@ class _Session(CliSession):
 
     def configure(self, entry: dict | None) -> None:
         ctx = self.ctx
-        server = (server_key(ctx.tool.name), server_entry(entry, ctx.tool.startup_timeout)) if entry else None
+        server = None
+        if entry:  # Opencode's mcp entry of a stdio entry (hosts.cli.stdio_entry) or an http URL
+            e = ({"type": "local", "command": [entry["command"], *entry["args"]]} if entry["type"] == "stdio"
+                 else {"type": "remote", "url": entry["url"]})
+            server = (server_key(ctx.tool.name), e | {"enabled": True, "timeout": int(ctx.tool.startup_timeout * 1000)})
         system = self.host_home / "mcptrials-system.md"
         system.write_text(ctx.system_text)
         self.cfg = self.host_home / "opencode.json"
@@ -230,9 +218,7 @@ class _Session(CliSession):
 
     def parse(self, run, index: int) -> StepStream:
         ctx, tool = self.ctx, self.ctx.tool
-        tail = ctx.meta.get("server_stderr_tail") or ""
-        mcp_lines = [x for x in run.stderr.splitlines() if "mcp" in x.lower()]
-        ctx.meta["server_stderr_tail"] = "\n".join([*tail.splitlines(), *mcp_lines][-30:])
+        self.keep_log([x for x in run.stderr.splitlines() if "mcp" in x.lower()])
         names = server_tool_names(tool.name, (ctx.snapshot or {}).get("tools") or [])
         s = parse_stream(run.events, index, names, tool.name if tool.has_server else None)
         self.note_session(index, s.session_id)
