@@ -168,6 +168,16 @@ def parse_stream(events: list[dict], step: int) -> StepStream:
         s.replies.append(([], False))
         return assistant
 
+    def add_call(item: dict, t0: float | None, t1: float | None, answered: bool = True) -> None:
+        if assistant is None:  # calls in a row belong to one reply (Codex does not say otherwise)
+            new_group()
+        call = call_of(item, step, len(s.replies), t0, t1)
+        call = call if answered else unanswered_call(call, call["latency_ms"])
+        s.replies[-1] = (s.replies[-1][0], True)
+        assistant["content"].append(tool_use(call))
+        results.append(tool_result(call, None if answered else NO_RESULT))
+        s.calls.append(call)
+
     for ev in events:
         kind = ev.get("type")
         if kind == "thread.started":
@@ -189,31 +199,15 @@ def parse_stream(events: list[dict], step: int) -> StepStream:
             elif itype == "agent_message":
                 if assistant is None or results:
                     new_group()
-                texts, has_tool = s.replies[-1]
-                texts.append(item.get("text") or "")
+                s.replies[-1][0].append(item.get("text") or "")
                 assistant["content"].append({"type": "text", "text": item.get("text") or ""})
             elif itype == "mcp_tool_call" or itype in BUILTIN_ITEMS:
-                if assistant is None:  # calls in a row belong to one reply (Codex does not say otherwise)
-                    new_group()
-                t0, _ = started.pop(item.get("id"), (None, None))
-                call = call_of(item, step, len(s.replies), t0, ev.get("_received"))
-                texts, _ = s.replies[-1]
-                s.replies[-1] = (texts, True)
-                assistant["content"].append(tool_use(call))
-                results.append(tool_result(call))
-                s.calls.append(call)
+                add_call(item, started.pop(item.get("id"), (None, None))[0], ev.get("_received"))
     # calls started and never completed (the CLI stopped, killed or timed out mid-call): recorded
     last = next((e["_received"] for e in reversed(events) if e.get("_received") is not None), None)
     for t0, item in started.values():
         if item.get("type") == "mcp_tool_call" or item.get("type") in BUILTIN_ITEMS:
-            if assistant is None:
-                new_group()
-            c = call_of(item, step, len(s.replies), t0, last)
-            call = unanswered_call(c, c["latency_ms"])
-            s.replies[-1] = (s.replies[-1][0], True)
-            assistant["content"].append(tool_use(call))
-            results.append(tool_result(call, NO_RESULT))
-            s.calls.append(call)
+            add_call(item, t0, last, answered=False)
     if results:
         s.messages.append({"role": "user", "content": results})
     return s
