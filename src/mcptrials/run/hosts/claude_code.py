@@ -60,25 +60,6 @@ def build_command(binary: str, prompt: str, *, model: str, session_id: str, resu
     return argv + list(extra_args) + ["--", prompt]
 
 
-def host_environment(home: str, tmp: str, api_key: str, base_url: str | None, max_output_tokens: int,
-                     max_result_tokens: int, max_retries: int, startup_timeout: float,
-                     call_timeout: float) -> dict[str, str]:
-    """Claude Code's whole environment (hosts.cli.cli_env)."""
-    env = cli_env(**{
-        "HOME": home, "TMPDIR": tmp, "ANTHROPIC_API_KEY": api_key,
-        "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(max_output_tokens),
-        "MAX_MCP_OUTPUT_TOKENS": str(max_result_tokens),
-        "CLAUDE_CODE_MAX_RETRIES": str(max_retries),
-        "MCP_TIMEOUT": str(int(startup_timeout * 1000)),
-        "MCP_TOOL_TIMEOUT": str(int(call_timeout * 1000)),
-    })
-    if base_url:
-        env["ANTHROPIC_BASE_URL"] = base_url
-    return env
-
-
 def event_time(event: dict) -> float | None:
     try:
         return datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
@@ -236,36 +217,24 @@ def session_usage(model_usage) -> Usage | None:
     return total
 
 
-def last_assistant_text(s: StepStream) -> str:
-    """The prose of the step's last model reply that has any: the partial answer of a run
-    stopped at its budget, whose `result` event holds no text."""
-    for texts, _ in reversed(s.replies):
-        joined = "\n\n".join(x for x in texts if x)
-        if joined.strip():
-            return joined
-    return ""
-
-
 def step_answer(s: StepStream, outcome: str, relative) -> tuple[str, str]:
     """(answer_text, feedback) of a step: the `result` text of a completed step; of a step
-    stopped at its budget, that text or else the last assistant text (the partial answer);
-    nothing for any other outcome. The closing feedback is split off as in the loop."""
+    stopped at its budget, that text or else the prose of its last reply that has any (the
+    partial answer); nothing for any other outcome. Feedback split off as in the loop."""
     if outcome not in ("completed", "budget_exceeded"):
         return "", ""
     text = (s.result or {}).get("result") or ""
     if outcome == "budget_exceeded" and not text.strip():
-        text = last_assistant_text(s)
+        text = next((j for j in ("\n\n".join(x for x in texts if x) for texts, _ in reversed(s.replies))
+                     if j.strip()), "")
     return split_feedback(relative(text))
 
 
 def result_outcome(s: StepStream, rec, index: int, unreachable: str | None = None) -> tuple[str, str | None]:
-    """The outcome of a step from its `result` event (s.result, not None): error_max_turns ->
-    max_turns; error_max_budget_usd -> budget_exceeded; an API error after retries ->
-    api_failed (said as `unreachable` when the key proxy could not reach the API: Claude Code
-    would blame the proxy, its "inference gateway"); any other error subtype
-    (error_during_execution, ...) -> harness_failed; a -32000 tool result (the server's
-    connection closed) -> server_crashed; a reply cut at max_tokens -> budget_exceeded; else
-    completed. Errors go into `rec`."""
+    """The outcome of a step from its `result` event (not None), errors into `rec`: the result's
+    subtype, an API error after retries (said as `unreachable` when the proxy could not reach
+    the API: Claude Code would blame the proxy, its "inference gateway"), a server connection
+    that closed, a reply cut at max_tokens."""
     r = s.result
     sub = r.get("subtype")
     if sub == "error_max_turns":
@@ -331,9 +300,14 @@ class _Session(CliSession):
                              allowed=allowed_tools(tool.name, ctx.snapshot, builtins, self.mcp_file is not None),
                              mcp_file=str(self.mcp_file) if self.mcp_file else None, system_append=ctx.system_text,
                              bare=host.bare, extra_args=list(host.extra_args))
-        return argv, host_environment(str(self.host_home), str(ctx.sandbox.tmp), self.proxy.token, self.proxy.url,
-                                      ctx.reply_cap, lim.max_result_tokens, model.max_retries,
-                                      tool.startup_timeout, tool.call_timeout)
+        env = cli_env(HOME=str(self.host_home), TMPDIR=str(ctx.sandbox.tmp), ANTHROPIC_API_KEY=self.proxy.token,
+                      DISABLE_TELEMETRY="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
+                      DISABLE_ERROR_REPORTING="1", CLAUDE_CODE_MAX_OUTPUT_TOKENS=str(ctx.reply_cap),
+                      MAX_MCP_OUTPUT_TOKENS=str(lim.max_result_tokens), CLAUDE_CODE_MAX_RETRIES=str(model.max_retries),
+                      MCP_TIMEOUT=str(int(tool.startup_timeout * 1000)), MCP_TOOL_TIMEOUT=str(int(tool.call_timeout * 1000)))
+        if self.proxy.url:
+            env["ANTHROPIC_BASE_URL"] = self.proxy.url
+        return argv, env
 
     def config_files(self) -> list:
         return [self.mcp_file]
