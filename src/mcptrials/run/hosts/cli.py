@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mcptrials.prepare.servers import host_env_dir
+from mcptrials.run.providers.base import Usage
 
 STREAM_LIMIT = 1 << 26   # one JSON line can hold a whole tool result
 
@@ -285,8 +286,6 @@ def latency(t0: float | None, t1: float | None) -> float:
 
 def usage_of(input_tokens, output_tokens, cache_writes, cache_reads):
     """A Usage of a CLI's counts (a missing one: 0)."""
-    from mcptrials.run.providers.base import Usage
-
     return Usage(input_tokens=input_tokens or 0, output_tokens=output_tokens or 0,
                  cache_creation_input_tokens=cache_writes or 0, cache_read_input_tokens=cache_reads or 0)
 
