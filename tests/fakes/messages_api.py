@@ -357,6 +357,8 @@ class FakeMessagesAPI(ScriptedServer):
 
 class _Handler(ScriptedHandler):
     server_version = "fake-messages-api"
+    request_id_header = "request-id"
+    unknown_fault_hint = "; use status, malformed or hang"
 
     def _route(self, path: str, body: Any, record: dict[str, Any]) -> None:
         api = self.api
@@ -379,55 +381,27 @@ class _Handler(ScriptedHandler):
         if (n := count_breakpoints(body)) > MAX_BREAKPOINTS:
             return self._error(record, 400, f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be "
                                             f"provided. Found {n}.")
-        index, entry = api._take_entry(body)
-        record["script_index"] = index
-        api._hold(entry, record)
-        if entry.get("delay"):
-            api._stopping.wait(float(entry["delay"]))
-        fault = entry.get("fault")
-        if fault == "hang":
-            record["kind"] = "hang"
-            api._stopping.wait()
-            self.close_connection = True
-            return
-        if fault == "status":
-            status = int(entry.get("status", 500))
-            extra = {"retry-after": _num(entry["retry_after"])} if entry.get("retry_after") is not None else {}
-            return self._error(record, status, entry.get("message"), extra, kind="status")
-        if fault == "malformed":
-            record["kind"] = "malformed"
-            if body.get("stream"):
-                return self._sse(record, [("message_start", None)], malformed=True)
-            return self._send(record, 200, entry.get("content_type", "application/json"),
-                              b"<html>upstream proxy error: this is not JSON</html>")
-        if fault is not None:
-            return self._error(record, 500, f"fake server: script entry {index} has unknown fault {fault!r}; "
-                                            "use status, malformed or hang")
+        return self._answer(body, record, lambda entry: self._reply(record, entry, body),
+                            {"malformed": lambda entry: self._malformed(record, entry, body)})
 
-        message = api._message(entry, body)
+    def _retry_after(self, seconds: Any) -> str:
+        return _num(seconds)
+
+    def _malformed(self, record: dict[str, Any], entry: dict[str, Any], body: dict[str, Any]) -> None:
+        record["kind"] = "malformed"
+        if body.get("stream"):
+            return self._sse(record, [("message_start", None)], malformed=True)
+        return self._send(record, 200, entry.get("content_type", "application/json"),
+                          b"<html>upstream proxy error: this is not JSON</html>")
+
+    def _reply(self, record: dict[str, Any], entry: dict[str, Any], body: dict[str, Any]) -> None:
+        message = self.api._message(entry, body)
         record["kind"] = "reply"
         record["reply"] = {"id": message["id"], "stop_reason": message["stop_reason"],
                            "usage": message["usage"]}
         if body.get("stream"):
             return self._sse(record, _stream_events(message))
         return self._json(record, 200, message)
-
-    # ---- writers ----
-    def _send(self, record: dict[str, Any], status: int, ctype: str, data: bytes,
-              extra: dict[str, str] | None = None) -> None:
-        record["status"] = status
-        self.send_response(status)
-        self.send_header("content-type", ctype)
-        self.send_header("content-length", str(len(data)))
-        self.send_header("request-id", f"req_fake{uuid.uuid4().hex[:20]}")
-        for k, v in (extra or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
-        self.wfile.flush()
-
-    def _json(self, record: dict[str, Any], status: int, obj: Any, extra: dict[str, str] | None = None) -> None:
-        self._send(record, status, "application/json", json.dumps(obj).encode(), extra)
 
     def _error(self, record: dict[str, Any], status: int, message: str | None,
                extra: dict[str, str] | None = None, kind: str = "error") -> None:
@@ -443,21 +417,10 @@ class _Handler(ScriptedHandler):
         }, extra)
 
     def _sse(self, record: dict[str, Any], events: list[tuple[str, Any]], malformed: bool = False) -> None:
-        """Server-sent events over chunked transfer encoding, one flush per event."""
-        record["status"] = 200
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream; charset=utf-8")
-        self.send_header("cache-control", "no-cache")
-        self.send_header("transfer-encoding", "chunked")
-        self.send_header("request-id", f"req_fake{uuid.uuid4().hex[:20]}")
-        self.end_headers()
-        for name, data in events:
-            payload = "{not json" if malformed else json.dumps(data)
-            chunk = f"event: {name}\ndata: {payload}\n\n".encode()
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-            self.wfile.flush()
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+        self._stream(record, [f"event: {name}\ndata: {'{not json' if malformed else json.dumps(data)}\n\n"
+                              for name, data in events],
+                     (("cache-control", "no-cache"), ("transfer-encoding", "chunked"),
+                      ("request-id", f"req_fake{uuid.uuid4().hex[:20]}")))
 
 
 def _num(x: Any) -> str:

@@ -246,45 +246,16 @@ class _Handler(ScriptedHandler):
             return self._error(record, 400, problem)
         if api.validate and (bad_format := check_response_format(body)):
             return self._error(record, 400, bad_format[0], param=bad_format[1])
-        index, entry = api._take_entry(body)
-        record["script_index"] = index
-        api._hold(entry, record)
-        if entry.get("delay"):
-            api._stopping.wait(float(entry["delay"]))
-        fault = entry.get("fault")
-        if fault == "hang":
-            record["kind"] = "hang"
-            api._stopping.wait()
-            self.close_connection = True
-            return
-        if fault == "status":
-            extra = {"retry-after": str(entry["retry_after"])} if entry.get("retry_after") is not None else {}
-            return self._error(record, int(entry.get("status", 500)), entry.get("message"), extra, kind="status")
-        if fault == "malformed":
-            record["kind"] = "malformed"
-            return self._send(record, 200, "application/json", b"<html>upstream proxy error: this is not JSON</html>")
-        if fault is not None:
-            return self._error(record, 500, f"fake server: script entry {index} has unknown fault {fault!r}")
-        completion = api.completion(entry, body)
+        return self._answer(body, record, lambda entry: self._reply(record, entry, body))
+
+    def _reply(self, record: dict[str, Any], entry: dict[str, Any], body: dict[str, Any]) -> None:
+        completion = self.api.completion(entry, body)
         record["kind"] = "reply"
         record["reply"] = {"id": completion["id"], "finish_reason": completion["choices"][0]["finish_reason"],
                            "usage": completion["usage"]}
         if body.get("stream"):
             return self._sse(record, _chunks(completion, bool((body.get("stream_options") or {}).get("include_usage"))))
         return self._send(record, 200, "application/json", json.dumps(completion).encode())
-
-    def _send(self, record: dict[str, Any], status: int, ctype: str, data: bytes,
-              extra: dict[str, str] | None = None) -> None:
-        record["status"] = status
-        self.send_response(status)
-        self.send_header("content-type", ctype)
-        self.send_header("content-length", str(len(data)))
-        self.send_header("x-request-id", f"req_fake{uuid.uuid4().hex[:20]}")
-        for k, v in (extra or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
-        self.wfile.flush()
 
     def _error(self, record: dict[str, Any], status: int, message: str | None,
                extra: dict[str, str] | None = None, kind: str = "error", param: str | None = None) -> None:
@@ -295,19 +266,9 @@ class _Handler(ScriptedHandler):
                           .get(status, etype), "type": etype, "param": param, "code": None}}
         self._send(record, status, "application/json", json.dumps(body).encode(), extra)
 
-    def _sse(self, record: dict[str, Any], chunks: list[dict[str, Any]]) -> None:
-        record["status"] = 200
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream; charset=utf-8")
-        self.send_header("cache-control", "no-cache")
-        self.send_header("transfer-encoding", "chunked")
-        self.end_headers()
-        for data in [json.dumps(c) for c in chunks] + ["[DONE]"]:
-            piece = f"data: {data}\n\n".encode()
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-            self.wfile.flush()
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+    def _sse(self, record: dict[str, Any], chunks: list[dict[str, Any]], headers=None) -> None:
+        self._stream(record, [f"data: {data}\n\n" for data in [json.dumps(c) for c in chunks] + ["[DONE]"]],
+                     *([headers] if headers is not None else []))
 
 
 def _chunks(completion: dict[str, Any], include_usage: bool) -> list[dict[str, Any]]:

@@ -212,28 +212,18 @@ class _Handler(ScriptedHandler):
                 return self._error(record, 400, f"Missing required parameter: '{k}'.")
         if api.validate and (problem := check_call_pairing(body["input"])):
             return self._error(record, 400, problem, param="input")
-        index, entry = api._take_entry(body)
-        record["script_index"] = index
-        if entry.get("delay"):
-            api._stopping.wait(float(entry["delay"]))
-        fault = entry.get("fault")
-        if fault == "hang":
-            record["kind"] = "hang"
-            api._stopping.wait()
-            self.close_connection = True
-            return
-        if fault == "status":
-            extra = {"retry-after": str(entry["retry_after"])} if entry.get("retry_after") is not None else {}
-            return self._error(record, int(entry.get("status", 500)), entry.get("message"), extra, kind="status")
-        if fault == "failed":
-            record["kind"] = "failed"
-            resp = api.response(reply(None), body)
-            resp.update(status="failed", output=[], error={"code": "server_error", "message": entry.get("message")})
-            return self._sse(record, [{"type": "response.created", "response": dict(resp, status="in_progress")},
-                                      {"type": "response.failed", "response": resp}])
-        if fault is not None:
-            return self._error(record, 500, f"fake server: script entry {index} has unknown fault {fault!r}")
-        resp = api.response(entry, body)
+        return self._answer(body, record, lambda entry: self._reply(record, entry, body),
+                            {"failed": lambda entry: self._failed(record, entry, body)})
+
+    def _failed(self, record: dict[str, Any], entry: dict[str, Any], body: dict[str, Any]) -> None:
+        record["kind"] = "failed"
+        resp = self.api.response(reply(None), body)
+        resp.update(status="failed", output=[], error={"code": "server_error", "message": entry.get("message")})
+        return self._sse(record, [{"type": "response.created", "response": dict(resp, status="in_progress")},
+                                  {"type": "response.failed", "response": resp}])
+
+    def _reply(self, record: dict[str, Any], entry: dict[str, Any], body: dict[str, Any]) -> None:
+        resp = self.api.response(entry, body)
         record["kind"] = "reply"
         record["reply"] = {"id": resp["id"], "status": resp["status"], "usage": resp["usage"],
                            "tool_calls": [o["name"] for o in resp["output"] if o["type"] == "function_call"]}
@@ -257,55 +247,14 @@ class _Handler(ScriptedHandler):
         record["kind"] = "reply"
         if not body.get("stream"):
             return self._send(record, 200, "application/json", json.dumps(completion).encode())
-        record["status"] = 200
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream; charset=utf-8")
-        self.send_header("transfer-encoding", "chunked")
-        self.end_headers()
         chunks = openai_api._chunks(completion, bool((body.get("stream_options") or {}).get("include_usage")))
-        for data in [json.dumps(c) for c in chunks] + ["[DONE]"]:
-            piece = f"data: {data}\n\n".encode()
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-            self.wfile.flush()
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+        openai_api._Handler._sse(self, record, chunks, (("transfer-encoding", "chunked"),))
 
-    def _send(self, record: dict[str, Any], status: int, ctype: str, data: bytes,
-              extra: dict[str, str] | None = None) -> None:
-        record["status"] = status
-        self.send_response(status)
-        self.send_header("content-type", ctype)
-        self.send_header("content-length", str(len(data)))
-        self.send_header("x-request-id", f"req_fake{uuid.uuid4().hex[:20]}")
-        for k, v in (extra or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
-        self.wfile.flush()
-
-    def _error(self, record: dict[str, Any], status: int, message: str | None,
-               extra: dict[str, str] | None = None, kind: str = "error", param: str | None = None) -> None:
-        record["kind"] = kind
-        etype = ERROR_TYPES.get(status, "server_error")
-        body = {"error": {"message": message or {429: "Rate limit reached for requests",
-                                                 500: "The server had an error while processing your request."}
-                          .get(status, etype), "type": etype, "param": param, "code": None}}
-        self._send(record, status, "application/json", json.dumps(body).encode(), extra)
+    _error = openai_api._Handler._error
 
     def _sse(self, record: dict[str, Any], events: list[dict[str, Any]]) -> None:
-        record["status"] = 200
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream; charset=utf-8")
-        self.send_header("cache-control", "no-cache")
-        self.send_header("transfer-encoding", "chunked")
-        self.end_headers()
-        for n, ev in enumerate(events):
-            ev = dict(ev, sequence_number=n)
-            piece = f"event: {ev['type']}\ndata: {json.dumps(ev)}\n\n".encode()
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-            self.wfile.flush()
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+        self._stream(record, [f"event: {ev['type']}\ndata: {json.dumps(dict(ev, sequence_number=n))}\n\n"
+                              for n, ev in enumerate(events)])
 
 
 def _events(resp: dict[str, Any]) -> list[dict[str, Any]]:

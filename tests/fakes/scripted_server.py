@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable
@@ -185,6 +186,80 @@ class ScriptedHandler(BaseHTTPRequestHandler):
 
     def _route(self, path: str, body: Any, record: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    # ---- the request loop every fake shares, and its writers ----
+    request_id_header = "x-request-id"
+    unknown_fault_hint = ""
+
+    def _answer(self, body: dict[str, Any], record: dict[str, Any], answer: Callable[[dict[str, Any]], None],
+                faults: dict[str, Callable[[dict[str, Any]], None]] | None = None) -> None:
+        """Answer a valid request from the script: its next entry, held (hold_until) and delayed
+        (delay), then its fault (hang, status, malformed, or one of the fake's `faults`) or the
+        fake's `answer(entry)`."""
+        api = self.api
+        index, entry = api._take_entry(body)
+        record["script_index"] = index
+        api._hold(entry, record)
+        if entry.get("delay"):
+            api._stopping.wait(float(entry["delay"]))
+        fault = entry.get("fault")
+        if fault == "hang":
+            record["kind"] = "hang"
+            api._stopping.wait()
+            self.close_connection = True
+            return None
+        if fault == "status":
+            extra = {"retry-after": self._retry_after(entry["retry_after"])} if entry.get("retry_after") is not None else {}
+            return self._error(record, int(entry.get("status", 500)), entry.get("message"), extra, kind="status")
+        if fault in (faults or {}):
+            return (faults or {})[fault](entry)
+        if fault == "malformed":
+            record["kind"] = "malformed"
+            return self._send(record, 200, entry.get("content_type", "application/json"),
+                              b"<html>upstream proxy error: this is not JSON</html>")
+        if fault is not None:
+            return self._error(record, 500, f"fake server: script entry {index} has unknown fault {fault!r}"
+                                            + self.unknown_fault_hint)
+        return answer(entry)
+
+    def _retry_after(self, seconds: Any) -> str:
+        return str(seconds)
+
+    def _error(self, record: dict[str, Any], status: int, message: str | None,
+               extra: dict[str, str] | None = None, kind: str = "error") -> None:
+        raise NotImplementedError
+
+    def _send(self, record: dict[str, Any], status: int, ctype: str, data: bytes,
+              extra: dict[str, str] | None = None) -> None:
+        record["status"] = status
+        self.send_response(status)
+        self.send_header("content-type", ctype)
+        self.send_header("content-length", str(len(data)))
+        self.send_header(self.request_id_header, f"req_fake{uuid.uuid4().hex[:20]}")
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _json(self, record: dict[str, Any], status: int, obj: Any, extra: dict[str, str] | None = None) -> None:
+        self._send(record, status, "application/json", json.dumps(obj).encode(), extra)
+
+    def _stream(self, record: dict[str, Any], pieces: list[str], headers: tuple[tuple[str, str], ...] = (
+            ("cache-control", "no-cache"), ("transfer-encoding", "chunked"))) -> None:
+        """Server-sent events over chunked transfer encoding, one flush per event."""
+        record["status"] = 200
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        for k, v in headers:
+            self.send_header(k, v)
+        self.end_headers()
+        for piece in pieces:
+            data = piece.encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
 
 def spawn(module_file: str, script: str | os.PathLike, log: str | os.PathLike, port_file: str | os.PathLike,

@@ -81,7 +81,7 @@ def outcome_of(host: str, c, proxy) -> tuple[str, str | None]:
         session = codex._Session(ctx=c, binary="codex", host_home=None, proxy=proxy)
         return session._outcome(run, codex.parse_stream(CODEX_STREAM, 0), 0, proxy.statuses)
     session = opencode._Session(ctx=c, binary="opencode", host_home=None, proxy=proxy)
-    return session._outcome(run, opencode.parse_stream(OPENCODE_STREAM, 0, {}, "git"), 0, proxy.statuses, [])
+    return session._outcome(run, opencode.parse_stream(OPENCODE_STREAM, 0, {}, "git"), 0, proxy.statuses)
 
 
 @pytest.mark.parametrize("host", ["claude-code", "codex", "opencode"])

@@ -1,88 +1,33 @@
-"""Host `claude-code`: the Claude Code CLI runs the agent loop; the harness records it.
-
-One trial is one Claude Code session, run in the trial's sandbox (cwd = the workspace):
-
-- step 1 runs ``claude -p --session-id <uuid> ... -- PROMPT``, every later step
-  ``claude -p --resume <uuid> ... -- PROMPT``: the session persists in a sandboxed HOME,
-  so a multi-step scenario is one conversation, as in the loop;
-- ``--output-format stream-json --verbose``; the server under test is the only MCP server
-  (``--mcp-config FILE --strict-mcp-config``); its tools are allowed by name
-  (``--allowedTools mcp__<tool>__<name>`` from the snapshot's tool list), the built-in tools
-  are the host's ``builtin_tools`` (``--tools``, each allowed); ``--setting-sources user``
-  (the empty sandbox HOME) and, with the host's ``bare: true``, ``--bare``: then the
-  repository's own agent files (CLAUDE.md, .claude/settings) do not change the task;
-- a stdio server is started by Claude Code through ``env -i``, with exactly the environment
-  the harness gives it in the loop: Claude Code would otherwise hand the server its own
-  environment, API key included;
-- limits: ``--max-turns`` per step; ``max_seconds`` per step (the process group is killed);
-  the output cap per reply (CLAUDE_CODE_MAX_OUTPUT_TOKENS); the tool-result cap
-  (MAX_MCP_OUTPUT_TOKENS = max_result_tokens, the same chars/4 measure); API retries
-  (CLAUDE_CODE_MAX_RETRIES = the model's max_retries); telemetry, auto-update and other
-  non-essential traffic off;
-- our system prompt (src/mcptrials/prompts/system.md) is appended to Claude Code's own
-  (``--append-system-prompt``); Claude Code adds the server's instructions itself.
-
-The stream is parsed into the loop's records (src/mcptrials/schemas/transcript.schema.yaml):
-answer_text = the step's `result` text (stopped at its budget with none: the last assistant
-text); reasoning_text = prose of the replies that asked
-for tools; audit_text = tool inputs and results; tool calls from tool_use / tool_result
-pairs (source `mcp` for mcp__ names, with `tool` the server's own name from the
-snapshot's tool list, as the loop records it; else `builtin`, with `tool` set to the loop's
-equivalent built-in for Read/Grep/Glob/LS so adoption counts built-in searches alike);
-usage with cache fields from each step's `result` event (its `modelUsage`, Claude Code's
-cumulative count over the session and every model, less the steps before; else its
-`usage`); cost from our pricing (the
-trial core) and Claude Code's own `total_cost_usd` (`usage.host_cost_usd`); turns = model
-calls (distinct assistant message ids); outcome from the `result` subtype and the `init`
-event's MCP server status. The parsing (parse_stream, record_step, step_answer,
-result_outcome) is shared with mcptrials.run.recorded, which converts a recorded stream.
+"""Host `claude-code`: the Claude Code CLI (`claude -p --output-format stream-json`, one
+session per trial: `--session-id` then `--resume`) runs the agent loop; the harness records it
+(docs/hosts.md, "Host `claude-code`"). This module holds what is Claude Code's own: its argv
+(the server as the only MCP server, its tools allowed by name, our system prompt appended,
+`--bare`), its environment (limits, telemetry off), and the parsing of its stream-json into
+the loop's records (parse_stream, record_step, step_answer and result_outcome are shared with
+mcptrials.run.recorded, which converts a recorded stream). It keeps max_turns itself.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import glob
 import json
-import os
 import re
-import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from mcptrials.run.keyproxy import KeyProxy
 from mcptrials.providers.base import Usage
-from mcptrials.run.trial import CHARS_PER_TOKEN, NO_RESULT, TrialContext, split_feedback, step_prompt, \
-    unanswered_call
-from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, installed_binary, npm_install, proxy_outcome, \
-    run_process, start_http, stdio_entry, trial_proxy, unreachable_detail
-from mcptrials.run.hosts.cli import binary_path as cli_binary, installed_version as cli_version
+from mcptrials.run.trial import NO_RESULT, split_feedback, unanswered_call
+from mcptrials.run.hosts.cli import CliHost, CliSession, Stream, call_record, cli_env, latency, \
+    record_step as base_record_step, unreachable_detail, usage_of
 
 PACKAGE = "@anthropic-ai/claude-code"
 # Claude Code's built-ins -> the loop's equivalent built-in (graders count grep/list_files as searches)
 BUILTIN_EQUIVALENTS = {"Read": "read_file", "Grep": "grep", "Glob": "list_files", "LS": "list_files"}
 MCP_CODE_RE = re.compile(r"MCP error (-?\d+)")
-
-
-# --- install -------------------------------------------------------------------------
-
-
-def binary_path(host: str) -> Path:
-    return cli_binary(host, "claude")
-
-
-def installed_version(host: str) -> str | None:
-    return cli_version(host, PACKAGE)
-
-
-def install(host: str, spec, log) -> dict:
-    """npm-install the pinned CLI into .tools/_hosts/<host>/ (reused when there)."""
-    return npm_install(host, "claude-code", PACKAGE, "claude", spec.version, log)
-
-
-# --- the command line -------------------------------------------------------------------
+USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
 def mcp_tool_name(tool: str, name: str) -> str:
@@ -115,29 +60,6 @@ def build_command(binary: str, prompt: str, *, model: str, session_id: str, resu
     return argv + list(extra_args) + ["--", prompt]
 
 
-def host_environment(home: str, tmp: str, api_key: str, base_url: str | None, max_output_tokens: int,
-                     max_result_tokens: int, max_retries: int, startup_timeout: float,
-                     call_timeout: float) -> dict[str, str]:
-    """Claude Code's whole environment: nothing of ours leaks in but PATH and the locale."""
-    env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL") if k in os.environ}
-    env.update({
-        "HOME": home, "TMPDIR": tmp, "ANTHROPIC_API_KEY": api_key,
-        "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(max_output_tokens),
-        "MAX_MCP_OUTPUT_TOKENS": str(max_result_tokens),
-        "CLAUDE_CODE_MAX_RETRIES": str(max_retries),
-        "MCP_TIMEOUT": str(int(startup_timeout * 1000)),
-        "MCP_TOOL_TIMEOUT": str(int(call_timeout * 1000)),
-    })
-    if base_url:
-        env["ANTHROPIC_BASE_URL"] = base_url
-    return env
-
-
-# --- parsing one step's stream -----------------------------------------------------------
-
-
 def event_time(event: dict) -> float | None:
     try:
         return datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
@@ -155,14 +77,11 @@ def result_text(content) -> str:
 
 
 @dataclass
-class StepStream:
+class StepStream(Stream):
     """What one `claude -p` run said, in the loop's shapes."""
 
     init: dict | None = None
     result: dict | None = None
-    messages: list = field(default_factory=list)     # Messages-API turns (assistant / user tool results)
-    calls: list = field(default_factory=list)        # tool-call records
-    replies: list = field(default_factory=list)      # [(texts, has_tool_use)] per model call
     api_retries: int = 0
     msg_usage: dict = field(default_factory=dict)    # message id -> usage (when no result event came)
 
@@ -251,45 +170,18 @@ def _call_record(call: dict, text: str, is_error: bool, t0: float | None, t1: fl
         source, tool = "mcp", tool_names.get(name) or name.split("__", 2)[-1]
     else:
         source, tool = "builtin", BUILTIN_EQUIVALENTS.get(name, name)
-    kind, code = None, None
-    if is_error:
-        m = MCP_CODE_RE.search(text) if source == "mcp" else None
-        if m:
-            kind, code = "protocol_error", int(m.group(1))
-        else:
-            kind = "tool_error"
-    return dict(call, tool=tool, source=source, result_text=text, result_chars=len(text), truncated=False,
-                is_error=is_error, error_kind=kind, error_code=code,
-                latency_ms=round((t1 - t0) * 1000, 2) if t0 is not None and t1 is not None else 0.0,
-                result_tokens_est=len(text) // CHARS_PER_TOKEN)
-
-
-# --- one parsed step into the records: shared by this host and mcptrials.run.recorded ----------
+    return call_record(call, tool, source, text, is_error, latency(t0, t1), MCP_CODE_RE)
 
 
 def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative, meta: dict,
                 wall_seconds: float) -> dict:
-    """Add one parsed step to the trial's Recorder `rec` (the user turn, the conversation, tool
-    calls and their errors, model calls, retries, usage with cache fields, Claude Code's own
-    cost, permission denials, its version into `meta`); return the step record, its
-    `answer_text` empty and `outcome` completed until the caller sets them (see step_answer
-    and result_outcome). `relative` turns the run's absolute workspace paths into
-    repository paths."""
-    srec = {"index": index, "name": name, "prompt": prompt, "answer_text": "",
-            "reasoning_text": "", "audit_text": "", "outcome": "completed", "turns": len(s.replies),
-            "state_check": None, "wall_seconds": wall_seconds}
-    rec.messages.append({"role": "user", "content": [{"type": "text", "text": prompt}]})
-    rec.messages += s.messages
-    rec.tool_calls += s.calls
-    for c in s.calls:
-        if c["error_kind"]:
-            rec.error(c["error_kind"], f"{c['tool']}: {c['result_text'][:300]}", step=index, code=c["error_code"])
+    """Add one parsed step to the trial's Recorder `rec` (hosts.cli.record_turns; the answer is
+    the last reply that asked for no tool), with retries, usage with cache fields, Claude Code's
+    own cost, permission denials, its version into `meta`. `relative` turns the run's absolute
+    workspace paths into repository paths."""
     finals = [i for i, (_, has_tool) in enumerate(s.replies) if not has_tool]
-    last_final = finals[-1] if finals else None
-    srec["reasoning_text"] = relative("\n\n".join(x for i, (texts, _) in enumerate(s.replies)
-                                                   if i != last_final for x in texts if x))
-    srec["audit_text"] = "\n\n".join(f"> {c['name']} {c['arguments']}\n{c['result_text'][:2000]}" for c in s.calls)
-    rec.api_calls += len(s.replies)
+    srec = base_record_step(rec, s, index, name, prompt, relative, wall_seconds, None,
+                            finals[-1] if finals else None, show=str)
     rec.retries += s.api_retries
     r = s.result or {}
     totals = session_usage(r.get("modelUsage"))
@@ -297,18 +189,12 @@ def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative
         # Claude Code's own count over the (resumed) session and every model it called: this
         # step's share is what it adds to the steps before (its `usage` can leave calls out)
         u0 = rec.usage
-        rec.usage.add(Usage(input_tokens=max(0, totals.input_tokens - u0.input_tokens),
-                            output_tokens=max(0, totals.output_tokens - u0.output_tokens),
-                            cache_creation_input_tokens=max(0, totals.cache_creation_input_tokens
-                                                            - u0.cache_creation_input_tokens),
-                            cache_read_input_tokens=max(0, totals.cache_read_input_tokens - u0.cache_read_input_tokens)))
+        rec.usage.add(usage_of(*(max(0, getattr(totals, k) - getattr(u0, k)) for k in USAGE_FIELDS)))
     else:
         u = r.get("usage")
         usages = [u] if u else list(s.msg_usage.values())  # no result event: the replies' own (partial) usage
         for x in usages:
-            rec.usage.add(Usage(input_tokens=x.get("input_tokens") or 0, output_tokens=x.get("output_tokens") or 0,
-                                cache_creation_input_tokens=x.get("cache_creation_input_tokens") or 0,
-                                cache_read_input_tokens=x.get("cache_read_input_tokens") or 0))
+            rec.usage.add(usage_of(*(x.get(k) for k in USAGE_FIELDS)))
     if r.get("total_cost_usd") is not None:  # cumulative over the resumed session (2.1.328)
         rec.extra_usage["host_cost_usd"] = max(rec.extra_usage.get("host_cost_usd") or 0.0, r["total_cost_usd"])
     if r.get("permission_denials"):
@@ -323,45 +209,32 @@ def session_usage(model_usage) -> Usage | None:
     over its models; None when the event has none."""
     if not isinstance(model_usage, dict) or not model_usage:
         return None
-    total = Usage()
+    total = usage_of(0, 0, 0, 0)
     for x in model_usage.values():
         if isinstance(x, dict):
-            total.add(Usage(input_tokens=x.get("inputTokens") or 0, output_tokens=x.get("outputTokens") or 0,
-                            cache_creation_input_tokens=x.get("cacheCreationInputTokens") or 0,
-                            cache_read_input_tokens=x.get("cacheReadInputTokens") or 0))
+            total.add(usage_of(x.get("inputTokens"), x.get("outputTokens"), x.get("cacheCreationInputTokens"),
+                               x.get("cacheReadInputTokens")))
     return total
-
-
-def last_assistant_text(s: StepStream) -> str:
-    """The prose of the step's last model reply that has any: the partial answer of a run
-    stopped at its budget, whose `result` event holds no text."""
-    for texts, _ in reversed(s.replies):
-        joined = "\n\n".join(x for x in texts if x)
-        if joined.strip():
-            return joined
-    return ""
 
 
 def step_answer(s: StepStream, outcome: str, relative) -> tuple[str, str]:
     """(answer_text, feedback) of a step: the `result` text of a completed step; of a step
-    stopped at its budget, that text or else the last assistant text (the partial answer);
-    nothing for any other outcome. The closing feedback is split off as in the loop."""
+    stopped at its budget, that text or else the prose of its last reply that has any (the
+    partial answer); nothing for any other outcome. Feedback split off as in the loop."""
     if outcome not in ("completed", "budget_exceeded"):
         return "", ""
     text = (s.result or {}).get("result") or ""
     if outcome == "budget_exceeded" and not text.strip():
-        text = last_assistant_text(s)
+        text = next((j for j in ("\n\n".join(x for x in texts if x) for texts, _ in reversed(s.replies))
+                     if j.strip()), "")
     return split_feedback(relative(text))
 
 
 def result_outcome(s: StepStream, rec, index: int, unreachable: str | None = None) -> tuple[str, str | None]:
-    """The outcome of a step from its `result` event (s.result, not None): error_max_turns ->
-    max_turns; error_max_budget_usd -> budget_exceeded; an API error after retries ->
-    api_failed (said as `unreachable` when the key proxy could not reach the API: Claude Code
-    would blame the proxy, its "inference gateway"); any other error subtype
-    (error_during_execution, ...) -> harness_failed; a -32000 tool result (the server's
-    connection closed) -> server_crashed; a reply cut at max_tokens -> budget_exceeded; else
-    completed. Errors go into `rec`."""
+    """The outcome of a step from its `result` event (not None), errors into `rec`: the result's
+    subtype, an API error after retries (said as `unreachable` when the proxy could not reach
+    the API: Claude Code would blame the proxy, its "inference gateway"), a server connection
+    that closed, a reply cut at max_tokens."""
     r = s.result
     sub = r.get("subtype")
     if sub == "error_max_turns":
@@ -404,128 +277,81 @@ def mcp_log_summary(host_home: Path) -> dict:
     return {"startup_seconds": startup, "protocol_version": protocol, "tail": "\n".join(lines[-30:])}
 
 
-# --- running ---------------------------------------------------------------------------
-
-
-class ClaudeCodeHost:
-    kind = "claude-code"
-
-    def install(self, host: str, spec, log) -> dict:
-        return install(host, spec, log)
-
-    def run(self, ctx: TrialContext) -> tuple[str, str | None]:
-        """Run every step of the trial under Claude Code, filling ctx.rec."""
-        host = ctx.host.name
-        binary = installed_binary(ctx, binary_path(host), "Claude Code")
-        host_home = ctx.sandbox.root / "host-home"  # Claude Code's own HOME (sessions, logs); the server keeps `home`
-        host_home.mkdir()
-        # The CLI (and the server it starts in its sandbox) never see the key: the proxy adds it.
-        proxy = trial_proxy(ctx)
-        session = _Session(ctx=ctx, binary=str(binary), host_home=host_home, session_id=str(uuid.uuid4()),
-                           proxy=proxy)
-        ctx.meta.update(host_version=installed_version(host), host_session_id=session.session_id,
-                        host_builtin_tools=list(ctx.host.builtin_tools), host_api="through the key proxy")
-        try:
-            with proxy:
-                return asyncio.run(session.run())
-        finally:
-            logs = mcp_log_summary(host_home)
-            ctx.meta["server_startup_seconds"] = logs["startup_seconds"]
-            ctx.meta["server_protocol_version"] = logs["protocol_version"]
-            ctx.meta["server_stderr_tail"] = logs["tail"]
-
-
-HOST = ClaudeCodeHost()
-
-
 @dataclass
-class _Session:
-    ctx: TrialContext
-    binary: str
-    host_home: Path
-    session_id: str
-    proxy: KeyProxy       # the CLI gets its stand-in token and URL, never the key
+class _Session(CliSession):
+    name = "claude-code"
+    mcp_file: Path | None = None
 
-    async def run(self) -> tuple[str, str | None]:
+    def start(self) -> dict:
+        self.session_id = str(uuid.uuid4())
+        return {"host_session_id": self.session_id}
+
+    def configure(self, entry: dict | None) -> None:
+        if entry:
+            self.mcp_file = self.ctx.sandbox.root / "mcp-config.json"
+            self.mcp_file.write_text(json.dumps({"mcpServers": {self.ctx.tool.name: entry}}, indent=1))
+
+    def command(self, index: int, prompt: str) -> tuple[list[str], dict]:
         ctx = self.ctx
-        tool = ctx.tool
-        with contextlib.ExitStack() as stack:
-            mcp_file = None
-            if tool.has_server:
-                try:
-                    entry = (stdio_entry(tool, ctx.sandbox.values(), ctx.forbidden_env) if tool.transport == "stdio"
-                             else self._start_http(stack))
-                except Exception as e:  # no command, or an http server that never listened: as in the loop
-                    msg = f"server failed to start: {type(e).__name__}: {e}"
-                    ctx.rec.error("protocol_error", msg)
-                    return "server_crashed", msg
-                mcp_file = ctx.sandbox.root / "mcp-config.json"
-                mcp_file.write_text(json.dumps({"mcpServers": {tool.name: entry}}, indent=1))
-            steps = ctx.steps
-            for i, step in enumerate(steps):
-                outcome, detail = await self.run_step(i, step, i == len(steps) - 1, mcp_file)
-                if outcome != "completed":
-                    return outcome, detail
-        return "completed", None
-
-    def cli_sandbox(self, mcp_file: Path | None):
-        """The CLI (and the stdio server it starts) in the tool's sandbox (hosts.cli.cli_sandbox):
-        its Read/Grep/Glob take absolute paths, and this view is all they can reach."""
-        return cli_sandbox(self.ctx, self.host_home, [mcp_file])
-
-    def _start_http(self, stack) -> dict:
-        return {"type": "http", "url": start_http(self.ctx, stack)}
-
-    async def run_step(self, index: int, step: dict, last: bool, mcp_file: Path | None) -> tuple[str, str | None]:
-        ctx, rec = self.ctx, self.ctx.rec
         tool, model, host, lim = ctx.tool, ctx.model, ctx.host, ctx.limits
-        prompt = step_prompt(step, last)
         builtins = list(host.builtin_tools)
         argv = build_command(self.binary, prompt, model=model.model, session_id=self.session_id, resume=index > 0,
                              max_turns=lim.max_turns, builtins=builtins,
-                             allowed=allowed_tools(tool.name, ctx.snapshot, builtins, mcp_file is not None),
-                             mcp_file=str(mcp_file) if mcp_file else None, system_append=ctx.system_text,
+                             allowed=allowed_tools(tool.name, ctx.snapshot, builtins, self.mcp_file is not None),
+                             mcp_file=str(self.mcp_file) if self.mcp_file else None, system_append=ctx.system_text,
                              bare=host.bare, extra_args=list(host.extra_args))
-        env = host_environment(str(self.host_home), str(ctx.sandbox.tmp), self.proxy.token, self.proxy.url,
-                               ctx.reply_cap, lim.max_result_tokens, model.max_retries, tool.startup_timeout,
-                               tool.call_timeout)
-        failed_servers: list = []
+        env = cli_env(HOME=str(self.host_home), TMPDIR=str(ctx.sandbox.tmp), ANTHROPIC_API_KEY=self.proxy.token,
+                      DISABLE_TELEMETRY="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
+                      DISABLE_ERROR_REPORTING="1", CLAUDE_CODE_MAX_OUTPUT_TOKENS=str(ctx.reply_cap),
+                      MAX_MCP_OUTPUT_TOKENS=str(lim.max_result_tokens), CLAUDE_CODE_MAX_RETRIES=str(model.max_retries),
+                      MCP_TIMEOUT=str(int(tool.startup_timeout * 1000)), MCP_TOOL_TIMEOUT=str(int(tool.call_timeout * 1000)))
+        if self.proxy.url:
+            env["ANTHROPIC_BASE_URL"] = self.proxy.url
+        return argv, env
 
-        def stop_on(ev: dict) -> bool:  # a server that did not connect: stop before spending a model call
-            if mcp_file and ev.get("type") == "system" and ev.get("subtype") == "init":
-                failed_servers.extend(s for s in ev.get("mcp_servers") or [] if s.get("status") != "connected")
-            return bool(failed_servers)
+    def config_files(self) -> list:
+        return [self.mcp_file]
 
-        argv, env = self.cli_sandbox(mcp_file).wrap(argv, env, str(ctx.sandbox.workspace))
-        self.proxy.begin_step(None)   # no limit per step (Claude Code keeps max_turns): marks the step's calls
-        t0 = time.monotonic()
-        run = await run_process(argv, env, str(ctx.sandbox.workspace), lim.max_seconds, stop_on,
-                                stop_when=self.proxy.stopped)
-        s = parse_stream(run.events, index, server_tool_names(tool.name, (ctx.snapshot or {}).get("tools") or []))
-        srec = record_step(rec, s, index, step["name"], prompt, ctx.sandbox.relative, ctx.meta,
-                           round(time.monotonic() - t0, 3))
-        outcome, detail = self._outcome(run, s, index)
-        srec["outcome"] = outcome
-        answer, feedback = step_answer(s, outcome, ctx.sandbox.relative)
-        srec["answer_text"] = answer
-        if feedback:
-            rec.feedback = feedback
-        rec.steps.append(srec)
-        srec["state_check"] = ctx.state_check(step)
-        return outcome, detail
+    def step_limits(self) -> tuple:
+        return (None,)   # no limit per step (Claude Code keeps max_turns): marks the step's calls
 
-    def _outcome(self, run: ProcessRun, s: StepStream, index: int) -> tuple[str, str | None]:
-        rec = self.ctx.rec
-        if refused := proxy_outcome(self.proxy):
-            return refused
-        if run.stopped:
-            msg = f"claude-code: MCP server {self.ctx.tool.name} did not connect: {json.dumps(s.init.get('mcp_servers'))}"
-            rec.error("protocol_error", msg, step=index)
-            return "server_crashed", msg
-        if run.timed_out:
-            return "timed_out", f"step {index} ran past max_seconds; claude-code was stopped"
+    def stop_on(self, ev: dict) -> bool:  # a server that did not connect: stop before spending a model call
+        if self.mcp_file and ev.get("type") == "system" and ev.get("subtype") == "init":
+            self.failed_servers.extend(s for s in ev.get("mcp_servers") or [] if s.get("status") != "connected")
+        return bool(self.failed_servers)
+
+    def parse(self, run, index: int) -> StepStream:
+        tool = self.ctx.tool
+        return parse_stream(run.events, index, server_tool_names(tool.name, (self.ctx.snapshot or {}).get("tools") or []))
+
+    def record(self, s, index, step, prompt, wall, statuses) -> dict:
+        ctx = self.ctx
+        return record_step(ctx.rec, s, index, step["name"], prompt, ctx.sandbox.relative, ctx.meta, wall)
+
+    def server_failure(self, run, s) -> str | None:
+        if self.failed_servers:
+            return f"claude-code: MCP server {self.ctx.tool.name} did not connect: {json.dumps(s.init.get('mcp_servers'))}"
+        return None
+
+    def end_outcome(self, run, s, index, statuses) -> tuple[str, str | None]:
         if s.result is None:
-            msg = f"claude-code exited {run.returncode} without a result event: {run.stderr[-2000:]}"
-            rec.error("harness_error", msg, step=index)
-            return "harness_failed", msg
-        return result_outcome(s, rec, index, unreachable_detail(self.ctx, self.proxy))
+            return self.harness_failed(index, f"claude-code exited {run.returncode} without a result event: "
+                                              f"{run.stderr[-2000:]}")
+        return result_outcome(s, self.ctx.rec, index, unreachable_detail(self.ctx, self.proxy))
+
+    def answer(self, s, outcome: str) -> tuple[str, str]:
+        return step_answer(s, outcome, self.ctx.sandbox.relative)
+
+    def finish(self) -> None:
+        logs = mcp_log_summary(self.host_home)
+        self.ctx.meta["server_startup_seconds"] = logs["startup_seconds"]
+        self.ctx.meta["server_protocol_version"] = logs["protocol_version"]
+        self.ctx.meta["server_stderr_tail"] = logs["tail"]
+
+
+class ClaudeCodeHost(CliHost):
+    kind, package, bin_name, label, session = "claude-code", PACKAGE, "claude", "Claude Code", _Session
+    api, auth = "through the key proxy", "x-api-key"
+
+
+HOST = ClaudeCodeHost()

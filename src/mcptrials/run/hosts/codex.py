@@ -1,58 +1,22 @@
-"""Host `codex`: the Codex CLI runs the agent loop; the harness records it.
-
-One trial is one Codex thread, run in the trial's sandbox (cwd = the workspace):
-
-- step 1 runs ``codex exec --json ... -- PROMPT``, every later step
-  ``codex exec resume --json ... -- <thread id> PROMPT``: the thread persists in a sandboxed
-  CODEX_HOME, so a multi-step scenario is one conversation, as in the loop;
-- everything else is in that CODEX_HOME's config.toml, written per trial: the model through a
-  custom provider (``wire_api = "responses"``) whose base URL is the harness's key proxy and
-  whose key variable holds the proxy's stand-in token (the CLI never holds the key); the
-  server under test as the only MCP server, ``required`` (a server that fails to start stops
-  the CLI before any model call), a stdio server started through ``env -i`` with exactly the
-  loop's environment; the built-in tools the host's ``builtin_tools`` names, every other one
-  off (features, web search, sub-agents, goals, plugins, analytics); our system prompt
-  (src/mcptrials/prompts/system.md) as ``developer_instructions``; ``bare: true``: no
-  AGENTS.md (``project_doc_max_bytes = 0``); ``tool_output_token_limit`` = max_result_tokens;
-  Codex's own retries = the model's max_retries;
-- Codex's command sandbox is off (``--dangerously-bypass-approvals-and-sandbox``): the whole
-  CLI runs in ours (bubblewrap), which also makes MCP calls need no approval;
-- limits Codex has no option for are kept by the key proxy: ``max_turns`` (model calls per
-  step: the next one is refused and the CLI stopped: outcome max_turns) and the reply cap
-  (``max_output_tokens`` set on every request); ``max_seconds`` per step kills the process
-  group.
-
-The JSON-lines stream (``thread.started``, ``turn.started``, ``item.started`` /
-``item.completed`` with items agent_message, mcp_tool_call, command_execution, file_change,
-web_search, error; ``turn.completed`` with usage, ``turn.failed``, ``error``) is parsed into
-the loop's records by parse_stream / record_step / step_outcome, usable on a recorded stream
-too: answer_text = the step's last agent message; reasoning_text = its earlier ones;
-tool calls from the call items (source `mcp` with `tool` the server's own name, as Codex
-reports it; `builtin` for shell, apply_patch, web search); usage from ``turn.completed``
-(its input count includes the cache reads: input_tokens = input - cached - cache writes);
-turns = the model calls the proxy saw succeed in the step (a recorded stream: the assistant
-groups). Codex's events carry no time: latencies come from when the harness read them.
+"""Host `codex`: the Codex CLI (`codex exec --json`, `exec resume ... <thread id>` from the
+second step) runs the agent loop; the harness records it (docs/hosts.md, "Hosts `codex` and
+`opencode`"). This module holds what is Codex's own: its config.toml in a sandboxed CODEX_HOME
+(a Responses-API provider at the key proxy, the server under test `required`, the built-ins
+of `builtin_tools` and every other feature off), its argv and environment (its own sandbox
+off: the whole CLI runs in ours), and the parsing of its items (agent_message, mcp_tool_call,
+command_execution, file_change, web_search; turn.completed / turn.failed) into the loop's
+records. Its events carry no time: latencies are from when the harness read them.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import os
 import re
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from mcptrials.run.keyproxy import KeyProxy
-from mcptrials.providers.base import Usage
-from mcptrials.run.trial import CHARS_PER_TOKEN, NO_RESULT, TrialContext, split_feedback, step_prompt, \
-    unanswered_call
-from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, installed_binary, npm_install, proxy_outcome, \
-    run_process, trial_proxy, unreachable_detail
-from mcptrials.run.hosts.cli import server_entry as cli_server_entry
-from mcptrials.run.hosts.cli import binary_path as cli_binary, installed_version as cli_version
+from mcptrials.run.trial import NO_RESULT, unanswered_call
+from mcptrials.run.hosts.cli import CliHost, CliSession, Stream, api_failure, call_record, cli_env, latency, \
+    record_step as base_record_step, tool_result, tool_use, trial_proxy, unreachable_detail, usage_of
 
 PACKAGE = "@openai/codex"
 KEY_ENV = "OPENAI_API_KEY"   # holds the proxy's stand-in token, never the key
@@ -68,25 +32,6 @@ BUILTIN_ITEMS = {"command_execution": ("exec_command", "shell"), "file_change": 
 CRASH_RE = re.compile(r"Transport closed|connection closed|broken pipe", re.I)
 MCP_CODE_RE = re.compile(r"(?:MCP error|code:?)\s*(-?\d{4,})")
 INCOMPLETE_RE = re.compile(r"Incomplete response returned, reason: (\w+)")
-
-
-# --- install -------------------------------------------------------------------------
-
-
-def binary_path(host: str) -> Path:
-    return cli_binary(host, "codex")
-
-
-def installed_version(host: str) -> str | None:
-    return cli_version(host, PACKAGE)
-
-
-def install(host: str, spec, log) -> dict:
-    """npm-install the pinned CLI into .tools/_hosts/<host>/ (reused when there)."""
-    return npm_install(host, "codex", PACKAGE, "codex", spec.version, log)
-
-
-# --- the config and the command line ---------------------------------------------------------
 
 
 def server_key(tool: str) -> str:
@@ -146,12 +91,10 @@ def build_command(binary: str, prompt: str, *, model: str, thread_id: str | None
 
 
 def host_environment(home: str, codex_home: str, tmp: str, token: str) -> dict[str, str]:
-    """Codex's whole environment: nothing of ours leaks in but PATH and the locale."""
-    env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL") if k in os.environ}
-    # RUST_LOG: Codex logs its MCP servers' stderr at info level; the run keeps its tail
-    env.update({"HOME": home, "CODEX_HOME": codex_home, "TMPDIR": tmp, KEY_ENV: token, "NO_COLOR": "1",
-                "RUST_LOG": "error,codex_rmcp_client=info"})
-    return env
+    """Codex's whole environment (hosts.cli.cli_env). RUST_LOG: Codex logs its MCP servers'
+    stderr at info level; the run keeps its tail."""
+    return cli_env(**{"HOME": home, "CODEX_HOME": codex_home, "TMPDIR": tmp, KEY_ENV: token, "NO_COLOR": "1",
+                      "RUST_LOG": "error,codex_rmcp_client=info"})
 
 
 SERVER_STDERR_RE = re.compile(r"MCP server stderr \([^)]*\): (.*)")
@@ -162,21 +105,15 @@ def server_stderr(stderr: str) -> list[str]:
     return [m.group(1) for m in SERVER_STDERR_RE.finditer(stderr)]
 
 
-# --- parsing one step's stream -----------------------------------------------------------
-
-
 @dataclass
-class StepStream:
-    """What one `codex exec` run said, in the loop's shapes."""
+class StepStream(Stream):
+    """What one `codex exec` run said, in the loop's shapes (replies: per assistant group)."""
 
     thread_id: str | None = None
     usage: dict | None = None           # turn.completed's
     failed: str | None = None           # turn.failed's message
     errors: list = field(default_factory=list)     # top-level `error` events (retries, the failure)
     warnings: list = field(default_factory=list)   # error items: Codex's non-fatal notes
-    messages: list = field(default_factory=list)   # Messages-API turns (assistant / user tool results)
-    calls: list = field(default_factory=list)      # tool-call records
-    replies: list = field(default_factory=list)    # [(texts, has_tool_call)] per assistant group
 
 
 def result_text(item: dict) -> tuple[str, bool]:
@@ -207,20 +144,8 @@ def call_of(item: dict, step: int, turn: int, t0: float | None, t1: float | None
     else:
         source, (name, tool) = "builtin", BUILTIN_ITEMS[item["type"]]
         args = {k: item[k] for k in ("command", "query", "changes") if k in item}
-    kind, code = None, None
-    if is_error:
-        m = MCP_CODE_RE.search(text) if source == "mcp" else None
-        if m:
-            kind, code = "protocol_error", int(m.group(1))
-        elif source == "mcp" and CRASH_RE.search(text):
-            kind, code = "protocol_error", -32000   # the connection closed: the server died
-        else:
-            kind = "tool_error"
-    return {"id": item.get("id"), "step": step, "turn": turn, "name": name, "arguments": args, "tool": tool,
-            "source": source, "result_text": text, "result_chars": len(text), "truncated": False,
-            "is_error": is_error, "error_kind": kind, "error_code": code,
-            "latency_ms": round((t1 - t0) * 1000, 2) if t0 is not None and t1 is not None else 0.0,
-            "result_tokens_est": len(text) // CHARS_PER_TOKEN}
+    head = {"id": item.get("id"), "step": step, "turn": turn, "name": name, "arguments": args}
+    return call_record(head, tool, source, text, is_error, latency(t0, t1), MCP_CODE_RE, CRASH_RE)
 
 
 def parse_stream(events: list[dict], step: int) -> StepStream:
@@ -243,6 +168,16 @@ def parse_stream(events: list[dict], step: int) -> StepStream:
         s.replies.append(([], False))
         return assistant
 
+    def add_call(item: dict, t0: float | None, t1: float | None, answered: bool = True) -> None:
+        if assistant is None:  # calls in a row belong to one reply (Codex does not say otherwise)
+            new_group()
+        call = call_of(item, step, len(s.replies), t0, t1)
+        call = call if answered else unanswered_call(call, call["latency_ms"])
+        s.replies[-1] = (s.replies[-1][0], True)
+        assistant["content"].append(tool_use(call))
+        results.append(tool_result(call, None if answered else NO_RESULT))
+        s.calls.append(call)
+
     for ev in events:
         kind = ev.get("type")
         if kind == "thread.started":
@@ -264,73 +199,29 @@ def parse_stream(events: list[dict], step: int) -> StepStream:
             elif itype == "agent_message":
                 if assistant is None or results:
                     new_group()
-                texts, has_tool = s.replies[-1]
-                texts.append(item.get("text") or "")
+                s.replies[-1][0].append(item.get("text") or "")
                 assistant["content"].append({"type": "text", "text": item.get("text") or ""})
             elif itype == "mcp_tool_call" or itype in BUILTIN_ITEMS:
-                if assistant is None:  # calls in a row belong to one reply (Codex does not say otherwise)
-                    new_group()
-                t0, _ = started.pop(item.get("id"), (None, None))
-                call = call_of(item, step, len(s.replies), t0, ev.get("_received"))
-                texts, _ = s.replies[-1]
-                s.replies[-1] = (texts, True)
-                assistant["content"].append({"type": "tool_use", "id": call["id"], "name": call["name"],
-                                             "input": call["arguments"]})
-                results.append({"type": "tool_result", "tool_use_id": call["id"], "content": call["result_text"],
-                                "is_error": call["is_error"]})
-                s.calls.append(call)
+                add_call(item, started.pop(item.get("id"), (None, None))[0], ev.get("_received"))
     # calls started and never completed (the CLI stopped, killed or timed out mid-call): recorded
     last = next((e["_received"] for e in reversed(events) if e.get("_received") is not None), None)
     for t0, item in started.values():
         if item.get("type") == "mcp_tool_call" or item.get("type") in BUILTIN_ITEMS:
-            if assistant is None:
-                new_group()
-            c = call_of(item, step, len(s.replies), t0, last)
-            call = unanswered_call(c, c["latency_ms"])
-            s.replies[-1] = (s.replies[-1][0], True)
-            assistant["content"].append({"type": "tool_use", "id": call["id"], "name": call["name"],
-                                         "input": call["arguments"]})
-            results.append({"type": "tool_result", "tool_use_id": call["id"], "content": NO_RESULT, "is_error": True})
-            s.calls.append(call)
+            add_call(item, t0, last, answered=False)
     if results:
         s.messages.append({"role": "user", "content": results})
     return s
 
 
-def final_text(s: StepStream) -> str:
-    """The step's answer: its last agent message (Codex's final message), when the last group
-    asked for no tool; a run cut short may end with a tool call and have no answer."""
-    if s.replies and not s.replies[-1][1]:
-        return "\n\n".join(x for x in s.replies[-1][0] if x)
-    return ""
-
-
 def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative, meta: dict,
                 wall_seconds: float, model_calls: int | None) -> dict:
-    """Add one parsed step to the trial's Recorder `rec`; return the step record, its
-    `answer_text` empty and `outcome` completed until the caller sets them. `model_calls`:
-    the proxy's count (None for a recording: the assistant groups are the estimate)."""
-    turns = model_calls if model_calls is not None else len(s.replies)
-    srec = {"index": index, "name": name, "prompt": prompt, "answer_text": "", "reasoning_text": "",
-            "audit_text": "", "outcome": "completed", "turns": turns, "state_check": None,
-            "wall_seconds": wall_seconds}
-    rec.messages.append({"role": "user", "content": [{"type": "text", "text": prompt}]})
-    rec.messages += s.messages
-    rec.tool_calls += s.calls
-    for c in s.calls:
-        if c["error_kind"]:
-            rec.error(c["error_kind"], f"{c['tool']}: {c['result_text'][:300]}", step=index, code=c["error_code"])
-    last = len(s.replies) - 1 if final_text(s) else None
-    srec["reasoning_text"] = relative("\n\n".join(x for i, (texts, _) in enumerate(s.replies)
-                                                   if i != last for x in texts if x))
-    srec["audit_text"] = "\n\n".join(f"> {c['name']} {json.dumps(c['arguments'])}\n{c['result_text'][:2000]}"
-                                     for c in s.calls)
-    rec.api_calls += turns
+    """The step into the trial's Recorder `rec` (hosts.cli.record_step), with the usage of
+    turn.completed and Codex's warnings (into `meta`)."""
+    srec = base_record_step(rec, s, index, name, prompt, relative, wall_seconds, model_calls)
     u = s.usage or {}
     cached, written = u.get("cached_input_tokens") or 0, u.get("cache_write_input_tokens") or 0
-    rec.usage.add(Usage(input_tokens=max(0, (u.get("input_tokens") or 0) - cached - written),
-                        output_tokens=u.get("output_tokens") or 0,
-                        cache_creation_input_tokens=written, cache_read_input_tokens=cached))
+    rec.usage.add(usage_of(max(0, (u.get("input_tokens") or 0) - cached - written), u.get("output_tokens"),
+                           written, cached))
     if s.warnings:
         meta.setdefault("host_warnings", []).extend(w for w in s.warnings if w not in meta.get("host_warnings", []))
     return srec
@@ -347,11 +238,7 @@ def step_outcome(s: StepStream, rec, index: int, statuses: list[int] | None = No
         m = INCOMPLETE_RE.search(s.failed)
         if m and m.group(1) == "max_output_tokens":
             return "budget_exceeded", f"codex: {s.failed}"
-        bad = [x for x in statuses or [] if not 200 <= x < 300]
-        status = bad[-1] if bad else None
-        msg = unreachable or (f"{status}: {s.failed[:300]}" if status else s.failed[:300])
-        rec.error("api_error", msg, step=index, status=status, retries=max(0, len(bad) - 1))
-        return "api_failed", msg
+        return api_failure(rec, index, s.failed[:300], statuses or [], unreachable)
     if any(c["error_code"] == -32000 for c in s.calls):
         return "server_crashed", "the MCP server's connection closed during the step"
     if s.usage is None:
@@ -361,117 +248,43 @@ def step_outcome(s: StepStream, rec, index: int, statuses: list[int] | None = No
     return "completed", None
 
 
-def step_answer(s: StepStream, outcome: str, relative) -> tuple[str, str]:
-    """(answer_text, feedback) of a step: the final message of a completed step, or the
-    partial answer of one stopped at its budget (its last agent message)."""
-    if outcome == "completed":
-        return split_feedback(relative(final_text(s)))
-    if outcome == "budget_exceeded":
-        texts = [x for texts, _ in s.replies for x in texts if x]
-        return split_feedback(relative(texts[-1] if texts else ""))
-    return "", ""
-
-
-# --- running ---------------------------------------------------------------------------
-
-
-class CodexHost:
-    kind = "codex"
-
-    def install(self, host: str, spec, log) -> dict:
-        return install(host, spec, log)
-
-    def run(self, ctx: TrialContext) -> tuple[str, str | None]:
-        """Run every step of the trial under Codex, filling ctx.rec."""
-        host = ctx.host.name
-        binary = installed_binary(ctx, binary_path(host), "Codex")
-        host_home = ctx.sandbox.root / "host-home"  # Codex's HOME and CODEX_HOME; the server keeps `home`
-        (host_home / ".codex").mkdir(parents=True)
-        # The CLI (and the server it starts in its sandbox) never see the key: the proxy adds it.
-        proxy = trial_proxy(ctx, auth="bearer", set_fields={"max_output_tokens": ctx.reply_cap})
-        ctx.meta.update(host_version=installed_version(host), host_builtin_tools=list(ctx.host.builtin_tools),
-                        host_api="OpenAI Responses API, through the key proxy")
-        with proxy:
-            return asyncio.run(_Session(ctx, str(binary), host_home, proxy).run())
-
-
-HOST = CodexHost()
-
-
 @dataclass
-class _Session:
-    ctx: TrialContext
-    binary: str
-    host_home: Path
-    proxy: KeyProxy
-    thread_id: str | None = None
+class _Session(CliSession):
+    name, stamp = "codex", True
 
-    async def run(self) -> tuple[str, str | None]:
+    def configure(self, entry: dict | None) -> None:
+        ctx, tool = self.ctx, self.ctx.tool
+        (self.host_home / ".codex").mkdir(parents=True)
+        server = (server_key(tool.name), server_table(entry, tool.startup_timeout, tool.call_timeout)) if entry else None
+        (self.host_home / ".codex" / "config.toml").write_text(config_toml(
+            model=ctx.model.model, base_url=self.proxy.url, builtins=list(ctx.host.builtin_tools),
+            system=ctx.system_text, bare=bool(ctx.host.bare), max_retries=ctx.model.max_retries,
+            max_result_tokens=ctx.limits.max_result_tokens, server=server))
+
+    def command(self, index: int, prompt: str) -> tuple[list[str], dict]:
         ctx = self.ctx
-        tool = ctx.tool
-        with contextlib.ExitStack() as stack:
-            server = None
-            if tool.has_server:
-                entry, why = cli_server_entry(ctx, stack)
-                if why:
-                    return "server_crashed", why
-                server = (server_key(tool.name), server_table(entry, tool.startup_timeout, tool.call_timeout))
-            (self.host_home / ".codex" / "config.toml").write_text(config_toml(
-                model=ctx.model.model, base_url=self.proxy.url, builtins=list(ctx.host.builtin_tools),
-                system=ctx.system_text, bare=bool(ctx.host.bare), max_retries=ctx.model.max_retries,
-                max_result_tokens=ctx.limits.max_result_tokens, server=server))
-            steps = ctx.steps
-            for i, step in enumerate(steps):
-                outcome, detail = await self.run_step(i, step, i == len(steps) - 1)
-                if outcome != "completed":
-                    return outcome, detail
-        return "completed", None
-
-    async def run_step(self, index: int, step: dict, last: bool) -> tuple[str, str | None]:
-        ctx, rec = self.ctx, self.ctx.rec
-        lim = ctx.limits
-        prompt = step_prompt(step, last)
-        argv = build_command(self.binary, prompt, model=ctx.model.model, thread_id=self.thread_id,
+        argv = build_command(self.binary, prompt, model=ctx.model.model, thread_id=self.session_id,
                              extra_args=list(ctx.host.extra_args))
-        env = host_environment(str(self.host_home), str(self.host_home / ".codex"), str(ctx.sandbox.tmp),
-                               self.proxy.token)
-        argv, env = cli_sandbox(ctx, self.host_home, []).wrap(argv, env, str(ctx.sandbox.workspace))
-        first = self.proxy.begin_step(lim.max_turns, ctx.model.max_retries + 1)
-        t0 = time.monotonic()
-        run = await run_process(argv, env, str(ctx.sandbox.workspace), lim.max_seconds, lambda ev: False,
-                                stop_when=self.proxy.stopped, stamp=True)
-        statuses = self.proxy.statuses[first:]
-        tail = ctx.meta.setdefault("server_stderr_tail", "")
-        ctx.meta["server_stderr_tail"] = "\n".join([*tail.splitlines(), *server_stderr(run.stderr)][-30:])
+        return argv, host_environment(str(self.host_home), str(self.host_home / ".codex"), str(ctx.sandbox.tmp),
+                                      self.proxy.token)
+
+    def parse(self, run, index: int) -> StepStream:
+        ctx = self.ctx
+        self.keep_log(server_stderr(run.stderr))
         s = parse_stream(run.events, index)
         for c in s.calls:  # Codex cuts what the model sees at tool_output_token_limit; its items hold it all
-            c["truncated"] = c["result_tokens_est"] > lim.max_result_tokens
-        self.thread_id = self.thread_id or s.thread_id
-        if index == 0:
-            ctx.meta["host_session_id"] = s.thread_id
-        rec.retries += sum(1 for x in statuses if not 200 <= x < 300)
-        srec = record_step(rec, s, index, step["name"], prompt, ctx.sandbox.relative, ctx.meta,
-                           round(time.monotonic() - t0, 3), sum(1 for x in statuses if 200 <= x < 300))
-        outcome, detail = self._outcome(run, s, index, statuses)
-        srec["outcome"] = outcome
-        answer, feedback = step_answer(s, outcome, ctx.sandbox.relative)
-        srec["answer_text"] = answer
-        if feedback:
-            rec.feedback = feedback
-        rec.steps.append(srec)
-        srec["state_check"] = ctx.state_check(step)
-        if outcome == "completed" and not s.thread_id:
-            return "harness_failed", "codex reported no thread id"
-        return outcome, detail
+            c["truncated"] = c["result_tokens_est"] > ctx.limits.max_result_tokens
+        self.note_session(index, s.thread_id)
+        self.step_thread = s.thread_id
+        return s
 
-    def _outcome(self, run: ProcessRun, s: StepStream, index: int, statuses: list[int]) -> tuple[str, str | None]:
+    def record(self, s, index, step, prompt, wall, statuses) -> dict:
+        ctx = self.ctx
+        return record_step(ctx.rec, s, index, step["name"], prompt, ctx.sandbox.relative, ctx.meta, wall,
+                           self.proxy_turns(statuses))
+
+    def end_outcome(self, run, s, index, statuses) -> tuple[str, str | None]:
         rec = self.ctx.rec
-        if refused := proxy_outcome(self.proxy):
-            return refused
-        if self.proxy.limit_hit.is_set():  # the proxy refused a call past max_turns
-            return "max_turns", None
-        if run.timed_out:
-            return "timed_out", f"step {index} ran past max_seconds; codex was stopped"
         if self.proxy.gave_up.is_set() and s.failed is None:  # stopped: the model's retries were spent
             s.failed = f"the model API failed {len(statuses)} times in a row; codex was stopped"
         if "required MCP servers failed to initialize" in run.stderr:
@@ -480,7 +293,22 @@ class _Session:
             rec.error("protocol_error", msg, step=index)
             return "server_crashed", msg
         if s.failed is None and s.usage is None:
-            msg = f"codex exited {run.returncode} without a turn result: {run.stderr[-2000:]}"
-            rec.error("harness_error", msg, step=index)
-            return "harness_failed", msg
+            return self.harness_failed(index, f"codex exited {run.returncode} without a turn result: {run.stderr[-2000:]}")
         return step_outcome(s, rec, index, statuses, unreachable_detail(self.ctx, self.proxy))
+
+    async def run_step(self, index: int, step: dict, last: bool) -> tuple[str, str | None]:
+        outcome, detail = await super().run_step(index, step, last)
+        if outcome == "completed" and not self.step_thread:
+            return "harness_failed", "codex reported no thread id"
+        return outcome, detail
+
+
+class CodexHost(CliHost):
+    kind, package, bin_name, label, session = "codex", PACKAGE, "codex", "Codex", _Session
+    api = "OpenAI Responses API, through the key proxy"
+
+    def proxy(self, ctx):  # the reply cap on every request: Codex has no option for it
+        return trial_proxy(ctx, auth="bearer", set_fields={"max_output_tokens": ctx.reply_cap})
+
+
+HOST = CodexHost()

@@ -1,56 +1,20 @@
-"""Host `opencode`: the Opencode CLI runs the agent loop; the harness records it.
-
-One trial is one Opencode session, run in the trial's sandbox (cwd = the workspace):
-
-- step 1 runs ``opencode run --format json --print-logs -m mcptrials/<model> -- PROMPT``,
-  every later step the same with ``--session <id>``: the session persists in a sandboxed
-  HOME, so a multi-step scenario is one conversation, as in the loop;
-- the rest is in the trial's opencode.json (OPENCODE_CONFIG): an OpenAI-compatible provider
-  (``@ai-sdk/openai-compatible``, bundled) whose base URL is the harness's key proxy and
-  whose key is read from OPENAI_API_KEY, which holds the proxy's stand-in token (the CLI
-  never holds the key); the model's output cap (``limit.output``, sent as max_tokens); the
-  server under test as the only MCP server, a stdio server started through ``env -i`` with
-  exactly the loop's environment; the built-in tools the host's ``builtin_tools`` names
-  allowed, every other one denied (then not offered): no permission is ever asked; our system prompt
-  (src/mcptrials/prompts/system.md) as an instructions file; no title model call; no
-  sharing, auto-update, models.dev fetch, default plugins or external skills; with
-  ``bare: true`` the project's own opencode.json and AGENTS.md are not read;
-- Opencode installs helper packages at start: npm is made offline (``npm_config_offline``,
-  a dead registry), so no package is fetched inside a trial (its log notes the failure);
-- limits Opencode has no option for are kept by the key proxy: ``max_turns`` (model calls per
-  step: the next one is refused and the CLI stopped) and the model's ``max_retries`` (Opencode
-  retries failed calls without end: after max_retries + 1 failures in a row the CLI is
-  stopped: api_failed); ``max_seconds`` per step kills the process group.
-
-The JSON-lines stream (``step_start``, ``text``, ``tool_use``, ``step_finish`` with
-tokens and reason, ``error``; each part carries its messageID, one per model call) is parsed
-into the loop's records: answer_text = the text of the step's last model call, when it asked
-for no tool; reasoning_text = the other texts; tool calls from ``tool_use`` parts (source
-`mcp` for `<server>_<tool>` names, with `tool` the server's own name from the snapshot's
-tool list; `builtin` otherwise, read/grep/glob/list named as the loop's
-read_file/grep/list_files); latency from the part's start and end times; usage from the
-``step_finish`` tokens (input is uncached; cache reads and writes apart); turns = model
-calls (messageIDs); an MCP server the log reports failed stops the CLI: server_crashed.
+"""Host `opencode`: the Opencode CLI (`opencode run --format json`, `--session <id>` from the
+second step) runs the agent loop; the harness records it (docs/hosts.md, "Hosts `codex` and
+`opencode`"). This module holds what is Opencode's own: its opencode.json (an OpenAI-compatible
+provider at the key proxy, the server under test, the built-ins allowed, all else denied), its
+argv and environment, and the parsing of its JSON-lines parts (`text`, `tool_use`,
+`step_finish`, `error`, grouped by messageID: one model call each) into the loop's records.
+Everything else is the skeleton's (hosts/cli.py).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import os
 import re
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from mcptrials.run.keyproxy import KeyProxy
-from mcptrials.providers.base import Usage
-from mcptrials.run.trial import CHARS_PER_TOKEN, TrialContext, split_feedback, step_prompt
-from mcptrials.run.hosts.cli import ProcessRun, cli_sandbox, installed_binary, npm_install, proxy_outcome, \
-    run_process, trial_proxy, unreachable_detail
-from mcptrials.run.hosts.cli import server_entry as cli_server_entry
-from mcptrials.run.hosts.cli import binary_path as cli_binary, installed_version as cli_version
+from mcptrials.run.hosts.cli import CliHost, CliSession, Stream, api_failure, call_record, cli_env, \
+    record_step as base_record_step, tool_result, tool_use, unreachable_detail, usage_of
 
 PACKAGE = "opencode-ai"
 PROVIDER = "mcptrials"
@@ -67,37 +31,14 @@ MCP_CODE_RE = re.compile(r"MCP error (-?\d+)")
 CRASH_RE = re.compile(r"Connection closed|Transport closed|not connected", re.I)
 
 
-# --- install -------------------------------------------------------------------------
-
-
-def binary_path(host: str) -> Path:
-    return cli_binary(host, "opencode")
-
-
-def installed_version(host: str) -> str | None:
-    return cli_version(host, PACKAGE)
-
-
-def install(host: str, spec, log) -> dict:
-    """npm-install the pinned CLI into .tools/_hosts/<host>/ (reused when there)."""
-    return npm_install(host, "opencode", PACKAGE, "opencode", spec.version, log)
-
-
-# --- the config and the command line ---------------------------------------------------------
-
-
-def sanitize(name: str) -> str:
+def server_key(name: str) -> str:
+    """Opencode's name of the MCP server (and of a tool: its tools are offered as <server>_<tool>)."""
     return re.sub(r"[^a-zA-Z0-9_-]", "_", name)
-
-
-def server_key(tool: str) -> str:
-    """Opencode's name of the MCP server; its tools are offered as <server>_<tool>."""
-    return sanitize(tool)
 
 
 def server_tool_names(tool: str, tools: list[dict]) -> dict[str, str]:
     """Opencode's name of each server tool -> the server's own name (from tools/list)."""
-    return {f"{server_key(tool)}_{sanitize(t['name'])}": t["name"] for t in tools}
+    return {f"{server_key(tool)}_{server_key(t['name'])}": t["name"] for t in tools}
 
 
 def opencode_config(*, model: str, base_url: str, builtins: list[str], instructions: str, reply_cap: int,
@@ -120,13 +61,6 @@ def opencode_config(*, model: str, base_url: str, builtins: list[str], instructi
     return cfg
 
 
-def server_entry(entry: dict, startup_timeout: float) -> dict:
-    """Opencode's mcp entry of a stdio entry (hosts.cli.stdio_entry) or an http URL."""
-    e = ({"type": "local", "command": [entry["command"], *entry["args"]]} if entry["type"] == "stdio"
-         else {"type": "remote", "url": entry["url"]})
-    return e | {"enabled": True, "timeout": int(startup_timeout * 1000)}
-
-
 def build_command(binary: str, prompt: str, *, model: str, session_id: str | None, extra_args: list[str]) -> list[str]:
     argv = [binary, "run", "--format", "json", "--print-logs", "--log-level", "INFO", "-m", f"{PROVIDER}/{model}",
             *(["--session", session_id] if session_id else []), *extra_args]
@@ -134,9 +68,8 @@ def build_command(binary: str, prompt: str, *, model: str, session_id: str | Non
 
 
 def host_environment(home: str, tmp: str, config: str, token: str, bare: bool) -> dict[str, str]:
-    """Opencode's whole environment: nothing of ours leaks in but PATH and the locale."""
-    env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL") if k in os.environ}
-    env.update({"HOME": home, "TMPDIR": tmp, "OPENCODE_CONFIG": config, "OPENAI_API_KEY": token,
+    """Opencode's whole environment (hosts.cli.cli_env)."""
+    env = cli_env(**{"HOME": home, "TMPDIR": tmp, "OPENCODE_CONFIG": config, "OPENAI_API_KEY": token,
                 "XDG_CONFIG_HOME": f"{home}/.config", "XDG_DATA_HOME": f"{home}/.local/share",
                 "XDG_CACHE_HOME": f"{home}/.cache", "XDG_STATE_HOME": f"{home}/.local/state",
                 "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
@@ -150,24 +83,17 @@ def host_environment(home: str, tmp: str, config: str, token: str, bare: bool) -
     return env
 
 
-# --- parsing one step's stream -----------------------------------------------------------
-
-
 @dataclass
-class StepStream:
+class StepStream(Stream):
     """What one `opencode run` said, in the loop's shapes."""
 
     session_id: str | None = None
     finishes: list = field(default_factory=list)   # step_finish parts, one per model call
     errors: list = field(default_factory=list)     # `error` events
-    messages: list = field(default_factory=list)   # Messages-API turns (assistant / user tool results)
-    calls: list = field(default_factory=list)      # tool-call records
-    replies: list = field(default_factory=list)    # [(texts, has_tool_call)] per model call
 
 
 def call_of(part: dict, step: int, turn: int, tool_names: dict[str, str], prefix: str | None) -> dict:
-    """A tool-call record of a tool part; `prefix` = "<server>_" names the server's tools
-    that the snapshot does not list (their sanitized name is all there is)."""
+    """A tool-call record of a tool part; `prefix` ("<server>_") names server tools the snapshot lacks."""
     st = part.get("state") or {}
     name = part.get("tool") or ""
     if name in tool_names:
@@ -178,28 +104,17 @@ def call_of(part: dict, step: int, turn: int, tool_names: dict[str, str], prefix
         source, tool = "builtin", BUILTIN_EQUIVALENTS.get(name, name)
     is_error = st.get("status") == "error"
     text = str(st.get("error") if is_error else st.get("output") or "")
-    kind, code = None, None
-    if is_error:
-        m = MCP_CODE_RE.search(text) if source == "mcp" else None
-        if m:
-            kind, code = "protocol_error", int(m.group(1))
-        elif source == "mcp" and CRASH_RE.search(text):
-            kind, code = "protocol_error", -32000   # the connection closed: the server died
-        else:
-            kind = "tool_error"
     t = st.get("time") or {}
     latency = (t["end"] - t["start"]) if isinstance(t.get("start"), (int, float)) and isinstance(t.get("end"), (int, float)) else 0.0
-    return {"id": part.get("callID") or part.get("id"), "step": step, "turn": turn, "name": name,
-            "arguments": st.get("input") or {}, "tool": tool, "source": source, "result_text": text,
-            "result_chars": len(text), "truncated": bool((st.get("metadata") or {}).get("truncated")),
-            "is_error": is_error, "error_kind": kind, "error_code": code, "latency_ms": float(latency),
-            "result_tokens_est": len(text) // CHARS_PER_TOKEN}
+    head = {"id": part.get("callID") or part.get("id"), "step": step, "turn": turn, "name": name,
+            "arguments": st.get("input") or {}}
+    return call_record(head, tool, source, text, is_error, float(latency), MCP_CODE_RE, CRASH_RE,
+                       truncated=bool((st.get("metadata") or {}).get("truncated")))
 
 
 def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | None = None,
                  server: str | None = None) -> StepStream:
-    """Group parts by messageID (one model call each): its texts and tool calls are an
-    assistant turn, the calls' results the user turn after it."""
+    """Parts grouped by messageID (a model call): an assistant turn, then its calls' results."""
     s = StepStream()
     turn_of: dict[str, int] = {}
     for ev in events:
@@ -225,12 +140,11 @@ def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | Non
         elif kind == "tool_use":
             c = call_of(part, step, turn, tool_names or {}, f"{server_key(server)}_" if server else None)
             has_tool = True
-            a["content"].append({"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["arguments"]})
+            a["content"].append(tool_use(c))
             i = s.messages.index(a)
             if i + 1 >= len(s.messages) or s.messages[i + 1]["role"] != "user":
                 s.messages.insert(i + 1, {"role": "user", "content": []})
-            s.messages[i + 1]["content"].append({"type": "tool_result", "tool_use_id": c["id"],
-                                                 "content": c["result_text"], "is_error": c["is_error"]})
+            s.messages[i + 1]["content"].append(tool_result(c))
             s.calls.append(c)
         elif kind == "step_finish":
             s.finishes.append(part)
@@ -238,59 +152,29 @@ def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | Non
     return s
 
 
-def final_text(s: StepStream) -> str:
-    if s.replies and not s.replies[-1][1]:
-        return "\n\n".join(x for x in s.replies[-1][0] if x)
-    return ""
-
-
 def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative, wall_seconds: float,
                 model_calls: int | None) -> dict:
-    """Add one parsed step to the trial's Recorder `rec`; return the step record, its
-    `answer_text` empty and `outcome` completed until the caller sets them."""
-    turns = model_calls if model_calls is not None else len(s.replies)
-    srec = {"index": index, "name": name, "prompt": prompt, "answer_text": "", "reasoning_text": "",
-            "audit_text": "", "outcome": "completed", "turns": turns, "state_check": None,
-            "wall_seconds": wall_seconds}
-    rec.messages.append({"role": "user", "content": [{"type": "text", "text": prompt}]})
-    rec.messages += s.messages
-    rec.tool_calls += s.calls
-    for c in s.calls:
-        if c["error_kind"]:
-            rec.error(c["error_kind"], f"{c['tool']}: {c['result_text'][:300]}", step=index, code=c["error_code"])
-    last = len(s.replies) - 1 if final_text(s) else None
-    srec["reasoning_text"] = relative("\n\n".join(x for i, (texts, _) in enumerate(s.replies)
-                                                   if i != last for x in texts if x))
-    srec["audit_text"] = "\n\n".join(f"> {c['name']} {json.dumps(c['arguments'])}\n{c['result_text'][:2000]}"
-                                     for c in s.calls)
-    rec.api_calls += turns
+    """hosts.cli.record_step, with the usage of the `step_finish` parts."""
+    srec = base_record_step(rec, s, index, name, prompt, relative, wall_seconds, model_calls)
     for f in s.finishes:
         t = f.get("tokens") or {}
         cache = t.get("cache") or {}
-        rec.usage.add(Usage(input_tokens=t.get("input") or 0, output_tokens=t.get("output") or 0,
-                            cache_creation_input_tokens=cache.get("write") or 0,
-                            cache_read_input_tokens=cache.get("read") or 0))
+        rec.usage.add(usage_of(t.get("input"), t.get("output"), cache.get("write"), cache.get("read")))
     return srec
 
 
 def step_outcome(s: StepStream, rec, index: int, statuses: list[int] | None = None,
                  gave_up: bool = False, unreachable: str | None = None) -> tuple[str, str | None]:
-    """An `error` event, or the proxy giving up on failed calls -> api_failed (said as
-    `unreachable` when the key proxy could not reach the API); a server
-    connection that closed -> server_crashed; the last call cut at its output cap
-    (reason `length`) -> budget_exceeded; a last call that ended its turn -> completed;
-    anything else (no model call finished) -> harness_failed."""
-    bad = [x for x in statuses or [] if not 200 <= x < 300]
+    """An `error` event or the proxy giving up -> api_failed; a server connection that closed ->
+    server_crashed; no model call finished -> harness_failed; the last one cut at its output
+    cap (`length`) -> budget_exceeded; else completed."""
     if s.errors or gave_up:
         err = s.errors[-1] if s.errors else {}
         data = err.get("data") if isinstance(err, dict) else None
-        text = (data or {}).get("message") if isinstance(data, dict) else None
-        text = text or (json.dumps(err)[:300] if err else f"the model API failed {len(bad)} times in a row")
-        status = (data or {}).get("statusCode") if isinstance(data, dict) else None
-        status = status or (bad[-1] if bad else None)
-        msg = unreachable or (f"{status}: {text}" if status else text)
-        rec.error("api_error", msg, step=index, status=status, retries=max(0, len(bad) - 1))
-        return "api_failed", msg
+        data = data if isinstance(data, dict) else {}
+        bad = [x for x in statuses or [] if not 200 <= x < 300]
+        text = data.get("message") or (json.dumps(err)[:300] if err else f"the model API failed {len(bad)} times in a row")
+        return api_failure(rec, index, text, statuses or [], unreachable, data.get("statusCode"))
     if any(c["error_code"] == -32000 for c in s.calls):
         return "server_crashed", "the MCP server's connection closed during the step"
     if not s.finishes:
@@ -302,129 +186,64 @@ def step_outcome(s: StepStream, rec, index: int, statuses: list[int] | None = No
     return "completed", None
 
 
-def step_answer(s: StepStream, outcome: str, relative) -> tuple[str, str]:
-    if outcome == "completed":
-        return split_feedback(relative(final_text(s)))
-    if outcome == "budget_exceeded":
-        texts = [x for texts, _ in s.replies for x in texts if x]
-        return split_feedback(relative(texts[-1] if texts else ""))
-    return "", ""
+@dataclass
+class _Session(CliSession):
+    name = "opencode"
+
+    def configure(self, entry: dict | None) -> None:
+        ctx = self.ctx
+        server = None
+        if entry:  # Opencode's mcp entry of a stdio entry (hosts.cli.stdio_entry) or an http URL
+            e = ({"type": "local", "command": [entry["command"], *entry["args"]]} if entry["type"] == "stdio"
+                 else {"type": "remote", "url": entry["url"]})
+            server = (server_key(ctx.tool.name), e | {"enabled": True, "timeout": int(ctx.tool.startup_timeout * 1000)})
+        system = self.host_home / "mcptrials-system.md"
+        system.write_text(ctx.system_text)
+        self.cfg = self.host_home / "opencode.json"
+        self.cfg.write_text(json.dumps(opencode_config(
+            model=ctx.model.model, base_url=self.proxy.url, builtins=list(ctx.host.builtin_tools),
+            instructions=str(system), reply_cap=ctx.reply_cap, server=server), indent=1))
+
+    def command(self, index: int, prompt: str) -> tuple[list[str], dict]:
+        ctx = self.ctx
+        argv = build_command(self.binary, prompt, model=ctx.model.model, session_id=self.session_id,
+                             extra_args=list(ctx.host.extra_args))
+        return argv, host_environment(str(self.host_home), str(ctx.sandbox.tmp), str(self.cfg), self.proxy.token,
+                                      bool(ctx.host.bare))
+
+    def stop_on_log(self, line: str) -> bool:  # a server that did not start: stop before more model calls
+        if SERVER_FAILED_RE.search(line) and self.ctx.tool.has_server:
+            self.failed_servers.append(line.strip())
+        return bool(self.failed_servers)
+
+    def parse(self, run, index: int) -> StepStream:
+        ctx, tool = self.ctx, self.ctx.tool
+        self.keep_log([x for x in run.stderr.splitlines() if "mcp" in x.lower()])
+        names = server_tool_names(tool.name, (ctx.snapshot or {}).get("tools") or [])
+        s = parse_stream(run.events, index, names, tool.name if tool.has_server else None)
+        self.note_session(index, s.session_id)
+        return s
+
+    def record(self, s, index, step, prompt, wall, statuses) -> dict:
+        return record_step(self.ctx.rec, s, index, step["name"], prompt, self.ctx.sandbox.relative, wall,
+                           self.proxy_turns(statuses))
+
+    def server_failure(self, run, s) -> str | None:
+        if self.failed_servers:
+            return f"opencode: MCP server {self.ctx.tool.name} did not start: {self.failed_servers[0][:500]}"
+        return None
+
+    def end_outcome(self, run, s, index, statuses) -> tuple[str, str | None]:
+        if not s.finishes and not s.errors and not self.proxy.gave_up.is_set() and run.returncode:
+            return self.harness_failed(index, f"opencode exited {run.returncode} without a finished model call: "
+                                              f"{run.stderr[-2000:]}")
+        return step_outcome(s, self.ctx.rec, index, statuses, self.proxy.gave_up.is_set(),
+                            unreachable_detail(self.ctx, self.proxy))
 
 
-# --- running ---------------------------------------------------------------------------
-
-
-class OpencodeHost:
-    kind = "opencode"
-
-    def install(self, host: str, spec, log) -> dict:
-        return install(host, spec, log)
-
-    def run(self, ctx: TrialContext) -> tuple[str, str | None]:
-        """Run every step of the trial under Opencode, filling ctx.rec."""
-        host = ctx.host.name
-        binary = installed_binary(ctx, binary_path(host), "Opencode")
-        host_home = ctx.sandbox.root / "host-home"  # Opencode's HOME (sessions, logs); the server keeps `home`
-        host_home.mkdir()
-        proxy = trial_proxy(ctx, auth="bearer")
-        ctx.meta.update(host_version=installed_version(host), host_builtin_tools=list(ctx.host.builtin_tools),
-                        host_api="OpenAI Chat Completions, through the key proxy")
-        with proxy:
-            return asyncio.run(_Session(ctx, str(binary), host_home, proxy).run())
+class OpencodeHost(CliHost):
+    kind, package, bin_name, label, session = "opencode", PACKAGE, "opencode", "Opencode", _Session
+    api = "OpenAI Chat Completions, through the key proxy"
 
 
 HOST = OpencodeHost()
-
-
-@dataclass
-class _Session:
-    ctx: TrialContext
-    binary: str
-    host_home: Path
-    proxy: KeyProxy
-    session_id: str | None = None
-
-    async def run(self) -> tuple[str, str | None]:
-        ctx = self.ctx
-        tool = ctx.tool
-        with contextlib.ExitStack() as stack:
-            server = None
-            if tool.has_server:
-                entry, why = cli_server_entry(ctx, stack)
-                if why:
-                    return "server_crashed", why
-                server = (server_key(tool.name), server_entry(entry, tool.startup_timeout))
-            system = self.host_home / "mcptrials-system.md"
-            system.write_text(ctx.system_text)
-            cfg = self.host_home / "opencode.json"
-            cfg.write_text(json.dumps(opencode_config(
-                model=ctx.model.model, base_url=self.proxy.url, builtins=list(ctx.host.builtin_tools),
-                instructions=str(system), reply_cap=ctx.reply_cap, server=server), indent=1))
-            for i, step in enumerate(ctx.steps):
-                outcome, detail = await self.run_step(i, step, i == len(ctx.steps) - 1, cfg)
-                if outcome != "completed":
-                    return outcome, detail
-        return "completed", None
-
-    async def run_step(self, index: int, step: dict, last: bool, cfg: Path) -> tuple[str, str | None]:
-        ctx, rec = self.ctx, self.ctx.rec
-        lim, tool = ctx.limits, ctx.tool
-        prompt = step_prompt(step, last)
-        argv = build_command(self.binary, prompt, model=ctx.model.model, session_id=self.session_id,
-                             extra_args=list(ctx.host.extra_args))
-        env = host_environment(str(self.host_home), str(ctx.sandbox.tmp), str(cfg), self.proxy.token,
-                               bool(ctx.host.bare))
-        argv, env = cli_sandbox(ctx, self.host_home, []).wrap(argv, env, str(ctx.sandbox.workspace))
-        failed_servers: list[str] = []
-
-        def stop_on_log(line: str) -> bool:  # a server that did not start: stop before more model calls
-            m = SERVER_FAILED_RE.search(line)
-            if m and tool.has_server:
-                failed_servers.append(line.strip())
-            return bool(failed_servers)
-
-        first = self.proxy.begin_step(lim.max_turns, ctx.model.max_retries + 1)
-        t0 = time.monotonic()
-        run = await run_process(argv, env, str(ctx.sandbox.workspace), lim.max_seconds, lambda ev: False,
-                                stop_when=self.proxy.stopped, stop_on_log=stop_on_log)
-        statuses = self.proxy.statuses[first:]
-        tail = ctx.meta.get("server_stderr_tail") or ""
-        mcp_lines = [x for x in run.stderr.splitlines() if "mcp" in x.lower()]
-        ctx.meta["server_stderr_tail"] = "\n".join([*tail.splitlines(), *mcp_lines][-30:])
-        names = server_tool_names(tool.name, (ctx.snapshot or {}).get("tools") or [])
-        s = parse_stream(run.events, index, names, tool.name if tool.has_server else None)
-        self.session_id = self.session_id or s.session_id
-        if index == 0:
-            ctx.meta["host_session_id"] = s.session_id
-        rec.retries += sum(1 for x in statuses if not 200 <= x < 300)
-        srec = record_step(rec, s, index, step["name"], prompt, ctx.sandbox.relative,
-                           round(time.monotonic() - t0, 3), sum(1 for x in statuses if 200 <= x < 300))
-        outcome, detail = self._outcome(run, s, index, statuses, failed_servers)
-        srec["outcome"] = outcome
-        answer, feedback = step_answer(s, outcome, ctx.sandbox.relative)
-        srec["answer_text"] = answer
-        if feedback:
-            rec.feedback = feedback
-        rec.steps.append(srec)
-        srec["state_check"] = ctx.state_check(step)
-        return outcome, detail
-
-    def _outcome(self, run: ProcessRun, s: StepStream, index: int, statuses: list[int],
-                 failed_servers: list[str]) -> tuple[str, str | None]:
-        rec = self.ctx.rec
-        if failed_servers:
-            msg = f"opencode: MCP server {self.ctx.tool.name} did not start: {failed_servers[0][:500]}"
-            rec.error("protocol_error", msg, step=index)
-            return "server_crashed", msg
-        if refused := proxy_outcome(self.proxy):
-            return refused
-        if self.proxy.limit_hit.is_set():  # the proxy refused a call past max_turns
-            return "max_turns", None
-        if run.timed_out:
-            return "timed_out", f"step {index} ran past max_seconds; opencode was stopped"
-        if not s.finishes and not s.errors and not self.proxy.gave_up.is_set() and run.returncode:
-            msg = f"opencode exited {run.returncode} without a finished model call: {run.stderr[-2000:]}"
-            rec.error("harness_error", msg, step=index)
-            return "harness_failed", msg
-        return step_outcome(s, rec, index, statuses, self.proxy.gave_up.is_set(),
-                            unreachable_detail(self.ctx, self.proxy))
