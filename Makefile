@@ -1,11 +1,12 @@
 # The two set-up commands on a fresh machine: `make demo` and `make test`.
+# The developer's loop: `make test-fast` (no test marked slow or slurm; a few minutes).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 JOBS ?= 2
 SNAKEMAKE := $(BIN)/python -m snakemake --scheduler greedy --rerun-incomplete
 
-.PHONY: demo test test-slurm install dry-run clean chromium bubblewrap
+.PHONY: demo test test-fast test-slurm install dry-run clean chromium bubblewrap
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -39,6 +40,11 @@ chromium:
 PYTEST_ARGS ?= -m "not slurm"
 test: install chromium bubblewrap
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# The developer's inner loop: every test but those marked slow (the real workflow, real
+# servers, anything over ~10 s) or slurm. `make test` stays the whole suite.
+test-fast: install chromium bubblewrap
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -m "not slow and not slurm" $(FAST_ARGS)
 
 # A single-node Slurm on this machine (needs root: installs slurm-wlm and munge when missing).
 test-slurm: install bubblewrap

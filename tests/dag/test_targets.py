@@ -3,7 +3,7 @@
 import re
 
 from mcptrials.core.identity import FIELDS, TrialKey
-from mcptrials.dag.targets import RUNS, WILDCARDS, log_file, run_file, trial_files
+from mcptrials.dag.targets import RUNS, WILDCARDS, log_file, run_file, trial_files, wildcards
 from mcptrials.matrix.config import load_matrix
 
 from matrix_helpers import ROOT
@@ -21,6 +21,21 @@ def test_every_field_has_a_wildcard_pattern_that_matches_its_value():
     assert set(WILDCARDS) == set(FIELDS)
     assert all(re.fullmatch(WILDCARDS[f], str(v)) for f, v in k.cell().items())
     assert not re.fullmatch(WILDCARDS["trial"], "x") and not re.fullmatch(WILDCARDS["tool"], "a/b")
+
+
+def test_the_workflows_wildcards_are_the_matrix_values_and_nothing_else():
+    m = load_matrix(ROOT / "config.yaml")
+    w = wildcards(m)
+    assert set(w) == set(FIELDS)
+    for k in m.cells():
+        assert all(re.fullmatch(w[f], str(v)) for f, v in k.cell().items()), k
+    for f, wrong in [("tool", "NOPE"), ("tool", "gi"), ("tool", "git/x"), ("scenario", "limits-and-alert"),
+                     ("model", "referenc"), ("host", "loops"), ("repo", "demo2"), ("trial", str(m.trials + 1)),
+                     ("trial", "0")]:
+        assert not re.fullmatch(w[f], wrong), (f, wrong)
+    # regex-escaped: a dot in a name is a dot, not any character
+    m.tools["v1.2"] = m.tools["git"]
+    assert re.fullmatch(wildcards(m)["tool"], "v1.2") and not re.fullmatch(wildcards(m)["tool"], "v1x2")
 
 
 def test_the_targets_are_every_cell_of_the_matrix_in_order():

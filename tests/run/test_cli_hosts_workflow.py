@@ -39,6 +39,7 @@ def config(api_url: str) -> dict:
     return demo
 
 
+@pytest.mark.timeout(1800)  # beyond its own 1,500 s snakemake time-out (pyproject: 900 s a test)
 def test_codex_and_opencode_run_the_demo_scenarios(tmp_path):
     (tmp_path / "script.json").write_text("[]")
     proc, url = responses_api.spawn(tmp_path / "script.json", tmp_path / "api.jsonl", tmp_path / "api.port",

@@ -106,7 +106,9 @@ def essence(t: dict) -> dict:
             "usage": {k: v for k, v in t["usage"].items()}}
 
 
-@pytest.mark.parametrize("model,tool", [("reference", "baseline"), ("reference", "echo"), ("claude", "echo")])
+# (over ~10 s each but one: `make test-fast` keeps the reference agent's echo trial)
+@pytest.mark.parametrize("model,tool", [pytest.param("reference", "baseline", marks=pytest.mark.slow), ("reference", "echo"),
+                                        pytest.param("claude", "echo", marks=pytest.mark.slow)])
 def test_trial_through_worker_equals_in_process(project, model, tool):
     cmd_w, out_w = run_trial_cmd(project, tool, 1, model=model)
     cmd_i, out_i = run_trial_cmd(project, tool, 2, model=model)

@@ -86,6 +86,7 @@ def test_pack_shape():
     assert not {s.id for s in held} & {s.id for s in MATRIX.run_scenarios()}
 
 
+@pytest.mark.slow  # over 10 s: the pack's whole DAG (1,137 jobs)
 def test_dry_run_plans_the_whole_matrix():
     args = ["--configfile", str(PACK)] + ([str(LOCAL)] if LOCAL.exists() else [])
     # --forceall: the whole matrix, whatever results/ of this checkout already holds

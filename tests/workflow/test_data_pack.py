@@ -324,6 +324,7 @@ def test_a_tool_called_where_none_is_needed_is_reported(tmp_path, installed, fak
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # beyond its own 1,500 s snakemake time-out (pyproject: 900 s a test)
 def test_the_reference_run_of_the_pack_completes(tmp_path):
     from workflow_helpers import copy_workflow, run_snakemake, workflow_env
 

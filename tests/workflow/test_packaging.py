@@ -33,6 +33,9 @@ WORKFLOW_ONLY = {"snakemake", "snakemake-executor-plugin-slurm", "snakemake-exec
 # In the test extra but never imported: this file builds a wheel with them (no build isolation;
 # setuptools < 70.1 needs `wheel` for bdist_wheel).
 BUILD_TOOLS = {"setuptools", "wheel"}
+# In the test extra but never imported: pytest plugins, loaded by pytest itself (pytest-timeout:
+# the per-test time-out of pyproject's pytest config).
+PYTEST_PLUGINS = {"pytest-timeout"}
 
 
 def _norm(name: str) -> str:
@@ -95,7 +98,7 @@ def test_test_extra_declares_exactly_what_the_tests_import():
 
     missing = {d: sorted(f) for d, f in needed.items() if d not in runtime | extra}
     assert not missing, f"imported by tests/ but declared neither as a dependency nor in the test extra: {missing}"
-    unused = sorted(extra - set(needed) - BUILD_TOOLS)
+    unused = sorted(extra - set(needed) - BUILD_TOOLS - PYTEST_PLUGINS)
     assert not unused, f"in the test extra but imported nowhere in tests/: {unused}"
     assert not extra & runtime, f"in both the dependencies and the test extra: {sorted(extra & runtime)}"
 

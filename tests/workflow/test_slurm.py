@@ -248,6 +248,7 @@ def scontrol_job(job_id: str) -> dict[str, str]:
     return dict(f.split("=", 1) for f in out.split() if "=" in f)
 
 
+@pytest.mark.timeout(1800)  # installing Slurm (apt-get) and then up to 600 s of the workflow (pyproject: 900 s a test)
 def test_demo_matrix_on_slurm(slurm, filesystem_server, tmp_path):
     cfg = make_project(tmp_path)
     env = {"PATH": f"{Path(sys.executable).parent}:{SYSTEM_PATH}", "HOME": str(tmp_path), **TOOLS_ENV}

@@ -11,7 +11,8 @@ import yaml
 
 from matrix_helpers import ROOT
 
-ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp"}
+# (this checkout's library, not whichever the interpreter has installed)
+ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": str(ROOT / "src")}
 
 
 def snakemake(*args) -> subprocess.CompletedProcess:
@@ -23,6 +24,18 @@ def test_lint_is_clean():
     p = snakemake("--lint")
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "Lints for" not in p.stdout + p.stderr
+
+
+def test_a_target_outside_the_matrix_fails_at_once_naming_it():
+    """The wildcards are the matrix's values (mcptrials.dag.targets.wildcards): a mistyped tool
+    or scenario matches no rule, so Snakemake names the target, not a lookup's KeyError."""
+    for target in ("results/runs/reference/loop/NOPE/demo/limits-and-alerts/1/scored.json",
+                   "results/runs/reference/loop/git/demo/limits-and-alert/1/judged.json"):
+        p = snakemake("-n", target)
+        out = p.stdout + p.stderr
+        assert p.returncode != 0, out[-3000:]
+        assert f"No rule to produce {target}" in out, out[-3000:]
+        assert "Traceback" not in out and "KeyError" not in out, out[-3000:]
 
 
 def test_every_rule_names_the_conda_env_and_it_installs_the_project():

@@ -6,7 +6,7 @@ rule judged:
     output:
         run_file("judged.json"),
     params:
-        p=judged_params,  # common.smk: JUDGED_P, per trial with a recorded judge
+        p=judged_params,  # mcptrials.dag.params: by scenario, per trial with a recorded judge
     retries: JUDGE_RETRIES  # a model judge's API can pass on a second try; the reference judge cannot
     resources:
         api=0 if M.specs.judge.provider in ("reference", "recorded") else 1,

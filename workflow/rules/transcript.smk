@@ -1,6 +1,6 @@
 # One trial: fresh workspace, fresh server, the agent loop. Faults are recorded in the
 # transcript (the command exits 0), so one bad trial never stops the others; a missing one
-# (api_failed, harness_failed, not_run) is retried by the next invocation (common.smk).
+# (api_failed, harness_failed, not_run) is retried by the next invocation (mcptrials.dag.params).
 rule transcript:
     input:
         checkout=CHECKOUT_FILE,
@@ -11,7 +11,7 @@ rule transcript:
         transcript=run_file("transcript.json"),
         meta=run_file("run_meta.json"),
     params:
-        p=transcript_params,  # common.smk: TRANSCRIPT_P, plus the attempt of a retried missing trial
+        p=transcript_params,  # mcptrials.dag.params: plus the attempt of a retried missing trial
     resources:
         api=(lambda wc: MODEL_CALLS[wc.model]) if len(set(MODEL_CALLS.values())) > 1 else max(MODEL_CALLS.values()),
     # (no `retries:`: a fault inside the trial is recorded and exits 0; a job that fails died,
