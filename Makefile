@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 JOBS ?= 2
 SNAKEMAKE := $(BIN)/python -m snakemake --scheduler greedy --rerun-incomplete
 
-.PHONY: demo test test-fast test-slurm install dry-run clean chromium bubblewrap
+.PHONY: demo test test-fast lint test-slurm install dry-run clean chromium bubblewrap
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -37,13 +37,17 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
 # The Slurm test is left out here: it installs and starts a real Slurm (`make test-slurm`).
+# ruff's pyflakes and syntax rules over the library and the tests (pyproject's [tool.ruff]).
+lint: install
+	$(BIN)/ruff check -q src tests
+
 PYTEST_ARGS ?= -m "not slurm"
-test: install chromium bubblewrap
+test: install chromium bubblewrap lint
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 # The developer's inner loop: every test but those marked slow (the real workflow, real
 # servers, anything over ~10 s) or slurm. `make test` stays the whole suite.
-test-fast: install chromium bubblewrap
+test-fast: install chromium bubblewrap lint
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -m "not slow and not slurm" $(FAST_ARGS)
 
 # A single-node Slurm on this machine (needs root: installs slurm-wlm and munge when missing).

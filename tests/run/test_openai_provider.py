@@ -9,7 +9,7 @@ import openai
 import pytest
 
 from fakes.openai_api import FakeOpenAIAPI, error, hang, malformed, reply, spawn, tool_call
-from matrix_helpers import SCENARIO, write_matrix
+from matrix_helpers import write_matrix
 from mcptrials.prepare.checkout import checkout
 from mcptrials.matrix.config import load_matrix
 from mcptrials.matrix.errors import ConfigError

@@ -155,7 +155,7 @@ def test_answers_hold_on_the_fixture(tree):
     boss = {r["from"]: r["to"] for r in graph if r.get("relationType") == "reports_to"}
     team = {r["from"]: r["to"] for r in graph if r.get("relationType") == "member_of"}
     obs = {r["name"]: r["observations"] for r in graph if r["type"] == "entity"}
-    assert f"Slack channel: #team-platform" in obs[team[boss[owns["tracking-api"]]]]
+    assert "Slack channel: #team-platform" in obs[team[boss[owns["tracking-api"]]]]
     assert owns["billing-service"] == "Priya Nair" and "On call: 2026-W50" not in obs["Priya Nair"]
 
 
@@ -227,7 +227,7 @@ FIND = "SELECT id, title, status, priority FROM issues WHERE title LIKE '%crash 
 
 
 def label_script(priority: str, extra: str | None = None) -> list:
-    writes = [sql(f"INSERT INTO issue_labels VALUES (140, (SELECT id FROM labels WHERE name = 'regression'))", "w1"),
+    writes = [sql("INSERT INTO issue_labels VALUES (140, (SELECT id FROM labels WHERE name = 'regression'))", "w1"),
               sql(f"UPDATE issues SET priority = '{priority}' WHERE id = 140", "w2")]
     if extra:
         writes.append(sql(extra, "w3"))

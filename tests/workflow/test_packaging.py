@@ -36,6 +36,8 @@ BUILD_TOOLS = {"setuptools", "wheel"}
 # In the test extra but never imported: pytest plugins, loaded by pytest itself (pytest-timeout:
 # the per-test time-out of pyproject's pytest config).
 PYTEST_PLUGINS = {"pytest-timeout"}
+# In the test extra but never imported: the linter `make lint` runs (a command, not a module).
+LINTERS = {"ruff"}
 
 
 def _norm(name: str) -> str:
@@ -98,7 +100,7 @@ def test_test_extra_declares_exactly_what_the_tests_import():
 
     missing = {d: sorted(f) for d, f in needed.items() if d not in runtime | extra}
     assert not missing, f"imported by tests/ but declared neither as a dependency nor in the test extra: {missing}"
-    unused = sorted(extra - set(needed) - BUILD_TOOLS - PYTEST_PLUGINS)
+    unused = sorted(extra - set(needed) - BUILD_TOOLS - PYTEST_PLUGINS - LINTERS)
     assert not unused, f"in the test extra but imported nowhere in tests/: {unused}"
     assert not extra & runtime, f"in both the dependencies and the test extra: {sorted(extra & runtime)}"
 

@@ -338,8 +338,8 @@ def summary(doc: dict) -> str:
              f"  {c['steps']} steps; {c['bench_checks']} bench checks: {c['checks']} as checks, "
              f"{c['expected_tools']} as expected_tools (never scored), {c['state_checks']} as state checks, "
              f"{c['not_expressed']} not expressed",
-             f"  repos: " + ", ".join(f"{r}@{p['commit'][:12]}" for r, p in doc["pins"].items()),
-             f"  tools: " + ", ".join(f"{t} ({len(v['recorded_cells'])} recorded)" for t, v in doc["tools"].items()),
+             "  repos: " + ", ".join(f"{r}@{p['commit'][:12]}" for r, p in doc["pins"].items()),
+             "  tools: " + ", ".join(f"{t} ({len(v['recorded_cells'])} recorded)" for t, v in doc["tools"].items()),
              ]
     groups: dict[tuple, list[dict]] = {}
     for r in doc["not_expressed"]:
