@@ -19,7 +19,6 @@ import json
 from pathlib import Path
 
 from mcptrials.core.failures import failure
-from mcptrials.core.identity import TrialKey
 from mcptrials.core.outcomes import next_attempt, read_attempts
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.dag.rerun import changed_inputs, trial_inputs
@@ -53,12 +52,11 @@ def _read(path: Path) -> dict | None:
 
 class Planned(dict):
     """TrialKey -> why its transcript job will run (`new`, `retry of a missing trial`,
-    `rerun: ...`); `changed` holds each rerun trial's changed labels, `unknown` the finished
-    trials whose records hold no `inputs` (made by an older mcptrials: not counted)."""
+    `rerun: ...`); `unknown` counts the finished trials whose records hold no `inputs` (made
+    by an older mcptrials: not counted)."""
 
     def __init__(self):
         super().__init__()
-        self.changed: dict[TrialKey, list[str]] = {}
         self.unknown = 0
 
     def counts(self) -> dict[str, int]:
@@ -95,7 +93,6 @@ def planned_trials(m: Matrix, results: Path = Path("results")) -> Planned:
         labels = changed_inputs(recorded, trial_inputs(m, key, cache))
         if labels:
             planned[key] = rerun_reason(labels)
-            planned.changed[key] = labels
     return planned
 
 
