@@ -37,9 +37,11 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
 # The Slurm test is left out here: it installs and starts a real Slurm (`make test-slurm`).
-# ruff's pyflakes and syntax rules over the library and the tests (pyproject's [tool.ruff]).
+# ruff's pyflakes and syntax rules and its format check over the library and the tests
+# (pyproject's [tool.ruff]).
 lint: install
 	$(BIN)/ruff check -q src tests
+	$(BIN)/ruff format --check -q src tests
 
 PYTEST_ARGS ?= -m "not slurm"
 test: install chromium bubblewrap lint

@@ -11,8 +11,20 @@ CHROMIUM = "/usr/bin/chromium"
 
 def chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess:
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: `make test` installs it (apt-get install -y chromium); "
-                    "or install it by hand and rerun")
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}", *args]
+        pytest.fail(
+            f"{CHROMIUM} is missing: `make test` installs it (apt-get install -y chromium); "
+            "or install it by hand and rerun"
+        )
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        *args,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)

@@ -26,8 +26,20 @@ def copy_workflow(dest: Path) -> None:
 
 
 def snakemake_cmd(wd: Path, *args) -> list[str]:
-    return [sys.executable, "-m", "snakemake", "--directory", str(wd), "--snakefile", str(wd / "Snakefile"),
-            "--configfile", str(wd / "config.yaml"), "--scheduler", "greedy", *args]
+    return [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--directory",
+        str(wd),
+        "--snakefile",
+        str(wd / "Snakefile"),
+        "--configfile",
+        str(wd / "config.yaml"),
+        "--scheduler",
+        "greedy",
+        *args,
+    ]
 
 
 def library_path() -> dict:
@@ -40,14 +52,20 @@ def workflow_env(wd: Path) -> dict:
     return {"PATH": PATH, "HOME": str(wd), "ANTHROPIC_API_KEY": KEY, **TOOLS_ENV, **library_path()}
 
 
-def run_snakemake(wd: Path, *args, check=True, timeout=600, env=None,
-                  failed_stages_ok=False) -> subprocess.CompletedProcess:
+def run_snakemake(
+    wd: Path, *args, check=True, timeout=600, env=None, failed_stages_ok=False
+) -> subprocess.CompletedProcess:
     """Snakemake on the project in wd (env: workflow_env unless given); raises with its logs on failure.
     failed_stages_ok: a run whose only failure is its last job, `mcptrials status` (a server that
     did not start, a failed checkout or install: mcptrials.core.failures), after the report was written,
     passes too (a test of a broken server expects that)."""
-    p = subprocess.run(snakemake_cmd(wd, *args), capture_output=True, text=True,
-                       env=env if env is not None else workflow_env(wd), timeout=timeout)
+    p = subprocess.run(
+        snakemake_cmd(wd, *args),
+        capture_output=True,
+        text=True,
+        env=env if env is not None else workflow_env(wd),
+        timeout=timeout,
+    )
     if failed_stages_ok and p.returncode != 0 and stages_failed_only(wd, p):
         return p
     if check and p.returncode != 0:
@@ -99,8 +117,13 @@ def max_overlap(intervals: list[tuple[float, float]]) -> int:
 
 def snakemake(wd: Path, *args, check=True, failed_stages_ok=False):
     """No API key in this environment: the missing-key test relies on it."""
-    return run_snakemake(wd, *args, check=check, env={"PATH": PATH, "HOME": str(wd), **TOOLS_ENV, **library_path()},
-                         failed_stages_ok=failed_stages_ok)
+    return run_snakemake(
+        wd,
+        *args,
+        check=check,
+        env={"PATH": PATH, "HOME": str(wd), **TOOLS_ENV, **library_path()},
+        failed_stages_ok=failed_stages_ok,
+    )
 
 
 def planned(wd: Path, *targets) -> dict[str, int]:

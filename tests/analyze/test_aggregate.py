@@ -88,10 +88,12 @@ def test_crashed_trial_scores_zero_and_counts(tables):
 def test_only_better_tools_are_ranked():
     from mcptrials.analyze.tables import rank_better
 
-    rows = [{"tool": "a", "verdict": "worse", "diff": -0.2, "rank": None},
-            {"tool": "b", "verdict": "better", "diff": 0.1, "rank": None},
-            {"tool": "c", "verdict": "within noise", "diff": 0.3, "rank": None},
-            {"tool": "d", "verdict": "better", "diff": 0.25, "rank": None}]
+    rows = [
+        {"tool": "a", "verdict": "worse", "diff": -0.2, "rank": None},
+        {"tool": "b", "verdict": "better", "diff": 0.1, "rank": None},
+        {"tool": "c", "verdict": "within noise", "diff": 0.3, "rank": None},
+        {"tool": "d", "verdict": "better", "diff": 0.25, "rank": None},
+    ]
     rank_better(rows)
     assert {r["tool"]: r["rank"] for r in rows} == {"a": None, "b": 2, "c": None, "d": 1}
 
@@ -127,7 +129,7 @@ def test_summary_flags_noise_and_power(tables):
     flags = {s["scenario"]: s["flag"] for s in summary["scenarios"]}
     assert flags == {"s1": "saturated", "s2": None, "s3": "never_passed"}
     # judge noise: SD of [0.8, 0.6] = 0.1414 in the 10 completed git trials, 0 in the other 14
-    sd = (0.2 / 2 ** 0.5) * 10 / 24
+    sd = (0.2 / 2**0.5) * 10 / 24
     assert summary["judge_noise"]["fairness_noise"] == pytest.approx(0.55 * sd)
     assert summary["judge_noise"]["overall"]["scenario"]["n_items"] == 24
     assert set(summary["judge_noise"]["by_scenario"]) == {"s1", "s2", "s3"}
@@ -163,8 +165,8 @@ def test_a_missing_record_fails_naming_the_file(tmp_path, capsys):
 def test_verdict_rules():
     row = {"diff": 0.05, "diff_lo": 0.01, "diff_hi": 0.09}
     assert verdict(row, None, 0) == "better"
-    assert verdict(row, None, 0.05) == "within noise"   # beyond 0 but not beyond the margin
-    assert verdict(row, 0.06, 0) == "within noise"   # outside 0 but inside the judge's spread
+    assert verdict(row, None, 0.05) == "within noise"  # beyond 0 but not beyond the margin
+    assert verdict(row, 0.06, 0) == "within noise"  # outside 0 but inside the judge's spread
     assert verdict(dict(row, diff_lo=-0.01), None, 0) == "within noise"
     assert verdict({"diff": -0.2, "diff_lo": -0.3, "diff_hi": -0.1}, 0.05, 0.05) == "worse"
     assert verdict({"diff": 0.2, "diff_lo": None, "diff_hi": None}, None, 0.05) == "within noise"
@@ -196,9 +198,20 @@ def test_identical_answers_with_time_noise_are_not_worse():
     from mcptrials.analyze.trial_rows import score_rows
 
     def row(tool, scenario, work):
-        return {"model": "reference", "scenario": scenario, "tool": tool, "missing": False, "completed": True,
-                "cost_usd": None, "wall_seconds": work, "work_seconds": work, "server_startup_seconds": None,
-                "keyword_coverage": 1.0, "quality": 0.8, "citation_grounding": 0.75}
+        return {
+            "model": "reference",
+            "scenario": scenario,
+            "tool": tool,
+            "missing": False,
+            "completed": True,
+            "cost_usd": None,
+            "wall_seconds": work,
+            "work_seconds": work,
+            "server_startup_seconds": None,
+            "keyword_coverage": 1.0,
+            "quality": 0.8,
+            "citation_grounding": 0.75,
+        }
 
     factors = [1.02, 1.05, 1.01, 1.03, 1.04, 1.06]
     rows = []
@@ -222,7 +235,7 @@ def test_costs_come_from_usage_at_the_configs_pricing(tables):
     g = find(trials, model="sonnet", tool="git", scenario="s1", trial=1)
     # (1000*3 + 50*3.75 + 300*0.3 + 200*15) / 1e6 = 0.0062775, not the record's frozen 0.10
     assert float(b["cost_usd"]) == pytest.approx(0.0062775)
-    assert float(g["cost_usd"]) == pytest.approx(2 * 0.0062775)   # not the frozen 0.40
+    assert float(g["cost_usd"]) == pytest.approx(2 * 0.0062775)  # not the frozen 0.40
     assert b["priced_as"] == "claude-sonnet-4-6"
     # the frozen costs (0.10 vs 0.40) would give a cost part of 0.5 - 2/6 and efficiency 0.25 here
     assert float(g["efficiency"]) == pytest.approx(0.5 / 3 + 0.5 / 3)
@@ -243,16 +256,24 @@ def _anthropic_judge(runs, model):
 
 
 def test_a_new_pricing_changes_every_cost_from_the_same_records(tmp_path):
-    cfg_a, runs = fx.build(tmp_path, models=("sonnet",), scenarios=("s1",),
-                           pricing={"claude-sonnet-4-6": {"input": 3, "output": 15},
-                                    "claude-haiku-4-5": {"input": 1, "output": 5}})
+    cfg_a, runs = fx.build(
+        tmp_path,
+        models=("sonnet",),
+        scenarios=("s1",),
+        pricing={"claude-sonnet-4-6": {"input": 3, "output": 15}, "claude-haiku-4-5": {"input": 1, "output": 5}},
+    )
     _anthropic_judge(runs, "sonnet")
     trials_a, _, tools_a, sum_a = run_aggregate(cfg_a, runs, tmp_path / "agg_a")
     # the same records, another price list (explicit cache prices)
-    cfg_b = fx.write_config(tmp_path, models=("sonnet",), scenarios=("s1",),
-                            pricing={"claude-sonnet-4-6": {"input": 1, "output": 5, "cache_write": 2,
-                                                           "cache_read": 0.5},
-                                     "claude-haiku-4-5": {"input": 0.8, "output": 4}})
+    cfg_b = fx.write_config(
+        tmp_path,
+        models=("sonnet",),
+        scenarios=("s1",),
+        pricing={
+            "claude-sonnet-4-6": {"input": 1, "output": 5, "cache_write": 2, "cache_read": 0.5},
+            "claude-haiku-4-5": {"input": 0.8, "output": 4},
+        },
+    )
     trials_b, _, tools_b, sum_b = run_aggregate(cfg_b, runs, tmp_path / "agg_b")
     a = find(trials_a, tool="baseline", trial=1)
     b = find(trials_b, tool="baseline", trial=1)
@@ -327,9 +348,20 @@ def test_efficiency_compares_working_time_not_server_start_up():
     from mcptrials.analyze.trial_rows import score_rows
 
     def row(tool, wall, work, startup):
-        return {"model": "reference", "scenario": "s1", "tool": tool, "missing": False, "completed": True,
-                "cost_usd": None, "wall_seconds": wall, "work_seconds": work, "server_startup_seconds": startup,
-                "keyword_coverage": 1.0, "quality": 1.0, "citation_grounding": 1.0}
+        return {
+            "model": "reference",
+            "scenario": "s1",
+            "tool": tool,
+            "missing": False,
+            "completed": True,
+            "cost_usd": None,
+            "wall_seconds": wall,
+            "work_seconds": work,
+            "server_startup_seconds": startup,
+            "keyword_coverage": 1.0,
+            "quality": 1.0,
+            "citation_grounding": 1.0,
+        }
 
     rows = [row("baseline", 0.05, 0.05, None), row("git", 0.55, 0.05, 0.5), row("slow", 0.6, 0.1, 0.5)]
     assert score_rows(rows, W, has_baseline=True) == []

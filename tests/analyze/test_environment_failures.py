@@ -5,8 +5,13 @@ most of its trials on a repository is listed in summary.json `environment_failur
 
 import json
 
-from mcptrials.analyze.environment import (MIN_TRIAL_SHARE, MIN_TRIALS, environment_failures, environment_fix,
-                                           normalise_error)
+from mcptrials.analyze.environment import (
+    MIN_TRIAL_SHARE,
+    MIN_TRIALS,
+    environment_failures,
+    environment_fix,
+    normalise_error,
+)
 from mcptrials.cli import main
 
 import runs_fixture as fx
@@ -16,9 +21,11 @@ GO = "Go is not installed (workspace /tmp/mcptrials-{n}/gin, pid {pid}); cannot 
 
 def record(tool, repo, trial, errors=(), missing=False):
     calls = [{"source": "mcp", "is_error": True, "result_text": e} for e in errors]
-    calls.append({"source": "builtin", "is_error": True, "result_text": "no such file: x.py"})   # not a server call
-    rec = {"key": {"model": "reference", "tool": tool, "repo": repo, "scenario": f"s{trial}", "trial": 1},
-           "transcript": {"tool_calls": calls}}
+    calls.append({"source": "builtin", "is_error": True, "result_text": "no such file: x.py"})  # not a server call
+    rec = {
+        "key": {"model": "reference", "tool": tool, "repo": repo, "scenario": f"s{trial}", "trial": 1},
+        "transcript": {"tool_calls": calls},
+    }
     return rec, {"missing": missing, "page": f"trials/reference/{tool}/s{trial}/1.html"}
 
 
@@ -33,31 +40,57 @@ def test_normalising_keeps_the_cause_and_drops_what_differs_between_trials():
     assert "go is not installed" in a and "<path>" in a and "<n>" in a
     assert normalise_error("Symbol 'Flask' not found") != normalise_error("Symbol 'Blueprint' not found")
     assert normalise_error("request 3f2a9c1d77 failed at https://x.org/a") == normalise_error(
-        "request 0b1e55ed99 failed at https://y.org/b")
+        "request 0b1e55ed99 failed at https://y.org/b"
+    )
 
 
 def test_most_trials_of_a_repository_with_the_same_error():
     assert (MIN_TRIAL_SHARE, MIN_TRIALS) == (0.5, 2)
+
     def go(i):
-        return [GO.format(n=i, pid=100 + i)] * 3    # three calls in a trial: one trial, three calls
-    found = failures([("serena", "gin", i, go(i)) for i in (1, 2)] + [("serena", "gin", i) for i in (3, 4)]
-                     + [("serena", "flask", i) for i in (1, 2)] + [("baseline", "gin", i, go(i)) for i in (1, 2)])
+        return [GO.format(n=i, pid=100 + i)] * 3  # three calls in a trial: one trial, three calls
+
+    found = failures(
+        [("serena", "gin", i, go(i)) for i in (1, 2)]
+        + [("serena", "gin", i) for i in (3, 4)]
+        + [("serena", "flask", i) for i in (1, 2)]
+        + [("baseline", "gin", i, go(i)) for i in (1, 2)]
+    )
     assert len(found) == 1
     f = found[0]
-    assert (f["name"], f["tool"], f["repo"], f["trials_with_error"], f["trials"], f["share"], f["calls"]) == \
-        ("serena/gin", "serena", "gin", 2, 4, 0.5, 6)
-    assert f["error"] == GO.format(n=1, pid=101)            # as shown: the first wording seen most often
+    assert (f["name"], f["tool"], f["repo"], f["trials_with_error"], f["trials"], f["share"], f["calls"]) == (
+        "serena/gin",
+        "serena",
+        "gin",
+        2,
+        4,
+        0.5,
+        6,
+    )
+    assert f["error"] == GO.format(n=1, pid=101)  # as shown: the first wording seen most often
     assert "the server needs Go on this machine for gin" in f["fix"] and "docs/packs.md" in f["fix"]
     assert f["page"] == "trials/reference/serena/s1/1.html"
 
 
 def test_not_most_trials_or_a_single_trial_or_missing_trials_are_not_environment_failures():
     go = [GO.format(n=1, pid=1)]
-    assert failures([("serena", "gin", 1, go)] + [("serena", "gin", i) for i in (2, 3)]) == []    # 1 of 3
-    assert failures([("serena", "gin", 1, go)]) == []                                             # 1 of 1
+    assert failures([("serena", "gin", 1, go)] + [("serena", "gin", i) for i in (2, 3)]) == []  # 1 of 3
+    assert failures([("serena", "gin", 1, go)]) == []  # 1 of 1
     # missing trials do not count: 2 of the 3 that count
-    assert len(failures([("serena", "gin", 1, go), ("serena", "gin", 2, go), ("serena", "gin", 3),
-                         ("serena", "gin", 4, (), True), ("serena", "gin", 5, (), True)])) == 1
+    assert (
+        len(
+            failures(
+                [
+                    ("serena", "gin", 1, go),
+                    ("serena", "gin", 2, go),
+                    ("serena", "gin", 3),
+                    ("serena", "gin", 4, (), True),
+                    ("serena", "gin", 5, (), True),
+                ]
+            )
+        )
+        == 1
+    )
     # errors that name what each question asked are not one error
     assert failures([("serena", "gin", i, [f"Symbol 'Name{i}x' not found"]) for i in (1, 2, 3)]) == []
 
@@ -70,7 +103,7 @@ def test_the_fix_follows_the_error():
 
 def test_named_beside_the_verdict_and_under_what_could_not_run(tmp_path):
     cfg, runs = fx.build(tmp_path, models=("reference",))
-    broken = [("s1", 1), ("s1", 2), ("s3", 1), ("s3", 2)]     # 4 of git's 6 trials on `tiny`
+    broken = [("s1", 1), ("s1", 2), ("s3", 1), ("s3", 2)]  # 4 of git's 6 trials on `tiny`
     for n, (sc, trial) in enumerate(broken):
         p = runs / "reference" / "loop" / "git" / "tiny" / sc / str(trial) / "transcript.json"
         t = json.loads(p.read_text())
@@ -81,8 +114,24 @@ def test_named_beside_the_verdict_and_under_what_could_not_run(tmp_path):
         p.write_text(json.dumps(t))
     agg, out = tmp_path / "aggregate", tmp_path / "report"
     assert main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(agg)]) == 0
-    assert main(["report", "--config", str(cfg), "--aggregate", str(agg), "--heldout",
-                 str(tmp_path / "heldout" / "agreement.json"), "--runs", str(runs), "--out-dir", str(out)]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "--config",
+                str(cfg),
+                "--aggregate",
+                str(agg),
+                "--heldout",
+                str(tmp_path / "heldout" / "agreement.json"),
+                "--runs",
+                str(runs),
+                "--out-dir",
+                str(out),
+            ]
+        )
+        == 0
+    )
     summary = json.loads((agg / "summary.json").read_text())
     [env] = summary["environment_failures"]
     assert (env["tool"], env["repo"], env["trials_with_error"], env["trials"]) == ("git", "tiny", 4, 6)
@@ -90,10 +139,10 @@ def test_named_beside_the_verdict_and_under_what_could_not_run(tmp_path):
     shown = GO.format(n=0, pid=4000)
     assert git["environment"] == f"environment: '{shown}' on tiny, 4/6 trials"
     md = (out / "report.md").read_text()
-    headline = md[md.index("## Headline"):md.index("## Headline") + 3000]
+    headline = md[md.index("## Headline") : md.index("## Headline") + 3000]
     row = next(line for line in headline.splitlines() if line.startswith("| git |"))
     assert f"{git['verdict']} (environment: '{shown}' on tiny, 4/6 trials)" in row
-    could_not = md[md.index("## What could not run"):md.index("## Headline")]
+    could_not = md[md.index("## What could not run") : md.index("## Headline")]
     assert shown in could_not and "the server needs Go on this machine for tiny" in could_not
     assert "summary.json `environment_failures`" in could_not
 
@@ -104,14 +153,21 @@ def test_only_an_error_that_says_the_machine_lacks_something_is_the_environment(
     from mcptrials.analyze.environment import ENVIRONMENT, REPEATED, environment_note, error_kind
 
     assert error_kind("Go is not installed") == ENVIRONMENT
-    assert error_kind("Exception: The language server manager is not initialized, indicating a problem during "
-                      "project initialisation.") == ENVIRONMENT
+    assert (
+        error_kind(
+            "Exception: The language server manager is not initialized, indicating a problem during "
+            "project initialisation."
+        )
+        == ENVIRONMENT
+    )
     assert error_kind("Failed to download the Kotlin language server") == ENVIRONMENT
     assert error_kind("Project '/tmp/mcptrials-trial-x/workspace' not found") == REPEATED
     assert error_kind("Either language or file_path must be provided") == REPEATED
     unregistered = ["Error executing tool find_text: Project '/tmp/w{i}/workspace' not found"]
-    found = failures([("tree-sitter", "gin", i, [unregistered[0].format(i=i)]) for i in (1, 2)]
-                     + [("serena", "gin", i, [GO.format(n=i, pid=i)]) for i in (1, 2)])
+    found = failures(
+        [("tree-sitter", "gin", i, [unregistered[0].format(i=i)]) for i in (1, 2)]
+        + [("serena", "gin", i, [GO.format(n=i, pid=i)]) for i in (1, 2)]
+    )
     assert {(f["tool"], f["kind"]) for f in found} == {("tree-sitter", REPEATED), ("serena", ENVIRONMENT)}
     assert environment_note(found, "reference", "tree-sitter").startswith("repeated error: 'Error executing tool")
     assert environment_note(found, "reference", "serena").startswith("environment: 'Go is not installed")

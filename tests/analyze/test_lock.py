@@ -12,22 +12,35 @@ import yaml
 from mcptrials.cli import main
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.hashing import file_sha256
-from mcptrials.analyze.lock import LOCKFILE, git_untracked, LockError, heldout_agreement, read_lockfile, verify_lock, write_lock
+from mcptrials.analyze.lock import (
+    LOCKFILE,
+    git_untracked,
+    LockError,
+    heldout_agreement,
+    read_lockfile,
+    verify_lock,
+    write_lock,
+)
 
 SCENARIO = {
     "repo": "demo",
     "split": "held-out",
-    "steps": [{"name": "explain", "prompt": "How does the loader work?",
-               "key_points": ["reads config.yaml", "caches the result", "retries three times"],
-               "rubric": {"criteria": [{"name": "coverage", "weight": 1, "question": "Does it state the key points?"}]}}],
+    "steps": [
+        {
+            "name": "explain",
+            "prompt": "How does the loader work?",
+            "key_points": ["reads config.yaml", "caches the result", "retries three times"],
+            "rubric": {"criteria": [{"name": "coverage", "weight": 1, "question": "Does it state the key points?"}]},
+        }
+    ],
 }
 
 # Reference-judge quality of each answer = the share of the 3 key points it states.
 ANSWERS = {
-    "none": "It loads things.",                                                       # 0
-    "one": "It reads config.yaml.",                                                   # 1/3
-    "two": "It reads config.yaml and caches the result.",                             # 2/3
-    "all": "It reads config.yaml, caches the result and retries three times.",        # 1
+    "none": "It loads things.",  # 0
+    "one": "It reads config.yaml.",  # 1/3
+    "two": "It reads config.yaml and caches the result.",  # 2/3
+    "all": "It reads config.yaml, caches the result and retries three times.",  # 1
 }
 
 
@@ -36,14 +49,23 @@ def make_set(root, gold):
     (root / "scenarios").mkdir()
     (root / "scenarios" / "loader.yaml").write_text(yaml.safe_dump(SCENARIO))
     for tid, answer in ANSWERS.items():
-        t = {"schema": "mcptrials/transcript/1",
-             "cell": {"model": "m", "tool": "t", "repo": "demo", "scenario": "loader", "trial": 1},
-             "outcome": "completed", "tool_calls": [],
-             "steps": [{"index": 0, "name": "explain", "prompt": "p", "answer_text": answer}]}
+        t = {
+            "schema": "mcptrials/transcript/1",
+            "cell": {"model": "m", "tool": "t", "repo": "demo", "scenario": "loader", "trial": 1},
+            "outcome": "completed",
+            "tool_calls": [],
+            "steps": [{"index": 0, "name": "explain", "prompt": "p", "answer_text": answer}],
+        }
         (root / "transcripts" / f"{tid}.json").write_text(json.dumps(t))
-    (root / "gold.json").write_text(json.dumps({
-        "graded_by": "tester", "graded_at": "2026-01-01",
-        "items": {tid: {"scenario": "loader", "quality": q, "notes": "hand-graded"} for tid, q in gold.items()}}))
+    (root / "gold.json").write_text(
+        json.dumps(
+            {
+                "graded_by": "tester",
+                "graded_at": "2026-01-01",
+                "items": {tid: {"scenario": "loader", "quality": q, "notes": "hand-graded"} for tid, q in gold.items()},
+            }
+        )
+    )
     return root
 
 
@@ -57,8 +79,14 @@ def locked(tmp_path):
 def test_lock_then_verify_passes(locked, tmp_path):
     assert verify_lock(locked) == []
     data = read_lockfile(locked)
-    assert set(data["files"]) == {"gold.json", "scenarios/loader.yaml", "transcripts/all.json",
-                                  "transcripts/none.json", "transcripts/one.json", "transcripts/two.json"}
+    assert set(data["files"]) == {
+        "gold.json",
+        "scenarios/loader.yaml",
+        "transcripts/all.json",
+        "transcripts/none.json",
+        "transcripts/one.json",
+        "transcripts/two.json",
+    }
     assert data["files"]["gold.json"] == file_sha256(locked / "gold.json")
     out = tmp_path / "results" / "lock" / "verified.json"
     assert main(["verify-lock", "--locked", str(locked), "--out", str(out)]) == 0
@@ -79,7 +107,7 @@ def test_one_byte_edit_fails_naming_the_file(locked, tmp_path, capsys):
     out.write_text("{}")  # a stale pass from an earlier run
     assert main(["verify-lock", "--locked", str(locked), "--out", str(out)]) == 1
     err = capsys.readouterr().err
-    assert str(path) in err and before in err and after in err and 'mcptrials lock --reason' in err
+    assert str(path) in err and before in err and after in err and "mcptrials lock --reason" in err
     assert not out.exists()
 
 
@@ -128,7 +156,9 @@ def test_lock_refuses_git_ignored_files(tmp_path):
     with pytest.raises(ConfigError, match=r"git ignores .*gold\.json\.bak"):
         write_lock(root, "anchor", who="x")
     (root / "gold.json.bak").unlink()
-    assert git_untracked(root) == ["gold.json", "scenarios/loader.yaml"] + [f"transcripts/{t}.json" for t in sorted(ANSWERS)]
+    assert git_untracked(root) == ["gold.json", "scenarios/loader.yaml"] + [
+        f"transcripts/{t}.json" for t in sorted(ANSWERS)
+    ]
 
 
 def test_agreement_hand_computed(locked):
@@ -147,18 +177,23 @@ def test_heldout_uses_the_configs_own_anchor_and_never_judges_the_threshold(tmp_
     # gold ranks 2,1,3,4 against judged ranks 1,2,3,4: d = (1,-1,0,0), rho = 1 - 6*2/(4*15) = 0.8
     root = make_set(tmp_path / "locked", {"none": 0.4, "one": 0.1, "two": 0.5, "all": 0.9})
     write_lock(root, "anchor", who="x")
-    base = {"tools": {"baseline": {"transport": "none"}}, "repos": {"demo": {"url": "./r", "commit": "0" * 40}},
-            "scenarios": "locked/scenarios/*.yaml", "splits": ["held-out"], "models": {"ref": {"provider": "reference"}}}
+    base = {
+        "tools": {"baseline": {"transport": "none"}},
+        "repos": {"demo": {"url": "./r", "commit": "0" * 40}},
+        "scenarios": "locked/scenarios/*.yaml",
+        "splits": ["held-out"],
+        "models": {"ref": {"provider": "reference"}},
+    }
     out = tmp_path / "agreement.json"
     records = []
     for judge in ({"provider": "reference"}, {"provider": "reference", "threshold": 0.95, "strict": True}):
         cfg = tmp_path / "config.yaml"
         cfg.write_text(yaml.safe_dump(dict(base, locked="locked", judge=judge)))
-        assert main(["heldout", "--config", str(cfg), "--out", str(out)]) == 0   # strict fails the report, not this
+        assert main(["heldout", "--config", str(cfg), "--out", str(out)]) == 0  # strict fails the report, not this
         records.append(json.loads(out.read_text()))
     assert records[0]["rho"] == pytest.approx(0.8)
-    assert Path(records[0]["anchor"]).resolve() == root.resolve()   # the config's folder, named relatively
-    assert records[0] == records[1]       # threshold and strict change nothing the check computes
+    assert Path(records[0]["anchor"]).resolve() == root.resolve()  # the config's folder, named relatively
+    assert records[0] == records[1]  # threshold and strict change nothing the check computes
 
     # a config naming no anchor: the record says so, and why; nothing is judged
     cfg.write_text(yaml.safe_dump(dict(base, judge={"provider": "reference"})))
@@ -174,8 +209,10 @@ def test_heldout_uses_the_configs_own_anchor_and_never_judges_the_threshold(tmp_
     cfg.write_text(yaml.safe_dump(dict(base, locked="locked", scenarios="scenarios/*.yaml")))
     assert main(["heldout", "--config", str(cfg), "--out", str(out)]) == 0
     rec = json.loads(out.read_text())
-    assert rec["anchor"] is None and "holds no frozen transcript of this config's held-out scenarios (elsewhere)" \
-        in rec["reason"]
+    assert (
+        rec["anchor"] is None
+        and "holds no frozen transcript of this config's held-out scenarios (elsewhere)" in rec["reason"]
+    )
 
 
 def test_agreement_refuses_a_drifted_set(locked):

@@ -7,8 +7,13 @@ import pytest
 
 from mcptrials.stats.adoption import adoption
 from mcptrials.stats.agreement import cohen_kappa, icc, judge_spread, spearman_with_ci
-from mcptrials.stats.fairness import (efficiency_part, efficiency_reference, fairness, fairness_without,
-                                      relative_efficiency)
+from mcptrials.stats.fairness import (
+    efficiency_part,
+    efficiency_reference,
+    fairness,
+    fairness_without,
+    relative_efficiency,
+)
 from mcptrials.stats.intervals import bounded_mean_ci, mean_ci
 from mcptrials.stats.paired import holm_adjust, paired_difference, practical_verdict
 from mcptrials.stats.pass_k import mean_pass_at_k, mean_pass_hat_k, pass_at_k, pass_hat_k
@@ -18,6 +23,7 @@ approx = pytest.approx
 
 
 # ---------------------------------------------------------------- pass@k, pass^k
+
 
 def test_pass_at_k_hand_case():
     # n=5, c=2, k=2: C(3,2)/C(5,2) = 3/10, so pass@2 = 1 - 0.3 = 0.7
@@ -71,6 +77,7 @@ def test_mean_pass_k_over_tasks_skips_short_tasks():
 
 
 # ---------------------------------------------------------------- mean_ci
+
 
 def test_mean_ci_naive_hand_case():
     # scores 1,2,3,4: m = 2.5; sum (s-m)^2 = 2.25+0.25+0.25+2.25 = 5
@@ -135,6 +142,7 @@ def test_mean_ci_level():
 
 # ---------------------------------------------------------------- bounded_mean_ci
 
+
 def test_bounded_mean_ci_hand_case_three_scenarios():
     # fairness 0.2, 0.4, 0.9 in scenarios a, b, c (one trial each): m = 0.5
     # clustered SE = sqrt(3/2) * sqrt(0.3^2 + 0.1^2 + 0.4^2) / 3 = sqrt(1.5 * 0.26) / 3 = 0.208167
@@ -146,8 +154,9 @@ def test_bounded_mean_ci_hand_case_three_scenarios():
     assert r["lo"] == approx(0.027049, abs=1e-6)
     assert r["hi"] == approx(0.972951, abs=1e-6)
     assert mean_ci([0.2, 0.4, 0.9], clusters=["a", "b", "c"])["lo"] == approx(-0.395669, abs=1e-5)
-    assert r["method"] == ("logit-transformed t interval on [0, 1], clustered SE over 3 clusters with "
-                           "C/(C-1) correction, df=2")
+    assert r["method"] == (
+        "logit-transformed t interval on [0, 1], clustered SE over 3 clusters with C/(C-1) correction, df=2"
+    )
     json.dumps(r)
 
 
@@ -161,7 +170,7 @@ def test_bounded_mean_ci_is_asymmetric_near_a_bound():
     assert r["se"] == approx(0.0645497, abs=1e-6)
     assert r["lo"] == approx(0.530815, abs=1e-5)
     assert r["hi"] == approx(0.965967, abs=1e-5)
-    assert r["mean"] - r["lo"] > r["hi"] - r["mean"]      # longer on the side away from the bound
+    assert r["mean"] - r["lo"] > r["hi"] - r["mean"]  # longer on the side away from the bound
     assert "naive SE" in r["method"] and "df=3" in r["method"]
 
 
@@ -195,8 +204,8 @@ def test_bounded_mean_ci_stays_in_bounds_and_edge_cases():
     assert bounded_mean_ci([0.0, 0.0, 0.0], clusters=["a", "b", "c"])[("lo")] == 0.0
     top = bounded_mean_ci([1.0, 1.0])
     assert top["lo"] == top["hi"] == 1.0
-    assert bounded_mean_ci([0.4])["lo"] is None                       # one score: no interval
-    assert bounded_mean_ci([0.4, 0.6], clusters=["a", "a"])["lo"] is None   # one cluster
+    assert bounded_mean_ci([0.4])["lo"] is None  # one score: no interval
+    assert bounded_mean_ci([0.4, 0.6], clusters=["a", "a"])["lo"] is None  # one cluster
     with pytest.raises(ValueError, match=r"outside \[0, 1\]"):
         bounded_mean_ci([0.5, 1.2])
     with pytest.raises(ValueError, match="lower bound"):
@@ -218,6 +227,7 @@ def test_paired_difference_bounded_interval():
 
 
 # ---------------------------------------------------------------- paired difference
+
 
 def test_paired_difference_hand_case():
     # shared s1..s3: d = 1, 2, 3 (a - b); s4 only in a, s5 only in b: dropped
@@ -262,6 +272,7 @@ def test_paired_difference_edge_cases():
 
 
 # ---------------------------------------------------------------- Holm
+
 
 def test_holm_hand_example():
     # sorted: a 0.01, c 0.03, b 0.04, m = 3
@@ -350,6 +361,7 @@ def test_scenarios_needed_hand_case():
 
 # ---------------------------------------------------------------- judge agreement
 
+
 def test_judge_spread_hand_case():
     # item 1: .8 .6 .7 -> mean .7, squares .01+.01+0 = .02, var .01, sd .1, range .2
     # item 2: .5 .5 .5 -> sd 0, range 0
@@ -435,6 +447,7 @@ def test_spearman_edge_cases():
 
 # ---------------------------------------------------------------- scores
 
+
 def test_relative_efficiency_hand_case():
     """Issue 33 item 1: 0.5 + clip(log2(reference / value), -3, 3) / 6 per part, the mean of cost and time."""
     # cost 2 vs reference 1: log2(1/2) = -1 -> 0.5 - 1/6 = 1/3; wall 10 vs 20: log2 2 = 1 -> 2/3; mean 0.5
@@ -454,9 +467,9 @@ def test_relative_efficiency_hand_case():
 def test_efficiency_reference_is_the_geometric_mean():
     # exp(mean(log 1, log 4, log 16)) = exp(log 4) = 4 (the arithmetic mean would be 7)
     assert efficiency_reference([1.0, 4.0, 16.0]) == approx(4.0)
-    assert efficiency_reference([2.0, None, 8.0]) == approx(4.0)     # not measured: left out
+    assert efficiency_reference([2.0, None, 8.0]) == approx(4.0)  # not measured: left out
     assert efficiency_reference([None]) is None and efficiency_reference([]) is None
-    assert efficiency_reference([0.0, 3.0]) == 0.0                   # a free baseline
+    assert efficiency_reference([0.0, 3.0]) == 0.0  # a free baseline
     with pytest.raises(ValueError):
         efficiency_reference([-1.0])
     # the baseline's own trials against their reference: log2(4/1) = 2, 0, -2 -> 5/6, 1/2, 1/6, mean 1/2
@@ -497,8 +510,10 @@ def test_efficiency_cannot_be_tilted_by_noise_simulation():
     new_d, old_d = [], []
     for _ in range(n):
         time_scale, cost_scale = np.exp(rng.normal(np.log(30), 0.5)), np.exp(rng.normal(np.log(0.05), 0.5))
-        arms = {a: list(zip(cost_scale * np.exp(rng.normal(0, 0.3, k)), time_scale * np.exp(rng.normal(0, 0.3, k))))
-                for a in ("baseline", "tool")}
+        arms = {
+            a: list(zip(cost_scale * np.exp(rng.normal(0, 0.3, k)), time_scale * np.exp(rng.normal(0, 0.3, k))))
+            for a in ("baseline", "tool")
+        }
         costs, times = [c for c, _ in arms["baseline"]], [w for _, w in arms["baseline"]]
         ref = (efficiency_reference(costs), efficiency_reference(times))
         old_ref = (sum(costs) / k, sum(times) / k)
@@ -508,21 +523,23 @@ def test_efficiency_cannot_be_tilted_by_noise_simulation():
         old_d.append(old["tool"] - old["baseline"])
     new_diff, new_se = float(np.mean(new_d)), float(np.std(new_d, ddof=1) / np.sqrt(n))
     old_diff, old_se = float(np.mean(old_d)), float(np.std(old_d, ddof=1) / np.sqrt(n))
-    print(f"\nsame distribution, {n * k} trials per arm: symmetric log-ratio tool - baseline = {new_diff:+.5f} "
-          f"(SE {new_se:.5f}); old min(1, base/value) = {old_diff:+.5f} (SE {old_se:.5f})")
+    print(
+        f"\nsame distribution, {n * k} trials per arm: symmetric log-ratio tool - baseline = {new_diff:+.5f} "
+        f"(SE {new_se:.5f}); old min(1, base/value) = {old_diff:+.5f} (SE {old_se:.5f})"
+    )
     assert abs(new_diff) < new_se
-    assert old_diff < -10 * old_se     # the old rule counts noise against the arm that is not the baseline
+    assert old_diff < -10 * old_se  # the old rule counts noise against the arm that is not the baseline
 
 
 def test_practical_verdict_hand_made_intervals():
     """Issue 33 item 2: better / worse only beyond +-margin, no practical difference within it."""
     m = 0.05
-    assert practical_verdict(0.06, 0.10, m) == "better"                   # all above +0.05
-    assert practical_verdict(-0.10, -0.06, m) == "worse"                  # all below -0.05
+    assert practical_verdict(0.06, 0.10, m) == "better"  # all above +0.05
+    assert practical_verdict(-0.10, -0.06, m) == "worse"  # all below -0.05
     assert practical_verdict(-0.04, 0.03, m) == "no practical difference"
     assert practical_verdict(-0.05, 0.05, m) == "no practical difference"  # the bounds belong to the inside
-    assert practical_verdict(0.01, 0.09, m) == "within noise"             # excludes 0, straddles +0.05
-    assert practical_verdict(0.05, 0.09, m) == "within noise"             # lo on the margin: not beyond it
+    assert practical_verdict(0.01, 0.09, m) == "within noise"  # excludes 0, straddles +0.05
+    assert practical_verdict(0.05, 0.09, m) == "within noise"  # lo on the margin: not beyond it
     assert practical_verdict(-0.20, 0.20, m) == "within noise"
     # the issue's `git`: -0.005 [-0.008, -0.002] was "worse" (the interval excludes 0); it does not matter
     assert practical_verdict(-0.008, -0.002, m) == "no practical difference"
@@ -530,7 +547,7 @@ def test_practical_verdict_hand_made_intervals():
     assert practical_verdict(-0.008, -0.002, 0) == "worse" and practical_verdict(0.01, 0.09, 0) == "better"
     assert practical_verdict(-0.01, 0.01, 0) == "within noise"
     assert practical_verdict(0.0, 0.0, 0) == "no practical difference"
-    assert practical_verdict(None, None, m) == "within noise"             # fewer than 2 scenarios: no interval
+    assert practical_verdict(None, None, m) == "within noise"  # fewer than 2 scenarios: no interval
     with pytest.raises(ValueError, match="margin"):
         practical_verdict(0.1, 0.2, -0.01)
 
@@ -551,13 +568,16 @@ def test_fairness_hand_case():
         fairness(1, 1, 1, 1, {"quality": 1.0})
 
 
-
 def test_fairness_without_hand_case():
     w = {"keyword": 0.10, "quality": 0.55, "citation": 0.15, "efficiency": 0.20}
     # citation missing: 0.85 left -> keyword .10/.85, quality .55/.85, efficiency .20/.85
     rest = fairness_without(w, {"citation"})
-    assert rest == {"keyword": approx(0.117647, abs=1e-6), "quality": approx(0.647059, abs=1e-6),
-                    "citation": 0.0, "efficiency": approx(0.235294, abs=1e-6)}
+    assert rest == {
+        "keyword": approx(0.117647, abs=1e-6),
+        "quality": approx(0.647059, abs=1e-6),
+        "citation": 0.0,
+        "efficiency": approx(0.235294, abs=1e-6),
+    }
     assert sum(rest.values()) == approx(1.0)
     # citation and quality missing: 0.30 left -> keyword 1/3, efficiency 2/3; with keyword .5,
     # efficiency .75: fairness 1/3 * .5 + 2/3 * .75 = .1667 + .5 = .6667
@@ -566,8 +586,7 @@ def test_fairness_without_hand_case():
     assert fairness(0.5, None, None, 0.75, rest) == approx(2 / 3)
     # nothing missing: the weights as they are; every weighted part missing: no weights left
     assert fairness_without(w, set()) == approx(w)
-    assert fairness_without({"keyword": 0.0, "quality": 1.0, "citation": 0.0, "efficiency": 0.0},
-                            {"quality"}) is None
+    assert fairness_without({"keyword": 0.0, "quality": 1.0, "citation": 0.0, "efficiency": 0.0}, {"quality"}) is None
 
 
 def test_adoption_hand_case():
@@ -582,8 +601,11 @@ def test_module_import_is_light():
     # importing mcptrials.stats must not pull in scipy (imported inside the functions)
     import subprocess
     import sys
-    code = ("import sys, mcptrials.stats.pass_k, mcptrials.stats.intervals, mcptrials.stats.paired, mcptrials.stats.power, "
-            "mcptrials.stats.agreement, mcptrials.stats.fairness, mcptrials.stats.adoption; print('scipy' in sys.modules)")
+
+    code = (
+        "import sys, mcptrials.stats.pass_k, mcptrials.stats.intervals, mcptrials.stats.paired, mcptrials.stats.power, "
+        "mcptrials.stats.agreement, mcptrials.stats.fairness, mcptrials.stats.adoption; print('scipy' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 
@@ -592,7 +614,7 @@ def test_math_constants_used_in_comments():
     # the hand values above rest on these; check them once against closed forms
     assert math.tan(math.pi * 0.475) == approx(12.706205, abs=1e-5)
     assert 0.95 / math.sqrt(2 * 0.975 * 0.025) == approx(4.302653, abs=1e-5)
-    assert 0.90 / math.sqrt(2 * 0.95 * 0.05) == approx(2.919986, abs=1e-5)   # t(0.95, 2), same closed form
+    assert 0.90 / math.sqrt(2 * 0.95 * 0.05) == approx(2.919986, abs=1e-5)  # t(0.95, 2), same closed form
 
 
 # Cohen's kappa (mcptrials.stats.agreement.cohen_kappa) on small cases computed by hand.

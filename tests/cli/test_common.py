@@ -90,7 +90,7 @@ def test_every_command_that_reads_a_config_names_it_dash_dash_config():
                 assert [(a.option_strings, a.metavar) for a in actions] == [(["--config"], "CONFIG")], name
             else:
                 assert not actions, f"{name}: has --config but never reads it"
-    assert {"validate", "plan", "pilot", "run-trial", "report"} <= readers   # the detection sees the readers
+    assert {"validate", "plan", "pilot", "run-trial", "report"} <= readers  # the detection sees the readers
 
 
 def test_the_old_positional_config_is_refused(capsys):
@@ -100,8 +100,10 @@ def test_the_old_positional_config_is_refused(capsys):
 
 
 def test_only_the_command_run_is_imported():
-    code = ("import sys; from mcptrials.cli import build_parser; build_parser('run-trial'); "
-            "print(' '.join(sorted(m for m in sys.modules if m.startswith('mcptrials.'))))")
+    code = (
+        "import sys; from mcptrials.cli import build_parser; build_parser('run-trial'); "
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('mcptrials.'))))"
+    )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     cli = [m for m in loaded if m.startswith("mcptrials.cli")]
     assert cli == ["mcptrials.cli", "mcptrials.cli.common", "mcptrials.cli.run_trial"]

@@ -13,8 +13,8 @@ def test_key_folder_and_cell_round_trip(tmp_path):
     assert k.dir(tmp_path) == tmp_path / "m" / "loop" / "baseline" / "flask" / "s1" / "2"
     assert RUN_DIR.format(**k.cell()) == k.key
     assert TrialKey.from_dir(tmp_path, k.dir(tmp_path)) == k
-    assert TrialKey.of({**k.cell(), "trial": "2", "extra": 1}) == k      # a path's "2" is trial 2
-    model, host, *_ , trial = k                                          # unpacks as the old tuple
+    assert TrialKey.of({**k.cell(), "trial": "2", "extra": 1}) == k  # a path's "2" is trial 2
+    model, host, *_, trial = k  # unpacks as the old tuple
     assert (model, host, trial) == ("m", "loop", 2)
 
 

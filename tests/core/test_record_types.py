@@ -15,9 +15,11 @@ import runs_fixture
 from mcptrials.core.paths import SCHEMA_DIR
 from mcptrials.core.record_types import JudgedRecord, ScoredRecord, TranscriptRecord
 
-RECORDS = [(TranscriptRecord, "transcript.schema.yaml", runs_fixture.transcript),
-           (ScoredRecord, "scored.schema.yaml", runs_fixture.scored),
-           (JudgedRecord, "judged.schema.yaml", runs_fixture.judged)]
+RECORDS = [
+    (TranscriptRecord, "transcript.schema.yaml", runs_fixture.transcript),
+    (ScoredRecord, "scored.schema.yaml", runs_fixture.scored),
+    (JudgedRecord, "judged.schema.yaml", runs_fixture.judged),
+]
 
 
 def _is_typeddict(tp) -> bool:
@@ -50,8 +52,9 @@ def _check(td, node: dict, root: dict, where: str) -> int:
     props = node.get("properties", {})
     keys = set(td.__annotations__)
     assert keys <= set(props), f"{where}: not in the schema: {sorted(keys - set(props))}"
-    assert td.__required_keys__ == set(node.get("required", ())), \
+    assert td.__required_keys__ == set(node.get("required", ())), (
         f"{where}: required {sorted(td.__required_keys__)}, the schema requires {sorted(node.get('required', ()))}"
+    )
     checked = 1
     for key, tp in typing.get_type_hints(td).items():
         inner = _typeddict_of(tp)
@@ -64,7 +67,7 @@ def _check(td, node: dict, root: dict, where: str) -> int:
 @pytest.mark.parametrize("td,schema_file,_build", RECORDS, ids=[r[1] for r in RECORDS])
 def test_every_key_is_a_schema_property_and_required_as_the_schema_says(td, schema_file, _build):
     schema = yaml.safe_load((SCHEMA_DIR / schema_file).read_text())
-    assert _check(td, schema, schema, td.__name__) >= 2   # the record and its nested objects
+    assert _check(td, schema, schema, td.__name__) >= 2  # the record and its nested objects
 
 
 @pytest.mark.parametrize("td,schema_file,build", RECORDS, ids=[r[1] for r in RECORDS])
@@ -87,6 +90,7 @@ def _has_keys(td, rec: dict, where: str) -> None:
 def test_a_steps_exact_answer_type_matches_the_schema():
     """A step's `exact` (a list item the record's check above does not reach)."""
     from mcptrials.core.record_types import ExactAnswer
+
     schema = yaml.safe_load((SCHEMA_DIR / "scored.schema.yaml").read_text())
     node = schema["$defs"]["step"]["properties"]["exact"]["oneOf"][1]
     _check(ExactAnswer, node, schema, "ExactAnswer")

@@ -26,8 +26,7 @@ from workflow_helpers import copy_workflow, run_snakemake, snakemake_cmd, workfl
 pytestmark = pytest.mark.slow
 
 ON_GONE = dict(copy.deepcopy(SCENARIO), repo="gone", title="Find the helper, elsewhere")
-BROKEN = {"install": {"pip": ["mcptrials-no-such-package-for-tests==0.0.1"]}, "command": "nothing-here",
-          "version": "1"}
+BROKEN = {"install": {"pip": ["mcptrials-no-such-package-for-tests==0.0.1"]}, "command": "nothing-here", "version": "1"}
 
 
 def trials(wd):
@@ -37,8 +36,11 @@ def trials(wd):
 @pytest.fixture(scope="module")
 def failed_run(tmp_path_factory):
     wd = tmp_path_factory.mktemp("stagefail")
-    write_matrix(wd, tools={"baseline": {"transport": "none"}, "broken": BROKEN},
-                 scenarios={"find-helper": SCENARIO, "on-gone": ON_GONE})
+    write_matrix(
+        wd,
+        tools={"baseline": {"transport": "none"}, "broken": BROKEN},
+        scenarios={"find-helper": SCENARIO, "on-gone": ON_GONE},
+    )
     cfg = yaml.safe_load((wd / "config.yaml").read_text())
     # a URL (not a local path, which `validate` and the run's start would refuse): only its
     # checkout job can find that it is not there
@@ -65,7 +67,7 @@ def test_what_could_run_is_graded_and_the_rest_is_missing_with_its_reason(failed
     assert t[("baseline", "on-gone")]["missing_reason"] == "not_run: checkout failed"
     assert t[("broken", "find-helper")]["missing_reason"] == "not_run: install failed"
     assert t[("broken", "on-gone")]["missing"] == "True"
-    assert all(t[k]["fairness"] == "" for k in t if t[k]["missing"] == "True")     # never a zero
+    assert all(t[k]["fairness"] == "" for k in t if t[k]["missing"] == "True")  # never a zero
     summary = json.loads((wd / "results/aggregate/summary.json").read_text())
     assert {(f["stage"], f["name"]) for f in summary["failed_stages"]} == {("checkout", "gone"), ("install", "broken")}
     broken = next(r for r in summary["tools"] if r["tool"] == "broken")
@@ -78,15 +80,15 @@ def test_the_report_opens_with_what_could_not_run(failed_run):
     wd, _ = failed_run
     html = (wd / "results/report/index.html").read_text()
     assert html.index('id="failed-stages"') < html.index('id="headline"')
-    table = html[html.index('id="failed-stages-table"'):]
-    table = table[:table.index("</table>")]
+    table = html[html.index('id="failed-stages-table"') :]
+    table = table[: table.index("</table>")]
     assert "gone" in table and "broken" in table and "make the repository reachable" in table
     assert "3 trial(s) could not run because of them" in html
 
 
 def test_a_reachable_repository_then_runs_exactly_its_trials(failed_run):
     wd, _ = failed_run
-    shutil.copytree(wd / "repo", wd / "gone-repo", symlinks=True)   # the same commit, now at the url
+    shutil.copytree(wd / "repo", wd / "gone-repo", symlinks=True)  # the same commit, now at the url
     plan = subprocess.run(snakemake_cmd(wd, "-n"), capture_output=True, text=True, env=workflow_env(wd))
     jobs = plan.stdout + plan.stderr
     assert "checkout" in jobs
@@ -96,9 +98,9 @@ def test_a_reachable_repository_then_runs_exactly_its_trials(failed_run):
     assert planned and all("/gone/" in ln or "/broken/" in ln for ln in planned), planned
     assert not [ln for ln in planned if "baseline/tiny" in ln]
     line = next(ln for ln in jobs.splitlines() if ln.startswith("mcptrials plan:"))
-    assert f"{len(planned)} trial(s) still to run" in line, line   # the plan counts what the DAG runs
+    assert f"{len(planned)} trial(s) still to run" in line, line  # the plan counts what the DAG runs
     run = run_snakemake(wd, "-j2", "--keep-going", check=False)
-    assert run.returncode != 0                         # broken still does not install
+    assert run.returncode != 0  # broken still does not install
     t = trials(wd)
     assert t[("baseline", "on-gone")]["outcome"] == "completed" and t[("baseline", "on-gone")]["missing"] == "False"
     assert t[("broken", "on-gone")]["missing_reason"] == "not_run: install failed"

@@ -29,15 +29,18 @@ def test_results_dir_and_gate(tmp_path):
     assert results_dir_of(out) == tmp_path / "results"
     assert results_dir_of(tmp_path / "x" / "transcript.json") == tmp_path / "x"
     cfg = {"budget": {"max_cost_usd": 0.5}}
-    assert gate({"budget": {}}, "anthropic", out) == (None, None, None)        # no budget: no ledger
-    assert gate(cfg, "reference", out) == (None, None, None)                   # spends nothing: never stopped
+    assert gate({"budget": {}}, "anthropic", out) == (None, None, None)  # no budget: no ledger
+    assert gate(cfg, "reference", out) == (None, None, None)  # spends nothing: never stopped
     ledger, rid, stopped = gate(cfg, "anthropic", out, "x", 0.0)
     assert ledger.path == ledger_path(tmp_path / "results") and stopped is None and rid
     ledger.append({"trial": "x", "cost_usd": 0.0, "settles": rid})
     ledger.append({"trial": "a", "cost_usd": 0.25})
     ledger.append({"trial": "b", "cost_usd": 0.25})
-    assert gate(cfg, "anthropic", out, "c", 0.01)[2] == stop_detail(0.5, 0.5, 0, 0.01) \
+    assert (
+        gate(cfg, "anthropic", out, "c", 0.01)[2]
+        == stop_detail(0.5, 0.5, 0, 0.01)
         == "budget: spent $0.5000 of $0.5000; this trial may cost up to $0.0100"
+    )
 
 
 def test_reservations_by_hand(tmp_path):
@@ -48,8 +51,10 @@ def test_reservations_by_hand(tmp_path):
     led.append({"trial": "old", "cost_usd": 0.3})
     r1, why = led.reserve("t1", 0.4, 1.0)
     assert r1 and why is None and led.total() == pytest.approx(0.7) and led.reserved() == pytest.approx(0.4)
-    assert led.reserve("t2", 0.4, 1.0) == (None, "budget: spent $0.3000, reserved $0.4000 by trials in flight, "
-                                                "of $1.0000; this trial may cost up to $0.4000")
+    assert led.reserve("t2", 0.4, 1.0) == (
+        None,
+        "budget: spent $0.3000, reserved $0.4000 by trials in flight, of $1.0000; this trial may cost up to $0.4000",
+    )
     r2, _ = led.reserve("t2", 0.3, 1.0)
     assert r2 and led.total() == pytest.approx(1.0)
     led.append({"trial": "t1", "cost_usd": 0.1, "settles": r1})
@@ -84,7 +89,7 @@ def test_ledger_stays_whole_under_concurrent_appends(tmp_path):
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
     lines = path.read_text().splitlines()
     assert len(lines) == 2 * n
-    recs = [json.loads(line) for line in lines]          # every line whole (5 kB each, no interleaving)
+    recs = [json.loads(line) for line in lines]  # every line whole (5 kB each, no interleaving)
     for who in ("a", "b"):
         assert [r["trial"] for r in recs if r["trial"].startswith(who)] == [f"{who}/{i}" for i in range(n)]
     assert Ledger(path).total() == pytest.approx(0.001 * 2 * n)
@@ -102,11 +107,14 @@ def test_a_torn_last_line_is_skipped(tmp_path):
 
 
 def claude_project(wd, url, trials, budget=None):
-    extra = {"models": {"claude": {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": url,
-                                   "max_retries": 0}},
-             "limits": {"max_turns": 2, "max_output_tokens": 200},
-             "pricing": {"claude-sonnet-4-6": PRICE},
-             "budget": dict({"input_tokens_per_call": 1000}, **(budget or {}))}
+    extra = {
+        "models": {
+            "claude": {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": url, "max_retries": 0}
+        },
+        "limits": {"max_turns": 2, "max_output_tokens": 200},
+        "pricing": {"claude-sonnet-4-6": PRICE},
+        "budget": dict({"input_tokens_per_call": 1000}, **(budget or {})),
+    }
     write_matrix(wd, trials=trials, extra=extra)
     copy_workflow(wd)
 
@@ -119,9 +127,26 @@ def set_budget(wd, **budget):
 
 def run_pilot(wd):
     """`mcptrials pilot`: trial 1 of every cell, nothing downstream."""
-    p = subprocess.run([sys.executable, "-m", "mcptrials.cli", "pilot", "--config", "config.yaml", "--",
-                        "-j", "1", "--scheduler", "greedy"], cwd=wd, capture_output=True, text=True,
-                       env=workflow_env(wd), timeout=600)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcptrials.cli",
+            "pilot",
+            "--config",
+            "config.yaml",
+            "--",
+            "-j",
+            "1",
+            "--scheduler",
+            "greedy",
+        ],
+        cwd=wd,
+        capture_output=True,
+        text=True,
+        env=workflow_env(wd),
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
 
 
@@ -142,8 +167,13 @@ def test_a_budget_below_the_estimate_refuses_the_run_before_any_job(tmp_path):
     assert "field budget.max_cost_usd: this run is expected to cost $0.0270" in p.stderr
     assert "above the budget of $0.02" in p.stderr and "mcptrials pilot" in p.stderr
     assert not (wd / "results" / "runs").exists() and not (wd / "results" / "checkouts").exists()
-    v = subprocess.run([sys.executable, "-m", "mcptrials.cli", "validate", "--config", "config.yaml"], cwd=wd,
-                       capture_output=True, text=True, env=workflow_env(wd))
+    v = subprocess.run(
+        [sys.executable, "-m", "mcptrials.cli", "validate", "--config", "config.yaml"],
+        cwd=wd,
+        capture_output=True,
+        text=True,
+        env=workflow_env(wd),
+    )
     assert v.returncode == 2 and "$0.0270" in v.stderr
 
 
@@ -167,9 +197,16 @@ def test_a_small_budget_stops_a_run_mid_way_and_a_larger_one_picks_it_up(tmp_pat
         runs = wd / "results" / "runs" / "claude" / "loop" / "baseline" / "tiny" / "find-helper"
         assert sorted(d.name for d in runs.iterdir()) == ["1"]
         assert not (wd / "results" / "aggregate").exists()
-        plan = subprocess.run([sys.executable, "-m", "mcptrials.cli", "plan", "--cost", "--config", "config.yaml"], cwd=wd,
-                              capture_output=True, text=True, env=workflow_env(wd))
-        assert "measured: 1 earlier trial(s)" in plan.stdout and "$0.0014" in plan.stdout, plan.stdout  # 3 x 0.00045 = 0.00135
+        plan = subprocess.run(
+            [sys.executable, "-m", "mcptrials.cli", "plan", "--cost", "--config", "config.yaml"],
+            cwd=wd,
+            capture_output=True,
+            text=True,
+            env=workflow_env(wd),
+        )
+        assert "measured: 1 earlier trial(s)" in plan.stdout and "$0.0014" in plan.stdout, (
+            plan.stdout
+        )  # 3 x 0.00045 = 0.00135
 
         # the run under $0.015: expected 2 x 0.00045, so it starts; the first of trials 2 and 3
         # (one by one, -j1) reserves its upper bound $0.0135 (0.00045 + 0.0135 <= 0.015) and spends
@@ -184,10 +221,16 @@ def test_a_small_budget_stops_a_run_mid_way_and_a_larger_one_picks_it_up(tmp_pat
         lines = [json.loads(x) for x in (wd / "results" / "budget" / "ledger.jsonl").read_text().splitlines()]
         reserved = [x for x in lines if x.get("kind") == "reserve"]
         ledger = [x for x in lines if x.get("kind") != "reserve"]
-        assert len(reserved) == 1 and reserved[0]["reserve_usd"] == pytest.approx(0.0135)   # the stopped one reserved nothing
-        assert len(ledger) == 1 and ledger[0]["cost_usd"] == pytest.approx(0.0102) and ledger[0]["settles"] == reserved[0]["id"]
+        assert len(reserved) == 1 and reserved[0]["reserve_usd"] == pytest.approx(
+            0.0135
+        )  # the stopped one reserved nothing
+        assert (
+            len(ledger) == 1
+            and ledger[0]["cost_usd"] == pytest.approx(0.0102)
+            and ledger[0]["settles"] == reserved[0]["id"]
+        )
         assert ledger[0]["trial"].startswith("claude/loop/baseline/tiny/find-helper/")
-        assert len(api.requests()) == 3   # the pilot's 1 and one trial's 2: the stopped one called nothing
+        assert len(api.requests()) == 3  # the pilot's 1 and one trial's 2: the stopped one called nothing
         rows = list(csv.DictReader(open(wd / "results" / "aggregate" / "trials.csv")))
         missing = [r for r in rows if r["missing"] == "True"]
         assert len(rows) == 3 and len(missing) == 1 and missing[0]["missing_reason"].startswith("not_run: budget")
@@ -203,8 +246,9 @@ def test_a_small_budget_stops_a_run_mid_way_and_a_larger_one_picks_it_up(tmp_pat
         # a larger budget: the plan fits, and the next invocation runs exactly the stopped trial
         set_budget(wd, max_cost_usd=1.0)
         run_snakemake(wd, "-j", "1")
-        assert all(json.loads((runs / str(k) / "transcript.json").read_text())["outcome"] == "completed"
-                   for k in (1, 2, 3))
+        assert all(
+            json.loads((runs / str(k) / "transcript.json").read_text())["outcome"] == "completed" for k in (1, 2, 3)
+        )
         assert len(api.requests()) == 5
         rows = list(csv.DictReader(open(wd / "results" / "aggregate" / "trials.csv")))
         assert [r["missing"] for r in rows] == ["False"] * 3
@@ -226,9 +270,14 @@ def test_concurrent_trials_cannot_pass_the_cap_together(tmp_path):
     API; the wait for a not_run trial would end at its bound and four trials would run."""
     release = tmp_path / "release"
     cheap = reply(text(ANSWER), usage={"input_tokens": 100, "output_tokens": 10})
-    dear = dict(reply(text("Searching."), tool_use("grep", {"pattern": "def helper"}),
-                      usage={"input_tokens": 0, "cache_creation_input_tokens": 1000, "output_tokens": 200}),
-                hold_until=str(release))
+    dear = dict(
+        reply(
+            text("Searching."),
+            tool_use("grep", {"pattern": "def helper"}),
+            usage={"input_tokens": 0, "cache_creation_input_tokens": 1000, "output_tokens": 200},
+        ),
+        hold_until=str(release),
+    )
     api = MessagesServer(tmp_path / "api", [cheap, dear], "--exhausted", "repeat")
     try:
         wd = tmp_path / "project"
@@ -240,10 +289,15 @@ def test_concurrent_trials_cannot_pass_the_cap_together(tmp_path):
         runs = wd / "results" / "runs" / "claude" / "loop" / "baseline" / "tiny" / "find-helper"
         from workflow_helpers import snakemake_cmd
 
-        run = subprocess.Popen(snakemake_cmd(wd, "-j", "4"), env=workflow_env(wd), stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
+        run = subprocess.Popen(
+            snakemake_cmd(wd, "-j", "4"),
+            env=workflow_env(wd),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         decided = False
-        for _ in range(1200):                    # at most 120 s: every trial has reserved or been refused
+        for _ in range(1200):  # at most 120 s: every trial has reserved or been refused
             done = [json.loads(p.read_text()) for p in runs.glob("[2-5]/transcript.json")]
             if any(t["outcome"] == "not_run" for t in done):
                 decided = True
@@ -261,8 +315,9 @@ def test_concurrent_trials_cannot_pass_the_cap_together(tmp_path):
         assert ledger.spent() == pytest.approx(3 * 0.00675) and ledger.reserved() == 0
         assert len([r for r in ledger.records() if r.get("kind") == "reserve"]) == 3
         stopped = next(t for t in trials.values() if t["outcome"] == "not_run")
-        assert stopped["outcome_detail"] == ("budget: spent $0.0000, reserved $0.0405 by trials in flight, of $0.0410; "
-                                             "this trial may cost up to $0.0135")
+        assert stopped["outcome_detail"] == (
+            "budget: spent $0.0000, reserved $0.0405 by trials in flight, of $0.0410; this trial may cost up to $0.0135"
+        )
     finally:
         api.stop()
 
@@ -274,10 +329,16 @@ def test_a_paid_judge_is_planned_reserved_and_settled(tmp_path):
     ends, and `mcptrials judge` settles it; nothing stays reserved and the spend is both costs.
     Bounds: the trial 1 step x 2 turns x (1,000 x 3.75 + 200 x 15) / 1e6 = $0.0135; the judge
     1 step x 1 repeat x (1,000 x 3.75 + 2,048 x 15) / 1e6 = $0.03447."""
-    judged = json.dumps({"criteria": [{"name": "map_quality", "score": 1, "rationale": "names util.py"},
-                                      {"name": "specificity", "score": 0.5, "rationale": "says it doubles"}]})
-    answer = reply(text(ANSWER), usage={"input_tokens": 100, "output_tokens": 10})            # $0.00045
-    judge = reply(text(judged), usage={"input_tokens": 1000, "output_tokens": 100})           # $0.0045
+    judged = json.dumps(
+        {
+            "criteria": [
+                {"name": "map_quality", "score": 1, "rationale": "names util.py"},
+                {"name": "specificity", "score": 0.5, "rationale": "says it doubles"},
+            ]
+        }
+    )
+    answer = reply(text(ANSWER), usage={"input_tokens": 100, "output_tokens": 10})  # $0.00045
+    judge = reply(text(judged), usage={"input_tokens": 1000, "output_tokens": 100})  # $0.0045
     api = MessagesServer(tmp_path / "api", [answer, judge])
     try:
         wd = tmp_path / "project"
@@ -286,11 +347,16 @@ def test_a_paid_judge_is_planned_reserved_and_settled(tmp_path):
         cfg = yaml.safe_load((wd / "config.yaml").read_text())
         cfg["judge"] = {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": api.url, "repeats": 1}
         (wd / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-        plan = subprocess.run([sys.executable, "-m", "mcptrials.cli", "plan", "--cost", "--config", "config.yaml"], cwd=wd,
-                              capture_output=True, text=True, env=workflow_env(wd))
+        plan = subprocess.run(
+            [sys.executable, "-m", "mcptrials.cli", "plan", "--cost", "--config", "config.yaml"],
+            cwd=wd,
+            capture_output=True,
+            text=True,
+            env=workflow_env(wd),
+        )
         assert plan.returncode == 0, plan.stderr
         row = next(ln for ln in plan.stdout.splitlines() if ln.startswith("claude"))
-        assert "$0.0480" in row and "$0.0345" in row, plan.stdout      # 0.0135 + 0.03447 expected, of which judge
+        assert "$0.0480" in row and "$0.0345" in row, plan.stdout  # 0.0135 + 0.03447 expected, of which judge
         run_snakemake(wd, "-j", "1")
         ledger = Ledger(wd / "results" / "budget" / "ledger.jsonl")
         recs = ledger.records()

@@ -16,7 +16,7 @@ from mcptrials.matrix.config import load_matrix
 from mcptrials.cli.cost import pilot_command
 from mcptrials.cost.plan import cost_plan, format_plan, plan_line, upper_bound_usd
 
-PRICE = {"input": 3.0, "output": 15.0}   # cache_write defaults to 3.75, cache_read to 0.30
+PRICE = {"input": 3.0, "output": 15.0}  # cache_write defaults to 3.75, cache_read to 0.30
 
 
 def test_upper_bound_hand_computed():
@@ -33,10 +33,14 @@ def test_upper_bound_hand_computed():
 
 
 def project(tmp_path, budget=None, pricing=True, trials=2):
-    extra = {"models": {"claude": {"provider": "anthropic", "model": "claude-sonnet-4-6"},
-                        "reference": {"provider": "reference"}},
-             "limits": {"max_turns": 3, "max_output_tokens": 1000},
-             "budget": dict({"input_tokens_per_call": 10_000}, **(budget or {}))}
+    extra = {
+        "models": {
+            "claude": {"provider": "anthropic", "model": "claude-sonnet-4-6"},
+            "reference": {"provider": "reference"},
+        },
+        "limits": {"max_turns": 3, "max_output_tokens": 1000},
+        "budget": dict({"input_tokens_per_call": 10_000}, **(budget or {})),
+    }
     if pricing:
         extra["pricing"] = {"claude-sonnet-4-6": PRICE}
     return write_matrix(tmp_path, trials=trials, extra=extra)
@@ -47,11 +51,26 @@ UB_TRIAL = 3 * (10_000 * 3.75 + 1_000 * 15) / 1e6
 
 
 def transcript(trial, outcome="completed", input_tokens=1000, output_tokens=100, model_id="claude-sonnet-4-6"):
-    return {"cell": {"model": "claude", "host": "loop", "tool": "baseline", "repo": "tiny", "scenario": "find-helper",
-                     "trial": trial},
-            "model_id": model_id, "outcome": outcome, "outcome_detail": None,
-            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
-                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "cost_usd": 99.0}}
+    return {
+        "cell": {
+            "model": "claude",
+            "host": "loop",
+            "tool": "baseline",
+            "repo": "tiny",
+            "scenario": "find-helper",
+            "trial": trial,
+        },
+        "model_id": model_id,
+        "outcome": outcome,
+        "outcome_detail": None,
+        "usage": {
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "cost_usd": 99.0,
+        },
+    }
 
 
 def put(results, t):
@@ -81,12 +100,12 @@ def test_no_history_is_expected_at_the_upper_bound_and_reference_is_free(tmp_pat
 def test_history_is_priced_at_todays_pricing_and_not_run_is_left_out(tmp_path):
     cfg = project(tmp_path)
     results = tmp_path / "results"
-    put(results, transcript(1))                        # (1000 x 3 + 100 x 15) / 1e6 = 0.0045, not its cost_usd 99
+    put(results, transcript(1))  # (1000 x 3 + 100 x 15) / 1e6 = 0.0045, not its cost_usd 99
     put(results, transcript(2, outcome="not_run", input_tokens=0, output_tokens=0))
     c = by_model(cost_plan(load_matrix(cfg), results))["claude"]
     assert c.basis == "history" and c.measured == 1
     assert c.per_trial == pytest.approx(0.0045) and c.expected == pytest.approx(0.009)
-    assert c.to_run == 1 and c.to_spend == pytest.approx(0.0045)   # trial 2 (not_run) is still to run
+    assert c.to_run == 1 and c.to_spend == pytest.approx(0.0045)  # trial 2 (not_run) is still to run
     # today's pricing, not the one the trial ran with
     data = cfg.read_text().replace("input: 3.0", "input: 6.0")
     cfg.write_text(data)
@@ -101,15 +120,15 @@ def test_budget_refuses_a_run_above_it_with_both_figures_and_the_fix(tmp_path):
     assert "field budget.max_cost_usd" in msg and "$0.3150" in msg and "$0.10" in msg
     assert "no history" in msg and "mcptrials pilot" in msg and "at least 0.32" in msg
     assert check_budget(load_matrix(project(tmp_path / "b", budget={"max_cost_usd": 0.5})), results) == []
-    assert check_budget(load_matrix(project(tmp_path / "c")), results) == []          # no budget: no check
+    assert check_budget(load_matrix(project(tmp_path / "c")), results) == []  # no budget: no check
 
 
 def test_budget_counts_what_the_ledger_has_spent(tmp_path):
     results = tmp_path / "results"
     cfg = project(tmp_path, budget={"max_cost_usd": 0.006})
-    put(results, transcript(1))                        # measured 0.0045 a trial; trial 2 still to run
+    put(results, transcript(1))  # measured 0.0045 a trial; trial 2 still to run
     assert check_budget(load_matrix(cfg), results) == []
-    Ledger(ledger_path(results)).append({"trial": "x", "cost_usd": 0.004})   # 0.004 + 0.0045 > 0.006
+    Ledger(ledger_path(results)).append({"trial": "x", "cost_usd": 0.004})  # 0.004 + 0.0045 > 0.006
     [msg] = check_budget(load_matrix(cfg), results)
     assert "$0.0085" in msg and "already spent" in msg and "$0.0040" in msg
 
@@ -127,7 +146,7 @@ def test_plan_cost_command(tmp_path, capsys, monkeypatch):
     assert main(["plan", "--cost", "--config", str(cfg), "--results", str(tmp_path / "results")]) == 0
     out = capsys.readouterr().out
     assert "= 4 trials" in out and "total" in out and "$0.3150" in out and "budget: max_cost_usd $0.10" in out
-    assert main(["validate", "--config", str(cfg)]) == 2   # validate refuses it too (from the cwd's results/: none)
+    assert main(["validate", "--config", str(cfg)]) == 2  # validate refuses it too (from the cwd's results/: none)
     assert "budget.max_cost_usd" in capsys.readouterr().err
 
 
@@ -135,9 +154,10 @@ def test_pilot_runs_trial_1_of_every_cell_through_an_overlay(tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     cmd = pilot_command("config.yaml", tmp_path / "results", ["-j", "2"])
     overlay = tmp_path / "results" / "budget" / "pilot.yaml"
-    assert cmd[cmd.index("--configfile") + 1: cmd.index("--until")] == ["config.yaml", str(overlay)]
+    assert cmd[cmd.index("--configfile") + 1 : cmd.index("--until")] == ["config.yaml", str(overlay)]
     assert cmd[cmd.index("--until") + 1] == "transcript" and cmd[-2:] == ["-j", "2"]
     import yaml
+
     assert yaml.safe_load(overlay.read_text()) == {"trials": 1}
 
 
@@ -151,9 +171,16 @@ def test_judge_bound_and_floor_by_hand():
 
 
 def judged(trial, input_tokens=2000, output_tokens=200):
-    return {"judge": {"provider": "anthropic", "model": "claude-sonnet-4-6"},
-            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens, "cache_creation_input_tokens": 0,
-                      "cache_read_input_tokens": 0, "api_calls": 1}}
+    return {
+        "judge": {"provider": "anthropic", "model": "claude-sonnet-4-6"},
+        "usage": {
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "api_calls": 1,
+        },
+    }
 
 
 def test_a_paid_judge_is_planned_apart(tmp_path):
@@ -168,7 +195,9 @@ def test_a_paid_judge_is_planned_apart(tmp_path):
     # every trial of every model (the reference model's answers are judged by the paid judge too)
     jb = 2 * (10_000 * 3.75 + 2_048 * 15) / 1e6
     assert c["claude"].judge_per_trial == pytest.approx(jb) and c["reference"].judge_per_trial == pytest.approx(jb)
-    assert c["claude"].expected == pytest.approx(2 * (UB_TRIAL + jb)) and c["reference"].expected == pytest.approx(2 * jb)
+    assert c["claude"].expected == pytest.approx(2 * (UB_TRIAL + jb)) and c["reference"].expected == pytest.approx(
+        2 * jb
+    )
     # one judged trial: its judge cost (2,000 x 3 + 200 x 15) / 1e6 = 0.009 is the cell's judge history
     results = tmp_path / "results"
     put(results, transcript(1))
@@ -177,7 +206,7 @@ def test_a_paid_judge_is_planned_apart(tmp_path):
     assert c.judge_per_trial == pytest.approx(0.009) and c.to_judge == 1 and c.judge_to_spend == pytest.approx(0.009)
     plan_text = format_plan(cost_plan(m, results))
     assert "of which judge" in plan_text
-    assert data["judge"]["provider"] == "reference"      # the project's own default judge costs nothing
+    assert data["judge"]["provider"] == "reference"  # the project's own default judge costs nothing
 
 
 def test_a_plan_with_no_history_says_how_wide_it_is_and_points_to_the_pilot(tmp_path):

@@ -18,8 +18,10 @@ def test_each_kind_of_change_in_words():
     assert change_kind("scenario.steps.prompt") == "scenario changed"
     assert change_kind("repos.demo.commit") == "repository changed"
     assert change_kind("limits.max_turns") == "config changed"
-    assert rerun_reason(["tools.x.args", "files:tools.x", "tools.x.env"]) == \
-        "rerun: server files changed, tool entry changed"
+    assert (
+        rerun_reason(["tools.x.args", "files:tools.x", "tools.x.env"])
+        == "rerun: server files changed, tool entry changed"
+    )
 
 
 def test_a_trials_inputs_name_what_its_jobs_depend_on(tmp_path):
@@ -28,7 +30,7 @@ def test_a_trials_inputs_name_what_its_jobs_depend_on(tmp_path):
     key = next(iter(m.cells()))
     got = trial_inputs(m, key)
     assert {"repos.tiny.commit", "scenario.steps.prompt", "tools.baseline.args", "prompt:system.md"} <= set(got)
-    assert "scenario.steps.checks" not in got     # a grading part: scored reruns, not the trial
+    assert "scenario.steps.checks" not in got  # a grading part: scored reruns, not the trial
     assert all(len(v) == 16 for v in got.values())
 
 
@@ -37,10 +39,17 @@ def test_the_product_says_which_pairs_are_dropped(tmp_path):
     m = load_matrix(str(tmp_path / "config.yaml"))
     assert matrix_product(m) == "1 model(s) x 1 host(s) x 1 tool(s) x 1 scenario(s) x 2 trial(s) = 2 trials"
     (tmp_path / "b").mkdir()
-    write_matrix(tmp_path / "b", trials=2, extra={
-        "models": {"reference": {"provider": "reference"},
-                   "claude": {"provider": "anthropic", "model": "claude-x"}},
-        "hosts": {"loop": {"kind": "loop"}, "cc": {"kind": "claude-code"}}})
+    write_matrix(
+        tmp_path / "b",
+        trials=2,
+        extra={
+            "models": {
+                "reference": {"provider": "reference"},
+                "claude": {"provider": "anthropic", "model": "claude-x"},
+            },
+            "hosts": {"loop": {"kind": "loop"}, "cc": {"kind": "claude-code"}},
+        },
+    )
     m2 = load_matrix(str(tmp_path / "b" / "config.yaml"))
     text = matrix_product(m2)
     n = sum(1 for _ in m2.cells())

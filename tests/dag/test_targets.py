@@ -11,8 +11,11 @@ from matrix_helpers import ROOT
 
 def test_a_pattern_filled_with_a_key_is_that_trials_file():
     k = TrialKey("m", "loop", "baseline", "flask", "s1", 2)
-    assert run_file("scored.json").format(**k.cell()) == f"{k.dir(RUNS)}/scored.json" \
+    assert (
+        run_file("scored.json").format(**k.cell())
+        == f"{k.dir(RUNS)}/scored.json"
         == "results/runs/m/loop/baseline/flask/s1/2/scored.json"
+    )
     assert log_file("judged").format(**k.cell()) == "results/logs/judged/m/loop/baseline/flask/s1/2.log"
 
 
@@ -29,9 +32,17 @@ def test_the_workflows_wildcards_are_the_matrix_values_and_nothing_else():
     assert set(w) == set(FIELDS)
     for k in m.cells():
         assert all(re.fullmatch(w[f], str(v)) for f, v in k.cell().items()), k
-    for f, wrong in [("tool", "NOPE"), ("tool", "gi"), ("tool", "git/x"), ("scenario", "limits-and-alert"),
-                     ("model", "referenc"), ("host", "loops"), ("repo", "demo2"), ("trial", str(m.trials + 1)),
-                     ("trial", "0")]:
+    for f, wrong in [
+        ("tool", "NOPE"),
+        ("tool", "gi"),
+        ("tool", "git/x"),
+        ("scenario", "limits-and-alert"),
+        ("model", "referenc"),
+        ("host", "loops"),
+        ("repo", "demo2"),
+        ("trial", str(m.trials + 1)),
+        ("trial", "0"),
+    ]:
         assert not re.fullmatch(w[f], wrong), (f, wrong)
     # regex-escaped: a dot in a name is a dot, not any character
     m.tools["v1.2"] = m.tools["git"]
@@ -53,5 +64,6 @@ def test_the_records_before_a_trial_are_named_once():
     assert INDEX_FILE.format(tool="idx", repo="flask") == "results/index/idx/flask/index.json"
     assert SNAPSHOT_FILE.format(tool="git", repo="flask") == "results/snapshots/git/flask/tools.json"
     rules = "".join(p.read_text() for p in (ROOT / "workflow" / "rules").glob("*.smk"))
-    assert not re.search(r'"results/(runs|checkouts|tools|hosts|index|snapshots)/', rules), \
+    assert not re.search(r'"results/(runs|checkouts|tools|hosts|index|snapshots)/', rules), (
         "a rule spells a record's path: ask mcptrials.dag.targets"
+    )

@@ -84,8 +84,8 @@ ERROR_TYPES = {
 }
 
 
-
 # ---- builders for script entries (plain dicts, so a script can also be a JSON file) ----
+
 
 def text(s: str) -> dict[str, Any]:
     return {"type": "text", "text": s}
@@ -98,8 +98,12 @@ def tool_use(name: str, input: dict[str, Any] | None = None, id: str | None = No
     return block
 
 
-def reply(*blocks: dict[str, Any], stop_reason: str | None = None,
-          usage: dict[str, int] | None = None, delay: float | None = None) -> dict[str, Any]:
+def reply(
+    *blocks: dict[str, Any],
+    stop_reason: str | None = None,
+    usage: dict[str, int] | None = None,
+    delay: float | None = None,
+) -> dict[str, Any]:
     entry: dict[str, Any] = {"content": list(blocks)}
     if stop_reason is not None:
         entry["stop_reason"] = stop_reason
@@ -110,8 +114,9 @@ def reply(*blocks: dict[str, Any], stop_reason: str | None = None,
     return entry
 
 
-def error(status: int, retry_after: float | None = None, message: str | None = None,
-          delay: float | None = None) -> dict[str, Any]:
+def error(
+    status: int, retry_after: float | None = None, message: str | None = None, delay: float | None = None
+) -> dict[str, Any]:
     entry: dict[str, Any] = {"fault": "status", "status": status}
     if retry_after is not None:
         entry["retry_after"] = retry_after
@@ -165,10 +170,20 @@ INPUT_SIDE = {"input_tokens", "cache_creation_input_tokens", "cache_read_input_t
 MAX_BREAKPOINTS = 4
 TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
 # Minimum cacheable prompt length (tokens) by model-name prefix, longest match wins; else 1024.
-MIN_CACHEABLE = {"claude-opus-5": 512, "claude-fable-5": 512, "claude-mythos-5": 512,
-                 "claude-opus-4-8": 1024, "claude-sonnet-5": 1024, "claude-sonnet-4": 1024,
-                 "claude-opus-4-7": 2048, "claude-opus-4-6": 4096, "claude-opus-4-5": 4096,
-                 "claude-haiku-4-5": 4096, "claude-haiku-3": 2048, "claude-3-haiku": 2048}
+MIN_CACHEABLE = {
+    "claude-opus-5": 512,
+    "claude-fable-5": 512,
+    "claude-mythos-5": 512,
+    "claude-opus-4-8": 1024,
+    "claude-sonnet-5": 1024,
+    "claude-sonnet-4": 1024,
+    "claude-opus-4-7": 2048,
+    "claude-opus-4-6": 4096,
+    "claude-opus-4-5": 4096,
+    "claude-haiku-4-5": 4096,
+    "claude-haiku-3": 2048,
+    "claude-3-haiku": 2048,
+}
 DEFAULT_MIN_CACHEABLE = 1024
 
 
@@ -179,6 +194,7 @@ def min_cacheable_tokens(model: str) -> int:
 
 def prompt_blocks(body: dict[str, Any]) -> list[tuple[Any, dict[str, Any] | None]]:
     """The request's prompt as (block identity, cache_control or None), tools -> system -> messages."""
+
     def strip(b: Any) -> tuple[Any, Any]:
         if isinstance(b, dict):
             return {k: v for k, v in b.items() if k != "cache_control"}, b.get("cache_control")
@@ -188,7 +204,7 @@ def prompt_blocks(body: dict[str, Any]) -> list[tuple[Any, dict[str, Any] | None
     for tool in body.get("tools") or []:
         out.append(strip(tool))
     system = body.get("system")
-    for b in ([{"type": "text", "text": system}] if isinstance(system, str) and system else system or []):
+    for b in [{"type": "text", "text": system}] if isinstance(system, str) and system else system or []:
         out.append(strip(b))
     for msg in body.get("messages") or []:
         if not isinstance(msg, dict):
@@ -205,8 +221,9 @@ def prompt_blocks(body: dict[str, Any]) -> list[tuple[Any, dict[str, Any] | None
 
 
 def block_tokens(ident: Any) -> int:
-    return estimate_tokens(ident["block"] if isinstance(ident, dict) and "block" in ident and "opens" in ident
-                           else ident)
+    return estimate_tokens(
+        ident["block"] if isinstance(ident, dict) and "block" in ident and "opens" in ident else ident
+    )
 
 
 def count_breakpoints(body: dict[str, Any]) -> int:
@@ -226,9 +243,13 @@ class PromptCache:
         blocks = prompt_blocks(body)
         bps = [i for i, (_, cc) in enumerate(blocks) if cc is not None]
         if not bps:
-            return {"input_tokens": _prompt_tokens(body), "cache_read_input_tokens": 0,
-                    "cache_creation_input_tokens": 0, "ephemeral_5m_input_tokens": 0,
-                    "ephemeral_1h_input_tokens": 0}
+            return {
+                "input_tokens": _prompt_tokens(body),
+                "cache_read_input_tokens": 0,
+                "cache_creation_input_tokens": 0,
+                "ephemeral_5m_input_tokens": 0,
+                "ephemeral_1h_input_tokens": 0,
+            }
         tokens = [block_tokens(ident) for ident, _ in blocks]
         cum = list(itertools.accumulate(tokens))
         h = hashlib.sha256(json.dumps(body.get("model", "")).encode())
@@ -237,8 +258,10 @@ class PromptCache:
             h.update(json.dumps(ident, sort_keys=True, separators=(",", ":")).encode())
             keys.append(h.copy().hexdigest())
         minimum = min_cacheable_tokens(str(body.get("model", "")))
-        ttl = {i: TTL_SECONDS.get(str(blocks[i][1].get("ttl", "5m")), 300.0) if isinstance(blocks[i][1], dict)
-               else 300.0 for i in bps}
+        ttl = {
+            i: TTL_SECONDS.get(str(blocks[i][1].get("ttl", "5m")), 300.0) if isinstance(blocks[i][1], dict) else 300.0
+            for i in bps
+        }
         with self._lock:
             now = self.clock()
             live = {k for k, (exp, _) in self.entries.items() if exp > now}
@@ -259,9 +282,13 @@ class PromptCache:
                 prev = bp
         read = cum[hit] if hit >= 0 else 0
         write = sum(split.values())
-        return {"input_tokens": cum[-1] - read - write, "cache_read_input_tokens": read,
-                "cache_creation_input_tokens": write, "ephemeral_5m_input_tokens": split[300.0],
-                "ephemeral_1h_input_tokens": split[3600.0]}
+        return {
+            "input_tokens": cum[-1] - read - write,
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": write,
+            "ephemeral_5m_input_tokens": split[300.0],
+            "ephemeral_1h_input_tokens": split[3600.0],
+        }
 
 
 def check_tool_pairing(messages: list[Any]) -> str | None:
@@ -276,25 +303,35 @@ def check_tool_pairing(messages: list[Any]) -> str | None:
             continue
         nxt = messages[i + 1] if i + 1 < len(messages) else None
         content = nxt.get("content") if isinstance(nxt, dict) else None
-        answered = {b.get("tool_use_id") for b in content if isinstance(b, dict)
-                    and b.get("type") == "tool_result"} if isinstance(content, list) else set()
+        answered = (
+            {b.get("tool_use_id") for b in content if isinstance(b, dict) and b.get("type") == "tool_result"}
+            if isinstance(content, list)
+            else set()
+        )
         missing = [x for x in ids if x not in answered]
         if missing and nxt is not None:
-            return (f"messages.{i + 1}: `tool_use` ids were found without `tool_result` blocks "
-                    f"immediately after: {', '.join(missing)}. Each `tool_use` block must have a "
-                    f"corresponding `tool_result` block in the next message.")
+            return (
+                f"messages.{i + 1}: `tool_use` ids were found without `tool_result` blocks "
+                f"immediately after: {', '.join(missing)}. Each `tool_use` block must have a "
+                f"corresponding `tool_result` block in the next message."
+            )
     for i, msg in enumerate(messages):
         content = msg.get("content") if isinstance(msg, dict) else None
         if not isinstance(content, list):
             continue
         prev = messages[i - 1] if i > 0 and isinstance(messages[i - 1], dict) else {}
-        prev_ids = {b.get("id") for b in prev.get("content", []) if isinstance(b, dict)
-                    and b.get("type") == "tool_use"} if isinstance(prev.get("content"), list) else set()
+        prev_ids = (
+            {b.get("id") for b in prev.get("content", []) if isinstance(b, dict) and b.get("type") == "tool_use"}
+            if isinstance(prev.get("content"), list)
+            else set()
+        )
         for j, b in enumerate(content):
             if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") not in prev_ids:
-                return (f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` "
-                        f"blocks: {b.get('tool_use_id')}. Each `tool_result` block must have a "
-                        f"corresponding `tool_use` block in the previous message.")
+                return (
+                    f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` "
+                    f"blocks: {b.get('tool_use_id')}. Each `tool_result` block must have a "
+                    f"corresponding `tool_use` block in the previous message."
+                )
     return None
 
 
@@ -303,8 +340,15 @@ class FakeMessagesAPI(ScriptedServer):
 
     name = "fake messages api"
 
-    def __init__(self, script: list[Entry] | None = None, *, require_auth: bool = False,
-                 prompt_cache: bool = False, clock: Callable[[], float] = time.monotonic, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        script: list[Entry] | None = None,
+        *,
+        require_auth: bool = False,
+        prompt_cache: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(script, **kwargs)
         self.require_auth = require_auth
         # prompt caching, emulated (see PromptCache.bill); off: cache fields 0, as scripts expect
@@ -334,13 +378,15 @@ class FakeMessagesAPI(ScriptedServer):
             usage.setdefault("input_tokens", _prompt_tokens(body))
             usage.setdefault("cache_creation_input_tokens", 0)
             usage.setdefault("cache_read_input_tokens", 0)
-            usage.setdefault("cache_creation", {"ephemeral_5m_input_tokens": usage["cache_creation_input_tokens"],
-                                                "ephemeral_1h_input_tokens": 0})
+            usage.setdefault(
+                "cache_creation",
+                {"ephemeral_5m_input_tokens": usage["cache_creation_input_tokens"], "ephemeral_1h_input_tokens": 0},
+            )
         else:
-            usage.update({k: billed[k] for k in ("input_tokens", "cache_creation_input_tokens",
-                                                 "cache_read_input_tokens")})
-            usage["cache_creation"] = {k: billed[k] for k in ("ephemeral_5m_input_tokens",
-                                                              "ephemeral_1h_input_tokens")}
+            usage.update(
+                {k: billed[k] for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")}
+            )
+            usage["cache_creation"] = {k: billed[k] for k in ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens")}
         usage.setdefault("output_tokens", estimate_tokens(content) if content else 1)
         usage.setdefault("service_tier", "standard")
         return {
@@ -368,8 +414,9 @@ class _Handler(ScriptedHandler):
             return self._error(record, 401, "x-api-key header is required")
         if not isinstance(body, dict):
             return self._error(record, 400, "There was an issue with the request body: not a JSON object")
-        missing = [k for k in ("model", "messages") + (("max_tokens",) if path == "/v1/messages" else ())
-                   if k not in body]
+        missing = [
+            k for k in ("model", "messages") + (("max_tokens",) if path == "/v1/messages" else ()) if k not in body
+        ]
         if missing:
             return self._error(record, 400, f"{missing[0]}: Field required")
         if api.validate and (problem := check_tool_pairing(body["messages"])):
@@ -379,10 +426,15 @@ class _Handler(ScriptedHandler):
             return self._json(record, 200, {"input_tokens": _prompt_tokens(body)})
 
         if (n := count_breakpoints(body)) > MAX_BREAKPOINTS:
-            return self._error(record, 400, f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be "
-                                            f"provided. Found {n}.")
-        return self._answer(body, record, lambda entry: self._reply(record, entry, body),
-                            {"malformed": lambda entry: self._malformed(record, entry, body)})
+            return self._error(
+                record, 400, f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {n}."
+            )
+        return self._answer(
+            body,
+            record,
+            lambda entry: self._reply(record, entry, body),
+            {"malformed": lambda entry: self._malformed(record, entry, body)},
+        )
 
     def _retry_after(self, seconds: Any) -> str:
         return _num(seconds)
@@ -391,36 +443,60 @@ class _Handler(ScriptedHandler):
         record["kind"] = "malformed"
         if body.get("stream"):
             return self._sse(record, [("message_start", None)], malformed=True)
-        return self._send(record, 200, entry.get("content_type", "application/json"),
-                          b"<html>upstream proxy error: this is not JSON</html>")
+        return self._send(
+            record,
+            200,
+            entry.get("content_type", "application/json"),
+            b"<html>upstream proxy error: this is not JSON</html>",
+        )
 
     def _reply(self, record: dict[str, Any], entry: dict[str, Any], body: dict[str, Any]) -> None:
         message = self.api._message(entry, body)
         record["kind"] = "reply"
-        record["reply"] = {"id": message["id"], "stop_reason": message["stop_reason"],
-                           "usage": message["usage"]}
+        record["reply"] = {"id": message["id"], "stop_reason": message["stop_reason"], "usage": message["usage"]}
         if body.get("stream"):
             return self._sse(record, _stream_events(message))
         return self._json(record, 200, message)
 
-    def _error(self, record: dict[str, Any], status: int, message: str | None,
-               extra: dict[str, str] | None = None, kind: str = "error") -> None:
+    def _error(
+        self,
+        record: dict[str, Any],
+        status: int,
+        message: str | None,
+        extra: dict[str, str] | None = None,
+        kind: str = "error",
+    ) -> None:
         etype = ERROR_TYPES.get(status, "api_error")
         record["kind"] = kind
-        self._json(record, status, {
-            "type": "error",
-            "error": {"type": etype, "message": message or {
-                "rate_limit_error": "Number of request tokens has exceeded your per-minute rate limit",
-                "overloaded_error": "Overloaded",
-                "api_error": "Internal server error"}.get(etype, etype)},
-            "request_id": f"req_fake{uuid.uuid4().hex[:20]}",
-        }, extra)
+        self._json(
+            record,
+            status,
+            {
+                "type": "error",
+                "error": {
+                    "type": etype,
+                    "message": message
+                    or {
+                        "rate_limit_error": "Number of request tokens has exceeded your per-minute rate limit",
+                        "overloaded_error": "Overloaded",
+                        "api_error": "Internal server error",
+                    }.get(etype, etype),
+                },
+                "request_id": f"req_fake{uuid.uuid4().hex[:20]}",
+            },
+            extra,
+        )
 
     def _sse(self, record: dict[str, Any], events: list[tuple[str, Any]], malformed: bool = False) -> None:
-        self._stream(record, [f"event: {name}\ndata: {'{not json' if malformed else json.dumps(data)}\n\n"
-                              for name, data in events],
-                     (("cache-control", "no-cache"), ("transfer-encoding", "chunked"),
-                      ("request-id", f"req_fake{uuid.uuid4().hex[:20]}")))
+        self._stream(
+            record,
+            [f"event: {name}\ndata: {'{not json' if malformed else json.dumps(data)}\n\n" for name, data in events],
+            (
+                ("cache-control", "no-cache"),
+                ("transfer-encoding", "chunked"),
+                ("request-id", f"req_fake{uuid.uuid4().hex[:20]}"),
+            ),
+        )
 
 
 def _num(x: Any) -> str:
@@ -432,31 +508,41 @@ def _stream_events(message: dict[str, Any]) -> list[tuple[str, Any]]:
     usage = message["usage"]
     start_usage = dict(usage, output_tokens=1)  # message_start carries the input side only
     start = dict(message, content=[], stop_reason=None, stop_sequence=None, usage=start_usage)
-    events: list[tuple[str, Any]] = [("message_start", {"type": "message_start", "message": start}),
-                                     ("ping", {"type": "ping"})]
+    events: list[tuple[str, Any]] = [
+        ("message_start", {"type": "message_start", "message": start}),
+        ("ping", {"type": "ping"}),
+    ]
     for i, block in enumerate(message["content"]):
         if block["type"] == "tool_use":
             head = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
             arg = json.dumps(block.get("input", {}))
-            pieces = [arg[j:j + 16] for j in range(0, len(arg), 16)]
-            deltas = [{"type": "input_json_delta", "partial_json": ""}] + \
-                     [{"type": "input_json_delta", "partial_json": p} for p in pieces]
+            pieces = [arg[j : j + 16] for j in range(0, len(arg), 16)]
+            deltas = [{"type": "input_json_delta", "partial_json": ""}] + [
+                {"type": "input_json_delta", "partial_json": p} for p in pieces
+            ]
         elif block["type"] == "text":
             head = {"type": "text", "text": ""}
             s = block.get("text", "")
-            deltas = [{"type": "text_delta", "text": s[j:j + 24]} for j in range(0, len(s), 24)]
+            deltas = [{"type": "text_delta", "text": s[j : j + 24]} for j in range(0, len(s), 24)]
         else:  # any other block type is sent whole
             head, deltas = block, []
         events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": head}))
         for d in deltas:
             events.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": d}))
         events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
-    events.append(("message_delta", {
-        "type": "message_delta",
-        "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-        "usage": {k: usage[k] for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens",
-                                        "cache_read_input_tokens")},
-    }))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": {
+                    k: usage[k]
+                    for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+                },
+            },
+        )
+    )
     events.append(("message_stop", {"type": "message_stop"}))
     return events
 
@@ -464,8 +550,13 @@ def _stream_events(message: dict[str, Any]) -> list[tuple[str, Any]]:
 FakeMessagesAPI.handler = _Handler
 
 
-def spawn(script: str | os.PathLike, log: str | os.PathLike, port_file: str | os.PathLike,
-          *extra_args: str, timeout: float = 10.0) -> tuple[subprocess.Popen, str]:
+def spawn(
+    script: str | os.PathLike,
+    log: str | os.PathLike,
+    port_file: str | os.PathLike,
+    *extra_args: str,
+    timeout: float = 10.0,
+) -> tuple[subprocess.Popen, str]:
     """Run this file as a separate process; returns (process, base_url) once it listens."""
     return _spawn(__file__, script, log, port_file, *extra_args, timeout=timeout)
 
@@ -478,8 +569,7 @@ def main(argv: list[str] | None = None) -> int:
     cache = "--prompt-cache" in argv  # emulate prompt caching (FakeMessagesAPI(prompt_cache=True))
     argv = [a for a in argv if a != "--prompt-cache"]
     server = functools.partial(FakeMessagesAPI, prompt_cache=True) if cache else FakeMessagesAPI
-    return serve_main(server, "Fake Anthropic Messages API for tests (--prompt-cache: emulate prompt caching).",
-                      argv)
+    return serve_main(server, "Fake Anthropic Messages API for tests (--prompt-cache: emulate prompt caching).", argv)
 
 
 if __name__ == "__main__":

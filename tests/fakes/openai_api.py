@@ -59,13 +59,19 @@ except ImportError:  # run as a script: python tests/fakes/openai_api.py
     from scripted_server import ScriptedHandler, ScriptedServer, serve_main
     from scripted_server import spawn as _spawn
 
-ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
-               429: "rate_limit_exceeded", 500: "server_error", 503: "server_error"}
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "invalid_request_error",
+    404: "invalid_request_error",
+    429: "rate_limit_exceeded",
+    500: "server_error",
+    503: "server_error",
+}
 PATH = "/v1/chat/completions"
 
 
-
 # ---- builders for script entries ----
+
 
 def tool_call(name: str, arguments: dict[str, Any] | str | None = None, id: str | None = None) -> dict[str, Any]:
     call: dict[str, Any] = {"name": name, "arguments": {} if arguments is None else arguments}
@@ -74,8 +80,13 @@ def tool_call(name: str, arguments: dict[str, Any] | str | None = None, id: str 
     return call
 
 
-def reply(content: str | None = None, *tool_calls: dict[str, Any], finish_reason: str | None = None,
-          usage: dict[str, int] | None = None, delay: float | None = None) -> dict[str, Any]:
+def reply(
+    content: str | None = None,
+    *tool_calls: dict[str, Any],
+    finish_reason: str | None = None,
+    usage: dict[str, int] | None = None,
+    delay: float | None = None,
+) -> dict[str, Any]:
     entry: dict[str, Any] = {"content": content, "tool_calls": list(tool_calls)}
     for k, v in (("finish_reason", finish_reason), ("usage", usage), ("delay", delay)):
         if v is not None:
@@ -113,14 +124,18 @@ def check_tool_pairing(messages: list[Any]) -> str | None:
         role = msg.get("role") if isinstance(msg, dict) else None
         if role == "tool":
             if msg.get("tool_call_id") not in open_ids:
-                return (f"Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
-                        f"with 'tool_calls' (messages.[{i}].tool_call_id {msg.get('tool_call_id')!r}).")
+                return (
+                    f"Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+                    f"with 'tool_calls' (messages.[{i}].tool_call_id {msg.get('tool_call_id')!r})."
+                )
             open_ids.discard(msg["tool_call_id"])
             continue
         if open_ids:
-            return ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
-                    f"'tool_call_id'. The following tool_call_ids did not have response messages: "
-                    f"{', '.join(sorted(open_ids))}")
+            return (
+                "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                f"'tool_call_id'. The following tool_call_ids did not have response messages: "
+                f"{', '.join(sorted(open_ids))}"
+            )
         if role == "assistant":
             open_ids = {c.get("id") for c in msg.get("tool_calls") or []}
     return None
@@ -140,8 +155,10 @@ def _strict_schema_problem(schema: Any, context: tuple[str, ...] = ()) -> str | 
         props = schema.get("properties") or {}
         missing = [k for k in props if k not in (schema.get("required") or [])]
         if missing:
-            return (f"In context={context}, 'required' is required to be supplied and to be an array including "
-                    f"every key in properties. Missing '{missing[0]}'.")
+            return (
+                f"In context={context}, 'required' is required to be supplied and to be an array including "
+                f"every key in properties. Missing '{missing[0]}'."
+            )
         for k, sub in props.items():
             if problem := _strict_schema_problem(sub, context + ("properties", k)):
                 return problem
@@ -149,7 +166,7 @@ def _strict_schema_problem(schema: Any, context: tuple[str, ...] = ()) -> str | 
         return _strict_schema_problem(schema["items"], context + ("items",))
     for key in ("anyOf", "$defs"):
         subs = schema.get(key)
-        for k, sub in (subs.items() if isinstance(subs, dict) else enumerate(subs or [])):
+        for k, sub in subs.items() if isinstance(subs, dict) else enumerate(subs or []):
             if problem := _strict_schema_problem(sub, context + (key, str(k))):
                 return problem
     return None
@@ -165,13 +182,17 @@ def check_response_format(body: dict[str, Any]) -> tuple[str, str] | None:
         return None
     kind = rf.get("type") if isinstance(rf, dict) else None
     if kind not in ("text", "json_object", "json_schema"):
-        return (f"Invalid value: {kind!r}. Supported values are: 'json_object', 'json_schema', and 'text'.",
-                "response_format.type")
+        return (
+            f"Invalid value: {kind!r}. Supported values are: 'json_object', 'json_schema', and 'text'.",
+            "response_format.type",
+        )
     if kind == "json_object":
         said = json.dumps([m.get("content") for m in body.get("messages") or [] if isinstance(m, dict)]).lower()
         if "json" not in said:
-            return ("'messages' must contain the word 'json' in some form, to use 'response_format' of type "
-                    "'json_object'.", "messages")
+            return (
+                "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'.",
+                "messages",
+            )
         return None
     if kind == "json_schema":
         js = rf.get("json_schema")
@@ -179,15 +200,23 @@ def check_response_format(body: dict[str, Any]) -> tuple[str, str] | None:
             return "Missing required parameter: 'response_format.json_schema'.", "response_format.json_schema"
         name = js.get("name")
         if name is None:
-            return ("Missing required parameter: 'response_format.json_schema.name'.",
-                    "response_format.json_schema.name")
+            return (
+                "Missing required parameter: 'response_format.json_schema.name'.",
+                "response_format.json_schema.name",
+            )
         if not isinstance(name, str) or not NAME_RE.match(name):
-            return ("Invalid 'response_format.json_schema.name': string does not match pattern. Expected a string "
-                    "that matches the pattern '^[a-zA-Z0-9_-]+$'.", "response_format.json_schema.name")
+            return (
+                "Invalid 'response_format.json_schema.name': string does not match pattern. Expected a string "
+                "that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+                "response_format.json_schema.name",
+            )
         schema = js.get("schema") or {}
         if schema.get("type") != "object":
-            return (f"Invalid schema for response_format {name!r}: schema must be a JSON Schema of 'type: \"object\"', "
-                    f"got 'type: \"{schema.get('type')}\"'.", "response_format")
+            return (
+                f"Invalid schema for response_format {name!r}: schema must be a JSON Schema of 'type: \"object\"', "
+                f"got 'type: \"{schema.get('type')}\"'.",
+                "response_format",
+            )
         if js.get("strict") and (problem := _strict_schema_problem(schema)):
             return f"Invalid schema for response_format {name!r}: {problem}", "response_format"
     return None
@@ -211,23 +240,42 @@ class FakeOpenAIAPI(ScriptedServer):
         calls = []
         for k, c in enumerate(entry.get("tool_calls") or []):
             args = c.get("arguments", {})
-            calls.append({"id": c.get("id") or f"call_fake{seq:04d}{k:02d}{uuid.uuid4().hex[:8]}", "type": "function",
-                          "function": {"name": c["name"],
-                                       "arguments": args if isinstance(args, str) else json.dumps(args)}})
+            calls.append(
+                {
+                    "id": c.get("id") or f"call_fake{seq:04d}{k:02d}{uuid.uuid4().hex[:8]}",
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": args if isinstance(args, str) else json.dumps(args)},
+                }
+            )
         message: dict[str, Any] = {"role": "assistant", "content": entry.get("content"), "refusal": None}
         if calls:
             message["tool_calls"] = calls
         u = dict(entry.get("usage") or {})
         prompt = u.get("prompt_tokens", estimate_tokens({k: body.get(k) for k in ("messages", "tools") if k in body}))
         completion = u.get("completion_tokens", estimate_tokens([entry.get("content") or "", calls]))
-        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-                 "prompt_tokens_details": {"cached_tokens": u.get("cached_tokens", 0), "audio_tokens": 0},
-                 "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0}}
-        return {"id": f"chatcmpl-fake{seq:06d}", "object": "chat.completion", "created": int(time.time()),
-                "model": body.get("model", "gpt-fake"), "system_fingerprint": "fp_fake",
-                "choices": [{"index": 0, "message": message, "logprobs": None,
-                             "finish_reason": entry.get("finish_reason") or ("tool_calls" if calls else "stop")}],
-                "usage": usage}
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": u.get("cached_tokens", 0), "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+        }
+        return {
+            "id": f"chatcmpl-fake{seq:06d}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "gpt-fake"),
+            "system_fingerprint": "fp_fake",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": entry.get("finish_reason") or ("tool_calls" if calls else "stop"),
+                }
+            ],
+            "usage": usage,
+        }
 
 
 class _Handler(ScriptedHandler):
@@ -251,24 +299,46 @@ class _Handler(ScriptedHandler):
     def _reply(self, record: dict[str, Any], entry: dict[str, Any], body: dict[str, Any]) -> None:
         completion = self.api.completion(entry, body)
         record["kind"] = "reply"
-        record["reply"] = {"id": completion["id"], "finish_reason": completion["choices"][0]["finish_reason"],
-                           "usage": completion["usage"]}
+        record["reply"] = {
+            "id": completion["id"],
+            "finish_reason": completion["choices"][0]["finish_reason"],
+            "usage": completion["usage"],
+        }
         if body.get("stream"):
             return self._sse(record, _chunks(completion, bool((body.get("stream_options") or {}).get("include_usage"))))
         return self._send(record, 200, "application/json", json.dumps(completion).encode())
 
-    def _error(self, record: dict[str, Any], status: int, message: str | None,
-               extra: dict[str, str] | None = None, kind: str = "error", param: str | None = None) -> None:
+    def _error(
+        self,
+        record: dict[str, Any],
+        status: int,
+        message: str | None,
+        extra: dict[str, str] | None = None,
+        kind: str = "error",
+        param: str | None = None,
+    ) -> None:
         record["kind"] = kind
         etype = ERROR_TYPES.get(status, "server_error")
-        body = {"error": {"message": message or {429: "Rate limit reached for requests",
-                                                 500: "The server had an error while processing your request."}
-                          .get(status, etype), "type": etype, "param": param, "code": None}}
+        body = {
+            "error": {
+                "message": message
+                or {
+                    429: "Rate limit reached for requests",
+                    500: "The server had an error while processing your request.",
+                }.get(status, etype),
+                "type": etype,
+                "param": param,
+                "code": None,
+            }
+        }
         self._send(record, status, "application/json", json.dumps(body).encode(), extra)
 
     def _sse(self, record: dict[str, Any], chunks: list[dict[str, Any]], headers=None) -> None:
-        self._stream(record, [f"data: {data}\n\n" for data in [json.dumps(c) for c in chunks] + ["[DONE]"]],
-                     *([headers] if headers is not None else []))
+        self._stream(
+            record,
+            [f"data: {data}\n\n" for data in [json.dumps(c) for c in chunks] + ["[DONE]"]],
+            *([headers] if headers is not None else []),
+        )
 
 
 def _chunks(completion: dict[str, Any], include_usage: bool) -> list[dict[str, Any]]:
@@ -286,13 +356,27 @@ def _chunks(completion: dict[str, Any], include_usage: bool) -> list[dict[str, A
     msg, choice = completion["choices"][0]["message"], completion["choices"][0]
     out = [chunk({"role": "assistant", "content": ""})]
     text = msg.get("content") or ""
-    out += [chunk({"content": text[j:j + 24]}) for j in range(0, len(text), 24)]
+    out += [chunk({"content": text[j : j + 24]}) for j in range(0, len(text), 24)]
     for i, call in enumerate(msg.get("tool_calls") or []):
-        out.append(chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
-                                          "function": {"name": call["function"]["name"], "arguments": ""}}]}))
+        out.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": i,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": call["function"]["name"], "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
         args = call["function"]["arguments"]
-        out += [chunk({"tool_calls": [{"index": i, "function": {"arguments": args[j:j + 16]}}]})
-                for j in range(0, len(args), 16)]
+        out += [
+            chunk({"tool_calls": [{"index": i, "function": {"arguments": args[j : j + 16]}}]})
+            for j in range(0, len(args), 16)
+        ]
     out.append(chunk({}, finish=choice["finish_reason"]))
     if include_usage:
         out.append(dict(base, choices=[], usage=completion["usage"]))
@@ -302,8 +386,13 @@ def _chunks(completion: dict[str, Any], include_usage: bool) -> list[dict[str, A
 FakeOpenAIAPI.handler = _Handler
 
 
-def spawn(script: str | os.PathLike, log: str | os.PathLike, port_file: str | os.PathLike,
-          *extra_args: str, timeout: float = 10.0) -> tuple[subprocess.Popen, str]:
+def spawn(
+    script: str | os.PathLike,
+    log: str | os.PathLike,
+    port_file: str | os.PathLike,
+    *extra_args: str,
+    timeout: float = 10.0,
+) -> tuple[subprocess.Popen, str]:
     """Run this file as a separate process; returns (process, base_url ending in /v1)."""
     return _spawn(__file__, script, log, port_file, *extra_args, timeout=timeout, url_suffix="/v1")
 

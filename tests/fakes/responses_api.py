@@ -63,14 +63,22 @@ except ImportError:  # run as a script: python tests/fakes/responses_api.py
     from scripted_server import spawn as _spawn
 
 PATH = "/v1/responses"
-ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
-               429: "rate_limit_exceeded", 500: "server_error", 503: "server_error"}
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "invalid_request_error",
+    404: "invalid_request_error",
+    429: "rate_limit_exceeded",
+    500: "server_error",
+    503: "server_error",
+}
 
 
 # ---- builders for script entries ----
 
-def tool_call(name: str, arguments: dict[str, Any] | str | None = None, id: str | None = None,
-              namespace: str | None = None) -> dict[str, Any]:
+
+def tool_call(
+    name: str, arguments: dict[str, Any] | str | None = None, id: str | None = None, namespace: str | None = None
+) -> dict[str, Any]:
     """A function call; `namespace` for a tool offered inside a namespace (Codex offers each
     MCP server's tools as namespace ``mcp__<server>``, each tool by the server's own name)."""
     call: dict[str, Any] = {"name": name, "arguments": {} if arguments is None else arguments}
@@ -81,8 +89,13 @@ def tool_call(name: str, arguments: dict[str, Any] | str | None = None, id: str 
     return call
 
 
-def reply(content: str | None = None, *tool_calls: dict[str, Any], usage: dict[str, int] | None = None,
-          incomplete: bool = False, delay: float | None = None) -> dict[str, Any]:
+def reply(
+    content: str | None = None,
+    *tool_calls: dict[str, Any],
+    usage: dict[str, int] | None = None,
+    incomplete: bool = False,
+    delay: float | None = None,
+) -> dict[str, Any]:
     entry: dict[str, Any] = {"content": content, "tool_calls": list(tool_calls)}
     if usage is not None:
         entry["usage"] = usage
@@ -160,7 +173,7 @@ class FakeResponsesAPI(ScriptedServer):
     def completion_requests(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["path"] == openai_api.PATH]
 
-    completion = openai_api.FakeOpenAIAPI.completion   # a ChatCompletion of a reply entry
+    completion = openai_api.FakeOpenAIAPI.completion  # a ChatCompletion of a reply entry
 
     def default_entry(self) -> dict[str, Any]:
         return reply(self.default_text)
@@ -170,26 +183,51 @@ class FakeResponsesAPI(ScriptedServer):
         seq = next(self._ids)
         output: list[dict[str, Any]] = []
         if entry.get("content"):
-            output.append({"type": "message", "id": f"msg_fake{seq:04d}", "status": "completed", "role": "assistant",
-                           "content": [{"type": "output_text", "text": entry["content"], "annotations": []}]})
+            output.append(
+                {
+                    "type": "message",
+                    "id": f"msg_fake{seq:04d}",
+                    "status": "completed",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": entry["content"], "annotations": []}],
+                }
+            )
         for k, c in enumerate(entry.get("tool_calls") or []):
             args = c.get("arguments", {})
-            output.append({"type": "function_call", "id": f"fc_fake{seq:04d}{k:02d}", "status": "completed",
-                           "call_id": c.get("id") or f"call_fake{seq:04d}{k:02d}{uuid.uuid4().hex[:8]}",
-                           "name": c["name"], "arguments": args if isinstance(args, str) else json.dumps(args)})
+            output.append(
+                {
+                    "type": "function_call",
+                    "id": f"fc_fake{seq:04d}{k:02d}",
+                    "status": "completed",
+                    "call_id": c.get("id") or f"call_fake{seq:04d}{k:02d}{uuid.uuid4().hex[:8]}",
+                    "name": c["name"],
+                    "arguments": args if isinstance(args, str) else json.dumps(args),
+                }
+            )
             if c.get("namespace"):
                 output[-1]["namespace"] = c["namespace"]
         u = dict(entry.get("usage") or {})
         inp = u.get("input_tokens", estimate_tokens({k: body.get(k) for k in ("input", "tools", "instructions")}))
         out = u.get("output_tokens", estimate_tokens([entry.get("content") or "", entry.get("tool_calls") or []]))
-        usage = {"input_tokens": inp, "input_tokens_details": {"cached_tokens": u.get("cached_tokens", 0)},
-                 "output_tokens": out, "output_tokens_details": {"reasoning_tokens": u.get("reasoning_tokens", 0)},
-                 "total_tokens": inp + out}
+        usage = {
+            "input_tokens": inp,
+            "input_tokens_details": {"cached_tokens": u.get("cached_tokens", 0)},
+            "output_tokens": out,
+            "output_tokens_details": {"reasoning_tokens": u.get("reasoning_tokens", 0)},
+            "total_tokens": inp + out,
+        }
         incomplete = bool(entry.get("incomplete"))
-        return {"id": f"resp_fake{seq:06d}", "object": "response", "created_at": int(time.time()),
-                "status": "incomplete" if incomplete else "completed",
-                "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
-                "model": body.get("model", "gpt-fake"), "output": output, "usage": usage, "error": None}
+        return {
+            "id": f"resp_fake{seq:06d}",
+            "object": "response",
+            "created_at": int(time.time()),
+            "status": "incomplete" if incomplete else "completed",
+            "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+            "model": body.get("model", "gpt-fake"),
+            "output": output,
+            "usage": usage,
+            "error": None,
+        }
 
 
 class _Handler(ScriptedHandler):
@@ -198,7 +236,9 @@ class _Handler(ScriptedHandler):
     def _route(self, path: str, body: Any, record: dict[str, Any]) -> None:
         api = self.api
         if self.command == "GET" and path == "/v1/models":
-            names = sorted({r["body"].get("model") for r in api.response_requests() if isinstance(r["body"], dict)} - {None})
+            names = sorted(
+                {r["body"].get("model") for r in api.response_requests() if isinstance(r["body"], dict)} - {None}
+            )
             data = {"object": "list", "data": [{"id": n, "object": "model", "owned_by": "fake"} for n in names]}
             return self._send(record, 200, "application/json", json.dumps(data).encode())
         if path == openai_api.PATH and isinstance(body, dict) and "messages" in body:
@@ -212,21 +252,34 @@ class _Handler(ScriptedHandler):
                 return self._error(record, 400, f"Missing required parameter: '{k}'.")
         if api.validate and (problem := check_call_pairing(body["input"])):
             return self._error(record, 400, problem, param="input")
-        return self._answer(body, record, lambda entry: self._reply(record, entry, body),
-                            {"failed": lambda entry: self._failed(record, entry, body)})
+        return self._answer(
+            body,
+            record,
+            lambda entry: self._reply(record, entry, body),
+            {"failed": lambda entry: self._failed(record, entry, body)},
+        )
 
     def _failed(self, record: dict[str, Any], entry: dict[str, Any], body: dict[str, Any]) -> None:
         record["kind"] = "failed"
         resp = self.api.response(reply(None), body)
         resp.update(status="failed", output=[], error={"code": "server_error", "message": entry.get("message")})
-        return self._sse(record, [{"type": "response.created", "response": dict(resp, status="in_progress")},
-                                  {"type": "response.failed", "response": resp}])
+        return self._sse(
+            record,
+            [
+                {"type": "response.created", "response": dict(resp, status="in_progress")},
+                {"type": "response.failed", "response": resp},
+            ],
+        )
 
     def _reply(self, record: dict[str, Any], entry: dict[str, Any], body: dict[str, Any]) -> None:
         resp = self.api.response(entry, body)
         record["kind"] = "reply"
-        record["reply"] = {"id": resp["id"], "status": resp["status"], "usage": resp["usage"],
-                           "tool_calls": [o["name"] for o in resp["output"] if o["type"] == "function_call"]}
+        record["reply"] = {
+            "id": resp["id"],
+            "status": resp["status"],
+            "usage": resp["usage"],
+            "tool_calls": [o["name"] for o in resp["output"] if o["type"] == "function_call"],
+        }
         if body.get("stream"):
             return self._sse(record, _events(resp))
         return self._send(record, 200, "application/json", json.dumps(resp).encode())
@@ -253,49 +306,114 @@ class _Handler(ScriptedHandler):
     _error = openai_api._Handler._error
 
     def _sse(self, record: dict[str, Any], events: list[dict[str, Any]]) -> None:
-        self._stream(record, [f"event: {ev['type']}\ndata: {json.dumps(dict(ev, sequence_number=n))}\n\n"
-                              for n, ev in enumerate(events)])
+        self._stream(
+            record,
+            [
+                f"event: {ev['type']}\ndata: {json.dumps(dict(ev, sequence_number=n))}\n\n"
+                for n, ev in enumerate(events)
+            ],
+        )
 
 
 def _events(resp: dict[str, Any]) -> list[dict[str, Any]]:
     """The stream the API sends for `resp`: created, in progress, each output item added,
     its text or arguments in pieces, done, then completed (or incomplete) with the usage."""
     start = dict(resp, status="in_progress", output=[], usage=None, incomplete_details=None)
-    out: list[dict[str, Any]] = [{"type": "response.created", "response": start},
-                                 {"type": "response.in_progress", "response": start}]
+    out: list[dict[str, Any]] = [
+        {"type": "response.created", "response": start},
+        {"type": "response.in_progress", "response": start},
+    ]
     for i, item in enumerate(resp["output"]):
         if item["type"] == "message":
             text = item["content"][0]["text"]
-            out.append({"type": "response.output_item.added", "output_index": i,
-                        "item": dict(item, status="in_progress", content=[])})
+            out.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": i,
+                    "item": dict(item, status="in_progress", content=[]),
+                }
+            )
             part = {"type": "output_text", "text": "", "annotations": []}
-            out.append({"type": "response.content_part.added", "item_id": item["id"], "output_index": i,
-                        "content_index": 0, "part": part})
-            out += [{"type": "response.output_text.delta", "item_id": item["id"], "output_index": i,
-                     "content_index": 0, "delta": text[j:j + 24]} for j in range(0, len(text), 24)]
-            out.append({"type": "response.output_text.done", "item_id": item["id"], "output_index": i,
-                        "content_index": 0, "text": text})
-            out.append({"type": "response.content_part.done", "item_id": item["id"], "output_index": i,
-                        "content_index": 0, "part": dict(part, text=text)})
+            out.append(
+                {
+                    "type": "response.content_part.added",
+                    "item_id": item["id"],
+                    "output_index": i,
+                    "content_index": 0,
+                    "part": part,
+                }
+            )
+            out += [
+                {
+                    "type": "response.output_text.delta",
+                    "item_id": item["id"],
+                    "output_index": i,
+                    "content_index": 0,
+                    "delta": text[j : j + 24],
+                }
+                for j in range(0, len(text), 24)
+            ]
+            out.append(
+                {
+                    "type": "response.output_text.done",
+                    "item_id": item["id"],
+                    "output_index": i,
+                    "content_index": 0,
+                    "text": text,
+                }
+            )
+            out.append(
+                {
+                    "type": "response.content_part.done",
+                    "item_id": item["id"],
+                    "output_index": i,
+                    "content_index": 0,
+                    "part": dict(part, text=text),
+                }
+            )
         else:
             args = item["arguments"]
-            out.append({"type": "response.output_item.added", "output_index": i,
-                        "item": dict(item, status="in_progress", arguments="")})
-            out += [{"type": "response.function_call_arguments.delta", "item_id": item["id"], "output_index": i,
-                     "delta": args[j:j + 16]} for j in range(0, len(args), 16)]
-            out.append({"type": "response.function_call_arguments.done", "item_id": item["id"], "output_index": i,
-                        "arguments": args})
+            out.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": i,
+                    "item": dict(item, status="in_progress", arguments=""),
+                }
+            )
+            out += [
+                {
+                    "type": "response.function_call_arguments.delta",
+                    "item_id": item["id"],
+                    "output_index": i,
+                    "delta": args[j : j + 16],
+                }
+                for j in range(0, len(args), 16)
+            ]
+            out.append(
+                {
+                    "type": "response.function_call_arguments.done",
+                    "item_id": item["id"],
+                    "output_index": i,
+                    "arguments": args,
+                }
+            )
         out.append({"type": "response.output_item.done", "output_index": i, "item": item})
-    out.append({"type": "response.incomplete" if resp["status"] == "incomplete" else "response.completed",
-                "response": resp})
+    out.append(
+        {"type": "response.incomplete" if resp["status"] == "incomplete" else "response.completed", "response": resp}
+    )
     return out
 
 
 FakeResponsesAPI.handler = _Handler
 
 
-def spawn(script: str | os.PathLike, log: str | os.PathLike, port_file: str | os.PathLike,
-          *extra_args: str, timeout: float = 10.0) -> tuple[subprocess.Popen, str]:
+def spawn(
+    script: str | os.PathLike,
+    log: str | os.PathLike,
+    port_file: str | os.PathLike,
+    *extra_args: str,
+    timeout: float = 10.0,
+) -> tuple[subprocess.Popen, str]:
     """Run this file as a separate process; returns (process, base_url ending in /v1)."""
     return _spawn(__file__, script, log, port_file, *extra_args, timeout=timeout, url_suffix="/v1")
 

@@ -28,12 +28,20 @@ class ScriptedServer:
     """Start with ``start()`` or ``with``; ``url`` is the base_url to give the client."""
 
     name = "fake-api"
-    url_suffix = ""     # e.g. "/v1" where the SDK's base_url includes it
+    url_suffix = ""  # e.g. "/v1" where the SDK's base_url includes it
     handler: type[BaseHTTPRequestHandler]
 
-    def __init__(self, script: list[Entry] | None = None, *, log_path: str | os.PathLike | None = None,
-                 exhausted: str = "default", default_text: str = "Done.",
-                 host: str = "127.0.0.1", port: int = 0, validate: bool = True) -> None:
+    def __init__(
+        self,
+        script: list[Entry] | None = None,
+        *,
+        log_path: str | os.PathLike | None = None,
+        exhausted: str = "default",
+        default_text: str = "Done.",
+        host: str = "127.0.0.1",
+        port: int = 0,
+        validate: bool = True,
+    ) -> None:
         if exhausted not in ("default", "repeat"):
             raise ValueError(f"exhausted must be 'default' or 'repeat', got {exhausted!r}")
         self.script: list[Entry] = list(script or [])
@@ -63,8 +71,9 @@ class ScriptedServer:
         return f"http://{self._httpd.server_address[0]}:{self.port}{self.url_suffix}"
 
     def start(self):
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name=self.name, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=self.name, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -170,8 +179,14 @@ class ScriptedHandler(BaseHTTPRequestHandler):
             "headers": {k: v for k, v in headers.items() if k not in self.auth_headers},
             "auth_present": any(k in headers for k in ("authorization", "x-api-key", "api-key")),
             # which key came, without logging it: its sha256
-            "auth_sha256": next((hashlib.sha256(headers[k].removeprefix("Bearer ").encode()).hexdigest()
-                                 for k in ("x-api-key", "authorization", "api-key") if k in headers), None),
+            "auth_sha256": next(
+                (
+                    hashlib.sha256(headers[k].removeprefix("Bearer ").encode()).hexdigest()
+                    for k in ("x-api-key", "authorization", "api-key")
+                    if k in headers
+                ),
+                None,
+            ),
             "body": body if body is not None else (raw.decode("utf-8", "replace") if raw else None),
             "arrived": time.time(),
         }
@@ -191,8 +206,13 @@ class ScriptedHandler(BaseHTTPRequestHandler):
     request_id_header = "x-request-id"
     unknown_fault_hint = ""
 
-    def _answer(self, body: dict[str, Any], record: dict[str, Any], answer: Callable[[dict[str, Any]], None],
-                faults: dict[str, Callable[[dict[str, Any]], None]] | None = None) -> None:
+    def _answer(
+        self,
+        body: dict[str, Any],
+        record: dict[str, Any],
+        answer: Callable[[dict[str, Any]], None],
+        faults: dict[str, Callable[[dict[str, Any]], None]] | None = None,
+    ) -> None:
         """Answer a valid request from the script: its next entry, held (hold_until) and delayed
         (delay), then its fault (hang, status, malformed, or one of the fake's `faults`) or the
         fake's `answer(entry)`."""
@@ -209,28 +229,42 @@ class ScriptedHandler(BaseHTTPRequestHandler):
             self.close_connection = True
             return None
         if fault == "status":
-            extra = {"retry-after": self._retry_after(entry["retry_after"])} if entry.get("retry_after") is not None else {}
+            extra = (
+                {"retry-after": self._retry_after(entry["retry_after"])} if entry.get("retry_after") is not None else {}
+            )
             return self._error(record, int(entry.get("status", 500)), entry.get("message"), extra, kind="status")
         if fault in (faults or {}):
             return (faults or {})[fault](entry)
         if fault == "malformed":
             record["kind"] = "malformed"
-            return self._send(record, 200, entry.get("content_type", "application/json"),
-                              b"<html>upstream proxy error: this is not JSON</html>")
+            return self._send(
+                record,
+                200,
+                entry.get("content_type", "application/json"),
+                b"<html>upstream proxy error: this is not JSON</html>",
+            )
         if fault is not None:
-            return self._error(record, 500, f"fake server: script entry {index} has unknown fault {fault!r}"
-                                            + self.unknown_fault_hint)
+            return self._error(
+                record, 500, f"fake server: script entry {index} has unknown fault {fault!r}" + self.unknown_fault_hint
+            )
         return answer(entry)
 
     def _retry_after(self, seconds: Any) -> str:
         return str(seconds)
 
-    def _error(self, record: dict[str, Any], status: int, message: str | None,
-               extra: dict[str, str] | None = None, kind: str = "error") -> None:
+    def _error(
+        self,
+        record: dict[str, Any],
+        status: int,
+        message: str | None,
+        extra: dict[str, str] | None = None,
+        kind: str = "error",
+    ) -> None:
         raise NotImplementedError
 
-    def _send(self, record: dict[str, Any], status: int, ctype: str, data: bytes,
-              extra: dict[str, str] | None = None) -> None:
+    def _send(
+        self, record: dict[str, Any], status: int, ctype: str, data: bytes, extra: dict[str, str] | None = None
+    ) -> None:
         record["status"] = status
         self.send_response(status)
         self.send_header("content-type", ctype)
@@ -245,8 +279,12 @@ class ScriptedHandler(BaseHTTPRequestHandler):
     def _json(self, record: dict[str, Any], status: int, obj: Any, extra: dict[str, str] | None = None) -> None:
         self._send(record, status, "application/json", json.dumps(obj).encode(), extra)
 
-    def _stream(self, record: dict[str, Any], pieces: list[str], headers: tuple[tuple[str, str], ...] = (
-            ("cache-control", "no-cache"), ("transfer-encoding", "chunked"))) -> None:
+    def _stream(
+        self,
+        record: dict[str, Any],
+        pieces: list[str],
+        headers: tuple[tuple[str, str], ...] = (("cache-control", "no-cache"), ("transfer-encoding", "chunked")),
+    ) -> None:
         """Server-sent events over chunked transfer encoding, one flush per event."""
         record["status"] = 200
         self.send_response(200)
@@ -262,14 +300,32 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-def spawn(module_file: str, script: str | os.PathLike, log: str | os.PathLike, port_file: str | os.PathLike,
-          *extra_args: str, timeout: float = 10.0, url_suffix: str = "") -> tuple[subprocess.Popen, str]:
+def spawn(
+    module_file: str,
+    script: str | os.PathLike,
+    log: str | os.PathLike,
+    port_file: str | os.PathLike,
+    *extra_args: str,
+    timeout: float = 10.0,
+    url_suffix: str = "",
+) -> tuple[subprocess.Popen, str]:
     """Run a fake's file as a separate process; returns (process, base_url) once it listens.
     Stop it with ``process.terminate()`` (it exits 0 after writing its last log line)."""
     port_file = Path(port_file)
     port_file.unlink(missing_ok=True)
-    proc = subprocess.Popen([sys.executable, module_file, "--script", str(script), "--log", str(log),
-                             "--port-file", str(port_file), *extra_args])
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            module_file,
+            "--script",
+            str(script),
+            "--log",
+            str(log),
+            "--port-file",
+            str(port_file),
+            *extra_args,
+        ]
+    )
     deadline = time.monotonic() + timeout
     while not port_file.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -297,8 +353,15 @@ def serve_main(server_cls: type[ScriptedServer], description: str, argv: list[st
         script = json.loads(Path(args.script).read_text(encoding="utf-8"))
         if not isinstance(script, list):
             p.error(f"{args.script}: the script must be a JSON list of entries")
-    api = server_cls(script, log_path=args.log, exhausted=args.exhausted, default_text=args.default_text,
-                     host=args.host, port=args.port, validate=not args.no_validate)
+    api = server_cls(
+        script,
+        log_path=args.log,
+        exhausted=args.exhausted,
+        default_text=args.default_text,
+        host=args.host,
+        port=args.port,
+        validate=not args.no_validate,
+    )
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())

@@ -27,12 +27,15 @@ from mcptrials.stats.paired import margin_test, paired_difference
 # --- the config's compare: ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("pairs, field, words", [
-    ([["git", "nope"]], "compare.0", ["'nope' is not a tool of the config", "baseline, git"]),
-    ([["git", "git"]], "compare.0", ["compares a tool with itself", "two different tools"]),
-    ([["git", "baseline"], ["baseline", "git"]], "compare.1", ["same comparison as compare.0", "remove one"]),
-    ([["git"]], "compare.0", ["is too short"]),
-])
+@pytest.mark.parametrize(
+    "pairs, field, words",
+    [
+        ([["git", "nope"]], "compare.0", ["'nope' is not a tool of the config", "baseline, git"]),
+        ([["git", "git"]], "compare.0", ["compares a tool with itself", "two different tools"]),
+        ([["git", "baseline"], ["baseline", "git"]], "compare.1", ["same comparison as compare.0", "remove one"]),
+        ([["git"]], "compare.0", ["is too short"]),
+    ],
+)
 def test_bad_compare_pairs_are_refused_naming_file_field_and_fix(tmp_path, pairs, field, words):
     cfg = fx.write_config(tmp_path, compare=pairs)
     with pytest.raises(ConfigError) as e:
@@ -68,13 +71,20 @@ def test_a_pair_is_the_same_statistics_as_against_the_baseline(tmp_path):
     c = next(r for r in s["comparisons"] if r["model"] == "reference")
     t = next(r for r in s["tools"] if r["model"] == "reference" and r["tool"] == "git")
     # by hand (as tests/analyze/test_aggregate.py): per-scenario fairness means, git minus baseline
-    git = 0.10 + 0.55 * 0.7 + 0.15 * 0.75 + 0.20 * 5 / 12    # efficiency 5/12: twice the baseline's time
+    git = 0.10 + 0.55 * 0.7 + 0.15 * 0.75 + 0.20 * 5 / 12  # efficiency 5/12: twice the baseline's time
     d = [git - 0.5, git / 2 - 0.5, 0.6975 - (0.5 + 0.39) / 2]
     assert c["diff"] == pytest.approx(sum(d) / 3)
-    for ck, tk in (("diff", "diff"), ("diff_lo", "diff_lo"), ("diff_hi", "diff_hi"), ("t_p", "t_p"),
-                   ("wilcoxon_p", "wilcoxon_p"), ("diff_method", "diff_method"), ("verdict", "verdict")):
+    for ck, tk in (
+        ("diff", "diff"),
+        ("diff_lo", "diff_lo"),
+        ("diff_hi", "diff_hi"),
+        ("t_p", "t_p"),
+        ("wilcoxon_p", "wilcoxon_p"),
+        ("diff_method", "diff_method"),
+        ("verdict", "verdict"),
+    ):
         assert c[ck] == t[tk], ck
-    assert c["holm_t_p"] == pytest.approx(c["t_p"])           # one pair: Holm changes nothing
+    assert c["holm_t_p"] == pytest.approx(c["t_p"])  # one pair: Holm changes nothing
     assert (c["n_scenarios"], c["n_trials_a"], c["n_trials_b"], c["n_missing_a"]) == (3, 6, 6, 0)
     assert c["fairness_a"] == pytest.approx(t["fairness"])
     rows = list(csv.DictReader(open(out / "comparisons.csv")))
@@ -106,7 +116,7 @@ def test_holm_across_the_configured_pairs(tmp_path):
     # sorted p, p: adjusted min(1, 2p) then max(2p, min(1, 1p)) = 2p for both
     assert ref[2]["diff"] == 0 and ref[2]["t_p"] is None and ref[2]["holm_t_p"] is None
     assert ref[0]["holm_t_p"] == pytest.approx(min(1.0, 2 * p)) and ref[1]["holm_t_p"] == pytest.approx(min(1.0, 2 * p))
-    assert ref[2]["verdict"] == "no practical difference"   # the interval [0, 0] lies within the margin
+    assert ref[2]["verdict"] == "no practical difference"  # the interval [0, 0] lies within the margin
 
 
 def test_missing_trials_stay_out_and_are_counted(tmp_path):
@@ -124,8 +134,10 @@ def test_the_report_has_the_comparisons_section(tmp_path):
     cfg, runs = fx.build(tmp_path, compare=[["git", "baseline"]])
     s, out = aggregate(tmp_path, cfg, runs)
     report = tmp_path / "report"
-    assert main(["report", "--config", str(cfg), "--aggregate", str(out), "--runs", str(runs),
-                 "--out-dir", str(report)]) == 0
+    assert (
+        main(["report", "--config", str(cfg), "--aggregate", str(out), "--runs", str(runs), "--out-dir", str(report)])
+        == 0
+    )
     md = (report / "report.md").read_text()
     assert "Tools compared with each other" in md and "git − baseline" in md
     c = next(r for r in s["comparisons"] if r["model"] == "reference")
@@ -142,7 +154,7 @@ def test_no_pairs_no_section_and_a_header_only_csv(tmp_path):
 
 # --- the gate's test, by hand ------------------------------------------------------------------
 
-T_95_DF2 = 2.919985580   # t quantile 0.95 with 2 degrees of freedom (tables), the 90% two-sided interval
+T_95_DF2 = 2.919985580  # t quantile 0.95 with 2 degrees of freedom (tables), the 90% two-sided interval
 
 
 def by_hand_interval(d):
@@ -165,10 +177,10 @@ def test_margin_test_by_hand():
     # m = -0.2, sd 0.1, se 0.057735; u 0.4, g -0.405465, half 0.351220: [-0.36127, -0.02712]
     assert (pd_["mean_diff"], pd_["lo"], pd_["hi"]) == pytest.approx((m, lo, hi))
     assert (lo, hi) == pytest.approx((-0.36127, -0.02712), abs=1e-5)
-    assert margin_test(pd_, 0.02)["verdict"] == "regression"        # hi -0.027 < -0.02
-    assert margin_test(pd_, 0.05)["verdict"] == "inconclusive"   # -0.361 <= -0.05 <= -0.027
-    assert margin_test(pd_, 0.4)["verdict"] == "non-inferior"       # lo -0.361 > -0.4
-    assert margin_test({"lo": None, "hi": None}, 0.05)["verdict"] == "inconclusive"   # one scenario: no interval
+    assert margin_test(pd_, 0.02)["verdict"] == "regression"  # hi -0.027 < -0.02
+    assert margin_test(pd_, 0.05)["verdict"] == "inconclusive"  # -0.361 <= -0.05 <= -0.027
+    assert margin_test(pd_, 0.4)["verdict"] == "non-inferior"  # lo -0.361 > -0.4
+    assert margin_test({"lo": None, "hi": None}, 0.05)["verdict"] == "inconclusive"  # one scenario: no interval
     with pytest.raises(ValueError, match="margin"):
         margin_test(pd_, -0.1)
 
@@ -181,27 +193,43 @@ IDENTITY = {
     "grading": {"grader_versions": ["2"], "grading_sha256": {"s1": ["g"]}, "rubric_sha256": {"s1": ["r"]}},
     "judge": {"provider": "reference", "model": None, "repeats": 1, "prompt_sha256": ["p"], "settings_hash": ["h"]},
     "weights": {"keyword": 0.1, "quality": 0.55, "citation": 0.15, "efficiency": 0.2},
-    "harness_versions": ["0.1.0"], "started": "2026-12-01T10:00:00", "aggregate_version": "1",
+    "harness_versions": ["0.1.0"],
+    "started": "2026-12-01T10:00:00",
+    "aggregate_version": "1",
 }
 
 
 def trial(scenario, fairness, passed=True, cost=0.01, errors=0, tool="git", missing=False):
-    return {"model": "m", "model_name": "m", "host": "loop", "tool": tool, "scenario": scenario,
-            "fairness": None if missing else fairness, "passed": None if missing else passed,
-            "cost_usd": cost, "tool_error": errors, "protocol_error": 0, "api_error": 0, "harness_error": 0,
-            "missing": missing}
+    return {
+        "model": "m",
+        "model_name": "m",
+        "host": "loop",
+        "tool": tool,
+        "scenario": scenario,
+        "fairness": None if missing else fairness,
+        "passed": None if missing else passed,
+        "cost_usd": cost,
+        "tool_error": errors,
+        "protocol_error": 0,
+        "api_error": 0,
+        "harness_error": 0,
+        "missing": missing,
+    }
 
 
 def results(fair: dict, snapshot=None, identity=None, **kw) -> dict:
     """A loaded results folder (as compare.load_results gives) with two trials per scenario."""
     rows = [trial(s, f, **kw) for s, pair in fair.items() for f in pair]
     snaps = {("git", "tiny"): snapshot} if snapshot else {}
-    return {"folder": "x", "summary": {"identity": copy.deepcopy(identity or IDENTITY), "trials": rows},
-            "snapshots": snaps}
+    return {
+        "folder": "x",
+        "summary": {"identity": copy.deepcopy(identity or IDENTITY), "trials": rows},
+        "snapshots": snaps,
+    }
 
 
 BASE_FAIR = {"s1": (0.6, 0.6), "s2": (0.5, 0.7), "s3": (0.8, 0.8)}
-HEAD_FAIR = {"s1": (0.5, 0.5), "s2": (0.3, 0.5), "s3": (0.5, 0.5)}   # per scenario -0.1, -0.2, -0.3
+HEAD_FAIR = {"s1": (0.5, 0.5), "s2": (0.3, 0.5), "s3": (0.5, 0.5)}  # per scenario -0.1, -0.2, -0.3
 
 
 def test_compare_runs_pairs_by_scenario_and_gates_by_hand():
@@ -211,17 +239,18 @@ def test_compare_runs_pairs_by_scenario_and_gates_by_hand():
     f = row["figures"]["fairness"]
     m, lo, hi = by_hand_interval([-0.1, -0.2, -0.3])
     assert (f["base"], f["head"], f["mean_diff"], f["lo"], f["hi"]) == pytest.approx(
-        (sum(map(sum, BASE_FAIR.values())) / 6, sum(map(sum, HEAD_FAIR.values())) / 6, m, lo, hi))
+        (sum(map(sum, BASE_FAIR.values())) / 6, sum(map(sum, HEAD_FAIR.values())) / 6, m, lo, hi)
+    )
     assert row["gate"]["verdict"] == "regression" and row["status"] == "fail" and r["failed"] == [row]
     # cost +0.02 per trial in every scenario (no spread), error rate 0 -> 1, pass rate unchanged
     c = row["figures"]["cost_usd"]
     assert c["mean_diff"] == pytest.approx(0.02) and c["lo"] == pytest.approx(0.02)
     assert row["figures"]["error_rate"]["mean_diff"] == 1.0 and row["figures"]["pass_rate"]["mean_diff"] == 0.0
     # margin 0.05: inconclusive ([-0.361, -0.027] straddles -0.05), but the estimate -0.2 is below -0.05
-    probable = compare_runs(base, head)   # the default: the schema's `margin:` 0.05 (HEAD's summary has none)
+    probable = compare_runs(base, head)  # the default: the schema's `margin:` 0.05 (HEAD's summary has none)
     assert probable["margin"] == 0.05 and probable["margin_from"].startswith("the config schema's default")
     assert probable["rows"][0]["gate"]["verdict"] == "probable regression" and probable["failed"]
-    assert compare_runs(base, head, lenient=True)["failed"] == []   # --lenient passes it
+    assert compare_runs(base, head, lenient=True)["failed"] == []  # --lenient passes it
     # V = omega2 + sigma2/2 + sigma2/2 = 0.01/3 * 3 = 0.01, delta |-0.2 + 0.05| = 0.15: n = 5 (by hand in
     # test_scenarios_to_decide_margin_by_hand)
     assert probable["rows"][0]["gate"]["to_decide"]["scenarios"] == 5
@@ -236,7 +265,7 @@ def test_the_default_margin_is_the_configs_margin_as_heads_summary_records_it():
     head["summary"]["margin"] = 0.4
     r = compare_runs(base, head)
     assert (r["margin"], r["margin_from"]) == (0.4, "HEAD's config `margin:` (its summary.json)")
-    assert r["rows"][0]["gate"]["verdict"] == "non-inferior"      # lo -0.361 > -0.4
+    assert r["rows"][0]["gate"]["verdict"] == "non-inferior"  # lo -0.361 > -0.4
     assert "margin 0.4 (from HEAD's config `margin:`" in text_report(r)
     r = compare_runs(base, head, margin=0.02)
     assert (r["margin"], r["margin_from"]) == (0.02, "--margin") and r["rows"][0]["gate"]["verdict"] == "regression"
@@ -250,18 +279,21 @@ def test_missing_trials_are_left_out_of_the_pairs():
     assert row["figures"]["fairness"]["mean_diff"] == pytest.approx(-0.2)
 
 
-@pytest.mark.parametrize("edit, words", [
-    (lambda i: i["scenarios"].pop("s3"), ["scenario sets differ", "only in BASE: s3"]),
-    (lambda i: i["scenarios"]["s1"].update(sha256="other"), ["scenario sets differ", "changed: s1"]),
-    (lambda i: i["repos"]["tiny"].update(commit="b" * 40), ["commits differ", "aaaaaaaaaaaa -> bbbbbbbbbbbb"]),
-    (lambda i: i["grading"].update(grader_versions=["3"]), ["grader versions differ", "BASE 2, HEAD 3"]),
-    (lambda i: i["grading"]["rubric_sha256"].update(s1=["x"]), ["rubrics differ for s1"]),
-    (lambda i: i["judge"].update(model="claude-haiku-4-5"), ["judge differs (model)"]),
-    (lambda i: i["weights"].update(quality=0.5, keyword=0.15), ["fairness weights differ"]),
-    (lambda i: i.pop("grading"), ["HEAD records no grader version", "rerun `mcptrials aggregate`"]),
-    (lambda i: i.update(aggregate_version="2"), ["aggregate versions differ (BASE 1, HEAD 2)", "efficiency"]),
-    (lambda i: i.pop("aggregate_version"), ["HEAD unrecorded: an older mcptrials", "rerun `mcptrials aggregate`"]),
-])
+@pytest.mark.parametrize(
+    "edit, words",
+    [
+        (lambda i: i["scenarios"].pop("s3"), ["scenario sets differ", "only in BASE: s3"]),
+        (lambda i: i["scenarios"]["s1"].update(sha256="other"), ["scenario sets differ", "changed: s1"]),
+        (lambda i: i["repos"]["tiny"].update(commit="b" * 40), ["commits differ", "aaaaaaaaaaaa -> bbbbbbbbbbbb"]),
+        (lambda i: i["grading"].update(grader_versions=["3"]), ["grader versions differ", "BASE 2, HEAD 3"]),
+        (lambda i: i["grading"]["rubric_sha256"].update(s1=["x"]), ["rubrics differ for s1"]),
+        (lambda i: i["judge"].update(model="claude-haiku-4-5"), ["judge differs (model)"]),
+        (lambda i: i["weights"].update(quality=0.5, keyword=0.15), ["fairness weights differ"]),
+        (lambda i: i.pop("grading"), ["HEAD records no grader version", "rerun `mcptrials aggregate`"]),
+        (lambda i: i.update(aggregate_version="2"), ["aggregate versions differ (BASE 1, HEAD 2)", "efficiency"]),
+        (lambda i: i.pop("aggregate_version"), ["HEAD unrecorded: an older mcptrials", "rerun `mcptrials aggregate`"]),
+    ],
+)
 def test_refusals_say_why(edit, words):
     ident = copy.deepcopy(IDENTITY)
     edit(ident)
@@ -279,20 +311,30 @@ def snap(tools, **extra):
     return {"tools": tools, "server_version": "1.0", "tools_sha256": str(hash(json.dumps(tools))), **extra}
 
 
-SEARCH = {"name": "search", "description": "Search the code.",
-          "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}
+SEARCH = {
+    "name": "search",
+    "description": "Search the code.",
+    "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+}
 READ = {"name": "read", "description": "Read a file.", "input_schema": {"type": "object", "properties": {}}}
 
 
 def test_tools_list_diff():
-    new_search = {"name": "search", "description": "Search the code by symbol name.",
-                  "input_schema": {"type": "object", "properties": {"q": {"type": "string", "minLength": 1},
-                                                                    "limit": {"type": "integer"}},
-                                   "required": ["q", "limit"]}}
+    new_search = {
+        "name": "search",
+        "description": "Search the code by symbol name.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"q": {"type": "string", "minLength": 1}, "limit": {"type": "integer"}},
+            "required": ["q", "limit"],
+        },
+    }
     outline = {"name": "outline", "description": "Outline a file.", "input_schema": {"type": "object"}}
     d = tools_list_diff(snap([SEARCH, READ]), snap([new_search, outline], server_version="2.0"))
     assert d["added"] == ["outline"] and d["removed"] == ["read"]
-    assert d["descriptions"] == [{"tool": "search", "base": "Search the code.", "head": "Search the code by symbol name."}]
+    assert d["descriptions"] == [
+        {"tool": "search", "base": "Search the code.", "head": "Search the code by symbol name."}
+    ]
     assert d["schemas"] == [{"tool": "search", "change": "added limit; changed q; required ['q'] -> ['limit', 'q']"}]
     assert d["server_version"] == ["1.0", "2.0"]
     same = tools_list_diff(snap([SEARCH]), snap([SEARCH]))
@@ -305,14 +347,14 @@ def test_markdown_and_junit_of_a_regression():
     base = results(BASE_FAIR, snapshot=snap([SEARCH, READ]))
     head = results(HEAD_FAIR, snapshot=snap([new_search]))
     for row in base["summary"]["trials"]:
-        row["server_tools_used"] = ["search"]     # `read` was offered, never called: its removal is no finding
+        row["server_tools_used"] = ["search"]  # `read` was offered, never called: its removal is no finding
     r = compare_runs(base, head, margin=0.02)
     md = markdown(r)
     assert md.startswith("### mcptrials: ❌ 1 regression(s)")
     assert "| git | m@loop | ❌ regression |" in md and "one-sided test at alpha 0.05" in md
-    assert "removed: read" in md and "Find &lt;things&gt;." in md      # a server's text is escaped
+    assert "removed: read" in md and "Find &lt;things&gt;." in md  # a server's text is escaped
     b, h = (x["snapshots"][("git", "tiny")]["tools_sha256"][:12] for x in (base, head))
-    assert f"| changed {b} → {h} |" in md                              # which tools/list each side had
+    assert f"| changed {b} → {h} |" in md  # which tools/list each side had
     suite = ET.fromstring(junit(r)).find("testsuite")
     assert (suite.get("tests"), suite.get("failures")) == ("1", "1")
     failure = suite.find("testcase/failure")
@@ -337,15 +379,15 @@ def test_the_command_exit_codes(tmp_path, capsys):
     ident = copy.deepcopy(IDENTITY)
     ident["scenarios"].pop("s2")
     other = write_results(tmp_path / "other", results(BASE_FAIR, identity=ident))
-    nc = "--no-config-check"     # hand-made folders: no config beside them
+    nc = "--no-config-check"  # hand-made folders: no config beside them
     assert main(["compare", str(base), str(base), nc]) == 0
     assert "result: no regression" in capsys.readouterr().out
     assert main(["compare", str(base), str(head), "--margin", "0.02", nc]) == 1
     assert "result: 1 regression(s): git (m@loop)" in capsys.readouterr().out
-    assert main(["compare", str(base), str(head), nc]) == 1      # default margin 0.05: probable regression
+    assert main(["compare", str(base), str(head), nc]) == 1  # default margin 0.05: probable regression
     assert "probable regression; about 5 scenarios at 2 trial(s) each" in capsys.readouterr().out
     assert main(["compare", str(base), str(head), nc, "--lenient"]) == 0
-    assert main(["compare", str(base), str(head), nc, "--margin", "0.3"]) == 0   # inconclusive, estimate above -margin
+    assert main(["compare", str(base), str(head), nc, "--margin", "0.3"]) == 0  # inconclusive, estimate above -margin
     assert main(["compare", str(base), str(head), nc, "--margin", "0.3", "--strict"]) == 1
     assert main(["compare", str(base), str(other), nc]) == 2
     assert "scenario sets differ (scenarios only in BASE: s2)" in capsys.readouterr().err
@@ -387,11 +429,20 @@ def test_the_documented_workflow_parses_and_calls_compare_with_real_flags():
 
     job, words, _ = documented_command("compare")
     args = build_parser("compare").parse_args(words[1:])
-    assert (args.base, args.head, args.tool, args.margin) == ("stored", "server/.mcptrials/results", ["my-server"], 0.05)
+    assert (args.base, args.head, args.tool, args.margin) == (
+        "stored",
+        "server/.mcptrials/results",
+        ["my-server"],
+        0.05,
+    )
     assert args.markdown == "comment.md" and args.junit == "junit.xml"
     uses = {s.get("uses", "").split("@")[0] for s in job["steps"]}
-    assert {"actions/cache/save", "actions/cache/restore", "marocchino/sticky-pull-request-comment",
-            "mikepenz/action-junit-report"} <= uses
+    assert {
+        "actions/cache/save",
+        "actions/cache/restore",
+        "marocchino/sticky-pull-request-comment",
+        "mikepenz/action-junit-report",
+    } <= uses
     # the gate's exit code fails the job
     assert any("steps.compare.outputs.code != '0'" in str(s.get("if")) for s in job["steps"])
 
@@ -401,8 +452,12 @@ def test_the_documented_replay_job_runs_on_every_pull_request_without_secrets():
 
     job, words, step = documented_command("replay")
     args = build_parser("replay").parse_args(words[1:])
-    assert (args.base, args.tool, args.markdown, args.junit) == ("../../stored", ["my-server"], "../../replay.md",
-                                                                  "../../replay.xml")
+    assert (args.base, args.tool, args.markdown, args.junit) == (
+        "../../stored",
+        ["my-server"],
+        "../../replay.md",
+        "../../replay.xml",
+    )
     assert args.config == "config.yaml:$RUNNER_TEMP/ci.local.yaml" and step["working-directory"] == "server/.mcptrials"
     # forks included: no condition on the head repository, no secret anywhere in the job
     assert job["if"] == "github.event_name == 'pull_request'"
@@ -433,15 +488,25 @@ def test_scenarios_to_decide_margin_by_hand():
     # V = 0.01, delta = 0.15; (t_0.95,df + t_0.80,df) * sqrt(V / n) from t tables:
     # n=3: (2.920 + 1.061) * 0.05774 = 0.2298; n=4: (2.353 + 0.978) * 0.05 = 0.1666; n=5: (2.132 + 0.941) * 0.04472 = 0.1374
     assert scenarios_to_decide_margin(0.15, 0.01) == 5
-    assert scenarios_to_decide_margin(0.1666, 0.01) == 4     # just above n=4's 0.16655
-    assert scenarios_to_decide_margin(0.5, 0.0) == 2          # no spread: the smallest paired design
+    assert scenarios_to_decide_margin(0.1666, 0.01) == 4  # just above n=4's 0.16655
+    assert scenarios_to_decide_margin(0.5, 0.0) == 2  # no spread: the smallest paired design
     with pytest.raises(ValueError, match="delta"):
         scenarios_to_decide_margin(0, 0.01)
 
 
 def rows_of(tool="git", outcome="completed", calls=4, errors=0, used=("search",), n=2, fair=0.5):
-    return [dict(trial(s, fair, tool=tool), outcome=outcome, tool_calls_mcp=calls, server_tool_errors=errors,
-                 server_tools_used=list(used), repo="tiny") for s in ("s1", "s2", "s3") for _ in range(n)]
+    return [
+        dict(
+            trial(s, fair, tool=tool),
+            outcome=outcome,
+            tool_calls_mcp=calls,
+            server_tool_errors=errors,
+            server_tools_used=list(used),
+            repo="tiny",
+        )
+        for s in ("s1", "s2", "s3")
+        for _ in range(n)
+    ]
 
 
 def test_findings_name_each_deterministic_failure():
@@ -459,9 +524,10 @@ def test_findings_name_each_deterministic_failure():
     # a called tool renamed (same input schema) or gone; an uncalled one removed is no finding
     renamed = snap([dict(SEARCH, name="search_code"), READ])
     f = findings("git", True, rows_of(), rows_of(), {"tiny": (ok, renamed)})
-    assert [x["message"] for x in f] == ["search, which BASE's trials called, is renamed to search_code "
-                                         "(same input schema) in HEAD's tools/list (tiny)"]
-    assert findings("git", True, rows_of(), rows_of(), {"tiny": (ok, snap([SEARCH]))}) == []   # read never called
+    assert [x["message"] for x in f] == [
+        "search, which BASE's trials called, is renamed to search_code (same input schema) in HEAD's tools/list (tiny)"
+    ]
+    assert findings("git", True, rows_of(), rows_of(), {"tiny": (ok, snap([SEARCH]))}) == []  # read never called
     # a BASE made before server_tools_used: every tool BASE offered counts
     old = [{k: v for k, v in r.items() if k != "server_tools_used"} for r in rows_of()]
     assert findings("git", True, old, rows_of(), {"tiny": (ok, snap([SEARCH]))})[0]["kind"] == "tool_gone"
@@ -477,7 +543,7 @@ def test_findings_name_each_deterministic_failure():
 def test_a_finding_fails_whatever_the_interval_and_is_named_first():
     ok = snap([SEARCH, READ])
     base = results(BASE_FAIR, snapshot=ok)
-    head = results(BASE_FAIR, snapshot=dict(snap([]), error="boom"))    # fairness unchanged, server dead
+    head = results(BASE_FAIR, snapshot=dict(snap([]), error="boom"))  # fairness unchanged, server dead
     r = compare_runs(base, head, margin=0.5, lenient=True)
     row = r["rows"][0]
     assert row["status"] == "fail" and row["gate"]["verdict"] == "deterministic failure"

@@ -44,22 +44,27 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("gate")
     base = root / "base"
     base.mkdir()
-    write_matrix(base, tools={"echo": faulty_tool("ok", version="1")}, trials=2,
-                 scenarios={"find-helper": SCENARIO, "callers": CALLERS})
+    write_matrix(
+        base,
+        tools={"echo": faulty_tool("ok", version="1")},
+        trials=2,
+        scenarios={"find-helper": SCENARIO, "callers": CALLERS},
+    )
     copy_workflow(base)
     again, broken = root / "again", root / "broken"
     for wd in (again, broken):
         shutil.copytree(base, wd, symlinks=True)
     edit_config(broken, lambda c: c["tools"].update(echo=faulty_tool("crash_at_start", version="2")))
     for wd in (base, again, broken):
-        run_snakemake(wd, "-j2", failed_stages_ok=wd is broken)   # broken's server does not start
+        run_snakemake(wd, "-j2", failed_stages_ok=wd is broken)  # broken's server does not start
     return {"base": base, "again": again, "broken": broken}
 
 
 def compare(tmp_path, base: Path, head: Path, *extra) -> tuple[int, str, str]:
     md, xml = tmp_path / "comment.md", tmp_path / "junit.xml"
-    code = main(["compare", str(base / "results"), str(head / "results"), "--markdown", str(md),
-                 "--junit", str(xml), *extra])
+    code = main(
+        ["compare", str(base / "results"), str(head / "results"), "--markdown", str(md), "--junit", str(xml), *extra]
+    )
     return code, md.read_text(), xml.read_text()
 
 
@@ -68,7 +73,7 @@ def test_the_same_run_twice_passes(runs, tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0, out
     assert "no regression" in md and "non-inferior" in md and "tools/list unchanged" in out
-    assert "one-sided test at alpha 0.05" in out and "90%" in out       # which test, said
+    assert "one-sided test at alpha 0.05" in out and "90%" in out  # which test, said
     suite = ET.fromstring(xml).find("testsuite")
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("1", "0", "0")
     assert suite.find("testcase").get("name") == "echo"
@@ -94,8 +99,19 @@ def test_a_broken_server_version_fails_the_gate(runs, tmp_path, capsys):
     assert base_fair > 0.05
     assert f"Δ {-base_fair:+.3f} [{-base_fair:+.3f}, {-base_fair:+.3f}]" in out
     # a server that does not start fails whatever the margin (issue 22: it passed as inconclusive)
-    assert main(["compare", str(runs["base"] / "results"), str(runs["broken"] / "results"),
-                 "--margin", str(round(base_fair + 0.01, 3)), "--lenient"]) == 1
+    assert (
+        main(
+            [
+                "compare",
+                str(runs["base"] / "results"),
+                str(runs["broken"] / "results"),
+                "--margin",
+                str(round(base_fair + 0.01, 3)),
+                "--lenient",
+            ]
+        )
+        == 1
+    )
 
 
 def test_mismatched_scenario_sets_are_refused(runs, tmp_path, capsys):
@@ -103,8 +119,20 @@ def test_mismatched_scenario_sets_are_refused(runs, tmp_path, capsys):
     head = tmp_path / "head"
     shutil.copytree(runs["again"], head, symlinks=True, ignore=shutil.ignore_patterns("report"))
     edit_config(head, lambda c: c.update(scenarios="scenarios/find-helper.yaml"))
-    assert main(["aggregate", "--config", str(head / "config.yaml"), "--runs", str(head / "results/runs"),
-                 "--out-dir", str(head / "results/aggregate")]) == 0
+    assert (
+        main(
+            [
+                "aggregate",
+                "--config",
+                str(head / "config.yaml"),
+                "--runs",
+                str(head / "results/runs"),
+                "--out-dir",
+                str(head / "results/aggregate"),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     code, md, xml = compare(tmp_path, runs["base"], head)
     err = capsys.readouterr().err
@@ -122,9 +150,12 @@ def test_a_description_variant_is_compared_like_any_tool(tmp_path, capsys):
     """compare: [[echo, echo-terse]] with a variant (issue 16 part 2) in a real run: the pair in
     summary.json, comparisons.csv and the report; then `mcptrials compare` of the run with itself
     gates both tools and shows no tools/list change, while the variant's own tools.json differs."""
-    write_matrix(tmp_path, tools={"echo": faulty_tool("ok", version="1"),
-                                  "echo-terse": {"variant_of": "echo", "overrides": TERSE}},
-                 scenarios={"find-helper": SCENARIO, "callers": CALLERS}, extra={"compare": [["echo-terse", "echo"]]})
+    write_matrix(
+        tmp_path,
+        tools={"echo": faulty_tool("ok", version="1"), "echo-terse": {"variant_of": "echo", "overrides": TERSE}},
+        scenarios={"find-helper": SCENARIO, "callers": CALLERS},
+        extra={"compare": [["echo-terse", "echo"]]},
+    )
     copy_workflow(tmp_path)
     run_snakemake(tmp_path, "-j2")
     summary = json.loads((tmp_path / "results/aggregate/summary.json").read_text())
@@ -139,8 +170,9 @@ def test_a_description_variant_is_compared_like_any_tool(tmp_path, capsys):
     assert ident["echo-terse"]["variant_of"] == "echo" and ident["echo"]["variant_of"] is None
     assert len(ident["echo-terse"]["overrides_sha256"]) == 1
     assert "description variant of echo" in report_md
-    snaps = {t: json.loads((tmp_path / f"results/snapshots/{t}/tiny/tools.json").read_text())
-             for t in ("echo", "echo-terse")}
+    snaps = {
+        t: json.loads((tmp_path / f"results/snapshots/{t}/tiny/tools.json").read_text()) for t in ("echo", "echo-terse")
+    }
     assert snaps["echo"]["tools_sha256"] != snaps["echo-terse"]["tools_sha256"]
     code, md, xml = compare(tmp_path, tmp_path, tmp_path)
     assert code == 0

@@ -66,8 +66,9 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("gate22")
     base = root / "base"
     base.mkdir()
-    write_matrix(base, tools={"search": search_tool()}, trials=2,
-                 scenarios={"find-helper": SCENARIO, "callers": CALLERS})
+    write_matrix(
+        base, tools={"search": search_tool()}, trials=2, scenarios={"find-helper": SCENARIO, "callers": CALLERS}
+    )
     copy_workflow(base)
     run_snakemake(base, "-j2")
     out = {"base": base}
@@ -76,23 +77,46 @@ def runs(tmp_path_factory):
         shutil.copytree(base, wd, symlinks=True, ignore=shutil.ignore_patterns("results", ".snakemake"))
         set_tool(wd, spec)
         if name in HEADS:
-            run_snakemake(wd, "-j2", failed_stages_ok=name == "dead")   # its server does not start
+            run_snakemake(wd, "-j2", failed_stages_ok=name == "dead")  # its server does not start
         out[name] = wd
     return out
 
 
 def compare(tmp_path, runs, head: str, *extra) -> tuple[int, str, str]:
     md, xml = tmp_path / "comment.md", tmp_path / "junit.xml"
-    code = main(["compare", str(runs["base"] / "results"), str(runs[head] / "results"), "--markdown", str(md),
-                 "--junit", str(xml), *extra])
+    code = main(
+        [
+            "compare",
+            str(runs["base"] / "results"),
+            str(runs[head] / "results"),
+            "--markdown",
+            str(md),
+            "--junit",
+            str(xml),
+            *extra,
+        ]
+    )
     return code, md.read_text(), xml.read_text()
 
 
 def replay(tmp_path, runs, head: str, monkeypatch, *extra) -> tuple[int, dict, str, str]:
-    monkeypatch.chdir(runs[head])          # replay runs in the HEAD project
+    monkeypatch.chdir(runs[head])  # replay runs in the HEAD project
     md, xml, js = tmp_path / "replay.md", tmp_path / "replay.xml", tmp_path / "replay.json"
-    code = main(["replay", str(runs["base"] / "results"), "--config", "config.yaml", "--markdown", str(md),
-                 "--junit", str(xml), "--json", str(js), *extra])
+    code = main(
+        [
+            "replay",
+            str(runs["base"] / "results"),
+            "--config",
+            "config.yaml",
+            "--markdown",
+            str(md),
+            "--junit",
+            str(xml),
+            "--json",
+            str(js),
+            *extra,
+        ]
+    )
     return code, json.loads(js.read_text()) if js.exists() else {}, md.read_text(), xml.read_text()
 
 
@@ -115,7 +139,7 @@ def test_compare_the_same_server_again_passes(runs, tmp_path, capsys):
 
 
 def test_compare_fails_a_server_that_does_not_start_naming_it_first(runs, tmp_path, capsys):
-    code, md, xml = compare(tmp_path, runs, "dead", "--lenient", "--margin", "0.99")   # whatever the interval
+    code, md, xml = compare(tmp_path, runs, "dead", "--lenient", "--margin", "0.99")  # whatever the interval
     out = capsys.readouterr().out
     assert code == 1, out
     lines = [ln for ln in out.splitlines() if ln.startswith("search (")]
@@ -130,8 +154,10 @@ def test_compare_fails_a_renamed_tool(runs, tmp_path, capsys):
     code, md, _ = compare(tmp_path, runs, "renamed")
     out = capsys.readouterr().out
     assert code == 1, out
-    assert ("FINDING tool_gone: search_code, which BASE's trials called, is renamed to find_code (same input schema) "
-            "in HEAD's tools/list (tiny)") in out
+    assert (
+        "FINDING tool_gone: search_code, which BASE's trials called, is renamed to find_code (same input schema) "
+        "in HEAD's tools/list (tiny)"
+    ) in out
 
 
 def test_compare_fails_a_tool_that_now_errors(runs, tmp_path, capsys):
@@ -191,8 +217,10 @@ def test_replay_of_the_same_server_is_identical(runs, tmp_path, monkeypatch, cap
     assert replay(tmp_path, runs, "base", monkeypatch)[0] == 0
 
 
-@pytest.mark.parametrize("head, cls", [("dead", "did not start"), ("renamed", "tool gone"),
-                                       ("errors", "now an error"), ("empty", "now empty")])
+@pytest.mark.parametrize(
+    "head, cls",
+    [("dead", "did not start"), ("renamed", "tool gone"), ("errors", "now an error"), ("empty", "now empty")],
+)
 def test_replay_classifies_each_broken_server(runs, tmp_path, monkeypatch, capsys, head, cls):
     code, res, md, xml = replay(tmp_path, runs, head, monkeypatch)
     out = capsys.readouterr().out
@@ -202,7 +230,7 @@ def test_replay_classifies_each_broken_server(runs, tmp_path, monkeypatch, capsy
     assert f"{cls}: search_code" in out and cls in md
     failure = ET.fromstring(xml).find("testsuite/testcase/failure")
     assert failure is not None and cls in failure.get("message")
-    if cls in ("now an error", "now empty"):     # a short diff of BASE's result against HEAD's
+    if cls in ("now an error", "now empty"):  # a short diff of BASE's result against HEAD's
         d = v["differences"][0]
         assert d["arguments"] == {"pattern": "helper"} and "+" in d["diff"] and "src/util.py:1" in d["diff"]
 
@@ -213,7 +241,7 @@ def test_replay_passes_a_slower_server_and_shows_its_latency(runs, tmp_path, mon
     v = res["tools"]["search"]
     assert v["counts"]["identical"] == v["calls"]
     slow = v["slowest"][0]
-    assert slow["head_latency_ms"] >= 300 > slow["base_latency_ms"]   # the server sleeps 0.3 s per call
+    assert slow["head_latency_ms"] >= 300 > slow["base_latency_ms"]  # the server sleeps 0.3 s per call
 
 
 def test_replay_strict_fails_a_changed_result(runs, tmp_path, monkeypatch, capsys):
@@ -226,7 +254,10 @@ def test_replay_strict_fails_a_changed_result(runs, tmp_path, monkeypatch, capsy
     code, res, _, _ = replay(tmp_path, runs, "changed", monkeypatch)
     v = res["tools"]["search"]
     assert code == 0 and v["counts"]["changed"] == v["calls"] > 0
-    assert "+src/util.py:1: def helper(x):" not in v["differences"][0]["diff"] and "debug: token v3" in v["differences"][0]["diff"]
+    assert (
+        "+src/util.py:1: def helper(x):" not in v["differences"][0]["diff"]
+        and "debug: token v3" in v["differences"][0]["diff"]
+    )
     assert replay(tmp_path, runs, "changed", monkeypatch, "--strict")[0] == 1
 
 
@@ -235,7 +266,7 @@ def test_replay_cannot_replay_says_why(runs, tmp_path, monkeypatch, capsys):
     base = str(runs["base"] / "results")
     assert main(["replay", base, "--tool", "nope"]) == 2
     assert "--tool nope: BASE never ran it" in capsys.readouterr().err
-    assert main(["replay", str(tmp_path)]) == 2                       # no runs/ at all
+    assert main(["replay", str(tmp_path)]) == 2  # no runs/ at all
     assert "BASE holds no recorded trials" in capsys.readouterr().err
     other = tmp_path / "other"
     shutil.copytree(runs["again"], other, symlinks=True, ignore=shutil.ignore_patterns("results", ".snakemake"))
@@ -270,7 +301,7 @@ def test_the_documented_ci_commands_on_real_runs(runs, tmp_path, monkeypatch, ca
     assert (stored / "aggregate/summary.json").is_file() and list(stored.glob("snapshots/*/*/tools.json"))
     transcripts = list(stored.glob("runs/**/transcript.json"))
     assert len(transcripts) == 4 and all((t.parent / "run_meta.json").is_file() for t in transcripts)
-    assert not list(stored.glob("runs/**/scored.json"))      # only what replay reads
+    assert not list(stored.glob("runs/**/scored.json"))  # only what replay reads
 
     # the pull request's checkout: the renamed server, its pack run
     shutil.rmtree(ws / "server/.mcptrials")
@@ -280,7 +311,9 @@ def test_the_documented_ci_commands_on_real_runs(runs, tmp_path, monkeypatch, ca
     (rt / "ci.local.yaml").write_text(yaml.safe_dump({"tools": {"search": {"version": "2"}}}))
 
     def words(name):
-        return [w.replace("$RUNNER_TEMP", str(rt)).replace("my-server", "search") for w in documented_command(name)[1][1:]]
+        return [
+            w.replace("$RUNNER_TEMP", str(rt)).replace("my-server", "search") for w in documented_command(name)[1][1:]
+        ]
 
     monkeypatch.chdir(ws / "server/.mcptrials")
     assert main(words("replay")) == 1

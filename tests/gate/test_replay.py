@@ -5,8 +5,20 @@ from __future__ import annotations
 
 import pytest
 
-from mcptrials.gate.replay import (CHANGED, IDENTICAL, NOT_STARTED, NOW_EMPTY, NOW_ERROR, TOOL_GONE, base_root, classify,
-                              is_empty, normalise, rebase, summarise)
+from mcptrials.gate.replay import (
+    CHANGED,
+    IDENTICAL,
+    NOT_STARTED,
+    NOW_EMPTY,
+    NOW_ERROR,
+    TOOL_GONE,
+    base_root,
+    classify,
+    is_empty,
+    normalise,
+    rebase,
+    summarise,
+)
 
 ROOT_B = "/tmp/mcptrials-trial-ab12cd_3"
 ROOT_H = "/tmp/pytest/mcptrials-trial-zz99yy00"
@@ -17,26 +29,46 @@ def test_normalise_forgives_key_order_layout_folders_and_times_only():
     b = '{\n  "a": [1, 2],\n  "b": 1\n}'
     assert normalise(a) == normalise(b) == '{"a": [1, 2], "b": 1}'
     assert normalise(f"{ROOT_B}/workspace/x.py") == normalise(f"{ROOT_H}/workspace/x.py") == "{trial}/workspace/x.py"
-    assert normalise("indexed at 2026-12-01T13:02:54.661+00:00") == normalise("indexed at 2026-12-02 08:00") \
+    assert (
+        normalise("indexed at 2026-12-01T13:02:54.661+00:00")
+        == normalise("indexed at 2026-12-02 08:00")
         == "indexed at {time}"
-    assert normalise("x.py:12") != normalise("x.py:13")        # anything else is a change
+    )
+    assert normalise("x.py:12") != normalise("x.py:13")  # anything else is a change
     assert normalise('{"a": 1}') != normalise('{"a": 2}')
 
 
-@pytest.mark.parametrize("text, empty", [
-    ("", True), ("   \n", True), ("No matches found", True), ("no results", True), ("0 matches found in 3 files", True),
-    ("Nothing found.", True), ('{"result": []}', True), ('{"results": [], "pagination": {"total": 0}}', True),
-    ("[]", True), ("null", True), ('{"data": {"items": []}}', True),
-    ("src/a.py:1: def f():", False), ('{"results": [{"file": "a.py"}]}', False), ('{"count": 0}', False),
-    ("No matches found for `x`, but did you mean:\n- y\n- z", False),   # says more than that
-])
+@pytest.mark.parametrize(
+    "text, empty",
+    [
+        ("", True),
+        ("   \n", True),
+        ("No matches found", True),
+        ("no results", True),
+        ("0 matches found in 3 files", True),
+        ("Nothing found.", True),
+        ('{"result": []}', True),
+        ('{"results": [], "pagination": {"total": 0}}', True),
+        ("[]", True),
+        ("null", True),
+        ('{"data": {"items": []}}', True),
+        ("src/a.py:1: def f():", False),
+        ('{"results": [{"file": "a.py"}]}', False),
+        ('{"count": 0}', False),
+        ("No matches found for `x`, but did you mean:\n- y\n- z", False),  # says more than that
+    ],
+)
 def test_is_empty(text, empty):
     assert is_empty(text) is empty
 
 
 def test_the_trial_folder_is_found_and_replaced_in_the_arguments():
-    t = {"tool_calls": [{"arguments": {"q": "x"}, "result_text": "none"},
-                        {"arguments": {"path": f"{ROOT_B}/workspace/src"}, "result_text": ""}]}
+    t = {
+        "tool_calls": [
+            {"arguments": {"q": "x"}, "result_text": "none"},
+            {"arguments": {"path": f"{ROOT_B}/workspace/src"}, "result_text": ""},
+        ]
+    }
     assert base_root(t) == ROOT_B
     assert base_root({"tool_calls": [{"arguments": {"q": "x"}, "result_text": "x"}]}) is None
     args = {"path": f"{ROOT_B}/workspace/a", "paths": [f"{ROOT_B}/workspace/b"], "n": 3}
@@ -44,11 +76,19 @@ def test_the_trial_folder_is_found_and_replaced_in_the_arguments():
     assert rebase(args, None, ROOT_H) == args
 
 
-@pytest.mark.parametrize("text, says", [
-    ("Error: not found", True), ("Database error: no such table: t", True), ("error executing tool", True),
-    ("Traceback (most recent call last):", True), ("ValueError exception raised", False),
-    ("src/errors.py:1: x", False), ("No error here", False), ("", False),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("Error: not found", True),
+        ("Database error: no such table: t", True),
+        ("error executing tool", True),
+        ("Traceback (most recent call last):", True),
+        ("ValueError exception raised", False),
+        ("src/errors.py:1: x", False),
+        ("No error here", False),
+        ("", False),
+    ],
+)
 def test_says_error(text, says):
     from mcptrials.gate.replay import says_error
 
@@ -59,32 +99,52 @@ def call(text, is_error=False):
     return {"result_text": text, "is_error": is_error}
 
 
-@pytest.mark.parametrize("base, head, cls", [
-    (call("a.py:1"), {"text": "a.py:1"}, IDENTICAL),
-    (call(f"{ROOT_B}/workspace/a.py"), {"text": f"{ROOT_H}/workspace/a.py"}, IDENTICAL),
-    (call("a.py:1"), {"text": "a.py:2"}, CHANGED),
-    (call("a.py:1"), {"text": "No matches found"}, NOW_EMPTY),
-    (call("No matches found"), {"text": "No matches found"}, IDENTICAL),   # found nothing before too
-    (call("No matches found"), {"text": "a.py:1"}, CHANGED),
-    (call("a.py:1"), {"text": "boom", "is_error": True}, NOW_ERROR),
-    (call("a.py:1"), {"text": "", "error": "McpError: timed out"}, NOW_ERROR),
-    (call("a.py:1"), {"text": "Database error: no such table: t"}, NOW_ERROR),   # said in text, no isError
-    (call("Error: x"), {"text": "Error: y"}, CHANGED),                          # it said so in BASE too
-    (call("a.py:1"), {"text": "errors.py:3: def f():"}, CHANGED),               # a file named errors.py is no error
-    (call("bad", True), {"text": "bad", "is_error": True}, IDENTICAL),        # failed in BASE too, same text
-    (call("bad", True), {"text": "worse", "is_error": True}, CHANGED),
-    (call("bad", True), {"text": "a.py:1"}, CHANGED),                         # now a result
-    (call("a.py:1"), {"class": TOOL_GONE}, TOOL_GONE),
-    (call("a.py:1"), {"class": NOT_STARTED}, NOT_STARTED),
-])
+@pytest.mark.parametrize(
+    "base, head, cls",
+    [
+        (call("a.py:1"), {"text": "a.py:1"}, IDENTICAL),
+        (call(f"{ROOT_B}/workspace/a.py"), {"text": f"{ROOT_H}/workspace/a.py"}, IDENTICAL),
+        (call("a.py:1"), {"text": "a.py:2"}, CHANGED),
+        (call("a.py:1"), {"text": "No matches found"}, NOW_EMPTY),
+        (call("No matches found"), {"text": "No matches found"}, IDENTICAL),  # found nothing before too
+        (call("No matches found"), {"text": "a.py:1"}, CHANGED),
+        (call("a.py:1"), {"text": "boom", "is_error": True}, NOW_ERROR),
+        (call("a.py:1"), {"text": "", "error": "McpError: timed out"}, NOW_ERROR),
+        (call("a.py:1"), {"text": "Database error: no such table: t"}, NOW_ERROR),  # said in text, no isError
+        (call("Error: x"), {"text": "Error: y"}, CHANGED),  # it said so in BASE too
+        (call("a.py:1"), {"text": "errors.py:3: def f():"}, CHANGED),  # a file named errors.py is no error
+        (call("bad", True), {"text": "bad", "is_error": True}, IDENTICAL),  # failed in BASE too, same text
+        (call("bad", True), {"text": "worse", "is_error": True}, CHANGED),
+        (call("bad", True), {"text": "a.py:1"}, CHANGED),  # now a result
+        (call("a.py:1"), {"class": TOOL_GONE}, TOOL_GONE),
+        (call("a.py:1"), {"class": NOT_STARTED}, NOT_STARTED),
+    ],
+)
 def test_classify(base, head, cls):
     assert classify(base, head, (ROOT_B, ROOT_H)) == cls
 
 
 def rep(*classes, base_ok=True):
-    return {"calls": [{"step": 0, "tool": "t", "arguments": {}, "base_ok": base_ok, "class": c, "base_latency_ms": 1,
-                       "head_latency_ms": 2, "base_text": "a", "head_text": "b", "detail": None} for c in classes],
-            "error": None, "server_version": "1", "roots": ()}
+    return {
+        "calls": [
+            {
+                "step": 0,
+                "tool": "t",
+                "arguments": {},
+                "base_ok": base_ok,
+                "class": c,
+                "base_latency_ms": 1,
+                "head_latency_ms": 2,
+                "base_text": "a",
+                "head_text": "b",
+                "detail": None,
+            }
+            for c in classes
+        ],
+        "error": None,
+        "server_version": "1",
+        "roots": (),
+    }
 
 
 def test_summarise_counts_every_trial_a_replay_stands_for_and_fails_on_the_failing_classes():
@@ -101,9 +161,26 @@ def test_summarise_counts_every_trial_a_replay_stands_for_and_fails_on_the_faili
 
 def timed(*latencies):
     """A replay whose calls took (BASE ms, HEAD ms) each, all identical."""
-    return {"calls": [{"step": i, "tool": f"t{i}", "arguments": {"i": i}, "base_ok": True, "class": IDENTICAL,
-                       "base_latency_ms": b, "head_latency_ms": h, "base_text": "a", "head_text": "a", "detail": None}
-                      for i, (b, h) in enumerate(latencies)], "error": None, "server_version": "1", "roots": ()}
+    return {
+        "calls": [
+            {
+                "step": i,
+                "tool": f"t{i}",
+                "arguments": {"i": i},
+                "base_ok": True,
+                "class": IDENTICAL,
+                "base_latency_ms": b,
+                "head_latency_ms": h,
+                "base_text": "a",
+                "head_text": "a",
+                "detail": None,
+            }
+            for i, (b, h) in enumerate(latencies)
+        ],
+        "error": None,
+        "server_version": "1",
+        "roots": (),
+    }
 
 
 def test_only_calls_slower_than_in_base_beyond_the_threshold_are_listed_as_slow():
@@ -143,26 +220,40 @@ def test_without_config_a_tool_head_lacks_names_the_config_base_was_run_with(tmp
     from mcptrials.cli import main
 
     head = tmp_path / "head"
-    cfg = write_matrix(head)                                       # config.yaml: the baseline only
+    cfg = write_matrix(head)  # config.yaml: the baseline only
     (head / "configs").mkdir()
-    (head / "configs" / "mine.yaml").write_text(cfg.read_text())   # the config BASE was run with
+    (head / "configs" / "mine.yaml").write_text(cfg.read_text())  # the config BASE was run with
     base = tmp_path / "base" / "results"
     trial = base / "runs" / "reference" / "loop" / "mine" / "tiny" / "find-helper" / "1"
     trial.mkdir(parents=True)
-    (trial / "transcript.json").write_text(json.dumps({
-        "cell": {"model": "reference", "host": "loop", "tool": "mine", "repo": "tiny", "scenario": "find-helper",
-                 "trial": 1},
-        "tool_calls": [{"source": "mcp", "tool": "search", "arguments": {"q": "helper"}, "result_text": "a.py:1"}]}))
+    (trial / "transcript.json").write_text(
+        json.dumps(
+            {
+                "cell": {
+                    "model": "reference",
+                    "host": "loop",
+                    "tool": "mine",
+                    "repo": "tiny",
+                    "scenario": "find-helper",
+                    "trial": 1,
+                },
+                "tool_calls": [
+                    {"source": "mcp", "tool": "search", "arguments": {"q": "helper"}, "result_text": "a.py:1"}
+                ],
+            }
+        )
+    )
     (base / "aggregate").mkdir()
-    (base / "aggregate" / "summary.json").write_text(json.dumps({"identity": {
-        "config": "configs/mine.yaml", "config_files": ["configs/mine.yaml"]}}))
+    (base / "aggregate" / "summary.json").write_text(
+        json.dumps({"identity": {"config": "configs/mine.yaml", "config_files": ["configs/mine.yaml"]}})
+    )
     monkeypatch.chdir(head)
     monkeypatch.delenv("MCPTRIALS_CONFIG", raising=False)
     assert main(["replay", str(base)]) == 2
     err = capsys.readouterr().err
     assert "HEAD's config has no tool 'mine'" in err
     assert "BASE was run with configs/mine.yaml" in err and "pass --config configs/mine.yaml" in err
-    assert str(base / "aggregate" / "summary.json") in err              # where that is recorded
+    assert str(base / "aggregate" / "summary.json") in err  # where that is recorded
     # given --config, the user chose it: the message stays as it was
     assert main(["replay", str(base), "--config", "config.yaml"]) == 2
     err = capsys.readouterr().err

@@ -64,30 +64,39 @@ def head_project(tmp_path, monkeypatch, edit=None):
     (wd / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     for tool, spec in cfg["tools"].items():
         if spec.get("install"):
-            write_json(wd / "results/tools" / tool / "install.json",
-                       {"tool": tool, "requested": [*spec["install"].get("pip", []), *spec["install"].get("npm", [])]})
+            write_json(
+                wd / "results/tools" / tool / "install.json",
+                {"tool": tool, "requested": [*spec["install"].get("pip", []), *spec["install"].get("npm", [])]},
+            )
     monkeypatch.setenv("MCPTRIALS_TOOLS_DIR", str(ROOT / ".tools"))
     monkeypatch.chdir(wd)
     return wd
 
 
 def test_real_servers_replay_identically_with_the_trial_folder_rebased(base, tmp_path, monkeypatch, capsys):
-    calls = [c for p in base.glob("runs/**/transcript.json") for c in json.loads(p.read_text())["tool_calls"]
-             if c["tool"] == "read_text_file"]
-    assert calls and all("mcptrials-trial-" in c["arguments"]["path"] for c in calls)   # absolute, BASE's folder
+    calls = [
+        c
+        for p in base.glob("runs/**/transcript.json")
+        for c in json.loads(p.read_text())["tool_calls"]
+        if c["tool"] == "read_text_file"
+    ]
+    assert calls and all("mcptrials-trial-" in c["arguments"]["path"] for c in calls)  # absolute, BASE's folder
     wd = head_project(tmp_path, monkeypatch)
     js = tmp_path / "r.json"
     assert main(["replay", str(base), "--json", str(js)]) == 0, capsys.readouterr()
     res = json.loads(js.read_text())
-    assert (wd / "results/checkouts/demo/checkout.json").is_file()       # replay checked the repo out
+    assert (wd / "results/checkouts/demo/checkout.json").is_file()  # replay checked the repo out
     for tool in ("filesystem", "git"):
         v = res["tools"][tool]
         assert v["calls"] > 0 and v["counts"]["identical"] == v["calls"], v["differences"][:2]
 
 
 def test_a_narrower_filesystem_server_now_errors(base, tmp_path, monkeypatch, capsys):
-    head_project(tmp_path, monkeypatch,
-                 lambda c: c["tools"]["filesystem"].update(args=["{workspace}/acme_shop"], version="narrow"))
+    head_project(
+        tmp_path,
+        monkeypatch,
+        lambda c: c["tools"]["filesystem"].update(args=["{workspace}/acme_shop"], version="narrow"),
+    )
     assert main(["replay", str(base), "--tool", "filesystem"]) == 1
     out = capsys.readouterr().out
     # the search of the whole workspace is refused now; reads inside acme_shop/ still answer

@@ -35,18 +35,19 @@ def finished_project(wd: Path, monkeypatch) -> Path:
     data["tools"]["git"] = OWN
     cfg.write_text(yaml.safe_dump(data, sort_keys=False))
     monkeypatch.chdir(wd)
-    assert main(["aggregate", "--config", "config.yaml", "--runs", "results/runs", "--out-dir",
-                 "results/aggregate"]) == 0
+    assert (
+        main(["aggregate", "--config", "config.yaml", "--runs", "results/runs", "--out-dir", "results/aggregate"]) == 0
+    )
     return wd
 
 
 def test_compare_refuses_results_made_from_other_project_files(tmp_path, monkeypatch, capsys):
     wd = finished_project(tmp_path / "p", monkeypatch)
     good = shutil.copytree(wd / "results", tmp_path / "GOOD")
-    assert main(["compare", str(good), "results", "--tool", "git"]) == 0          # the same files: compared
+    assert main(["compare", str(good), "results", "--tool", "git"]) == 0  # the same files: compared
     assert "non-inferior" in capsys.readouterr().out
 
-    (wd / "server" / "main.py").write_text("raise SystemExit('broken')\n")      # edited, not rerun
+    (wd / "server" / "main.py").write_text("raise SystemExit('broken')\n")  # edited, not rerun
     (wd / "server" / "new.py").write_text("Y = 2\n")
     md = tmp_path / "comment.md"
     assert main(["compare", str(good), "results", "--tool", "git", "--markdown", str(md)]) == 2
@@ -65,8 +66,10 @@ def test_compare_refuses_results_made_from_other_project_files(tmp_path, monkeyp
     snap.parent.mkdir(parents=True)
     snap.write_text(json.dumps({"tool": "git", "tools": [], "project_files": recorded}))
     assert main(["compare", str(good), "results", "--tool", "git"]) == 2
-    assert "snapshots/git/tiny/tools.json was made with other contents of the project files of tools.git" in \
-        capsys.readouterr().err
+    assert (
+        "snapshots/git/tiny/tools.json was made with other contents of the project files of tools.git"
+        in capsys.readouterr().err
+    )
 
 
 def test_compare_notes_results_older_than_the_record(tmp_path, monkeypatch, capsys):
@@ -91,10 +94,16 @@ def base_results(folder: Path, commit: str) -> Path:
     """A BASE with one recorded trial of `mine` that called its server's `echo`."""
     d = folder / "runs" / "reference" / "loop" / "mine" / "tiny" / "find-helper" / "1"
     d.mkdir(parents=True)
-    cell = {"model": "reference", "host": "loop", "tool": "mine", "repo": "tiny", "scenario": "find-helper",
-            "trial": 1}
-    call = {"source": "mcp", "tool": "echo", "arguments": {"text": "hi"}, "result_text": "hi", "is_error": False,
-            "step": 0, "latency_ms": 1.0}
+    cell = {"model": "reference", "host": "loop", "tool": "mine", "repo": "tiny", "scenario": "find-helper", "trial": 1}
+    call = {
+        "source": "mcp",
+        "tool": "echo",
+        "arguments": {"text": "hi"},
+        "result_text": "hi",
+        "is_error": False,
+        "step": 0,
+        "latency_ms": 1.0,
+    }
     (d / "transcript.json").write_text(json.dumps({"cell": cell, "tool_calls": [call]}))
     (d / "run_meta.json").write_text(json.dumps({"commit": commit}))
     return folder
@@ -110,8 +119,12 @@ def test_replay_refuses_an_index_built_from_other_project_files(tmp_path, monkey
     wd = tmp_path / "p"
     (wd / "server").mkdir(parents=True)
     shutil.copy(FAULTY_SERVER, wd / "server" / "main.py")
-    tool = {"command": BASE_PYTHON, "args": ["{project}/server/main.py", "ok"], "read_only": ["{project}/server"],
-            "index": {"command": "sh", "args": ["-c", "echo built > {index}/built.txt"]}}
+    tool = {
+        "command": BASE_PYTHON,
+        "args": ["{project}/server/main.py", "ok"],
+        "read_only": ["{project}/server"],
+        "index": {"command": "sh", "args": ["-c", "echo built > {index}/built.txt"]},
+    }
     write_matrix(wd, tools={"mine": tool})
     monkeypatch.chdir(wd)
     monkeypatch.setenv("MCPTRIALS_TOOLS_DIR", str(wd / ".tools"))
@@ -122,7 +135,7 @@ def test_replay_refuses_an_index_built_from_other_project_files(tmp_path, monkey
     write_json(co, checkout("tiny", m.repo_source("tiny"), "repo", m.repos["tiny"]["commit"], co.parent))
     with open(tmp_path / "index.log", "w") as log:
         index_repo(m, "mine", co, None, wd / "results/index/mine/tiny", log=log)
-    assert main(["replay", str(base), "--config", "config.yaml"]) == 0       # the same files: replayed
+    assert main(["replay", str(base), "--config", "config.yaml"]) == 0  # the same files: replayed
     before = rule_params(load_matrix(wd / "config.yaml"))
     capsys.readouterr()
 

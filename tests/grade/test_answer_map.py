@@ -15,9 +15,11 @@ from mcptrials.grade.answer_map import JSON_KEYS, SECTIONS, WHOLE, headings, map
 from mcptrials.grade.scoring import score_trial
 from mcptrials.judge.judging import judge_trial
 
-STEPS = [{"name": "locate", "prompt": "Where is helper?"},
-         {"name": "callers", "prompt": "Who calls it?", "answer_key": "who calls"},
-         {"name": "tests", "prompt": "Is it tested?"}]
+STEPS = [
+    {"name": "locate", "prompt": "Where is helper?"},
+    {"name": "callers", "prompt": "Who calls it?", "answer_key": "who calls"},
+    {"name": "tests", "prompt": "Is it tested?"},
+]
 
 JSON_ANSWER = """I have enough context. Producing the three-step report.
 
@@ -50,8 +52,8 @@ def test_json_answer_maps_by_top_level_keys():
     texts, method = split_answer(JSON_ANSWER, STEPS)
     assert method == JSON_KEYS
     assert texts[0].startswith('"step1_where"') and "src/util.py" in texts[0] and "main" not in texts[0]
-    assert texts[1].startswith('"who_calls"') and "src/app.py" in texts[1]     # its answer_key, case aside
-    assert texts[2] == '"tests": "none found"'                                  # its name
+    assert texts[1].startswith('"who_calls"') and "src/app.py" in texts[1]  # its answer_key, case aside
+    assert texts[2] == '"tests": "none found"'  # its name
     assert map_answer(JSON_ANSWER, STEPS).keys == ["step1_where", "who_calls", "tests"]
     # a whole-answer JSON object, and one wrapped in a single key
     plain = '{"locate": "src/util.py:1", "callers": "x", "who calls": "src/app.py:5", "step3": "no"}'
@@ -83,32 +85,67 @@ def test_an_answer_that_fits_no_mapping_is_the_whole_answer_for_every_step():
 
 
 def test_a_transcript_with_an_answer_per_step_is_not_mapped():
-    assert step_answers({"steps": [{"index": 0, "answer_text": "x"}]}, STEPS) == (None, {"method": "per_step",
-                                                                                        "keys": None})
+    assert step_answers({"steps": [{"index": 0, "answer_text": "x"}]}, STEPS) == (
+        None,
+        {"method": "per_step", "keys": None},
+    )
 
 
 # --- scored.json and judged.json of a one_answer transcript -----------------------------
 
-ONE = dict(copy.deepcopy(SCENARIO), one_answer=True, steps=[
-    SCENARIO["steps"][0],
-    {"name": "callers", "prompt": "Which function calls `helper`? Cite file:line.", "answer_key": "Who calls",
-     "checks": [{"type": "word", "value": "main"}], "citations": {"gold": ["src/app.py:5"]},
-     "key_points": ["main calls helper"]},
-])
+ONE = dict(
+    copy.deepcopy(SCENARIO),
+    one_answer=True,
+    steps=[
+        SCENARIO["steps"][0],
+        {
+            "name": "callers",
+            "prompt": "Which function calls `helper`? Cite file:line.",
+            "answer_key": "Who calls",
+            "checks": [{"type": "word", "value": "main"}],
+            "citations": {"gold": ["src/app.py:5"]},
+            "key_points": ["main calls helper"],
+        },
+    ],
+)
 
 
 def one_answer_transcript(answer: str) -> dict:
     return {
-        "schema": "mcptrials/transcript/1", "one_answer": True,
+        "schema": "mcptrials/transcript/1",
+        "one_answer": True,
         "cell": {"model": "rec", "host": "loop", "tool": "baseline", "repo": "tiny", "scenario": "one", "trial": 1},
-        "provider": "recorded", "model_id": "claude-opus-4-7", "outcome": "completed", "outcome_detail": None,
+        "provider": "recorded",
+        "model_id": "claude-opus-4-7",
+        "outcome": "completed",
+        "outcome_detail": None,
         "system_prompt_sha256": None,
-        "steps": [{"index": 0, "name": "one_answer", "prompt": "both", "answer_text": answer, "audit_text": "",
-                   "outcome": "completed", "turns": 1, "state_check": None}],
-        "tool_calls": [], "errors": {"tool_error": 0, "protocol_error": 0, "api_error": 0, "harness_error": 0},
-        "error_events": [], "wall_seconds": 1.0, "messages": [],
-        "usage": {"input_tokens": 1, "output_tokens": 1, "cache_creation_input_tokens": 0,
-                  "cache_read_input_tokens": 0, "api_calls": 1, "retries": 0, "cost_usd": None},
+        "steps": [
+            {
+                "index": 0,
+                "name": "one_answer",
+                "prompt": "both",
+                "answer_text": answer,
+                "audit_text": "",
+                "outcome": "completed",
+                "turns": 1,
+                "state_check": None,
+            }
+        ],
+        "tool_calls": [],
+        "errors": {"tool_error": 0, "protocol_error": 0, "api_error": 0, "harness_error": 0},
+        "error_events": [],
+        "wall_seconds": 1.0,
+        "messages": [],
+        "usage": {
+            "input_tokens": 1,
+            "output_tokens": 1,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "api_calls": 1,
+            "retries": 0,
+            "cost_usd": None,
+        },
     }
 
 
@@ -121,8 +158,10 @@ def scenario_file(tmp_path, data):
 def test_scored_and_judged_grade_each_step_on_its_part(tmp_path):
     commit = make_repo(tmp_path / "repo")
     sc = scenario_file(tmp_path, ONE)
-    answer = ('{"locate": {"file": "src/util.py", "line": 1, "note": "helper doubles its argument"},\n'
-              ' "who_calls": {"file": "src/app.py", "line": 5, "caller": "main"}}')
+    answer = (
+        '{"locate": {"file": "src/util.py", "line": 1, "note": "helper doubles its argument"},\n'
+        ' "who_calls": {"file": "src/app.py", "line": 5, "caller": "main"}}'
+    )
     t = one_answer_transcript(answer)
     validate_against("transcript.schema.yaml", t, "transcript")
     s = score_trial(t, sc.data, str(tmp_path / "repo"), commit, None, None)
@@ -149,7 +188,9 @@ def test_a_live_transcript_of_a_one_answer_scenario_is_graded_per_step(tmp_path)
     sc = scenario_file(tmp_path, ONE)
     t = one_answer_transcript("")
     del t["one_answer"]
-    t["steps"] = [dict(t["steps"][0], name="locate", answer_text="`helper` at src/util.py:1 doubles x"),
-                  dict(t["steps"][0], index=1, name="callers", answer_text="`main` at src/app.py:5")]
+    t["steps"] = [
+        dict(t["steps"][0], name="locate", answer_text="`helper` at src/util.py:1 doubles x"),
+        dict(t["steps"][0], index=1, name="callers", answer_text="`main` at src/app.py:5"),
+    ]
     s = score_trial(t, sc.data, str(tmp_path / "repo"), commit, None, None)
     assert s["answer_mapping"]["method"] == "per_step" and s["passed"] is True, s["failures"]

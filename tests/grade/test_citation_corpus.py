@@ -112,9 +112,11 @@ from mcptrials.grade.gittree import CommitTree
 
 LABELS = Path(__file__).parents[1] / "fixtures" / "citation_corpus" / "labels.json"
 SETS = Path(__file__).parents[1] / "fixtures" / "citation_corpus"
-HOW = ("set MCPTRIALS_SENSE_MIRROR to a mirror of github:luuuc/sense and MCPTRIALS_MIRRORS to a folder "
-       "with <owner>+<name>/repo mirrors of the repositories the labels file's `repos` fetch "
-       "(the `fetch` tool or `git clone --mirror`)")
+HOW = (
+    "set MCPTRIALS_SENSE_MIRROR to a mirror of github:luuuc/sense and MCPTRIALS_MIRRORS to a folder "
+    "with <owner>+<name>/repo mirrors of the repositories the labels file's `repos` fetch "
+    "(the `fetch` tool or `git clone --mirror`)"
+)
 
 
 def answer_text(sense: str, commit: str, source: str) -> str | None:
@@ -129,8 +131,11 @@ def answer_text(sense: str, commit: str, source: str) -> str | None:
     result = [e["result"] for e in events if isinstance(e, dict) and e.get("type") == "result" and e.get("result")]
     if result:
         return result[-1]
-    texts = ["".join(p.get("text", "") for p in e["message"].get("content", []) if p.get("type") == "text")
-             for e in events if isinstance(e, dict) and e.get("type") == "assistant"]
+    texts = [
+        "".join(p.get("text", "") for p in e["message"].get("content", []) if p.get("type") == "text")
+        for e in events
+        if isinstance(e, dict) and e.get("type") == "assistant"
+    ]
     texts = [t for t in texts if t.strip()]
     return texts[-1] if texts else None
 
@@ -151,7 +156,9 @@ def agrees(label: dict, item: dict | None) -> bool:
     if v == "correct":
         return item["strict"] == "verified" and item["resolved_path"] == label["file"]
     if v == "wrong line":
-        return (item["strict"] == "mismatch" or item["bucket"] == "hallucinated") and item["resolved_path"] == label["file"]
+        return (item["strict"] == "mismatch" or item["bucket"] == "hallucinated") and item["resolved_path"] == label[
+            "file"
+        ]
     if v == "no such file":
         return item["ungrounded"] == "no_such_file"
     if v == "ambiguous":
@@ -214,9 +221,16 @@ def corpus_scores(labels: dict, sense: str, mirrors: Path) -> dict:
         if lab["verdict"] == "wrong line":
             wrong += 1
             wrong_ok += ok
-    return {"n": n, "agreement": agree / n, "verified_of_correct": correct_ok / correct,
-            "mismatch_of_wrong": wrong_ok / wrong if wrong else None, "correct": correct, "wrong": wrong,
-            "random_agreement": random_ok / random_n, "random_n": random_n}
+    return {
+        "n": n,
+        "agreement": agree / n,
+        "verified_of_correct": correct_ok / correct,
+        "mismatch_of_wrong": wrong_ok / wrong if wrong else None,
+        "correct": correct,
+        "wrong": wrong,
+        "random_agreement": random_ok / random_n,
+        "random_n": random_n,
+    }
 
 
 # Issue 25's targets, and the figures this grader reached on the corpus (a floor: a change
@@ -240,10 +254,18 @@ def test_grader_agrees_with_the_hand_labels():
 
 
 # The other sets (module docstring): name -> (role, agreement floor, just below this grader's figure).
-OTHER_SETS = {"netbox": ("development", 0.96), "wagtail": ("development", 0.89), "ruby_llm": ("development", 0.89),
-              "redmine": ("development", 0.98), "saleor": ("development", 0.92), "solidus": ("development", 0.88),
-              "dolt": ("development", 0.87), "nomad": ("development", 0.88), "langchainrb": ("development", 0.76),
-              "llm_rb": ("blind", 0.86)}
+OTHER_SETS = {
+    "netbox": ("development", 0.96),
+    "wagtail": ("development", 0.89),
+    "ruby_llm": ("development", 0.89),
+    "redmine": ("development", 0.98),
+    "saleor": ("development", 0.92),
+    "solidus": ("development", 0.88),
+    "dolt": ("development", 0.87),
+    "nomad": ("development", 0.88),
+    "langchainrb": ("development", 0.76),
+    "llm_rb": ("blind", 0.86),
+}
 
 
 @pytest.mark.parametrize("name", sorted(OTHER_SETS))
@@ -253,7 +275,9 @@ def test_grader_agrees_with_the_labels_of_an_unseen_repository(name):
     sense, mirrors = mirrors_or_skip(labels)
     s = corpus_scores(labels, sense, mirrors)
     mow = "–" if s["mismatch_of_wrong"] is None else f"{s['mismatch_of_wrong']:.3f}"
-    print(f"\n{name} ({role}): {s['n']} labels ({s['correct']} correct, {s['wrong']} wrong line): "
-          f"agreement {s['agreement']:.3f} (floor {floor}), verified_of_correct {s['verified_of_correct']:.3f}, "
-          f"mismatch_of_wrong {mow}")
+    print(
+        f"\n{name} ({role}): {s['n']} labels ({s['correct']} correct, {s['wrong']} wrong line): "
+        f"agreement {s['agreement']:.3f} (floor {floor}), verified_of_correct {s['verified_of_correct']:.3f}, "
+        f"mismatch_of_wrong {mow}"
+    )
     assert s["agreement"] >= floor, f"{name}: agreement {s['agreement']:.3f} fell below its floor {floor}"

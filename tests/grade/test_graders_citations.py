@@ -31,8 +31,12 @@ def create_app():
 
 
 def git(repo, *args):
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", *args],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 def make_repo(root):
@@ -56,7 +60,7 @@ def make_repo(root):
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "B")
     b = git(repo, "rev-parse", "HEAD")
-    (repo / "src/app.py").write_text(APP * 4)         # uncommitted edit
+    (repo / "src/app.py").write_text(APP * 4)  # uncommitted edit
     (repo / "src/untracked.py").write_text("y = 2\n")
     return repo, a, b
 
@@ -71,14 +75,22 @@ def one(text, repo_dir, commit, gold=None):
 
 
 def test_extraction_forms():
-    text = ("At `src/app.py:14`, ./src/app.py:6, src/app.py:10\u201311, src/app.py#L10-L11, "
-            "[x](src/app.py#L3), src/app.py:Flask.route, lib.rs:Router::route, a.py:15. "
-            "https://github.com/o/r/blob/abc/src/app.py#L6 and `src/app.py`:7 and app.py (no locator).")
+    text = (
+        "At `src/app.py:14`, ./src/app.py:6, src/app.py:10\u201311, src/app.py#L10-L11, "
+        "[x](src/app.py#L3), src/app.py:Flask.route, lib.rs:Router::route, a.py:15. "
+        "https://github.com/o/r/blob/abc/src/app.py#L6 and `src/app.py`:7 and app.py (no locator)."
+    )
     got = [(c["path"], c["lines"], c["symbol"]) for c in extract_citations(text)]
     assert got == [
-        ("src/app.py", [14], None), ("src/app.py", [6], None), ("src/app.py", [10, 11], None),
-        ("src/app.py", [10, 11], None), ("src/app.py", [3], None), ("src/app.py", None, "Flask.route"),
-        ("lib.rs", None, "Router::route"), ("a.py", [15], None), ("src/app.py", [6], None),
+        ("src/app.py", [14], None),
+        ("src/app.py", [6], None),
+        ("src/app.py", [10, 11], None),
+        ("src/app.py", [10, 11], None),
+        ("src/app.py", [3], None),
+        ("src/app.py", None, "Flask.route"),
+        ("lib.rs", None, "Router::route"),
+        ("a.py", [15], None),
+        ("src/app.py", [6], None),
         ("src/app.py", [7], None),
     ]
     assert extract_citations("./src/app.py:6")[0]["path_as_cited"] == "./src/app.py"
@@ -92,27 +104,31 @@ def test_extensions_are_configurable():
 
 def test_buckets_at_the_commit(repo):
     repo_dir, a, _ = repo
-    r = one("src/app.py:15 src/app.py:16 src/app.py:14-16 src/app.py:0 app.py:1 rc/app.py:1 "
-            "helpers.py:1 util/helpers.py:1 src/util/helpers.py:2 missing.py:1 src/later.py:1", repo_dir, a)
+    r = one(
+        "src/app.py:15 src/app.py:16 src/app.py:14-16 src/app.py:0 app.py:1 rc/app.py:1 "
+        "helpers.py:1 util/helpers.py:1 src/util/helpers.py:2 missing.py:1 src/later.py:1",
+        repo_dir,
+        a,
+    )
     by = {c["text"]: c for c in r["items"]}
-    assert by["src/app.py:15"]["bucket"] == "grounded"           # last line
-    assert by["src/app.py:16"]["bucket"] == "hallucinated"       # one past EOF
-    assert by["src/app.py:14-16"]["bucket"] == "hallucinated"    # range ending past EOF
+    assert by["src/app.py:15"]["bucket"] == "grounded"  # last line
+    assert by["src/app.py:16"]["bucket"] == "hallucinated"  # one past EOF
+    assert by["src/app.py:14-16"]["bucket"] == "hallucinated"  # range ending past EOF
     assert by["src/app.py:0"]["bucket"] == "hallucinated"
-    assert by["app.py:1"]["resolved_path"] == "src/app.py"       # unique suffix
-    assert by["rc/app.py:1"]["bucket"] == "unresolved"           # not on a component boundary
+    assert by["app.py:1"]["resolved_path"] == "src/app.py"  # unique suffix
+    assert by["rc/app.py:1"]["bucket"] == "unresolved"  # not on a component boundary
     amb = by["helpers.py:1"]
     assert amb["bucket"] == "unresolved" and amb["candidates"] == ["lib/util/helpers.py", "src/util/helpers.py"]
     # (no full path is cited at line 1, and none precedes: the context does not settle it either)
     assert by["util/helpers.py:1"]["candidates"] == ["lib/util/helpers.py", "src/util/helpers.py"]
     assert by["src/util/helpers.py:2"]["bucket"] == "grounded"
     assert by["missing.py:1"]["bucket"] == "unresolved" and by["missing.py:1"]["candidates"] == []
-    assert by["src/later.py:1"]["bucket"] == "unresolved"        # only exists in a later commit
+    assert by["src/later.py:1"]["bucket"] == "unresolved"  # only exists in a later commit
 
 
 def test_working_copy_changes_do_not_count(repo):
     repo_dir, a, b = repo
-    assert (repo_dir / "src/app.py").read_text().count("\n") == 60   # the working copy has 60 lines
+    assert (repo_dir / "src/app.py").read_text().count("\n") == 60  # the working copy has 60 lines
     assert one("src/app.py:20", repo_dir, a)["items"][0]["bucket"] == "hallucinated"
     assert one("src/app.py:20", repo_dir, b)["items"][0]["bucket"] == "grounded"
     assert one("src/app.py:31", repo_dir, b)["items"][0]["bucket"] == "hallucinated"
@@ -121,37 +137,54 @@ def test_working_copy_changes_do_not_count(repo):
 
 def test_symbols_without_a_line(repo):
     repo_dir, a, _ = repo
-    r = one("src/app.py:create_app, src/app.py:Flask.route, app.py:Flask::route, "
-            "src/app.py:Flask.delete, src/app.py:Missing", repo_dir, a)
+    r = one(
+        "src/app.py:create_app, src/app.py:Flask.route, app.py:Flask::route, "
+        "src/app.py:Flask.delete, src/app.py:Missing",
+        repo_dir,
+        a,
+    )
     assert [c["bucket"] for c in r["items"]] == ["grounded", "grounded", "grounded", "unresolved", "unresolved"]
     assert r["items"][0]["symbol"] == "create_app" and r["items"][0]["lines"] is None
 
 
 def test_markdown_backticks_punctuation_and_dedup(repo):
     repo_dir, a, _ = repo
-    text = ("The factory (`src/app.py:14`) is [here](src/app.py#L14); see app.py:14, "
-            "./src/app.py:14. Also (src/app.py:10\u201311).")
+    text = (
+        "The factory (`src/app.py:14`) is [here](src/app.py#L14); see app.py:14, "
+        "./src/app.py:14. Also (src/app.py:10\u201311)."
+    )
     r = one(text, repo_dir, a)
     assert [(c["resolved_path"], c["lines"], c["occurrences"]) for c in r["items"]] == [
-        ("src/app.py", [14], 4), ("src/app.py", [10, 11], 1)]
+        ("src/app.py", [14], 4),
+        ("src/app.py", [10, 11], 1),
+    ]
     assert all(c["bucket"] == "grounded" for c in r["items"])
 
 
 def test_verification(repo):
     repo_dir, a, _ = repo
-    text = ("The `create_app` factory is at src/app.py:14.\n"       # verified: on the line
-            "The `route` method is at src/app.py:3.\n"              # mismatch: route is line 10, 7 away
-            "`Flask.route()` is src/app.py:5.\n"                    # verified: line 10 within 5
-            "Range: `route` in src/app.py:6-8.\n"                   # mismatch: a range checks inside only
-            "Range: `route` in src/app.py:6-11.\n"                  # verified
-            "No identifier here: src/app.py:1.\n"                   # n/a
-            "`create_app` at src/app.py:99.\n"                      # hallucinated -> n/a
-            "`route` in `src/app.py` at src/app.py:2.\n")           # the file name is not an identifier
+    text = (
+        "The `create_app` factory is at src/app.py:14.\n"  # verified: on the line
+        "The `route` method is at src/app.py:3.\n"  # mismatch: route is line 10, 7 away
+        "`Flask.route()` is src/app.py:5.\n"  # verified: line 10 within 5
+        "Range: `route` in src/app.py:6-8.\n"  # mismatch: a range checks inside only
+        "Range: `route` in src/app.py:6-11.\n"  # verified
+        "No identifier here: src/app.py:1.\n"  # n/a
+        "`create_app` at src/app.py:99.\n"  # hallucinated -> n/a
+        "`route` in `src/app.py` at src/app.py:2.\n"
+    )  # the file name is not an identifier
     r = one(text, repo_dir, a)
     v = {c["text"]: c["verification"] for c in r["items"]}
-    assert v == {"src/app.py:14": "verified", "src/app.py:3": "mismatch", "src/app.py:5": "verified",
-                 "src/app.py:6-8": "mismatch", "src/app.py:6-11": "verified", "src/app.py:1": "n/a",
-                 "src/app.py:99": "n/a", "src/app.py:2": "mismatch"}
+    assert v == {
+        "src/app.py:14": "verified",
+        "src/app.py:3": "mismatch",
+        "src/app.py:5": "verified",
+        "src/app.py:6-8": "mismatch",
+        "src/app.py:6-11": "verified",
+        "src/app.py:1": "n/a",
+        "src/app.py:99": "n/a",
+        "src/app.py:2": "mismatch",
+    }
     assert r["counts"]["verified"] == 3 and r["counts"]["mismatch"] == 3
     assert r["rates"]["verified_rate"] == pytest.approx(0.5)
 
@@ -163,30 +196,63 @@ def test_rates_and_cited_recall(repo):
     r = one(text, repo_dir, a, gold)
     # 4 citations: grounded 1, hallucinated 1, unresolved 2; `Flask` is on line 15, within 5 of 14
     counts = {k: v for k, v in r["counts"].items() if k not in ("by_form", "ungrounded")}
-    assert counts == {"total": 4, "grounded": 1, "hallucinated": 1, "unresolved": 2,
-                      "verified": 1, "mismatch": 0, "n/a": 3, "gold_total": 4, "gold_cited": 2,
-                      # strictly, line 14 does not hold `Flask` (line 15 does): a mismatch
-                      "strict_verified": 0, "strict_mismatch": 1, "strict_undetermined": 0, "strict_na": 3}
-    assert r["counts"]["ungrounded"] == {"basename": 1, "past_eof": 1, "no_such_file": 0,
-                                         "symbol_not_defined": 1, "ambiguous": 0}
+    assert counts == {
+        "total": 4,
+        "grounded": 1,
+        "hallucinated": 1,
+        "unresolved": 2,
+        "verified": 1,
+        "mismatch": 0,
+        "n/a": 3,
+        "gold_total": 4,
+        "gold_cited": 2,
+        # strictly, line 14 does not hold `Flask` (line 15 does): a mismatch
+        "strict_verified": 0,
+        "strict_mismatch": 1,
+        "strict_undetermined": 0,
+        "strict_na": 3,
+    }
+    assert r["counts"]["ungrounded"] == {
+        "basename": 1,
+        "past_eof": 1,
+        "no_such_file": 0,
+        "symbol_not_defined": 1,
+        "ambiguous": 0,
+    }
     assert r["rates"]["grounded_rate"] == 0.25 and r["rates"]["hallucinated_rate"] == 0.25
     cited = {g["location"]: g["cited"] for g in r["gold"]}
     # line 14 is 5 from gold 9 (cited); Flask: file cited and name in the answer; docs only by a bad symbol
-    assert cited == {"src/app.py:9": True, "src/app.py:Flask": True, "docs/guide.md:3": False,
-                     "src/app.py:1-2": False}
+    assert cited == {"src/app.py:9": True, "src/app.py:Flask": True, "docs/guide.md:3": False, "src/app.py:1-2": False}
     assert r["rates"]["cited_recall"] == 0.5
     assert one("src/app.py:15", repo_dir, a, ["src/app.py:9"])["rates"]["cited_recall"] == 0.0  # 6 lines away
 
 
 def test_rates_formula_hand_case():
-    counts = {"total": 8, "grounded": 5, "hallucinated": 2, "unresolved": 1, "verified": 3,
-              "mismatch": 1, "n/a": 4, "gold_total": 3, "gold_cited": 1,
-              "strict_verified": 2, "strict_mismatch": 2, "strict_undetermined": 0, "strict_na": 4}
+    counts = {
+        "total": 8,
+        "grounded": 5,
+        "hallucinated": 2,
+        "unresolved": 1,
+        "verified": 3,
+        "mismatch": 1,
+        "n/a": 4,
+        "gold_total": 3,
+        "gold_cited": 1,
+        "strict_verified": 2,
+        "strict_mismatch": 2,
+        "strict_undetermined": 0,
+        "strict_na": 4,
+    }
     # strict grounding (5 - 2) / 8; strict verified 2 / (2 + 2)
-    assert citation_rates(counts) == {"grounded_rate": 0.625, "hallucinated_rate": 0.25,
-                                      "unresolved_rate": 0.125, "verified_rate": 0.75,
-                                      "strict_grounded_rate": 0.375, "strict_verified_rate": 0.5,
-                                      "cited_recall": pytest.approx(1 / 3)}
+    assert citation_rates(counts) == {
+        "grounded_rate": 0.625,
+        "hallucinated_rate": 0.25,
+        "unresolved_rate": 0.125,
+        "verified_rate": 0.75,
+        "strict_grounded_rate": 0.375,
+        "strict_verified_rate": 0.5,
+        "cited_recall": pytest.approx(1 / 3),
+    }
     zero = dict.fromkeys(counts, 0)
     assert set(citation_rates(zero).values()) == {None}
 
@@ -211,13 +277,29 @@ def test_citations_command(repo, tmp_path, capsys, monkeypatch):
     f.write_text("See helpers.py:1 and src/app.py:16 and `create_app` at src/app.py:14.\n")
     assert _run_cli(["citations", "--repo", str(repo_dir), "--commit", a, str(f)]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert [set(o) for o in out] == [{"path_as_cited", "resolved_path", "resolved_by", "lines", "symbol", "symbol_by",
-                                      "bucket", "verification", "candidates", "spans"}] * 3
+    assert [set(o) for o in out] == [
+        {
+            "path_as_cited",
+            "resolved_path",
+            "resolved_by",
+            "lines",
+            "symbol",
+            "symbol_by",
+            "bucket",
+            "verification",
+            "candidates",
+            "spans",
+        }
+    ] * 3
     assert [(o["bucket"], o["verification"]) for o in out] == [
-        ("unresolved", "n/a"), ("hallucinated", "n/a"), ("grounded", "verified")]
+        ("unresolved", "n/a"),
+        ("hallucinated", "n/a"),
+        ("grounded", "verified"),
+    ]
     assert out[0]["candidates"] == ["lib/util/helpers.py", "src/util/helpers.py"]
     # stdin, and a short revision
     import io
+
     monkeypatch.setattr("sys.stdin", io.StringIO("src/app.py:20"))
     assert _run_cli(["citations", "--repo", str(repo_dir), "--commit", "HEAD~1", "-"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["bucket"] == "hallucinated"
@@ -227,9 +309,9 @@ def test_line_counting_matches_git(tmp_path):
     repo = tmp_path / "lc"
     repo.mkdir()
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    (repo / "ff.c").write_bytes(b"a\n\x0c\nb\x0cc\n")      # form feeds do not end lines: 3 lines
-    (repo / "crlf.py").write_bytes(b"a\r\nb\r\n")          # 2 lines
-    (repo / "open.py").write_bytes(b"a\nb")                 # no final newline: 2 lines
+    (repo / "ff.c").write_bytes(b"a\n\x0c\nb\x0cc\n")  # form feeds do not end lines: 3 lines
+    (repo / "crlf.py").write_bytes(b"a\r\nb\r\n")  # 2 lines
+    (repo / "open.py").write_bytes(b"a\nb")  # no final newline: 2 lines
     (repo / "empty.py").write_bytes(b"")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "x")
@@ -250,7 +332,7 @@ def mirror(repo, tmp_path_factory):
 
 def test_citations_command_on_a_bare_mirror_with_a_short_commit(mirror, tmp_path, capsys, monkeypatch):
     bare, a, _ = mirror
-    assert not (bare / "src").exists()    # no work tree: every text comes from the object store
+    assert not (bare / "src").exists()  # no work tree: every text comes from the object store
     # Where git refuses to discover a bare repository from the working directory, naming the
     # git directory explicitly still works (the default git config allows both).
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
@@ -263,7 +345,9 @@ def test_citations_command_on_a_bare_mirror_with_a_short_commit(mirror, tmp_path
     assert _run_cli(["citations", "--repo", str(bare), "--commit", a[:7], str(f)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert [(o["resolved_path"], o["lines"], o["bucket"]) for o in out] == [
-        ("src/app.py", [14], "grounded"), ("src/app.py", [16], "hallucinated")]
+        ("src/app.py", [14], "grounded"),
+        ("src/app.py", [16], "hallucinated"),
+    ]
     assert out[0]["verification"] == "verified"
 
 
@@ -273,6 +357,6 @@ def test_short_commit_resolves_to_the_full_id_in_a_bare_mirror(mirror):
     assert t.commit == a and t.line_count("src/app.py") == 15 and not t.has("src/later.py")
     assert commit_tree(bare, b[:7]).line_count("src/app.py") == 30
     with pytest.raises(ConfigError, match="is not in this repository"):
-        commit_tree(bare, "1234567")      # well-formed, absent
+        commit_tree(bare, "1234567")  # well-formed, absent
     with pytest.raises(ConfigError, match="is not in this repository"):
-        commit_tree(bare, "1" * 40)       # a full id that is absent (repo.commit alone would not fail)
+        commit_tree(bare, "1" * 40)  # a full id that is absent (repo.commit alone would not fail)

@@ -8,8 +8,6 @@ from mcptrials.grade import exact
 from mcptrials.core.values import to_number
 
 
-
-
 def grade_exact(spec, answer, where="steps.exact_answer", prompt=None):
     return exact.grade_exact(filled(exact_answer=spec)["exact_answer"], answer, where, prompt)
 
@@ -19,7 +17,7 @@ def test_numeric_tolerance():
     r = grade_exact({"value": "96.12", "tolerance": 0.01}, answer)
     assert r["passed"] and r["mode"] == "number" and r["matched"] == "**96.124991**" and r["where"].startswith("words")
     assert not grade_exact({"value": 96.12, "tolerance": 0.001}, answer)["passed"]
-    assert not grade_exact({"value": 96.12}, answer)["passed"]          # no tolerance: exact
+    assert not grade_exact({"value": 96.12}, answer)["passed"]  # no tolerance: exact
     assert not grade_exact({"value": "96.2", "tolerance": 0.01}, answer)["passed"]
 
 
@@ -28,16 +26,16 @@ def test_thousands_separators_and_numbers():
     assert to_number("$1,234") == 1234 and to_number("12%") == 12 and to_number("1,23") is None
     r = grade_exact({"value": 1234567}, "There are 1,234,567 rows.")
     assert r["passed"] and r["normalised"] == "1234567"
-    assert grade_exact({"value": "1234567"}, "Rows: `1 234 567`")["passed"]   # via the backticked span
+    assert grade_exact({"value": "1234567"}, "Rows: `1 234 567`")["passed"]  # via the backticked span
     assert not grade_exact({"value": 1234567}, "There are 1,234,568 rows.")["passed"]
 
 
 def test_dates():
     spec = {"value": "05/03/2024", "date_format": "%d/%m/%Y"}
-    assert grade_exact(spec, "It was released on 2024-03-05.")["passed"]       # ISO candidate
+    assert grade_exact(spec, "It was released on 2024-03-05.")["passed"]  # ISO candidate
     assert grade_exact(spec, "Released 05/03/2024")["passed"]
-    assert not grade_exact(spec, "Released 03/05/2024")["passed"]               # day/month swapped
-    long = {"value": "2024-03-05", "format": "%B %d, %Y"}                       # format with a %-directive
+    assert not grade_exact(spec, "Released 03/05/2024")["passed"]  # day/month swapped
+    long = {"value": "2024-03-05", "format": "%B %d, %Y"}  # format with a %-directive
     r = grade_exact(long, "The tag was cut on March 5, 2024, after review.")
     assert r["passed"] and r["mode"] == "date" and r["matched"] == "March 5, 2024,"
     with pytest.raises(ConfigError, match="date_format"):
@@ -50,7 +48,7 @@ def test_strings_case_and_whitespace():
     assert r["where"] == "whole answer"
     assert not grade_exact({"value": "Flask.App", "case_sensitive": True}, "It is flask.app")["passed"]
     assert grade_exact({"value": "Flask.App", "case_sensitive": True}, "It is Flask.App.")["passed"]
-    r = grade_exact({"value": "make  test"}, "Run:\n- make test\nthen wait")     # a bullet line
+    r = grade_exact({"value": "make  test"}, "Run:\n- make test\nthen wait")  # a bullet line
     assert r["passed"] and r["where"] in ("line 2", "words 2-3")
     assert not grade_exact({"value": "make test"}, "make tests")["passed"]
     with pytest.raises(ConfigError, match="tolerance"):
@@ -59,20 +57,34 @@ def test_strings_case_and_whitespace():
 
 def test_required_defaults_and_evidence():
     r = grade_exact({"value": "x", "required": False}, "no")
-    assert r == {"mode": "string", "expected": "x", "tolerance": None, "date_format": None, "required": False,
-                 "passed": False, "matched": None, "where": None, "normalised": None,
-                 "bare": None, "read": "whole answer", "values": None, "ambiguous": False}
+    assert r == {
+        "mode": "string",
+        "expected": "x",
+        "tolerance": None,
+        "date_format": None,
+        "required": False,
+        "passed": False,
+        "matched": None,
+        "where": None,
+        "normalised": None,
+        "bare": None,
+        "read": "whole answer",
+        "values": None,
+        "ambiguous": False,
+    }
 
 
 # --- read as the task asks: a bare value from the last line, several values ambiguous -----------
 
 # An answer of the shape issue 33 found: the count it computed, then another number alone on
 # its last line; the expected 9 occurs only inside the sentence before.
-STRAY = ("I listed the registrations with the search tool:\n\n"
-         "- `Handle` is called at `router.go:12` in `Group.Any`\n"
-         "- `Handle` also appears at `router.go:40`\n\n"
-         "Counting the use(s) of `Handle` listed above: 20 in 9 file(s).\n\n"
-         "20\n")
+STRAY = (
+    "I listed the registrations with the search tool:\n\n"
+    "- `Handle` is called at `router.go:12` in `Group.Any`\n"
+    "- `Handle` also appears at `router.go:40`\n\n"
+    "Counting the use(s) of `Handle` listed above: 20 in 9 file(s).\n\n"
+    "20\n"
+)
 
 
 def test_a_bare_integer_is_read_from_the_last_line_not_from_a_stray_number():
@@ -113,17 +125,20 @@ def test_several_different_values_of_the_kind_are_ambiguous_where_no_bare_value_
 def test_ambiguity_by_kind_commit_ids_dates_and_no_kind_for_names():
     full = "babcb4468fd1730cc413550ce058d850e356c360"
     one = f"The newest commit is `{full[:7]}` (full id {full})."
-    assert grade_exact({"value": full}, one)["passed"]                       # a short id of the same commit
+    assert grade_exact({"value": full}, one)["passed"]  # a short id of the same commit
     r = grade_exact({"value": full}, one + " Its parent is 0a1b2c3d4e5f.")
     assert not r["passed"] and r["ambiguous"] and r["values"] == [full[:7], full, "0a1b2c3d4e5f"]
-    r = grade_exact({"value": "2026-01-05", "format": "%Y-%m-%d"}, "Issue 12, created 2026-01-05; issue 19 on 2026-02-01.")
+    r = grade_exact(
+        {"value": "2026-01-05", "format": "%Y-%m-%d"}, "Issue 12, created 2026-01-05; issue 19 on 2026-02-01."
+    )
     assert not r["passed"] and r["ambiguous"] and len(r["values"]) == 2
     r = grade_exact({"value": "Flask.make_response"}, "`Flask.make_response` calls `Flask.response_class`.")
-    assert r["passed"] and r["values"] is None                              # a name has no kind
+    assert r["passed"] and r["values"] is None  # a name has no kind
 
 
 def test_failure_messages_name_the_ambiguity_and_the_line_read():
     from mcptrials.grade.scoring import exact_failure
+
     r = grade_exact({"value": "9", "format": "a bare integer"}, STRAY)
     assert exact_failure(r) == "exact answer '9' not found on the line a bare value is read from (last line (8))"
     r = grade_exact({"value": "9"}, STRAY)
@@ -134,15 +149,23 @@ def test_a_label_reads_the_named_value_among_the_arithmetic():
     """A step that asks for several amounts and grades the total: `label: total` reads the value
     after the last line naming it, so the arithmetic's other amounts are not a second answer;
     without the label the same answer is ambiguous."""
-    answer = ("Subtotal: 2 x 24.90 + 12.00 = 61.80\nDiscount: 10% of 61.80 = 6.18\nShipping: 4.90\n"
-              "Tax: 7.33\n**Total: 67.85 EUR** (cited at pricing.py:40)")
-    spec = {"value": "67.85", "format": "an amount in euros with two decimals", "case_sensitive": False,
-            "required": True}
+    answer = (
+        "Subtotal: 2 x 24.90 + 12.00 = 61.80\nDiscount: 10% of 61.80 = 6.18\nShipping: 4.90\n"
+        "Tax: 7.33\n**Total: 67.85 EUR** (cited at pricing.py:40)"
+    )
+    spec = {
+        "value": "67.85",
+        "format": "an amount in euros with two decimals",
+        "case_sensitive": False,
+        "required": True,
+    }
     assert grade_exact(spec, answer)["ambiguous"]
     got = grade_exact({**spec, "label": "total"}, answer)
     assert got["passed"] and not got["ambiguous"] and got["read"] == "line 5 labelled 'total', its last value"
     # the arithmetic on the labelled line ends with its result; a later header names no value
-    sums = grade_exact({**spec, "label": "total"}, answer + "\n\nTotal: 61.80 - 6.18 + 4.90 + 7.33 = 67.85\n| tax | total |")
+    sums = grade_exact(
+        {**spec, "label": "total"}, answer + "\n\nTotal: 61.80 - 6.18 + 4.90 + 7.33 = 67.85\n| tax | total |"
+    )
     assert sums["passed"] and sums["read"] == "line 7 labelled 'total', its last value"
     wrong = grade_exact({**spec, "label": "total"}, answer.replace("67.85 EUR", "61.80 EUR"))
     assert not wrong["passed"]

@@ -67,9 +67,11 @@ def make_db(path):
     con.close()
 
 
-GRAPH = [{"type": "entity", "name": "Priya Nair", "entityType": "person", "observations": ["Login: pnair"]},
-         {"type": "entity", "name": "Li Chen", "entityType": "person", "observations": ["Login: lchen"]},
-         {"type": "relation", "from": "Priya Nair", "to": "Li Chen", "relationType": "reports_to"}]
+GRAPH = [
+    {"type": "entity", "name": "Priya Nair", "entityType": "person", "observations": ["Login: pnair"]},
+    {"type": "entity", "name": "Li Chen", "entityType": "person", "observations": ["Login: lchen"]},
+    {"type": "relation", "from": "Priya Nair", "to": "Li Chen", "relationType": "reports_to"},
+]
 
 
 @pytest.fixture
@@ -100,12 +102,17 @@ def test_sql_rows_and_value(trees):
     origin, ws = trees
     run_sql(ws, "UPDATE issues SET status = 'closed' WHERE id = 1")
     q = "SELECT id, status FROM issues WHERE assignee = 5"
-    ok = check({"sql": {"database": "t.db", "query": q, "rows": [[3, "Closed"], [1, "closed"], [2, "open"]]}}, ws, origin)
+    ok = check(
+        {"sql": {"database": "t.db", "query": q, "rows": [[3, "Closed"], [1, "closed"], [2, "open"]]}}, ws, origin
+    )
     assert ok["passed"], ok["reason"]
     part = ok["parts"][0]
     assert part["found"] == [[1, "closed"], [2, "open"], [3, "closed"]] and part["columns"] == ["id", "status"]
-    ordered = check({"sql": {"database": "t.db", "query": q, "ordered": True,
-                             "rows": [[3, "closed"], [1, "closed"], [2, "open"]]}}, ws, origin)
+    ordered = check(
+        {"sql": {"database": "t.db", "query": q, "ordered": True, "rows": [[3, "closed"], [1, "closed"], [2, "open"]]}},
+        ws,
+        origin,
+    )
     assert not ordered["passed"] and "expected" in ordered["reason"]
     count = "SELECT count(*) FROM issues WHERE status = 'closed'"
     assert check({"sql": {"database": "t.db", "query": count, "value": "2"}}, ws, origin)["passed"]
@@ -141,13 +148,16 @@ def test_json_contains_value_count_over_jsonl(trees):
     lines = (ws / "graph.jsonl").read_text().splitlines()
     priya = json.loads(lines[0])
     priya["observations"].append("On call: 2026-W50")
-    lines[0] = json.dumps(priya, separators=(",", ":"))       # as the memory server writes it
+    lines[0] = json.dumps(priya, separators=(",", ":"))  # as the memory server writes it
     (ws / "graph.jsonl").write_text("\n".join(lines) + "\n")
     ok = check({"json": {"file": "graph.jsonl", "path": obs, "contains": "on call: 2026-w50"}}, ws, origin)
     assert ok["passed"] and ok["parts"][0]["found"] == [["Login: pnair", "On call: 2026-W50"]]
-    assert not check({"json": {"file": "graph.jsonl", "path": obs, "contains": "On call: 2026-W51"}}, ws, origin)["passed"]
-    assert check({"json": {"file": "graph.jsonl", "path": "$[?(@.type == 'relation')].to", "value": "Li Chen"}},
-                 ws, origin)["passed"]
+    assert not check({"json": {"file": "graph.jsonl", "path": obs, "contains": "On call: 2026-W51"}}, ws, origin)[
+        "passed"
+    ]
+    assert check(
+        {"json": {"file": "graph.jsonl", "path": "$[?(@.type == 'relation')].to", "value": "Li Chen"}}, ws, origin
+    )["passed"]
     c = check({"json": {"file": "graph.jsonl", "path": "$[?(@.entityType == 'person')]", "count": 3}}, ws, origin)
     assert not c["passed"] and c["reason"] == "json: 2 match(es), expected 3"
     (ws / "graph.jsonl").write_text("{not json\n")
@@ -157,30 +167,39 @@ def test_json_contains_value_count_over_jsonl(trees):
 
 def test_unchanged_except_database(trees):
     origin, ws = trees
-    spec = {"unchanged_except": {"database": "t.db", "allow": [{"table": "issues", "id": 1},
-                                                               {"table": "issue_labels", "issue_id": 1}]}}
+    spec = {
+        "unchanged_except": {
+            "database": "t.db",
+            "allow": [{"table": "issues", "id": 1}, {"table": "issue_labels", "issue_id": 1}],
+        }
+    }
     untouched = check(spec, ws, origin)
     assert untouched["passed"] and untouched["reason"] == "nothing changed"
     run_sql(ws, "UPDATE issues SET status = 'closed' WHERE id = 1; INSERT INTO issue_labels VALUES (1, 'regression')")
     ok = check(spec, ws, origin)
     assert ok["passed"] and ok["reason"] == "2 change(s), all expected"
-    run_sql(ws, "UPDATE issues SET assignee = 6 WHERE id = 2")       # a second row touched
+    run_sql(ws, "UPDATE issues SET assignee = 6 WHERE id = 2")  # a second row touched
     bad = check(spec, ws, origin)
     part = bad["parts"][0]
     assert not bad["passed"] and part["changes"] == 3
-    assert part["unexpected"] == ['table issues: row [2] changed: {"id": 2, "title": "Slow", "status": "open", '
-                                  '"assignee": 6}']
+    assert part["unexpected"] == [
+        'table issues: row [2] changed: {"id": 2, "title": "Slow", "status": "open", "assignee": 6}'
+    ]
     assert "1 change(s) outside the expected ones: table issues: row [2] changed" in bad["reason"]
 
 
 def test_unchanged_except_matches_the_row_before_or_after(trees):
     """A condition on the row before: only the open issues of assignee 5 may move."""
     origin, ws = trees
-    spec = {"unchanged_except": {"database": "t.db", "allow": [{"table": "issues", "assignee": 5,
-                                                                "status": ["open", "in_progress"]}]}}
+    spec = {
+        "unchanged_except": {
+            "database": "t.db",
+            "allow": [{"table": "issues", "assignee": 5, "status": ["open", "in_progress"]}],
+        }
+    }
     run_sql(ws, "UPDATE issues SET assignee = 6 WHERE status = 'open'")
     assert check(spec, ws, origin)["passed"]
-    run_sql(ws, "UPDATE issues SET assignee = 6 WHERE id = 3")       # a closed one too: not allowed
+    run_sql(ws, "UPDATE issues SET assignee = 6 WHERE id = 3")  # a closed one too: not allowed
     bad = check(spec, ws, origin)
     assert not bad["passed"] and bad["parts"][0]["unexpected"][0].startswith("table issues: row [3] changed")
 
@@ -192,29 +211,38 @@ def test_unchanged_except_sees_new_tables_deletes_and_keyless_rows(trees):
     found = r["parts"][0]["unexpected"]
     assert not r["passed"] and len(found) == 3
     assert found[0] == 'table issue_labels: row [2, "perf"] removed: {"issue_id": 2, "label": "perf"}'
-    assert found[1] == 'table log: row {"msg": "b"} added: {"msg": "b"}'     # no primary key: the row is its key
+    assert found[1] == 'table log: row {"msg": "b"} added: {"msg": "b"}'  # no primary key: the row is its key
     assert found[2] == "table notes: its schema changed"
-    assert check({"unchanged_except": {"database": "t.db", "allow": [{"table": "notes"}, {"table": "log"},
-                                                                     {"table": "issue_labels", "label": "perf"}]}},
-                 ws, origin)["passed"]
+    assert check(
+        {
+            "unchanged_except": {
+                "database": "t.db",
+                "allow": [{"table": "notes"}, {"table": "log"}, {"table": "issue_labels", "label": "perf"}],
+            }
+        },
+        ws,
+        origin,
+    )["passed"]
 
 
 def test_unchanged_except_file(trees):
     origin, ws = trees
     spec = {"unchanged_except": {"file": "graph.jsonl", "allow": [{"name": "Priya Nair"}]}}
     # the same records rewritten in another layout and key order are no change
-    (ws / "graph.jsonl").write_text("".join(json.dumps(dict(reversed(list(r.items()))), separators=(",", ":")) + "\n"
-                                            for r in GRAPH))
+    (ws / "graph.jsonl").write_text(
+        "".join(json.dumps(dict(reversed(list(r.items()))), separators=(",", ":")) + "\n" for r in GRAPH)
+    )
     assert check(spec, ws, origin)["reason"] == "nothing changed"
     g = json.loads(json.dumps(GRAPH))
     g[0]["observations"].append("On call: 2026-W50")
     g[1]["observations"] = []
     (ws / "graph.jsonl").write_text("".join(json.dumps(r) + "\n" for r in g))
     r = check(spec, ws, origin)
-    assert not r["passed"] and r["parts"][0]["changes"] == 4      # two records edited: each removed and added
+    assert not r["passed"] and r["parts"][0]["changes"] == 4  # two records edited: each removed and added
     assert r["parts"][0]["unexpected"] == [
         'record removed: {"entityType": "person", "name": "Li Chen", "observations": ["Login: lchen"], "type": "entity"}',
-        'record added: {"entityType": "person", "name": "Li Chen", "observations": [], "type": "entity"}']
+        'record added: {"entityType": "person", "name": "Li Chen", "observations": [], "type": "entity"}',
+    ]
     (ws / "graph.jsonl").unlink()
     gone = check(spec, ws, origin)
     assert not gone["passed"] and "graph.jsonl was removed from the workspace" in gone["reason"]
@@ -223,15 +251,19 @@ def test_unchanged_except_file(trees):
 def test_every_part_must_pass_and_each_says_why(trees):
     origin, ws = trees
     run_sql(ws, "UPDATE issues SET status = 'closed' WHERE id = 2")
-    spec = {"sql": {"database": "t.db", "query": "SELECT status FROM issues WHERE id = 2", "value": "closed"},
-            "unchanged_except": {"database": "t.db", "allow": [{"table": "issues", "id": 1}]}}
+    spec = {
+        "sql": {"database": "t.db", "query": "SELECT status FROM issues WHERE id = 2", "value": "closed"},
+        "unchanged_except": {"database": "t.db", "allow": [{"table": "issues", "id": 1}]},
+    }
     r = check(spec, ws, origin)
     assert [p["passed"] for p in r["parts"]] == [True, False]
     assert not r["passed"] and r["reason"].startswith("unchanged_except: 1 change(s) outside the expected ones")
     # a record from before the trial read these parts: each part says it was not read
     old = grade_state(spec, {"command": None})
-    assert [p["reason"] for p in old["parts"]] == ["the trial recorded no sql state (rerun the trial)",
-                                                   "the trial recorded no unchanged_except state (rerun the trial)"]
+    assert [p["reason"] for p in old["parts"]] == [
+        "the trial recorded no sql state (rerun the trial)",
+        "the trial recorded no unchanged_except state (rerun the trial)",
+    ]
 
 
 # --- the JSON-path subset ----------------------------------------------------------------
@@ -255,8 +287,15 @@ def test_jsonpath_subset():
 
 def scenario_error(tmp_path, state_check) -> str:
     p = tmp_path / "s.yaml"
-    p.write_text(yaml.safe_dump({"repo": "r", "rubric": {"criteria": [{"name": "c", "weight": 1, "question": "q"}]},
-                                 "steps": [{"name": "s", "prompt": "p", "state_check": state_check}]}))
+    p.write_text(
+        yaml.safe_dump(
+            {
+                "repo": "r",
+                "rubric": {"criteria": [{"name": "c", "weight": 1, "question": "q"}]},
+                "steps": [{"name": "s", "prompt": "p", "state_check": state_check}],
+            }
+        )
+    )
     with pytest.raises(ConfigError) as e:
         load_scenario(p)
     return str(e.value)

@@ -7,21 +7,52 @@ from mcptrials.grade.usage import adoption, efficiency
 
 
 def call(step, turn, tool, source, latency=10.0, chars=100, error=None, name=None):
-    return {"id": f"c{step}{turn}{tool}", "step": step, "turn": turn,
-            "name": name or (f"mcp__git__{tool}" if source == "mcp" else tool), "tool": tool,
-            "source": source, "arguments": {}, "result_text": "", "result_chars": chars, "truncated": False,
-            "is_error": error is not None, "error_kind": error, "latency_ms": latency, "result_tokens_est": chars // 4}
+    return {
+        "id": f"c{step}{turn}{tool}",
+        "step": step,
+        "turn": turn,
+        "name": name or (f"mcp__git__{tool}" if source == "mcp" else tool),
+        "tool": tool,
+        "source": source,
+        "arguments": {},
+        "result_text": "",
+        "result_chars": chars,
+        "truncated": False,
+        "is_error": error is not None,
+        "error_kind": error,
+        "latency_ms": latency,
+        "result_tokens_est": chars // 4,
+    }
 
 
 def transcript(calls, tool="git", turns=(2, 3)):
     return {
         "cell": {"model": "m", "host": "loop", "tool": tool, "repo": "r", "scenario": "s", "trial": 1},
-        "model_id": "claude-x", "outcome": "completed",
-        "steps": [{"index": i, "name": f"s{i}", "prompt": "", "answer_text": "", "audit_text": "",
-                   "outcome": "completed", "turns": t, "wall_seconds": 1.5 * (i + 1)} for i, t in enumerate(turns)],
+        "model_id": "claude-x",
+        "outcome": "completed",
+        "steps": [
+            {
+                "index": i,
+                "name": f"s{i}",
+                "prompt": "",
+                "answer_text": "",
+                "audit_text": "",
+                "outcome": "completed",
+                "turns": t,
+                "wall_seconds": 1.5 * (i + 1),
+            }
+            for i, t in enumerate(turns)
+        ],
         "tool_calls": calls,
-        "usage": {"input_tokens": 1000, "output_tokens": 200, "cache_creation_input_tokens": 3000,
-                  "cache_read_input_tokens": 9000, "api_calls": 5, "retries": 0, "cost_usd": 0.5},
+        "usage": {
+            "input_tokens": 1000,
+            "output_tokens": 200,
+            "cache_creation_input_tokens": 3000,
+            "cache_read_input_tokens": 9000,
+            "api_calls": 5,
+            "retries": 0,
+            "cost_usd": 0.5,
+        },
         "wall_seconds": 4.5,
     }
 
@@ -36,24 +67,54 @@ CALLS = [
 
 
 def test_adoption_hand_case():
-    sc = {"steps": [{"name": "a", "expected_tools": ["mcp__git__git_log", "grep"]},
-                    {"name": "b", "expected_tools": ["git_diff", "git_show"]}]}
+    sc = {
+        "steps": [
+            {"name": "a", "expected_tools": ["mcp__git__git_log", "grep"]},
+            {"name": "b", "expected_tools": ["git_diff", "git_show"]},
+        ]
+    }
     a = adoption(transcript(CALLS), sc)
-    assert a["mcp_calls"] == 3 and a["builtin_search_calls"] == 1       # read_file is not a search call
+    assert a["mcp_calls"] == 3 and a["builtin_search_calls"] == 1  # read_file is not a search call
     assert a["tool_fluency"] == pytest.approx(0.75)
-    assert a["discoverability"] == {"window_turns": 3, "first_server_call_turn": 2, "used_within_window": True,
-                                    "distinct_server_tools": 2, "server_tools_used": ["git_log", "git_show"]}
+    assert a["discoverability"] == {
+        "window_turns": 3,
+        "first_server_call_turn": 2,
+        "used_within_window": True,
+        "distinct_server_tools": 2,
+        "server_tools_used": ["git_log", "git_show"],
+    }
     assert a["tool_error_rate"] == pytest.approx(2 / 5)
     assert a["tool_errors"] == {"tool_error": 1, "protocol_error": 1, "harness_error": 0}
-    assert a["per_tool"]["git_log"] == {"calls": 2, "errors": 1, "median_latency_ms": 20.0,
-                                        "mean_result_chars": 75.0, "max_result_chars": 100}
+    assert a["per_tool"]["git_log"] == {
+        "calls": 2,
+        "errors": 1,
+        "median_latency_ms": 20.0,
+        "mean_result_chars": 75.0,
+        "max_result_chars": 100,
+    }
     # precision = expected tools called / distinct tools called; recall = expected called / expected
     assert a["expected_tools"] == [
-        {"index": 0, "expected": ["mcp__git__git_log", "grep"], "called": ["grep", "mcp__git__git_log"],
-         "used": ["mcp__git__git_log", "grep"], "missing": [], "unexpected": [], "precision": 1.0, "recall": 1.0},
-        {"index": 1, "expected": ["git_diff", "git_show"], "called": ["mcp__git__git_log", "mcp__git__git_show", "read_file"],
-         "used": ["git_show"], "missing": ["git_diff"], "unexpected": ["git_log", "read_file"],
-         "precision": pytest.approx(1 / 3), "recall": 0.5}]
+        {
+            "index": 0,
+            "expected": ["mcp__git__git_log", "grep"],
+            "called": ["grep", "mcp__git__git_log"],
+            "used": ["mcp__git__git_log", "grep"],
+            "missing": [],
+            "unexpected": [],
+            "precision": 1.0,
+            "recall": 1.0,
+        },
+        {
+            "index": 1,
+            "expected": ["git_diff", "git_show"],
+            "called": ["mcp__git__git_log", "mcp__git__git_show", "read_file"],
+            "used": ["git_show"],
+            "missing": ["git_diff"],
+            "unexpected": ["git_log", "read_file"],
+            "precision": pytest.approx(1 / 3),
+            "recall": 0.5,
+        },
+    ]
 
 
 def test_expected_tools_empty_means_any_call_is_unexpected():
@@ -84,13 +145,27 @@ def test_baseline_and_no_calls():
 def test_efficiency_figures():
     t = transcript(CALLS)
     e = efficiency(t, {"claude-x": {"input": 3, "output": 15}})
-    assert e["tokens"] == {"input_uncached": 1000, "cache_write": 3000, "cache_read": 9000, "output": 200, "total": 13200}
+    assert e["tokens"] == {
+        "input_uncached": 1000,
+        "cache_write": 3000,
+        "cache_read": 9000,
+        "output": 200,
+        "total": 13200,
+    }
     # (1000*3 + 3000*3.75 + 9000*0.3 + 200*15) / 1e6
     assert e["cost_usd"] == pytest.approx(0.01995) and e["priced_as"] == "claude-x"
-    assert (e["turns"], e["api_calls"], e["tool_calls"], e["tool_calls_mcp"], e["tool_calls_builtin"]) == (5, 5, 5, 3, 2)
+    assert (e["turns"], e["api_calls"], e["tool_calls"], e["tool_calls_mcp"], e["tool_calls_builtin"]) == (
+        5,
+        5,
+        5,
+        3,
+        2,
+    )
     assert e["wall_seconds"] == 4.5
-    assert e["steps"] == [{"index": 0, "turns": 2, "wall_seconds": 1.5, "tool_calls": 2},
-                          {"index": 1, "turns": 3, "wall_seconds": 3.0, "tool_calls": 3}]
+    assert e["steps"] == [
+        {"index": 0, "turns": 2, "wall_seconds": 1.5, "tool_calls": 2},
+        {"index": 1, "turns": 3, "wall_seconds": 3.0, "tool_calls": 3},
+    ]
     assert efficiency(t, {"other": {"input": 1, "output": 1}})["cost_usd"] is None
     kept = efficiency(t, None)
     assert kept["cost_usd"] == 0.5 and kept["priced_as"] == "transcript"
@@ -102,9 +177,9 @@ def test_work_seconds_leaves_server_start_up_out():
     assert work_seconds(t) == 0.5
     # steps without times (an older host): wall minus start-up, 1.5 - 0.8
     assert work_seconds({"wall_seconds": 1.5, "server_startup_seconds": 0.8, "steps": [{"index": 0}]}) == 0.7
-    assert work_seconds({"wall_seconds": 1.5, "steps": []}) == 1.5          # no server: no start-up
+    assert work_seconds({"wall_seconds": 1.5, "steps": []}) == 1.5  # no server: no start-up
     assert work_seconds({"wall_seconds": None, "steps": []}) is None
-    base = transcript([], turns=(2, 3))      # its steps record 1.5 s and 3.0 s
+    base = transcript([], turns=(2, 3))  # its steps record 1.5 s and 3.0 s
     eff = efficiency({**base, "wall_seconds": 5.0, "server_startup_seconds": 0.4}, None)
     assert (eff["wall_seconds"], eff["server_startup_seconds"], eff["work_seconds"]) == (5.0, 0.4, 4.5)
 
@@ -113,8 +188,15 @@ def test_a_trials_expected_tools_means_leave_null_steps_out():
     """trial_rows.expected_tools_means by hand: precision (1 + 0) / 2, recall 0.5 / 1."""
     from mcptrials.analyze.trial_rows import expected_tools_means
 
-    ad = {"expected_tools": [{"precision": 1.0, "recall": 0.5}, {"precision": None, "recall": None},
-                             {"precision": 0.0, "recall": None}]}
+    ad = {
+        "expected_tools": [
+            {"precision": 1.0, "recall": 0.5},
+            {"precision": None, "recall": None},
+            {"precision": 0.0, "recall": None},
+        ]
+    }
     assert expected_tools_means(ad) == {"expected_tools_precision": 0.5, "expected_tools_recall": 0.5}
-    assert expected_tools_means({"expected_tools": []}) == {"expected_tools_precision": None,
-                                                           "expected_tools_recall": None}
+    assert expected_tools_means({"expected_tools": []}) == {
+        "expected_tools_precision": None,
+        "expected_tools_recall": None,
+    }

@@ -35,32 +35,40 @@ def landed() -> bool:
     return "recorded" in cfg and ss.ONE_ANSWER_FIELD in sc["properties"]
 
 
-needs_recorded = pytest.mark.skipif(not landed(), reason="the recorded provider / one_answer (issue 14 items 1-2) "
-                                                         "are not in the schemas yet")
+needs_recorded = pytest.mark.skipif(
+    not landed(), reason="the recorded provider / one_answer (issue 14 items 1-2) are not in the schemas yet"
+)
 
 SCENARIO = {
     "name": "Demo shop checkout trace",
     "repo": "demo",
     "description": "Trace the checkout,\nthen assess a change.",
     "steps": [
-        {"name": "Trace the checkout", "prompt": "Trace checkout with file:line.", "expected_domain": "cli",
-         "checks": [
-             {"type": "word", "value": "CheckoutService", "required": True, "description": "the service"},
-             {"type": "phrase", "value": "ensure", "required": False},
-             {"type": "contains", "value": "queue", "required": True},
-             {"type": "transcript_contains", "value": "stock", "required": False},
-             {"type": "exact", "value": "def checkout(self, cart):"},
-             {"type": "starts_with", "value": "## Summary", "required": False},
-             {"type": "mcp_tool_used", "value": "sense_graph", "required": False, "layer": "adoption"},
-             {"type": "no_grep", "value": "no_grep", "required": False, "layer": "adoption"},
-             {"type": "response_richness", "value": "3", "required": True},
-             {"type": "diff_contains", "value": "+def refund"},
-             {"type": "diff_contains", "value": "+class Refund"},
-             {"type": "word", "value": "reserve", "required": False, "layer": "adoption"},
-             {"type": "vibes", "value": "good", "required": True},
-         ]},
-        {"name": "Trace the checkout!", "prompt": "Assess adding a refund.",
-         "checks": [{"type": "word", "value": "refund"}]},
+        {
+            "name": "Trace the checkout",
+            "prompt": "Trace checkout with file:line.",
+            "expected_domain": "cli",
+            "checks": [
+                {"type": "word", "value": "CheckoutService", "required": True, "description": "the service"},
+                {"type": "phrase", "value": "ensure", "required": False},
+                {"type": "contains", "value": "queue", "required": True},
+                {"type": "transcript_contains", "value": "stock", "required": False},
+                {"type": "exact", "value": "def checkout(self, cart):"},
+                {"type": "starts_with", "value": "## Summary", "required": False},
+                {"type": "mcp_tool_used", "value": "sense_graph", "required": False, "layer": "adoption"},
+                {"type": "no_grep", "value": "no_grep", "required": False, "layer": "adoption"},
+                {"type": "response_richness", "value": "3", "required": True},
+                {"type": "diff_contains", "value": "+def refund"},
+                {"type": "diff_contains", "value": "+class Refund"},
+                {"type": "word", "value": "reserve", "required": False, "layer": "adoption"},
+                {"type": "vibes", "value": "good", "required": True},
+            ],
+        },
+        {
+            "name": "Trace the checkout!",
+            "prompt": "Assess adding a refund.",
+            "checks": [{"type": "word", "value": "refund"}],
+        },
     ],
     "scoring": {"weights": {"correctness": 0.7, "efficiency": 0.3}},
     "gold": [
@@ -72,26 +80,59 @@ SCENARIO = {
 RUBRIC = {
     "audience": "An AI coding agent\nthat edits next.",
     "steps": [
-        {"name": "Trace the checkout", "criteria": {
-            "map_quality": {"weight": 0.6, "question": "Does it give\n  file:line for each call?"},
-            "specificity": {"weight": 0.4, "question": "Are symbols named?", "anchors": {"1.0": "all"}},
-        }},
+        {
+            "name": "Trace the checkout",
+            "criteria": {
+                "map_quality": {"weight": 0.6, "question": "Does it give\n  file:line for each call?"},
+                "specificity": {"weight": 0.4, "question": "Are symbols named?", "anchors": {"1.0": "all"}},
+            },
+        },
         {"name": "A step the scenario lacks", "criteria": {"map_quality": {"weight": 1.0, "question": "?"}}},
     ],
 }
 
-HELD = {"name": "Held-out discounts", "repo": "demo", "description": "Frozen.",
-        "steps": [{"name": "Map discounts", "prompt": "Map the discount classes.",
-                   "checks": [{"type": "word", "value": "Discount"}]}]}
-HELD_RUBRIC = {"steps": [{"name": "Map discounts", "criteria": {"map_quality": {"weight": 1.0, "question": "Complete?"}}}]}
-HELD_GOLD = {"_meta": {"scenario": "demo-held", "verified_citations": {"a": {"ground_truth": "acme/d.py:3"}}},
-             "_detail": {}, "baseline": {"weighted_mean": 0.5}, "toolx": {"weighted_mean": 0.6}}
+HELD = {
+    "name": "Held-out discounts",
+    "repo": "demo",
+    "description": "Frozen.",
+    "steps": [
+        {
+            "name": "Map discounts",
+            "prompt": "Map the discount classes.",
+            "checks": [{"type": "word", "value": "Discount"}],
+        }
+    ],
+}
+HELD_RUBRIC = {
+    "steps": [{"name": "Map discounts", "criteria": {"map_quality": {"weight": 1.0, "question": "Complete?"}}}]
+}
+HELD_GOLD = {
+    "_meta": {"scenario": "demo-held", "verified_citations": {"a": {"ground_truth": "acme/d.py:3"}}},
+    "_detail": {},
+    "baseline": {"weighted_mean": 0.5},
+    "toolx": {"weighted_mean": 0.6},
+}
 
 STREAM = [
-    {"type": "system", "subtype": "init", "session_id": "s1", "model": "claude-test", "tools": ["Read"], "mcp_servers": []},
-    {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "## Summary\nCheckoutService"}]}},
-    {"type": "result", "subtype": "success", "result": "## Summary\nCheckoutService", "num_turns": 1,
-     "usage": {"input_tokens": 10, "output_tokens": 5}},
+    {
+        "type": "system",
+        "subtype": "init",
+        "session_id": "s1",
+        "model": "claude-test",
+        "tools": ["Read"],
+        "mcp_servers": [],
+    },
+    {
+        "type": "assistant",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": "## Summary\nCheckoutService"}]},
+    },
+    {
+        "type": "result",
+        "subtype": "success",
+        "result": "## Summary\nCheckoutService",
+        "num_turns": 1,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    },
 ]
 
 
@@ -103,8 +144,11 @@ def write_bench(root: Path, pins: dict | None = None) -> Path:
     (bench / "scenarios" / "held-out" / "demo-held.yaml").write_text(yaml.safe_dump(HELD, sort_keys=False))
     (bench / "scenarios" / "held-out" / "demo-held.rubric.yaml").write_text(yaml.safe_dump(HELD_RUBRIC))
     (bench / "scenarios" / "held-out" / "demo-held.gold.json").write_text(json.dumps(HELD_GOLD))
-    ledger = {"_meta": {"note": "test pins"}, "demo": {"commit": COMMIT, "url": "https://github.com/acme/demo.git"},
-              "unused": {"commit": OTHER, "url": "https://github.com/acme/unused.git"}}
+    ledger = {
+        "_meta": {"note": "test pins"},
+        "demo": {"commit": COMMIT, "url": "https://github.com/acme/demo.git"},
+        "unused": {"commit": OTHER, "url": "https://github.com/acme/unused.git"},
+    }
     (bench / "PINNED_COMMITS.json").write_text(json.dumps(pins if pins is not None else ledger))
     for tool in ("baseline", "toolx"):
         d = bench / "results" / tool / "demo"
@@ -156,14 +200,14 @@ def test_every_check_type_is_mapped_or_reported(tmp_path):
     steps = scenario(out, "demo")["steps"]
     s1 = steps[0]
     assert s1["checks"] == [
-        {"type": "word", "value": "CheckoutService", "required": True},            # word
-        {"type": "word", "value": "ensure", "required": False},                    # phrase: the same boundaries
-        {"type": "phrase", "value": "queue", "required": True},                    # contains: a substring
-        {"type": "phrase", "value": "stock", "required": False},                   # transcript_contains
+        {"type": "word", "value": "CheckoutService", "required": True},  # word
+        {"type": "word", "value": "ensure", "required": False},  # phrase: the same boundaries
+        {"type": "phrase", "value": "queue", "required": True},  # contains: a substring
+        {"type": "phrase", "value": "stock", "required": False},  # transcript_contains
         {"type": "regex", "value": re.escape("def checkout(self, cart):"), "required": True, "case_sensitive": True},
         {"type": "regex", "value": r"^[^\S\n]*" + re.escape("## Summary"), "required": False},
     ]
-    assert s1["expected_tools"] == ["sense_graph"]                                  # mcp_tool_used
+    assert s1["expected_tools"] == ["sense_graph"]  # mcp_tool_used
     assert s1["state_check"] == {"command": "git diff --unified=0", "expect": "+def refund", "required": True}
 
     rows = {(r["step_name"], r["check"]): r for r in doc["not_expressed"]}
@@ -172,14 +216,26 @@ def test_every_check_type_is_mapped_or_reported(tmp_path):
     assert by_type["mcp_tool_used"]["to"] == "expected_tools" and "never score" in by_type["mcp_tool_used"]["reason"]
     assert by_type["no_grep"]["to"] is None and "tool use" in by_type["no_grep"]["reason"]
     assert by_type["response_richness"]["to"] is None and "distinct" in by_type["response_richness"]["reason"]
-    assert rows[("trace-the-checkout", 9)]["to"] == "state_check"        # kept, but noted: no workspace when recorded
-    assert rows[("trace-the-checkout", 10)]["to"] is None and "one state_check" in rows[("trace-the-checkout", 10)]["reason"]
-    assert rows[("trace-the-checkout", 11)]["layer"] == "adoption" and "coverage" in rows[("trace-the-checkout", 11)]["reason"]
+    assert rows[("trace-the-checkout", 9)]["to"] == "state_check"  # kept, but noted: no workspace when recorded
+    assert (
+        rows[("trace-the-checkout", 10)]["to"] is None
+        and "one state_check" in rows[("trace-the-checkout", 10)]["reason"]
+    )
+    assert (
+        rows[("trace-the-checkout", 11)]["layer"] == "adoption"
+        and "coverage" in rows[("trace-the-checkout", 11)]["reason"]
+    )
     assert "unknown check type 'vibes'" in by_type["vibes"]["reason"]
     # every bench check has a row in the mapping, in order
     assert [(r["step_name"], r["check"]) for r in doc["checks"]][:13] == [("trace-the-checkout", i) for i in range(13)]
-    c = doc["counts"]   # with the held-out scenario's one check
-    assert (c["bench_checks"], c["checks"], c["expected_tools"], c["state_checks"], c["not_expressed"]) == (15, 8, 1, 1, 5)
+    c = doc["counts"]  # with the held-out scenario's one check
+    assert (c["bench_checks"], c["checks"], c["expected_tools"], c["state_checks"], c["not_expressed"]) == (
+        15,
+        8,
+        1,
+        1,
+        5,
+    )
     # and in the report file
     written = json.loads((out / "import-report.json").read_text())
     assert {r["type"] for r in written["not_expressed"]} == set(by_type)
@@ -188,8 +244,11 @@ def test_every_check_type_is_mapped_or_reported(tmp_path):
 
 def test_mapped_checks_match_as_the_bench_matches():
     m = lambda c: ss.map_check(c)["value"]  # noqa: E731
-    word, phrase, contains = m({"type": "word", "value": "ensure"}), m({"type": "phrase", "value": "ensure"}), \
-        m({"type": "contains", "value": "ensure"})
+    word, phrase, contains = (
+        m({"type": "word", "value": "ensure"}),
+        m({"type": "phrase", "value": "ensure"}),
+        m({"type": "contains", "value": "ensure"}),
+    )
     assert hit(word, "we Ensure it") and not hit(word, "EnsureMagic") and not hit(phrase, "EnsureMagic")
     assert hit(contains, "EnsureMagic")
     exact = m({"type": "exact", "value": "Foo(x) [y]"})
@@ -223,21 +282,28 @@ def test_rubric_gold_and_held_out(tmp_path):
     s1, s2 = sc["steps"]
     assert [s["name"] for s in sc["steps"]] == ["trace-the-checkout", "trace-the-checkout-2"]
     assert s1["prompt"] == "Trace checkout with file:line."
-    assert s1["rubric"] == {"criteria": [
-        {"name": "map_quality", "weight": 0.6, "question": "Does it give file:line for each call?"},
-        {"name": "specificity", "weight": 0.4, "question": "Are symbols named?"}]}
+    assert s1["rubric"] == {
+        "criteria": [
+            {"name": "map_quality", "weight": 0.6, "question": "Does it give file:line for each call?"},
+            {"name": "specificity", "weight": 0.4, "question": "Are symbols named?"},
+        ]
+    }
     assert [c["name"] for c in s2["rubric"]["criteria"]] == [c["name"] for c in ss.DEFAULT_CRITERIA]
     assert s2["key_points"] == ["acme/checkout.py: the service under change", "acme/cli.py or cli/main.py"]
     assert "citations" not in s2
-    assert sc["gold"] == [{"id": "svc", "match": ["acme/checkout.py"], "group": "contract",
-                           "relation": "the service under change"},
-                          {"id": "cli", "match": ["acme/cli.py", "cli/main.py"], "group": "callers"}]
+    assert sc["gold"] == [
+        {"id": "svc", "match": ["acme/checkout.py"], "group": "contract", "relation": "the service under change"},
+        {"id": "cli", "match": ["acme/cli.py", "cli/main.py"], "group": "callers"},
+    ]
     notes = {n["what"]: n for n in doc["notes"]}
     assert "criterion 'specificity' fields ['anchors']" in notes
     assert "default criteria" in notes["rubric"]["reason"] and notes["rubric"]["step"] == "Trace the checkout!"
     assert "rubric step 'A step the scenario lacks'" in notes
     assert "scenario field 'scoring'" in notes and "gold (2 targets)" in notes
-    assert "held-out anchor" in notes["demo-held.gold.json"]["reason"] and "baseline, toolx" in notes["demo-held.gold.json"]["reason"]
+    assert (
+        "held-out anchor" in notes["demo-held.gold.json"]["reason"]
+        and "baseline, toolx" in notes["demo-held.gold.json"]["reason"]
+    )
     held = scenario(out, "demo-held")
     assert held["split"] == "held-out" and held["steps"][0]["rubric"]["criteria"][0]["question"] == "Complete?"
     if landed():
@@ -251,13 +317,18 @@ def test_rubric_gold_and_held_out(tmp_path):
 def test_config_pins_arms_model_and_loads(tmp_path):
     doc, out = run_import(tmp_path)
     cfg = yaml.safe_load((out / "config.yaml").read_text())
-    assert cfg["repos"] == {"demo": {"url": "https://github.com/acme/demo", "commit": COMMIT}}   # only used repos
+    assert cfg["repos"] == {"demo": {"url": "https://github.com/acme/demo", "commit": COMMIT}}  # only used repos
     assert cfg["tools"]["baseline"] == {"transport": "none"}
-    assert set(cfg["tools"]) == {"baseline", "toolx"}                    # results/report.md is not a tool
+    assert set(cfg["tools"]) == {"baseline", "toolx"}  # results/report.md is not a tool
     x = cfg["tools"]["toolx"]
     assert x == {"transport": "recorded", "source": "the reference bench's results/toolx (recorded runs only)"}
-    assert cfg["models"] == {sb.MODEL_NAME: {"provider": "recorded", "format": "claude-code-stream-json",
-                                             "path": "../src/bench/results/{tool}/{scenario}/transcript.json"}}
+    assert cfg["models"] == {
+        sb.MODEL_NAME: {
+            "provider": "recorded",
+            "format": "claude-code-stream-json",
+            "path": "../src/bench/results/{tool}/{scenario}/transcript.json",
+        }
+    }
     assert cfg["trials"] == 1 and "locked" not in cfg and cfg["splits"] == ["train"]
     assert doc["tools"]["toolx"]["recorded_cells"] == ["demo"]
     pattern = out / cfg["models"][sb.MODEL_NAME]["path"]
@@ -281,7 +352,9 @@ def test_the_command_validates_what_it_wrote(tmp_path, capsys):
 
 def test_missing_pins_need_a_decision(tmp_path):
     write_bench(tmp_path / "src", pins={"_meta": {}})
-    with pytest.raises(ConfigError, match=r"no pinned commit for repo\(s\) demo .*--pin REPO=COMMIT,URL.*--skip-unpinned"):
+    with pytest.raises(
+        ConfigError, match=r"no pinned commit for repo\(s\) demo .*--pin REPO=COMMIT,URL.*--skip-unpinned"
+    ):
         sb.import_bench(tmp_path / "src", tmp_path / "out", validate=False)
     doc, out = run_import(tmp_path, pin_args=[f"demo={OTHER},https://github.com/acme/demo"])
     assert doc["pins"]["demo"] == {"commit": OTHER, "url": "https://github.com/acme/demo", "from": "--pin"}
@@ -302,7 +375,7 @@ def test_output_folder_rules(tmp_path):
         sb.import_bench(tmp_path / "src", busy, validate=False)
     doc, out = run_import(tmp_path)
     (out / "scenarios" / "stale.yaml").write_text("repo: gone\n")
-    run_import(tmp_path)                                   # a re-import replaces its scenarios
+    run_import(tmp_path)  # a re-import replaces its scenarios
     assert sorted(p.name for p in (out / "scenarios").iterdir()) == ["demo-held.yaml", "demo.yaml"]
     with pytest.raises(ConfigError, match="no scenarios/ folder"):
         sb.import_bench(tmp_path, tmp_path / "o2", validate=False)
@@ -323,12 +396,17 @@ def test_an_imported_bench_plans_no_install_or_snapshot_for_its_recorded_arms(tm
     wd = tmp_path / "run"
     wd.mkdir()
     copy_workflow(wd)
-    r = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", str(out / "config.yaml"), "-j1"],
-                       cwd=wd, capture_output=True, text=True, env=workflow_env(wd))
+    r = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--configfile", str(out / "config.yaml"), "-j1"],
+        cwd=wd,
+        capture_output=True,
+        text=True,
+        env=workflow_env(wd),
+    )
     assert r.returncode == 0, r.stderr + r.stdout
     jobs = r.stdout + r.stderr
     planned = dict(re.findall(r"^(\w+)\s+(\d+)$", jobs, re.M))
     assert planned.get("transcript") == "2" and "install_tool" not in planned, jobs
-    assert planned.get("tools_snapshot") == "1", jobs                      # the baseline's only
+    assert planned.get("tools_snapshot") == "1", jobs  # the baseline's only
     assert "results/snapshots/toolx" not in jobs and "results/snapshots/baseline/demo/tools.json" in jobs
     assert "0 server install(s) and 1 tool snapshot(s)" in jobs

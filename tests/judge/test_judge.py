@@ -24,27 +24,45 @@ SECRET = "sk-test-judge-secret-0123456789"
 
 SCENARIO = {
     "repo": "demo",
-    "rubric": {"criteria": [  # the default, used by step `explain`
-        {"name": "completeness", "weight": 1, "question": "Does it cover the key points?"},
-        {"name": "specificity", "weight": 1, "question": "Is it specific?", "citations": True},
-    ]},
+    "rubric": {
+        "criteria": [  # the default, used by step `explain`
+            {"name": "completeness", "weight": 1, "question": "Does it cover the key points?"},
+            {"name": "specificity", "weight": 1, "question": "Is it specific?", "citations": True},
+        ]
+    },
     "steps": [
-        {"name": "find", "prompt": "Where is the configuration parsed?",
-         "key_points": ["parse_config reads config.yaml", "Loader caches the result", "defaults live in defaults.py"],
-         "citations": {"gold": ["src/pkg/core.py:4", "src/pkg/defaults.py:10-12"]},
-         "rubric": {"criteria": [
-             {"name": "accuracy", "weight": 3, "question": "Is it correct?"},
-             {"name": "grounding", "weight": 1, "question": "Does it cite the code?", "citations": True,
-              "key_points": ["parse_config reads config.yaml"]},
-         ]}},
+        {
+            "name": "find",
+            "prompt": "Where is the configuration parsed?",
+            "key_points": [
+                "parse_config reads config.yaml",
+                "Loader caches the result",
+                "defaults live in defaults.py",
+            ],
+            "citations": {"gold": ["src/pkg/core.py:4", "src/pkg/defaults.py:10-12"]},
+            "rubric": {
+                "criteria": [
+                    {"name": "accuracy", "weight": 3, "question": "Is it correct?"},
+                    {
+                        "name": "grounding",
+                        "weight": 1,
+                        "question": "Does it cite the code?",
+                        "citations": True,
+                        "key_points": ["parse_config reads config.yaml"],
+                    },
+                ]
+            },
+        },
         {"name": "explain", "prompt": "How does the loader retry?", "key_points": ["retries three times"]},
     ],
 }
 
 # Step `find`: key points 1 present, 2 and 3 absent (no "live"); core.py:6 is within 5 lines of
 # gold core.py:4; defaults.py:20 is 8 lines past gold 10-12, so not cited.
-FIND_ANSWER = ("The function parse_config in src/pkg/core.py:6 reads the file config.yaml, via the "
-               "mcp__git__git_show tool of the git server. Defaults: see src/pkg/defaults.py:20.")
+FIND_ANSWER = (
+    "The function parse_config in src/pkg/core.py:6 reads the file config.yaml, via the "
+    "mcp__git__git_show tool of the git server. Defaults: see src/pkg/defaults.py:20."
+)
 # accuracy  = 1/3 (all three step key points)
 # grounding = (1 key point + 1 gold citation) / (1 + 2) = 2/3
 # find quality = (3 * 1/3 + 1 * 2/3) / 4 = 5/12
@@ -55,12 +73,28 @@ def transcript(answers: dict, outcome="completed", tool_calls=None):
     return {
         "schema": "mcptrials/transcript/1",
         "cell": {"model": "m", "host": "loop", "tool": "git", "repo": "demo", "scenario": "sc", "trial": 1},
-        "provider": "reference", "outcome": outcome,
-        "steps": [{"index": i, "name": n, "prompt": "p", "answer_text": a, "audit_text": "", "outcome": "completed",
-                   "turns": 1} for i, (n, a) in enumerate(answers.items())],
-        "tool_calls": tool_calls if tool_calls is not None else [
-            {"id": "t1", "step": 0, "turn": 1, "name": "mcp__git__git_show", "tool": "git_show", "source": "mcp"}],
-        "errors": {}, "error_events": [], "usage": {}, "wall_seconds": 1.0, "messages": [],
+        "provider": "reference",
+        "outcome": outcome,
+        "steps": [
+            {
+                "index": i,
+                "name": n,
+                "prompt": "p",
+                "answer_text": a,
+                "audit_text": "",
+                "outcome": "completed",
+                "turns": 1,
+            }
+            for i, (n, a) in enumerate(answers.items())
+        ],
+        "tool_calls": tool_calls
+        if tool_calls is not None
+        else [{"id": "t1", "step": 0, "turn": 1, "name": "mcp__git__git_show", "tool": "git_show", "source": "mcp"}],
+        "errors": {},
+        "error_events": [],
+        "usage": {},
+        "wall_seconds": 1.0,
+        "messages": [],
     }
 
 
@@ -94,9 +128,9 @@ def test_key_point_rule():
 
 def test_gold_citation_window():
     answer = "See src/pkg/core.py:6 and app.py:create_app."
-    assert gold_cited("src/pkg/core.py:1", answer)       # |6 - 1| = 5: inside the window
+    assert gold_cited("src/pkg/core.py:1", answer)  # |6 - 1| = 5: inside the window
     assert not gold_cited("src/pkg/core.py:12", answer)  # 6 lines away
-    assert gold_cited("pkg/core.py:8-20", answer)        # suffix path, 6 is 2 lines before the range
+    assert gold_cited("pkg/core.py:8-20", answer)  # suffix path, 6 is 2 lines before the range
     assert not gold_cited("other/core2.py:6", answer)
     assert gold_cited("app.py:create_app", answer)
     assert gold_cited("core.py:parse_config", "core.py:3 defines parse_config")  # path cited, symbol named
@@ -109,8 +143,12 @@ def test_weighted_quality_formula():
 
 
 def test_reference_judge_hand_computed(scenario):
-    rec = judge_trial(transcript({"find": FIND_ANSWER, "explain": "It retries three times, then gives up."}),
-                      scenario, {"provider": "reference"}, tool_names=["git", "baseline"])
+    rec = judge_trial(
+        transcript({"find": FIND_ANSWER, "explain": "It retries three times, then gives up."}),
+        scenario,
+        {"provider": "reference"},
+        tool_names=["git", "baseline"],
+    )
     find, explain = rec["steps"]
     scores = {c["name"]: c["scores"] for c in find["criteria"]}
     assert scores["accuracy"] == [pytest.approx(1 / 3)]
@@ -145,13 +183,21 @@ def test_record_provenance(scenario):
     assert rec["scenario"]["rubric_hash"] == canonical_hash(scenario.rubric_part())
     assert rec["judge"]["settings_hash"] == judge_settings_hash({"provider": "reference", "repeats": 3})
     # the model is not a setting of the reference judge; repeats and provider are
-    assert judge_settings_hash({"provider": "reference", "model": "x"}) == judge_settings_hash({"provider": "reference"})
-    assert judge_settings_hash({"provider": "reference", "repeats": 2}) != judge_settings_hash({"provider": "reference"})
-    assert judge_settings_hash({"provider": "anthropic", "model": "a"}) != judge_settings_hash({"provider": "anthropic", "model": "b"})
+    assert judge_settings_hash({"provider": "reference", "model": "x"}) == judge_settings_hash(
+        {"provider": "reference"}
+    )
+    assert judge_settings_hash({"provider": "reference", "repeats": 2}) != judge_settings_hash(
+        {"provider": "reference"}
+    )
+    assert judge_settings_hash({"provider": "anthropic", "model": "a"}) != judge_settings_hash(
+        {"provider": "anthropic", "model": "b"}
+    )
 
 
 def test_repeats_kept(scenario):
-    rec = judge_trial(transcript({"find": FIND_ANSWER, "explain": ""}), scenario, {"provider": "reference", "repeats": 3})
+    rec = judge_trial(
+        transcript({"find": FIND_ANSWER, "explain": ""}), scenario, {"provider": "reference", "repeats": 3}
+    )
     assert rec["judge"]["repeats"] == 3
     for step in rec["steps"]:
         assert len(step["quality"]) == 3
@@ -168,11 +214,13 @@ def test_judge_variance_levels():
     def step(quality, empty=False):
         return {"empty": empty, "quality": quality, "criteria": [{"name": "a", "scores": quality}]}
 
-    records = [{"quality": [0.5, 0.7], "steps": [step([0.5, 0.7])]},
-               {"quality": [0.2, 0.2], "steps": [step([0.4, 0.4]), step([0.0, 0.0], empty=True)]}]
+    records = [
+        {"quality": [0.5, 0.7], "steps": [step([0.5, 0.7])]},
+        {"quality": [0.2, 0.2], "steps": [step([0.4, 0.4]), step([0.0, 0.0], empty=True)]},
+    ]
     v = judge_variance(records)
     assert v["scenario"]["mean_range"] == pytest.approx((0.2 + 0.0) / 2)
-    assert v["scenario"]["max_sd"] == pytest.approx(0.2 / 2 ** 0.5)  # SD of (0.5, 0.7)
+    assert v["scenario"]["max_sd"] == pytest.approx(0.2 / 2**0.5)  # SD of (0.5, 0.7)
     assert v["scenario"]["icc"] == pytest.approx(icc([[0.5, 0.7], [0.2, 0.2]]))
     assert v["step"]["n_items"] == 2  # the empty answer is not a judged item
     assert v["criteria"]["a"]["mean_range"] == pytest.approx(0.1)
@@ -182,16 +230,24 @@ def test_judge_variance_levels():
 
 
 def test_masking_names():
-    t = transcript({}, tool_calls=[
-        {"source": "mcp", "name": "mcp__sense__map_repo", "tool": "map_repo"},
-        {"source": "builtin", "name": "read_file", "tool": "read_file"}])
+    t = transcript(
+        {},
+        tool_calls=[
+            {"source": "mcp", "name": "mcp__sense__map_repo", "tool": "map_repo"},
+            {"source": "builtin", "name": "read_file", "tool": "read_file"},
+        ],
+    )
     names = identity_names(["sense", "git", "baseline"], t)
     assert set(names) == {"sense", "git", "baseline", "mcp__sense__map_repo", "map_repo"}
     masked, n = mask_identities(
         "Using mcp__sense__map_repo and mcp__other__x_y (Sense server) and map_repo, unlike the baseline; "
-        "read_file, github.com, git_log and the Git history.", names)
-    assert masked == ("Using [tool] and [tool] ([tool] server) and [tool], unlike the [tool]; "
-                      "read_file, github.com, git_log and the [tool] history.")
+        "read_file, github.com, git_log and the Git history.",
+        names,
+    )
+    assert masked == (
+        "Using [tool] and [tool] ([tool] server) and [tool], unlike the [tool]; "
+        "read_file, github.com, git_log and the [tool] history."
+    )
     assert n == 6
 
 
@@ -200,8 +256,12 @@ def test_masking_before_judging(scenario):
     sc_data = dict(SCENARIO, steps=[dict(SCENARIO["steps"][1], key_points=["git server"])])
     path = scenario.path.with_name("masked.yaml")
     path.write_text(yaml.safe_dump(sc_data))
-    rec = judge_trial(transcript({"explain": "The git server answered."}), load_scenario(path),
-                      {"provider": "reference"}, tool_names=["git"])
+    rec = judge_trial(
+        transcript({"explain": "The git server answered."}),
+        load_scenario(path),
+        {"provider": "reference"},
+        tool_names=["git"],
+    )
     assert rec["steps"][0]["masked_names"] == 1 and rec["masking"]["names_masked"] == 1
     assert rec["steps"][0]["quality"] == [0.0]
 
@@ -215,10 +275,10 @@ def test_parse_reply_rules():
     assert [c["name"] for c in parse_reply(ok, names)] == ["a", "b"]
     assert parse_reply("Here:\n```json\n" + ok + "\n```", names)[1]["score"] == 0.5
     bad = [
-        '{"criteria": [{"name": "a", "score": 1, "rationale": "s"}]}',                     # b missing
-        ok.replace("0.5", "1.5"),                                                          # out of range
-        ok.replace("0.5", "true"),                                                         # not a number
-        ok.replace('"b"', '"c"'),                                                          # unknown name
+        '{"criteria": [{"name": "a", "score": 1, "rationale": "s"}]}',  # b missing
+        ok.replace("0.5", "1.5"),  # out of range
+        ok.replace("0.5", "true"),  # not a number
+        ok.replace('"b"', '"c"'),  # unknown name
         '{"criteria": [{"name": "a", "score": 1}, {"name": "b", "score": 1, "rationale": ""}]}',  # no rationale
         "I think it is good.",
     ]
@@ -228,23 +288,40 @@ def test_parse_reply_rules():
 
 
 def _judge_json(accuracy, grounding):
-    return json.dumps({"criteria": [{"name": "accuracy", "score": accuracy, "rationale": "states the parser"},
-                                    {"name": "grounding", "score": grounding, "rationale": "cites core.py"}]})
+    return json.dumps(
+        {
+            "criteria": [
+                {"name": "accuracy", "score": accuracy, "rationale": "states the parser"},
+                {"name": "grounding", "score": grounding, "rationale": "cites core.py"},
+            ]
+        }
+    )
 
 
 USAGE = {"input_tokens": 100, "output_tokens": 50, "cache_creation_input_tokens": 200, "cache_read_input_tokens": 0}
 
 
 def _cfg(api, **kw):
-    return {"provider": "anthropic", "model": "claude-test", "base_url": api.url, "api_key_env": KEY_ENV,
-            "repeats": 1, **kw}
+    return {
+        "provider": "anthropic",
+        "model": "claude-test",
+        "base_url": api.url,
+        "api_key_env": KEY_ENV,
+        "repeats": 1,
+        **kw,
+    }
 
 
 def test_anthropic_valid_reply(scenario, monkeypatch):
     monkeypatch.setenv(KEY_ENV, SECRET)
     with FakeMessagesAPI([reply(text(_judge_json(0.8, 0.6)), usage=USAGE)]) as api:
-        rec = judge_trial(transcript({"find": FIND_ANSWER, "explain": "  "}), scenario, _cfg(api),
-                          tool_names=["git", "baseline"], pricing={"claude-test": {"input": 3, "output": 15}})
+        rec = judge_trial(
+            transcript({"find": FIND_ANSWER, "explain": "  "}),
+            scenario,
+            _cfg(api),
+            tool_names=["git", "baseline"],
+            pricing={"claude-test": {"input": 3, "output": 15}},
+        )
     reqs = api.message_requests()
     assert len(reqs) == 1  # the empty `explain` answer needs no call
     body = reqs[0]["body"]
@@ -267,7 +344,12 @@ def test_anthropic_valid_reply(scenario, monkeypatch):
     assert rec["judge"]["model"] == "claude-test" and rec["judge"]["temperature"] is None
     assert "judge.repeats" in rec["judge"]["note"]
     u = rec["usage"]
-    assert (u["input_tokens"], u["output_tokens"], u["cache_creation_input_tokens"], u["api_calls"]) == (100, 50, 200, 1)
+    assert (u["input_tokens"], u["output_tokens"], u["cache_creation_input_tokens"], u["api_calls"]) == (
+        100,
+        50,
+        200,
+        1,
+    )
     assert u["cost_usd"] == pytest.approx((100 * 3 + 50 * 15 + 200 * 3.75) / 1e6)
     assert SECRET not in json.dumps(rec)
     assert_valid(rec)
@@ -320,8 +402,9 @@ def test_anthropic_missing_key_is_a_config_error(scenario, monkeypatch):
 
     monkeypatch.delenv(KEY_ENV, raising=False)
     with pytest.raises(ConfigError, match=KEY_ENV):
-        judge_trial(transcript({"find": FIND_ANSWER}), scenario,
-                    {"provider": "anthropic", "model": "m", "api_key_env": KEY_ENV})
+        judge_trial(
+            transcript({"find": FIND_ANSWER}), scenario, {"provider": "anthropic", "model": "m", "api_key_env": KEY_ENV}
+        )
 
 
 def test_anthropic_retries_are_the_providers(scenario, monkeypatch):
@@ -352,8 +435,13 @@ def test_openai_valid_reply(scenario, monkeypatch):
     monkeypatch.setenv(OPENAI_KEY_ENV, OPENAI_SECRET)
     usage = {"prompt_tokens": 700, "completion_tokens": 60, "cached_tokens": 500}
     with oa.FakeOpenAIAPI([oa.reply(_judge_json(0.8, 0.6), usage=usage)]) as api:
-        rec = judge_trial(transcript({"find": FIND_ANSWER, "explain": ""}), scenario, _ocfg(api),
-                          tool_names=["git", "baseline"], pricing={"gpt-judge": {"input": 2, "output": 8}})
+        rec = judge_trial(
+            transcript({"find": FIND_ANSWER, "explain": ""}),
+            scenario,
+            _ocfg(api),
+            tool_names=["git", "baseline"],
+            pricing={"gpt-judge": {"input": 2, "output": 8}},
+        )
     reqs = api.completion_requests()
     assert len(reqs) == 1 and reqs[0]["auth_present"]
     body = reqs[0]["body"]
@@ -374,8 +462,14 @@ def test_openai_valid_reply(scenario, monkeypatch):
     assert "judge.repeats" in j["note"] and j["prompt_sha256"] == file_sha256(PROMPT_FILE)
     assert j["settings_hash"] == judge_settings_hash(_ocfg(api))
     u = rec["usage"]  # one Usage: uncached input = prompt - cached
-    assert (u["input_tokens"], u["cache_read_input_tokens"], u["cache_creation_input_tokens"], u["output_tokens"],
-            u["api_calls"], u["retries"]) == (200, 500, 0, 60, 1, 0)
+    assert (
+        u["input_tokens"],
+        u["cache_read_input_tokens"],
+        u["cache_creation_input_tokens"],
+        u["output_tokens"],
+        u["api_calls"],
+        u["retries"],
+    ) == (200, 500, 0, 60, 1, 0)
     assert u["cost_usd"] == pytest.approx((200 * 2 + 500 * 0.2 + 60 * 8) / 1e6)
     assert OPENAI_SECRET not in json.dumps(rec)
     assert_valid(rec)
@@ -385,8 +479,9 @@ def test_openai_cut_reply_gets_one_retry(scenario, monkeypatch):
     """Structured outputs still end short at the output cap: the cut JSON gets one retry that
     says so, as a conversation the API accepts (system, user, assistant, user)."""
     monkeypatch.setenv(OPENAI_KEY_ENV, OPENAI_SECRET)
-    with oa.FakeOpenAIAPI([oa.reply('{"criteria": [{"name": "accura', finish_reason="length"),
-                           oa.reply(_judge_json(1.0, 0.0))]) as api:
+    with oa.FakeOpenAIAPI(
+        [oa.reply('{"criteria": [{"name": "accura', finish_reason="length"), oa.reply(_judge_json(1.0, 0.0))]
+    ) as api:
         rec = judge_trial(transcript({"find": FIND_ANSWER, "explain": ""}), scenario, _ocfg(api))
     retry = api.completion_requests()[1]["body"]["messages"]
     assert [m["role"] for m in retry] == ["system", "user", "assistant", "user"]
@@ -432,8 +527,11 @@ def test_openai_missing_key_or_model_is_a_config_error(scenario, monkeypatch):
 
     monkeypatch.delenv(OPENAI_KEY_ENV, raising=False)
     with pytest.raises(ConfigError, match=f"provider openai needs \\${OPENAI_KEY_ENV}"):
-        judge_trial(transcript({"find": FIND_ANSWER}), scenario,
-                    {"provider": "openai", "model": "m", "api_key_env": OPENAI_KEY_ENV})
+        judge_trial(
+            transcript({"find": FIND_ANSWER}),
+            scenario,
+            {"provider": "openai", "model": "m", "api_key_env": OPENAI_KEY_ENV},
+        )
     monkeypatch.setenv(OPENAI_KEY_ENV, OPENAI_SECRET)
     with pytest.raises(ConfigError, match="judge.model: provider openai needs a model id"):
         judge_trial(transcript({"find": FIND_ANSWER}), scenario, {"provider": "openai", "api_key_env": OPENAI_KEY_ENV})
@@ -447,7 +545,12 @@ def test_openai_missing_key_or_model_is_a_config_error(scenario, monkeypatch):
 def test_settings_hash_covers_what_changes_a_judge_call(tmp_path):
     base = {"provider": "openai", "model": "gpt-a", "base_url": "http://127.0.0.1:1/v1", "repeats": 1}
     h = judge_settings_hash(base)
-    for change in ({"model": "gpt-b"}, {"base_url": "http://127.0.0.1:2/v1"}, {"repeats": 2}, {"provider": "anthropic"}):
+    for change in (
+        {"model": "gpt-b"},
+        {"base_url": "http://127.0.0.1:2/v1"},
+        {"repeats": 2},
+        {"provider": "anthropic"},
+    ):
         assert judge_settings_hash(dict(base, **change)) != h, change
     for same in ({"threshold": 0.5}, {"strict": True}, {"api_key_env": "OTHER_KEY"}):  # verdict or secret only
         assert judge_settings_hash(dict(base, **same)) == h, same
@@ -456,7 +559,8 @@ def test_settings_hash_covers_what_changes_a_judge_call(tmp_path):
     assert judge_settings_hash(base, prompt) != h
     # a partial section gets the schema's defaults: the same hash as the defaults spelled out
     assert judge_settings_hash({"provider": "reference"}) == judge_settings_hash(
-        {"provider": "reference", "repeats": 1, "threshold": 0.85, "strict": False})
+        {"provider": "reference", "repeats": 1, "threshold": 0.85, "strict": False}
+    )
 
 
 def test_judge_section_defaults_and_keys(tmp_path):
@@ -469,15 +573,26 @@ def test_judge_section_defaults_and_keys(tmp_path):
     m = load_matrix(cfg)
     spec = judge_spec(m.config["judge"])
     assert isinstance(spec, JudgeSpec) and judge_spec(spec) is spec
-    assert (spec.provider, spec.api_key_env, spec.repeats, spec.threshold, spec.strict) == \
-        ("openai", "OPENAI_API_KEY", 1, 0.85, False)
+    assert (spec.provider, spec.api_key_env, spec.repeats, spec.threshold, spec.strict) == (
+        "openai",
+        "OPENAI_API_KEY",
+        1,
+        0.85,
+        False,
+    )
     assert check_api_keys(m, environ={}) == [
-        f"{m.path}: field judge: provider openai needs $OPENAI_API_KEY; export it or use provider: reference"]
+        f"{m.path}: field judge: provider openai needs $OPENAI_API_KEY; export it or use provider: reference"
+    ]
     assert check_api_keys(m, environ={"OPENAI_API_KEY": "x"}) == []
     assert judge_spec({"provider": "anthropic"}).api_key_env == "ANTHROPIC_API_KEY"
     assert judge_spec({"provider": "openai", "api_key_env": "LOCAL_KEY"}).api_key_env == "LOCAL_KEY"
-    assert check_api_keys(load_matrix(cfg, overrides=dict(yaml.safe_load(cfg.read_text()),
-                                                          judge={"provider": "reference"})), environ={}) == []
+    assert (
+        check_api_keys(
+            load_matrix(cfg, overrides=dict(yaml.safe_load(cfg.read_text()), judge={"provider": "reference"})),
+            environ={},
+        )
+        == []
+    )
 
 
 # --- the command ------------------------------------------------------------------------
@@ -498,8 +613,19 @@ def test_judge_command(tmp_path, scenario):
     t_path = tmp_path / "transcript.json"
     t_path.write_text(json.dumps(transcript({"find": FIND_ANSWER, "explain": "It retries three times."})))
     out = tmp_path / "out" / "judged.json"
-    rc = main(["judge", "--transcript", str(t_path), "--scenario", str(sc_path),
-               "--config", str(tmp_path / "config.yaml"), "--out", str(out)])
+    rc = main(
+        [
+            "judge",
+            "--transcript",
+            str(t_path),
+            "--scenario",
+            str(sc_path),
+            "--config",
+            str(tmp_path / "config.yaml"),
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     rec = json.loads(out.read_text())
     assert rec["judge"]["repeats"] == 2 and rec["quality"] == [pytest.approx((FIND_QUALITY + 1) / 2)] * 2
@@ -515,8 +641,14 @@ def test_judge_command_openai_against_a_separate_server(tmp_path, scenario, monk
     sc_path = tmp_path / "scenarios" / "sc.yaml"
     sc_path.write_text(scenario.path.read_text())
     script = tmp_path / "script.json"
-    script.write_text(json.dumps([oa.reply(_judge_json(0.8, 0.6), usage={"prompt_tokens": 500, "completion_tokens": 40}),
-                                  oa.reply(_judge_json(1.0, 1.0))]))  # two repeats of step `find`
+    script.write_text(
+        json.dumps(
+            [
+                oa.reply(_judge_json(0.8, 0.6), usage={"prompt_tokens": 500, "completion_tokens": 40}),
+                oa.reply(_judge_json(1.0, 1.0)),
+            ]
+        )
+    )  # two repeats of step `find`
     proc, url = oa.spawn(script, tmp_path / "requests.jsonl", tmp_path / "port.txt")
     try:
         config = {
@@ -524,8 +656,13 @@ def test_judge_command_openai_against_a_separate_server(tmp_path, scenario, monk
             "repos": {"demo": {"url": "./repo", "commit": "0" * 40}},
             "scenarios": "scenarios/*.yaml",
             "models": {"ref": {"provider": "reference"}},
-            "judge": {"provider": "openai", "model": "gpt-judge", "base_url": url, "api_key_env": OPENAI_KEY_ENV,
-                      "repeats": 2},
+            "judge": {
+                "provider": "openai",
+                "model": "gpt-judge",
+                "base_url": url,
+                "api_key_env": OPENAI_KEY_ENV,
+                "repeats": 2,
+            },
             "pricing": {"gpt-judge": {"input": 2.0, "output": 8.0}},
         }
         (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
@@ -533,8 +670,19 @@ def test_judge_command_openai_against_a_separate_server(tmp_path, scenario, monk
         t_path.write_text(json.dumps(transcript({"find": FIND_ANSWER, "explain": ""})))
         out = tmp_path / "out" / "judged.json"
         monkeypatch.setenv(OPENAI_KEY_ENV, OPENAI_SECRET)
-        rc = main(["judge", "--transcript", str(t_path), "--scenario", str(sc_path),
-                   "--config", str(tmp_path / "config.yaml"), "--out", str(out)])
+        rc = main(
+            [
+                "judge",
+                "--transcript",
+                str(t_path),
+                "--scenario",
+                str(sc_path),
+                "--config",
+                str(tmp_path / "config.yaml"),
+                "--out",
+                str(out),
+            ]
+        )
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -575,20 +723,27 @@ def test_a_kept_transcript_is_not_judged_again_by_a_model_judge(tmp_path, monkey
         out = trial / "judged.json"
 
         first = judge_job(m, trial / "transcript.json", sc_path, out)
-        assert len(api.message_requests()) == 1 and (tmp_path / "results/finished/reference/loop/baseline/tiny/sc/1/judged.json").is_file()
-        out.unlink()                                     # as Snakemake does before the job
+        assert (
+            len(api.message_requests()) == 1
+            and (tmp_path / "results/finished/reference/loop/baseline/tiny/sc/1/judged.json").is_file()
+        )
+        out.unlink()  # as Snakemake does before the job
         again = judge_job(m, trial / "transcript.json", sc_path, out)
-        assert len(api.message_requests()) == 1          # no second purchase
-        assert again == first and out.read_bytes() == (tmp_path / "results/finished/reference/loop/baseline/tiny/sc/1/judged.json").read_bytes()
+        assert len(api.message_requests()) == 1  # no second purchase
+        assert (
+            again == first
+            and out.read_bytes()
+            == (tmp_path / "results/finished/reference/loop/baseline/tiny/sc/1/judged.json").read_bytes()
+        )
 
         (trial / "transcript.json").write_text(json.dumps(transcript({"find": FIND_ANSWER + " More.", "explain": ""})))
         out.unlink()
         judge_job(m, trial / "transcript.json", sc_path, out)
-        assert len(api.message_requests()) == 2          # other bytes: judged anew
+        assert len(api.message_requests()) == 2  # other bytes: judged anew
 
         changed = yaml.safe_load(yaml.safe_dump(SCENARIO))
         changed["rubric"]["criteria"][0]["question"] += " Exactly?"
         sc_path.write_text(yaml.safe_dump(changed))
         out.unlink()
         judge_job(m, trial / "transcript.json", sc_path, out)
-        assert len(api.message_requests()) == 3          # another rubric: judged anew
+        assert len(api.message_requests()) == 3  # another rubric: judged anew

@@ -8,13 +8,17 @@ from mcptrials.core.identity import TrialKey
 from mcptrials.judge.recorded import judged_file
 from mcptrials.matrix.config import load_matrix
 
-PATTERN = "recorded/{tool}/{repo}/{scenario}/{trial}.jsonl"   # the recorded model's runs
+PATTERN = "recorded/{tool}/{repo}/{scenario}/{trial}.jsonl"  # the recorded model's runs
 
 
 def test_judge_path_is_filled_with_the_trials_fields_else_the_judgement_is_beside_its_recording(tmp_path):
-    m = load_matrix(write_matrix(tmp_path, tools={"baseline": {"transport": "none"}, "git": faulty_tool("ok")},
-                                 extra={"models": {"rec": {"provider": "recorded", "format": "claude-code-stream-json",
-                                                           "path": PATTERN}}}))
+    m = load_matrix(
+        write_matrix(
+            tmp_path,
+            tools={"baseline": {"transport": "none"}, "git": faulty_tool("ok")},
+            extra={"models": {"rec": {"provider": "recorded", "format": "claude-code-stream-json", "path": PATTERN}}},
+        )
+    )
     key = TrialKey("rec", "loop", "git", "tiny", "two", 1)
     cfg = yaml.safe_load(m.path.read_text())
     cfg["judge"] = {"provider": "recorded"}

@@ -23,8 +23,14 @@ BARE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 def snakemake(wd: Path, *args) -> subprocess.CompletedProcess:
     # Relative paths, as a user types them in the project folder.
-    p = subprocess.run([sys.executable, "-m", "snakemake", "--scheduler", "greedy", *args], cwd=wd,
-                       capture_output=True, text=True, env={"PATH": BARE_PATH, "HOME": str(wd)}, timeout=600)
+    p = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--scheduler", "greedy", *args],
+        cwd=wd,
+        capture_output=True,
+        text=True,
+        env={"PATH": BARE_PATH, "HOME": str(wd)},
+        timeout=600,
+    )
     if p.returncode != 0:
         logs = "\n".join(f"--- {f}\n{f.read_text()[-1500:]}" for f in (wd / "results" / "logs").rglob("*.log"))
         raise AssertionError(f"snakemake {args} failed:\n{p.stdout[-2000:]}\n{p.stderr[-4000:]}\n{logs[-4000:]}")
@@ -55,8 +61,8 @@ def test_a_spaced_folder_without_the_venv_on_path_runs_and_a_moved_copy_plans_no
 
     # the finished project, copied elsewhere with its results and .snakemake: nothing to do
     moved = tmp_path / "elsewhere" / "copy of project"
-    shutil.copytree(wd, moved, symlinks=True)   # copy2 keeps the files' times, as cp -a or rsync -a do
-    shutil.rmtree(wd)                           # the original is gone: nothing may point back to it
+    shutil.copytree(wd, moved, symlinks=True)  # copy2 keeps the files' times, as cp -a or rsync -a do
+    shutil.rmtree(wd)  # the original is gone: nothing may point back to it
     assert planned_jobs(moved) == ""
     # and it still runs there: one more trial uses the moved checkout and records
     cfg = (moved / "config.yaml").read_text().replace("trials: 1", "trials: 2")

@@ -48,7 +48,7 @@ def test_project_placeholder_and_relative_read_only(tmp_path, monkeypatch):
     m = load_matrix(wd / "config.yaml")
     spec = m.specs.tools["mine"]
     assert spec.args == (f"{wd}/server.py", "ok")
-    assert spec.read_only == (f"{wd}/server.py", f"{wd}/lib")      # relative: from the project
+    assert spec.read_only == (f"{wd}/server.py", f"{wd}/lib")  # relative: from the project
     assert spec.config["env"] == {"DATA": f"{wd}/data"}
     assert m.tools["mine"]["args"] == ["{project}/server.py", "ok"]  # the config keeps the placeholder
 
@@ -84,9 +84,17 @@ def test_files_outside_the_project_and_in_tool_installs_are_not_keys(tmp_path, m
     wd.mkdir()
     (wd / ".tools" / "mine").mkdir(parents=True)
     (wd / ".tools" / "mine" / "data.txt").write_text("v1")
-    write_matrix(wd, tools={"baseline": {"transport": "none"},
-                            "mine": {"command": BASE_PYTHON, "args": [str(FAULTY_SERVER), "ok"],
-                                     "read_only": [str(FAULTY_SERVER), "{project}/.tools/mine/data.txt"]}})
+    write_matrix(
+        wd,
+        tools={
+            "baseline": {"transport": "none"},
+            "mine": {
+                "command": BASE_PYTHON,
+                "args": [str(FAULTY_SERVER), "ok"],
+                "read_only": [str(FAULTY_SERVER), "{project}/.tools/mine/data.txt"],
+            },
+        },
+    )
     monkeypatch.chdir(wd)
     monkeypatch.setenv("MCPTRIALS_TOOLS_DIR", str(wd / ".tools"))
     from mcptrials.matrix.projectfiles import content_hashes
@@ -122,13 +130,16 @@ def validate(wd: Path, capsys) -> tuple[int, str]:
     return code, out.out + out.err
 
 
-@pytest.mark.parametrize("edit, field, fix", [
-    ({"command": "does-not-exist"}, "tools.mine.command", "add an `install:` entry"),
-    ({"command": "{project}/bin/serve"}, "tools.mine.command", "fix the path"),
-    ({"read_only": ["{project}/sever.py"]}, "tools.mine.read_only[0]", "fix the path"),
-    ({"read_only": ["lib/missing"]}, "tools.mine.read_only[0]", "fix the path"),
-    ({"index": {"command": "no-such-indexer"}}, "tools.mine.index.command", "add an `install:` entry"),
-])
+@pytest.mark.parametrize(
+    "edit, field, fix",
+    [
+        ({"command": "does-not-exist"}, "tools.mine.command", "add an `install:` entry"),
+        ({"command": "{project}/bin/serve"}, "tools.mine.command", "fix the path"),
+        ({"read_only": ["{project}/sever.py"]}, "tools.mine.read_only[0]", "fix the path"),
+        ({"read_only": ["lib/missing"]}, "tools.mine.read_only[0]", "fix the path"),
+        ({"index": {"command": "no-such-indexer"}}, "tools.mine.index.command", "add an `install:` entry"),
+    ],
+)
 def test_validate_refuses_a_server_that_cannot_start(tmp_path, monkeypatch, capsys, edit, field, fix):
     wd = make_project(tmp_path / "p", **edit)
     monkeypatch.chdir(wd)
@@ -145,7 +156,7 @@ def test_validate_accepts_what_will_start(tmp_path, monkeypatch, capsys):
     assert code == 0 and ": ok:" in out, out
     cfg = yaml.safe_load((wd / "config.yaml").read_text())
     (wd / "bin").mkdir()
-    (wd / "bin" / "serve").write_text(f"#!/bin/sh\nexec {BASE_PYTHON} \"$@\"\n")
+    (wd / "bin" / "serve").write_text(f'#!/bin/sh\nexec {BASE_PYTHON} "$@"\n')
     (wd / "bin" / "serve").chmod(0o755)
     cfg["tools"]["mine"] = own_server(command="bin/serve")  # relative: from the project
     (wd / "config.yaml").write_text(yaml.safe_dump(cfg))
@@ -169,13 +180,15 @@ def test_the_snapshot_stderr_log_is_this_runs_only(tmp_path, monkeypatch):
     wd = make_project(tmp_path / "p", args=["{project}/server.py", "crash_at_start"])
     monkeypatch.chdir(wd)
     m = load_matrix(wd / "config.yaml")
-    write_json(wd / "checkout.json", checkout("tiny", m.repo_source("tiny"), "repo", m.repos["tiny"]["commit"],
-                                              wd / "co"))
+    write_json(
+        wd / "checkout.json", checkout("tiny", m.repo_source("tiny"), "repo", m.repos["tiny"]["commit"], wd / "co")
+    )
     out = wd / "results" / "snapshots" / "mine" / "tiny" / "tools.json"
 
     def snap():
-        return make_snapshot(str(wd / "config.yaml"), "mine", "tiny", wd / "checkout.json", None, None, out,
-                             count_tokens=False)
+        return make_snapshot(
+            str(wd / "config.yaml"), "mine", "tiny", wd / "checkout.json", None, None, out, count_tokens=False
+        )
 
     first = snap()
     assert first.get("error") and "crashing at start" in first["stderr_tail"]
@@ -204,7 +217,7 @@ def test_a_finished_project_reruns_an_edited_server(tmp_path):
     copy_workflow(wd)
     run_snakemake(wd, "-j2")
     snapshot = yaml.safe_load((wd / "results" / "snapshots" / "mine" / "tiny" / "tools.json").read_text())
-    assert not snapshot.get("error") and len(snapshot["tools"]) == 3   # {project}/server.py started
+    assert not snapshot.get("error") and len(snapshot["tools"]) == 3  # {project}/server.py started
     assert planned(wd) == {}
     with open(wd / "server.py", "a") as f:
         f.write("# an edit of the server\n")

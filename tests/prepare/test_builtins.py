@@ -24,8 +24,8 @@ def ws(tmp_path):
     outside.write_text("top secret parse_config\n")
     os.symlink(outside, root / "leak.txt")
     os.symlink("/etc/passwd", root / "passwd")
-    os.symlink(root / "src" / "pkg" / "core.py", root / "alias.py")    # stays inside
-    os.symlink(tmp_path, root / "up")                                   # a directory outside
+    os.symlink(root / "src" / "pkg" / "core.py", root / "alias.py")  # stays inside
+    os.symlink(tmp_path, root / "up")  # a directory outside
     return BuiltinTools(root)
 
 
@@ -47,8 +47,11 @@ def test_read_file_whole_with_line_numbers(ws):
 def test_read_file_range(ws):
     text, err = ws.call("read_file", {"path": "./src/pkg/core.py", "start_line": 4, "end_line": 5})
     assert not err
-    assert text.splitlines() == ["src/pkg/core.py: lines 4-5 of 9",
-                                 "     4\tdef parse_config(path):", "     5\t    return path"]
+    assert text.splitlines() == [
+        "src/pkg/core.py: lines 4-5 of 9",
+        "     4\tdef parse_config(path):",
+        "     5\t    return path",
+    ]
     # end_line past the end is clamped, not an error
     text, err = ws.call("read_file", {"path": "src/pkg/core.py", "start_line": 8, "end_line": 99})
     assert not err and text.splitlines()[0] == "src/pkg/core.py: lines 8-9 of 9"
@@ -63,25 +66,28 @@ def test_read_file_empty(ws):
     assert ws.call("read_file", {"path": "empty.txt"}) == ("empty.txt: empty file (0 lines)", False)
 
 
-@pytest.mark.parametrize("args, fragment", [
-    ({"path": "/etc/passwd"}, "is absolute"),
-    ({"path": "../secret.txt"}, "leaves the workspace"),
-    ({"path": "src/../../secret.txt"}, "leaves the workspace"),
-    ({"path": "passwd"}, "symlink whose target is outside"),
-    ({"path": "leak.txt"}, "symlink whose target is outside"),
-    ({"path": "up/secret.txt"}, "symlink whose target is outside"),
-    ({"path": "nope.py"}, "no such file"),
-    ({"path": "src"}, "is a directory"),
-    ({"path": "data.bin"}, "binary file"),
-    ({"path": "src/pkg/core.py", "start_line": 0}, "start_line must be >= 1"),
-    ({"path": "src/pkg/core.py", "start_line": 50}, "past the end"),
-    ({"path": "src/pkg/core.py", "start_line": 5, "end_line": 3}, "before start_line"),
-    ({"path": "src/pkg/core.py", "start_line": "4"}, "must be an integer"),
-    ({"path": "src/pkg/core.py", "start_line": True}, "must be an integer"),
-    ({"path": 3}, "must be a string"),
-    ({}, "missing required argument 'path'"),
-    ({"path": "src/pkg/core.py", "lines": 3}, "unknown argument(s) lines"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        ({"path": "/etc/passwd"}, "is absolute"),
+        ({"path": "../secret.txt"}, "leaves the workspace"),
+        ({"path": "src/../../secret.txt"}, "leaves the workspace"),
+        ({"path": "passwd"}, "symlink whose target is outside"),
+        ({"path": "leak.txt"}, "symlink whose target is outside"),
+        ({"path": "up/secret.txt"}, "symlink whose target is outside"),
+        ({"path": "nope.py"}, "no such file"),
+        ({"path": "src"}, "is a directory"),
+        ({"path": "data.bin"}, "binary file"),
+        ({"path": "src/pkg/core.py", "start_line": 0}, "start_line must be >= 1"),
+        ({"path": "src/pkg/core.py", "start_line": 50}, "past the end"),
+        ({"path": "src/pkg/core.py", "start_line": 5, "end_line": 3}, "before start_line"),
+        ({"path": "src/pkg/core.py", "start_line": "4"}, "must be an integer"),
+        ({"path": "src/pkg/core.py", "start_line": True}, "must be an integer"),
+        ({"path": 3}, "must be a string"),
+        ({}, "missing required argument 'path'"),
+        ({"path": "src/pkg/core.py", "lines": 3}, "unknown argument(s) lines"),
+    ],
+)
 def test_read_file_refusals(ws, args, fragment):
     text, err = ws.call("read_file", args)
     assert err, text
@@ -110,7 +116,9 @@ def test_grep_finds_sorted_relative_hits_and_skips_binary_git_and_outside(ws):
 
 
 def test_grep_path_glob_directory_file_and_case(ws):
-    assert ws.call("grep", {"pattern": "parse", "path": "src/**/*.py"})[0] == "src/pkg/core.py:4: def parse_config(path):"
+    assert (
+        ws.call("grep", {"pattern": "parse", "path": "src/**/*.py"})[0] == "src/pkg/core.py:4: def parse_config(path):"
+    )
     assert ws.call("grep", {"pattern": "PARSE", "path": "src"})[0] == "src/pkg/util.py:2: PARSE = 1"
     text, _ = ws.call("grep", {"pattern": "PARSE", "path": "src", "case_insensitive": True})
     assert text.splitlines() == ["src/pkg/core.py:4: def parse_config(path):", "src/pkg/util.py:2: PARSE = 1"]
@@ -132,16 +140,19 @@ def test_grep_caps_matches_and_reports_total(ws):
     assert lines[-1] == f"[{GREP_MAX_MATCHES} of {GREP_MAX_MATCHES + 50} matches shown; narrow the pattern or the path]"
 
 
-@pytest.mark.parametrize("args, fragment", [
-    ({"pattern": "def ("}, "invalid regular expression"),
-    ({"pattern": "x", "path": "/etc"}, "is absolute"),
-    ({"pattern": "x", "path": "../*"}, "contains '..'"),
-    ({"pattern": "x", "path": "../secret.txt"}, "leaves the workspace"),
-    ({"pattern": "root", "path": "passwd"}, "symlink whose target is outside"),
-    ({"pattern": "x", "path": "missing_dir"}, "no such file or directory"),
-    ({"pattern": "x", "case_insensitive": "yes"}, "must be a boolean"),
-    ({"path": "src"}, "missing required argument 'pattern'"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        ({"pattern": "def ("}, "invalid regular expression"),
+        ({"pattern": "x", "path": "/etc"}, "is absolute"),
+        ({"pattern": "x", "path": "../*"}, "contains '..'"),
+        ({"pattern": "x", "path": "../secret.txt"}, "leaves the workspace"),
+        ({"pattern": "root", "path": "passwd"}, "symlink whose target is outside"),
+        ({"pattern": "x", "path": "missing_dir"}, "no such file or directory"),
+        ({"pattern": "x", "case_insensitive": "yes"}, "must be a boolean"),
+        ({"path": "src"}, "missing required argument 'pattern'"),
+    ],
+)
 def test_grep_refusals(ws, args, fragment):
     text, err = ws.call("grep", args)
     assert err and fragment in text, text
@@ -156,11 +167,14 @@ def test_list_files(ws):
     assert ws.call("list_files", {"pattern": "*.rs"}) == ("No files match '*.rs'.", False)
 
 
-@pytest.mark.parametrize("args, fragment", [
-    ({"pattern": "/etc/*"}, "is absolute"),
-    ({"pattern": "../**/*"}, "contains '..'"),
-    ({"pattern": 5}, "must be a string"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        ({"pattern": "/etc/*"}, "is absolute"),
+        ({"pattern": "../**/*"}, "contains '..'"),
+        ({"pattern": 5}, "must be a string"),
+    ],
+)
 def test_list_files_refusals(ws, args, fragment):
     text, err = ws.call("list_files", args)
     assert err and fragment in text, text

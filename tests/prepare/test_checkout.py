@@ -25,8 +25,9 @@ MISSING = "0123456789abcdef0123456789abcdef01234567"  # a well-formed commit id 
 
 
 def head(tree: Path) -> str:
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=tree, check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=tree, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def test_a_failed_checkout_keeps_the_previous_good_one(tmp_path):
@@ -48,8 +49,14 @@ def test_a_new_checkout_replaces_the_old_one(tmp_path):
     dest = tmp_path / "co"
     checkout("tiny", str(tmp_path / "repo"), "repo", first, dest)
     (tmp_path / "repo" / "NEW.md").write_text("new\n")
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+    }
     for cmd in (["git", "add", "-A"], ["git", "commit", "-qm", "second"]):
         subprocess.run(cmd, cwd=tmp_path / "repo", check=True, env=env)
     second = head(tmp_path / "repo")
@@ -65,8 +72,14 @@ def two_commit_repo(path: Path) -> tuple[str, str]:
     """A repository with two commits: (the first, the head)."""
     first = make_repo(path)
     (path / "NEW.md").write_text("new\n")
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin", "HOME": str(path)}
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(path),
+    }
     for cmd in (["git", "add", "-A"], ["git", "commit", "-qm", "second"]):
         subprocess.run(cmd, cwd=path, check=True, env=env)
     return first, head(path)
@@ -87,8 +100,12 @@ def test_a_commit_the_local_source_holds_passes(tmp_path, kind):
     first, last = two_commit_repo(tmp_path / "src")
     url = "src"
     if kind == "bundle":
-        subprocess.run(["git", "bundle", "create", "-q", str(tmp_path / "src.bundle"), "--all"], cwd=tmp_path / "src",
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["git", "bundle", "create", "-q", str(tmp_path / "src.bundle"), "--all"],
+            cwd=tmp_path / "src",
+            check=True,
+            capture_output=True,
+        )
         url = "src.bundle"
     for commit in (first, last):  # a head, and a commit that is no head (inside the bundle's pack)
         assert check_commits(load_matrix(project(tmp_path, url, commit))) == []
@@ -99,8 +116,12 @@ def test_a_commit_the_local_source_lacks_is_refused(tmp_path, kind, capsys):
     make_repo(tmp_path / "src")
     url = "src"
     if kind == "bundle":
-        subprocess.run(["git", "bundle", "create", "-q", str(tmp_path / "src.bundle"), "--all"], cwd=tmp_path / "src",
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["git", "bundle", "create", "-q", str(tmp_path / "src.bundle"), "--all"],
+            cwd=tmp_path / "src",
+            check=True,
+            capture_output=True,
+        )
         url = "src.bundle"
     cfg = project(tmp_path, url, MISSING)
     problems = check_commits(load_matrix(cfg))
@@ -126,8 +147,10 @@ def test_a_mirror_that_lacks_the_commit_is_named(tmp_path):
     data["mirrors"] = {"https://example.org/tiny.git": "other"}
     cfg.write_text(yaml.safe_dump(data))
     problems = check_commits(load_matrix(cfg))
-    assert len(problems) == 1 and "is not in other (a local repository, the mirror of https://example.org/tiny.git)" \
-        in problems[0]
+    assert (
+        len(problems) == 1
+        and "is not in other (a local repository, the mirror of https://example.org/tiny.git)" in problems[0]
+    )
 
 
 def test_a_remote_url_is_not_checked(tmp_path):
@@ -152,16 +175,22 @@ def test_the_hint_runs_from_where_the_user_is(tmp_path, kind, monkeypatch):
     make_repo(tmp_path / "src")
     url = "../src"
     if kind == "bundle":
-        subprocess.run(["git", "bundle", "create", "-q", str(tmp_path / "src.bundle"), "--all"], cwd=tmp_path / "src",
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["git", "bundle", "create", "-q", str(tmp_path / "src.bundle"), "--all"],
+            cwd=tmp_path / "src",
+            check=True,
+            capture_output=True,
+        )
         url = "../src.bundle"
     (tmp_path / "configs").mkdir()
     cfg = project(tmp_path / "configs", url, MISSING)
     monkeypatch.chdir(tmp_path)
     (problem,) = check_commits(load_matrix(cfg))
     command = re.search(r"give a commit it holds \(`([^`]+)`\)", problem).group(1)
-    assert command == ("git -C src log --all --format=%H" if kind == "repository" else "git bundle list-heads src.bundle")
+    assert command == (
+        "git -C src log --all --format=%H" if kind == "repository" else "git bundle list-heads src.bundle"
+    )
     assert subprocess.run(command, shell=True, capture_output=True).returncode == 0
-    monkeypatch.chdir(tmp_path / "configs")                        # from elsewhere: an absolute path
+    monkeypatch.chdir(tmp_path / "configs")  # from elsewhere: an absolute path
     (problem,) = check_commits(load_matrix(cfg))
     assert str(tmp_path / ("src" if kind == "repository" else "src.bundle")) in problem

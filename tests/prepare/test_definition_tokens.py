@@ -26,10 +26,16 @@ MODEL = "claude-sonnet-4-6"
 
 
 def project(tmp_path, base_url=None, tools=None, anthropic_model=True):
-    models = {"claude": {"provider": "anthropic", "model": MODEL, "base_url": base_url, "max_retries": 0}} \
-        if anthropic_model else {"reference": {"provider": "reference"}}
-    cfg = write_matrix(tmp_path, tools=tools or {"echo": faulty_tool("ok"), "baseline": {"transport": "none"}},
-                       extra={"models": models, "pricing": {MODEL: {"input": 3.0, "output": 15.0}}})
+    models = (
+        {"claude": {"provider": "anthropic", "model": MODEL, "base_url": base_url, "max_retries": 0}}
+        if anthropic_model
+        else {"reference": {"provider": "reference"}}
+    )
+    cfg = write_matrix(
+        tmp_path,
+        tools=tools or {"echo": faulty_tool("ok"), "baseline": {"transport": "none"}},
+        extra={"models": models, "pricing": {MODEL: {"input": 3.0, "output": 15.0}}},
+    )
     m = load_matrix(cfg)
     co = checkout("tiny", m.repo_source("tiny"), "repo", m.repos["tiny"]["commit"], tmp_path / "co")
     write_json(tmp_path / "checkout.json", co)
@@ -37,8 +43,9 @@ def project(tmp_path, base_url=None, tools=None, anthropic_model=True):
 
 
 def snapshot(m, tmp_path, tool="echo", **kw):
-    return make_snapshot(str(m.path), tool, "tiny", tmp_path / "checkout.json", None, None,
-                         tmp_path / "snap" / tool / "tools.json", **kw)
+    return make_snapshot(
+        str(m.path), tool, "tiny", tmp_path / "checkout.json", None, None, tmp_path / "snap" / tool / "tools.json", **kw
+    )
 
 
 def count_requests(api):
@@ -57,8 +64,9 @@ def fake_count(api, body) -> int:
 
 def test_counted_by_the_endpoint_with_the_tools_the_loop_sends(tmp_path, fake_api, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    api = fake_api([reply(tool_use("mcp__echo__echo", {"text": "hi"})), reply(text("`src/util.py:1`."))],
-                   require_auth=True)
+    api = fake_api(
+        [reply(tool_use("mcp__echo__echo", {"text": "hi"})), reply(text("`src/util.py:1`."))], require_auth=True
+    )
     m, co = project(tmp_path, api.url)
     snap = snapshot(m, tmp_path)
     none, builtin, full = (r["body"] for r in count_requests(api))
@@ -79,7 +87,9 @@ def test_counted_by_the_endpoint_with_the_tools_the_loop_sends(tmp_path, fake_ap
     for d in sent:
         d.pop("cache_control", None)
     assert sent == full["tools"]
-    assert json.loads((tmp_path / "snap" / "echo" / "tools.json").read_text())["definition_tokens"] == with_tools - without
+    assert (
+        json.loads((tmp_path / "snap" / "echo" / "tools.json").read_text())["definition_tokens"] == with_tools - without
+    )
 
 
 def test_baseline_adds_nothing(tmp_path, fake_api, monkeypatch):
@@ -87,7 +97,11 @@ def test_baseline_adds_nothing(tmp_path, fake_api, monkeypatch):
     api = fake_api()
     m, _ = project(tmp_path, api.url)
     snap = snapshot(m, tmp_path, tool="baseline")
-    assert (snap["definition_tokens"], snap["definition_tokens_method"], snap["definition_tools"]) == (0, COUNT_METHOD, 0)
+    assert (snap["definition_tokens"], snap["definition_tokens_method"], snap["definition_tools"]) == (
+        0,
+        COUNT_METHOD,
+        0,
+    )
     assert snap["builtin_definition_tokens"] > 0
 
 
@@ -166,10 +180,20 @@ def test_summary_and_report_give_it_per_tool(tmp_path):
     cfg, runs = fx.build(tmp_path)
     snaps = runs.parent / "snapshots"
     for tool, n, method in (("git", 1234, "count_tokens"), ("baseline", 0, "count_tokens")):
-        write_json(snaps / tool / "tiny" / "tools.json", {
-            "tool": tool, "repo": "tiny", "definition_tokens": n, "definition_tokens_method": method,
-            "definition_tokens_model": MODEL, "definition_tokens_error": None, "definition_tokens_estimate": n + 10,
-            "builtin_definition_tokens": 456, "definition_tools": 12 if n else 0})
+        write_json(
+            snaps / tool / "tiny" / "tools.json",
+            {
+                "tool": tool,
+                "repo": "tiny",
+                "definition_tokens": n,
+                "definition_tokens_method": method,
+                "definition_tokens_model": MODEL,
+                "definition_tokens_error": None,
+                "definition_tokens_estimate": n + 10,
+                "builtin_definition_tokens": 456,
+                "definition_tools": 12 if n else 0,
+            },
+        )
     agg, out = tmp_path / "aggregate", tmp_path / "report"
     assert main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(agg)]) == 0
     prof = {p["tool"]: p for p in json.loads((agg / "summary.json").read_text())["server_profile"]}
@@ -177,8 +201,24 @@ def test_summary_and_report_give_it_per_tool(tmp_path):
     assert (d["tokens"], d["methods"], d["builtin_tokens"]) == (1234, ["count_tokens"], 456)
     assert d["per_repo"]["tiny"]["definition_tokens_estimate"] == 1244
     assert prof["baseline"]["definition_tokens"]["tokens"] == 0
-    assert main(["report", "--config", str(cfg), "--aggregate", str(agg), "--heldout", str(tmp_path / "none.json"),
-                 "--runs", str(runs), "--out-dir", str(out)]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "--config",
+                str(cfg),
+                "--aggregate",
+                str(agg),
+                "--heldout",
+                str(tmp_path / "none.json"),
+                "--runs",
+                str(runs),
+                "--out-dir",
+                str(out),
+            ]
+        )
+        == 0
+    )
     md = (out / "report.md").read_text()
     assert "tool definitions, tokens per request" in md and "1,234 (12 tools)" in md
     assert "by count_tokens" in md and "add 456 more" in md

@@ -54,9 +54,23 @@ def install(tool: str, tmp_path) -> float | None:
             INSTALL_SECONDS[tool] = None
         else:
             t0 = time.monotonic()
-            subprocess.run([sys.executable, "-m", "mcptrials.cli", "install-tool", "--config", str(PACK_CONFIG),
-                            "--tool", tool, "--out", str(tmp_path / f"{tool}-install.json")],
-                           check=True, cwd=ROOT, env={**os.environ, "MCPTRIALS_TOOLS_DIR": str(TOOLS)})
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "mcptrials.cli",
+                    "install-tool",
+                    "--config",
+                    str(PACK_CONFIG),
+                    "--tool",
+                    tool,
+                    "--out",
+                    str(tmp_path / f"{tool}-install.json"),
+                ],
+                check=True,
+                cwd=ROOT,
+                env={**os.environ, "MCPTRIALS_TOOLS_DIR": str(TOOLS)},
+            )
             INSTALL_SECONDS[tool] = round(time.monotonic() - t0, 1)
             assert all(p.exists() for p in installed_marks(tool)), installed_marks(tool)
     return INSTALL_SECONDS[tool]
@@ -79,10 +93,12 @@ def prepare(tool: str, tmp_path, extra: dict | None = None):
     if spec.get("index"):
         index_dir = tmp_path / "index"
         with open(tmp_path / "index.log", "w") as log:
-            index_rec = build_index(tool, m.tools[tool], co["tree"], index_dir, m.specs.key_env_names(), log,
-                                    tool_spec=m.specs.tools[tool])
-    snap = make_snapshot(str(m.path), tool, "tiny", tmp_path / "co" / "checkout.json", None, index_dir,
-                         tmp_path / "snap" / "tools.json")
+            index_rec = build_index(
+                tool, m.tools[tool], co["tree"], index_dir, m.specs.key_env_names(), log, tool_spec=m.specs.tools[tool]
+            )
+    snap = make_snapshot(
+        str(m.path), tool, "tiny", tmp_path / "co" / "checkout.json", None, index_dir, tmp_path / "snap" / "tools.json"
+    )
     return m, co, index_dir, index_rec, snap
 
 
@@ -92,8 +108,15 @@ def mcp_calls(transcript: dict) -> list[dict]:
 
 def unsandboxed(calls: list[dict]) -> list:
     """A call and its result without the trial's own folder, to compare two trials."""
-    return [(c["tool"], re.sub(r"/tmp/mcptrials-trial-[^/\"']+", "TRIAL", json.dumps(c["arguments"])),
-             re.sub(r"/tmp/mcptrials-trial-[^/\"']+", "TRIAL", c["result_text"]), c["is_error"]) for c in calls]
+    return [
+        (
+            c["tool"],
+            re.sub(r"/tmp/mcptrials-trial-[^/\"']+", "TRIAL", json.dumps(c["arguments"])),
+            re.sub(r"/tmp/mcptrials-trial-[^/\"']+", "TRIAL", c["result_text"]),
+            c["is_error"],
+        )
+        for c in calls
+    ]
 
 
 @pytest.mark.parametrize("tool", SERVERS)
@@ -117,13 +140,17 @@ def test_pack_server_snapshots_and_runs_a_trial_sandboxed(tool, tmp_path, monkey
     assert_bubblewrap(meta["sandbox"], "trial")
     mcp = mcp_calls(t)
     errors = [c for c in mcp if c["is_error"]]
-    print(f"\n[{tool}] install {'reused' if install_s is None else f'{install_s} s'}; "
-          f"{'index + ' if index_rec else ''}snapshot {len(snap['tools'])} tools ({snap['server_name']} "
-          f"{snap['server_version']}, {prep_s:.1f} s); trial {t['outcome']} in {trial_s:.1f} s; "
-          f"{len(t['tool_calls'])} calls, {len(mcp)} MCP, {len(errors)} MCP errors")
+    print(
+        f"\n[{tool}] install {'reused' if install_s is None else f'{install_s} s'}; "
+        f"{'index + ' if index_rec else ''}snapshot {len(snap['tools'])} tools ({snap['server_name']} "
+        f"{snap['server_version']}, {prep_s:.1f} s); trial {t['outcome']} in {trial_s:.1f} s; "
+        f"{len(t['tool_calls'])} calls, {len(mcp)} MCP, {len(errors)} MCP errors"
+    )
     for c in mcp:
-        print(f"  {'ERR' if c['is_error'] else 'ok '} {c['tool']} {json.dumps(c['arguments'])[:160]} -> "
-              f"{c['result_text'][:200]!r}")
+        print(
+            f"  {'ERR' if c['is_error'] else 'ok '} {c['tool']} {json.dumps(c['arguments'])[:160]} -> "
+            f"{c['result_text'][:200]!r}"
+        )
     assert t["outcome"] == "completed", (t.get("outcome_detail"), meta.get("server_stderr_tail"))
     assert meta["live_tools_sha256"] == snap["tools_sha256"]
     if mcp and len(errors) == len(mcp):
@@ -141,11 +168,15 @@ def test_pack_server_snapshots_and_runs_a_trial_sandboxed(tool, tmp_path, monkey
 # reference agent does not call git tools for a "where is it defined" question; tree-sitter:
 # see above), made in the server's sandbox as a trial starts it: (tool, arguments, expected).
 PROBES = {
-    "git": [("git_log", {"repo_path": "{workspace}", "max_count": 3}, "init"),
-            ("git_show", {"repo_path": "{workspace}", "revision": "HEAD"}, "def helper(x)")],
-    "tree-sitter": [("register_project_tool", {"path": "{workspace}", "name": "tiny"}, '"python": 2'),
-                    ("get_symbols", {"project": "tiny", "file_path": "src/util.py"}, '"name": "helper"'),
-                    ("find_usage", {"project": "tiny", "symbol": "helper", "language": "python"}, "src/app.py")],
+    "git": [
+        ("git_log", {"repo_path": "{workspace}", "max_count": 3}, "init"),
+        ("git_show", {"repo_path": "{workspace}", "revision": "HEAD"}, "def helper(x)"),
+    ],
+    "tree-sitter": [
+        ("register_project_tool", {"path": "{workspace}", "name": "tiny"}, '"python": 2'),
+        ("get_symbols", {"project": "tiny", "file_path": "src/util.py"}, '"name": "helper"'),
+        ("find_usage", {"project": "tiny", "symbol": "helper", "language": "python"}, "src/app.py"),
+    ],
 }
 
 
@@ -160,7 +191,7 @@ def test_server_tools_answer_inside_the_sandbox(tool, tmp_path, monkeypatch):
     install(tool, tmp_path)
     m = load_matrix(write_matrix(tmp_path, tools={tool: copy.deepcopy(PACK_TOOLS[tool])}))
     co = checkout("tiny", m.repo_source("tiny"), "repo", m.repos["tiny"]["commit"], tmp_path / "co")
-    folders = Sandbox.create(co["tree"], None)   # the trial's own folders: workspace, home, tmp, index
+    folders = Sandbox.create(co["tree"], None)  # the trial's own folders: workspace, home, tmp, index
     values = folders.values()
 
     async def probe():
@@ -168,8 +199,10 @@ def test_server_tools_answer_inside_the_sandbox(tool, tmp_path, monkeypatch):
             assert_bubblewrap(s.sandbox, "server")
             out = []
             for name, args, _ in PROBES[tool]:
-                args = {k: v.replace("{workspace}", values["workspace"]) if isinstance(v, str) else v
-                        for k, v in args.items()}
+                args = {
+                    k: v.replace("{workspace}", values["workspace"]) if isinstance(v, str) else v
+                    for k, v in args.items()
+                }
                 r = await s.client.call_tool(name, args)
                 out.append((r.is_error, "".join(getattr(c, "text", "") for c in r.content)))
             return out

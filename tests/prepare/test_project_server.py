@@ -51,18 +51,21 @@ def project(wd: Path, **tool) -> Path:
     shutil.copy(FAULTY_SERVER, wd / "server" / "faulty.py")
     (wd / "server" / "main.py").write_text(
         "import os, runpy\nimport only_in_the_venv  # noqa: F401\n"
-        "runpy.run_path(os.path.join(os.path.dirname(__file__), 'faulty.py'), run_name='__main__')\n")
+        "runpy.run_path(os.path.join(os.path.dirname(__file__), 'faulty.py'), run_name='__main__')\n"
+    )
     write_matrix(wd, tools={"baseline": {"transport": "none"}, "mine": dict(DOCUMENTED, **tool)})
     return wd
 
 
 def snapshot(wd: Path) -> tuple[dict, Path]:
     m = load_matrix(wd / "config.yaml")
-    write_json(wd / "checkout.json", checkout("tiny", m.repo_source("tiny"), "repo", m.repos["tiny"]["commit"],
-                                              wd / "co"))
+    write_json(
+        wd / "checkout.json", checkout("tiny", m.repo_source("tiny"), "repo", m.repos["tiny"]["commit"], wd / "co")
+    )
     out = wd / "results" / "snapshots" / "mine" / "tiny" / "tools.json"
-    return make_snapshot(str(wd / "config.yaml"), "mine", "tiny", wd / "checkout.json", None, None, out,
-                         count_tokens=False), out
+    return make_snapshot(
+        str(wd / "config.yaml"), "mine", "tiny", wd / "checkout.json", None, None, out, count_tokens=False
+    ), out
 
 
 def test_the_documented_project_server_starts_with_python3_from_path(tmp_path, monkeypatch):
@@ -73,9 +76,9 @@ def test_the_documented_project_server_starts_with_python3_from_path(tmp_path, m
     assert not rec.get("error"), (rec.get("error"), rec.get("stderr_tail"))
     assert [t["name"] for t in rec["tools"]] == ["echo", "big", "fail"]
     mounts = {m["path"]: m["mode"] for m in rec["sandbox"]["mounts"]}
-    assert mounts[str(venv)] == "ro"                     # the venv: read-only
+    assert mounts[str(venv)] == "ro"  # the venv: read-only
     assert all(mode == "ro" for p, mode in mounts.items() if not p.startswith("/tmp/mcptrials-"))
-    assert str(wd) not in mounts and "config.yaml" not in mounts   # the project itself: not mounted
+    assert str(wd) not in mounts and "config.yaml" not in mounts  # the project itself: not mounted
 
 
 def test_the_venv_is_read_only_and_the_project_stays_out(tmp_path, monkeypatch):
@@ -88,20 +91,26 @@ def test_the_venv_is_read_only_and_the_project_stays_out(tmp_path, monkeypatch):
     spec = load_matrix(wd / "config.yaml").specs.tools["mine"]
     ws = tmp_path / "ws"
     ws.mkdir()
-    probe = ("import json, only_in_the_venv\n"
-             "def attempt(f):\n"
-             "    try:\n        f(); return 'ok'\n"
-             "    except OSError as e:\n        return type(e).__name__\n"
-             f"print(json.dumps({{'write_venv': attempt(lambda: open({str(venv / 'x')!r}, 'w')),\n"
-             f"  'read_config': attempt(lambda: open({str(wd / 'config.yaml')!r}).read()),\n"
-             f"  'read_server': attempt(lambda: open({str(wd / 'server' / 'main.py')!r}).read()),\n"
-             "  'module': only_in_the_venv.WHERE}))\n")
+    probe = (
+        "import json, only_in_the_venv\n"
+        "def attempt(f):\n"
+        "    try:\n        f(); return 'ok'\n"
+        "    except OSError as e:\n        return type(e).__name__\n"
+        f"print(json.dumps({{'write_venv': attempt(lambda: open({str(venv / 'x')!r}, 'w')),\n"
+        f"  'read_config': attempt(lambda: open({str(wd / 'config.yaml')!r}).read()),\n"
+        f"  'read_server': attempt(lambda: open({str(wd / 'server' / 'main.py')!r}).read()),\n"
+        "  'module': only_in_the_venv.WHERE}))\n"
+    )
     argv, env = server_sandbox(spec, {"workspace": str(ws)}).wrap([server_command(spec), "-c", probe], {}, str(ws))
     out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     got = __import__("json").loads(out.stdout)
-    assert got == {"write_venv": "OSError", "read_config": "FileNotFoundError", "read_server": "ok",
-                   "module": "the venv"}, got
+    assert got == {
+        "write_venv": "OSError",
+        "read_config": "FileNotFoundError",
+        "read_server": "ok",
+        "module": "the venv",
+    }, got
     assert not (venv / "x").exists()
 
 
@@ -124,7 +133,7 @@ def test_validate_refuses_a_command_that_cannot_resolve_inside_the_sandbox(tmp_p
     that only this machine's PATH has: inside the sandbox it would not start."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "my-interp").write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
+    (bin_dir / "my-interp").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
     (bin_dir / "mine-serve").write_text("#!/usr/bin/env my-interp\nprint('a server')\n")
     for f in ("my-interp", "mine-serve"):
         (bin_dir / f).chmod(0o755)
@@ -153,7 +162,7 @@ def test_command_problem_sees_what_the_sandbox_mounts(tmp_path):
     needs = command_needs(python)
     assert str(venv) in needs and not any(n.startswith(str(venv) + "/") for n in needs)  # the folder, once
     assert command_problem(python, ProcessSandbox().ro(*needs)) is None
-    assert command_needs("/usr/bin/env") == []           # the system: mounted anyway
+    assert command_needs("/usr/bin/env") == []  # the system: mounted anyway
     # a link on PATH to a venv's script (as pipx makes them): the link, the venv and its Python
     script = venv / "bin" / "mine-serve"
     script.write_text(f"#!{venv}/bin/python3\nprint('a server')\n")
@@ -175,10 +184,9 @@ def test_a_failed_snapshot_names_the_file_with_the_servers_stderr(tmp_path, monk
     assert rec.get("error")
     (f,) = failed_stages(wd / "results")
     assert f["log"] == "results/snapshots/mine/tiny/server.stderr.log"
-    assert "crashing at start" in (wd / f["log"]).read_text()          # the file that holds the cause
+    assert "crashing at start" in (wd / f["log"]).read_text()  # the file that holds the cause
     assert "the server's stderr ends:" in f["error"] and "crashing at start" in f["error"]
     assert f["log"] in f["fix"] and f["log"] in status_text([f])
-
 
 
 def test_a_failed_index_names_the_file_with_its_output(tmp_path, monkeypatch):
@@ -190,8 +198,15 @@ def test_a_failed_index_names_the_file_with_its_output(tmp_path, monkeypatch):
     (tmp_path / "tree").mkdir()
     log_path = tmp_path / "index.log"
     with open(log_path, "w") as log, pytest.raises(RuntimeError) as e:
-        build_index("mine", m.specs.tools["mine"].config, str(tmp_path / "tree"), tmp_path / "out" / "tiny", set(),
-                    log, tool_spec=m.specs.tools["mine"])
+        build_index(
+            "mine",
+            m.specs.tools["mine"].config,
+            str(tmp_path / "tree"),
+            tmp_path / "out" / "tiny",
+            set(),
+            log,
+            tool_spec=m.specs.tools["mine"],
+        )
     assert f"its output is in {log_path}" in str(e.value) and "fix tools.mine.index" in str(e.value)
     assert "cannot index" in log_path.read_text()
 

@@ -35,7 +35,15 @@ from mcptrials.matrix.hashing import canonical_hash
 from mcptrials.prepare.proxy import OVERRIDE_MISMATCH, UNKNOWN_TOOL, Rewriter, command_line, mismatch
 from mcptrials.run.runner import run_trial
 from mcptrials.prepare.servers import proxy_script
-from variant_helpers import KEY, OVERRIDES, anthropic_extra, proxy_mounted, variant_project, variant_snapshot, variant_tools
+from variant_helpers import (
+    KEY,
+    OVERRIDES,
+    anthropic_extra,
+    proxy_mounted,
+    variant_project,
+    variant_snapshot,
+    variant_tools,
+)
 
 
 def msg(obj) -> bytes:
@@ -45,40 +53,75 @@ def msg(obj) -> bytes:
 # --- the rewriting, by hand ------------------------------------------------------------
 
 
-LIST = {"jsonrpc": "2.0", "id": 7, "result": {"tools": [
-    {"name": "echo", "description": "Return the text.", "title": "Echo",
-     "inputSchema": {"type": "object", "properties": {"text": {"type": "string", "description": "old"}},
-                     "required": ["text"]}},
-    {"name": "big", "description": "Long.", "inputSchema": {"type": "object", "properties": {}}},
-    {"name": "fail", "description": "Fails.", "inputSchema": {"type": "object"}}], "_meta": {"k": 1}}}
+LIST = {
+    "jsonrpc": "2.0",
+    "id": 7,
+    "result": {
+        "tools": [
+            {
+                "name": "echo",
+                "description": "Return the text.",
+                "title": "Echo",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"text": {"type": "string", "description": "old"}},
+                    "required": ["text"],
+                },
+            },
+            {"name": "big", "description": "Long.", "inputSchema": {"type": "object", "properties": {}}},
+            {"name": "fail", "description": "Fails.", "inputSchema": {"type": "object"}},
+        ],
+        "_meta": {"k": 1},
+    },
+}
 
 
 def test_tools_list_is_rewritten_and_the_rest_kept():
     r = Rewriter(OVERRIDES)
-    assert r.from_client(msg({"jsonrpc": "2.0", "id": 7, "method": "tools/list"})) == \
-        (msg({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}), None)
+    assert r.from_client(msg({"jsonrpc": "2.0", "id": 7, "method": "tools/list"})) == (
+        msg({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}),
+        None,
+    )
     out = json.loads(r.from_server(msg(LIST)))
     echo, big, fail = out["result"]["tools"]
-    assert echo == {"name": "say", "description": "Say the text back, word for word.", "title": "Echo",
-                    "inputSchema": {"type": "object", "required": ["text"],
-                                    "properties": {"text": {"type": "string", "description": "The words to say."}}}}
-    assert big == {"name": "big", "description": "Make a long text.", "inputSchema": {"type": "object", "properties": {}}}
+    assert echo == {
+        "name": "say",
+        "description": "Say the text back, word for word.",
+        "title": "Echo",
+        "inputSchema": {
+            "type": "object",
+            "required": ["text"],
+            "properties": {"text": {"type": "string", "description": "The words to say."}},
+        },
+    }
+    assert big == {
+        "name": "big",
+        "description": "Make a long text.",
+        "inputSchema": {"type": "object", "properties": {}},
+    }
     assert fail == LIST["result"]["tools"][2] and out["result"]["_meta"] == {"k": 1} and out["id"] == 7
-    assert not r.pending   # answered: the next server line is not even parsed
+    assert not r.pending  # answered: the next server line is not even parsed
     assert r.from_server(b"not json at all\n") == b"not json at all\n"
 
 
 def test_renamed_calls_map_back_and_the_old_name_is_gone():
     r = Rewriter(OVERRIDES)
-    call = {"jsonrpc": "2.0", "id": "a-1", "method": "tools/call",
-            "params": {"name": "say", "arguments": {"text": "hi"}, "_meta": {"progressToken": 3}}}
+    call = {
+        "jsonrpc": "2.0",
+        "id": "a-1",
+        "method": "tools/call",
+        "params": {"name": "say", "arguments": {"text": "hi"}, "_meta": {"progressToken": 3}},
+    }
     to_server, to_client = r.from_client(msg(call))
     assert json.loads(to_server) == dict(call, params=dict(call["params"], name="echo")) and to_client is None
     # the server's own name of a renamed tool: the model never saw it, the proxy answers
     to_server, to_client = r.from_client(msg(dict(call, params={"name": "echo", "arguments": {}})))
     assert to_server is None
-    assert json.loads(to_client) == {"jsonrpc": "2.0", "id": "a-1",
-                                     "error": {"code": UNKNOWN_TOOL, "message": "Unknown tool: echo"}}
+    assert json.loads(to_client) == {
+        "jsonrpc": "2.0",
+        "id": "a-1",
+        "error": {"code": UNKNOWN_TOOL, "message": "Unknown tool: echo"},
+    }
     # a tool that is not renamed passes byte for byte (spacing kept)
     raw = b'{"jsonrpc":"2.0",  "id":5,"method":"tools/call","params":{"name":"big","arguments":{}}}\n'
     assert r.from_client(raw) == (raw, None)
@@ -90,19 +133,23 @@ def test_renamed_calls_map_back_and_the_old_name_is_gone():
 
 def test_everything_else_passes_untouched():
     r = Rewriter(OVERRIDES)
-    lines = [b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n',
-             b'{"jsonrpc":"2.0","id":1,"method":"resources/list"}\n',
-             b'{"jsonrpc":"2.0","id":9,"result":{"roots":[]}}\n',   # the client answering the server
-             b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}\n',
-             b"garbage\n"]
+    lines = [
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n',
+        b'{"jsonrpc":"2.0","id":1,"method":"resources/list"}\n',
+        b'{"jsonrpc":"2.0","id":9,"result":{"roots":[]}}\n',  # the client answering the server
+        b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}\n',
+        b"garbage\n",
+    ]
     for line in lines:
         assert r.from_client(line) == (line, None)
     assert not r.pending
     r.from_client(msg({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
     # while a listing is pending: the server's notifications, requests, other responses and errors stay as sent
-    server_lines = [b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}\n',
-                    b'{"jsonrpc":"2.0","id":2,"method":"roots/list"}\n',       # the server's own request, same id
-                    b'{"jsonrpc":"2.0","id":3,"result":{"content":[]}}\n']
+    server_lines = [
+        b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}\n',
+        b'{"jsonrpc":"2.0","id":2,"method":"roots/list"}\n',  # the server's own request, same id
+        b'{"jsonrpc":"2.0","id":3,"result":{"content":[]}}\n',
+    ]
     for line in server_lines:
         assert r.from_server(line) == line
     err = b'{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"boom"}}\n'
@@ -113,21 +160,27 @@ def test_everything_else_passes_untouched():
 
 
 def test_mismatch_is_an_error_after_the_last_page():
-    r = Rewriter({"tools": {"fail": {"name": "say"}, "echo": {"parameters": {"text": "x"}}, "late": {"description": "d"}}})
+    r = Rewriter(
+        {"tools": {"fail": {"name": "say"}, "echo": {"parameters": {"text": "x"}}, "late": {"description": "d"}}}
+    )
     page1 = {"jsonrpc": "2.0", "id": 1, "result": {"tools": LIST["result"]["tools"][:1], "nextCursor": "c2"}}
     page2 = {"jsonrpc": "2.0", "id": 2, "result": {"tools": LIST["result"]["tools"][1:] + [{"name": "late"}]}}
     r.from_client(msg({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
-    assert "result" in json.loads(r.from_server(msg(page1)))    # not the last page: no verdict yet
+    assert "result" in json.loads(r.from_server(msg(page1)))  # not the last page: no verdict yet
     r.from_client(msg({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"cursor": "c2"}}))
-    assert "result" in json.loads(r.from_server(msg(page2)))    # `late` is on page 2: known
-    bad = Rewriter({"tools": {"gone": {"description": "d"}, "echo": {"parameters": {"nope": "x"}},
-                              "fail": {"name": "big"}}})
+    assert "result" in json.loads(r.from_server(msg(page2)))  # `late` is on page 2: known
+    bad = Rewriter(
+        {"tools": {"gone": {"description": "d"}, "echo": {"parameters": {"nope": "x"}}, "fail": {"name": "big"}}}
+    )
     bad.from_client(msg({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
     out = json.loads(bad.from_server(msg(dict(LIST, id=1))))
     assert out["id"] == 1 and out["error"]["code"] == OVERRIDE_MISMATCH
-    assert out["error"]["data"] == {"unknown_tools": ["gone"], "listed": ["big", "echo", "fail"],
-                                    "unknown_parameters": {"echo": {"unknown": ["nope"], "listed": ["text"]}},
-                                    "name_clashes": {"big": ["big", "fail"]}}
+    assert out["error"]["data"] == {
+        "unknown_tools": ["gone"],
+        "listed": ["big", "echo", "fail"],
+        "unknown_parameters": {"echo": {"unknown": ["nope"], "listed": ["text"]}},
+        "name_clashes": {"big": ["big", "fail"]},
+    }
     assert "the server lists no tool gone" in out["error"]["message"]
     assert mismatch(OVERRIDES["tools"], LIST["result"]["tools"]) == {}
 
@@ -164,8 +217,15 @@ SDK_SERVER = textwrap.dedent('''
     if __name__ == "__main__":
         server.run()
 ''')
-SDK_OVERRIDES = {"tools": {"find_text": {"name": "grep_repo", "description": "Find a text in the repository.",
-                                         "parameters": {"text": "The exact text to look for."}}}}
+SDK_OVERRIDES = {
+    "tools": {
+        "find_text": {
+            "name": "grep_repo",
+            "description": "Find a text in the repository.",
+            "parameters": {"text": "The exact text to look for."},
+        }
+    }
+}
 
 
 def _client(argv, errlog):
@@ -206,16 +266,20 @@ def test_real_sdk_server_behind_the_proxy(tmp_path):
     d_tools, d_proto, d_instr, d_prog, d_count, d_boom, d_found, _ = asyncio.run(session(direct))
     tools, proto, instr, prog, count, boom, found, old = asyncio.run(session(proxied))
     assert proto == d_proto == "2026-07-28" and instr == d_instr == "Use find_text."
-    assert sorted(tools) == ["boom", "grep_repo", "slow_count"] and sorted(d_tools) == ["boom", "find_text", "slow_count"]
+    assert sorted(tools) == ["boom", "grep_repo", "slow_count"] and sorted(d_tools) == [
+        "boom",
+        "find_text",
+        "slow_count",
+    ]
     g = tools["grep_repo"]
     assert g.description == "Find a text in the repository."
     assert g.input_schema["properties"]["text"]["description"] == "The exact text to look for."
     assert g.input_schema["required"] == d_tools["find_text"].input_schema["required"] == ["text"]
     assert tools["boom"] == d_tools["boom"] and tools["slow_count"] == d_tools["slow_count"]
-    assert found.content[0].text == d_found.content[0].text == "found helper at src/util.py:1"   # the real tool
-    assert boom.is_error and boom.content[0].text == d_boom.content[0].text   # a tool error, as the server sent it
-    assert prog == d_prog == [1, 2, 3] and count.content[0].text == "counted 3"   # notifications in flight
-    assert old == UNKNOWN_TOOL   # the renamed-away name is not callable
+    assert found.content[0].text == d_found.content[0].text == "found helper at src/util.py:1"  # the real tool
+    assert boom.is_error and boom.content[0].text == d_boom.content[0].text  # a tool error, as the server sent it
+    assert prog == d_prog == [1, 2, 3] and count.content[0].text == "counted 3"  # notifications in flight
+    assert old == UNKNOWN_TOOL  # the renamed-away name is not callable
 
 
 def _exchange(argv, lines: list[bytes]) -> list[bytes]:
@@ -227,18 +291,30 @@ def _exchange(argv, lines: list[bytes]) -> list[bytes]:
 def test_byte_for_byte_against_the_server_run_directly():
     """The fixture server (initialize handshake) with odd ids, a JSON-RPC error, a notification and
     an unknown method: every answer but the listing is the server's own bytes."""
-    lines = [msg({"jsonrpc": "2.0", "id": "init-\u00e9", "method": "initialize",
-                  "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
-             msg({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-             msg({"jsonrpc": "2.0", "id": 0, "method": "ping"}),
-             msg({"jsonrpc": "2.0", "id": 2.5, "method": "no/such/method"}),
-             msg({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "nope", "arguments": {}}}),
-             msg({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "fail", "arguments": {}}}),
-             msg({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})]
+    lines = [
+        msg(
+            {
+                "jsonrpc": "2.0",
+                "id": "init-\u00e9",
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            }
+        ),
+        msg({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        msg({"jsonrpc": "2.0", "id": 0, "method": "ping"}),
+        msg({"jsonrpc": "2.0", "id": 2.5, "method": "no/such/method"}),
+        msg({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "nope", "arguments": {}}}),
+        msg({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "fail", "arguments": {}}}),
+        msg({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}),
+    ]
     direct = [BASE_PYTHON, str(FAULTY_SERVER), "ok"]
     want = _exchange(direct, lines)
     got = _exchange(command_line(BASE_PYTHON, proxy_script(), OVERRIDES, direct), lines)
-    assert len(want) == len(got) == 6   # the notification has no answer
+    assert len(want) == len(got) == 6  # the notification has no answer
     assert got[:5] == want[:5]
     assert json.loads(want[3])["error"]["code"] == -32602 and json.loads(want[4])["result"]["isError"] is True
     assert [t["name"] for t in json.loads(got[5])["result"]["tools"]] == ["say", "big", "fail"]
@@ -248,10 +324,14 @@ def test_byte_for_byte_against_the_server_run_directly():
 def test_the_proxy_ends_with_its_server():
     """A server that dies mid-call: the proxy exits with its status at once and its client sees EOF."""
     direct = [BASE_PYTHON, str(FAULTY_SERVER), "crash_during_call"]
-    p = subprocess.Popen(command_line(BASE_PYTHON, proxy_script(), OVERRIDES, direct), stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        command_line(BASE_PYTHON, proxy_script(), OVERRIDES, direct),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     p.stdin.write(msg({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "say", "arguments": {}}}))
-    p.stdin.flush()   # stdin stays open: the proxy must not wait for it
+    p.stdin.flush()  # stdin stays open: the proxy must not wait for it
     assert p.stdout.read() == b"" and p.wait(timeout=10) == 3
 
 
@@ -260,15 +340,19 @@ def test_a_stopped_proxy_stops_its_server():
     import psutil
 
     direct = [BASE_PYTHON, str(FAULTY_SERVER), "ok"]
-    p = subprocess.Popen(command_line(BASE_PYTHON, proxy_script(), OVERRIDES, direct), stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        command_line(BASE_PYTHON, proxy_script(), OVERRIDES, direct),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     p.stdin.write(msg({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
     p.stdin.flush()
-    assert json.loads(p.stdout.readline())["id"] == 1   # the server is up
+    assert json.loads(p.stdout.readline())["id"] == 1  # the server is up
     (server,) = psutil.Process(p.pid).children()
     p.terminate()
     assert p.wait(timeout=10) == 128 + 15
-    server.wait(timeout=10)   # psutil: returns once it is gone (raises TimeoutExpired otherwise)
+    server.wait(timeout=10)  # psutil: returns once it is gone (raises TimeoutExpired otherwise)
     assert not server.is_running()
 
 
@@ -286,13 +370,28 @@ def test_server_memory_leaves_the_proxy_out():
 
     argv = command_line(BASE_PYTHON, proxy_script(), OVERRIDES, [BASE_PYTHON, str(FAULTY_SERVER), "ok"])
     # a shell stays the tree's root (`; true`: no exec), as the harness is the root of a trial's tree
-    root = subprocess.Popen(["sh", "-c", shlex.join(argv) + "; true"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    root = subprocess.Popen(
+        ["sh", "-c", shlex.join(argv) + "; true"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     stopped = []
     try:
-        root.stdin.write(msg({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                                         "clientInfo": {"name": "t", "version": "1"}}}))
+        root.stdin.write(
+            msg(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "1"},
+                    },
+                }
+            )
+        )
         root.stdin.flush()
         answer = json.loads(root.stdout.readline())  # blocks until the server, behind the proxy, is up
         assert answer["id"] == 1 and "result" in answer
@@ -332,27 +431,51 @@ def test_a_variant_is_its_base_server_plus_overrides(tmp_path):
     assert m2.specs.tools["terse"].version == "descriptions-2"
 
 
-@pytest.mark.parametrize("tools, match", [
-    (dict(variant_tools(), terse={"variant_of": "nothere", "overrides": OVERRIDES}),
-     r"field tools\.terse\.variant_of: 'nothere' is not a tool of the config; use one of: baseline, faulty"),
-    (dict(variant_tools(), again={"variant_of": "terse", "overrides": OVERRIDES}),
-     r"field tools\.again\.variant_of: 'terse' is itself a variant; name the tool it is a variant of \('faulty'\)"),
-    (dict(variant_tools(), terse={"variant_of": "baseline", "overrides": OVERRIDES}),
-     r"field tools\.terse\.variant_of: tools\.baseline has transport none; the variant proxy relays stdio servers only"),
-    (dict(variant_tools(), web=faulty_tool(transport="http", url="http://127.0.0.1:{port}/mcp", network=True),
-          terse={"variant_of": "web", "overrides": OVERRIDES}),
-     r"tools\.web has transport http; the variant proxy relays stdio servers only.*transport stdio"),
-    (variant_tools(args=["--other"]),
-     r"field tools\.terse\.args: a variant runs its base's server \(tools\.faulty\).*remove `args` \(set it on tools\.faulty\)"),
-    (variant_tools(overrides={"tools": {"echo": {"name": "x"}, "big": {"name": "x"}}}),
-     r"field tools\.terse\.overrides\.tools\.big\.name: 'x' is also the new name of echo"),
-    (variant_tools(overrides={"tools": {"echo": {"name": "has space"}}}),
-     r"field tools\.terse\.overrides\.tools\.echo\.name: 'has space' does not match"),
-    (dict(variant_tools(), terse={"variant_of": "faulty"}),
-     r"field tools\.terse: 'overrides' is a dependency of 'variant_of'"),
-    (dict(variant_tools(), terse={"overrides": OVERRIDES, "command": "x"}),
-     r"field tools\.terse: 'variant_of' is a dependency of 'overrides'"),
-])
+@pytest.mark.parametrize(
+    "tools, match",
+    [
+        (
+            dict(variant_tools(), terse={"variant_of": "nothere", "overrides": OVERRIDES}),
+            r"field tools\.terse\.variant_of: 'nothere' is not a tool of the config; use one of: baseline, faulty",
+        ),
+        (
+            dict(variant_tools(), again={"variant_of": "terse", "overrides": OVERRIDES}),
+            r"field tools\.again\.variant_of: 'terse' is itself a variant; name the tool it is a variant of \('faulty'\)",
+        ),
+        (
+            dict(variant_tools(), terse={"variant_of": "baseline", "overrides": OVERRIDES}),
+            r"field tools\.terse\.variant_of: tools\.baseline has transport none; the variant proxy relays stdio servers only",
+        ),
+        (
+            dict(
+                variant_tools(),
+                web=faulty_tool(transport="http", url="http://127.0.0.1:{port}/mcp", network=True),
+                terse={"variant_of": "web", "overrides": OVERRIDES},
+            ),
+            r"tools\.web has transport http; the variant proxy relays stdio servers only.*transport stdio",
+        ),
+        (
+            variant_tools(args=["--other"]),
+            r"field tools\.terse\.args: a variant runs its base's server \(tools\.faulty\).*remove `args` \(set it on tools\.faulty\)",
+        ),
+        (
+            variant_tools(overrides={"tools": {"echo": {"name": "x"}, "big": {"name": "x"}}}),
+            r"field tools\.terse\.overrides\.tools\.big\.name: 'x' is also the new name of echo",
+        ),
+        (
+            variant_tools(overrides={"tools": {"echo": {"name": "has space"}}}),
+            r"field tools\.terse\.overrides\.tools\.echo\.name: 'has space' does not match",
+        ),
+        (
+            dict(variant_tools(), terse={"variant_of": "faulty"}),
+            r"field tools\.terse: 'overrides' is a dependency of 'variant_of'",
+        ),
+        (
+            dict(variant_tools(), terse={"overrides": OVERRIDES, "command": "x"}),
+            r"field tools\.terse: 'variant_of' is a dependency of 'overrides'",
+        ),
+    ],
+)
 def test_bad_variants_are_refused_with_the_field_and_the_fix(tmp_path, tools, match):
     with pytest.raises(ConfigError, match=match):
         load_matrix(write_matrix(tmp_path, tools=tools))
@@ -375,27 +498,54 @@ def test_the_variants_snapshot_is_what_the_model_sees(tmp_path):
     assert (base["variant_of"], base["overrides_sha256"]) == (None, None)
     assert var["server_name"] == base["server_name"] == "faulty-mcp-server"
     assert var["sandbox"]["mechanism"] == "bubblewrap"
-    assert proxy_mounted(var["sandbox"])   # the proxy's one file, read-only
+    assert proxy_mounted(var["sandbox"])  # the proxy's one file, read-only
     assert json.loads((tmp_path / "snap" / "terse" / "tools.json").read_text())["tools"] == var["tools"]
 
 
-@pytest.mark.parametrize("overrides, match", [
-    ({"tools": {"ecko": {"description": "d"}}},
-     r"field tools\.terse\.overrides\.tools\.ecko: the server lists no tool 'ecko' \(it lists: big, echo, fail\); "
-     r"fix the name or remove the entry"),
-    ({"tools": {"echo": {"parameters": {"txt": "d"}}}},
-     r"field tools\.terse\.overrides\.tools\.echo\.parameters\.txt: tool 'echo' has no such parameter \(it has: text\)"),
-    ({"tools": {"echo": {"name": "big"}}},
-     r"field tools\.terse\.overrides\.tools: tools big, echo would all be named 'big'"),
-])
+@pytest.mark.parametrize(
+    "overrides, match",
+    [
+        (
+            {"tools": {"ecko": {"description": "d"}}},
+            r"field tools\.terse\.overrides\.tools\.ecko: the server lists no tool 'ecko' \(it lists: big, echo, fail\); "
+            r"fix the name or remove the entry",
+        ),
+        (
+            {"tools": {"echo": {"parameters": {"txt": "d"}}}},
+            r"field tools\.terse\.overrides\.tools\.echo\.parameters\.txt: tool 'echo' has no such parameter \(it has: text\)",
+        ),
+        (
+            {"tools": {"echo": {"name": "big"}}},
+            r"field tools\.terse\.overrides\.tools: tools big, echo would all be named 'big'",
+        ),
+    ],
+)
 def test_overrides_that_do_not_fit_the_server_stop_the_snapshot(tmp_path, overrides, match):
     m, _ = variant_project(tmp_path, variant_tools(overrides=overrides))
     with pytest.raises(ConfigError, match=match):
         variant_snapshot(m, tmp_path, "terse")
     # through the command, as the workflow runs it: a config error, named, nonzero
-    p = subprocess.run([sys.executable, "-m", "mcptrials.cli", "snapshot", "--config", str(m.path), "--tool", "terse",
-                        "--repo", "tiny", "--checkout", str(tmp_path / "checkout.json"), "--estimate-only",
-                        "--out", str(tmp_path / "cmd" / "tools.json")], capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcptrials.cli",
+            "snapshot",
+            "--config",
+            str(m.path),
+            "--tool",
+            "terse",
+            "--repo",
+            "tiny",
+            "--checkout",
+            str(tmp_path / "checkout.json"),
+            "--estimate-only",
+            "--out",
+            str(tmp_path / "cmd" / "tools.json"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode != 0 and "field tools.terse.overrides.tools" in p.stderr
     assert not (tmp_path / "cmd" / "tools.json").exists()
 
@@ -405,8 +555,12 @@ def test_overrides_that_do_not_fit_the_server_stop_the_snapshot(tmp_path, overri
 
 def test_loop_trial_the_model_sees_the_variant_and_its_call_reaches_the_real_tool(tmp_path, fake_api, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    api = fake_api([reply(tool_use("mcp__terse__say", {"text": "helper lives in src/util.py"}, id="toolu_1")),
-                    reply(text("`helper` is defined at `src/util.py:1`."))])
+    api = fake_api(
+        [
+            reply(tool_use("mcp__terse__say", {"text": "helper lives in src/util.py"}, id="toolu_1")),
+            reply(text("`helper` is defined at `src/util.py:1`.")),
+        ]
+    )
     m, co = variant_project(tmp_path, variant_tools(), extra=anthropic_extra(api))
     snap = variant_snapshot(m, tmp_path, "terse")
     t, meta = run_trial(m, "claude", "terse", "find-helper", 1, co, snap, None, tmp_path / "out", host="loop")
@@ -418,11 +572,17 @@ def test_loop_trial_the_model_sees_the_variant_and_its_call_reaches_the_real_too
     assert say["input_schema"]["properties"]["text"]["description"] == "The words to say."
     assert offered["mcp__terse__big"]["description"] == "Make a long text."
     (c,) = [c for c in t["tool_calls"] if c["source"] == "mcp"]
-    assert (c["tool"], c["is_error"], c["result_text"]) == ("say", False, "helper lives in src/util.py")  # echo answered
+    assert (c["tool"], c["is_error"], c["result_text"]) == (
+        "say",
+        False,
+        "helper lives in src/util.py",
+    )  # echo answered
     assert (meta["variant_of"], meta["overrides_sha256"]) == ("faulty", canonical_hash(OVERRIDES))
     assert meta["tools_sha256"] == meta["live_tools_sha256"] == snap["tools_sha256"]
     assert proxy_mounted(meta["sandbox"])
-    assert KEY not in json.dumps(meta) and "ANTHROPIC_API_KEY" not in (tmp_path / "out" / "server.stderr.log").read_text()
+    assert (
+        KEY not in json.dumps(meta) and "ANTHROPIC_API_KEY" not in (tmp_path / "out" / "server.stderr.log").read_text()
+    )
 
 
 @pytest.mark.slow
@@ -456,10 +616,14 @@ def test_the_workflow_runs_a_variant_on_its_bases_install(tmp_path):
             (tmp_path / "config.yaml").write_text(cfg0)
 
     trials_of = {"transcript": 1, "scored": 1, "judged": 1, "aggregate": 1, "report": 1, "status": 1, "all": 1}
-    assert edit(lambda t: t["terse"]["overrides"]["tools"]["echo"].update(description="Echo.")) == \
-        {"tools_snapshot": 1, **trials_of}
-    assert edit(lambda t: t["faulty"]["args"].append("--quiet")) == \
-        {"tools_snapshot": 2, **{k: 2 if k in ("transcript", "scored", "judged") else 1 for k in trials_of}}
+    assert edit(lambda t: t["terse"]["overrides"]["tools"]["echo"].update(description="Echo.")) == {
+        "tools_snapshot": 1,
+        **trials_of,
+    }
+    assert edit(lambda t: t["faulty"]["args"].append("--quiet")) == {
+        "tools_snapshot": 2,
+        **{k: 2 if k in ("transcript", "scored", "judged") else 1 for k in trials_of},
+    }
     assert planned(tmp_path) == {}
 
 
@@ -470,8 +634,9 @@ def test_the_proxy_and_its_server_see_only_the_servers_environment(tmp_path, fak
     dump = tmp_path / "env.json"
     api = fake_api([reply(tool_use("mcp__terse__say", {"text": "hi"}, id="toolu_1")), reply(text("Done."))])
     tools = variant_tools()
-    tools["faulty"] = faulty_tool("ok", env={"FAULT_MODE": "ok", "FAULT_ENV_DUMP": str(dump), "KEEP": "me"},
-                                  sandbox="none")
+    tools["faulty"] = faulty_tool(
+        "ok", env={"FAULT_MODE": "ok", "FAULT_ENV_DUMP": str(dump), "KEEP": "me"}, sandbox="none"
+    )
     m, co = variant_project(tmp_path, tools, extra=anthropic_extra(api))
     t, meta = run_trial(m, "claude", "terse", "find-helper", 1, co, None, None, tmp_path / "out", host="loop")
     assert t["outcome"] == "completed", t["outcome_detail"]

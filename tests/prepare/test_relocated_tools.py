@@ -18,8 +18,10 @@ def build_tool_env(tools: Path) -> Path:
     env = tools / "mytool"
     subprocess.run([BASE_PYTHON, "-m", "venv", "--without-pip", str(env)], check=True)
     script = env / "bin" / "mytool-server"
-    script.write_text(f"#!{env}/bin/python\nimport runpy, sys\nsys.argv = [{str(FAULTY_SERVER)!r}, 'ok']\n"
-                      f"runpy.run_path({str(FAULTY_SERVER)!r}, run_name='__main__')\n")
+    script.write_text(
+        f"#!{env}/bin/python\nimport runpy, sys\nsys.argv = [{str(FAULTY_SERVER)!r}, 'ok']\n"
+        f"runpy.run_path({str(FAULTY_SERVER)!r}, run_name='__main__')\n"
+    )
     script.chmod(0o755)
     return env
 
@@ -34,10 +36,11 @@ def test_a_moved_venv_is_relocated_and_its_server_starts(tmp_path, monkeypatch):
     shutil.move(str(tmp_path / "built" / ".tools"), str(tmp_path / "moved" / ".tools"))
     env = tmp_path / "moved" / ".tools" / "mytool"
     script = env / "bin" / "mytool-server"
-    assert script.read_text().startswith(f"#!{built}/bin/python")      # names the folder it was built in
+    assert script.read_text().startswith(f"#!{built}/bin/python")  # names the folder it was built in
     monkeypatch.setenv("MCPTRIALS_TOOLS_DIR", str(tmp_path / "moved" / ".tools"))
-    cfg = write_matrix(tmp_path / "project", tools={"mytool": {"command": "mytool-server",
-                                                               "read_only": [str(FAULTY_SERVER)]}})
+    cfg = write_matrix(
+        tmp_path / "project", tools={"mytool": {"command": "mytool-server", "read_only": [str(FAULTY_SERVER)]}}
+    )
     m = load_matrix(cfg)
     spec = m.specs.tools["mytool"]
     ws = tmp_path / "ws"
@@ -50,9 +53,9 @@ def test_a_moved_venv_is_relocated_and_its_server_starts(tmp_path, monkeypatch):
         async with open_server(spec, values, tmp_path / "err.log", set()) as s:
             return [t["name"] for t in await s.list_tools()]
 
-    assert asyncio.run(tools()) == ["echo", "big", "fail"]              # started sandboxed, from its new place
+    assert asyncio.run(tools()) == ["echo", "big", "fail"]  # started sandboxed, from its new place
     assert script.read_text().startswith(f"#!{env}/bin/python\n")
-    assert relocate_venv(env) == 0                                      # nothing left to rewrite
+    assert relocate_venv(env) == 0  # nothing left to rewrite
 
 
 def test_relocate_touches_only_scripts_that_name_another_folder(tmp_path):

@@ -28,7 +28,9 @@ from mcptrials.prepare.sandbox import ProcessSandbox, SandboxUnavailable, check_
 
 KEY = "fake-key-sandbox-0123456789abcdef"
 
-pytestmark = pytest.mark.skipif(not __import__("shutil").which("bwrap"), reason="needs Debian's bubblewrap (make test installs it)")
+pytestmark = pytest.mark.skipif(
+    not __import__("shutil").which("bwrap"), reason="needs Debian's bubblewrap (make test installs it)"
+)
 
 
 @pytest.fixture
@@ -61,8 +63,10 @@ def run_process(monkeypatch):
     """Another process of the run holding the key in its environment (as snakemake and the
     trial worker do), and the key in this harness process too."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", MARKER],
-                         env={"PATH": "/usr/bin:/bin", "ANTHROPIC_API_KEY": KEY})
+    p = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(120)", MARKER],
+        env={"PATH": "/usr/bin:/bin", "ANTHROPIC_API_KEY": KEY},
+    )
     yield p
     p.kill()
     p.wait()
@@ -79,14 +83,35 @@ def project(tmp_path: Path, api, sandbox: str, listener_port: int, state_check: 
     gold = tmp_path / "locked" / "gold.json"
     gold.write_text(json.dumps({"items": {"secret-item": {"scenario": "find-helper", "quality": 0.9}}}))
     outside = tmp_path / "outside.txt"
-    args = [str(HOSTILE), "--read", str(tmp_path / "scenarios" / "find-helper.yaml"), "--read", str(gold),
-            "--read", str(tmp_path / "config.yaml"), "--list", str(tmp_path), "--write", str(outside),
-            "--connect", str(listener_port), "--marker", MARKER]
+    args = [
+        str(HOSTILE),
+        "--read",
+        str(tmp_path / "scenarios" / "find-helper.yaml"),
+        "--read",
+        str(gold),
+        "--read",
+        str(tmp_path / "config.yaml"),
+        "--list",
+        str(tmp_path),
+        "--write",
+        str(outside),
+        "--connect",
+        str(listener_port),
+        "--marker",
+        MARKER,
+    ]
     tool = {"command": BASE_PYTHON, "args": args, "read_only": [str(HOSTILE)]}
-    cfg = write_matrix(tmp_path, tools={"hostile": tool}, scenarios={"find-helper": sc},
-                       extra={"sandbox": sandbox,
-                              "models": {"claude": {"provider": "anthropic", "model": "claude-sonnet-4-6",
-                                                    "base_url": api.url, "max_retries": 0}}})
+    cfg = write_matrix(
+        tmp_path,
+        tools={"hostile": tool},
+        scenarios={"find-helper": sc},
+        extra={
+            "sandbox": sandbox,
+            "models": {
+                "claude": {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": api.url, "max_retries": 0}
+            },
+        },
+    )
     m = load_matrix(cfg)
     co = checkout("tiny", m.repo_source("tiny"), "repo", m.repos["tiny"]["commit"], tmp_path / "co")
     return m, co, gold, outside
@@ -104,12 +129,12 @@ def probe_report(tmp_path, fake_api, sandbox, port, state_check=None):
 
 def test_a_hostile_server_reaches_nothing_under_the_default_sandbox(tmp_path, fake_api, listener, run_process):
     rep, t, meta, gold, outside = probe_report(tmp_path, fake_api, "bubblewrap", listener)
-    assert rep["keys"] == []                                         # no /proc/*/environ holds the key, /proc/1 included
-    assert rep["marker_seen"] is False and rep["processes"] <= 3     # its own namespace: bwrap's init, itself
-    assert set(rep["read"].values()) == {None}                       # scenario, gold, config: not there
-    assert set(map(str, rep["list"].values())) == {"None"}           # the project folder: not there
+    assert rep["keys"] == []  # no /proc/*/environ holds the key, /proc/1 included
+    assert rep["marker_seen"] is False and rep["processes"] <= 3  # its own namespace: bwrap's init, itself
+    assert set(rep["read"].values()) == {None}  # scenario, gold, config: not there
+    assert set(map(str, rep["list"].values())) == {"None"}  # the project folder: not there
     assert set(rep["write"].values()) == {False} and not outside.exists()
-    assert set(rep["connect"].values()) == {False}                   # no network: the host's 127.0.0.1 is not its own
+    assert set(rep["connect"].values()) == {False}  # no network: the host's 127.0.0.1 is not its own
     sb = meta["sandbox"]
     assert sb["mechanism"] == "bubblewrap" and sb["version"] and sb["network"] is False
     assert {"path": project_path(HOSTILE), "mode": "ro"} in sb["mounts"]
@@ -128,20 +153,28 @@ def test_the_same_server_reaches_everything_with_sandbox_none(tmp_path, fake_api
     assert outside.exists()
     assert set(rep["connect"].values()) == {True}
     assert meta["sandbox"]["mechanism"] == "none"
-    assert KEY not in json.dumps(t)        # the harness still scrubs what it records
+    assert KEY not in json.dumps(t)  # the harness still scrubs what it records
 
 
 def test_a_state_check_runs_sandboxed(tmp_path, fake_api, listener, run_process):
     gold = tmp_path / "locked" / "gold.json"
-    check = {"command": f"cat {gold}; cat /proc/*/environ | tr '\\0' '\\n' | grep -c ANTHROPIC_API_KEY; "
-                        f"git status --short >/dev/null && echo git-ok", "expect": "git-ok"}
+    check = {
+        "command": f"cat {gold}; cat /proc/*/environ | tr '\\0' '\\n' | grep -c ANTHROPIC_API_KEY; "
+        f"git status --short >/dev/null && echo git-ok",
+        "expect": "git-ok",
+    }
     for sandbox, sees in (("bubblewrap", False), ("none", True)):
         wd = tmp_path / sandbox
         wd.mkdir()
-        _, t, _, _, _ = probe_report(wd, fake_api, sandbox, listener,
-                                     state_check=dict(check, command=check["command"].replace(str(gold), str(wd / "locked/gold.json"))))
+        _, t, _, _, _ = probe_report(
+            wd,
+            fake_api,
+            sandbox,
+            listener,
+            state_check=dict(check, command=check["command"].replace(str(gold), str(wd / "locked/gold.json"))),
+        )
         out = t["steps"][0]["state_check"]
-        assert "git-ok" in out["output"], out                      # it still works in the workspace
+        assert "git-ok" in out["output"], out  # it still works in the workspace
         assert ("secret-item" in out["output"]) is sees, out
         assert t["steps"][0]["state_check"]["sandbox"] == sandbox
 
@@ -154,8 +187,19 @@ def test_a_hostile_index_command_cannot_read_the_project(tmp_path):
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "a.py").write_text("x = 1\n")
-    cfg = write_matrix(tmp_path / "p", tools={"idx": {"command": BASE_PYTHON, "args": ["-c", "pass"], "index": {
-        "command": "sh", "args": ["-c", f"cat {gold} > {{index}}/stolen.txt 2>&1; ls {{repo}} > {{index}}/repo.txt"]}}})
+    cfg = write_matrix(
+        tmp_path / "p",
+        tools={
+            "idx": {
+                "command": BASE_PYTHON,
+                "args": ["-c", "pass"],
+                "index": {
+                    "command": "sh",
+                    "args": ["-c", f"cat {gold} > {{index}}/stolen.txt 2>&1; ls {{repo}} > {{index}}/repo.txt"],
+                },
+            }
+        },
+    )
     for sandbox, stolen in (("bubblewrap", False), ("none", True)):
         data = yaml.safe_load(cfg.read_text())
         data["sandbox"] = sandbox
@@ -164,7 +208,7 @@ def test_a_hostile_index_command_cannot_read_the_project(tmp_path):
         out = tmp_path / f"index-{sandbox}"
         with open(tmp_path / "log.txt", "w") as log:
             rec = build_index("idx", m.tools["idx"], str(tree), out, set(), log, tool_spec=m.specs.tools["idx"])
-        assert (out / "repo.txt").read_text().strip() == "a.py"   # it works on its copy of the repo
+        assert (out / "repo.txt").read_text().strip() == "a.py"  # it works on its copy of the repo
         assert ("secret-item" in (out / "stolen.txt").read_text()) is stolen
         assert rec["sandbox"]["mechanism"] == sandbox
 
@@ -176,15 +220,20 @@ def test_bwrap_starts_with_an_empty_environment(monkeypatch):
     assert argv[:2] == [argv[0], "-i"] and env == {}
     out = subprocess.run(argv, env=dict(os.environ), capture_output=True, text=True, check=True).stdout
     assert KEY not in out
-    inside = subprocess.run(argv[:-2] + ["sh", "-c", "echo $VISIBLE; echo ${ANTHROPIC_API_KEY:-none}"],
-                            env=dict(os.environ), capture_output=True, text=True, check=True).stdout.split()
+    inside = subprocess.run(
+        argv[:-2] + ["sh", "-c", "echo $VISIBLE; echo ${ANTHROPIC_API_KEY:-none}"],
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert inside == ["yes", "none"]
 
 
 def test_a_machine_without_bubblewrap_fails_validate_with_the_fix(tmp_path, monkeypatch):
     cfg = write_matrix(tmp_path, tools={"baseline": {"transport": "none"}})
     m = load_matrix(cfg)
-    check_available()      # here it works
+    check_available()  # here it works
     assert check_sandbox(m) == []
     (tmp_path / "nobwrap").mkdir()
     (tmp_path / "nobwrap" / "git").symlink_to(shutil.which("git"))  # git, which checkouts need, but no bwrap
@@ -197,7 +246,7 @@ def test_a_machine_without_bubblewrap_fails_validate_with_the_fix(tmp_path, monk
 
     assert main(["validate", "--config", str(cfg)]) == 2
     data = yaml.safe_load(cfg.read_text())
-    data["sandbox"] = "none"                           # knowingly unsandboxed: validate passes
+    data["sandbox"] = "none"  # knowingly unsandboxed: validate passes
     cfg.write_text(yaml.safe_dump(data))
     assert main(["validate", "--config", str(cfg)]) == 0
 

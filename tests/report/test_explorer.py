@@ -23,7 +23,7 @@ LONG = ("sonnet", "git", "s1", 2)
 NEEDLE = "Zebrafish-Needle"
 # a hostile answer: it tries to end the data element and run a script of its own
 HOSTILE = "</script><script>document.body.setAttribute('data-pwned','1')</script><!-- "
-LONG_ANSWER = f"The answer names {NEEDLE} first. {HOSTILE}" + "filler text " * 500   # over ANSWER_CAP
+LONG_ANSWER = f"The answer names {NEEDLE} first. {HOSTILE}" + "filler text " * 500  # over ANSWER_CAP
 N_TRIALS = 2 * 2 * 3 * 2
 
 
@@ -51,8 +51,24 @@ def run(tmp_path_factory):
         if patterns_of(r) is not None:
             r["patterns"] = patterns_of(r)
     (agg / "summary.json").write_text(json.dumps(summary))
-    assert main(["report", "--config", str(cfg), "--aggregate", str(agg), "--heldout", str(tmp / "none.json"),
-                 "--runs", str(runs), "--out-dir", str(out)]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "--config",
+                str(cfg),
+                "--aggregate",
+                str(agg),
+                "--heldout",
+                str(tmp / "none.json"),
+                "--runs",
+                str(runs),
+                "--out-dir",
+                str(out),
+            ]
+        )
+        == 0
+    )
     return {"runs": runs, "out": out, "summary": summary}
 
 
@@ -82,15 +98,15 @@ def test_embeds_every_trial_with_its_figures(run):
     # the fixture's git trial: keyword 1.0, 3 of 4 citations grounded, quality mean 0.7, wall 20 s
     assert (r["keyword_coverage"], r["citation_grounding"], r["quality"], r["wall_seconds"]) == (1.0, 0.75, 0.7, 20.0)
     assert r["fairness"] == s["fairness"] is not None
-    assert r["exact"] is None and r["state"] is None   # the fixture's scenarios have no exact or state check
+    assert r["exact"] is None and r["state"] is None  # the fixture's scenarios have no exact or state check
     assert r["cost_usd"] is None and rows[("sonnet", "git", "s1", 1)]["cost_usd"] == pytest.approx(2 * 0.0062775)
     assert r["patterns"] == {"repeated_call": 1, "unused_tool": 0}
-    assert rows[("reference", "baseline", "s1", 1)]["patterns"] is None   # no detector ran: an empty cell
+    assert rows[("reference", "baseline", "s1", 1)]["patterns"] is None  # no detector ran: an empty cell
     assert r["answer"] == f"The helper is in src/util.py:1. {fx.HOSTILE}"
     assert r["page"] == "trials/reference/git/s1/1.html" and (run["out"] / r["page"]).is_file()
     crashed = rows[("reference", "git", "s2", 2)]
     assert (crashed["result"], crashed["outcome"], crashed["fairness"]) == ("fail", "server_crashed", 0.0)
-    assert data["patterns"] == ["repeated_call"]   # only patterns seen at least once are offered
+    assert data["patterns"] == ["repeated_call"]  # only patterns seen at least once are offered
     assert data["produced_by"]["harness_versions"] == ["0.1.0"]
     assert data["produced_by"]["scenario_set_sha256"] == run["summary"]["identity"]["scenario_set_sha256"]
 
@@ -134,17 +150,29 @@ def test_long_answer_is_cut_at_the_cap_and_the_page_says_so(run):
 
 def test_self_contained(run):
     page = (run["out"] / "explorer.html").read_text()
-    code = page.split('id="explorer-data">')[0] + page.split("</script>", 1)[1]   # the page without its data
+    code = page.split('id="explorer-data">')[0] + page.split("</script>", 1)[1]  # the page without its data
     assert not re.search(r"\b(src|srcset)\s*=", code) and "<link" not in code
     assert "http://" not in code and "https://" not in code and "fetch(" not in code
 
 
 def test_answers_steps_joined_and_missing_transcript(tmp_path):
-    t = {"steps": [{"index": 1, "answer_text": "second"}, {"index": 0, "answer_text": "first"},
-                   {"index": 2, "answer_text": ""}]}
+    t = {
+        "steps": [
+            {"index": 1, "answer_text": "second"},
+            {"index": 0, "answer_text": "first"},
+            {"index": 2, "answer_text": ""},
+        ]
+    }
     assert ex.answer_text(t) == "first\n\nsecond"
-    trial = {"model_name": "m", "host": "loop", "tool": "t", "repo": "r", "scenario": "s", "trial": 1,
-             "page": "trials/m/t/s/1.html"}
+    trial = {
+        "model_name": "m",
+        "host": "loop",
+        "tool": "t",
+        "repo": "r",
+        "scenario": "s",
+        "trial": 1,
+        "page": "trials/m/t/s/1.html",
+    }
     assert ex.read_answers([trial], tmp_path) == {trial["page"]: None}
     r = dict(zip([c[0] for c in ex.COLUMNS] + list(ex.EXTRA), ex.explorer_row(trial, None)))
     assert r["answer"] == "(no transcript.json)"
@@ -228,7 +256,7 @@ def test_page_in_chromium(run, tmp_path):
     assert out["tool_git"] == ["git"] * 12
     assert sorted(out["git_s2"]) == ["fail", "fail", "pass", "pass"]
     assert out["missing"] == ["missing: api_failed"]
-    assert sorted(out["pattern"]) == ["repeated_call 1"] * 6 + ["repeated_call 2"] * 6   # the git trials, none 0
+    assert sorted(out["pattern"]) == ["repeated_call 1"] * 6 + ["repeated_call 2"] * 6  # the git trials, none 0
     # sorting orders: ascending then descending, the missing trial's empty fairness last both ways
     asc, desc = numbers(out["fair_asc"]), numbers(out["fair_desc"])
     assert len(asc) == N_TRIALS - 1 and asc == sorted(asc) and desc == sorted(asc, reverse=True) and asc[0] < asc[-1]
@@ -239,7 +267,7 @@ def test_page_in_chromium(run, tmp_path):
     assert out["search"]["rows"] == 1 and out["search"]["mark"] == [NEEDLE]
     assert (out["search"]["model"], out["search"]["tool"], out["search"]["trial"]) == (["sonnet"], ["git"], ["#2"])
     assert out["search_none"] == 0
-    assert out["pwned"] is None   # the hostile answer stayed text
+    assert out["pwned"] is None  # the hostile answer stayed text
     # every row links to its trial page, which exists
     assert len(out["links"]) == N_TRIALS
     for link in out["links"]:
@@ -291,8 +319,9 @@ def test_the_explorer_fits_a_1400_pixel_window(run, tmp_path):
     """No sideways scrolling at 1,400 pixels: answers wrap, patterns wrap (issue 27 item 7)."""
     p = run["out"] / "probe_width.html"
     p.write_text((run["out"] / "explorer.html").read_text().replace("</body>", WIDTH + "</body>"))
-    res = chromium(["--window-size=1400,1000", "--virtual-time-budget=5000", "--dump-dom", p.as_uri()],
-                   tmp_path / "profile")
+    res = chromium(
+        ["--window-size=1400,1000", "--virtual-time-budget=5000", "--dump-dom", p.as_uri()], tmp_path / "profile"
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     out = json.loads(re.search(r'<pre id="probe">(.*?)</pre>', res.stdout, re.S).group(1).replace("&quot;", '"'))
     assert out["window"] == 1400 and out["page"] <= out["window"], out

@@ -38,28 +38,46 @@ def parse(path: Path) -> Links:
     return p
 
 
-NO_ANCHOR = {"schema": "mcptrials/heldout/2", "anchor": None, "n": 0, "rho": None,
-             "reason": "no held-out anchor for this run: the config names no `locked:` folder"}
+NO_ANCHOR = {
+    "schema": "mcptrials/heldout/2",
+    "anchor": None,
+    "n": 0,
+    "rho": None,
+    "reason": "no held-out anchor for this run: the config names no `locked:` folder",
+}
 
 
-ANCHOR_LOCK = "this config's lockfile"   # run_report puts the sha256 of the fixture's held-out.lock here
+ANCHOR_LOCK = "this config's lockfile"  # run_report puts the sha256 of the fixture's held-out.lock here
 
 
 def anchored(rho, lockfile=ANCHOR_LOCK) -> dict:
     """The held-out stage's agreement with an anchor (no threshold, no verdict: the report decides)."""
-    return {"schema": "mcptrials/heldout/2", "anchor": "locked", "n": 3, "rho": rho, "lo": -0.5, "hi": 1.0,
-            "p": 0.3, "method": "scipy.stats.spearmanr; percentile bootstrap over pairs, 2000 resamples, seed 0",
-            "judge": {"provider": "reference"}, "judge_settings_hash": "d" * 64, "lockfile_sha256": lockfile,
-            "items": [{"id": "t1", "scenario": "s1", "gold": 0.9, "judged": 0.8}],
-            "usage": {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}}
+    return {
+        "schema": "mcptrials/heldout/2",
+        "anchor": "locked",
+        "n": 3,
+        "rho": rho,
+        "lo": -0.5,
+        "hi": 1.0,
+        "p": 0.3,
+        "method": "scipy.stats.spearmanr; percentile bootstrap over pairs, 2000 resamples, seed 0",
+        "judge": {"provider": "reference"},
+        "judge_settings_hash": "d" * 64,
+        "lockfile_sha256": lockfile,
+        "items": [{"id": "t1", "scenario": "s1", "gold": 0.9, "judged": 0.8}],
+        "usage": {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0},
+    }
 
 
 def write_heldout(d: Path, agreement: dict, lockfile="9" * 64) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     (d / "agreement.json").write_text(json.dumps(agreement))
     if agreement.get("anchor", "locked") is not None:
-        (d / "lock_verified.json").write_text(json.dumps({"locked": "locked", "lockfile_sha256": lockfile,
-                                                          "files": {"gold.json": "0" * 64}, "problems": []}))
+        (d / "lock_verified.json").write_text(
+            json.dumps(
+                {"locked": "locked", "lockfile_sha256": lockfile, "files": {"gold.json": "0" * 64}, "problems": []}
+            )
+        )
     return d / "agreement.json"
 
 
@@ -77,8 +95,21 @@ def run_report(tmp: Path, agreement: dict | None, **config):
         heldout = write_heldout(tmp / "heldout", agreement)
     else:
         heldout = tmp / "heldout" / "agreement.json"
-    code = main(["report", "--config", str(cfg), "--aggregate", str(agg), "--heldout", str(heldout),
-                 "--runs", str(runs), "--out-dir", str(out)])
+    code = main(
+        [
+            "report",
+            "--config",
+            str(cfg),
+            "--aggregate",
+            str(agg),
+            "--heldout",
+            str(heldout),
+            "--runs",
+            str(runs),
+            "--out-dir",
+            str(out),
+        ]
+    )
     return code, out
 
 
@@ -105,10 +136,10 @@ def test_headline_table(report):
     html = (report / "index.html").read_text()
     ids = parse(report / "index.html").ids
     assert {"headline-reference", "headline-sonnet"} <= ids
-    table = html[html.index('id="headline-reference"'):]
-    table = table[:table.index("</table>")]
+    table = html[html.index('id="headline-reference"') :]
+    table = table[: table.index("</table>")]
     assert "Δ vs baseline [95% CI]" in table and "pass^2" in table
-    assert "+0.091" in table            # the paired difference of test_aggregate, rounded
+    assert "+0.091" in table  # the paired difference of test_aggregate, rounded
     assert "within noise" in table
     # the margin beside the verdicts (the config schema's default `margin:`), the rule under the headline
     assert "verdict (margin ±0.05)" in table
@@ -131,7 +162,7 @@ def test_reference_labels(report):
 def test_every_link_resolves(report):
     index = parse(report / "index.html")
     trial_links = [v.partition("#")[0] for tag, k, v in index.refs if tag == "a" and v.startswith("trials/")]
-    assert len(set(trial_links)) == 24   # every trial; the patterns and feedback sections link some again
+    assert len(set(trial_links)) == 24  # every trial; the patterns and feedback sections link some again
     for v in trial_links:
         assert (report / unquote(v)).is_file(), v
     page = report / "trials/sonnet/git/s2/2.html"
@@ -139,7 +170,7 @@ def test_every_link_resolves(report):
     assert back and all((page.parent / unquote(v)).resolve().is_file() for v in back)
     md = (report / "report.md").read_text()
     for v in re.findall(r"\]\(([^)]+)\)", md):
-        assert (report / unquote(v)).is_file(), v   # trial pages and plots/*.png
+        assert (report / unquote(v)).is_file(), v  # trial pages and plots/*.png
 
 
 def test_no_network_references(report):
@@ -155,18 +186,18 @@ def test_transcript_text_is_escaped(report):
     page = (report / "trials/reference/git/s1/1.html").read_text()
     assert "<script>" not in page and "<b>bold</b>" not in page
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
-    assert "<details>" in page   # the 3,000-character tool result is folded
-    assert "&lt;i&gt;" in (report / "index.html").read_text()   # scenario titles too
+    assert "<details>" in page  # the 3,000-character tool result is folded
+    assert "&lt;i&gt;" in (report / "index.html").read_text()  # scenario titles too
 
 
 def test_trial_page_has_scores_and_judge(report):
     page = (report / "trials/reference/git/s2/2.html").read_text()
     assert "server_crashed" in page and "FAIL" in page
     assert "scored 0: the trial did not complete" in page
-    assert "connection closed" in page   # the error event
+    assert "connection closed" in page  # the error event
     # and the server's own last words, escaped
-    words = page[page.index('id="server-stderr"'):]
-    assert "KeyError: &#x27;GIT_DIR&#x27; &lt;b&gt;" in words[:words.index("</pre>")]
+    words = page[page.index('id="server-stderr"') :]
+    assert "KeyError: &#x27;GIT_DIR&#x27; &lt;b&gt;" in words[: words.index("</pre>")]
     assert 'id="server-stderr"' not in ok_page(report)
     ok = (report / "trials/reference/git/s1/1.html").read_text()
     assert "0.681 = 0.10×keyword 1.000" in ok and "0.20×efficiency 0.417" in ok
@@ -182,7 +213,7 @@ def test_low_heldout_rho_warns_at_the_top(report):
     warn = html.index("Held-out judge agreement rho = 0.500 (n=3) is below judge.threshold 0.85")
     assert warn < html.index('id="headline-reference"')
     # the same line says the judge is the deterministic stand-in, and what it would mean with a model judge
-    line = html[warn:html.index("</p>", warn)]
+    line = html[warn : html.index("</p>", warn)]
     assert "the deterministic reference judge" in line and "with a model judge the same warning would mean" in line
     assert "BELOW the threshold" in html
     assert "verified: 1 file(s) match the lockfile" in html
@@ -224,8 +255,10 @@ def test_a_model_judge_below_the_threshold_is_not_trusted():
 
     agreement = {"anchor": "locked", "rho": 0.5, "n": 9}
     model = heldout_state(agreement, None, 0.85, False, judge_provider="anthropic")["warnings"][0]
-    assert model == "Held-out judge agreement rho = 0.500 (n=9) is below judge.threshold 0.85: the judge's quality " \
-                    "scores may not be trusted."
+    assert (
+        model == "Held-out judge agreement rho = 0.500 (n=9) is below judge.threshold 0.85: the judge's quality "
+        "scores may not be trusted."
+    )
     ref = heldout_state(agreement, None, 0.85, False, judge_provider="reference")["warnings"][0]
     assert ref.startswith("Held-out judge agreement rho = 0.500 (n=9) is below judge.threshold 0.85. This run's judge")
 
@@ -251,9 +284,11 @@ def test_strict_refuses_the_report_below_the_threshold(tmp_path, capsys):
     code, out = run_report(tmp_path, anchored(0.5), judge=dict(JUDGE, strict=True))
     assert code == 1
     err = capsys.readouterr().err
-    assert ("the judge agrees with gold at rho 0.500, n=3, below judge.threshold 0.85, and judge.strict is "
-            "true: fix the rubric or prompt, or re-grade gold and re-anchor with `mcptrials lock --reason ...`") in err
-    assert not out.exists()   # no report at all, not a stale or partial one
+    assert (
+        "the judge agrees with gold at rho 0.500, n=3, below judge.threshold 0.85, and judge.strict is "
+        "true: fix the rubric or prompt, or re-grade gold and re-anchor with `mcptrials lock --reason ...`"
+    ) in err
+    assert not out.exists()  # no report at all, not a stale or partial one
 
 
 def test_strict_refuses_an_undefined_rho_and_passes_a_good_one(tmp_path, capsys):
@@ -270,7 +305,7 @@ def _says_no_anchor(out, reason):
         assert reason in text
         assert "judge.strict does not fail a run without an anchor" in text
         assert "Spearman" not in text and "heldout-items" not in text
-        assert "lock was not verified" not in text   # nothing to verify
+        assert "lock was not verified" not in text  # nothing to verify
     assert 'class="warning"' not in (out / "index.html").read_text()
 
 
@@ -297,8 +332,8 @@ def test_identity_lists_only_the_repos_the_run_uses(tmp_path):
     repos = {"tiny": {"url": "repo", "commit": fx.COMMIT}, "unused": {"url": "elsewhere", "commit": "b" * 40}}
     out = make_report(tmp_path, rho=0.9, models=("reference",), repos=repos)
     html = (out / "index.html").read_text()
-    table = html[html.index('id="identity-table"'):]
-    table = table[:table.index("</table>")]
+    table = html[html.index('id="identity-table"') :]
+    table = table[: table.index("</table>")]
     assert "repo tiny" in table and "repo unused" not in table and "elsewhere" not in table
 
 
@@ -333,7 +368,10 @@ def test_time_split_into_work_and_server_start_up(report):
     assert re.search(r"^\| git \|.*\| 13\.6 s \| 13\.6 s \| 0\.500 s \| 6 \(", md, re.M), md[:3000]
     assert re.search(r"^\| baseline \|.*\| 10\.0 s \| 10\.0 s \| – \| 6 \(", md, re.M), md[:3000]
     trial = (report / "trials/reference/git/s1/1.html").read_text()
-    assert "the agent&#x27;s work (what efficiency compares)" in trial or "the agent's work (what efficiency compares)" in trial
+    assert (
+        "the agent&#x27;s work (what efficiency compares)" in trial
+        or "the agent's work (what efficiency compares)" in trial
+    )
 
 
 def test_a_never_passed_scenario_with_the_reference_agent_only_says_it_may_need_reasoning(tmp_path):
@@ -342,8 +380,8 @@ def test_a_never_passed_scenario_with_the_reference_agent_only_says_it_may_need_
     out = make_report(tmp_path, rho=0.9, models=("reference",))
     html = (out / "index.html").read_text()
     summary = json.loads((tmp_path / "aggregate" / "summary.json").read_text())
-    assert any(sc["flag"] == "never_passed" for sc in summary["scenarios"])   # the fixture has one
-    flags = html[html.index('id="scenario-flags"'):]
-    flags = flags[:flags.index("</table>")]
+    assert any(sc["flag"] == "never_passed" for sc in summary["scenarios"])  # the fixture has one
+    flags = html[html.index('id="scenario-flags"') :]
+    flags = flags[: flags.index("</table>")]
     assert "only the reference agent (no language model) ran" in flags
     assert "likely a defect in the task or its grader" not in flags

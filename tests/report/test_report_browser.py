@@ -27,13 +27,29 @@ def report(tmp_path_factory):
     cfg, runs = fx.build(tmp, models=("reference",))
     agg, out = tmp / "aggregate", tmp / "report"
     assert main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(agg)]) == 0
-    assert main(["report", "--config", str(cfg), "--aggregate", str(agg), "--heldout", str(tmp / "none.json"),
-                 "--runs", str(runs), "--out-dir", str(out)]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "--config",
+                str(cfg),
+                "--aggregate",
+                str(agg),
+                "--heldout",
+                str(tmp / "none.json"),
+                "--runs",
+                str(runs),
+                "--out-dir",
+                str(out),
+            ]
+        )
+        == 0
+    )
     return out
 
 
 def test_index_renders_headline_and_plots(report, tmp_path):
-    probe = report / "probe.html"   # beside index.html, so relative links stay valid
+    probe = report / "probe.html"  # beside index.html, so relative links stay valid
     probe.write_text((report / "index.html").read_text().replace("</body>", PROBE + "</body>"))
     res = chromium(["--virtual-time-budget=5000", "--dump-dom", probe.as_uri()], tmp_path / "profile")
     assert res.returncode == 0, res.stderr[-2000:]
@@ -59,14 +75,15 @@ def test_linked_trial_page_renders(report, tmp_path):
     dom = res.stdout
     assert 'id="trial-summary"' in dom and "server_crashed" in dom
     assert "Step 0: locate" in dom
-    assert "<script>alert" not in dom   # the transcript's markup stays text
+    assert "<script>alert" not in dom  # the transcript's markup stays text
     assert "&lt;script&gt;alert" in dom
 
 
 def test_screenshot(report, tmp_path):
     shot = tmp_path / "index.png"
-    res = chromium(["--window-size=1280,2000", f"--screenshot={shot}", (report / "index.html").as_uri()],
-                   tmp_path / "profile")
+    res = chromium(
+        ["--window-size=1280,2000", f"--screenshot={shot}", (report / "index.html").as_uri()], tmp_path / "profile"
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     data = shot.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 60_000   # a near-blank page is about 12 kB
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 60_000  # a near-blank page is about 12 kB

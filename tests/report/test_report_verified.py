@@ -18,12 +18,28 @@ def built(tmp_path_factory):
     cfg, runs = fx.build(tmp)
     f = runs / "reference/loop/git/tiny/s1/1/scored.json"
     rec = json.loads(f.read_text())
-    rec["citations"]["rates"]["verified_rate"] = 0.25      # 1 verified, 3 mismatch
+    rec["citations"]["rates"]["verified_rate"] = 0.25  # 1 verified, 3 mismatch
     f.write_text(json.dumps(rec))
     agg, out = tmp / "aggregate", tmp / "report"
     assert main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(agg)]) == 0
-    assert main(["report", "--config", str(cfg), "--aggregate", str(agg), "--heldout", str(tmp / "none.json"),
-                 "--runs", str(runs), "--out-dir", str(out)]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "--config",
+                str(cfg),
+                "--aggregate",
+                str(agg),
+                "--heldout",
+                str(tmp / "none.json"),
+                "--runs",
+                str(runs),
+                "--out-dir",
+                str(out),
+            ]
+        )
+        == 0
+    )
     return agg, out
 
 

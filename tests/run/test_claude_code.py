@@ -32,12 +32,19 @@ KEY = "fake-key-test-claude-code-0123456789"
 DEMO = load_matrix(ROOT / "config.yaml")
 WS_RE = re.compile(re.escape(tempfile.gettempdir()) + r"/mcptrials-trial-[^/\\\"]+/workspace")
 
-TWO_STEPS = dict(SCENARIO, steps=[
-    SCENARIO["steps"][0],
-    {"name": "callers", "prompt": "Which function calls `helper`? Cite file:line.",
-     "checks": [{"type": "word", "value": "main"}], "citations": {"gold": ["src/app.py:4-5"]},
-     "key_points": ["main calls helper"]},
-])
+TWO_STEPS = dict(
+    SCENARIO,
+    steps=[
+        SCENARIO["steps"][0],
+        {
+            "name": "callers",
+            "prompt": "Which function calls `helper`? Cite file:line.",
+            "checks": [{"type": "word", "value": "main"}],
+            "citations": {"gold": ["src/app.py:4-5"]},
+            "key_points": ["main calls helper"],
+        },
+    ],
+)
 
 
 def ws(body: dict) -> str:
@@ -50,21 +57,55 @@ def installed(tmp_path_factory):
     """Claude Code for host `cc` and the git server, installed as the workflow does
     (each reused when already there)."""
     out = tmp_path_factory.mktemp("install")
-    cfg = write_matrix(out / "m", extra={"models": {"c": {"provider": "anthropic", "model": "claude-sonnet-4-6"}},
-                                         "hosts": {"cc": {"kind": "claude-code"}}})
-    subprocess.run([sys.executable, "-m", "mcptrials.cli", "install-host", "--config", str(cfg), "--host", "cc",
-                    "--out", str(out / "cc.json")], check=True)
+    cfg = write_matrix(
+        out / "m",
+        extra={
+            "models": {"c": {"provider": "anthropic", "model": "claude-sonnet-4-6"}},
+            "hosts": {"cc": {"kind": "claude-code"}},
+        },
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcptrials.cli",
+            "install-host",
+            "--config",
+            str(cfg),
+            "--host",
+            "cc",
+            "--out",
+            str(out / "cc.json"),
+        ],
+        check=True,
+    )
     if not (ROOT / ".tools/git/bin/mcp-server-git").exists():
-        subprocess.run([sys.executable, "-m", "mcptrials.cli", "install-tool", "--config", str(ROOT / "config.yaml"),
-                        "--tool", "git", "--out", str(out / "git.json")], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mcptrials.cli",
+                "install-tool",
+                "--config",
+                str(ROOT / "config.yaml"),
+                "--tool",
+                "git",
+                "--out",
+                str(out / "git.json"),
+            ],
+            check=True,
+        )
     return json.loads((out / "cc.json").read_text())
 
 
 def matrix(tmp_path, api, tools, scenarios=None, limits=None):
-    extra = {"models": {"claude": {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": api.url,
-                                   "max_retries": 0}},
-             "hosts": {"loop": {"kind": "loop"}, "cc": {"kind": "claude-code"}},
-             "pricing": {"claude-sonnet-4-6": {"input": 3.0, "output": 15.0}}}
+    extra = {
+        "models": {
+            "claude": {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": api.url, "max_retries": 0}
+        },
+        "hosts": {"loop": {"kind": "loop"}, "cc": {"kind": "claude-code"}},
+        "pricing": {"claude-sonnet-4-6": {"input": 3.0, "output": 15.0}},
+    }
     if limits:
         extra["limits"] = limits
     cfg = write_matrix(tmp_path, tools=tools, scenarios=scenarios, extra=extra)
@@ -83,10 +124,20 @@ def test_install_record(installed):
 
 
 def test_command_line():
-    argv = build_command("claude", "-p looks like an option", model="m", session_id="S", resume=True, max_turns=7,
-                         builtins=["Read", "Grep"], allowed=allowed_tools("git", snapshot_of("git", ["git_log", "a.b"]),
-                                                                          ["Read", "Grep"], True),
-                         mcp_file="/x/mcp.json", system_append="SYS", bare=False, extra_args=["--effort", "low"])
+    argv = build_command(
+        "claude",
+        "-p looks like an option",
+        model="m",
+        session_id="S",
+        resume=True,
+        max_turns=7,
+        builtins=["Read", "Grep"],
+        allowed=allowed_tools("git", snapshot_of("git", ["git_log", "a.b"]), ["Read", "Grep"], True),
+        mcp_file="/x/mcp.json",
+        system_append="SYS",
+        bare=False,
+        extra_args=["--effort", "low"],
+    )
     assert argv[-2:] == ["--", "-p looks like an option"]
     assert argv[argv.index("--allowedTools") + 1] == "Read,Grep,mcp__git__git_log,mcp__git__a_b"
     assert argv[argv.index("--resume") + 1] == "S" and "--session-id" not in argv
@@ -97,18 +148,31 @@ def test_command_line():
 
 def test_two_steps_real_git_server_graded(tmp_path, installed, fake_api, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    api = fake_api([
-        lambda b: reply(text("Check the history and read the file."),
-                        tool_use("mcp__git__git_log", {"repo_path": ws(b), "max_count": 3}, id="toolu_g1"),
-                        tool_use("Read", {"file_path": ws(b) + "/src/util.py"}, id="toolu_r1")),
-        reply(text("`helper` is defined at `src/util.py:1`; it returns `x * 2`, doubling its argument.")),
-        lambda b: reply(text("Search for callers."), tool_use("Grep", {"pattern": "helper\\(", "path": ws(b),
-                                                                       "output_mode": "content", "-n": True},
-                                                              id="toolu_s1")),
-        reply(text("`main` calls `helper` at `src/app.py:5`.\n\nFeedback on the tools: Grep found the call."),
-              usage={"input_tokens": 50, "output_tokens": 20, "cache_read_input_tokens": 1000,
-                     "cache_creation_input_tokens": 200}),
-    ])
+    api = fake_api(
+        [
+            lambda b: reply(
+                text("Check the history and read the file."),
+                tool_use("mcp__git__git_log", {"repo_path": ws(b), "max_count": 3}, id="toolu_g1"),
+                tool_use("Read", {"file_path": ws(b) + "/src/util.py"}, id="toolu_r1"),
+            ),
+            reply(text("`helper` is defined at `src/util.py:1`; it returns `x * 2`, doubling its argument.")),
+            lambda b: reply(
+                text("Search for callers."),
+                tool_use(
+                    "Grep", {"pattern": "helper\\(", "path": ws(b), "output_mode": "content", "-n": True}, id="toolu_s1"
+                ),
+            ),
+            reply(
+                text("`main` calls `helper` at `src/app.py:5`.\n\nFeedback on the tools: Grep found the call."),
+                usage={
+                    "input_tokens": 50,
+                    "output_tokens": 20,
+                    "cache_read_input_tokens": 1000,
+                    "cache_creation_input_tokens": 200,
+                },
+            ),
+        ]
+    )
     m, co = matrix(tmp_path, api, {"git": DEMO.tools["git"]}, scenarios={"two": TWO_STEPS})
     snap = snapshot_of("git", ["git_log", "git_status", "git_show"])
     t, meta = run_trial(m, "claude", "git", "two", 1, co, snap, None, tmp_path / "out", host="cc")
@@ -118,8 +182,10 @@ def test_two_steps_real_git_server_graded(tmp_path, installed, fake_api, monkeyp
     calls = {c["id"]: c for c in t["tool_calls"]}
     g, r, s = calls["toolu_g1"], calls["toolu_r1"], calls["toolu_s1"]
     assert (g["source"], g["tool"], g["step"], g["turn"], g["is_error"]) == ("mcp", "git_log", 0, 1, False)
-    assert "Commit history" in g["result_text"]           # the real server answered
-    assert (r["source"], r["tool"], r["name"]) == ("builtin", "read_file", "Read") and "return x * 2" in r["result_text"]
+    assert "Commit history" in g["result_text"]  # the real server answered
+    assert (r["source"], r["tool"], r["name"]) == ("builtin", "read_file", "Read") and "return x * 2" in r[
+        "result_text"
+    ]
     assert (s["source"], s["tool"], s["step"]) == ("builtin", "grep", 1) and "src/app.py" in s["result_text"]
     s0, s1 = t["steps"]
     assert s0["answer_text"].startswith("`helper` is defined at `src/util.py:1`") and s0["turns"] == 2
@@ -137,7 +203,9 @@ def test_two_steps_real_git_server_graded(tmp_path, installed, fake_api, monkeyp
     assert u["api_calls"] == 4 and u["cache_read_input_tokens"] == 1000 and u["cache_creation_input_tokens"] == 200
     assert u["cost_usd"] > 0 and u["host_cost_usd"] > 0
     assert meta["server_startup_seconds"] > 0 and meta["server_protocol_version"]
-    sc = score_trial(t, m.scenarios["two"].data, str(tmp_path / "repo"), m.repos["tiny"]["commit"], m.config["pricing"], None)
+    sc = score_trial(
+        t, m.scenarios["two"].data, str(tmp_path / "repo"), m.repos["tiny"]["commit"], m.config["pricing"], None
+    )
     assert sc["passed"] is True, sc["failures"]
     assert sc["adoption"]["mcp_calls"] == 1 and sc["adoption"]["builtin_search_calls"] == 1
 
@@ -145,10 +213,15 @@ def test_two_steps_real_git_server_graded(tmp_path, installed, fake_api, monkeyp
 def test_server_sees_only_its_environment_and_tool_errors(tmp_path, installed, fake_api, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     dump = tmp_path / "server_env.json"
-    tool = faulty_tool("is_error", env={"FAULT_MODE": "is_error", "FAULT_ENV_DUMP": str(dump), "KEEP": "me"},
-                       sandbox="none")   # the dump is written outside the workspace
-    api = fake_api([reply(tool_use("mcp__faulty__echo", {"text": "hi"}, id="toolu_e1")),
-                    reply(text("The tool failed; `helper` is in `src/util.py:1`."))])
+    tool = faulty_tool(
+        "is_error", env={"FAULT_MODE": "is_error", "FAULT_ENV_DUMP": str(dump), "KEEP": "me"}, sandbox="none"
+    )  # the dump is written outside the workspace
+    api = fake_api(
+        [
+            reply(tool_use("mcp__faulty__echo", {"text": "hi"}, id="toolu_e1")),
+            reply(text("The tool failed; `helper` is in `src/util.py:1`.")),
+        ]
+    )
     m, co = matrix(tmp_path, api, {"faulty": tool})
     t, _ = run_trial(m, "claude", "faulty", "find-helper", 1, co, None, None, tmp_path / "out", host="cc")
     env = json.loads(dump.read_text())
@@ -191,18 +264,34 @@ def test_outcomes_crash_max_turns_api_failure_timeout(tmp_path, installed, fake_
 
 def test_parse_stream_groups_blocks_by_message():
     """stream-json sends one block per assistant event; results may arrive between them."""
+
     def a(mid, block, ts):
         return {"type": "assistant", "timestamp": ts, "message": {"id": mid, "model": "m", "content": [block]}}
+
     events = [
         {"type": "system", "subtype": "init", "mcp_servers": []},
         a("m1", {"type": "text", "text": "two calls"}, "2026-01-01T00:00:00.000Z"),
         a("m1", {"type": "tool_use", "id": "x", "name": "mcp__git__git_log", "input": {}}, "2026-01-01T00:00:00.000Z"),
-        {"type": "user", "timestamp": "2026-01-01T00:00:00.250Z",
-         "message": {"content": [{"type": "tool_result", "tool_use_id": "x", "is_error": True,
-                                  "content": [{"type": "text", "text": "MCP error -32001: timed out"}]}]}},
+        {
+            "type": "user",
+            "timestamp": "2026-01-01T00:00:00.250Z",
+            "message": {
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "x",
+                        "is_error": True,
+                        "content": [{"type": "text", "text": "MCP error -32001: timed out"}],
+                    }
+                ]
+            },
+        },
         a("m1", {"type": "tool_use", "id": "y", "name": "Glob", "input": {"pattern": "*"}}, "2026-01-01T00:00:00.100Z"),
-        {"type": "user", "timestamp": "2026-01-01T00:00:00.300Z",
-         "message": {"content": [{"type": "tool_result", "tool_use_id": "y", "content": "a.py"}]}},
+        {
+            "type": "user",
+            "timestamp": "2026-01-01T00:00:00.300Z",
+            "message": {"content": [{"type": "tool_result", "tool_use_id": "y", "content": "a.py"}]},
+        },
         a("m2", {"type": "text", "text": "done"}, "2026-01-01T00:00:01.000Z"),
         {"type": "result", "subtype": "success", "result": "done", "usage": {"input_tokens": 5}},
     ]
@@ -219,24 +308,55 @@ def test_parse_stream_groups_blocks_by_message():
 def test_parse_stream_records_a_call_the_step_ended_before_it_answered():
     """The CLI stopped (a limit hit, a kill) while a call ran: the call is recorded, answered
     false, its latency until the last event, and the turn closed for the record."""
-    events = [{"type": "assistant", "timestamp": "2026-01-01T00:00:00.000Z",
-               "message": {"id": "m1", "model": "m", "content": [
-                   {"type": "tool_use", "id": "x", "name": "mcp__git__git_log", "input": {"n": 1}}]}},
-              {"type": "system", "subtype": "api_retry", "timestamp": "2026-01-01T00:00:00.400Z"}]
+    events = [
+        {
+            "type": "assistant",
+            "timestamp": "2026-01-01T00:00:00.000Z",
+            "message": {
+                "id": "m1",
+                "model": "m",
+                "content": [{"type": "tool_use", "id": "x", "name": "mcp__git__git_log", "input": {"n": 1}}],
+            },
+        },
+        {"type": "system", "subtype": "api_retry", "timestamp": "2026-01-01T00:00:00.400Z"},
+    ]
     s = parse_stream(events, 0, server_tool_names("git", [{"name": "git.log"}]))
     (x,) = s.calls
-    assert (x["id"], x["tool"], x["arguments"], x["answered"], x["latency_ms"]) == ("x", "git.log", {"n": 1}, False, 400.0)
+    assert (x["id"], x["tool"], x["arguments"], x["answered"], x["latency_ms"]) == (
+        "x",
+        "git.log",
+        {"n": 1},
+        False,
+        400.0,
+    )
     assert x["is_error"] and x["error_kind"] is None and "no result" in x["result_text"]
     assert check_tool_pairing(s.messages) is None
 
 
 def test_parse_stream_records_the_servers_own_tool_name():
     """Claude Code calls `git.log` mcp__git__git_log; the record says `git.log`, as the loop's."""
-    events = [{"type": "assistant", "message": {"id": "m1", "model": "m", "content": [
-                  {"type": "tool_use", "id": "x", "name": "mcp__git__git_log", "input": {}},
-                  {"type": "tool_use", "id": "y", "name": "mcp__git__unknown_tool", "input": {}}]}},
-              {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "x", "content": "ok"},
-                                                       {"type": "tool_result", "tool_use_id": "y", "content": "ok"}]}}]
+    events = [
+        {
+            "type": "assistant",
+            "message": {
+                "id": "m1",
+                "model": "m",
+                "content": [
+                    {"type": "tool_use", "id": "x", "name": "mcp__git__git_log", "input": {}},
+                    {"type": "tool_use", "id": "y", "name": "mcp__git__unknown_tool", "input": {}},
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "message": {
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "x", "content": "ok"},
+                    {"type": "tool_result", "tool_use_id": "y", "content": "ok"},
+                ]
+            },
+        },
+    ]
     names = server_tool_names("git", [{"name": "git.log"}, {"name": "git_status"}])
     assert names == {"mcp__git__git_log": "git.log", "mcp__git__git_status": "git_status"}
     x, y = parse_stream(events, 0, names).calls
@@ -249,11 +369,14 @@ def test_both_hosts_record_the_servers_own_tool_name(tmp_path, installed, fake_a
     `text.echo` in both hosts' tool_calls, so per-tool tables and expected_tools agree."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     sc = dict(SCENARIO, steps=[dict(SCENARIO["steps"][0], expected_tools=["text.echo"])])
-    one = [reply(tool_use("mcp__faulty__text_echo", {"text": "hi"}, id="toolu_e1")),
-           reply(text("`helper` is defined at `src/util.py:1`."))]
+    one = [
+        reply(tool_use("mcp__faulty__text_echo", {"text": "hi"}, id="toolu_e1")),
+        reply(text("`helper` is defined at `src/util.py:1`.")),
+    ]
     api = fake_api(one + one)
-    m, co = matrix(tmp_path, api, {"faulty": faulty_tool("ok", env={"FAULT_TOOL_PREFIX": "text."})},
-                   scenarios={"dotted": sc})
+    m, co = matrix(
+        tmp_path, api, {"faulty": faulty_tool("ok", env={"FAULT_TOOL_PREFIX": "text."})}, scenarios={"dotted": sc}
+    )
     write_json(tmp_path / "checkout.json", co)
     snap = make_snapshot(str(m.path), "faulty", "tiny", tmp_path / "checkout.json", None, None, tmp_path / "tools.json")
     assert "text.echo" in [t["name"] for t in snap["tools"]]
@@ -283,14 +406,27 @@ def _hostile_cc_trial(tmp_path, installed, fake_api, sandbox):
 
     gold = tmp_path / "gold.json"
     gold.write_text('{"items": {"secret-item": {"quality": 0.9}}}')
-    tool = {"command": __import__("matrix_helpers").BASE_PYTHON, "read_only": [str(HOSTILE)],
-            "args": [str(HOSTILE), "--read", str(gold), "--marker", MARKER]}
-    api = fake_api([reply(tool_use("Read", {"file_path": str(gold)}, id="toolu_r"),
-                          tool_use("mcp__hostile__probe", {}, id="toolu_p")),
-                    reply(text("`src/util.py:1`"))])
-    extra = {"models": {"claude": {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": api.url,
-                                   "max_retries": 0}},
-             "hosts": {"cc": {"kind": "claude-code"}}, "sandbox": sandbox}
+    tool = {
+        "command": __import__("matrix_helpers").BASE_PYTHON,
+        "read_only": [str(HOSTILE)],
+        "args": [str(HOSTILE), "--read", str(gold), "--marker", MARKER],
+    }
+    api = fake_api(
+        [
+            reply(
+                tool_use("Read", {"file_path": str(gold)}, id="toolu_r"),
+                tool_use("mcp__hostile__probe", {}, id="toolu_p"),
+            ),
+            reply(text("`src/util.py:1`")),
+        ]
+    )
+    extra = {
+        "models": {
+            "claude": {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": api.url, "max_retries": 0}
+        },
+        "hosts": {"cc": {"kind": "claude-code"}},
+        "sandbox": sandbox,
+    }
     m = load_matrix(write_matrix(tmp_path, tools={"hostile": tool}, extra=extra))
     co = checkout("tiny", m.repo_source("tiny"), "repo", m.repos["tiny"]["commit"], tmp_path / "co")
     snap = snapshot_of("hostile", ["probe"])
@@ -304,13 +440,14 @@ def _hostile_cc_trial(tmp_path, installed, fake_api, sandbox):
 def test_under_claude_code_the_server_and_the_cli_stay_in_the_sandbox(tmp_path, installed, fake_api, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     read, probe, meta, api = _hostile_cc_trial(tmp_path, installed, fake_api, "bubblewrap")
-    assert read["is_error"] and "secret-item" not in read["result_text"]     # the CLI's Read cannot reach it
-    assert probe["read"] == {str(tmp_path / "gold.json"): None}               # nor can the server
-    assert KEY not in probe["keys"] and probe["keys"]                         # only the proxy's stand-in token
+    assert read["is_error"] and "secret-item" not in read["result_text"]  # the CLI's Read cannot reach it
+    assert probe["read"] == {str(tmp_path / "gold.json"): None}  # nor can the server
+    assert KEY not in probe["keys"] and probe["keys"]  # only the proxy's stand-in token
     assert all(k.startswith("mcptrials-proxy-") for k in probe["keys"])
     assert meta["sandbox"]["mechanism"] == "bubblewrap" and meta["sandbox"]["network"] is True
     # the API still got the real key: the proxy added it
     import hashlib
+
     reqs = api.message_requests()
     assert reqs and {q["auth_sha256"] for q in reqs} == {hashlib.sha256(KEY.encode()).hexdigest()}
 
@@ -321,7 +458,7 @@ def test_under_claude_code_sandbox_none_reaches_the_gold(tmp_path, installed, fa
     read, probe, meta, _ = _hostile_cc_trial(tmp_path, installed, fake_api, "none")
     assert "secret-item" in read["result_text"]
     assert "secret-item" in probe["read"][str(tmp_path / "gold.json")]
-    assert KEY in probe["keys"]                                              # from the harness's own environment
+    assert KEY in probe["keys"]  # from the harness's own environment
 
 
 def test_a_server_cannot_spend_past_the_trials_limits_through_the_proxy(tmp_path, installed, fake_api, monkeypatch):
@@ -332,12 +469,25 @@ def test_a_server_cannot_spend_past_the_trials_limits_through_the_proxy(tmp_path
     from matrix_helpers import HOSTILE
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    tool = {"command": __import__("matrix_helpers").BASE_PYTHON, "read_only": [str(HOSTILE)],
-            "args": [str(HOSTILE), "--spend", "4"]}
+    tool = {
+        "command": __import__("matrix_helpers").BASE_PYTHON,
+        "read_only": [str(HOSTILE)],
+        "args": [str(HOSTILE), "--spend", "4"],
+    }
     api = fake_api([reply(tool_use("mcp__hostile__probe", {}, id="toolu_p")), reply(text("`src/util.py:1`"))])
     m, co = matrix(tmp_path, api, {"hostile": tool}, limits={"max_turns": 3, "max_output_tokens": 2000})
-    t, _ = run_trial(m, "claude", "hostile", "find-helper", 1, co, snapshot_of("hostile", ["probe"]), None,
-                     tmp_path / "out", host="cc")
+    t, _ = run_trial(
+        m,
+        "claude",
+        "hostile",
+        "find-helper",
+        1,
+        co,
+        snapshot_of("hostile", ["probe"]),
+        None,
+        tmp_path / "out",
+        host="cc",
+    )
     reqs = api.message_requests()
     # the CLI's first call and two of the server's fit in 1 step x 3 turns; the rest are refused
     assert len(reqs) == 3, [q["body"].get("messages", [{}])[0] for q in reqs]
@@ -349,6 +499,6 @@ def test_a_server_cannot_spend_past_the_trials_limits_through_the_proxy(tmp_path
         assert json.loads(call["result_text"])["spend"] == [200, 200, 429, 429]
     else:
         assert call["result_text"] == NO_RESULT and call["is_error"] and call["error_kind"] is None
-    assert all(q["body"]["max_tokens"] <= 2000 for q in reqs)          # 64000 asked, the reply cap sent
+    assert all(q["body"]["max_tokens"] <= 2000 for q in reqs)  # 64000 asked, the reply cap sent
     assert t["outcome"] == "budget_exceeded", (t["outcome"], t["outcome_detail"])
     assert "key proxy refused" in t["outcome_detail"] and "limit of 3" in t["outcome_detail"]

@@ -23,8 +23,10 @@ pytestmark = pytest.mark.slow
 KEY = "sk-openai-test-cli-hosts-0123456789"
 # the demo's servers' launchers name their venv by its real path (.tools may be a link)
 TOOLS = str((ROOT / ".tools").resolve())
-ANSWER = ("The entry point is `acme_shop/cli.py:40`; `CheckoutService.checkout` in `acme_shop/checkout.py` "
-          "reserves stock first, then charges the card.")
+ANSWER = (
+    "The entry point is `acme_shop/cli.py:40`; `CheckoutService.checkout` in `acme_shop/checkout.py` "
+    "reserves stock first, then charges the card."
+)
 
 
 def config(api_url: str) -> dict:
@@ -32,9 +34,12 @@ def config(api_url: str) -> dict:
     demo["tools"] = {k: demo["tools"][k] for k in ("baseline", "git")}
     demo["repos"]["demo"]["url"] = str(ROOT / demo["repos"]["demo"]["url"])
     demo["scenarios"] = str(ROOT / "scenarios" / "*.yaml")
-    demo.update(locked=None, trials=1,
-                models={"gpt": {"provider": "openai", "model": "gpt-test", "base_url": api_url, "max_retries": 0}},
-                hosts={"codex": {"kind": "codex"}, "opencode": {"kind": "opencode"}})
+    demo.update(
+        locked=None,
+        trials=1,
+        models={"gpt": {"provider": "openai", "model": "gpt-test", "base_url": api_url, "max_retries": 0}},
+        hosts={"codex": {"kind": "codex"}, "opencode": {"kind": "opencode"}},
+    )
     demo["pricing"] = {"gpt-test": {"input": 1.25, "output": 10.0, "cache_read": 0.125}}
     return demo
 
@@ -42,16 +47,27 @@ def config(api_url: str) -> dict:
 @pytest.mark.timeout(1800)  # beyond its own 1,500 s snakemake time-out (pyproject: 900 s a test)
 def test_codex_and_opencode_run_the_demo_scenarios(tmp_path):
     (tmp_path / "script.json").write_text("[]")
-    proc, url = responses_api.spawn(tmp_path / "script.json", tmp_path / "api.jsonl", tmp_path / "api.port",
-                                    "--default-text", ANSWER)
+    proc, url = responses_api.spawn(
+        tmp_path / "script.json", tmp_path / "api.jsonl", tmp_path / "api.port", "--default-text", ANSWER
+    )
     certs = {k: os.environ[k] for k in ("NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE") if k in os.environ}  # for npm
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path),
-           "OPENAI_API_KEY": KEY, "MCPTRIALS_TOOLS_DIR": TOOLS, **certs}
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "OPENAI_API_KEY": KEY,
+        "MCPTRIALS_TOOLS_DIR": TOOLS,
+        **certs,
+    }
     try:
         (tmp_path / "config.yaml").write_text(yaml.safe_dump(config(url), sort_keys=False))
         copy_workflow(tmp_path)
-        v = subprocess.run([sys.executable, "-m", "mcptrials.cli", "validate", "--config", str(tmp_path / "config.yaml")],
-                           capture_output=True, text=True, env=env, cwd=tmp_path)
+        v = subprocess.run(
+            [sys.executable, "-m", "mcptrials.cli", "validate", "--config", str(tmp_path / "config.yaml")],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+        )
         assert v.returncode == 0, v.stdout + v.stderr
         plan = subprocess.run(snakemake_cmd(tmp_path, "-n"), capture_output=True, text=True, env=env)
         said = plan.stdout + plan.stderr
@@ -69,10 +85,12 @@ def test_codex_and_opencode_run_the_demo_scenarios(tmp_path):
     assert pairs == ["gpt/codex", "gpt/opencode"]
     rows = list(csv.DictReader(open(tmp_path / "results/aggregate/trials.csv")))
     from mcptrials.matrix.config import load_matrix
+
     scenarios = {s.id for s in load_matrix(tmp_path / "config.yaml").run_scenarios()}
     assert {r["scenario"] for r in rows} == scenarios
-    assert len(rows) == len(scenarios) * 2 * 2 and {r["outcome"] for r in rows} == {"completed"}, \
-        [(r["model"], r["tool"], r["scenario"], r["outcome"]) for r in rows if r["outcome"] != "completed"]
+    assert len(rows) == len(scenarios) * 2 * 2 and {r["outcome"] for r in rows} == {"completed"}, [
+        (r["model"], r["tool"], r["scenario"], r["outcome"]) for r in rows if r["outcome"] != "completed"
+    ]
     assert {r["model"] for r in rows} == {"gpt@codex", "gpt@opencode"}
     for host in ("codex", "opencode"):
         t = json.loads(next((runs / "gpt" / host / "git").rglob("transcript.json")).read_text())
@@ -90,5 +108,6 @@ def test_codex_and_opencode_run_the_demo_scenarios(tmp_path):
     # every model call reached the fake with the real key, added by the proxy (none from the CLIs)
     reqs = [json.loads(x) for x in (tmp_path / "api.jsonl").read_text().splitlines()]
     import hashlib
+
     assert reqs and {r["auth_sha256"] for r in reqs} == {hashlib.sha256(KEY.encode()).hexdigest()}
     assert {r["path"] for r in reqs} == {"/v1/responses", "/v1/chat/completions"}

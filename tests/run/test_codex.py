@@ -48,17 +48,34 @@ def responses_api(tmp_path):
 def installed(tmp_path_factory):
     """Codex for host `codex`, installed as the workflow does (reused when there)."""
     out = tmp_path_factory.mktemp("install")
-    cfg = write_matrix(out / "m", extra={"models": {"g": {"provider": "openai", "model": MODEL}},
-                                         "hosts": {"codex": {"kind": "codex"}}})
-    subprocess.run([sys.executable, "-m", "mcptrials.cli", "install-host", "--config", str(cfg), "--host", "codex",
-                    "--out", str(out / "codex.json")], check=True)
+    cfg = write_matrix(
+        out / "m",
+        extra={"models": {"g": {"provider": "openai", "model": MODEL}}, "hosts": {"codex": {"kind": "codex"}}},
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcptrials.cli",
+            "install-host",
+            "--config",
+            str(cfg),
+            "--host",
+            "codex",
+            "--out",
+            str(out / "codex.json"),
+        ],
+        check=True,
+    )
     return json.loads((out / "codex.json").read_text())
 
 
 def matrix(tmp_path, api, tools, scenarios=None, limits=None, host=None, sandbox=None):
-    extra = {"models": {"gpt": {"provider": "openai", "model": MODEL, "base_url": api.url, "max_retries": 0}},
-             "hosts": {"codex": host or {"kind": "codex"}},
-             "pricing": {MODEL: {"input": 1.25, "output": 10.0, "cache_read": 0.125}}}
+    extra = {
+        "models": {"gpt": {"provider": "openai", "model": MODEL, "base_url": api.url, "max_retries": 0}},
+        "hosts": {"codex": host or {"kind": "codex"}},
+        "pricing": {MODEL: {"input": 1.25, "output": 10.0, "cache_read": 0.125}},
+    }
     if limits:
         extra["limits"] = limits
     if sandbox:
@@ -76,9 +93,17 @@ def test_install_record(installed):
 
 def test_config_toml_is_valid_toml_with_the_limits():
     import tomllib
-    text = config_toml(model="m", base_url="http://127.0.0.1:1", builtins=["shell"], system='say "hi"\n\\ok',
-                       bare=True, max_retries=2, max_result_tokens=500,
-                       server=("git_x", {"command": "/usr/bin/env", "args": ["-i", "A=b c", "srv"], "required": True}))
+
+    text = config_toml(
+        model="m",
+        base_url="http://127.0.0.1:1",
+        builtins=["shell"],
+        system='say "hi"\n\\ok',
+        bare=True,
+        max_retries=2,
+        max_result_tokens=500,
+        server=("git_x", {"command": "/usr/bin/env", "args": ["-i", "A=b c", "srv"], "required": True}),
+    )
     d = tomllib.loads(text)
     assert d["developer_instructions"] == 'say "hi"\n\\ok' and d["project_doc_max_bytes"] == 0
     assert d["features"]["shell_tool"] is True and d["features"]["apply_patch_freeform"] is False
@@ -90,8 +115,13 @@ def test_config_toml_is_valid_toml_with_the_limits():
 
 
 def test_builtin_tools_of_codex_are_checked(tmp_path):
-    cfg = write_matrix(tmp_path, extra={"models": {"g": {"provider": "openai", "model": "m"}},
-                                        "hosts": {"codex": {"kind": "codex", "builtin_tools": ["Read"]}}})
+    cfg = write_matrix(
+        tmp_path,
+        extra={
+            "models": {"g": {"provider": "openai", "model": "m"}},
+            "hosts": {"codex": {"kind": "codex", "builtin_tools": ["Read"]}},
+        },
+    )
     with pytest.raises(ConfigError, match=r"hosts\.codex\.builtin_tools"):
         load_matrix(cfg)
     cfg = write_matrix(tmp_path / "b", extra={"hosts": {"codex": {"kind": "codex"}}})
@@ -99,16 +129,22 @@ def test_builtin_tools_of_codex_are_checked(tmp_path):
         load_matrix(cfg)
 
 
-def test_trial_with_the_faulty_server_records_tools_usage_and_grades(tmp_path, installed, responses_api,
-                                                                      monkeypatch):
+def test_trial_with_the_faulty_server_records_tools_usage_and_grades(tmp_path, installed, responses_api, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    api = responses_api([
-        lambda b: reply("Let me look.", tool_call("echo", {"text": "hi"}, id="call_e1", namespace=NS),
-                        tool_call("exec_command", {"cmd": "cat src/util.py"}, id="call_s1")),
-        reply("`helper` is defined at `src/util.py:1`; it returns `x * 2`, doubling its argument."
-              "\n\nFeedback on the tools: echo echoed.",
-              usage={"input_tokens": 1200, "output_tokens": 40, "cached_tokens": 1000}),
-    ])
+    api = responses_api(
+        [
+            lambda b: reply(
+                "Let me look.",
+                tool_call("echo", {"text": "hi"}, id="call_e1", namespace=NS),
+                tool_call("exec_command", {"cmd": "cat src/util.py"}, id="call_s1"),
+            ),
+            reply(
+                "`helper` is defined at `src/util.py:1`; it returns `x * 2`, doubling its argument."
+                "\n\nFeedback on the tools: echo echoed.",
+                usage={"input_tokens": 1200, "output_tokens": 40, "cached_tokens": 1000},
+            ),
+        ]
+    )
     m, co = matrix(tmp_path, api, {"faulty": faulty_tool("ok")})
     t, meta = run_trial(m, "gpt", "faulty", "find-helper", 1, co, None, None, tmp_path / "out", host="codex")
     validate_against("transcript.schema.yaml", t, "transcript")
@@ -116,10 +152,15 @@ def test_trial_with_the_faulty_server_records_tools_usage_and_grades(tmp_path, i
     assert t["host"] == "codex" and meta["host_kind"] == "codex" and meta["host_version"] == "0.171.0"
     assert meta["sandbox"]["mechanism"] == "bubblewrap" and meta["host_session_id"]
     e, s = t["tool_calls"]
-    assert (e["source"], e["tool"], e["name"], e["result_text"], e["is_error"]) == \
-        ("mcp", "echo", "mcp__faulty__echo", "hi", False)
+    assert (e["source"], e["tool"], e["name"], e["result_text"], e["is_error"]) == (
+        "mcp",
+        "echo",
+        "mcp__faulty__echo",
+        "hi",
+        False,
+    )
     assert (s["source"], s["tool"], s["name"]) == ("builtin", "shell", "exec_command")
-    assert "return x * 2" in s["result_text"]                 # the shell ran in the workspace
+    assert "return x * 2" in s["result_text"]  # the shell ran in the workspace
     (step,) = t["steps"]
     assert step["answer_text"] == "`helper` is defined at `src/util.py:1`; it returns `x * 2`, doubling its argument."
     assert step["reasoning_text"] == "Let me look." and step["turns"] == 2
@@ -132,27 +173,40 @@ def test_trial_with_the_faulty_server_records_tools_usage_and_grades(tmp_path, i
     assert {"mcp__faulty" + n for n in ("echo", "big", "fail")} <= set(names) and "exec_command" in names
     assert not {"apply_patch", "view_image", "web_search", "update_goal"} & set(names)
     assert "mcptrials" in json.dumps(first["input"]).lower() or "Cite" in json.dumps(first["input"])
-    assert first["max_output_tokens"] == 4096                  # the reply cap, set by the proxy
+    assert first["max_output_tokens"] == 4096  # the reply cap, set by the proxy
     assert {q["auth_sha256"] for q in api.response_requests()} == {hashlib.sha256(KEY.encode()).hexdigest()}
-    sc = score_trial(t, m.scenarios["find-helper"].data, str(tmp_path / "repo"), m.repos["tiny"]["commit"],
-                     m.config["pricing"], None)
+    sc = score_trial(
+        t, m.scenarios["find-helper"].data, str(tmp_path / "repo"), m.repos["tiny"]["commit"], m.config["pricing"], None
+    )
     assert sc["passed"] is True, sc["failures"]
 
 
 def test_two_steps_one_thread(tmp_path, installed, responses_api, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    two = dict(SCENARIO, steps=[SCENARIO["steps"][0], {
-        "name": "callers", "prompt": "Which function calls `helper`? Cite file:line.",
-        "checks": [{"type": "word", "value": "main"}], "citations": {"gold": ["src/app.py:4-5"]},
-        "key_points": ["main calls helper"]}])
-    api = responses_api([
-        reply(None, tool_call("text_echo", {"text": "step one"}, id="call_g1", namespace=NS)),
-        reply("`helper` is defined at `src/util.py:1`; it returns `x * 2`."),
-        reply("`main` calls `helper` at `src/app.py:5`."),
-    ])
+    two = dict(
+        SCENARIO,
+        steps=[
+            SCENARIO["steps"][0],
+            {
+                "name": "callers",
+                "prompt": "Which function calls `helper`? Cite file:line.",
+                "checks": [{"type": "word", "value": "main"}],
+                "citations": {"gold": ["src/app.py:4-5"]},
+                "key_points": ["main calls helper"],
+            },
+        ],
+    )
+    api = responses_api(
+        [
+            reply(None, tool_call("text_echo", {"text": "step one"}, id="call_g1", namespace=NS)),
+            reply("`helper` is defined at `src/util.py:1`; it returns `x * 2`."),
+            reply("`main` calls `helper` at `src/app.py:5`."),
+        ]
+    )
     # a dotted tool name: Codex offers it as text_echo, and reports the server's own name
-    m, co = matrix(tmp_path, api, {"faulty": faulty_tool("ok", env={"FAULT_TOOL_PREFIX": "text."})},
-                   scenarios={"two": two})
+    m, co = matrix(
+        tmp_path, api, {"faulty": faulty_tool("ok", env={"FAULT_TOOL_PREFIX": "text."})}, scenarios={"two": two}
+    )
     t, _ = run_trial(m, "gpt", "faulty", "two", 1, co, None, None, tmp_path / "out", host="codex")
     assert t["outcome"] == "completed", t["outcome_detail"]
     (g,) = t["tool_calls"]
@@ -167,10 +221,15 @@ def test_two_steps_one_thread(tmp_path, installed, responses_api, monkeypatch):
 def test_server_sees_only_its_environment_and_tool_errors(tmp_path, installed, responses_api, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     dump = tmp_path / "server_env.json"
-    tool = faulty_tool("is_error", env={"FAULT_MODE": "is_error", "FAULT_ENV_DUMP": str(dump), "KEEP": "me"},
-                       sandbox="none")
-    api = responses_api([reply(None, tool_call("echo", {"text": "hi"}, id="call_x", namespace=NS)),
-                         reply("The tool failed; `helper` is in `src/util.py:1`.")])
+    tool = faulty_tool(
+        "is_error", env={"FAULT_MODE": "is_error", "FAULT_ENV_DUMP": str(dump), "KEEP": "me"}, sandbox="none"
+    )
+    api = responses_api(
+        [
+            reply(None, tool_call("echo", {"text": "hi"}, id="call_x", namespace=NS)),
+            reply("The tool failed; `helper` is in `src/util.py:1`."),
+        ]
+    )
     m, co = matrix(tmp_path, api, {"faulty": tool})
     t, _ = run_trial(m, "gpt", "faulty", "find-helper", 1, co, None, None, tmp_path / "out", host="codex")
     env = json.loads(dump.read_text())
@@ -181,8 +240,9 @@ def test_server_sees_only_its_environment_and_tool_errors(tmp_path, installed, r
     assert c["source"] == "mcp" and c["is_error"] and c["error_kind"] == "tool_error"
 
 
-def test_outcomes_crash_at_start_crash_during_call_api_error_max_turns_timeout(tmp_path, installed, responses_api,
-                                                                                 monkeypatch):
+def test_outcomes_crash_at_start_crash_during_call_api_error_max_turns_timeout(
+    tmp_path, installed, responses_api, monkeypatch
+):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     api = responses_api([])
     m, co = matrix(tmp_path / "a", api, {"faulty": faulty_tool("crash_at_start")})
@@ -208,7 +268,7 @@ def test_outcomes_crash_at_start_crash_during_call_api_error_max_turns_timeout(t
     m, co = matrix(tmp_path / "d", api, {"baseline": {"transport": "none"}}, limits={"max_turns": 2})
     t, _ = run_trial(m, "gpt", "baseline", "find-helper", 1, co, None, None, tmp_path / "out", host="codex")
     assert t["outcome"] == "max_turns" and t["steps"][0]["turns"] == 2
-    assert len(api.response_requests()) == 2                  # the third call never reached the API
+    assert len(api.response_requests()) == 2  # the third call never reached the API
 
     api = responses_api([hang()])
     m, co = matrix(tmp_path / "e", api, {"baseline": {"transport": "none"}}, limits={"max_seconds": 3})
@@ -242,13 +302,30 @@ def test_parse_stream_groups_and_classifies():
     """A recorded stream (no proxy): messages, calls in a row as one group, results, usage."""
     item = lambda ev, **i: {"type": ev, "item": i}  # noqa: E731
     events = [
-        {"type": "thread.started", "thread_id": "T"}, {"type": "turn.started"},
+        {"type": "thread.started", "thread_id": "T"},
+        {"type": "turn.started"},
         item("item.completed", id="w", type="error", message="Model metadata for `x` not found."),
         item("item.completed", id="a", type="agent_message", text="Two calls."),
-        item("item.completed", id="c1", type="mcp_tool_call", server="git", tool="git.log", arguments={},
-             result=None, error={"message": "tool call failed: Transport closed"}, status="failed"),
-        item("item.completed", id="c2", type="command_execution", command="ls", aggregated_output="a.py\n",
-             exit_code=0, status="completed"),
+        item(
+            "item.completed",
+            id="c1",
+            type="mcp_tool_call",
+            server="git",
+            tool="git.log",
+            arguments={},
+            result=None,
+            error={"message": "tool call failed: Transport closed"},
+            status="failed",
+        ),
+        item(
+            "item.completed",
+            id="c2",
+            type="command_execution",
+            command="ls",
+            aggregated_output="a.py\n",
+            exit_code=0,
+            status="completed",
+        ),
         item("item.completed", id="b", type="agent_message", text="Done."),
         {"type": "turn.completed", "usage": {"input_tokens": 100, "cached_input_tokens": 60, "output_tokens": 5}},
     ]
@@ -271,16 +348,38 @@ def test_parse_stream_records_a_call_started_and_never_completed():
     item = lambda ev, t, **i: {"type": ev, "_received": t, "item": i}  # noqa: E731
     events = [
         item("item.started", 10.0, id="c1", type="command_execution", command="ls", status="in_progress"),
-        item("item.completed", 10.5, id="c1", type="command_execution", command="ls", aggregated_output="a.py\n",
-             exit_code=0, status="completed"),
-        item("item.started", 11.0, id="c2", type="mcp_tool_call", server="git", tool="git.log",
-             arguments={"n": 1}, status="in_progress"),
+        item(
+            "item.completed",
+            10.5,
+            id="c1",
+            type="command_execution",
+            command="ls",
+            aggregated_output="a.py\n",
+            exit_code=0,
+            status="completed",
+        ),
+        item(
+            "item.started",
+            11.0,
+            id="c2",
+            type="mcp_tool_call",
+            server="git",
+            tool="git.log",
+            arguments={"n": 1},
+            status="in_progress",
+        ),
         {"type": "error", "_received": 11.25, "message": "stopped"},
     ]
     s = parse_stream(events, 0)
     c1, c2 = s.calls
     assert c1.get("answered", True) and c1["latency_ms"] == 500.0
-    assert (c2["id"], c2["tool"], c2["arguments"], c2["answered"], c2["latency_ms"]) == ("c2", "git.log", {"n": 1}, False, 250.0)
+    assert (c2["id"], c2["tool"], c2["arguments"], c2["answered"], c2["latency_ms"]) == (
+        "c2",
+        "git.log",
+        {"n": 1},
+        False,
+        250.0,
+    )
     assert c2["is_error"] and c2["error_kind"] is None and "no result" in c2["result_text"]
     assert [b["tool_use_id"] for b in s.messages[-1]["content"]] == ["c1", "c2"]
 
@@ -291,11 +390,21 @@ def _hostile_trial(tmp_path, responses_api, sandbox):
 
     gold = tmp_path / "gold.json"
     gold.write_text('{"items": {"secret-item": {"quality": 0.9}}}')
-    tool = {"command": BASE_PYTHON, "read_only": [str(HOSTILE)],
-            "args": [str(HOSTILE), "--read", str(gold), "--marker", MARKER]}
-    api = responses_api([reply(None, tool_call("exec_command", {"cmd": f"cat {gold}"}, id="call_r"),
-                               tool_call("probe", {}, id="call_p", namespace="mcp__hostile")),
-                         reply("`src/util.py:1`")])
+    tool = {
+        "command": BASE_PYTHON,
+        "read_only": [str(HOSTILE)],
+        "args": [str(HOSTILE), "--read", str(gold), "--marker", MARKER],
+    }
+    api = responses_api(
+        [
+            reply(
+                None,
+                tool_call("exec_command", {"cmd": f"cat {gold}"}, id="call_r"),
+                tool_call("probe", {}, id="call_p", namespace="mcp__hostile"),
+            ),
+            reply("`src/util.py:1`"),
+        ]
+    )
     m, co = matrix(tmp_path, api, {"hostile": tool}, sandbox=sandbox)
     t, meta = run_trial(m, "gpt", "hostile", "find-helper", 1, co, None, None, tmp_path / "out", host="codex")
     assert t["outcome"] == "completed", t["outcome_detail"]
@@ -307,9 +416,9 @@ def _hostile_trial(tmp_path, responses_api, sandbox):
 def test_under_codex_the_server_and_the_cli_stay_in_the_sandbox(tmp_path, installed, responses_api, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     read, probe, meta, api = _hostile_trial(tmp_path, responses_api, "bubblewrap")
-    assert "secret-item" not in read["result_text"]                           # Codex's shell cannot reach it
-    assert probe["read"] == {str(tmp_path / "gold.json"): None}               # nor can the server
-    assert KEY not in probe["keys"] and probe["keys"]                         # only the proxy's stand-in token
+    assert "secret-item" not in read["result_text"]  # Codex's shell cannot reach it
+    assert probe["read"] == {str(tmp_path / "gold.json"): None}  # nor can the server
+    assert KEY not in probe["keys"] and probe["keys"]  # only the proxy's stand-in token
     assert all(k.startswith("mcptrials-proxy-") for k in probe["keys"])
     assert meta["sandbox"]["network"] is True
     reqs = api.response_requests()
@@ -322,4 +431,4 @@ def test_under_codex_sandbox_none_reaches_the_gold(tmp_path, installed, response
     read, probe, _, _ = _hostile_trial(tmp_path, responses_api, "none")
     assert "secret-item" in read["result_text"]
     assert "secret-item" in probe["read"][str(tmp_path / "gold.json")]
-    assert KEY in probe["keys"]                                              # from the harness's own environment
+    assert KEY in probe["keys"]  # from the harness's own environment

@@ -33,12 +33,27 @@ def test_api_resource_caps_requests_in_flight(tmp_path):
     try:
         wd = tmp_path / "project"
         wd.mkdir()
-        write_matrix(wd, tools={"baseline": {"transport": "none"}, "echo": faulty_tool("ok")}, trials=TRIALS,
-                     extra={"models": {"claude": {"provider": "anthropic", "model": "claude-sonnet-4-6",
-                                                  "base_url": api.url, "max_retries": 3}}})
+        write_matrix(
+            wd,
+            tools={"baseline": {"transport": "none"}, "echo": faulty_tool("ok")},
+            trials=TRIALS,
+            extra={
+                "models": {
+                    "claude": {
+                        "provider": "anthropic",
+                        "model": "claude-sonnet-4-6",
+                        "base_url": api.url,
+                        "max_retries": 3,
+                    }
+                }
+            },
+        )
         copy_workflow(wd)
-        targets = [f"results/runs/claude/loop/{tool}/tiny/find-helper/{k}/transcript.json"
-                   for tool in ("baseline", "echo") for k in range(1, TRIALS + 1)]
+        targets = [
+            f"results/runs/claude/loop/{tool}/tiny/find-helper/{k}/transcript.json"
+            for tool in ("baseline", "echo")
+            for k in range(1, TRIALS + 1)
+        ]
 
         run_snakemake(wd, *targets, "-j", "8", "--resources", "api=2")  # targets first: --resources takes a list
         capped = api.requests()

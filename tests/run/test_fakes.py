@@ -30,9 +30,21 @@ def sdk(api, **kwargs):
 
 # ---------------------------------------------------------------- Messages API fake
 
+
 def test_json_reply_and_request_log(fake_api):
-    api = fake_api([reply(text("Hi."), usage={"input_tokens": 11, "output_tokens": 3,
-                                              "cache_creation_input_tokens": 5, "cache_read_input_tokens": 7})])
+    api = fake_api(
+        [
+            reply(
+                text("Hi."),
+                usage={
+                    "input_tokens": 11,
+                    "output_tokens": 3,
+                    "cache_creation_input_tokens": 5,
+                    "cache_read_input_tokens": 7,
+                },
+            )
+        ]
+    )
 
     async def call():
         async with anthropic.AsyncAnthropic(api_key=KEY, base_url=api.url) as client:
@@ -61,8 +73,10 @@ def test_json_reply_and_request_log(fake_api):
 
 def test_streaming_events_follow_the_api(fake_api):
     """Raw SSE events in the API's order, and the SDK's stream helper rebuilds the message."""
-    blocks = [text("Let me look at both files first, then answer."),
-              tool_use("read_file", {"path": "src/a.py", "lines": [1, 40]}, id="toolu_01")]
+    blocks = [
+        text("Let me look at both files first, then answer."),
+        tool_use("read_file", {"path": "src/a.py", "lines": [1, 40]}, id="toolu_01"),
+    ]
     api = fake_api([reply(*blocks), reply(*blocks)])
     client = sdk(api)
 
@@ -70,8 +84,10 @@ def test_streaming_events_follow_the_api(fake_api):
     types = [e.type for e in events]
     assert types[0] == "message_start" and types[-2:] == ["message_delta", "message_stop"]
     assert events[0].message.stop_reason is None and events[0].message.content == []
-    assert [(e.index, e.content_block.type) for e in events if e.type == "content_block_start"] == \
-        [(0, "text"), (1, "tool_use")]
+    assert [(e.index, e.content_block.type) for e in events if e.type == "content_block_start"] == [
+        (0, "text"),
+        (1, "tool_use"),
+    ]
     assert types.count("content_block_stop") == 2
     deltas = [e.delta.type for e in events if e.type == "content_block_delta"]
     assert "text_delta" in deltas and "input_json_delta" in deltas
@@ -80,8 +96,11 @@ def test_streaming_events_follow_the_api(fake_api):
     with client.messages.stream(model=MODEL, max_tokens=100, messages=HELLO) as stream:
         final = stream.get_final_message()
     assert final.content[0].text == blocks[0]["text"]
-    assert (final.content[1].id, final.content[1].name, final.content[1].input) == \
-        ("toolu_01", "read_file", {"path": "src/a.py", "lines": [1, 40]})
+    assert (final.content[1].id, final.content[1].name, final.content[1].input) == (
+        "toolu_01",
+        "read_file",
+        {"path": "src/a.py", "lines": [1, 40]},
+    )
     assert final.stop_reason == "tool_use"
 
 
@@ -90,8 +109,9 @@ def test_beta_path_streams(fake_api):
     beta client posts to plain /v1/messages; Claude Code's TypeScript SDK adds ?beta=true.)"""
     api = fake_api([reply(text("beta ok"))])
     client = sdk(api)
-    with client.beta.messages.stream(model=MODEL, max_tokens=50, messages=HELLO,
-                                     extra_query={"beta": "true"}) as stream:
+    with client.beta.messages.stream(
+        model=MODEL, max_tokens=50, messages=HELLO, extra_query={"beta": "true"}
+    ) as stream:
         final = stream.get_final_message()
     assert final.content[0].text == "beta ok"
     (rec,) = api.requests
@@ -99,8 +119,12 @@ def test_beta_path_streams(fake_api):
 
 
 def test_two_tool_uses_without_text_must_both_be_answered(fake_api):
-    api = fake_api([reply(tool_use("grep", {"pattern": "def main"}), tool_use("list_files", {"glob": "*.py"})),
-                    reply(text("done"))])
+    api = fake_api(
+        [
+            reply(tool_use("grep", {"pattern": "def main"}), tool_use("list_files", {"glob": "*.py"})),
+            reply(text("done")),
+        ]
+    )
     client = sdk(api)
     m = client.messages.create(model=MODEL, max_tokens=100, messages=HELLO)
     assert [b.type for b in m.content] == ["tool_use", "tool_use"] and m.stop_reason == "tool_use"
@@ -135,8 +159,10 @@ def test_429_with_retry_after_is_retried_by_the_sdk(fake_api):
     assert [r["headers"]["x-stainless-retry-count"] for r in api.requests] == ["0", "1"]
 
 
-@pytest.mark.parametrize("status, exc", [(529, anthropic.OverloadedError), (500, anthropic.InternalServerError),
-                                         (429, anthropic.RateLimitError)])
+@pytest.mark.parametrize(
+    "status, exc",
+    [(529, anthropic.OverloadedError), (500, anthropic.InternalServerError), (429, anthropic.RateLimitError)],
+)
 def test_status_faults_raise_typed_errors(fake_api, status, exc):
     api = fake_api([error(status)], exhausted="repeat")
     with pytest.raises(exc) as info:
@@ -170,8 +196,9 @@ def test_delay_hang_and_max_in_flight(fake_api):
 
     async def three_at_once():
         async with anthropic.AsyncAnthropic(api_key=KEY, base_url=api.url) as client:
-            return await asyncio.gather(*[client.messages.create(model=MODEL, max_tokens=10, messages=HELLO)
-                                          for _ in range(3)])
+            return await asyncio.gather(
+                *[client.messages.create(model=MODEL, max_tokens=10, messages=HELLO) for _ in range(3)]
+            )
 
     assert [m.content[0].text for m in asyncio.run(three_at_once())] == ["slow"] * 3
     # all three were served at once; a handler counts itself out just after its last byte,
@@ -197,13 +224,16 @@ def test_a_held_entry_answers_once_released(fake_api, tmp_path):
     release = tmp_path / "release"
     api = fake_api([dict(reply(text("released")), hold_until=str(release))])
     answers = []
-    caller = threading.Thread(target=lambda: answers.append(
-        sdk(api, max_retries=0).messages.create(model=MODEL, max_tokens=10, messages=HELLO)))
+    caller = threading.Thread(
+        target=lambda: answers.append(
+            sdk(api, max_retries=0).messages.create(model=MODEL, max_tokens=10, messages=HELLO)
+        )
+    )
     caller.start()
     while not Path(f"{release}.held").exists():  # the request reached the hold
         assert caller.is_alive(), f"answered without holding: {answers}"
         time.sleep(0.01)
-    assert not answers and api.in_flight == 1   # held: no answer before the release
+    assert not answers and api.in_flight == 1  # held: no answer before the release
     release.touch()
     caller.join(timeout=30)
     assert answers[0].content[0].text == "released" and api.requests[0]["held"] is True
@@ -215,12 +245,15 @@ def test_callable_entry_and_exhausted_default(fake_api):
         last = body["messages"][-1]["content"]
         return reply(text("tool said: " + last[0]["content"]))
 
-    api = fake_api([reply(tool_use("echo", {"text": "hi"}, id="toolu_e")), echo_tool_result],
-                   default_text="no more script")
+    api = fake_api(
+        [reply(tool_use("echo", {"text": "hi"}, id="toolu_e")), echo_tool_result], default_text="no more script"
+    )
     client = sdk(api)
     first = client.messages.create(model=MODEL, max_tokens=10, messages=HELLO)
-    msgs = HELLO + [{"role": "assistant", "content": [b.model_dump() for b in first.content]},
-                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_e", "content": "hi"}]}]
+    msgs = HELLO + [
+        {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_e", "content": "hi"}]},
+    ]
     assert client.messages.create(model=MODEL, max_tokens=10, messages=msgs).content[0].text == "tool said: hi"
     after = client.messages.create(model=MODEL, max_tokens=10, messages=HELLO)
     assert after.content[0].text == "no more script" and after.stop_reason == "end_turn"
@@ -254,13 +287,15 @@ def test_cli_process_with_port_file(tmp_path):
 
 # ---------------------------------------------------------------- faulty MCP server
 
+
 @asynccontextmanager
 async def faulty(tmp_path, *args, env=None, read_timeout=5):
     """A real mcp client (mode auto) on the faulty server; its stderr goes to tmp_path/server.stderr."""
     params = StdioServerParameters(command=sys.executable, args=[str(FAULTY_SERVER), *args], env=env or {})
     with open(tmp_path / "server.stderr", "w") as errlog:
-        async with Client(stdio_client(params, errlog=errlog), mode="auto",
-                          read_timeout_seconds=read_timeout, cache=None) as client:
+        async with Client(
+            stdio_client(params, errlog=errlog), mode="auto", read_timeout_seconds=read_timeout, cache=None
+        ) as client:
             yield client
 
 
@@ -352,6 +387,7 @@ def test_hang_times_out_and_the_session_stays_usable(tmp_path):
 def test_slow_call_times_out_then_a_patient_call_succeeds(tmp_path):
     """The server sleeps 1.2 s per call, one call at a time. The first call gives up after
     0.4 s; its late answer is dropped, and the next call gets its own answer."""
+
     async def go():
         async with faulty(tmp_path, "slow", "--slow-seconds", "1.2") as c:
             with pytest.raises(MCPError) as info:
@@ -406,6 +442,7 @@ def test_invalid_schema_breaks_tools_list_in_the_client(tmp_path):
     list_tools raises pydantic.ValidationError (a ValueError, not an MCPError). A call whose
     result is not an error also raises it: the client re-lists tools to check output schemas.
     A call answered with isError, or a JSON-RPC error, still gets through."""
+
     async def go():
         async with faulty(tmp_path, "invalid_schema") as c:
             with pytest.raises(pydantic.ValidationError) as listing:

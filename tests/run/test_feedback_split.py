@@ -6,7 +6,7 @@ from mcptrials.run.trial import split_feedback
 def test_a_closing_code_fence_stays_in_the_answer():
     text = "The total is 67.85:\n```\n66.30 - 7.47 + 4.90 + 4.12\n```\n\n**Feedback on the tools:** grep was enough."
     answer, feedback = split_feedback(text)
-    assert answer.endswith("```"), answer      # with `^\W*` the fence went into the feedback
+    assert answer.endswith("```"), answer  # with `^\W*` the fence went into the feedback
     assert answer.count("```") == 2
     assert feedback == "**Feedback on the tools:** grep was enough."
 

@@ -23,17 +23,25 @@ pytestmark = pytest.mark.slow
 
 def shape(t: dict) -> dict:
     # `one_answer` marks a one-answer scenario (the verticals' are), not the host: left out
-    return {"transcript": set(t) - {"one_answer"}, "step": set().union(*(set(s) for s in t["steps"])),
-            "tool_call": set().union(*(set(c) for c in t["tool_calls"])), "usage": set(t["usage"])}
+    return {
+        "transcript": set(t) - {"one_answer"},
+        "step": set().union(*(set(s) for s in t["steps"])),
+        "tool_call": set().union(*(set(c) for c in t["tool_calls"])),
+        "usage": set(t["usage"]),
+    }
 
 
 def test_a_live_and_a_recorded_codex_run_have_one_record_shape(tmp_path, installed, responses_api, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    api = responses_api([
-        lambda b: reply("Let me look.", tool_call("echo", {"text": "hi"}, id="call_e1", namespace=NS)),
-        reply("`helper` is defined at `src/util.py:1`.", usage={"input_tokens": 1200, "output_tokens": 40,
-                                                               "cached_tokens": 1000}),
-    ])
+    api = responses_api(
+        [
+            lambda b: reply("Let me look.", tool_call("echo", {"text": "hi"}, id="call_e1", namespace=NS)),
+            reply(
+                "`helper` is defined at `src/util.py:1`.",
+                usage={"input_tokens": 1200, "output_tokens": 40, "cached_tokens": 1000},
+            ),
+        ]
+    )
     m, co = matrix(tmp_path / "live", api, {"faulty": faulty_tool("ok")})
     live, _ = run_trial(m, "gpt", "faulty", "find-helper", 1, co, None, None, tmp_path / "live" / "out", host="codex")
     _, out, commit = run_import(tmp_path / "rec")
@@ -44,7 +52,9 @@ def test_a_live_and_a_recorded_codex_run_have_one_record_shape(tmp_path, install
         assert t["host"] == "codex" and t["outcome"] == "completed"
     a, b = shape(live), shape(recorded)
     for part in a:
-        assert a[part] == b[part], f"{part}: only live {sorted(a[part] - b[part])}, only recorded {sorted(b[part] - a[part])}"
+        assert a[part] == b[part], (
+            f"{part}: only live {sorted(a[part] - b[part])}, only recorded {sorted(b[part] - a[part])}"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -58,26 +68,43 @@ def opencode_installed(tmp_path_factory):
     from test_opencode import MODEL
 
     out = tmp_path_factory.mktemp("install")
-    cfg = write_matrix(out / "m", extra={"models": {"q": {"provider": "openai", "model": MODEL}},
-                                         "hosts": {"opencode": {"kind": "opencode"}}})
-    subprocess.run([sys.executable, "-m", "mcptrials.cli", "install-host", "--config", str(cfg), "--host", "opencode",
-                    "--out", str(out / "opencode.json")], check=True)
+    cfg = write_matrix(
+        out / "m",
+        extra={"models": {"q": {"provider": "openai", "model": MODEL}}, "hosts": {"opencode": {"kind": "opencode"}}},
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcptrials.cli",
+            "install-host",
+            "--config",
+            str(cfg),
+            "--host",
+            "opencode",
+            "--out",
+            str(out / "opencode.json"),
+        ],
+        check=True,
+    )
     return json.loads((out / "opencode.json").read_text())
 
 
-def test_a_live_and_a_recorded_opencode_run_have_one_record_shape(tmp_path, opencode_installed, chat_api,
-                                                                  monkeypatch):
+def test_a_live_and_a_recorded_opencode_run_have_one_record_shape(tmp_path, opencode_installed, chat_api, monkeypatch):
     import test_opencode as oc
 
     monkeypatch.setenv("OPENAI_API_KEY", oc.KEY)
-    api = chat_api([
-        lambda b: oc.reply("Let me look.", oc.tool_call("faulty_echo", {"text": "hi"}, id="call_e1")),
-        oc.reply("`helper` is defined at `src/util.py:1`.",
-                 usage={"prompt_tokens": 1200, "completion_tokens": 40, "cached_tokens": 1000}),
-    ])
+    api = chat_api(
+        [
+            lambda b: oc.reply("Let me look.", oc.tool_call("faulty_echo", {"text": "hi"}, id="call_e1")),
+            oc.reply(
+                "`helper` is defined at `src/util.py:1`.",
+                usage={"prompt_tokens": 1200, "completion_tokens": 40, "cached_tokens": 1000},
+            ),
+        ]
+    )
     m, co = oc.matrix(tmp_path / "live", api, {"faulty": faulty_tool("ok")})
-    live, _ = run_trial(m, "q", "faulty", "find-helper", 1, co, None, None, tmp_path / "live" / "out",
-                        host="opencode")
+    live, _ = run_trial(m, "q", "faulty", "find-helper", 1, co, None, None, tmp_path / "live" / "out", host="opencode")
     _, out, commit = run_import(tmp_path / "rec")
     rm = load_matrix(out / "config.yaml")
     recorded, _ = run_recorded(rm, "gpt-z", "sense", "tiny", 1, {"url": "x", "commit": commit}, None, "codex")
@@ -86,4 +113,6 @@ def test_a_live_and_a_recorded_opencode_run_have_one_record_shape(tmp_path, open
         assert t["outcome"] == "completed" and t["tool_calls"], t.get("outcome_detail")
     a, b = shape(live), shape(recorded)
     for part in a:
-        assert a[part] == b[part], f"{part}: only live {sorted(a[part] - b[part])}, only recorded {sorted(b[part] - a[part])}"
+        assert a[part] == b[part], (
+            f"{part}: only live {sorted(a[part] - b[part])}, only recorded {sorted(b[part] - a[part])}"
+        )

@@ -51,8 +51,9 @@ def held_api(tmp_path):
     later one until `release` exists (`held` gets a line per held request)."""
     release = tmp_path / "release"
     held = dict(reply(text(ANSWER)), hold_until=str(release))
-    server = MessagesServer(tmp_path / "held-api", [reply(text(ANSWER))] * FINISHED_BEFORE_HOLD + [held],
-                            "--exhausted", "repeat")
+    server = MessagesServer(
+        tmp_path / "held-api", [reply(text(ANSWER))] * FINISHED_BEFORE_HOLD + [held], "--exhausted", "repeat"
+    )
     server.release, server.held = release, Path(f"{release}.held")
     yield server
     server.stop()
@@ -60,11 +61,16 @@ def held_api(tmp_path):
 
 def make_project(wd: Path, api) -> Path:
     wd.mkdir()
-    write_matrix(wd, tools={"baseline": {"transport": "none"}, "echo": faulty_tool("ok")}, trials=TRIALS,
-                 extra={"models": {"claude": {"provider": "anthropic", "model": "claude-sonnet-4-6",
-                                              "base_url": api.url}},
-                        "pricing": {"claude-sonnet-4-6": {"input": 3.0, "output": 15.0}},
-                        "weights": {"keyword": 0.2, "quality": 0.5, "citation": 0.3, "efficiency": 0.0}})
+    write_matrix(
+        wd,
+        tools={"baseline": {"transport": "none"}, "echo": faulty_tool("ok")},
+        trials=TRIALS,
+        extra={
+            "models": {"claude": {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": api.url}},
+            "pricing": {"claude-sonnet-4-6": {"input": 3.0, "output": 15.0}},
+            "weights": {"keyword": 0.2, "quality": 0.5, "citation": 0.3, "efficiency": 0.0},
+        },
+    )
     copy_workflow(wd)
     return wd
 
@@ -83,8 +89,10 @@ def uninterrupted(tmp_path_factory, api):
 
 def finished_records(wd: Path) -> dict[str, tuple[str, int]]:
     """Every record file under results/runs: sha256 and mtime (ns)."""
-    return {str(p.relative_to(wd)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
-            for p in (wd / "results" / "runs").rglob("*.json")}
+    return {
+        str(p.relative_to(wd)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+        for p in (wd / "results" / "runs").rglob("*.json")
+    }
 
 
 def planned_outputs(wd: Path, rule: str) -> set[str]:
@@ -125,8 +133,15 @@ def session_processes(run: subprocess.Popen) -> str:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
 def test_killed_run_resumes_with_nothing_lost(tmp_path, held_api, uninterrupted, sig):
     wd = make_project(tmp_path / "p", held_api)
-    run = subprocess.Popen(snakemake_cmd(wd, TARGET, "-j", "2"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                           text=True, env=workflow_env(wd), start_new_session=True, preexec_fn=default_sigint)
+    run = subprocess.Popen(
+        snakemake_cmd(wd, TARGET, "-j", "2"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=workflow_env(wd),
+        start_new_session=True,
+        preexec_fn=default_sigint,
+    )
     runs = wd / "results" / "runs"
     deadline = time.monotonic() + 300  # a guard against a hung test only; the hold does the timing
     # The known point: the trials the API answered are recorded and a later trial waits on the

@@ -34,8 +34,13 @@ class Scripted(Provider):
         self.calls = []
 
     async def complete(self, system, messages, tools, max_tokens, **kw):
-        self.calls.append({"messages": json.loads(json.dumps(messages)), "tools": [t["name"] for t in tools],
-                           "max_tokens": max_tokens})
+        self.calls.append(
+            {
+                "messages": json.loads(json.dumps(messages)),
+                "tools": [t["name"] for t in tools],
+                "max_tokens": max_tokens,
+            }
+        )
         step = self.replies.pop(0)
         if isinstance(step, Exception):
             raise step
@@ -49,7 +54,9 @@ def text(t, stop="end_turn", out=5):
 
 
 def use(name, args, id="t1", out=5, say=None):
-    blocks = ([{"type": "text", "text": say}] if say else []) + [{"type": "tool_use", "id": id, "name": name, "input": args}]
+    blocks = ([{"type": "text", "text": say}] if say else []) + [
+        {"type": "tool_use", "id": id, "name": name, "input": args}
+    ]
     return Reply(blocks, "tool_use", Usage(input_tokens=10, output_tokens=out))
 
 
@@ -61,10 +68,20 @@ def ctx(tmp_path):
 
     def make(**limits):
         sc = m.scenarios["find-helper"]
-        c = TrialContext(m=m, model=m.specs.models["reference"], host=m.specs.hosts["loop"],
-                         tool=m.specs.tools["baseline"], scenario=sc, trial=1,
-                         limits=replace(step_limits(m, sc), **limits), snapshot=None,
-                         sandbox=Sandbox.create(co["tree"], None), out_dir=tmp_path / "out", system_text="sys", meta={})
+        c = TrialContext(
+            m=m,
+            model=m.specs.models["reference"],
+            host=m.specs.hosts["loop"],
+            tool=m.specs.tools["baseline"],
+            scenario=sc,
+            trial=1,
+            limits=replace(step_limits(m, sc), **limits),
+            snapshot=None,
+            sandbox=Sandbox.create(co["tree"], None),
+            out_dir=tmp_path / "out",
+            system_text="sys",
+            meta={},
+        )
         made.append(c)
         return c
 
@@ -79,20 +96,24 @@ def run(c, provider):
 
 def test_a_tool_turn_then_the_answer(ctx):
     c = ctx()
-    p = Scripted([use("read_file", {"path": "src/util.py"}, say="Let me look."),
-                  text("helper is defined at src/util.py:1 and doubles x.")])
+    p = Scripted(
+        [
+            use("read_file", {"path": "src/util.py"}, say="Let me look."),
+            text("helper is defined at src/util.py:1 and doubles x."),
+        ]
+    )
     assert run(c, p) == ("completed", None)
     (step,) = c.rec.steps
     assert step["turns"] == 2 and step["outcome"] == "completed"
     assert step["answer_text"] == "helper is defined at src/util.py:1 and doubles x."
-    assert step["reasoning_text"] == "Let me look."          # text beside a tool call is not the answer
+    assert step["reasoning_text"] == "Let me look."  # text beside a tool call is not the answer
     (call,) = c.rec.tool_calls
     assert (call["source"], call["tool"], call["is_error"]) == ("builtin", "read_file", False)
     assert "def helper(x):" in call["result_text"] and call["result_chars"] == len(call["result_text"])
     # the result went back to the model in one user turn, answering the tool_use id
     second = p.calls[1]["messages"]
     assert second[-1]["role"] == "user" and second[-1]["content"][0]["tool_use_id"] == "t1"
-    assert p.calls[0]["tools"] == ["read_file", "grep", "list_files"]   # the baseline: built-ins only
+    assert p.calls[0]["tools"] == ["read_file", "grep", "list_files"]  # the baseline: built-ins only
     assert c.rec.api_calls == 2 and c.rec.usage.output_tokens == 10
 
 
@@ -106,8 +127,10 @@ def test_an_unknown_tool_is_a_tool_error_the_model_sees(ctx):
 
 def test_the_turn_limit_ends_the_step(ctx):
     c = ctx(max_turns=2)
-    assert run(c, Scripted([use("list_files", {}, id="a"), use("list_files", {}, id="b"), text("never sent")])) \
-        == ("max_turns", None)
+    assert run(c, Scripted([use("list_files", {}, id="a"), use("list_files", {}, id="b"), text("never sent")])) == (
+        "max_turns",
+        None,
+    )
     assert c.rec.steps[0]["turns"] == 2 and c.rec.api_calls == 2
 
 
@@ -120,7 +143,7 @@ def test_a_reply_cut_at_max_tokens_is_over_budget(ctx):
 def test_the_output_token_limit_across_turns(ctx):
     c = ctx(max_output_tokens=8)
     assert run(c, Scripted([use("list_files", {}, out=9), text("never sent")])) == ("budget_exceeded", None)
-    assert len(c.rec.tool_calls) == 1                         # the call it asked for still ran
+    assert len(c.rec.tool_calls) == 1  # the call it asked for still ran
 
 
 def test_the_model_api_failing_aborts_the_trial_as_api_failed(ctx):
@@ -129,7 +152,7 @@ def test_the_model_api_failing_aborts_the_trial_as_api_failed(ctx):
         run(c, Scripted([ProviderError("503 overloaded", status=503, retries=3)]))
     assert e.value.outcome == "api_failed"
     assert c.rec.errors["api_error"] == 1 and c.rec.error_events[0]["status"] == 503
-    assert c.rec.steps[0]["turns"] == 1                       # the step is recorded all the same
+    assert c.rec.steps[0]["turns"] == 1  # the step is recorded all the same
 
 
 def test_the_time_limit_ends_the_step_and_keeps_what_it_did(ctx):
@@ -141,14 +164,16 @@ def test_the_time_limit_ends_the_step_and_keeps_what_it_did(ctx):
     assert run(c, Scripted([use("list_files", {}, id="p"), slow])) == ("timed_out", None)
     step = c.rec.steps[0]
     assert step["outcome"] == "timed_out" and step["turns"] == 2 and step["wall_seconds"] < 5
-    assert len(c.rec.tool_calls) == 1                          # the finished call is kept
+    assert len(c.rec.tool_calls) == 1  # the finished call is kept
     # the conversation on record ends on the answered tool call, not on a dangling tool_use
     assert c.rec.messages[-1]["role"] == "user" and c.rec.messages[-1]["content"][0]["tool_use_id"] == "p"
 
 
 def test_result_text_renders_every_block_kind():
-    blocks = [SimpleNamespace(type="text", text="a"),
-              SimpleNamespace(type="resource", resource=SimpleNamespace(text=None, uri="file:///x")),
-              SimpleNamespace(type="image")]
+    blocks = [
+        SimpleNamespace(type="text", text="a"),
+        SimpleNamespace(type="resource", resource=SimpleNamespace(text=None, uri="file:///x")),
+        SimpleNamespace(type="image"),
+    ]
     assert result_text(SimpleNamespace(content=blocks)) == "a\n[resource file:///x]\n[image content]"
     assert result_text(SimpleNamespace(content=[], structured_content={"n": 1})) == '{"n": 1}'

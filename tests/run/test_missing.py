@@ -25,8 +25,16 @@ from fakes.messages_api import error, reply, text
 from matrix_helpers import write_matrix
 from mcptrials.core import outcomes
 from mcptrials.cli import main
-from mcptrials.core.outcomes import (ATTRIBUTABLE, INFRASTRUCTURE, OUTCOMES, is_missing, missing_reason, next_attempt,
-                                record_attempt, retry_attempts)
+from mcptrials.core.outcomes import (
+    ATTRIBUTABLE,
+    INFRASTRUCTURE,
+    OUTCOMES,
+    is_missing,
+    missing_reason,
+    next_attempt,
+    record_attempt,
+    retry_attempts,
+)
 from mcptrials.core.paths import SCHEMA_DIR
 from workflow_helpers import MessagesServer, copy_workflow, run_snakemake
 
@@ -123,8 +131,10 @@ def test_a_recorded_models_missing_trial_is_not_retried(tmp_path):
 # a completed git trial of s1 or s2 (reference model): keyword 1, quality 0.7, grounding 0.75,
 # efficiency 0.5 * 0.5 + 0.5 * (0.5 + log2(10 / 20) / 6) = 5/12 (no cost; twice the baseline's time)
 GIT = 0.10 * 1.0 + 0.55 * 0.7 + 0.15 * 0.75 + 0.20 * 5 / 12
-MISSING = {("reference", "git", "s1", 2): ("api_failed", "Error code: 500"),
-           ("reference", "baseline", "s3", 2): ("not_run", "budget")}
+MISSING = {
+    ("reference", "git", "s1", 2): ("api_failed", "Error code: 500"),
+    ("reference", "baseline", "s3", 2): ("not_run", "budget"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -134,16 +144,33 @@ def agg(tmp_path_factory):
     out = tmp / "aggregate"
     assert main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(out)]) == 0
     read = lambda name: list(csv.DictReader(open(out / name)))  # noqa: E731
-    return tmp, cfg, runs, out, read("trials.csv"), read("cells.csv"), read("tools.csv"), \
-        json.loads((out / "summary.json").read_text())
+    return (
+        tmp,
+        cfg,
+        runs,
+        out,
+        read("trials.csv"),
+        read("cells.csv"),
+        read("tools.csv"),
+        json.loads((out / "summary.json").read_text()),
+    )
 
 
 def test_a_missing_trial_has_empty_scores_never_zero(agg):
     trials = agg[4]
     r = find(trials, model="reference", tool="git", scenario="s1", trial=2)
     assert r["outcome"] == "api_failed" and r["missing"] == "True" and r["missing_reason"] == "api_failed"
-    for f in ("fairness", "passed", "quality", "keyword_coverage", "citation_grounding", "efficiency", "adoption",
-              "tool_fluency", "discoverability"):
+    for f in (
+        "fairness",
+        "passed",
+        "quality",
+        "keyword_coverage",
+        "citation_grounding",
+        "efficiency",
+        "adoption",
+        "tool_fluency",
+        "discoverability",
+    ):
         assert r[f] == "", (f, r[f])
     b = find(trials, model="reference", tool="baseline", scenario="s3", trial=2)
     assert b["missing_reason"] == "not_run: budget" and b["fairness"] == ""
@@ -190,8 +217,10 @@ def test_summary_carries_the_counts(agg):
     s = agg[7]
     assert s["missing"]["n_missing"] == 2 and s["missing"]["n_used"] == 22 and s["missing"]["n_trials"] == 24
     assert s["missing"]["by_reason"] == {"not_run: budget": 1, "api_failed": 1}
-    assert {(x["tool"], x["scenario"], x["trial"]) for x in s["missing"]["trials"]} == {("git", "s1", 2),
-                                                                                      ("baseline", "s3", 2)}
+    assert {(x["tool"], x["scenario"], x["trial"]) for x in s["missing"]["trials"]} == {
+        ("git", "s1", 2),
+        ("baseline", "s3", 2),
+    }
     assert any("2 of 24 trial(s) are missing" in n for n in s["notes"])
     mh = {(c["tool"], c["model"]): c for c in s["model_host"]["cells"]}
     assert (mh["git", "reference"]["n_trials"], mh["git", "reference"]["n_missing"]) == (5, 1)
@@ -205,8 +234,24 @@ def test_summary_carries_the_counts(agg):
 def test_the_report_says_what_each_cell_lost(agg):
     tmp, cfg, runs, out = agg[:4]
     rep = tmp / "report"
-    assert main(["report", "--config", str(cfg), "--aggregate", str(out), "--runs", str(runs),
-                 "--out-dir", str(rep), "--heldout", str(tmp / "none.json")]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "--config",
+                str(cfg),
+                "--aggregate",
+                str(out),
+                "--runs",
+                str(runs),
+                "--out-dir",
+                str(rep),
+                "--heldout",
+                str(tmp / "none.json"),
+            ]
+        )
+        == 0
+    )
     md = (rep / "report.md").read_text()
     # headline (tool rows) and the per-scenario cell beside their intervals
     assert re.search(r"\| git \| 0\.551 \[[^]]+\] \(n=5 of 6, 1 missing: api_failed\) \|", md), md[:3000]
@@ -225,9 +270,12 @@ ANSWER = "`helper` is defined at `src/util.py:1`; it returns x * 2."
 
 
 def _project(wd, url, max_attempts=None):
-    extra = {"models": {"reference": {"provider": "reference"},
-                        "claude": {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": url,
-                                   "max_retries": 0}}}
+    extra = {
+        "models": {
+            "reference": {"provider": "reference"},
+            "claude": {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": url, "max_retries": 0},
+        }
+    }
     if max_attempts:
         extra["retries"] = {"max_attempts": max_attempts}
     write_matrix(wd, trials=2, extra=extra)

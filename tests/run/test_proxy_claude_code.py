@@ -20,7 +20,15 @@ from mcptrials.matrix.hashing import canonical_hash
 from mcptrials.grade.usage import adoption
 from mcptrials.run.runner import run_trial
 from test_claude_code import installed  # noqa: F401  (the module fixture: the CLI and the git server, installed)
-from variant_helpers import KEY, OVERRIDES, anthropic_extra, proxy_mounted, variant_project, variant_snapshot, variant_tools
+from variant_helpers import (
+    KEY,
+    OVERRIDES,
+    anthropic_extra,
+    proxy_mounted,
+    variant_project,
+    variant_snapshot,
+    variant_tools,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -28,11 +36,16 @@ pytestmark = pytest.mark.slow
 def test_both_hosts_see_the_variant_and_reach_the_real_tool(tmp_path, installed, fake_api, monkeypatch):  # noqa: F811
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     sc = dict(SCENARIO, steps=[dict(SCENARIO["steps"][0], expected_tools=["say"])])
-    one = [reply(tool_use("mcp__terse__say", {"text": "helper doubles x"}, id="toolu_s1")),
-           reply(text("`helper` is defined at `src/util.py:1`."))]
+    one = [
+        reply(tool_use("mcp__terse__say", {"text": "helper doubles x"}, id="toolu_s1")),
+        reply(text("`helper` is defined at `src/util.py:1`.")),
+    ]
     api = fake_api(one + one)
-    m, co = variant_project(tmp_path, variant_tools(), extra=dict(
-        anthropic_extra(api, hosts={"loop": {"kind": "loop"}, "cc": {"kind": "claude-code"}})))
+    m, co = variant_project(
+        tmp_path,
+        variant_tools(),
+        extra=dict(anthropic_extra(api, hosts={"loop": {"kind": "loop"}, "cc": {"kind": "claude-code"}})),
+    )
     snap = variant_snapshot(m, tmp_path, "terse")
     seen = {}
     for host in ("loop", "cc"):
@@ -46,7 +59,7 @@ def test_both_hosts_see_the_variant_and_reach_the_real_tool(tmp_path, installed,
         assert say["input_schema"]["properties"]["text"]["description"] == "The words to say.", host
         (c,) = [c for c in t["tool_calls"] if c["source"] == "mcp"]
         assert (c["tool"], c["is_error"]) == ("say", False), host
-        assert "helper doubles x" in c["result_text"], host   # the real echo tool answered
+        assert "helper doubles x" in c["result_text"], host  # the real echo tool answered
         assert (meta["variant_of"], meta["overrides_sha256"]) == ("faulty", canonical_hash(OVERRIDES))
         assert proxy_mounted(meta["sandbox"]), host
         assert KEY not in json.dumps(t) + json.dumps(meta)
@@ -62,9 +75,18 @@ def test_a_variant_of_a_real_third_party_server(tmp_path, installed):  # noqa: F
     from mcptrials.prepare.servers import open_server
     from test_claude_code import DEMO
 
-    git_v = {"variant_of": "git", "overrides": {"tools": {"git_log": {
-        "name": "history", "description": "The commit history, newest first.",
-        "parameters": {"max_count": "How many commits to show."}}}}}
+    git_v = {
+        "variant_of": "git",
+        "overrides": {
+            "tools": {
+                "git_log": {
+                    "name": "history",
+                    "description": "The commit history, newest first.",
+                    "parameters": {"max_count": "How many commits to show."},
+                }
+            }
+        },
+    }
     m, co = variant_project(tmp_path, {"git": DEMO.tools["git"], "git-v": git_v})
     base, var = variant_snapshot(m, tmp_path, "git"), variant_snapshot(m, tmp_path, "git-v")
     names = [t["name"] for t in var["tools"]]
@@ -78,7 +100,13 @@ def test_a_variant_of_a_real_third_party_server(tmp_path, installed):  # noqa: F
     shutil.copytree(co["tree"], ws, symlinks=True)
     (tmp_path / "h").mkdir()
     (tmp_path / "t").mkdir()
-    values = {"workspace": str(ws), "repo": str(ws), "home": str(tmp_path / "h"), "tmp": str(tmp_path / "t"), "index": ""}
+    values = {
+        "workspace": str(ws),
+        "repo": str(ws),
+        "home": str(tmp_path / "h"),
+        "tmp": str(tmp_path / "t"),
+        "index": "",
+    }
 
     async def call():
         async with open_server(spec, values, tmp_path / "err.log", set()) as s:

@@ -32,25 +32,38 @@ from mcptrials.run.runner import run_trial
 
 FIX = ROOT / "tests" / "fixtures" / "recorded"
 PATTERN = "recorded/{tool}/{repo}/{scenario}/{trial}.jsonl"
-PRICING = {"claude-sonnet-4-6": {"input": 3.0, "output": 15.0},
-           "claude-opus-4-7": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_read": 0.5}}
+PRICING = {
+    "claude-sonnet-4-6": {"input": 3.0, "output": 15.0},
+    "claude-opus-4-7": {"input": 5.0, "output": 25.0, "cache_write": 6.25, "cache_read": 0.5},
+}
 
-TWO_STEPS = dict(copy.deepcopy(SCENARIO), steps=[
-    SCENARIO["steps"][0],
-    {"name": "callers", "prompt": "Which function calls `helper`? Cite file:line.",
-     "checks": [{"type": "word", "value": "main"}], "citations": {"gold": ["src/app.py:4-5"]},
-     "key_points": ["main calls helper"]},
-])
+TWO_STEPS = dict(
+    copy.deepcopy(SCENARIO),
+    steps=[
+        SCENARIO["steps"][0],
+        {
+            "name": "callers",
+            "prompt": "Which function calls `helper`? Cite file:line.",
+            "checks": [{"type": "word", "value": "main"}],
+            "citations": {"gold": ["src/app.py:4-5"]},
+            "key_points": ["main calls helper"],
+        },
+    ],
+)
 ONE = dict(copy.deepcopy(TWO_STEPS), one_answer=True)
 ONE["steps"][1]["answer_key"] = "who_calls"
 
 
-def project(tmp_path: Path, fmt: str = "claude-code-stream-json", pattern: str = PATTERN, scenarios=None,
-            models=None) -> tuple:
+def project(
+    tmp_path: Path, fmt: str = "claude-code-stream-json", pattern: str = PATTERN, scenarios=None, models=None
+) -> tuple:
     models = models or {"rec": {"provider": "recorded", "format": fmt, "path": pattern}}
-    cfg = write_matrix(tmp_path, tools={"baseline": {"transport": "none"}, "git": faulty_tool("ok")},
-                       scenarios=scenarios or {"two": TWO_STEPS, "one": ONE},
-                       extra={"models": models, "pricing": PRICING})
+    cfg = write_matrix(
+        tmp_path,
+        tools={"baseline": {"transport": "none"}, "git": faulty_tool("ok")},
+        scenarios=scenarios or {"two": TWO_STEPS, "one": ONE},
+        extra={"models": models, "pricing": PRICING},
+    )
     m = load_matrix(cfg)
     co = checkout("tiny", m.repo_source("tiny"), "repo", m.repos["tiny"]["commit"], tmp_path / "co")
     return m, co
@@ -72,49 +85,95 @@ CWD = "/home/u/bench/sense/tiny"
 
 
 def init():
-    return {"type": "system", "subtype": "init", "cwd": CWD, "session_id": "sess-1", "model": "claude-opus-4-7[1m]",
-            "claude_code_version": "2.1.140", "mcp_servers": [{"name": "git", "status": "connected"},
-                                                              {"name": "other", "status": "connected"}]}
+    return {
+        "type": "system",
+        "subtype": "init",
+        "cwd": CWD,
+        "session_id": "sess-1",
+        "model": "claude-opus-4-7[1m]",
+        "claude_code_version": "2.1.140",
+        "mcp_servers": [{"name": "git", "status": "connected"}, {"name": "other", "status": "connected"}],
+    }
 
 
 def assistant(mid, *blocks, ts="2026-05-13T14:13:30.000Z"):
-    return {"type": "assistant", "timestamp": ts, "message": {
-        "id": mid, "model": "claude-opus-4-7", "role": "assistant", "content": list(blocks),
-        "usage": {"input_tokens": 3, "output_tokens": 7}}}
+    return {
+        "type": "assistant",
+        "timestamp": ts,
+        "message": {
+            "id": mid,
+            "model": "claude-opus-4-7",
+            "role": "assistant",
+            "content": list(blocks),
+            "usage": {"input_tokens": 3, "output_tokens": 7},
+        },
+    }
 
 
 def tool_result(tid, text, is_error=False, ts="2026-05-13T14:13:30.400Z"):
-    return {"type": "user", "timestamp": ts, "message": {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": tid, "is_error": is_error, "content": [{"type": "text", "text": text}]}]}}
+    return {
+        "type": "user",
+        "timestamp": ts,
+        "message": {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": tid,
+                    "is_error": is_error,
+                    "content": [{"type": "text", "text": text}],
+                }
+            ],
+        },
+    }
 
 
 def result(subtype="success", text=None, **extra):
-    r = {"type": "result", "subtype": subtype, "is_error": subtype != "success", "duration_ms": 84402,
-         "num_turns": 3, "stop_reason": "end_turn", "session_id": "sess-1", "total_cost_usd": 0.5585,
-         "usage": {"input_tokens": 15, "cache_creation_input_tokens": 37134, "cache_read_input_tokens": 176755,
-                   "output_tokens": 6011}}
+    r = {
+        "type": "result",
+        "subtype": subtype,
+        "is_error": subtype != "success",
+        "duration_ms": 84402,
+        "num_turns": 3,
+        "stop_reason": "end_turn",
+        "session_id": "sess-1",
+        "total_cost_usd": 0.5585,
+        "usage": {
+            "input_tokens": 15,
+            "cache_creation_input_tokens": 37134,
+            "cache_read_input_tokens": 176755,
+            "output_tokens": 6011,
+        },
+    }
     if text is not None:
         r["result"] = text
     r.update(extra)
     return r
 
 
-ONE_ANSWER = ('I have enough context.\n\n```json\n{\n  "step1_locate": {"file": "src/util.py", "line": 1, '
-              '"note": "helper doubles its argument"},\n  "who_calls": [{"file": "src/app.py", "line": 5, '
-              '"caller": "main"}]\n}\n```')
+ONE_ANSWER = (
+    'I have enough context.\n\n```json\n{\n  "step1_locate": {"file": "src/util.py", "line": 1, '
+    '"note": "helper doubles its argument"},\n  "who_calls": [{"file": "src/app.py", "line": 5, '
+    '"caller": "main"}]\n}\n```'
+)
 
 
 def one_session(final=result(text=ONE_ANSWER)):
-    return [init(),
-            assistant("m1", {"type": "text", "text": "Looking it up."},
-                      {"type": "tool_use", "id": "t1", "name": "mcp__git__git_log", "input": {"repo_path": CWD}},
-                      {"type": "tool_use", "id": "t2", "name": "mcp__other__search_code", "input": {"q": "helper"}}),
-            tool_result("t1", f"Commit history of {CWD}/src/util.py"),
-            tool_result("t2", "MCP error -32602: bad params", is_error=True),
-            assistant("m2", {"type": "tool_use", "id": "t3", "name": "Read", "input": {"file_path": f"{CWD}/src/app.py"}}),
-            tool_result("t3", "5\t    return helper(2)", ts="2026-05-13T14:13:31.000Z"),
-            assistant("m3", {"type": "text", "text": ONE_ANSWER}),
-            final]
+    return [
+        init(),
+        assistant(
+            "m1",
+            {"type": "text", "text": "Looking it up."},
+            {"type": "tool_use", "id": "t1", "name": "mcp__git__git_log", "input": {"repo_path": CWD}},
+            {"type": "tool_use", "id": "t2", "name": "mcp__other__search_code", "input": {"q": "helper"}},
+        ),
+        tool_result("t1", f"Commit history of {CWD}/src/util.py"),
+        tool_result("t2", "MCP error -32602: bad params", is_error=True),
+        assistant("m2", {"type": "tool_use", "id": "t3", "name": "Read", "input": {"file_path": f"{CWD}/src/app.py"}}),
+        tool_result("t3", "5\t    return helper(2)", ts="2026-05-13T14:13:31.000Z"),
+        assistant("m3", {"type": "text", "text": ONE_ANSWER}),
+        final,
+    ]
 
 
 # --- the real CLI's stream --------------------------------------------------------------------
@@ -131,9 +190,10 @@ def test_real_cli_stream_gives_the_live_hosts_records(tmp_path):
     assert t["outcome"] == "completed", t["outcome_detail"]
     assert [s["answer_text"] for s in t["steps"]] == live["answers"]
     assert [s["turns"] for s in t["steps"]] == live["turns"] and t["feedback_text"] == live["feedback"]
-    assert [[c["id"], c["tool"], c["source"], c["step"], c["turn"], c["is_error"]] for c in t["tool_calls"]] \
-        == live["tool_calls"]
-    assert t["usage"] == live["usage"]      # tokens with cache fields, our cost, Claude Code's own
+    assert [[c["id"], c["tool"], c["source"], c["step"], c["turn"], c["is_error"]] for c in t["tool_calls"]] == live[
+        "tool_calls"
+    ]
+    assert t["usage"] == live["usage"]  # tokens with cache fields, our cost, Claude Code's own
     assert "helper" in next(c for c in t["tool_calls"] if c["tool"] == "read_file")["result_text"]
     # answers and reasoning name repository paths, relative to the recorded cwd, as the live host's
     assert not any("/tmp/recorded-run" in s["answer_text"] + s["reasoning_text"] for s in t["steps"])
@@ -142,8 +202,9 @@ def test_real_cli_stream_gives_the_live_hosts_records(tmp_path):
     assert meta["provider"] == "recorded" and meta["recorded_format"] == "claude-code-stream-json"
     assert meta["recorded_path"] == "recorded/git/tiny/two/1.jsonl" and len(meta["recorded_sha256"]) == 64
     assert meta["host_reported_version"] == "2.1.328" and meta["server_startup_seconds"] is None
-    s = score_trial(t, m.scenarios["two"].data, str(tmp_path / "repo"), m.repos["tiny"]["commit"], m.config["pricing"],
-                    None)
+    s = score_trial(
+        t, m.scenarios["two"].data, str(tmp_path / "repo"), m.repos["tiny"]["commit"], m.config["pricing"], None
+    )
     validate_against("scored.schema.yaml", s, "scored")
     assert s["passed"] is True and s["answer_mapping"]["method"] == "per_step", s["failures"]
 
@@ -151,13 +212,16 @@ def test_real_cli_stream_gives_the_live_hosts_records(tmp_path):
 def test_real_cli_max_turns(tmp_path):
     m, co = project(tmp_path)
     place(tmp_path, "recorded/baseline/tiny/find-helper/1.jsonl", FIX / "cc-max-turns.jsonl")
-    m, co = project(tmp_path / "p", scenarios={"find-helper": SCENARIO},
-                    pattern=str(tmp_path / "recorded/{tool}/{repo}/{scenario}/{trial}.jsonl"))
+    m, co = project(
+        tmp_path / "p",
+        scenarios={"find-helper": SCENARIO},
+        pattern=str(tmp_path / "recorded/{tool}/{repo}/{scenario}/{trial}.jsonl"),
+    )
     t, meta = run_trial(m, "rec", "baseline", "find-helper", 1, co, None, None, tmp_path / "out")
     validate_against("transcript.schema.yaml", t, "transcript")
     assert t["outcome"] == "max_turns" and t["steps"][0]["answer_text"] == "" and t["steps"][0]["turns"] == 2
     assert [c["tool"] for c in t["tool_calls"]] == ["grep", "grep"]
-    assert meta["recorded_path"].startswith("/")   # outside the project: named as it is
+    assert meta["recorded_path"].startswith("/")  # outside the project: named as it is
 
 
 # --- every result subtype, by hand ------------------------------------------------------------
@@ -175,14 +239,21 @@ def test_one_session_one_answer(tmp_path):
     assert step["reasoning_text"] == "Looking it up." and step["wall_seconds"] == 84.402 == t["wall_seconds"]
     calls = {c["id"]: c for c in t["tool_calls"]}
     assert (calls["t1"]["tool"], calls["t1"]["source"]) == ("git_log", "mcp")
-    assert calls["t1"]["result_text"] == f"Commit history of {CWD}/src/util.py"   # as the model saw it
-    assert (calls["t2"]["tool"], calls["t2"]["error_kind"], calls["t2"]["error_code"]) == ("search_code",
-                                                                                          "protocol_error", -32602)
+    assert calls["t1"]["result_text"] == f"Commit history of {CWD}/src/util.py"  # as the model saw it
+    assert (calls["t2"]["tool"], calls["t2"]["error_kind"], calls["t2"]["error_code"]) == (
+        "search_code",
+        "protocol_error",
+        -32602,
+    )
     assert calls["t3"]["tool"] == "read_file" and calls["t3"]["latency_ms"] == 1000.0
     assert t["errors"]["protocol_error"] == 1
     u = t["usage"]
-    assert (u["input_tokens"], u["output_tokens"], u["cache_creation_input_tokens"], u["cache_read_input_tokens"]) \
-        == (15, 6011, 37134, 176755)
+    assert (u["input_tokens"], u["output_tokens"], u["cache_creation_input_tokens"], u["cache_read_input_tokens"]) == (
+        15,
+        6011,
+        37134,
+        176755,
+    )
     assert u["api_calls"] == 3 and u["host_cost_usd"] == 0.5585
     # our pricing, by the model the recording names
     assert t["model_id"] == "claude-opus-4-7" and meta["model_id"] == "claude-opus-4-7"
@@ -197,9 +268,12 @@ def test_one_session_one_answer(tmp_path):
 
 def test_error_max_turns(tmp_path):
     m, co = project(tmp_path)
-    place(tmp_path, "recorded/git/tiny/one/1.jsonl",
-          events=one_session(result("error_max_turns", stop_reason="tool_use"))[:-2] +
-          [result("error_max_turns", stop_reason="tool_use")])
+    place(
+        tmp_path,
+        "recorded/git/tiny/one/1.jsonl",
+        events=one_session(result("error_max_turns", stop_reason="tool_use"))[:-2]
+        + [result("error_max_turns", stop_reason="tool_use")],
+    )
     t, _ = run_trial(m, "rec", "git", "one", 1, co, None, None, tmp_path / "out")
     assert t["outcome"] == "max_turns" and t["steps"][0]["answer_text"] == "" and t["one_answer"] is True
 
@@ -211,30 +285,35 @@ def test_error_max_budget_keeps_the_last_assistant_text(tmp_path):
     t, _ = run_trial(m, "rec", "git", "one", 1, co, None, None, tmp_path / "out")
     validate_against("transcript.schema.yaml", t, "transcript")
     assert t["outcome"] == "budget_exceeded" and t["outcome_detail"] == "claude-code: error_max_budget_usd"
-    assert t["steps"][0]["answer_text"] == ONE_ANSWER   # the partial answer is graded
+    assert t["steps"][0]["answer_text"] == ONE_ANSWER  # the partial answer is graded
     s = score_trial(t, m.scenarios["one"].data, str(tmp_path / "repo"), m.repos["tiny"]["commit"], None, None)
-    assert s["answer_mapping"]["method"] == "json_keys" and s["passed"] is False   # only a completed trial passes
+    assert s["answer_mapping"]["method"] == "json_keys" and s["passed"] is False  # only a completed trial passes
 
 
 def test_error_during_execution_and_a_cut_off_recording(tmp_path):
     m, co = project(tmp_path)
-    place(tmp_path, "recorded/git/tiny/one/1.jsonl",
-          events=one_session(result("error_during_execution", errors=["Tool permission stream closed"])))
+    place(
+        tmp_path,
+        "recorded/git/tiny/one/1.jsonl",
+        events=one_session(result("error_during_execution", errors=["Tool permission stream closed"])),
+    )
     t, _ = run_trial(m, "rec", "git", "one", 1, co, None, None, tmp_path / "out")
     assert t["outcome"] == "harness_failed" and "error_during_execution" in t["outcome_detail"]
     assert "Tool permission stream closed" in t["outcome_detail"] and t["errors"]["harness_error"] == 1
     assert t["steps"][0]["answer_text"] == ""
     # an API error after retries, as the live host maps it
-    place(tmp_path, "recorded/git/tiny/one/1.jsonl",
-          events=one_session(result("success", text="API Error: 529 overloaded", is_error=True,
-                                    api_error_status=529)))
+    place(
+        tmp_path,
+        "recorded/git/tiny/one/1.jsonl",
+        events=one_session(result("success", text="API Error: 529 overloaded", is_error=True, api_error_status=529)),
+    )
     t, _ = run_trial(m, "rec", "git", "one", 1, co, None, None, tmp_path / "out")
     assert t["outcome"] == "api_failed" and t["error_events"][-1]["status"] == 529
     # no result event at all: the run was cut off
     place(tmp_path, "recorded/git/tiny/one/1.jsonl", events=one_session()[:-1])
     t, _ = run_trial(m, "rec", "git", "one", 1, co, None, None, tmp_path / "out")
     assert t["outcome"] == "harness_failed" and "without a result event" in t["outcome_detail"]
-    assert len(t["tool_calls"]) == 3   # what it did is still recorded
+    assert len(t["tool_calls"]) == 3  # what it did is still recorded
 
 
 def test_steps_and_results_must_agree(tmp_path):
@@ -261,8 +340,28 @@ def test_a_missing_recording_is_not_run_not_a_crash(tmp_path, capsys):
     # the workflow's command: exit 0, the records written
     write_json(tmp_path / "co.json", co)
     out = tmp_path / "runs" / "transcript.json"
-    assert main(["run-trial", "--config", str(m.path), "--model", "rec", "--tool", "git", "--scenario", "two",
-                 "--trial", "1", "--checkout", str(tmp_path / "co.json"), "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "run-trial",
+                "--config",
+                str(m.path),
+                "--model",
+                "rec",
+                "--tool",
+                "git",
+                "--scenario",
+                "two",
+                "--trial",
+                "1",
+                "--checkout",
+                str(tmp_path / "co.json"),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert json.loads(out.read_text())["outcome"] == "not_run"
     assert json.loads((out.parent / "run_meta.json").read_text())["provider"] == "recorded"
 
@@ -280,8 +379,9 @@ def test_format_mcptrials_is_taken_as_is_with_the_cell_rewritten(tmp_path):
     write_json(tmp_path / "b" / "runs/git/tiny/two/1/transcript.json", t0)
     t, meta = run_trial(m2, "rec", "git", "two", 1, co2, None, None, tmp_path / "out2")
     assert t["cell"] == {"model": "rec", "host": "loop", "tool": "git", "repo": "tiny", "scenario": "two", "trial": 1}
-    assert {k: v for k, v in t.items() if k not in ("cell", "host")} == \
-        {k: v for k, v in t0.items() if k not in ("cell", "host")}
+    assert {k: v for k, v in t.items() if k not in ("cell", "host")} == {
+        k: v for k, v in t0.items() if k not in ("cell", "host")
+    }
     assert meta["recorded_format"] == "mcptrials" and meta["recorded_path"] == "runs/git/tiny/two/1/transcript.json"
     # not one of ours: recorded, not a crash
     write_json(tmp_path / "b" / "runs/git/tiny/two/1/transcript.json", {"schema": "something else"})
@@ -295,7 +395,7 @@ def test_format_mcptrials_is_taken_as_is_with_the_cell_rewritten(tmp_path):
 def test_config_of_a_recorded_model(tmp_path, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     m, _ = project(tmp_path)
-    assert check_api_keys(m, environ={}) == []            # no key for a recording
+    assert check_api_keys(m, environ={}) == []  # no key for a recording
     assert m.specs.models["rec"].format == "claude-code-stream-json" and m.specs.models["rec"].recorded
 
     def cfg_with(**models):
@@ -315,8 +415,10 @@ def test_config_of_a_recorded_model(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match=r"models\.rec\.format.*not allowed"):
         load(cfg_with(rec={"provider": "recorded", "format": "jsonl", "path": "x"}))
     # claude-code drives live anthropic models only: a recorded model runs under loop hosts
-    c = cfg_with(rec={"provider": "recorded", "format": "mcptrials", "path": "x/{trial}.json"},
-                 claude={"provider": "anthropic", "model": "claude-sonnet-4-6"})
+    c = cfg_with(
+        rec={"provider": "recorded", "format": "mcptrials", "path": "x/{trial}.json"},
+        claude={"provider": "anthropic", "model": "claude-sonnet-4-6"},
+    )
     c["hosts"] = {"loop": {"kind": "loop"}, "cc": {"kind": "claude-code"}}
     mm = load(c)
     assert {(mo, h) for mo, h, *_ in mm.cells()} == {("rec", "loop"), ("claude", "loop"), ("claude", "cc")}
@@ -326,8 +428,10 @@ def test_config_of_a_recorded_model(tmp_path, monkeypatch):
 
 
 def test_the_recorded_files_sha256_is_a_rerun_key_of_its_trials(tmp_path):
-    models = {"rec": {"provider": "recorded", "format": "claude-code-stream-json", "path": PATTERN},
-              "reference": {"provider": "reference"}}
+    models = {
+        "rec": {"provider": "recorded", "format": "claude-code-stream-json", "path": PATTERN},
+        "reference": {"provider": "reference"},
+    }
     m, _ = project(tmp_path, models=models)
     base, base_t = rule_params(m)["transcript"], recorded_trials(m)
     assert base_t == {("rec", "loop", t, s, "1"): None for t in ("baseline", "git") for s in ("one", "two")}
@@ -345,8 +449,10 @@ def test_the_recorded_files_sha256_is_a_rerun_key_of_its_trials(tmp_path):
     s["one_answer"] = True
     (tmp_path / "scenarios" / "two.yaml").write_text(yaml.safe_dump(s))
     flipped = rule_params(load_matrix(m.path))["transcript"]
-    assert {k for k in base if again[k] != flipped[k]} == {("rec", "loop", "git", "two"),
-                                                           ("rec", "loop", "baseline", "two")}
+    assert {k for k in base if again[k] != flipped[k]} == {
+        ("rec", "loop", "git", "two"),
+        ("rec", "loop", "baseline", "two"),
+    }
 
 
 # --- the workflow -------------------------------------------------------------------------
@@ -358,11 +464,24 @@ def test_workflow_builds_a_report_of_a_recorded_model(tmp_path):
 
     copy_workflow(tmp_path)
     wd = tmp_path
-    write_matrix(wd, tools={"baseline": {"transport": "none"}, "sense": dict(ARM)}, scenarios={"one": ONE},
-                 extra={"models": {"rec": {"provider": "recorded", "format": "claude-code-stream-json",
-                                           "path": "recorded/{tool}/{repo}/{scenario}/{trial}.jsonl"}},
-                        "pricing": PRICING, "trials": 2, "locked": None})
-    place(wd, "recorded/baseline/tiny/one/1.jsonl", events=one_session())   # trial 2 has no recording
+    write_matrix(
+        wd,
+        tools={"baseline": {"transport": "none"}, "sense": dict(ARM)},
+        scenarios={"one": ONE},
+        extra={
+            "models": {
+                "rec": {
+                    "provider": "recorded",
+                    "format": "claude-code-stream-json",
+                    "path": "recorded/{tool}/{repo}/{scenario}/{trial}.jsonl",
+                }
+            },
+            "pricing": PRICING,
+            "trials": 2,
+            "locked": None,
+        },
+    )
+    place(wd, "recorded/baseline/tiny/one/1.jsonl", events=one_session())  # trial 2 has no recording
     place(wd, "recorded/sense/tiny/one/1.jsonl", events=one_session())
     place(wd, "recorded/sense/tiny/one/2.jsonl", events=one_session())
     run_snakemake(wd, "-j2")
@@ -384,22 +503,43 @@ def test_workflow_builds_a_report_of_a_recorded_model(tmp_path):
     assert planned(wd) == {}
     # a new recording reruns its own trial only (its sha256 is that trial's param) and what reads it
     place(wd, "recorded/baseline/tiny/one/2.jsonl", events=one_session())
-    assert planned(wd) == {"all": 1, "transcript": 1, "scored": 1, "judged": 1, "aggregate": 1, "report": 1,
-                           "status": 1}
+    assert planned(wd) == {
+        "all": 1,
+        "transcript": 1,
+        "scored": 1,
+        "judged": 1,
+        "aggregate": 1,
+        "report": 1,
+        "status": 1,
+    }
 
 
 def test_usage_is_claude_codes_own_count_over_the_session(tmp_path):
     """A result's `usage` can leave calls out; `modelUsage` (cumulative over the session, every
     model) is the count its total_cost_usd comes from, and ours then agrees with it."""
     m, co = project(tmp_path)
-    model_usage = {"claude-opus-4-7[1m]": {"inputTokens": 21, "outputTokens": 6321, "cacheReadInputTokens": 192027,
-                                           "cacheCreationInputTokens": 48705, "costUSD": 0.55854975}}
-    place(tmp_path, "recorded/git/tiny/one/1.jsonl",
-          events=one_session(result(text=ONE_ANSWER, modelUsage=model_usage, total_cost_usd=0.55854975)))
+    model_usage = {
+        "claude-opus-4-7[1m]": {
+            "inputTokens": 21,
+            "outputTokens": 6321,
+            "cacheReadInputTokens": 192027,
+            "cacheCreationInputTokens": 48705,
+            "costUSD": 0.55854975,
+        }
+    }
+    place(
+        tmp_path,
+        "recorded/git/tiny/one/1.jsonl",
+        events=one_session(result(text=ONE_ANSWER, modelUsage=model_usage, total_cost_usd=0.55854975)),
+    )
     t, _ = run_trial(m, "rec", "git", "one", 1, co, None, None, tmp_path / "out")
     u = t["usage"]
-    assert (u["input_tokens"], u["output_tokens"], u["cache_creation_input_tokens"], u["cache_read_input_tokens"]) \
-        == (21, 6321, 48705, 192027)
+    assert (u["input_tokens"], u["output_tokens"], u["cache_creation_input_tokens"], u["cache_read_input_tokens"]) == (
+        21,
+        6321,
+        48705,
+        192027,
+    )
     assert u["cost_usd"] == pytest.approx(u["host_cost_usd"], abs=1e-6)
 
 
@@ -410,8 +550,12 @@ ARM = {"transport": "recorded", "source": "a bench's results/sense"}
 
 def arm_project(tmp_path: Path, models=None) -> tuple:
     models = models or {"rec": {"provider": "recorded", "format": "claude-code-stream-json", "path": PATTERN}}
-    cfg = write_matrix(tmp_path, tools={"baseline": {"transport": "none"}, "sense": dict(ARM)},
-                       scenarios={"one": ONE}, extra={"models": models, "pricing": PRICING})
+    cfg = write_matrix(
+        tmp_path,
+        tools={"baseline": {"transport": "none"}, "sense": dict(ARM)},
+        scenarios={"one": ONE},
+        extra={"models": models, "pricing": PRICING},
+    )
     m = load_matrix(cfg)
     co = checkout("tiny", m.repo_source("tiny"), "repo", m.repos["tiny"]["commit"], tmp_path / "co")
     return m, co
@@ -465,10 +609,16 @@ def test_the_report_names_a_recorded_arm_by_its_source_and_recordings(tmp_path):
     from mcptrials.analyze.identity import recorded_identity
     from mcptrials.report.identity import recorded_tool_line
 
-    recs = [{"key": {"model": "rec", "host": "loop", "tool": "sense", "scenario": "one", "trial": n},
-             "run_meta": {"recorded_sha256": sha, "recorded_tools": lst}}
-            for n, sha, lst in ((1, "a" * 64, {"from": "the recording's init event", "names": ["mcp__sense__x"]}),
-                                (2, None, {"from": "unknown", "names": None}))]
+    recs = [
+        {
+            "key": {"model": "rec", "host": "loop", "tool": "sense", "scenario": "one", "trial": n},
+            "run_meta": {"recorded_sha256": sha, "recorded_tools": lst},
+        }
+        for n, sha, lst in (
+            (1, "a" * 64, {"from": "the recording's init event", "names": ["mcp__sense__x"]}),
+            (2, None, {"from": "unknown", "names": None}),
+        )
+    ]
     ident = {"transport": "recorded", **recorded_identity(ARM, recs, "sense")}
     assert ident["recordings"] == {"rec/loop/one/1": "a" * 64, "rec/loop/one/2": None}
     line = recorded_tool_line("sense", ident)
@@ -491,33 +641,49 @@ def test_a_recorded_trial_needs_no_checkout_a_live_one_does(tmp_path):
     from mcptrials.grade.scoring import score_job
     from mcptrials.run.runner import run_trial_job
 
-    models = {"rec": {"provider": "recorded", "format": "claude-code-stream-json", "path": PATTERN},
-              "reference": {"provider": "reference"}}
+    models = {
+        "rec": {"provider": "recorded", "format": "claude-code-stream-json", "path": PATTERN},
+        "reference": {"provider": "reference"},
+    }
     m, _ = project(tmp_path, models=models)
     commit = m.repos["tiny"]["commit"]
     co_json = tmp_path / "results/checkouts/tiny/checkout.json"
     error = "repos.tiny.url: cannot clone 'file:///nowhere/tiny.git': fatal: repository does not exist"
     write_json(co_json, failed_record("checkout", error, 1, repo="tiny", url="file:///nowhere/tiny.git", commit=commit))
     snap = tmp_path / "results/snapshots/git/tiny/tools.json"
-    write_json(snap, {"tool": "git", "repo": "tiny", "unavailable": f"checkout failed: {error}",
-                      "error": f"checkout failed: {error}", "tools": []})
+    write_json(
+        snap,
+        {
+            "tool": "git",
+            "repo": "tiny",
+            "unavailable": f"checkout failed: {error}",
+            "error": f"checkout failed: {error}",
+            "tools": [],
+        },
+    )
     place(tmp_path, "recorded/git/tiny/one/1.jsonl", events=one_session())
     out = tmp_path / "results/runs/rec/loop/git/tiny/one/1/transcript.json"
     t, state = run_trial_job(m, "rec", "loop", "git", "one", 1, co_json, snap, None, out)
     assert t["outcome"] == "completed" and state is None
-    assert t["steps"][0]["answer_text"] == ONE_ANSWER and [c["tool"] for c in t["tool_calls"]] == \
-        ["git_log", "search_code", "read_file"]
+    assert t["steps"][0]["answer_text"] == ONE_ANSWER and [c["tool"] for c in t["tool_calls"]] == [
+        "git_log",
+        "search_code",
+        "read_file",
+    ]
     assert t["usage"]["output_tokens"] == 6011
     meta = json.loads((out.parent / "run_meta.json").read_text())
     assert meta["commit"] == commit and meta["repo_url"] == "file:///nowhere/tiny.git"
-    assert meta["converted_without"] == {"checkout": f"checkout failed: {error}",
-                                         "snapshot": f"checkout failed: {error}"}
+    assert meta["converted_without"] == {
+        "checkout": f"checkout failed: {error}",
+        "snapshot": f"checkout failed: {error}",
+    }
     # the tools/list: the snapshot's is unavailable, so the recording's own, said
     assert meta["recorded_tools"]["from"] == "unknown" and meta["tools_sha256"] is None
     validate_against("transcript.schema.yaml", t, "transcript")
     # graded without a checkout: citations not checked (null, never zero), the rest as usual
-    scored = score_job(out, m.scenarios["one"].path, co_json.parent / "tree", commit, str(m.path),
-                       out.parent / "scored.json")
+    scored = score_job(
+        out, m.scenarios["one"].path, co_json.parent / "tree", commit, str(m.path), out.parent / "scored.json"
+    )
     validate_against("scored.schema.yaml", scored, "scored")
     assert scored["citations_not_checked"] == f"checkout failed: {error}"
     assert scored["citations"]["counts"]["total"] == 0 and scored["citations"]["rates"]["grounded_rate"] is None

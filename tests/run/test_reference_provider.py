@@ -31,38 +31,59 @@ CITATION = re.compile(r"[\w./-]+\.\w+:\d+")
 SEARCH_CODE = {
     "name": "mcp__x__search_code",
     "description": "Search for code pattern with pagination. Supports glob file_pattern.",
-    "input_schema": {"type": "object", "required": ["pattern"], "properties": {
-        "pattern": {"type": "string"},
-        "case_sensitive": {"type": "boolean", "default": True},
-        "file_pattern": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
-        "regex": {"anyOf": [{"type": "boolean"}, {"type": "null"}], "default": None},
-        "max_results": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": 10},
-    }},
+    "input_schema": {
+        "type": "object",
+        "required": ["pattern"],
+        "properties": {
+            "pattern": {"type": "string"},
+            "case_sensitive": {"type": "boolean", "default": True},
+            "file_pattern": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+            "regex": {"anyOf": [{"type": "boolean"}, {"type": "null"}], "default": None},
+            "max_results": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": 10},
+        },
+    },
 }
 SEARCH_FILES = {
     "name": "mcp__fs__search_files",
     "description": "Recursively search for files and directories matching a pattern. The patterns should be "
-                   "glob-style patterns that match paths relative to the working directory.",
-    "input_schema": {"type": "object", "required": ["path", "pattern"], "properties": {
-        "path": {"type": "string"}, "pattern": {"type": "string"},
-        "excludePatterns": {"type": "array", "items": {"type": "string"}, "default": []}}},
+    "glob-style patterns that match paths relative to the working directory.",
+    "input_schema": {
+        "type": "object",
+        "required": ["path", "pattern"],
+        "properties": {
+            "path": {"type": "string"},
+            "pattern": {"type": "string"},
+            "excludePatterns": {"type": "array", "items": {"type": "string"}, "default": []},
+        },
+    },
 }
 READ_TEXT_FILE = {
     "name": "mcp__fs__read_text_file",
     "description": "Read the complete contents of a file from the file system as text. Use the 'head' "
-                   "parameter to read only the first N lines of a file.",
-    "input_schema": {"type": "object", "required": ["path"], "properties": {
-        "path": {"type": "string"}, "tail": {"type": "number"}, "head": {"type": "number"}}},
+    "parameter to read only the first N lines of a file.",
+    "input_schema": {
+        "type": "object",
+        "required": ["path"],
+        "properties": {"path": {"type": "string"}, "tail": {"type": "number"}, "head": {"type": "number"}},
+    },
 }
 WRITE_FILE = {
-    "name": "mcp__fs__write_file", "description": "Create a new file or overwrite one.",
-    "input_schema": {"type": "object", "required": ["path", "content"],
-                     "properties": {"path": {"type": "string"}, "content": {"type": "string"}}},
+    "name": "mcp__fs__write_file",
+    "description": "Create a new file or overwrite one.",
+    "input_schema": {
+        "type": "object",
+        "required": ["path", "content"],
+        "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+    },
 }
 GIT_LOG = {
-    "name": "mcp__git__git_log", "description": "Shows the commit logs",
-    "input_schema": {"type": "object", "required": ["repo_path"], "properties": {
-        "repo_path": {"type": "string"}, "max_count": {"type": "integer", "default": 10}}},
+    "name": "mcp__git__git_log",
+    "description": "Shows the commit logs",
+    "input_schema": {
+        "type": "object",
+        "required": ["repo_path"],
+        "properties": {"repo_path": {"type": "string"}, "max_count": {"type": "integer", "default": 10}},
+    },
 }
 
 
@@ -102,6 +123,7 @@ def repo(tmp_path):
 
 def fake_search(root: Path, mode: str = "all"):
     """A code search in the style of code-index-mcp: JSON results with absolute paths."""
+
     def run(args):
         if mode == "error":
             return "Error: the index is not built", True
@@ -113,6 +135,7 @@ def fake_search(root: Path, mode: str = "all"):
         if mode == "first_only":
             results = results[:1]
         return json.dumps({"results": results, "pagination": {"total_matches": len(results)}}), False
+
     return run
 
 
@@ -153,15 +176,20 @@ def tool_calls(messages):
 
 def test_finds_the_definition_and_cites_it(repo):
     prov = ReferenceProvider(str(repo))
-    messages, replies = drive(prov, [SEARCH_CODE] + BUILTIN_TOOLS, {"mcp__x__search_code": fake_search(repo)},
-                              ["Where is `apply_discount` defined?"], BuiltinTools(repo))
+    messages, replies = drive(
+        prov,
+        [SEARCH_CODE] + BUILTIN_TOOLS,
+        {"mcp__x__search_code": fake_search(repo)},
+        ["Where is `apply_discount` defined?"],
+        BuiltinTools(repo),
+    )
     answer = answer_of(replies)
     assert replies[-1].stop_reason == "end_turn"
     assert "`apply_discount` is defined at `src/shop/pricing.py:6`: `def apply_discount(amount, rate):`" in answer
-    assert "Take a rate off an amount." in answer          # from the read of the hit's window
-    assert str(repo) not in answer                          # absolute paths from the tool made relative
+    assert "Take a rate off an amount." in answer  # from the read of the hit's window
+    assert str(repo) not in answer  # absolute paths from the tool made relative
     calls = tool_calls(messages)
-    assert calls[0]["name"] == "mcp__x__search_code"        # the server's search comes before grep
+    assert calls[0]["name"] == "mcp__x__search_code"  # the server's search comes before grep
     assert calls[0]["input"] == {"pattern": "apply_discount"}
     assert any(c["name"] == "read_file" for c in calls)
     # every tool_use is preceded by a text block stating why
@@ -175,8 +203,13 @@ def test_finds_the_definition_and_cites_it(repo):
 
 def test_every_citation_is_grounded(repo):
     prov = ReferenceProvider(str(repo))
-    _, replies = drive(prov, [SEARCH_CODE] + BUILTIN_TOOLS, {"mcp__x__search_code": fake_search(repo)},
-                       ["Which functions call `apply_discount`?"], BuiltinTools(repo))
+    _, replies = drive(
+        prov,
+        [SEARCH_CODE] + BUILTIN_TOOLS,
+        {"mcp__x__search_code": fake_search(repo)},
+        ["Which functions call `apply_discount`?"],
+        BuiltinTools(repo),
+    )
     answer = answer_of(replies)
     cites = re.findall(r"`([\w./-]+\.py):(\d+)`(?: in `[\w.]+`)?: `([^`]*)`", answer)
     assert len(cites) >= 3
@@ -188,13 +221,14 @@ def test_every_citation_is_grounded(repo):
 
 def test_several_tool_calls_in_one_reply(repo):
     prov = ReferenceProvider(str(repo))
-    messages, replies = drive(prov, BUILTIN_TOOLS, {}, ["Compare `apply_discount` and `PriceBook` and `TAX_RATE`."],
-                              BuiltinTools(repo))
+    messages, replies = drive(
+        prov, BUILTIN_TOOLS, {}, ["Compare `apply_discount` and `PriceBook` and `TAX_RATE`."], BuiltinTools(repo)
+    )
     first = replies[0].content
     uses = [b for b in first if b["type"] == "tool_use"]
     assert [b["name"] for b in uses] == ["grep", "grep", "grep"]
     assert [b["type"] for b in first] == ["text", "tool_use"] * 3
-    assert len({b["id"] for b in tool_calls(messages)}) == len(tool_calls(messages))    # ids unique
+    assert len({b["id"] for b in tool_calls(messages)}) == len(tool_calls(messages))  # ids unique
     answer = answer_of(replies)
     assert "`src/shop/pricing.py:6`" in answer and "`src/shop/pricing.py:11`" in answer
     assert "`src/shop/pricing.py:3`" in answer
@@ -202,9 +236,16 @@ def test_several_tool_calls_in_one_reply(repo):
 
 def test_same_inputs_same_transcript(repo):
     tools = [SEARCH_CODE] + BUILTIN_TOOLS
-    runs = [drive(ReferenceProvider(str(repo)), tools, {"mcp__x__search_code": fake_search(repo)},
-                  ["Where is `apply_discount` defined?", "And `PriceBook`? This is the last step."],
-                  BuiltinTools(repo))[0] for _ in range(2)]
+    runs = [
+        drive(
+            ReferenceProvider(str(repo)),
+            tools,
+            {"mcp__x__search_code": fake_search(repo)},
+            ["Where is `apply_discount` defined?", "And `PriceBook`? This is the last step."],
+            BuiltinTools(repo),
+        )[0]
+        for _ in range(2)
+    ]
     assert json.dumps(runs[0]) == json.dumps(runs[1])
     # and the provider answers one conversation the same way twice
     prov = ReferenceProvider(str(repo))
@@ -233,17 +274,28 @@ def test_transcript_does_not_depend_on_hash_seed(repo):
     outs = []
     for seed in ("1", "2"):
         env = dict(os.environ, PYTHONHASHSEED=seed)
-        outs.append(subprocess.run([sys.executable, "-c", script, str(repo)], env=env, capture_output=True,
-                                   text=True, check=True, timeout=60).stdout)
+        outs.append(
+            subprocess.run(
+                [sys.executable, "-c", script, str(repo)],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=60,
+            ).stdout
+        )
     assert outs[0] == outs[1] and "pricing.py" in outs[0]
 
 
 def test_erroring_tool_falls_back_to_grep(repo):
     prov = ReferenceProvider(str(repo))
-    messages, replies = drive(prov, [SEARCH_CODE] + BUILTIN_TOOLS,
-                              {"mcp__x__search_code": fake_search(repo, "error")},
-                              ["Where is `apply_discount` defined? Last step: give feedback on the tools."],
-                              BuiltinTools(repo))
+    messages, replies = drive(
+        prov,
+        [SEARCH_CODE] + BUILTIN_TOOLS,
+        {"mcp__x__search_code": fake_search(repo, "error")},
+        ["Where is `apply_discount` defined? Last step: give feedback on the tools."],
+        BuiltinTools(repo),
+    )
     names = [c["name"] for c in tool_calls(messages)]
     assert names[:2] == ["mcp__x__search_code", "grep"]
     assert "fall back" in replies[1].content[0]["text"]
@@ -266,8 +318,13 @@ def test_a_better_server_gives_a_better_answer(repo):
     answers = {}
     for mode in ("all", "first_only"):
         prov = ReferenceProvider(str(repo))
-        _, replies = drive(prov, [SEARCH_CODE] + BUILTIN_TOOLS, {"mcp__x__search_code": fake_search(repo, mode)},
-                           ["What does `apply_discount` return?"], BuiltinTools(repo))
+        _, replies = drive(
+            prov,
+            [SEARCH_CODE] + BUILTIN_TOOLS,
+            {"mcp__x__search_code": fake_search(repo, mode)},
+            ["What does `apply_discount` return?"],
+            BuiltinTools(repo),
+        )
         answers[mode] = answer_of(replies)
     assert "`src/shop/pricing.py:6`" in answers["all"]
     assert "`src/shop/pricing.py:6`" not in answers["first_only"]
@@ -277,6 +334,7 @@ def test_a_better_server_gives_a_better_answer(repo):
 def test_file_search_then_read_without_line_numbers(repo):
     """server-filesystem style: search_files gives bare absolute paths, read_text_file plain text
     (no line numbers, `head` only); the agent numbers the lines itself."""
+
     def search_files(args):
         rx = glob_to_regex(args["pattern"])
         hits = [str(p) for p in sorted(repo.rglob("*")) if rx.match(p.relative_to(repo).as_posix())]
@@ -284,23 +342,34 @@ def test_file_search_then_read_without_line_numbers(repo):
 
     def read_text_file(args):
         lines = Path(args["path"]).read_text().splitlines()
-        return "\n".join(lines[:int(args["head"])] if "head" in args else lines), False
+        return "\n".join(lines[: int(args["head"])] if "head" in args else lines), False
 
     prov = ReferenceProvider(str(repo))
-    messages, replies = drive(prov, [SEARCH_FILES, READ_TEXT_FILE, WRITE_FILE] + BUILTIN_TOOLS,
-                              {"mcp__fs__search_files": search_files, "mcp__fs__read_text_file": read_text_file},
-                              ["Explain the pricing module."], BuiltinTools(repo))
+    messages, replies = drive(
+        prov,
+        [SEARCH_FILES, READ_TEXT_FILE, WRITE_FILE] + BUILTIN_TOOLS,
+        {"mcp__fs__search_files": search_files, "mcp__fs__read_text_file": read_text_file},
+        ["Explain the pricing module."],
+        BuiltinTools(repo),
+    )
     calls = tool_calls(messages)
-    assert calls[0] == {**calls[0], "name": "mcp__fs__search_files",
-                        "input": {"path": str(repo), "pattern": "**/*pric*"}}    # the stem of "pricing"
-    assert any(c["name"] == "mcp__fs__read_text_file" and c["input"]["path"] == str(repo / "src/shop/pricing.py")
-               for c in calls)
+    assert calls[0] == {
+        **calls[0],
+        "name": "mcp__fs__search_files",
+        "input": {"path": str(repo), "pattern": "**/*pric*"},
+    }  # the stem of "pricing"
+    assert any(
+        c["name"] == "mcp__fs__read_text_file" and c["input"]["path"] == str(repo / "src/shop/pricing.py")
+        for c in calls
+    )
     assert all(c["name"] != "mcp__fs__write_file" for c in calls)
-    assert all(c["name"] != "grep" for c in calls)           # the server's tools sufficed
+    assert all(c["name"] != "grep" for c in calls)  # the server's tools sufficed
     answer = answer_of(replies)
-    assert "The file `src/shop/pricing.py` (found by name for `pricing`) defines `TAX_RATE` " \
-           "(`src/shop/pricing.py:3`), `apply_discount` (`src/shop/pricing.py:6`), `PriceBook` " \
-           "(`src/shop/pricing.py:11`), `lookup` (`src/shop/pricing.py:12`)." in answer
+    assert (
+        "The file `src/shop/pricing.py` (found by name for `pricing`) defines `TAX_RATE` "
+        "(`src/shop/pricing.py:3`), `apply_discount` (`src/shop/pricing.py:6`), `PriceBook` "
+        "(`src/shop/pricing.py:11`), `lookup` (`src/shop/pricing.py:12`)." in answer
+    )
     for name, path, line in re.findall(r"`(\w+)` \(`([\w./-]+\.py):(\d+)`\)", answer):
         assert name in (repo / path).read_text().splitlines()[int(line) - 1]
 
@@ -314,8 +383,13 @@ def test_terminates_within_the_round_bound(repo):
         return "\n".join(f"ghost/{counter['n']}_{i}.py:{i + 1}" for i in range(5)), False
 
     prov = ReferenceProvider(str(repo))
-    messages, replies = drive(prov, [SEARCH_CODE] + BUILTIN_TOOLS, {"mcp__x__search_code": endless},
-                              ["Where is `NoSuchThing` defined?"], BuiltinTools(repo))
+    messages, replies = drive(
+        prov,
+        [SEARCH_CODE] + BUILTIN_TOOLS,
+        {"mcp__x__search_code": endless},
+        ["Where is `NoSuchThing` defined?"],
+        BuiltinTools(repo),
+    )
     tool_rounds = [r for r in replies if r.stop_reason == "tool_use"]
     assert 1 <= len(tool_rounds) <= MAX_ROUNDS
     assert replies[-1].stop_reason == "end_turn"
@@ -324,8 +398,13 @@ def test_terminates_within_the_round_bound(repo):
 
 def test_nothing_found_is_said_honestly(repo):
     prov = ReferenceProvider(str(repo))
-    messages, replies = drive(prov, [SEARCH_CODE] + BUILTIN_TOOLS, {"mcp__x__search_code": fake_search(repo)},
-                              ["Where is `frobnicate_widget` defined?"], BuiltinTools(repo))
+    messages, replies = drive(
+        prov,
+        [SEARCH_CODE] + BUILTIN_TOOLS,
+        {"mcp__x__search_code": fake_search(repo)},
+        ["Where is `frobnicate_widget` defined?"],
+        BuiltinTools(repo),
+    )
     answer = answer_of(replies)
     assert "could not find `frobnicate_widget`" in answer
     assert not CITATION.search(answer)
@@ -344,8 +423,9 @@ def test_usage_is_an_estimate_of_characters_over_four(repo):
 
 def test_max_tokens_cuts_the_reply(repo):
     prov = ReferenceProvider(str(repo))
-    reply = asyncio.run(prov.complete([], [{"role": "user", "content": "Where is `apply_discount`?"}],
-                                      BUILTIN_TOOLS, 10))
+    reply = asyncio.run(
+        prov.complete([], [{"role": "user", "content": "Where is `apply_discount`?"}], BUILTIN_TOOLS, 10)
+    )
     assert reply.stop_reason == "max_tokens"
     assert all(b["type"] == "text" for b in reply.content)
 
@@ -354,10 +434,15 @@ def test_max_tokens_cuts_the_reply(repo):
 
 
 def test_extract_terms():
-    terms, files = extract_terms('Where is `load_config()` used, what does "retry budget" mean, how does '
-                                 'HttpClient call mcptrials.config.canonical_hash in config.py (e.g. here)?')
-    assert [(t.search, t.kind) for t in terms] == [("load_config", "ident"), ("retry budget", "phrase"),
-                                                   ("HttpClient", "ident")]
+    terms, files = extract_terms(
+        'Where is `load_config()` used, what does "retry budget" mean, how does '
+        "HttpClient call mcptrials.config.canonical_hash in config.py (e.g. here)?"
+    )
+    assert [(t.search, t.kind) for t in terms] == [
+        ("load_config", "ident"),
+        ("retry budget", "phrase"),
+        ("HttpClient", "ident"),
+    ]
     assert files == ["config.py"]
     dotted, _ = extract_terms("What does `Usage.add` do?")
     assert dotted == [Term("add", "Usage.add", "ident", qualifier="Usage"), Term("Usage", "Usage", "ident")]
@@ -367,39 +452,70 @@ def test_extract_terms():
 
 
 def test_classify_tools():
-    roles = {t["name"]: classify_tool(t).role for t in (SEARCH_CODE, SEARCH_FILES, READ_TEXT_FILE, WRITE_FILE,
-                                                       GIT_LOG, BUILTIN_TOOLS[0], BUILTIN_TOOLS[1])}
-    assert roles == {"mcp__x__search_code": "search", "mcp__fs__search_files": "filesearch",
-                     "mcp__fs__read_text_file": "read", "mcp__fs__write_file": None, "mcp__git__git_log": "history",
-                     "read_file": "read", "grep": "search"}
+    roles = {
+        t["name"]: classify_tool(t).role
+        for t in (SEARCH_CODE, SEARCH_FILES, READ_TEXT_FILE, WRITE_FILE, GIT_LOG, BUILTIN_TOOLS[0], BUILTIN_TOOLS[1])
+    }
+    assert roles == {
+        "mcp__x__search_code": "search",
+        "mcp__fs__search_files": "filesearch",
+        "mcp__fs__read_text_file": "read",
+        "mcp__fs__write_file": None,
+        "mcp__git__git_log": "history",
+        "read_file": "read",
+        "grep": "search",
+    }
 
 
 def test_build_arguments_from_schemas():
     ws = "/w/repo"
     term = Term("apply_discount", "apply_discount", "ident")
     assert build_arguments(classify_tool(SEARCH_CODE), Need(term=term), ws) == {"pattern": "apply_discount"}
-    assert build_arguments(classify_tool(SEARCH_FILES), Need(term=term), ws) == \
-        {"path": ws, "pattern": "**/*apply_discount*"}
-    assert build_arguments(classify_tool(READ_TEXT_FILE), Need(path="src/a.py", lo=3, hi=12), ws) == \
-        {"path": "/w/repo/src/a.py", "head": 12}
-    assert build_arguments(classify_tool(BUILTIN_TOOLS[0]), Need(path="src/a.py", lo=3, hi=12), ws) == \
-        {"path": "src/a.py", "start_line": 3, "end_line": 12}
+    assert build_arguments(classify_tool(SEARCH_FILES), Need(term=term), ws) == {
+        "path": ws,
+        "pattern": "**/*apply_discount*",
+    }
+    assert build_arguments(classify_tool(READ_TEXT_FILE), Need(path="src/a.py", lo=3, hi=12), ws) == {
+        "path": "/w/repo/src/a.py",
+        "head": 12,
+    }
+    assert build_arguments(classify_tool(BUILTIN_TOOLS[0]), Need(path="src/a.py", lo=3, hi=12), ws) == {
+        "path": "src/a.py",
+        "start_line": 3,
+        "end_line": 12,
+    }
     assert build_arguments(classify_tool(BUILTIN_TOOLS[1]), Need(term=term), ws) == {"pattern": r"\bapply_discount\b"}
     # a required argument it cannot fill: the tool is skipped
-    symbol_body = {"name": "mcp__x__get_symbol_body", "description": "Get the source code body of a symbol.",
-                   "input_schema": {"type": "object", "required": ["file_path", "symbol_name"],
-                                    "properties": {"file_path": {"type": "string"}, "symbol_name": {"type": "string"}}}}
+    symbol_body = {
+        "name": "mcp__x__get_symbol_body",
+        "description": "Get the source code body of a symbol.",
+        "input_schema": {
+            "type": "object",
+            "required": ["file_path", "symbol_name"],
+            "properties": {"file_path": {"type": "string"}, "symbol_name": {"type": "string"}},
+        },
+    }
     assert build_arguments(classify_tool(symbol_body), Need(path="src/a.py", lo=1, hi=9), ws) is None
 
 
 def test_zero_based_line_arguments_round_trip():
     """A read tool whose schema says its lines are 0-based gets 0-based numbers, and what it
     returns is numbered 1-based again."""
-    spec = classify_tool({"name": "mcp__s__read_file", "description": "Reads a file.", "input_schema": {
-        "type": "object", "required": ["relative_path"], "properties": {
-            "relative_path": {"type": "string"},
-            "start_line": {"type": "integer", "description": "The 0-based index of the first line."},
-            "end_line": {"type": "integer", "description": "The 0-based index of the last line."}}}})
+    spec = classify_tool(
+        {
+            "name": "mcp__s__read_file",
+            "description": "Reads a file.",
+            "input_schema": {
+                "type": "object",
+                "required": ["relative_path"],
+                "properties": {
+                    "relative_path": {"type": "string"},
+                    "start_line": {"type": "integer", "description": "The 0-based index of the first line."},
+                    "end_line": {"type": "integer", "description": "The 0-based index of the last line."},
+                },
+            },
+        }
+    )
     args = build_arguments(spec, Need(path="src/a.py", lo=4, hi=9), "/w")
     assert args == {"relative_path": "src/a.py", "start_line": 3, "end_line": 8}
     assert _window(spec, args, WorkspacePaths("/w")) == ("src/a.py", 4, 9)
@@ -407,12 +523,20 @@ def test_zero_based_line_arguments_round_trip():
 
 def test_parse_hits_formats():
     paths = WorkspacePaths("/w/repo")
-    assert parse_hits("src/a.py:4: def f():\nsrc/b.py:10:x = f()\n[2 of 9 matches shown]", paths) == \
-        [("src/a.py", 4, "def f():"), ("src/b.py", 10, "x = f()")]
-    ci = json.dumps({"results": [{"file": "src/a.py", "line": 4, "text": "def f():"}],
-                     "pagination": {"total_matches": 1, "start_index": 0}})
+    assert parse_hits("src/a.py:4: def f():\nsrc/b.py:10:x = f()\n[2 of 9 matches shown]", paths) == [
+        ("src/a.py", 4, "def f():"),
+        ("src/b.py", 10, "x = f()"),
+    ]
+    ci = json.dumps(
+        {
+            "results": [{"file": "src/a.py", "line": 4, "text": "def f():"}],
+            "pagination": {"total_matches": 1, "start_index": 0},
+        }
+    )
     assert parse_hits(ci, paths) == [("src/a.py", 4, "def f():")]
-    assert parse_hits("/w/repo/src/a.py\n/w/repo/src\n/etc/passwd\nNo matches found", paths) == [("src/a.py", None, None)]
+    assert parse_hits("/w/repo/src/a.py\n/w/repo/src\n/etc/passwd\nNo matches found", paths) == [
+        ("src/a.py", None, None)
+    ]
     serena_like = json.dumps({"src/a.py": ["  >   4: def f():"]})
     assert parse_hits(serena_like, paths) == [("src/a.py", 4, "def f():")]
     nested = json.dumps([{"name": "f", "relative_path": "src/a.py", "body_location": {"start_line": 4}}])
@@ -421,8 +545,10 @@ def test_parse_hits_formats():
 
 
 def test_parse_read_and_failure_detection():
-    assert parse_read("a.py: lines 4-5 of 9\n     4\tdef f():\n     5\t    pass", 1, numbered_only=True) == \
-        {4: "def f():", 5: "    pass"}
+    assert parse_read("a.py: lines 4-5 of 9\n     4\tdef f():\n     5\t    pass", 1, numbered_only=True) == {
+        4: "def f():",
+        5: "    pass",
+    }
     assert parse_read("x = 1\ny = 2\n", 1) == {1: "x = 1", 2: "y = 2"}
     assert parse_read(json.dumps({"code": "def f():\n    pass", "start_line": 7}), 1) == {7: "def f():", 8: "    pass"}
     assert looks_failed(json.dumps({"status": "error", "message": "File not found in index"}))
@@ -436,6 +562,7 @@ def test_parse_read_and_failure_detection():
 def paged_search(root: Path, page_size: int = 2):
     """code-index-mcp's paging: `max_results` a page, `start_index` to ask for a later one,
     and a pagination block saying whether more are left."""
+
     def run(args):
         hits = []
         for f in sorted(root.rglob("*.py")):
@@ -443,18 +570,35 @@ def paged_search(root: Path, page_size: int = 2):
                 if args["pattern"] in line:
                     hits.append({"file": str(f), "line": n, "text": line})
         start = args.get("start_index", 0)
-        page = hits[start:start + page_size]
-        return json.dumps({"results": page, "pagination": {
-            "total_matches": len(hits), "returned": len(page), "start_index": start,
-            "end_index": start + len(page), "has_more": start + len(page) < len(hits)}}), False
+        page = hits[start : start + page_size]
+        return json.dumps(
+            {
+                "results": page,
+                "pagination": {
+                    "total_matches": len(hits),
+                    "returned": len(page),
+                    "start_index": start,
+                    "end_index": start + len(page),
+                    "has_more": start + len(page) < len(hits),
+                },
+            }
+        ), False
+
     return run
 
 
-PAGED_SEARCH = {**SEARCH_CODE, "name": "mcp__x__search_code",
-                "input_schema": {**SEARCH_CODE["input_schema"], "properties": {
-                    **SEARCH_CODE["input_schema"]["properties"], "start_index": {"type": "integer", "default": 0}}}}
-COUNT_PROMPT = ("How many times is `apply_discount` called inside the `src` folder? Count call expressions only, "
-                "nothing in the tests folder. Give the total as a bare integer alone on the last line of your answer.")
+PAGED_SEARCH = {
+    **SEARCH_CODE,
+    "name": "mcp__x__search_code",
+    "input_schema": {
+        **SEARCH_CODE["input_schema"],
+        "properties": {**SEARCH_CODE["input_schema"]["properties"], "start_index": {"type": "integer", "default": 0}},
+    },
+}
+COUNT_PROMPT = (
+    "How many times is `apply_discount` called inside the `src` folder? Count call expressions only, "
+    "nothing in the tests folder. Give the total as a bare integer alone on the last line of your answer."
+)
 
 
 def test_counts_call_sites_and_puts_the_count_alone_on_the_last_line(repo):
@@ -467,53 +611,77 @@ def test_counts_call_sites_and_puts_the_count_alone_on_the_last_line(repo):
 
 
 def test_follows_a_paged_search_to_its_last_page(repo):
-    messages, replies = drive(ReferenceProvider(str(repo)), [PAGED_SEARCH] + BUILTIN_TOOLS,
-                              {"mcp__x__search_code": paged_search(repo)}, [COUNT_PROMPT], BuiltinTools(repo))
+    messages, replies = drive(
+        ReferenceProvider(str(repo)),
+        [PAGED_SEARCH] + BUILTIN_TOOLS,
+        {"mcp__x__search_code": paged_search(repo)},
+        [COUNT_PROMPT],
+        BuiltinTools(repo),
+    )
     searches = [c["input"] for c in tool_calls(messages) if c["name"] == "mcp__x__search_code"]
     # 6 matching lines (with the tests'), 2 a page: pages at 0, 2 and 4, then has_more is false
-    assert searches == [{"pattern": "apply_discount"}, {"pattern": "apply_discount", "start_index": 2},
-                        {"pattern": "apply_discount", "start_index": 4}]
+    assert searches == [
+        {"pattern": "apply_discount"},
+        {"pattern": "apply_discount", "start_index": 2},
+        {"pattern": "apply_discount", "start_index": 4},
+    ]
     assert answer_of(replies).splitlines()[-1] == "2"
-    assert not any(c["name"] == "grep" for c in tool_calls(messages))    # the server's pages sufficed
+    assert not any(c["name"] == "grep" for c in tool_calls(messages))  # the server's pages sufficed
 
 
 def test_without_the_pages_the_count_is_short(repo):
     """The same agent on the first page only (a server without a page argument) counts what
     it saw: the paging is what makes the paged server's answer right."""
     no_paging = {**SEARCH_CODE}
-    _, replies = drive(ReferenceProvider(str(repo)), [no_paging] + BUILTIN_TOOLS,
-                       {"mcp__x__search_code": lambda a: paged_search(repo)({"pattern": a["pattern"]})},
-                       [COUNT_PROMPT], BuiltinTools(repo))
-    assert answer_of(replies).splitlines()[-1] == "1"     # app.py:6 only: the page held the import and it
+    _, replies = drive(
+        ReferenceProvider(str(repo)),
+        [no_paging] + BUILTIN_TOOLS,
+        {"mcp__x__search_code": lambda a: paged_search(repo)({"pattern": a["pattern"]})},
+        [COUNT_PROMPT],
+        BuiltinTools(repo),
+    )
+    assert answer_of(replies).splitlines()[-1] == "1"  # app.py:6 only: the page held the import and it
 
 
 def test_value_of_a_definition_alone_on_the_last_line(repo):
-    _, replies = drive(ReferenceProvider(str(repo)), BUILTIN_TOOLS, {},
-                       ["Where is `TAX_RATE` defined and what is its value? Give the value alone on the last line "
-                        "of your answer."], BuiltinTools(repo))
+    _, replies = drive(
+        ReferenceProvider(str(repo)),
+        BUILTIN_TOOLS,
+        {},
+        ["Where is `TAX_RATE` defined and what is its value? Give the value alone on the last line of your answer."],
+        BuiltinTools(repo),
+    )
     answer = answer_of(replies)
     assert answer.splitlines()[-1] == "0.2"
     assert "`TAX_RATE` is assigned `0.2` at `src/shop/pricing.py:3`." in answer
 
 
 def git_log_result(args):
-    return ("Commit history:\nCommit: 0123456789abcdef0123456789abcdef01234567\nAuthor: Ann\n"
-            "Date: 2024-05-01 12:00:00+00:00\nMessage: release 2.0\n\nCommit: " + "f" * 40
-            + "\nAuthor: Bob\nDate: 2024-04-01 12:00:00+00:00\nMessage: first\n"), False
+    return (
+        "Commit history:\nCommit: 0123456789abcdef0123456789abcdef01234567\nAuthor: Ann\n"
+        "Date: 2024-05-01 12:00:00+00:00\nMessage: release 2.0\n\nCommit: "
+        + "f" * 40
+        + "\nAuthor: Bob\nDate: 2024-04-01 12:00:00+00:00\nMessage: first\n"
+    ), False
 
 
 HISTORY_PROMPT = "Which commit is checked out, who authored it and when? Give its full id alone on the last line."
 
 
 def test_history_questions_go_to_a_history_tool(repo, tmp_path):
-    messages, replies = drive(ReferenceProvider(str(repo)), [GIT_LOG] + BUILTIN_TOOLS,
-                              {"mcp__git__git_log": git_log_result}, [HISTORY_PROMPT], BuiltinTools(repo))
+    messages, replies = drive(
+        ReferenceProvider(str(repo)),
+        [GIT_LOG] + BUILTIN_TOOLS,
+        {"mcp__git__git_log": git_log_result},
+        [HISTORY_PROMPT],
+        BuiltinTools(repo),
+    )
     calls = tool_calls(messages)
     assert [c["name"] for c in calls] == ["mcp__git__git_log"]
     assert calls[0]["input"] == {"repo_path": str(repo)}
     answer = answer_of(replies)
     assert "- author: Ann" in answer and "- message: release 2.0" in answer
-    assert answer.splitlines()[-1] == "0123456789abcdef0123456789abcdef01234567"    # the newest commit
+    assert answer.splitlines()[-1] == "0123456789abcdef0123456789abcdef01234567"  # the newest commit
 
 
 def test_history_question_without_a_history_tool_is_answered_honestly(repo):
@@ -527,7 +695,7 @@ def test_scopes_and_paging_helpers():
     assert extract_scopes("calls inside the `acme_shop` package, not in the `src/x` folder") == ["acme_shop/", "src/x/"]
     assert extract_scopes("within the `a.b` module") == ["a/b/"]
     terms, _ = extract_terms("How many times is `f` called inside the `pkg` package?")
-    assert [t.search for t in terms] == ["f"]                   # the scope is not searched for
+    assert [t.search for t in terms] == ["f"]  # the scope is not searched for
     assert next_page(json.dumps({"results": [], "pagination": {"has_more": True, "end_index": 10}})) == 10
     assert next_page(json.dumps({"pagination": {"has_more": True, "start_index": 4, "returned": 3}})) == 7
     assert next_page(json.dumps({"items": [], "next_cursor": "abc"})) == "abc"

@@ -19,12 +19,10 @@ KEY = "fake-key-test-0123456789abcdef"
 def matrix(tmp_path, api, tools=None, scenarios=None, limits=None, model_extra=None):
     model = {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": api.url, "max_retries": 2}
     model.update(model_extra or {})
-    extra = {"models": {"claude": model},
-             "pricing": {"claude-sonnet-4-6": {"input": 3.0, "output": 15.0}}}
+    extra = {"models": {"claude": model}, "pricing": {"claude-sonnet-4-6": {"input": 3.0, "output": 15.0}}}
     if limits:
         extra["limits"] = limits
-    cfg = write_matrix(tmp_path, tools=tools or {"baseline": {"transport": "none"}}, scenarios=scenarios,
-                       extra=extra)
+    cfg = write_matrix(tmp_path, tools=tools or {"baseline": {"transport": "none"}}, scenarios=scenarios, extra=extra)
     m = load_matrix(cfg)
     co = checkout("tiny", m.repo_source("tiny"), "repo", m.repos["tiny"]["commit"], tmp_path / "co")
     return m, co
@@ -40,11 +38,16 @@ def api_key(monkeypatch):
 
 
 def test_parallel_tool_calls_answered_in_one_turn(tmp_path, fake_api):
-    api = fake_api([
-        reply(text("I will look for `helper`."), tool_use("grep", {"pattern": "def helper"}, id="a"),
-              tool_use("mcp__echo__echo", {"text": "hi"}, id="b")),
-        reply(text("`helper` is defined at `src/util.py:1` and doubles x.\n\nFeedback on the tools: grep helped.")),
-    ])
+    api = fake_api(
+        [
+            reply(
+                text("I will look for `helper`."),
+                tool_use("grep", {"pattern": "def helper"}, id="a"),
+                tool_use("mcp__echo__echo", {"text": "hi"}, id="b"),
+            ),
+            reply(text("`helper` is defined at `src/util.py:1` and doubles x.\n\nFeedback on the tools: grep helped.")),
+        ]
+    )
     m, co = matrix(tmp_path, api, tools={"echo": faulty_tool("ok")})
     t, meta = run(m, co, "echo", tmp_path)
     assert t["outcome"] == "completed", t["outcome_detail"]
@@ -92,8 +95,10 @@ def test_limits_max_turns_and_budget(tmp_path, fake_api):
     m, co = matrix(tmp_path, api, limits={"max_turns": 3})
     t, _ = run(m, co, "baseline", tmp_path)
     assert t["outcome"] == "max_turns" and t["steps"][0]["turns"] == 3
-    api2 = fake_api([reply(text("x"), tool_use("list_files", {}), usage={"input_tokens": 5, "output_tokens": 900})],
-                    exhausted="repeat")
+    api2 = fake_api(
+        [reply(text("x"), tool_use("list_files", {}), usage={"input_tokens": 5, "output_tokens": 900})],
+        exhausted="repeat",
+    )
     m2, co2 = matrix(tmp_path / "b", api2, limits={"max_output_tokens": 1000})
     t2, _ = run(m2, co2, "baseline", tmp_path / "b")
     assert t2["outcome"] == "budget_exceeded" and t2["usage"]["output_tokens"] == 1800
@@ -111,15 +116,17 @@ def test_a_call_the_time_limit_cuts_is_recorded_without_a_result(tmp_path, fake_
     (answered false, no error kind: whose fault is not known), and the conversation on record
     closes the turn with the same words."""
     api = fake_api([reply(tool_use("mcp__f__echo", {"text": "a"}, id="toolu_s")), reply(text("never sent"))])
-    m, co = matrix(tmp_path, api, tools={"f": faulty_tool("slow", env={"FAULT_SLOW_SECONDS": "6"})},
-                   limits={"max_seconds": 2})
+    m, co = matrix(
+        tmp_path, api, tools={"f": faulty_tool("slow", env={"FAULT_SLOW_SECONDS": "6"})}, limits={"max_seconds": 2}
+    )
     t, _ = run(m, co, "f", tmp_path)
     assert t["outcome"] == "timed_out"
     (call,) = t["tool_calls"]
     assert (call["id"], call["tool"], call["source"], call["answered"]) == ("toolu_s", "echo", "mcp", False)
     assert call["is_error"] and call["error_kind"] is None and sum(t["errors"].values()) == 0
-    assert t["messages"][-1]["content"] == [{"type": "tool_result", "tool_use_id": "toolu_s",
-                                             "content": call["result_text"], "is_error": True}]
+    assert t["messages"][-1]["content"] == [
+        {"type": "tool_result", "tool_use_id": "toolu_s", "content": call["result_text"], "is_error": True}
+    ]
     assert "no result" in call["result_text"] and len(api.message_requests()) == 1
 
 
@@ -142,14 +149,35 @@ def test_api_retry_then_success_and_failures(tmp_path, fake_api):
     assert t3["outcome"] == "api_failed" and "malformed" in t3["error_events"][0]["message"]
 
 
-@pytest.mark.parametrize("mode, script, outcome, kind, code", [
-    ("crash_at_start", [reply(text("x"))], "server_crashed", "protocol_error", -32000),
-    ("crash_during_call", [reply(tool_use("mcp__f__echo", {"text": "a"}))], "server_crashed", "protocol_error", -32000),
-    ("invalid_schema", [reply(text("x"))], "server_crashed", "protocol_error", None),
-    ("is_error", [reply(tool_use("mcp__f__echo", {"text": "a"})), reply(text("done"))], "completed", "tool_error", None),
-    ("hang", [reply(tool_use("mcp__f__echo", {"text": "a"})), reply(text("done"))], "completed", "protocol_error", -32001),
-    ("garbage", [reply(tool_use("mcp__f__echo", {"text": "a"})), reply(text("done"))], "completed", None, None),
-])
+@pytest.mark.parametrize(
+    "mode, script, outcome, kind, code",
+    [
+        ("crash_at_start", [reply(text("x"))], "server_crashed", "protocol_error", -32000),
+        (
+            "crash_during_call",
+            [reply(tool_use("mcp__f__echo", {"text": "a"}))],
+            "server_crashed",
+            "protocol_error",
+            -32000,
+        ),
+        ("invalid_schema", [reply(text("x"))], "server_crashed", "protocol_error", None),
+        (
+            "is_error",
+            [reply(tool_use("mcp__f__echo", {"text": "a"})), reply(text("done"))],
+            "completed",
+            "tool_error",
+            None,
+        ),
+        (
+            "hang",
+            [reply(tool_use("mcp__f__echo", {"text": "a"})), reply(text("done"))],
+            "completed",
+            "protocol_error",
+            -32001,
+        ),
+        ("garbage", [reply(tool_use("mcp__f__echo", {"text": "a"})), reply(text("done"))], "completed", None, None),
+    ],
+)
 def test_server_faults_are_classified(tmp_path, fake_api, mode, script, outcome, kind, code):
     api = fake_api(script)
     m, co = matrix(tmp_path, api, tools={"f": faulty_tool(mode, call_timeout=1)})
@@ -195,6 +223,7 @@ def test_api_key_never_reaches_server_or_records(tmp_path, fake_api):
 def test_workspace_is_fresh_and_removed(tmp_path, fake_api):
     import glob
     import tempfile
+
     pattern = f"{tempfile.gettempdir()}/mcptrials-trial-*"
     before = set(glob.glob(pattern))  # other runs on this machine may have sandboxes of their own
     api = fake_api([reply(tool_use("list_files", {"pattern": "**/*"})), reply(text("done"))])
@@ -208,14 +237,27 @@ def test_workspace_is_fresh_and_removed(tmp_path, fake_api):
 def test_http_transport_server(tmp_path, fake_api):
     import sys
     from matrix_helpers import ROOT
+
     script = str(ROOT / "tests/fixtures/http_mcp_server.py")
     # an http server must be reached (network: true); it runs on the harness's venv (the mcp SDK)
-    tool = {"transport": "http", "command": sys.executable, "args": [script, "{port}", "{workspace}"],
-            "url": "http://127.0.0.1:{port}/mcp", "startup_timeout": 30, "network": True,
-            "read_only": [sys.prefix, script]}
-    api = fake_api([reply(tool_use("mcp__web__find_text", {"text": "def helper"}, id="f"),
-                          tool_use("mcp__web__server_env", {"name": "ANTHROPIC_API_KEY"}, id="e")),
-                    reply(text("`src/util.py:1`"))])
+    tool = {
+        "transport": "http",
+        "command": sys.executable,
+        "args": [script, "{port}", "{workspace}"],
+        "url": "http://127.0.0.1:{port}/mcp",
+        "startup_timeout": 30,
+        "network": True,
+        "read_only": [sys.prefix, script],
+    }
+    api = fake_api(
+        [
+            reply(
+                tool_use("mcp__web__find_text", {"text": "def helper"}, id="f"),
+                tool_use("mcp__web__server_env", {"name": "ANTHROPIC_API_KEY"}, id="e"),
+            ),
+            reply(text("`src/util.py:1`")),
+        ]
+    )
     m, co = matrix(tmp_path, api, tools={"web": tool})
     t, meta = run(m, co, "web", tmp_path)
     assert t["outcome"] == "completed", t["outcome_detail"]
@@ -223,7 +265,7 @@ def test_http_transport_server(tmp_path, fake_api):
     assert calls["f"]["result_text"] == "src/util.py:1: def helper(x):"
     assert calls["e"]["result_text"] == "unset"
     system = api.message_requests()[0]["body"]["system"][0]["text"]
-    assert "Use find_text to search the repository." in system   # server instructions, as a host adds them
+    assert "Use find_text to search the repository." in system  # server instructions, as a host adds them
 
 
 def test_a_key_echoed_by_a_server_is_scrubbed_inside_run_trial(tmp_path, fake_api):
@@ -265,10 +307,20 @@ def test_the_server_session_is_told_how_the_trial_body_ended(tmp_path):
 
     def ctx():
         sc = m.scenarios["find-helper"]
-        return TrialContext(m=m, model=m.specs.models["reference"], host=m.specs.hosts["loop"],
-                            tool=m.specs.tools["f"], scenario=sc, trial=1, limits=step_limits(m, sc), snapshot=None,
-                            sandbox=Sandbox.create(co["tree"], None), out_dir=tmp_path / "out", system_text="",
-                            meta={})
+        return TrialContext(
+            m=m,
+            model=m.specs.models["reference"],
+            host=m.specs.hosts["loop"],
+            tool=m.specs.tools["f"],
+            scenario=sc,
+            trial=1,
+            limits=step_limits(m, sc),
+            snapshot=None,
+            sandbox=Sandbox.create(co["tree"], None),
+            out_dir=tmp_path / "out",
+            system_text="",
+            meta={},
+        )
 
     async def body(c, fail):
         async with TrialServer(c, opener) as server:

@@ -26,8 +26,12 @@ KEY = "real-key-0123456789"
 
 
 def post(url: str, body: dict, token: str) -> tuple[int, str]:
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                 headers={"content-type": "application/json", "authorization": f"Bearer {token}"})
+    req = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"content-type": "application/json", "authorization": f"Bearer {token}"},
+    )
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
             return r.status, r.read().decode()
@@ -42,8 +46,11 @@ def dead_url() -> str:
 
 
 def ctx(base_url: str | None) -> SimpleNamespace:
-    return SimpleNamespace(rec=Recorder(), tool=SimpleNamespace(name="git", has_server=True),
-                           model=SimpleNamespace(name="claude", base_url=base_url, max_retries=0))
+    return SimpleNamespace(
+        rec=Recorder(),
+        tool=SimpleNamespace(name="git", has_server=True),
+        model=SimpleNamespace(name="claude", base_url=base_url, max_retries=0),
+    )
 
 
 def test_the_proxy_says_which_api_it_could_not_reach_and_why():
@@ -54,22 +61,33 @@ def test_the_proxy_says_which_api_it_could_not_reach_and_why():
         assert status == 502 and proxy.statuses == [502]
         assert f"the model API ({dead}) could not be reached" in body
         assert proxy.upstream == dead and proxy.unreachable_in_step().startswith("ConnectionRefusedError")
-        proxy.begin_step(None)                                  # a new step: nothing unreachable yet
+        proxy.begin_step(None)  # a new step: nothing unreachable yet
         assert proxy.unreachable_in_step() is None
 
 
 # What each CLI writes when every model call it made was answered 502 by the proxy.
 def claude_code_stream(proxy_url: str) -> list[dict]:
-    return [{"type": "system", "subtype": "init", "mcp_servers": []},
-            {"type": "result", "subtype": "success", "is_error": True, "api_error_status": 502,
-             "result": f"API Error: 502 Bad Gateway. This may be a temporary issue; check your inference gateway "
-                       f"({proxy_url.removeprefix('http://')})"}]
+    return [
+        {"type": "system", "subtype": "init", "mcp_servers": []},
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": True,
+            "api_error_status": 502,
+            "result": f"API Error: 502 Bad Gateway. This may be a temporary issue; check your inference gateway "
+            f"({proxy_url.removeprefix('http://')})",
+        },
+    ]
 
 
-CODEX_STREAM = [{"type": "thread.started", "thread_id": "T"}, {"type": "turn.started"},
-                {"type": "turn.failed", "error": {"message": "unexpected status 502 Bad Gateway"}}]
-OPENCODE_STREAM = [{"type": "error", "error": {"name": "APIError", "data": {"message": "Bad Gateway",
-                                                                           "statusCode": 502}}}]
+CODEX_STREAM = [
+    {"type": "thread.started", "thread_id": "T"},
+    {"type": "turn.started"},
+    {"type": "turn.failed", "error": {"message": "unexpected status 502 Bad Gateway"}},
+]
+OPENCODE_STREAM = [
+    {"type": "error", "error": {"name": "APIError", "data": {"message": "Bad Gateway", "statusCode": 502}}}
+]
 
 
 def outcome_of(host: str, c, proxy) -> tuple[str, str | None]:
@@ -93,12 +111,12 @@ def test_a_trial_without_a_route_to_the_model_api_says_so(host, given_url):
         proxy.begin_step(None)
         assert post(proxy.url + "/messages", {"model": "m"}, proxy.token)[0] == 502
         outcome, detail = outcome_of(host, c, proxy)
-    assert outcome == "api_failed"                               # missing data, never a zero
+    assert outcome == "api_failed"  # missing data, never a zero
     assert detail.startswith(f"the model API ({dead}) could not be reached: ConnectionRefusedError")
     assert "inference gateway" not in detail and proxy.url not in detail
     fix = "fix models.claude.base_url" if given_url else "set models.claude.base_url"
     assert fix in detail and "network" in detail
-    (event,) = c.rec.error_events                               # the error recorded says the same
+    (event,) = c.rec.error_events  # the error recorded says the same
     assert event["kind"] == "api_error" and event["message"] == detail
 
 

@@ -45,18 +45,50 @@ def project(tmp_path_factory, api):
     """A tiny matrix, its checkout, and a running worker (stopped at the end)."""
     tmp = tmp_path_factory.mktemp("wk")
     dump = tmp / "server_env.json"
-    write_matrix(tmp, tools={"baseline": {"transport": "none"}, "echo": faulty_tool("ok"),
-                             "slow": faulty_tool("slow", env={"FAULT_MODE": "slow", "FAULT_SLOW_SECONDS": "3"}),
-                             "env": faulty_tool("ok", env={"FAULT_ENV_DUMP": str(dump)}, sandbox="none")},
-                 extra={"models": {"reference": {"provider": "reference"},
-                                   "claude": {"provider": "anthropic", "model": "claude-sonnet-4-6",
-                                              "base_url": api.url, "max_retries": 0}}})
-    subprocess.run([sys.executable, "-m", "mcptrials.cli", "checkout", "--config", str(tmp / "config.yaml"),
-                    "--repo", "tiny", "--out", str(tmp / "co" / "checkout.json")], check=True, capture_output=True)
+    write_matrix(
+        tmp,
+        tools={
+            "baseline": {"transport": "none"},
+            "echo": faulty_tool("ok"),
+            "slow": faulty_tool("slow", env={"FAULT_MODE": "slow", "FAULT_SLOW_SECONDS": "3"}),
+            "env": faulty_tool("ok", env={"FAULT_ENV_DUMP": str(dump)}, sandbox="none"),
+        },
+        extra={
+            "models": {
+                "reference": {"provider": "reference"},
+                "claude": {
+                    "provider": "anthropic",
+                    "model": "claude-sonnet-4-6",
+                    "base_url": api.url,
+                    "max_retries": 0,
+                },
+            }
+        },
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcptrials.cli",
+            "checkout",
+            "--config",
+            str(tmp / "config.yaml"),
+            "--repo",
+            "tiny",
+            "--out",
+            str(tmp / "co" / "checkout.json"),
+        ],
+        check=True,
+        capture_output=True,
+    )
     sock = tmp / "w.sock"
     log = open(tmp / "worker.log", "w")
-    worker = subprocess.Popen([sys.executable, "-m", "mcptrials.cli", "serve-trials", "--socket", str(sock)],
-                              stdout=log, stderr=subprocess.STDOUT, env={"PATH": PATH, "HOME": str(tmp), **LIBRARY})
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "mcptrials.cli", "serve-trials", "--socket", str(sock)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={"PATH": PATH, "HOME": str(tmp), **LIBRARY},
+    )
     deadline = time.monotonic() + 30
     while not sock.exists():
         assert worker.poll() is None and time.monotonic() < deadline, (tmp / "worker.log").read_text()
@@ -69,9 +101,26 @@ def project(tmp_path_factory, api):
 
 def run_trial_cmd(p, tool, trial, model="reference", config=None):
     out = p["dir"] / "runs" / model / tool / str(trial) / "transcript.json"
-    return [sys.executable, "-m", "mcptrials.cli", "run-trial", "--config", str(config or p["dir"] / "config.yaml"),
-            "--model", model, "--tool", tool, "--scenario", "find-helper", "--trial", str(trial),
-            "--checkout", str(p["dir"] / "co" / "checkout.json"), "--out", str(out)], out
+    return [
+        sys.executable,
+        "-m",
+        "mcptrials.cli",
+        "run-trial",
+        "--config",
+        str(config or p["dir"] / "config.yaml"),
+        "--model",
+        model,
+        "--tool",
+        tool,
+        "--scenario",
+        "find-helper",
+        "--trial",
+        str(trial),
+        "--checkout",
+        str(p["dir"] / "co" / "checkout.json"),
+        "--out",
+        str(out),
+    ], out
 
 
 def env(worker=None):
@@ -101,14 +150,23 @@ def served(p, out: Path) -> bool:
 
 def essence(t: dict) -> dict:
     """What a trial did, without times and ids."""
-    return {"outcome": t["outcome"], "answers": [s["answer_text"] for s in t["steps"]],
-            "calls": [(c["name"], c["arguments"], c["result_text"], c["is_error"]) for c in t["tool_calls"]],
-            "usage": {k: v for k, v in t["usage"].items()}}
+    return {
+        "outcome": t["outcome"],
+        "answers": [s["answer_text"] for s in t["steps"]],
+        "calls": [(c["name"], c["arguments"], c["result_text"], c["is_error"]) for c in t["tool_calls"]],
+        "usage": {k: v for k, v in t["usage"].items()},
+    }
 
 
 # (over ~10 s each but one: `make test-fast` keeps the reference agent's echo trial)
-@pytest.mark.parametrize("model,tool", [pytest.param("reference", "baseline", marks=pytest.mark.slow), ("reference", "echo"),
-                                        pytest.param("claude", "echo", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "model,tool",
+    [
+        pytest.param("reference", "baseline", marks=pytest.mark.slow),
+        ("reference", "echo"),
+        pytest.param("claude", "echo", marks=pytest.mark.slow),
+    ],
+)
 def test_trial_through_worker_equals_in_process(project, model, tool):
     cmd_w, out_w = run_trial_cmd(project, tool, 1, model=model)
     cmd_i, out_i = run_trial_cmd(project, tool, 2, model=model)
@@ -141,8 +199,14 @@ def test_worker_serves_requests_concurrently(project):
     procs = []
     for k in (1, 2, 3):
         cmd, out = run_trial_cmd(project, "slow", k, model="claude")
-        procs.append((subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                       env=env(project["sock"])), out))
+        procs.append(
+            (
+                subprocess.Popen(
+                    cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(project["sock"])
+                ),
+                out,
+            )
+        )
     for proc, _ in procs:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
@@ -182,8 +246,7 @@ def test_bad_input_gives_the_same_exit_code_and_message(project, tmp_path):
 
 def test_crashing_child_is_a_failed_job(project):
     cmd, out = run_trial_cmd(project, "slow", 9, model="claude")
-    client = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=env(project["sock"]))
+    client = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(project["sock"]))
     deadline = time.monotonic() + 60
     while not (kids := children_of(project["worker"].pid)):
         assert time.monotonic() < deadline and client.poll() is None
@@ -223,9 +286,27 @@ def test_score_and_judge_through_worker_equal_in_process(project):
         records = []
         for name, e in (("worker", env(project["sock"])), ("local", env())):
             dest = out.parent / f"{stage}-{name}.json"
-            p = subprocess.run([sys.executable, "-m", "mcptrials.cli", stage, "--config", str(project["dir"] / "config.yaml"),
-                                "--transcript", str(out), "--scenario", scenario, *extra, "--out", str(dest)],
-                               capture_output=True, text=True, env=e, timeout=60)
+            p = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "mcptrials.cli",
+                    stage,
+                    "--config",
+                    str(project["dir"] / "config.yaml"),
+                    "--transcript",
+                    str(out),
+                    "--scenario",
+                    scenario,
+                    *extra,
+                    "--out",
+                    str(dest),
+                ],
+                capture_output=True,
+                text=True,
+                env=e,
+                timeout=60,
+            )
             assert p.returncode == 0, p.stderr
             records.append(json.loads(dest.read_text()))
         assert records[0] == records[1], stage

@@ -47,8 +47,12 @@ FIXTURE = ROOT / "packs" / "data" / "fixture"
 BUNDLE = ROOT / "packs" / "data" / "fixture.bundle"
 TOOLS = ROOT / ".tools"
 SCENARIOS = sorted(MATRIX.scenarios.values(), key=lambda s: s.id)
-WRITE_TASKS = {"label-the-regression": ["label"], "close-the-duplicate": ["close"], "reassign-open-work": ["reassign"],
-               "record-on-call": ["record"]}
+WRITE_TASKS = {
+    "label-the-regression": ["label"],
+    "close-the-duplicate": ["close"],
+    "reassign-open-work": ["reassign"],
+    "record-on-call": ["record"],
+}
 
 
 def _builder():
@@ -62,15 +66,23 @@ def _builder():
 
 
 def test_validate_passes():
-    p = subprocess.run([sys.executable, "-m", "mcptrials.cli", "validate", "--config", str(PACK)], capture_output=True, text=True,
-                       cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, "-m", "mcptrials.cli", "validate", "--config", str(PACK)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert p.returncode == 0, p.stderr
     assert "1 model(s) x 1 host(s) x 3 tool(s) x 10 scenario(s) x 3 trial(s) = 90 trials" in p.stdout
 
 
 def test_dry_run_plans_the_whole_matrix():
-    p = subprocess.run([sys.executable, "-m", "snakemake", "--configfile", str(PACK), "-n", "--forceall", "--cores", "1"],
-                       capture_output=True, text=True, cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--configfile", str(PACK), "-n", "--forceall", "--cores", "1"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", p.stdout + p.stderr, re.M))
     assert int(counts["transcript"]) == 90 and int(counts["scored"]) == 90 and int(counts["checkout"]) == 1
@@ -86,11 +98,12 @@ def test_pack_shape():
     assert all("expected_tools" in st for st in steps)
     no_tool = [s.id for s in SCENARIOS if all(st["expected_tools"] == [] for st in s.data["steps"])]
     assert sorted(no_tool) == ["days-open-in-the-prompt", "login-in-the-prompt"]
-    writes = {s.id: [st["name"] for st in s.data["steps"] if {"sql", "json"} & set(st["state_check"])]
-              for s in SCENARIOS}
+    writes = {
+        s.id: [st["name"] for st in s.data["steps"] if {"sql", "json"} & set(st["state_check"])] for s in SCENARIOS
+    }
     assert {k: v for k, v in writes.items() if v} == WRITE_TASKS
     assert any(len(s.data["steps"]) > 1 for s in SCENARIOS)
-    for st in steps:   # a read-only step says the data must not change; a write names what may
+    for st in steps:  # a read-only step says the data must not change; a write names what may
         assert "unchanged_except" in st["state_check"], st["name"]
     assert all(st.get("exact_answer", {}).get("format") for st in steps if st.get("exact_answer"))
 
@@ -107,8 +120,10 @@ def test_the_fixture_is_reproducible(tmp_path):
     seeded = sqlite3.connect(":memory:")
     seeded.executescript((FIXTURE / "tracker.sql").read_text())
     assert list(shipped.iterdump()) == list(seeded.iterdump())
-    counts = {t: shipped.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-              for t in ("people", "labels", "milestones", "issues", "issue_labels", "comments")}
+    counts = {
+        t: shipped.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in ("people", "labels", "milestones", "issues", "issue_labels", "comments")
+    }
     assert counts == {"people": 14, "labels": 10, "milestones": 3, "issues": 260, "issue_labels": 531, "comments": 320}
     pinned = MATRIX.repos["tracker"]["commit"]
     assert bundle_commit(BUNDLE) == pinned
@@ -119,24 +134,32 @@ def test_the_fixture_is_reproducible(tmp_path):
 def tree(tmp_path_factory):
     """The pack's checkout at the pinned commit, as the checkout stage makes it."""
     dest = tmp_path_factory.mktemp("co")
-    return checkout("tracker", MATRIX.repo_source("tracker"), MATRIX.repos["tracker"]["url"],
-                    MATRIX.repos["tracker"]["commit"], dest)
+    return checkout(
+        "tracker",
+        MATRIX.repo_source("tracker"),
+        MATRIX.repos["tracker"]["url"],
+        MATRIX.repos["tracker"]["commit"],
+        dest,
+    )
 
 
 # Our own queries for the read-only answers, on the fixture: (scenario, step) -> (sql, the value)
 ANSWERS = {
     ("open-p0-in-v24", "count"): "SELECT count(*) FROM issues i JOIN milestones m ON m.id = i.milestone_id "
-                                 "WHERE m.title = 'v2.4' AND i.status IN ('open', 'in_progress') AND i.priority = 'p0'",
+    "WHERE m.title = 'v2.4' AND i.status IN ('open', 'in_progress') AND i.priority = 'p0'",
     ("busiest-bug-assignee", "busiest"): "SELECT p.login FROM issues i JOIN people p ON p.id = i.assignee_id "
-                                         "JOIN issue_labels il ON il.issue_id = i.id JOIN labels l ON l.id = il.label_id "
-                                         "WHERE l.name = 'bug' AND i.status <> 'closed' GROUP BY p.login "
-                                         "ORDER BY count(*) DESC LIMIT 1",
-    ("oldest-open-security", "oldest"): "SELECT min(i.created_at) FROM issues i JOIN issue_labels il ON il.issue_id = i.id "
-                                        "JOIN labels l ON l.id = il.label_id WHERE l.name = 'security' AND i.status = 'open'",
+    "JOIN issue_labels il ON il.issue_id = i.id JOIN labels l ON l.id = il.label_id "
+    "WHERE l.name = 'bug' AND i.status <> 'closed' GROUP BY p.login "
+    "ORDER BY count(*) DESC LIMIT 1",
+    (
+        "oldest-open-security",
+        "oldest",
+    ): "SELECT min(i.created_at) FROM issues i JOIN issue_labels il ON il.issue_id = i.id "
+    "JOIN labels l ON l.id = il.label_id WHERE l.name = 'security' AND i.status = 'open'",
     ("label-the-regression", "label"): "SELECT '#' || id FROM issues WHERE title LIKE '%crash on resume%' "
-                                       "AND status = 'open' AND milestone_id = (SELECT id FROM milestones WHERE title = 'v2.4')",
+    "AND status = 'open' AND milestone_id = (SELECT id FROM milestones WHERE title = 'v2.4')",
     ("reassign-open-work", "reassign"): "SELECT count(*) FROM issues WHERE status <> 'closed' AND assignee_id = "
-                                        "(SELECT id FROM people WHERE login = 'mrossi')",
+    "(SELECT id FROM people WHERE login = 'mrossi')",
 }
 
 
@@ -147,8 +170,11 @@ def test_answers_hold_on_the_fixture(tree):
         rows = con.execute(sql).fetchall()
         assert len(rows) == 1 and state.same_value(rows[0][0], st["exact_answer"]["value"]), (sid, rows)
     # the tie-breaker matters nowhere: the busiest assignee leads alone
-    top = con.execute(ANSWERS[("busiest-bug-assignee", "busiest")].replace("p.login FROM", "count(*) FROM")
-                      .replace("LIMIT 1", "LIMIT 2")).fetchall()
+    top = con.execute(
+        ANSWERS[("busiest-bug-assignee", "busiest")]
+        .replace("p.login FROM", "count(*) FROM")
+        .replace("LIMIT 1", "LIMIT 2")
+    ).fetchall()
     assert top[0][0] > top[1][0]
     graph = workspace_state.load_document(Path(tree["tree"]) / "memory.jsonl")
     owns = {r["to"]: r["from"] for r in graph if r.get("relationType") == "owns"}
@@ -178,8 +204,10 @@ def test_state_checks_on_the_untouched_fixture(sc, tree):
 
 # --- scripted writes through the anthropic provider, real servers ------------------------
 
-INSTALL_MARKS = {"sqlite": TOOLS / "sqlite" / "bin" / "mcp-server-sqlite",
-                 "memory": TOOLS / "memory" / "node_modules" / ".bin" / "mcp-server-memory"}
+INSTALL_MARKS = {
+    "sqlite": TOOLS / "sqlite" / "bin" / "mcp-server-sqlite",
+    "memory": TOOLS / "memory" / "node_modules" / ".bin" / "mcp-server-memory",
+}
 
 
 @pytest.fixture(scope="module")
@@ -189,9 +217,23 @@ def installed(tmp_path_factory):
     out = tmp_path_factory.mktemp("install")
     for tool, mark in INSTALL_MARKS.items():
         if not mark.exists():
-            subprocess.run([sys.executable, "-m", "mcptrials.cli", "install-tool", "--config", str(PACK), "--tool", tool,
-                            "--out", str(out / f"{tool}.json")], check=True, cwd=ROOT,
-                           env={**os.environ, "MCPTRIALS_TOOLS_DIR": str(TOOLS)})
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "mcptrials.cli",
+                    "install-tool",
+                    "--config",
+                    str(PACK),
+                    "--tool",
+                    tool,
+                    "--out",
+                    str(out / f"{tool}.json"),
+                ],
+                check=True,
+                cwd=ROOT,
+                env={**os.environ, "MCPTRIALS_TOOLS_DIR": str(TOOLS)},
+            )
         assert mark.exists(), mark
     return True
 
@@ -199,8 +241,11 @@ def installed(tmp_path_factory):
 def claude_matrix(tmp_path, api):
     """The pack with a claude model on the test Messages API, merged over it as a second file."""
     over = tmp_path / "claude.yaml"
-    over.write_text(yaml.safe_dump({"models": {"claude": {"provider": "anthropic", "model": "claude-sonnet-4-6",
-                                                          "base_url": api.url}}}))
+    over.write_text(
+        yaml.safe_dump(
+            {"models": {"claude": {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": api.url}}}
+        )
+    )
     return load_matrix(f"{PACK}{os.pathsep}{over}")
 
 
@@ -210,8 +255,9 @@ def scripted_trial(tmp_path, fake_api, monkeypatch, tool, scenario, script):
     api = fake_api(script)
     tmp_path.mkdir(parents=True, exist_ok=True)
     m = claude_matrix(tmp_path, api)
-    co = checkout("tracker", m.repo_source("tracker"), m.repos["tracker"]["url"], m.repos["tracker"]["commit"],
-                  tmp_path / "co")
+    co = checkout(
+        "tracker", m.repo_source("tracker"), m.repos["tracker"]["url"], m.repos["tracker"]["commit"], tmp_path / "co"
+    )
     t, meta = run_trial(m, "claude", tool, scenario, 1, co, None, None, tmp_path / "out")
     assert meta["sandbox"]["mechanism"] == "bubblewrap" and meta["sandbox"]["network"] is False
     scored = score_trial(t, m.scenarios[scenario].data, co["tree"], co["commit"], m.config["pricing"], None)
@@ -219,21 +265,30 @@ def scripted_trial(tmp_path, fake_api, monkeypatch, tool, scenario, script):
 
 
 def sql(query, id):
-    return tool_use("mcp__sqlite__write_query" if not query.lstrip().upper().startswith("SELECT")
-                    else "mcp__sqlite__read_query", {"query": query}, id=id)
+    return tool_use(
+        "mcp__sqlite__write_query" if not query.lstrip().upper().startswith("SELECT") else "mcp__sqlite__read_query",
+        {"query": query},
+        id=id,
+    )
 
 
 FIND = "SELECT id, title, status, priority FROM issues WHERE title LIKE '%crash on resume%' AND status = 'open'"
 
 
 def label_script(priority: str, extra: str | None = None) -> list:
-    writes = [sql("INSERT INTO issue_labels VALUES (140, (SELECT id FROM labels WHERE name = 'regression'))", "w1"),
-              sql(f"UPDATE issues SET priority = '{priority}' WHERE id = 140", "w2")]
+    writes = [
+        sql("INSERT INTO issue_labels VALUES (140, (SELECT id FROM labels WHERE name = 'regression'))", "w1"),
+        sql(f"UPDATE issues SET priority = '{priority}' WHERE id = 140", "w2"),
+    ]
     if extra:
         writes.append(sql(extra, "w3"))
-    return [reply(text("First the schema and the issue."), tool_use("mcp__sqlite__list_tables", {}, id="l"), sql(FIND, "f")),
-            reply(*writes),
-            reply(text("Labelled and re-prioritised `#140`."))]
+    return [
+        reply(
+            text("First the schema and the issue."), tool_use("mcp__sqlite__list_tables", {}, id="l"), sql(FIND, "f")
+        ),
+        reply(*writes),
+        reply(text("Labelled and re-prioritised `#140`.")),
+    ]
 
 
 def state_part(scored, kind):
@@ -263,8 +318,8 @@ def test_a_correct_write_passes_the_state_check(tmp_path, installed, fake_api, m
 def test_a_wrong_value_fails_the_state_check(tmp_path, installed, fake_api, monkeypatch):
     t, s = scripted_trial(tmp_path, fake_api, monkeypatch, "sqlite", "label-the-regression", label_script("p0"))
     assert t["outcome"] == "completed" and not s["passed"]
-    assert s["steps"][0]["exact"]["passed"]                    # the answer names the right issue...
-    part = state_part(s, "sql")                                # ...the state is wrong
+    assert s["steps"][0]["exact"]["passed"]  # the answer names the right issue...
+    part = state_part(s, "sql")  # ...the state is wrong
     assert not part["passed"] and part["found"] == [["p0", "bug,ios,performance,regression"]]
     assert state_part(s, "unchanged_except")["passed"]
     assert any("state check: sql: the query returned [['p0'" in f for f in s["failures"])
@@ -272,8 +327,14 @@ def test_a_wrong_value_fails_the_state_check(tmp_path, installed, fake_api, monk
 
 @pytest.mark.slow
 def test_an_extra_row_touched_fails_saying_which(tmp_path, installed, fake_api, monkeypatch):
-    t, s = scripted_trial(tmp_path, fake_api, monkeypatch, "sqlite", "label-the-regression",
-                          label_script("p1", extra="UPDATE issues SET priority = 'p1' WHERE id = 111"))
+    t, s = scripted_trial(
+        tmp_path,
+        fake_api,
+        monkeypatch,
+        "sqlite",
+        "label-the-regression",
+        label_script("p1", extra="UPDATE issues SET priority = 'p1' WHERE id = 111"),
+    )
     assert t["outcome"] == "completed" and not s["passed"]
     assert state_part(s, "sql")["passed"]
     part = state_part(s, "unchanged_except")
@@ -287,9 +348,11 @@ OBSERVE = {"observations": [{"entityName": "Priya Nair", "contents": ["On call: 
 
 @pytest.mark.slow
 def test_a_knowledge_graph_write_is_graded_by_the_file(tmp_path, installed, fake_api, monkeypatch):
-    script = [reply(tool_use("mcp__memory__search_nodes", {"query": "billing-service"}, id="s")),
-              reply(tool_use("mcp__memory__add_observations", OBSERVE, id="a")),
-              reply(text("Priya Nair owns billing-service; recorded `On call: 2026-W50` on her entity."))]
+    script = [
+        reply(tool_use("mcp__memory__search_nodes", {"query": "billing-service"}, id="s")),
+        reply(tool_use("mcp__memory__add_observations", OBSERVE, id="a")),
+        reply(text("Priya Nair owns billing-service; recorded `On call: 2026-W50` on her entity.")),
+    ]
     t, s = scripted_trial(tmp_path, fake_api, monkeypatch, "memory", "record-on-call", script)
     assert t["outcome"] == "completed", t["outcome_detail"]
     assert "Priya Nair" in next(c for c in t["tool_calls"] if c["id"] == "s")["result_text"]
@@ -311,10 +374,12 @@ def test_a_knowledge_graph_write_is_graded_by_the_file(tmp_path, installed, fake
 
 @pytest.mark.slow
 def test_a_tool_called_where_none_is_needed_is_reported(tmp_path, installed, fake_api, monkeypatch):
-    script = [reply(sql("SELECT created_at, closed_at FROM issues WHERE id = 57", "q")),
-              reply(text("It was open for\n17"))]
+    script = [
+        reply(sql("SELECT created_at, closed_at FROM issues WHERE id = 57", "q")),
+        reply(text("It was open for\n17")),
+    ]
     t, s = scripted_trial(tmp_path, fake_api, monkeypatch, "sqlite", "days-open-in-the-prompt", script)
-    assert s["passed"]                                   # reported, never scored
+    assert s["passed"]  # reported, never scored
     ad = s["adoption"]["expected_tools"][0]
     assert ad["expected"] == [] and ad["unexpected"] == ["read_query"] and ad["precision"] == 0.0
     assert ad["recall"] is None
@@ -347,7 +412,7 @@ def test_the_reference_run_of_the_pack_completes(tmp_path):
     assert len(rows) == 30 and all(r["outcome"] == "completed" for r in rows), [r["outcome"] for r in rows]
     passed = {(r["tool"], r["scenario"]) for r in rows if r["passed"] == "True"}
     for tool in ("baseline", "sqlite", "memory"):
-        for sid in WRITE_TASKS:            # the reference agent never writes
+        for sid in WRITE_TASKS:  # the reference agent never writes
             assert (tool, sid) not in passed
     # it read nothing it should not have changed: every read-only step's state stayed as it was
     for scored in (wd / "results" / "runs").rglob("scored.json"):
@@ -358,7 +423,7 @@ def test_the_reference_run_of_the_pack_completes(tmp_path):
         if rec["cell"]["scenario"] in WRITE_TASKS:
             assert any("state check" in f for f in rec["failures"]), rec["failures"]
     tools = {r["tool"]: r for r in csv.DictReader((wd / "results" / "aggregate" / "tools.csv").open())}
-    assert float(tools["sqlite"]["expected_tools_precision"]) < 1     # it also greps the SQL seed
+    assert float(tools["sqlite"]["expected_tools_precision"]) < 1  # it also greps the SQL seed
     assert "expected tools: precision" in (wd / "results" / "report" / "index.html").read_text()
 
 
@@ -371,20 +436,24 @@ def test_a_data_changing_trial_replays_in_its_recorded_order(tmp_path, installed
     from mcptrials.core.records import write_json
 
     after = "SELECT COUNT(*) FROM issue_labels WHERE issue_id = 140"
-    script = [reply(tool_use("mcp__sqlite__read_query", {"query": after}, id="r0")),
-              reply(sql("INSERT INTO issue_labels VALUES (140, (SELECT id FROM labels WHERE name = 'regression'))", "w1")),
-              reply(tool_use("mcp__sqlite__read_query", {"query": after}, id="r1")),
-              reply(text("Labelled `#140`."))]
+    script = [
+        reply(tool_use("mcp__sqlite__read_query", {"query": after}, id="r0")),
+        reply(sql("INSERT INTO issue_labels VALUES (140, (SELECT id FROM labels WHERE name = 'regression'))", "w1")),
+        reply(tool_use("mcp__sqlite__read_query", {"query": after}, id="r1")),
+        reply(text("Labelled `#140`.")),
+    ]
     t, _ = scripted_trial(tmp_path / "trial", fake_api, monkeypatch, "sqlite", "label-the-regression", script)
     calls = {c["id"]: c["result_text"] for c in t["tool_calls"]}
-    assert calls["r0"] != calls["r1"]                 # the write changed what the later read sees
+    assert calls["r0"] != calls["r1"]  # the write changed what the later read sees
     base = tmp_path / "base"
     out = base / "runs/claude/loop/sqlite/tracker/label-the-regression/1"
     write_json(out / "transcript.json", t)
-    write_json(out / "run_meta.json", {"commit": MATRIX.repos["tracker"]["commit"], "limits": {"max_result_tokens": 25000}})
+    write_json(
+        out / "run_meta.json", {"commit": MATRIX.repos["tracker"]["commit"], "limits": {"max_result_tokens": 25000}}
+    )
     head = tmp_path / "head"
     spec = MATRIX.tools["sqlite"]
-    write_json(head / "results/tools/sqlite/install.json", {"requested": spec["install"]["pip"]})   # the shared .tools/
+    write_json(head / "results/tools/sqlite/install.json", {"requested": spec["install"]["pip"]})  # the shared .tools/
     monkeypatch.chdir(head)
     js = tmp_path / "r.json"
     assert main(["replay", str(base), "--config", str(PACK), "--json", str(js)]) == 0, capsys.readouterr()

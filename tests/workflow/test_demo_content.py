@@ -18,9 +18,16 @@ from mcptrials.prepare.demo_repo import DEMO_BUNDLE, DEMO_SRC, build_bundle, bun
 from mcptrials.core.paths import ROOT
 
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
-DEMO_SCENARIOS = {"checkout-flow": "train", "round-money-impact": "train", "limits-and-alerts": "train",
-                  "commit-history": "train", "discount-selection": "held-out"}
-GOLD = re.compile(r"^(?P<path>[^:\s]+):(?:(?P<a>\d+)(?:[-\u2013](?P<b>\d+))?|(?P<sym>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*))$")
+DEMO_SCENARIOS = {
+    "checkout-flow": "train",
+    "round-money-impact": "train",
+    "limits-and-alerts": "train",
+    "commit-history": "train",
+    "discount-selection": "held-out",
+}
+GOLD = re.compile(
+    r"^(?P<path>[^:\s]+):(?:(?P<a>\d+)(?:[-\u2013](?P<b>\d+))?|(?P<sym>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*))$"
+)
 
 
 def git(*args, cwd=None, env=None) -> str:
@@ -48,12 +55,15 @@ def show(shipped, path: str) -> str | None:
 
 # --- the bundle ---------------------------------------------------------------
 
+
 def test_build_is_reproducible_and_equals_the_shipped_bundle(tmp_path):
     a = build_bundle(DEMO_SRC, tmp_path / "a.bundle")
     b = build_bundle(DEMO_SRC, tmp_path / "b.bundle")
     assert re.fullmatch(r"[0-9a-f]{40}", a)
     assert a == b == bundle_commit(tmp_path / "a.bundle")
-    assert a == bundle_commit(DEMO_BUNDLE), "demo/shop changed: rebuild with `mcptrials demo-bundle` and update config.yaml"
+    assert a == bundle_commit(DEMO_BUNDLE), (
+        "demo/shop changed: rebuild with `mcptrials demo-bundle` and update config.yaml"
+    )
 
 
 def test_bundle_tree_equals_the_demo_files(shipped):
@@ -68,7 +78,8 @@ def test_bundle_tree_equals_the_demo_files(shipped):
     for name in names:
         assert (tree / name).read_bytes() == (DEMO_SRC / name).read_bytes(), name
     assert git("log", "--format=%an <%ae> %ad|%cn <%ce> %cd", "--date=iso-strict", cwd=tree, env=env).strip() == (
-        "ACME Shop <dev@acme.example> 2024-05-01T12:00:00+00:00|ACME Shop <dev@acme.example> 2024-05-01T12:00:00+00:00")
+        "ACME Shop <dev@acme.example> 2024-05-01T12:00:00+00:00|ACME Shop <dev@acme.example> 2024-05-01T12:00:00+00:00"
+    )
 
 
 def test_demo_files_leave_out_generated_files(tmp_path):
@@ -89,6 +100,7 @@ def test_cli_prints_the_commit(tmp_path, capsys):
 
 # --- the scenarios --------------------------------------------------------------
 
+
 def test_the_demo_scenarios_exist_with_their_splits():
     found = {p.stem: load_scenario(p) for p in SCENARIOS}
     for sid, split in DEMO_SCENARIOS.items():
@@ -106,7 +118,9 @@ def test_scenario_validates_and_is_complete(path):
         assert step["citations"]["gold"], where
         assert step["key_points"] and step["expected_tools"], where
         assert any(c["required"] for c in step["checks"]) or step.get("exact_answer"), where
-        assert "file:line" in step["prompt"] or step.get("exact_answer"), f"{where}: the prompt should ask for file:line"
+        assert "file:line" in step["prompt"] or step.get("exact_answer"), (
+            f"{where}: the prompt should ask for file:line"
+        )
         rubric = step.get("rubric") or sc.data["rubric"]
         assert abs(sum(c["weight"] for c in rubric["criteria"]) - 1) < 1e-9, where
         for c in rubric["criteria"]:
@@ -137,10 +151,11 @@ def test_gold_citation_points_at_real_code(shipped, gold):
     else:
         a, b = int(m["a"]), int(m["b"] or m["a"])
         assert 1 <= a <= b <= n_lines, f"{gold}: outside 1..{n_lines}"
-        assert "".join(text.splitlines()[a - 1:b]).strip(), f"{gold}: only blank lines"
+        assert "".join(text.splitlines()[a - 1 : b]).strip(), f"{gold}: only blank lines"
 
 
 # --- the answers the scenarios expect, recomputed from the code -----------------------
+
 
 def _step(sid: str, name: str) -> dict:
     sc = load_scenario(ROOT / "scenarios" / f"{sid}.yaml")
@@ -159,7 +174,9 @@ def test_round_money_call_count(shipped):
         for node in ast.walk(ast.parse(src)):
             if isinstance(node, ast.Call):
                 f = node.func
-                if (isinstance(f, ast.Name) and f.id == "round_money") or (isinstance(f, ast.Attribute) and f.attr == "round_money"):
+                if (isinstance(f, ast.Name) and f.id == "round_money") or (
+                    isinstance(f, ast.Attribute) and f.attr == "round_money"
+                ):
                     calls.append(f"{name}:{node.lineno}")
     step = _step("round-money-impact", "count-call-sites")
     assert len(calls) == int(step["exact_answer"]["value"])
@@ -169,8 +186,11 @@ def test_round_money_call_count(shipped):
 
 def test_max_line_quantity_value(shipped):
     src = _package_sources(shipped)["acme_shop/constants.py"]
-    value = next(n.value.value for n in ast.parse(src).body
-                 if isinstance(n, ast.Assign) and [t.id for t in n.targets] == ["MAX_LINE_QUANTITY"])
+    value = next(
+        n.value.value
+        for n in ast.parse(src).body
+        if isinstance(n, ast.Assign) and [t.id for t in n.targets] == ["MAX_LINE_QUANTITY"]
+    )
     assert value == _step("limits-and-alerts", "max-line-quantity")["exact_answer"]["value"]
 
 
@@ -185,21 +205,30 @@ def test_commit_history_answer_is_the_bundle_commit(shipped):
 
 def test_discount_subclasses(shipped):
     src = _package_sources(shipped)["acme_shop/services/discounts.py"]
-    bases = {n.name: [b.id for b in n.bases if isinstance(b, ast.Name)]
-             for n in ast.parse(src).body if isinstance(n, ast.ClassDef)}
+    bases = {
+        n.name: [b.id for b in n.bases if isinstance(b, ast.Name)]
+        for n in ast.parse(src).body
+        if isinstance(n, ast.ClassDef)
+    }
 
     def derives(cls):
         return any(b == "Discount" or (b in bases and derives(b)) for b in bases.get(cls, []))
 
-    assert sorted(c for c in bases if derives(c)) == ["BulkDiscount", "CategoryDiscount", "FixedAmountDiscount", "PercentageDiscount"]
+    assert sorted(c for c in bases if derives(c)) == [
+        "BulkDiscount",
+        "CategoryDiscount",
+        "FixedAmountDiscount",
+        "PercentageDiscount",
+    ]
 
 
 def acme_shop(shipped, *args) -> subprocess.CompletedProcess:
     tree, _, _ = shipped
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(tree)}
     env.pop("ACME_SHOP_CONFIG", None)
-    return subprocess.run([sys.executable, "-m", "acme_shop.cli", *args], cwd=tree, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "acme_shop.cli", *args], cwd=tree, env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_quote_matches_the_held_out_answer(shipped):
@@ -224,6 +253,12 @@ def test_cli_outcomes_the_scenarios_describe(shipped):
 def test_the_demo_code_passes_its_own_tests(shipped):
     tree, _, _ = shipped
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(tree)}
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=tree, env=env,
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stdout + r.stderr

@@ -35,8 +35,21 @@ def demo(tmp_path_factory):
     marks = {"git": ROOT / ".tools/git/bin/mcp-server-git", "code-index": ROOT / ".tools/code-index/bin/code-index-mcp"}
     for tool, mark in marks.items():
         if not mark.exists():
-            subprocess.run([sys.executable, "-m", "mcptrials.cli", "install-tool", "--config", str(ROOT / "config.yaml"),
-                            "--tool", tool, "--out", str(tmp / f"{tool}.json")], check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "mcptrials.cli",
+                    "install-tool",
+                    "--config",
+                    str(ROOT / "config.yaml"),
+                    "--tool",
+                    tool,
+                    "--out",
+                    str(tmp / f"{tool}.json"),
+                ],
+                check=True,
+            )
     co = checkout("demo", DEMO.repo_source("demo"), DEMO.repos["demo"]["url"], COMMIT, tmp / "co")
     return co, tmp
 
@@ -73,12 +86,17 @@ def test_code_index_needs_a_second_page_where_grep_answers_at_once(demo):
         assert scored["passed"], scored["failures"]
 
     def searches(t):
-        return [c for c in t["tool_calls"] if c["step"] == 0 and c["tool"] in ("grep", "search_code_advanced")
-                and "round_money" in json.dumps(c["arguments"])]
+        return [
+            c
+            for c in t["tool_calls"]
+            if c["step"] == 0
+            and c["tool"] in ("grep", "search_code_advanced")
+            and "round_money" in json.dumps(c["arguments"])
+        ]
 
     greps = searches(base_t)
     assert [c["tool"] for c in greps] == ["grep"]
-    assert greps[0]["result_text"].count("round_money") >= 13     # every matching line in one result
+    assert greps[0]["result_text"].count("round_money") >= 13  # every matching line in one result
     pages = searches(ci_t)
     assert [c["tool"] for c in pages] == ["search_code_advanced"] * 2
     first = json.loads(pages[0]["result_text"])["pagination"]

@@ -36,7 +36,7 @@ class Block:
     page: Path
     line: int
     lang: str
-    body: str            # the block's text, its indentation removed
+    body: str  # the block's text, its indentation removed
     not_run: str | None  # the reason given by the marker before it, if any
 
     @property
@@ -54,12 +54,15 @@ def blocks(page: Path) -> list[Block]:
     text = page.read_text()
     found = []
     for m in FENCE.finditer(text):
-        before = text[:m.start()].rstrip().splitlines()
+        before = text[: m.start()].rstrip().splitlines()
         marker = NOT_RUN.fullmatch(before[-1].strip()) if before else None
         indent = len(m["indent"])
         body = "\n".join(ln[indent:] for ln in m["body"].splitlines())
-        found.append(Block(page, text.count("\n", 0, m.start()) + 1, m["lang"], body,
-                           marker["reason"].strip() if marker else None))
+        found.append(
+            Block(
+                page, text.count("\n", 0, m.start()) + 1, m["lang"], body, marker["reason"].strip() if marker else None
+            )
+        )
     return found
 
 
@@ -99,8 +102,9 @@ def test_every_not_run_marker_says_why_and_stands_before_a_shell_block():
             assert b.not_run != "", f"{b.where}: `<!-- not run: -->` without a reason"
         for m in NOT_RUN.finditer(text):
             line = text.count("\n", 0, m.start()) + 1
-            assert any(0 < n - line <= 1 for n in marked), \
+            assert any(0 < n - line <= 1 for n in marked), (
                 f"{page.relative_to(ROOT)}:{line}: a not-run marker that stands before no shell block"
+            )
 
 
 # --- the front page ------------------------------------------------------------------------------
@@ -124,8 +128,9 @@ def test_after_make_demo_the_readme_and_the_demo_say_how_to_get_the_commands_on_
     text = (ROOT / "README.md").read_text()
     setup = text.split("## Set-up", 1)[1].split("\n## ", 1)[0]
     assert activate in setup and "`mcptrials`" in setup and "`snakemake`" in setup
-    assert any(b.body.strip() == activate for b in shell_blocks(ROOT / "README.md")), \
+    assert any(b.body.strip() == activate for b in shell_blocks(ROOT / "README.md")), (
         "the README shows the activate line as a command"
+    )
     # what `make demo` ends with (-n: its commands printed, none run)
     plan = subprocess.run(["make", "-n", "demo"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     last = plan.strip().splitlines()[-3:]
@@ -145,8 +150,16 @@ def test_the_readme_links_resolve():
 def fresh_copy(dest: Path) -> Path:
     """The repository's files as a fresh clone has them (tracked, plus new ones not ignored):
     no results/, .snakemake/, .venv/ or .tools/."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for rel in filter(None, listed):
         src = ROOT / rel
         if src.is_file():
@@ -176,8 +189,18 @@ def test_the_shell_blocks_run_as_shown(page, tmp_path):
     env = run_env(copy)
     for b in runnable:
         try:
-            r = subprocess.run(["bash", "-euo", "pipefail", "-c", b.script()], cwd=copy, env=env,
-                               capture_output=True, text=True, timeout=BLOCK_SECONDS)
+            r = subprocess.run(
+                ["bash", "-euo", "pipefail", "-c", b.script()],
+                cwd=copy,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=BLOCK_SECONDS,
+            )
         except subprocess.TimeoutExpired:
-            pytest.fail(f"{b.where}: still running after {BLOCK_SECONDS} s; mark it not run, or make it fast:\n{b.body}")
-        assert r.returncode == 0, f"{b.where} exits {r.returncode}:\n{b.body}\n--- stdout\n{r.stdout[-3000:]}\n--- stderr\n{r.stderr[-3000:]}"
+            pytest.fail(
+                f"{b.where}: still running after {BLOCK_SECONDS} s; mark it not run, or make it fast:\n{b.body}"
+            )
+        assert r.returncode == 0, (
+            f"{b.where} exits {r.returncode}:\n{b.body}\n--- stdout\n{r.stdout[-3000:]}\n--- stderr\n{r.stderr[-3000:]}"
+        )

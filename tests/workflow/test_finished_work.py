@@ -20,9 +20,11 @@ pytestmark = pytest.mark.slow
 
 def digests(wd: Path) -> dict[str, str]:
     """Every trial record's sha256, by path."""
-    return {str(p.relative_to(wd)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted((wd / "results/runs").rglob("*.json")) if p.name in ("transcript.json", "run_meta.json")
-            and "attempts" not in p.parts}
+    return {
+        str(p.relative_to(wd)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted((wd / "results/runs").rglob("*.json"))
+        if p.name in ("transcript.json", "run_meta.json") and "attempts" not in p.parts
+    }
 
 
 def edit_yaml(path: Path, fn) -> None:
@@ -54,19 +56,22 @@ def test_a_mistyped_commit_refuses_before_any_job_and_keeps_every_trial(project)
     good = yaml.safe_load((project / "config.yaml").read_text())["repos"]["tiny"]["commit"]
     edit_yaml(project / "config.yaml", lambda d: d["repos"]["tiny"].update(commit="c" * 40))
 
-    dry = snakemake(project, "-n")   # a newcomer's first step: the same refusal, as a warning
+    dry = snakemake(project, "-n")  # a newcomer's first step: the same refusal, as a warning
     assert dry.returncode == 0
-    assert re.search(r"mcptrials: warning: a real run refuses to start: .*config.yaml: field repos.tiny.commit: "
-                     f"{'c' * 40} is not in", dry.stderr), dry.stderr[-2000:]
+    assert re.search(
+        r"mcptrials: warning: a real run refuses to start: .*config.yaml: field repos.tiny.commit: "
+        f"{'c' * 40} is not in",
+        dry.stderr,
+    ), dry.stderr[-2000:]
 
     real = snakemake(project, "-j2", check=False)
     assert real.returncode != 0
     assert "mcptrials: error:" in real.stderr and "field repos.tiny.commit" in real.stderr
-    assert "checkout" not in re.findall(r"rule (\w+):", real.stdout + real.stderr)   # no job ran
+    assert "checkout" not in re.findall(r"rule (\w+):", real.stdout + real.stderr)  # no job ran
     assert digests(project) == before
 
     edit_yaml(project / "config.yaml", lambda d: d["repos"]["tiny"].update(commit=good))
-    assert planned(project) == {}                  # reverting the typo plans nothing
+    assert planned(project) == {}  # reverting the typo plans nothing
 
 
 def test_a_stage_that_fails_later_keeps_the_finished_trials(project):
@@ -74,8 +79,10 @@ def test_a_stage_that_fails_later_keeps_the_finished_trials(project):
     installing) makes the tool's snapshot unavailable: its finished trials stay byte for byte,
     not `not_run` placeholders; the next invocation tries them again, and says so."""
     before = digests(project)
-    edit_yaml(project / "config.yaml",
-              lambda d: d["tools"]["mine"].update(install={"pip": [str(project / "gone-1.0-py3-none-any.whl")]}))
+    edit_yaml(
+        project / "config.yaml",
+        lambda d: d["tools"]["mine"].update(install={"pip": [str(project / "gone-1.0-py3-none-any.whl")]}),
+    )
     snakemake(project, "-j2", failed_stages_ok=True)
     assert digests(project) == before
     mine = sorted((project / "results/runs/reference/loop/mine").rglob("attempts/attempts.json"))
@@ -105,5 +112,6 @@ def test_the_plan_counts_the_trials_an_edited_server_reruns(project):
     dry = snakemake(project, "-n")
     line = plan_line(dry.stderr)
     assert planned(project).get("transcript") == 4
-    assert "4 trial(s) still to run (2 rerun: scenario changed, 2 rerun: scenario changed, server files changed)" \
-        in line, line
+    assert (
+        "4 trial(s) still to run (2 rerun: scenario changed, 2 rerun: scenario changed, server files changed)" in line
+    ), line

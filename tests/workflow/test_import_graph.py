@@ -65,8 +65,13 @@ def string_imports(source: str) -> set[str]:
     if computed:
         for node in ast.walk(tree):
             if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-                out |= {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
-                        and (e.value == "mcptrials" or e.value.startswith("mcptrials."))}
+                out |= {
+                    e.value
+                    for e in node.elts
+                    if isinstance(e, ast.Constant)
+                    and isinstance(e.value, str)
+                    and (e.value == "mcptrials" or e.value.startswith("mcptrials."))
+                }
     return out
 
 
@@ -155,14 +160,17 @@ def test_the_parser_sees_lazy_and_relative_imports():
 def test_no_import_cycle():
     edges, _ = graph()
     found = cycles(edges)
-    msg = "\n".join(" -> ".join(a_path(edges, comp[0], set(comp))) + f"   (component: {', '.join(comp)})"
-                    for comp in found)
+    msg = "\n".join(
+        " -> ".join(a_path(edges, comp[0], set(comp))) + f"   (component: {', '.join(comp)})" for comp in found
+    )
     assert not found, "import cycles in src/mcptrials:\n" + msg
 
 
 def test_the_library_never_imports_snakemake():
     _, raw = graph()
-    users = sorted(n for n, targets in raw.items() if any(t == "snakemake" or t.startswith("snakemake.") for t in targets))
+    users = sorted(
+        n for n, targets in raw.items() if any(t == "snakemake" or t.startswith("snakemake.") for t in targets)
+    )
     assert not users, f"these modules import snakemake: {users}"
 
 
@@ -190,7 +198,7 @@ FLOOR = {pkg: i for i, pkgs in enumerate(FLOORS) for pkg in pkgs}
 
 def floor(module: str) -> int:
     parts = module.split(".")
-    return FLOOR[parts[1]] if len(parts) > 1 else 0   # the root package (its __version__): ground
+    return FLOOR[parts[1]] if len(parts) > 1 else 0  # the root package (its __version__): ground
 
 
 def upward_arrows(edges) -> list[str]:
@@ -207,7 +215,9 @@ def test_every_package_has_a_floor():
 
 
 def test_imports_point_down_the_stages_only():
-    assert upward_arrows({"mcptrials.run.trial": {"mcptrials.grade.state"}}) == ["mcptrials.run.trial -> mcptrials.grade.state"]
+    assert upward_arrows({"mcptrials.run.trial": {"mcptrials.grade.state"}}) == [
+        "mcptrials.run.trial -> mcptrials.grade.state"
+    ]
     assert upward_arrows({"mcptrials.grade.state": {"mcptrials.run.trial", "mcptrials.core.records"}}) == []
     edges, _ = graph()
     found = upward_arrows(edges)
@@ -217,9 +227,15 @@ def test_imports_point_down_the_stages_only():
 def test_the_layering_rules():
     edges, _ = graph()
     assert "mcptrials.run.runner" not in edges["mcptrials.prepare.snapshot"], "snapshot imports runner"
-    below_cli = [a for a, targets in edges.items() if floor(a) < FLOOR["cli"] and any(floor(b) == FLOOR["cli"] for b in targets)]
+    below_cli = [
+        a for a, targets in edges.items() if floor(a) < FLOOR["cli"] and any(floor(b) == FLOOR["cli"] for b in targets)
+    ]
     assert not below_cli, f"modules below the command layer import it: {below_cli}"
-    assert not [a for a in edges if a.startswith("mcptrials.judge") and any(b.startswith("mcptrials.run.providers") for b in edges[a])]
+    assert not [
+        a
+        for a in edges
+        if a.startswith("mcptrials.judge") and any(b.startswith("mcptrials.run.providers") for b in edges[a])
+    ]
     assert "mcptrials.providers.base" in edges["mcptrials.judge.model_judge"], "the judge's clients are the providers'"
 
 
@@ -240,23 +256,37 @@ def lazily():
 def test_an_import_by_string_is_read_and_an_upward_one_fails(tmp_path):
     """A hand-made module on the run floor that imports upward only by string: the checker sees
     every one (the preload list, import_module, __import__) and reports each as an upward arrow."""
-    assert string_imports(UPWARD_BY_STRING) == {"mcptrials.core.records", "mcptrials.cli.run_trial",
-                                                "mcptrials.analyze.tables", "mcptrials.report.document"}
+    assert string_imports(UPWARD_BY_STRING) == {
+        "mcptrials.core.records",
+        "mcptrials.cli.run_trial",
+        "mcptrials.analyze.tables",
+        "mcptrials.report.document",
+    }
     path = tmp_path / "warm.py"
     path.write_text(UPWARD_BY_STRING)
-    modules = {"mcptrials.run.warm": path, "mcptrials.core.records": path, "mcptrials.cli.run_trial": path,
-               "mcptrials.analyze.tables": path, "mcptrials.report.document": path}
+    modules = {
+        "mcptrials.run.warm": path,
+        "mcptrials.core.records": path,
+        "mcptrials.cli.run_trial": path,
+        "mcptrials.analyze.tables": path,
+        "mcptrials.report.document": path,
+    }
     targets = imported("mcptrials.run.warm", path, modules)
     found = upward_arrows({"mcptrials.run.warm": {t for t in targets if t in modules and t != "mcptrials.run.warm"}})
-    assert found == ["mcptrials.run.warm -> mcptrials.analyze.tables", "mcptrials.run.warm -> mcptrials.cli.run_trial",
-                     "mcptrials.run.warm -> mcptrials.report.document"]
+    assert found == [
+        "mcptrials.run.warm -> mcptrials.analyze.tables",
+        "mcptrials.run.warm -> mcptrials.cli.run_trial",
+        "mcptrials.run.warm -> mcptrials.report.document",
+    ]
     # a literal list alone, with no import by a computed name, is data, not an import
     assert string_imports('NAMES = ["mcptrials.cli"]\nimportlib.import_module("json")') == {"json"}
 
 
 def test_the_real_string_imports_are_in_the_graph():
     _, raw = graph()
-    assert {"mcptrials.cli.run_trial", "mcptrials.grade.scoring", "mcptrials.judge.judging"} <= raw["mcptrials.cli.worker"]
+    assert {"mcptrials.cli.run_trial", "mcptrials.grade.scoring", "mcptrials.judge.judging"} <= raw[
+        "mcptrials.cli.worker"
+    ]
 
 
 # Private names imported across modules (none left: what modules share is public).

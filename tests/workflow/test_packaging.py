@@ -114,9 +114,25 @@ def wheel(tmp_path_factory) -> Path:
     shutil.copy(ROOT / PYPROJECT["project"]["readme"], tree)
     shutil.copytree(SRC, tree / "src", ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
     out = tmp_path_factory.mktemp("dist")
-    p = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-                        "--disable-pip-version-check", "-q", "-w", str(out), str(tree)],
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--disable-pip-version-check",
+            "-q",
+            "-w",
+            str(out),
+            str(tree),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     (built,) = out.glob("mcptrials-*.whl")
     return built
@@ -124,8 +140,11 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_wheel_ships_every_module_schema_and_prompt(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    expected = {str(p.relative_to(SRC)) for p in PKG.rglob("*")
-                if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+    expected = {
+        str(p.relative_to(SRC))
+        for p in PKG.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
     # The point of the exercise: the data the library reads at run time.
     assert {e for e in expected if e.startswith(("mcptrials/schemas/", "mcptrials/prompts/"))}, "no data found?"
     missing = sorted(expected - names)
@@ -137,8 +156,24 @@ def test_non_editable_install_reads_its_own_data(wheel, tmp_path):
     site-packages for the dependencies but neither src/ nor the editable install's .pth
     (`-S`: no site processing), validates the demo config and reads every schema and prompt."""
     target = tmp_path / "site"
-    p = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--disable-pip-version-check",
-                        "-q", "--target", str(target), str(wheel)], capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--disable-pip-version-check",
+            "-q",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
 
     schemas = sorted(p.name for p in (PKG / "schemas").iterdir() if p.is_file())
@@ -172,7 +207,8 @@ def test_non_editable_install_reads_its_own_data(wheel, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
     deps = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
     env["PYTHONPATH"] = os.pathsep.join([str(target), *deps])
-    r = subprocess.run([sys.executable, "-S", "-c", script], cwd=tmp_path, env=env,
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-S", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert ": ok: " in r.stdout, r.stdout

@@ -26,9 +26,16 @@ def project(tmp_path):
 
 def snakemake(wd: Path, profile: str, *args) -> subprocess.CompletedProcess:
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": str(wd), **TOOLS_ENV}
-    p = subprocess.run([sys.executable, "-m", "snakemake", "--profile", str(ROOT / "profiles" / profile), *args],
-                       cwd=wd, env=env, capture_output=True, text=True)
-    assert p.returncode == 0, f"snakemake --profile profiles/{profile} {args} failed:\n{p.stdout[-3000:]}\n{p.stderr[-5000:]}"
+    p = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--profile", str(ROOT / "profiles" / profile), *args],
+        cwd=wd,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 0, (
+        f"snakemake --profile profiles/{profile} {args} failed:\n{p.stdout[-3000:]}\n{p.stderr[-5000:]}"
+    )
     return p
 
 
@@ -60,10 +67,26 @@ def test_a_deterministic_failure_is_not_retried_by_the_profile(tmp_path):
         shutil.copytree(ROOT / sub, tmp_path / sub)
     with open(tmp_path / "locked" / "gold.json", "a") as f:
         f.write("\n")
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path), **TOOLS_ENV,
-           **LIBRARY_ENV}
-    p = subprocess.run([sys.executable, "-m", "snakemake", "--profile", str(ROOT / "profiles" / "local"),
-                        "results/heldout/lock_verified.json"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        **TOOLS_ENV,
+        **LIBRARY_ENV,
+    }
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--profile",
+            str(ROOT / "profiles" / "local"),
+            "results/heldout/lock_verified.json",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     out = p.stdout + p.stderr
     assert p.returncode != 0 and "modified" in (tmp_path / "results/logs/verify_lock.log").read_text(), out[-3000:]
     assert out.count("Error in rule verify_lock:") == 1, out[-5000:]

@@ -89,14 +89,23 @@ def make_project(wd: Path, cc: bool = False) -> Path:
     a recorded model."""
     extra = {"locked": "locked", "limits": {"max_turns": 5}}
     if cc:
-        extra["models"] = {"reference": {"provider": "reference"},
-                           "claude": {"provider": "anthropic", "model": "claude-sonnet-4-6"},
-                           "rec": {"provider": "recorded", "format": "claude-code-stream-json",
-                                   "path": "recorded/{tool}/{repo}/{scenario}/{trial}.jsonl"}}
+        extra["models"] = {
+            "reference": {"provider": "reference"},
+            "claude": {"provider": "anthropic", "model": "claude-sonnet-4-6"},
+            "rec": {
+                "provider": "recorded",
+                "format": "claude-code-stream-json",
+                "path": "recorded/{tool}/{repo}/{scenario}/{trial}.jsonl",
+            },
+        }
         extra["hosts"] = {"loop": {"kind": "loop"}, "cc": {"kind": "claude-code"}}
     # echo has the network, so that an edit to transport http stays one field's edit
-    write_matrix(wd, tools={"baseline": {"transport": "none"}, "echo": faulty_tool("ok", network=True)},
-                 scenarios={"find-helper": SCENARIO, "callers": CALLERS, "held": HELD}, extra=extra)
+    write_matrix(
+        wd,
+        tools={"baseline": {"transport": "none"}, "echo": faulty_tool("ok", network=True)},
+        scenarios={"find-helper": SCENARIO, "callers": CALLERS, "held": HELD},
+        extra=extra,
+    )
     shutil.copytree(ROOT / "locked", wd / "locked", dirs_exist_ok=True)
     return wd
 
@@ -127,7 +136,7 @@ EDITS = {
     "tools.*.sandbox": lambda c, s: c["tools"]["echo"].update(sandbox="none"),
     "tools.*.network": lambda c, s: c["tools"]["echo"].update(network=False),
     "tools.*.read_only": lambda c, s: c["tools"]["echo"].setdefault("read_only", []).append("README.md"),
-    "tools.*.variant_of": None,     # edited on a project with a description variant: see EDITS_ON_VARIANT
+    "tools.*.variant_of": None,  # edited on a project with a description variant: see EDITS_ON_VARIANT
     "tools.*.overrides": None,
     "sandbox": lambda c, s: c.update(sandbox="none"),
     "repos.*.url": lambda c, s: c["repos"]["tiny"].update(url="./repo"),
@@ -170,8 +179,10 @@ EDITS = {
     "budget.input_tokens_per_call": lambda c, s: c.update(budget={"input_tokens_per_call": 100000}),
     "scenario.title": lambda c, s: s["find-helper"].update(title="Another title"),
     "scenario.description": lambda c, s: s["find-helper"].update(description="A note."),
-    "scenario.repo": lambda c, s: (c["repos"].update(other=dict(c["repos"]["tiny"])),
-                                   s["find-helper"].update(repo="other")),
+    "scenario.repo": lambda c, s: (
+        c["repos"].update(other=dict(c["repos"]["tiny"])),
+        s["find-helper"].update(repo="other"),
+    ),
     "scenario.split": lambda c, s: s["find-helper"].update(split="held-out"),
     "scenario.suite": lambda c, s: s["find-helper"].update(suite="regression"),
     "scenario.limits": lambda c, s: s["find-helper"].update(limits={"max_turns": 3}),
@@ -184,14 +195,19 @@ EDITS = {
     "scenario.steps.citations": _step(lambda st: st.update(citations={"gold": ["src/util.py:1-3"]})),
     "scenario.steps.exact_answer": _step(lambda st: st.update(exact_answer={"value": "src/util.py"})),
     "scenario.steps.state_check.command": _step(lambda st: st.update(state_check={"command": "true", "expect": ""})),
-    "scenario.steps.state_check.expect": None,      # edited on a step that has a state check: see EDITS_ON_CHECK
+    "scenario.steps.state_check.expect": None,  # edited on a step that has a state check: see EDITS_ON_CHECK
     "scenario.steps.state_check.required": None,
-    "scenario.steps.state_check.sql": _step(lambda st: st.update(
-        state_check={"sql": {"database": "data/app.db", "query": "SELECT count(*) FROM t", "value": 1}})),
-    "scenario.steps.state_check.json": _step(lambda st: st.update(
-        state_check={"json": {"file": "data/graph.jsonl", "path": "$[*].name", "count": 2}})),
-    "scenario.steps.state_check.unchanged_except": _step(lambda st: st.update(
-        state_check={"unchanged_except": {"file": "data/graph.jsonl", "allow": [{"name": "x"}]}})),
+    "scenario.steps.state_check.sql": _step(
+        lambda st: st.update(
+            state_check={"sql": {"database": "data/app.db", "query": "SELECT count(*) FROM t", "value": 1}}
+        )
+    ),
+    "scenario.steps.state_check.json": _step(
+        lambda st: st.update(state_check={"json": {"file": "data/graph.jsonl", "path": "$[*].name", "count": 2}})
+    ),
+    "scenario.steps.state_check.unchanged_except": _step(
+        lambda st: st.update(state_check={"unchanged_except": {"file": "data/graph.jsonl", "allow": [{"name": "x"}]}})
+    ),
     "scenario.steps.expected_tools": _step(lambda st: st.update(expected_tools=["grep"])),
     "scenario.steps.key_points": _step(lambda st: st["key_points"].append("it returns x * 2")),
     "scenario.steps.rubric": _step(lambda st: st.update(rubric=copy.deepcopy(SCENARIO["rubric"]))),
@@ -240,9 +256,14 @@ def apply_edit(wd: Path, field: str, edits=None) -> None:
 def changed_params(before: dict, after: dict, new_jobs: bool = False) -> dict[str, set]:
     """rule -> the job keys whose params differ (keys on both sides), and with new_jobs the
     keys that only the edit brought (a tool's first index)."""
-    return {rule: {k for k in after.get(rule, {}) if (k in before[rule] and before[rule][k] != after[rule][k])
-                   or (new_jobs and k not in before[rule])}
-            for rule in before}
+    return {
+        rule: {
+            k
+            for k in after.get(rule, {})
+            if (k in before[rule] and before[rule][k] != after[rule][k]) or (new_jobs and k not in before[rule])
+        }
+        for rule in before
+    }
 
 
 def applicable(m, rule: str, field: str) -> bool:
@@ -328,8 +349,14 @@ def test_an_edit_reaches_only_the_edited_entitys_jobs(tmp_path):
     wd = make_project(tmp_path, cc=True)
     cfg0, scen0 = read_project(wd)
     base = rule_params(load_matrix(wd / "config.yaml"))
-    for field in ("tools.*.args", "models.*.params", "hosts.*.bare", "repos.*.commit", "scenario.steps.prompt",
-                  "scenario.steps.checks"):
+    for field in (
+        "tools.*.args",
+        "models.*.params",
+        "hosts.*.bare",
+        "repos.*.commit",
+        "scenario.steps.prompt",
+        "scenario.steps.checks",
+    ):
         apply_edit(wd, field)
         changed = changed_params(base, rule_params(load_matrix(wd / "config.yaml")))
         dim = field.split(".")[0].rstrip("s") if not field.startswith("scenario") else "scenario"
@@ -374,14 +401,16 @@ def downstream(job: tuple, jobs: set) -> set:
     out = set()
     for j in jobs:
         r = j[0]
-        if rule == "checkout" and ((r in ("index", "tools_snapshot") and j[2] == job[1]) or
-                                   (r == "transcript" and j[4] == job[1])):
+        if rule == "checkout" and (
+            (r in ("index", "tools_snapshot") and j[2] == job[1]) or (r == "transcript" and j[4] == job[1])
+        ):
             out.add(j)
         elif rule == "install_tool" and r in ("index", "tools_snapshot") and j[1] == job[1]:
             out.add(j)
         elif rule in ("index", "tools_snapshot") and (
-                (rule == "index" and r == "tools_snapshot" and j[1:] == job[1:]) or
-                (r == "transcript" and (j[3], j[4]) == (job[1], job[2]))):
+            (rule == "index" and r == "tools_snapshot" and j[1:] == job[1:])
+            or (r == "transcript" and (j[3], j[4]) == (job[1], job[2]))
+        ):
             out.add(j)
         elif rule == "transcript" and r in ("scored", "judged") and j[1:] == job[1:]:
             out.add(j)
@@ -422,7 +451,7 @@ def expected_plan(m0, m1, p0, p1) -> dict[str, int]:
             nxt |= downstream(j, after) - todo
         todo |= nxt
         frontier = nxt
-    counts: dict[str, int] = {"all": 1} if todo else {}   # the default target reruns with anything
+    counts: dict[str, int] = {"all": 1} if todo else {}  # the default target reruns with anything
     for j in todo:
         counts[j[0]] = counts.get(j[0], 0) + 1
     return counts

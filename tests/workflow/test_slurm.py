@@ -75,34 +75,36 @@ def _ensure_munge_key() -> None:
 def _slurm_conf(node: str, d: Path, munge_socket: Path) -> str:
     free = _run(["free", "-m"]).stdout.splitlines()[1].split()
     memory = int(free[1]) - 1024  # leave 1 GB to the daemons and the Snakemake process
-    return "\n".join([
-        "ClusterName=mcptrials",
-        f"SlurmctldHost={node}(127.0.0.1)",
-        "SlurmUser=root",
-        "AuthType=auth/munge",
-        "CredType=cred/munge",
-        f"AuthInfo=socket={munge_socket}",
-        "ProctrackType=proctrack/linuxproc",
-        "TaskPlugin=task/none",
-        "SelectType=select/cons_tres",
-        "SelectTypeParameters=CR_Core_Memory",
-        "AccountingStorageType=accounting_storage/none",
-        "JobAcctGatherType=jobacct_gather/none",
-        "MailProg=/bin/true",
-        "ReturnToService=2",
-        # finished jobs stay visible to squeue/scontrol for an hour: the plugin's status
-        # checks (squeue, no slurmdbd) and this test's checks both read them
-        "MinJobAge=3600",
-        f"StateSaveLocation={d}/state",
-        f"SlurmdSpoolDir={d}/spool",
-        f"SlurmctldPidFile={d}/slurmctld.pid",
-        f"SlurmdPidFile={d}/slurmd.pid",
-        f"SlurmctldLogFile={d}/slurmctld.log",
-        f"SlurmdLogFile={d}/slurmd.log",
-        f"NodeName={node} NodeAddr=127.0.0.1 CPUs=2 RealMemory={memory} State=UNKNOWN",
-        "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
-        "",
-    ])
+    return "\n".join(
+        [
+            "ClusterName=mcptrials",
+            f"SlurmctldHost={node}(127.0.0.1)",
+            "SlurmUser=root",
+            "AuthType=auth/munge",
+            "CredType=cred/munge",
+            f"AuthInfo=socket={munge_socket}",
+            "ProctrackType=proctrack/linuxproc",
+            "TaskPlugin=task/none",
+            "SelectType=select/cons_tres",
+            "SelectTypeParameters=CR_Core_Memory",
+            "AccountingStorageType=accounting_storage/none",
+            "JobAcctGatherType=jobacct_gather/none",
+            "MailProg=/bin/true",
+            "ReturnToService=2",
+            # finished jobs stay visible to squeue/scontrol for an hour: the plugin's status
+            # checks (squeue, no slurmdbd) and this test's checks both read them
+            "MinJobAge=3600",
+            f"StateSaveLocation={d}/state",
+            f"SlurmdSpoolDir={d}/spool",
+            f"SlurmctldPidFile={d}/slurmctld.pid",
+            f"SlurmdPidFile={d}/slurmd.pid",
+            f"SlurmctldLogFile={d}/slurmctld.log",
+            f"SlurmdLogFile={d}/slurmd.log",
+            f"NodeName={node} NodeAddr=127.0.0.1 CPUs=2 RealMemory={memory} State=UNKNOWN",
+            "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
+            "",
+        ]
+    )
 
 
 def _tail(path: Path, n: int = 2000) -> str:
@@ -139,8 +141,9 @@ def slurm(request):
     request.addfinalizer(lock.close)
     fcntl.flock(lock, fcntl.LOCK_EX)
     for port in (6817, 6818):
-        assert _port_free(port), (f"port {port} is taken: a Slurm daemon this test did not start is running; "
-                                  "stop it first")
+        assert _port_free(port), (
+            f"port {port} is taken: a Slurm daemon this test did not start is running; stop it first"
+        )
     t0 = time.monotonic()
     _install_slurm()
     installed = time.monotonic()
@@ -163,18 +166,34 @@ def slurm(request):
 
     def start(cmd, log):
         with open(log, "w") as out:
-            procs.append(subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          env={"PATH": SYSTEM_PATH}))
+            procs.append(
+                subprocess.Popen(
+                    cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env={"PATH": SYSTEM_PATH}
+                )
+            )
 
     try:
         m = d / "munge"
-        start(["setpriv", "--reuid=munge", "--regid=munge", "--init-groups", "munged", "--foreground",
-               f"--socket={m}/munge.socket", f"--pid-file={m}/munged.pid", f"--seed-file={m}/munge.seed",
-               f"--log-file={m}/munged.log"], logs[0])
+        start(
+            [
+                "setpriv",
+                "--reuid=munge",
+                "--regid=munge",
+                "--init-groups",
+                "munged",
+                "--foreground",
+                f"--socket={m}/munge.socket",
+                f"--pid-file={m}/munged.pid",
+                f"--seed-file={m}/munge.seed",
+                f"--log-file={m}/munged.log",
+            ],
+            logs[0],
+        )
         deadline = time.monotonic() + 30
         while not (m / "munge.socket").exists():
-            assert procs[0].poll() is None and time.monotonic() < deadline, \
+            assert procs[0].poll() is None and time.monotonic() < deadline, (
                 "munged did not start\n" + _tail(logs[0]) + _tail(m / "munged.log")
+            )
             time.sleep(0.1)
         start(["slurmctld", "-D"], logs[1])
         start(["slurmd", "-D"], logs[2])
@@ -184,17 +203,20 @@ def slurm(request):
             dead = [p.args[0] for p in procs if p.poll() is not None]
             assert not dead and time.monotonic() < deadline, (
                 f"Slurm did not come up (dead: {dead}, sinfo: {state!r})\n"
-                + "\n".join(_tail(f) for f in [*logs, d / "slurmctld.log", d / "slurmd.log"]))
+                + "\n".join(_tail(f) for f in [*logs, d / "slurmctld.log", d / "slurmd.log"])
+            )
             time.sleep(0.5)
-            state = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True,
-                                   env={"PATH": SYSTEM_PATH}).stdout.strip()
+            state = subprocess.run(
+                ["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, env={"PATH": SYSTEM_PATH}
+            ).stdout.strip()
         print(f"\nslurm: installed in {installed - t0:.1f} s, up in {time.monotonic() - installed:.1f} s")
         yield d
     finally:
         # our cluster's own jobs (its state is fresh), then the daemons by pid
         if procs and procs[-1].poll() is None:
-            ids = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True,
-                                 env={"PATH": SYSTEM_PATH}).stdout.split()
+            ids = subprocess.run(
+                ["squeue", "-h", "-o", "%i"], capture_output=True, text=True, env={"PATH": SYSTEM_PATH}
+            ).stdout.split()
             if ids:
                 subprocess.run(["scancel", *ids], env={"PATH": SYSTEM_PATH})
         _stop(procs)
@@ -207,8 +229,21 @@ def filesystem_server(tmp_path_factory):
     """The demo's filesystem server in .tools/, installed by the workflow's own command."""
     if not FILESYSTEM_BIN.exists():
         out = tmp_path_factory.mktemp("install")
-        subprocess.run([sys.executable, "-m", "mcptrials.cli", "install-tool", "--config", str(ROOT / "config.yaml"),
-                        "--tool", "filesystem", "--out", str(out / "filesystem.json")], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mcptrials.cli",
+                "install-tool",
+                "--config",
+                str(ROOT / "config.yaml"),
+                "--tool",
+                "filesystem",
+                "--out",
+                str(out / "filesystem.json"),
+            ],
+            check=True,
+        )
     return FILESYSTEM_BIN
 
 
@@ -254,15 +289,35 @@ def test_demo_matrix_on_slurm(slurm, filesystem_server, tmp_path):
     env = {"PATH": f"{Path(sys.executable).parent}:{SYSTEM_PATH}", "HOME": str(tmp_path), **TOOLS_ENV}
     t0 = time.monotonic()
     p = subprocess.run(
-        ["timeout", "-k", "10", "600", sys.executable, "-m", "snakemake", "--profile", str(ROOT / "profiles/slurm"),
-         "--slurm-keep-successful-logs"],
-        cwd=tmp_path, env=env, capture_output=True, text=True)
+        [
+            "timeout",
+            "-k",
+            "10",
+            "600",
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--profile",
+            str(ROOT / "profiles/slurm"),
+            "--slurm-keep-successful-logs",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     wall = time.monotonic() - t0
     print(f"slurm: workflow took {wall:.1f} s")
-    diag = "\n".join([p.stdout[-3000:], p.stderr[-6000:],
-                      *(_tail(f) for f in sorted((tmp_path / "results/logs").rglob("*.log"))[:20]),
-                      *(_tail(f, 1500) for f in sorted((tmp_path / ".snakemake/slurm_logs").rglob("*.log"))[:6]),
-                      _tail(slurm / "slurmctld.log"), _tail(slurm / "slurmd.log")])
+    diag = "\n".join(
+        [
+            p.stdout[-3000:],
+            p.stderr[-6000:],
+            *(_tail(f) for f in sorted((tmp_path / "results/logs").rglob("*.log"))[:20]),
+            *(_tail(f, 1500) for f in sorted((tmp_path / ".snakemake/slurm_logs").rglob("*.log"))[:6]),
+            _tail(slurm / "slurmctld.log"),
+            _tail(slurm / "slurmd.log"),
+        ]
+    )
     assert p.returncode == 0, f"snakemake --profile profiles/slurm exited {p.returncode}\n{diag}"
 
     # the report is built
@@ -279,8 +334,7 @@ def test_demo_matrix_on_slurm(slurm, filesystem_server, tmp_path):
     # completed, run from this project: read from the Slurm logs (written by Slurm) and
     # `scontrol show job` (finished jobs stay listed for MinJobAge). A failed attempt that a
     # restart redid (restart-times) is allowed, it just proves nothing.
-    trials = [f"results/runs/reference/loop/{tool}/demo/checkout-flow/{t}"
-              for tool in cfg["tools"] for t in (1, 2)]
+    trials = [f"results/runs/reference/loop/{tool}/demo/checkout-flow/{t}" for tool in cfg["tools"] for t in (1, 2)]
     logged = slurm_job_outputs(tmp_path / ".snakemake/slurm_logs")
     jobs, infos = {}, {}
     for job, outs in logged.items():
@@ -313,4 +367,3 @@ def test_demo_matrix_on_slurm(slurm, filesystem_server, tmp_path):
         assert out in where, out
     for out in ("results/aggregate/summary.json", "results/report/index.html", "results/heldout/agreement.json"):
         assert out not in where, f"{out} is a local rule but ran as Slurm job {where.get(out)}"
-

@@ -29,8 +29,12 @@ STALE = {
 
 def stale_lines(text: str) -> list[tuple[int, str, str]]:
     """(line number, the stale name, where it is now) of every stale name in a text."""
-    return [(i, m.group(0), now) for i, line in enumerate(text.splitlines(), 1)
-            for old, now in STALE.items() for m in re.finditer(old, line)]
+    return [
+        (i, m.group(0), now)
+        for i, line in enumerate(text.splitlines(), 1)
+        for old, now in STALE.items()
+        for m in re.finditer(old, line)
+    ]
 
 
 def files():
@@ -40,19 +44,33 @@ def files():
             yield p
         elif p.is_dir():
             # what the project writes, not what a build leaves (the egg-info's SOURCES.txt of an old install)
-            yield from (f for f in sorted(p.rglob("*")) if f.is_file() and f.suffix in TEXT
-                        and "__pycache__" not in f.parts and not any(x.endswith(".egg-info") for x in f.parts))
+            yield from (
+                f
+                for f in sorted(p.rglob("*"))
+                if f.is_file()
+                and f.suffix in TEXT
+                and "__pycache__" not in f.parts
+                and not any(x.endswith(".egg-info") for x in f.parts)
+            )
 
 
 def test_the_finder_sees_a_stale_path():
-    text = ("score it (graders/gold_recall.py)\nfrom mcptrials.graders.citations import x\n"
-            "see grade/gold_recall.py and mcptrials.run.providers.base\n")
+    text = (
+        "score it (graders/gold_recall.py)\nfrom mcptrials.graders.citations import x\n"
+        "see grade/gold_recall.py and mcptrials.run.providers.base\n"
+    )
     assert [(i, old) for i, old, _ in stale_lines(text)] == [
-        (1, "graders/"), (2, "mcptrials.graders"), (3, "mcptrials.run.providers")]
+        (1, "graders/"),
+        (2, "mcptrials.graders"),
+        (3, "mcptrials.run.providers"),
+    ]
     assert stale_lines("the graders (grade/scoring.py), mcptrials.providers, cli/worker.py") == []
 
 
 def test_no_stale_module_path_is_left():
-    found = [f"{f.relative_to(ROOT)}:{i}: {old} (now {now})"
-             for f in files() for i, old, now in stale_lines(f.read_text(errors="replace"))]
+    found = [
+        f"{f.relative_to(ROOT)}:{i}: {old} (now {now})"
+        for f in files()
+        for i, old, now in stale_lines(f.read_text(errors="replace"))
+    ]
     assert not found, "stale module paths:\n" + "\n".join(found)

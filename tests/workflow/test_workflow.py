@@ -20,18 +20,26 @@ def project(tmp_path):
     sc2 = yaml.safe_load(yaml.safe_dump(SCENARIO))
     sc2["title"] = "Who calls the helper"
     sc2["steps"][0]["prompt"] = "Which function calls `helper`? Cite file:line."
-    write_matrix(tmp_path, tools={"baseline": {"transport": "none"}, "echo": faulty_tool("ok")}, trials=2,
-                 extra={"locked": "locked"},
-                 scenarios={"find-helper": SCENARIO, "callers": sc2})
+    write_matrix(
+        tmp_path,
+        tools={"baseline": {"transport": "none"}, "echo": faulty_tool("ok")},
+        trials=2,
+        extra={"locked": "locked"},
+        scenarios={"find-helper": SCENARIO, "callers": sc2},
+    )
     copy_workflow(tmp_path)
     return tmp_path
 
 
 def judged_targets(wd: Path) -> list[str]:
     cfg = yaml.safe_load((wd / "config.yaml").read_text())
-    return [f"results/runs/reference/loop/{tool}/tiny/{sc}/{t}/{stage}.json"
-            for tool in cfg["tools"] for sc in ("find-helper", "callers") for t in range(1, cfg["trials"] + 1)
-            for stage in ("scored", "judged")]
+    return [
+        f"results/runs/reference/loop/{tool}/tiny/{sc}/{t}/{stage}.json"
+        for tool in cfg["tools"]
+        for sc in ("find-helper", "callers")
+        for t in range(1, cfg["trials"] + 1)
+        for stage in ("scored", "judged")
+    ]
 
 
 def edit_yaml(path: Path, fn) -> None:
@@ -56,8 +64,22 @@ def test_missing_commit_fails_in_checkout_naming_it(project):
     p = snakemake(project, "-j1", "results/checkouts/tiny/checkout.json", check=False)
     assert p.returncode != 0 and f"field repos.tiny.commit: {'b' * 40} is not in repo" in p.stderr
     assert not (project / "results/checkouts/tiny/checkout.json").exists()
-    run([sys.executable, "-m", "mcptrials.cli", "checkout", "--config", "config.yaml", "--repo", "tiny",
-         "--out", "results/checkouts/tiny/checkout.json"], cwd=project, check=True)
+    run(
+        [
+            sys.executable,
+            "-m",
+            "mcptrials.cli",
+            "checkout",
+            "--config",
+            "config.yaml",
+            "--repo",
+            "tiny",
+            "--out",
+            "results/checkouts/tiny/checkout.json",
+        ],
+        cwd=project,
+        check=True,
+    )
     rec = json.loads((project / "results/checkouts/tiny/checkout.json").read_text())
     assert rec["failed"] and f"commit {'b' * 40} does not exist" in rec["error"]
     p = snakemake(project, "-j1", "results/status.json", check=False)
@@ -69,15 +91,17 @@ def test_reruns_follow_content(project):
     full = planned(project, *targets)
     assert full.get("transcript") == 8 and full.get("scored") == 8 and full.get("judged") == 8, str(full)
     snakemake(project, "-j2", *targets)
-    assert planned(project, *targets) == {}                      # a second run does nothing
+    assert planned(project, *targets) == {}  # a second run does nothing
 
     # a touched file without a content change reruns nothing
     (project / "config.yaml").touch()
     assert planned(project, *targets) == {}
 
     # a changed rubric of one scenario: only that scenario's judged targets
-    edit_yaml(project / "scenarios" / "callers.yaml",
-              lambda d: d["rubric"]["criteria"][0].update(question="Does it name the caller?"))
+    edit_yaml(
+        project / "scenarios" / "callers.yaml",
+        lambda d: d["rubric"]["criteria"][0].update(question="Does it name the caller?"),
+    )
     assert planned(project, *targets) == {"judged": 4}
     snakemake(project, "-j2", *targets)
 
@@ -105,12 +129,13 @@ def test_full_pipeline_report_and_lock_drift(project):
     assert {json.loads(t.read_text())["outcome"] for t in crashed} == {"server_crashed"}
     assert len(list((project / "results/runs/reference/loop/echo").rglob("judged.json"))) == 4
     import csv
+
     rows = list(csv.DictReader(open(project / "results/aggregate/trials.csv")))
     broken = [r for r in rows if r["tool"] == "broken"]
     assert len(broken) == 4 and all(float(r["fairness"]) == 0 for r in broken)
     agreement = json.loads((project / "results/heldout/agreement.json").read_text())
     assert agreement["n"] >= 6
-    assert set(planned(project)) <= {"status", "all"}   # only the last job, which fails while broken does
+    assert set(planned(project)) <= {"status", "all"}  # only the last job, which fails while broken does
 
     # one byte of a locked transcript: the lock check fails, the report is refused and stays stale
     locked = sorted((project / "locked" / "transcripts").glob("*.json"))[0]
@@ -136,9 +161,13 @@ def test_index_step_runs_once_per_repo_and_reaches_every_trial(project):
 
 
 def test_missing_api_key_stops_before_any_job(project):
-    edit_yaml(project / "config.yaml", lambda d: d["models"].update(
-        claude={"provider": "anthropic", "model": "claude-sonnet-4-6", "api_key_env": "MCPTRIALS_NO_SUCH_KEY"}))
-    assert planned(project).get("transcript") == 16      # a dry run plans without the key
+    edit_yaml(
+        project / "config.yaml",
+        lambda d: d["models"].update(
+            claude={"provider": "anthropic", "model": "claude-sonnet-4-6", "api_key_env": "MCPTRIALS_NO_SUCH_KEY"}
+        ),
+    )
+    assert planned(project).get("transcript") == 16  # a dry run plans without the key
     p = snakemake(project, "-j2", check=False)
     assert p.returncode != 0
     assert "field models.claude" in p.stderr and "$MCPTRIALS_NO_SUCH_KEY" in p.stderr
@@ -152,10 +181,14 @@ def test_an_invalid_regex_stops_the_plan_before_any_job(project):
     from matrix_helpers import LIBRARY_ENV
     from workflow_helpers import run_snakemake, workflow_env
 
-    edit_yaml(project / "scenarios" / "callers.yaml",
-              lambda d: d["steps"][0]["checks"].append({"type": "regex", "value": "round_money("}))
+    edit_yaml(
+        project / "scenarios" / "callers.yaml",
+        lambda d: d["steps"][0]["checks"].append({"type": "regex", "value": "round_money("}),
+    )
     p = run_snakemake(project, "-n", check=False, env={**workflow_env(project), **LIBRARY_ENV})
     assert p.returncode != 0
-    assert ("scenarios/callers.yaml: field steps.0.checks.2.value: 'round_money(' is not a valid regular expression: "
-            "missing ), unterminated subpattern at position 11") in p.stderr, p.stderr[-3000:]
+    assert (
+        "scenarios/callers.yaml: field steps.0.checks.2.value: 'round_money(' is not a valid regular expression: "
+        "missing ), unterminated subpattern at position 11"
+    ) in p.stderr, p.stderr[-3000:]
     assert not (project / "results").exists()

@@ -16,8 +16,9 @@ ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": str
 
 
 def snakemake(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=ROOT, capture_output=True, text=True,
-                          env=ENV, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", *args], cwd=ROOT, capture_output=True, text=True, env=ENV, timeout=300
+    )
 
 
 def test_lint_is_clean():
@@ -29,8 +30,10 @@ def test_lint_is_clean():
 def test_a_target_outside_the_matrix_fails_at_once_naming_it():
     """The wildcards are the matrix's values (mcptrials.dag.targets.wildcards): a mistyped tool
     or scenario matches no rule, so Snakemake names the target, not a lookup's KeyError."""
-    for target in ("results/runs/reference/loop/NOPE/demo/limits-and-alerts/1/scored.json",
-                   "results/runs/reference/loop/git/demo/limits-and-alert/1/judged.json"):
+    for target in (
+        "results/runs/reference/loop/NOPE/demo/limits-and-alerts/1/scored.json",
+        "results/runs/reference/loop/git/demo/limits-and-alert/1/judged.json",
+    ):
         p = snakemake("-n", target)
         out = p.stdout + p.stderr
         assert p.returncode != 0, out[-3000:]
@@ -42,7 +45,9 @@ def test_every_rule_names_the_conda_env_and_it_installs_the_project():
     env = yaml.safe_load((ROOT / "workflow/envs/mcptrials.yaml").read_text())
     assert "python=3.11" in env["dependencies"]
     deploy = (ROOT / "workflow/envs/mcptrials.post-deploy.sh").read_text()
-    assert re.search(r"pip install .* \.$", deploy, re.M), "the post-deploy script installs the project (pyproject pins)"
+    assert re.search(r"pip install .* \.$", deploy, re.M), (
+        "the post-deploy script installs the project (pyproject pins)"
+    )
     for f in (ROOT / "workflow/rules").glob("*.smk"):
         text = f.read_text()
         assert text.count("conda:") == len(re.findall(r"^\s*rule \w+:", text, re.M)), f.name
@@ -97,9 +102,21 @@ def test_every_stage_log_is_rewritten_by_each_run():
 # Whether the profiles' restart-times (2) may rerun a failed job: only what can pass on a second
 # try keeps them (None); a deterministic failure runs once ("0"); the judge rules retry only a
 # judge that calls a model API (common.smk, Retries). A new rule must take a side here.
-RETRIES = {"checkout": None, "install_tool": None, "install_host": None, "index": None, "tools_snapshot": None,
-           "transcript": None, "scored": "0", "judged": "JUDGE_RETRIES", "aggregate": "0", "verify_lock": "0",
-           "heldout": "JUDGE_RETRIES", "report": "0", "status": "0"}
+RETRIES = {
+    "checkout": None,
+    "install_tool": None,
+    "install_host": None,
+    "index": None,
+    "tools_snapshot": None,
+    "transcript": None,
+    "scored": "0",
+    "judged": "JUDGE_RETRIES",
+    "aggregate": "0",
+    "verify_lock": "0",
+    "heldout": "JUDGE_RETRIES",
+    "report": "0",
+    "status": "0",
+}
 
 
 def test_only_what_can_pass_on_a_second_try_is_retried():

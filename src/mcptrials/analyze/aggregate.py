@@ -63,13 +63,36 @@ from mcptrials.analyze.environment import METHOD as ENVIRONMENT_METHOD
 from mcptrials.analyze.environment import environment_failures, environment_note
 from mcptrials.analyze.feedback import add_patterns, feedback_table, pattern_csv_rows, pattern_summary
 from mcptrials.analyze.identity import identity
-from mcptrials.analyze.records_summary import (citation_composition, definition_costs, did_not_start, judge_noise,
-                                               server_profile)
-from mcptrials.analyze.tables import (INTERVAL_METHOD, VERDICT_METHOD, cell_rows, error_taxonomy, gold_recall_view,
-                                      missing_summary, pass_hat_curve, power_line, pricing_notes, scenario_flags,
-                                      scenarios_with_data, tool_rows)
-from mcptrials.analyze.trial_rows import (COST_METHOD, EFFICIENCY_METHOD, absent, load_records, raw_row, score_rows,
-                                          trial_frame)
+from mcptrials.analyze.records_summary import (
+    citation_composition,
+    definition_costs,
+    did_not_start,
+    judge_noise,
+    server_profile,
+)
+from mcptrials.analyze.tables import (
+    INTERVAL_METHOD,
+    VERDICT_METHOD,
+    cell_rows,
+    error_taxonomy,
+    gold_recall_view,
+    missing_summary,
+    pass_hat_curve,
+    power_line,
+    pricing_notes,
+    scenario_flags,
+    scenarios_with_data,
+    tool_rows,
+)
+from mcptrials.analyze.trial_rows import (
+    COST_METHOD,
+    EFFICIENCY_METHOD,
+    absent,
+    load_records,
+    raw_row,
+    score_rows,
+    trial_frame,
+)
 from mcptrials.core.outcomes import is_missing
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.matrix.tools import BASELINE
@@ -90,23 +113,26 @@ def aggregate(m: Matrix, runs) -> dict:
     if missing["note"]:
         notes.append(missing["note"])
     # the judge's spread over the trials that count (a missing trial's answer is not judged work)
-    noise = judge_noise([r for r in records if not is_missing(r["transcript"]["outcome"])] or records,
-                        weights["quality"])
+    noise = judge_noise(
+        [r for r in records if not is_missing(r["transcript"]["outcome"])] or records, weights["quality"]
+    )
     if noise["note"]:
         notes.append(noise["note"])
-    margin = m.config["margin"]   # the smallest difference in fairness that matters (the schema's default)
+    margin = m.config["margin"]  # the smallest difference in fairness that matters (the schema's default)
     tools = tool_rows(trials, m.trials, noise["fairness_noise"], has_baseline, margin)
     from mcptrials.core.failures import failed_stages
 
-    failed = failed_stages(Path(runs).parent)   # checkouts, installs, server starts that failed
+    failed = failed_stages(Path(runs).parent)  # checkouts, installs, server starts that failed
     # a recorded arm has no server; a recorded model's trials start none of ours: a stage that
     # failed before them leaves them converted all the same (mcptrials.run.runner), verdict kept
-    dead = did_not_start(failed, {(t, s.repo) for t in m.tools for s in m.run_scenarios()
-                                  if t != BASELINE and not m.specs.tools[t].recorded},
-                         {t: m.server_of(t) for t in m.tools})
+    dead = did_not_start(
+        failed,
+        {(t, s.repo) for t in m.tools for s in m.run_scenarios() if t != BASELINE and not m.specs.tools[t].recorded},
+        {t: m.server_of(t) for t in m.tools},
+    )
     recorded = {label for label, name in zip(trials["model"], trials["model_name"]) if m.specs.models[name].recorded}
     for r in tools:
-        if r["tool"] in dead and r["model"] not in recorded:   # no verdict for a server that never ran
+        if r["tool"] in dead and r["model"] not in recorded:  # no verdict for a server that never ran
             r.update(verdict="did not start", rank=None)
     # a server that ran but failed its calls the same way in most trials of a repository: named
     # beside its verdict (which stays as computed) and under "What could not run"
@@ -117,20 +143,31 @@ def aggregate(m: Matrix, runs) -> dict:
     return {
         "schema": "mcptrials/summary/1",
         "identity": identity(m, records),
-        "methods": {"interval": INTERVAL_METHOD, "costs": COST_METHOD, "efficiency": EFFICIENCY_METHOD,
-                    "environment": ENVIRONMENT_METHOD, "verdict": VERDICT_METHOD},
+        "methods": {
+            "interval": INTERVAL_METHOD,
+            "costs": COST_METHOD,
+            "efficiency": EFFICIENCY_METHOD,
+            "environment": ENVIRONMENT_METHOD,
+            "verdict": VERDICT_METHOD,
+        },
         "margin": margin,
         "notes": notes,
         "failed_stages": failed,
         "environment_failures": env,
         "missing": missing,
-        "trials": rows, "cells": cell_rows(trials, m.trials), "tools": tools,
+        "trials": rows,
+        "cells": cell_rows(trials, m.trials),
+        "tools": tools,
         "comparisons": comparison_rows(trials, m.config["compare"], noise["fairness_noise"], margin),
-        "judge_noise": noise, "errors": error_taxonomy(trials),
+        "judge_noise": noise,
+        "errors": error_taxonomy(trials),
         "server_profile": server_profile(records, definition_costs(m, snapshots)),
-        "scenarios": scenario_flags(trials, m), "pass_hat_curve": pass_hat_curve(trials, m.trials),
-        "power": [power_line(model, tools, scenarios_with_data(trials, model), m.trials, len(m.run_scenarios()))
-                  for model in labels],
+        "scenarios": scenario_flags(trials, m),
+        "pass_hat_curve": pass_hat_curve(trials, m.trials),
+        "power": [
+            power_line(model, tools, scenarios_with_data(trials, model), m.trials, len(m.run_scenarios()))
+            for model in labels
+        ],
         "model_host": model_host_view(trials, list(m.hosts), list(m.models)),
         "gold_recall": gold_recall_view(trials),
         "patterns": pattern_summary(trials, findings),
@@ -162,15 +199,19 @@ def write_aggregate(result: dict, out_dir) -> dict[str, Path]:
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = {"trials": out / "trials.csv", "cells": out / "cells.csv", "tools": out / "tools.csv",
-             "summary": out / "summary.json"}
+    paths = {
+        "trials": out / "trials.csv",
+        "cells": out / "cells.csv",
+        "tools": out / "tools.csv",
+        "summary": out / "summary.json",
+    }
     write_csv(paths["trials"], result["trials"])
     write_csv(paths["cells"], result["cells"])
     write_csv(paths["tools"], result["tools"])
-    if "patterns" in result:   # one row per (model, tool, pattern)
+    if "patterns" in result:  # one row per (model, tool, pattern)
         paths["patterns"] = out / "patterns.csv"
         write_csv(paths["patterns"], pattern_csv_rows(result["patterns"]))
-    paths["comparisons"] = out / "comparisons.csv"   # with its header even when the config compares nothing
+    paths["comparisons"] = out / "comparisons.csv"  # with its header even when the config compares nothing
     write_csv(paths["comparisons"], result.get("comparisons", []), COMPARISON_FIELDS)
     write_json(paths["summary"], result)
     return paths

@@ -8,13 +8,35 @@ from typing import TYPE_CHECKING
 from mcptrials.analyze.tables import holm_columns, interval, missing_counts, per_scenario, used, verdict
 from mcptrials.analyze.trial_rows import mean
 
-if TYPE_CHECKING:   # pandas is imported where a frame is made (trial_rows.trial_frame)
+if TYPE_CHECKING:  # pandas is imported where a frame is made (trial_rows.trial_frame)
     import pandas as pd
 
-COMPARISON_FIELDS = ("model", "a", "b", "n_scenarios", "n_trials_a", "n_missing_a", "missing_reasons_a",
-                     "n_trials_b", "n_missing_b", "missing_reasons_b", "fairness_a", "fairness_b", "diff", "diff_se",
-                     "diff_lo", "diff_hi", "diff_method", "t_p", "wilcoxon_p", "holm_t_p", "holm_wilcoxon_p",
-                     "verdict", "only_a", "only_b")
+COMPARISON_FIELDS = (
+    "model",
+    "a",
+    "b",
+    "n_scenarios",
+    "n_trials_a",
+    "n_missing_a",
+    "missing_reasons_a",
+    "n_trials_b",
+    "n_missing_b",
+    "missing_reasons_b",
+    "fairness_a",
+    "fairness_b",
+    "diff",
+    "diff_se",
+    "diff_lo",
+    "diff_hi",
+    "diff_method",
+    "t_p",
+    "wilcoxon_p",
+    "holm_t_p",
+    "holm_wilcoxon_p",
+    "verdict",
+    "only_a",
+    "only_b",
+)
 
 
 def comparison_rows(trials: pd.DataFrame, pairs: list, noise: float | None, margin: float) -> list[dict]:
@@ -42,17 +64,35 @@ def comparison(model: str, of_model: pd.DataFrame, a: str, b: str, noise: float 
     row = {"model": model, "a": a, "b": b, "n_scenarios": 0}
     for side, t in (("a", a), ("b", b)):
         lost = missing_counts(every[t])
-        row.update({f"n_trials_{side}": len(used(every[t])), f"n_missing_{side}": lost["n_missing"],
-                    f"missing_reasons_{side}": lost["missing_reasons"],
-                    f"fairness_{side}": mean(used(every[t])["fairness"])})
-    row.update({k: None for k in ("diff", "diff_se", "diff_lo", "diff_hi", "t_p", "wilcoxon_p",
-                                  "holm_t_p", "holm_wilcoxon_p")})
-    row.update(diff_method="no shared scenario with trials on both sides", verdict="within noise",
-               only_a=sorted(set(means[a]) - set(means[b])), only_b=sorted(set(means[b]) - set(means[a])))
+        row.update(
+            {
+                f"n_trials_{side}": len(used(every[t])),
+                f"n_missing_{side}": lost["n_missing"],
+                f"missing_reasons_{side}": lost["missing_reasons"],
+                f"fairness_{side}": mean(used(every[t])["fairness"]),
+            }
+        )
+    row.update(
+        {k: None for k in ("diff", "diff_se", "diff_lo", "diff_hi", "t_p", "wilcoxon_p", "holm_t_p", "holm_wilcoxon_p")}
+    )
+    row.update(
+        diff_method="no shared scenario with trials on both sides",
+        verdict="within noise",
+        only_a=sorted(set(means[a]) - set(means[b])),
+        only_b=sorted(set(means[b]) - set(means[a])),
+    )
     if set(means[a]) & set(means[b]):
         d = paired_difference(means[a], means[b], bounds=(-1, 1))
-        row.update(n_scenarios=d["n"], diff=d["mean_diff"], diff_se=d["se"], diff_lo=d["lo"], diff_hi=d["hi"],
-                   diff_method=d["method"], t_p=d["t_p"], wilcoxon_p=d["wilcoxon_p"])
+        row.update(
+            n_scenarios=d["n"],
+            diff=d["mean_diff"],
+            diff_se=d["se"],
+            diff_lo=d["lo"],
+            diff_hi=d["hi"],
+            diff_method=d["method"],
+            t_p=d["t_p"],
+            wilcoxon_p=d["wilcoxon_p"],
+        )
         row["verdict"] = verdict(row, noise, margin)
     return row
 
@@ -81,15 +121,31 @@ def model_host_view(trials: pd.DataFrame, hosts: list[str], models: list[str]) -
                 every = groups[tool, model, host]
                 rs = used(every)
                 ci = interval(rs["fairness"], clusters=rs["scenario"])
-                cells.append({"tool": tool, "model": model, "host": host, "n_trials": len(rs),
-                              "n_total": len(every), **missing_counts(every),
-                              "fairness": ci["mean"], "fairness_lo": ci["lo"], "fairness_hi": ci["hi"],
-                              "pass_at_1": sum(bool(p) for p in rs["passed"]) / len(rs) if len(rs) else None,
-                              "cost_per_trial": mean(rs["cost_usd"]), "wall_per_trial": mean(rs["wall_seconds"])})
+                cells.append(
+                    {
+                        "tool": tool,
+                        "model": model,
+                        "host": host,
+                        "n_trials": len(rs),
+                        "n_total": len(every),
+                        **missing_counts(every),
+                        "fairness": ci["mean"],
+                        "fairness_lo": ci["lo"],
+                        "fairness_hi": ci["hi"],
+                        "pass_at_1": sum(bool(p) for p in rs["passed"]) / len(rs) if len(rs) else None,
+                        "cost_per_trial": mean(rs["cost_usd"]),
+                        "wall_per_trial": mean(rs["wall_seconds"]),
+                    }
+                )
                 sc = {s: mean(g["fairness"]) for s, g in rs.groupby("scenario", sort=False)}
                 if sc:
                     per_sc[tool, model, host] = sc
-    return {"hosts": hosts, "models": models, "cells": cells, "pairs": host_and_model_pairs(cells, per_sc, hosts, models)}
+    return {
+        "hosts": hosts,
+        "models": models,
+        "cells": cells,
+        "pairs": host_and_model_pairs(cells, per_sc, hosts, models),
+    }
 
 
 def host_and_model_pairs(cells: list[dict], per_sc: dict, hosts: list[str], models: list[str]) -> list[dict]:
@@ -102,9 +158,21 @@ def host_and_model_pairs(cells: list[dict], per_sc: dict, hosts: list[str], mode
         if sa is None or sb is None or not set(sa) & set(sb):
             return
         d = paired_difference(sa, sb, bounds=(-1, 1))
-        pairs.append({"compare": compare, "tool": tool, "fixed": fixed, "a": a, "b": b, "diff": d["mean_diff"],
-                      "diff_lo": d["lo"], "diff_hi": d["hi"], "t_p": d["t_p"], "wilcoxon_p": d["wilcoxon_p"],
-                      "n": d["n"]})
+        pairs.append(
+            {
+                "compare": compare,
+                "tool": tool,
+                "fixed": fixed,
+                "a": a,
+                "b": b,
+                "diff": d["mean_diff"],
+                "diff_lo": d["lo"],
+                "diff_hi": d["hi"],
+                "t_p": d["t_p"],
+                "wilcoxon_p": d["wilcoxon_p"],
+                "n": d["n"],
+            }
+        )
 
     for tool in dict.fromkeys(c["tool"] for c in cells):
         for model in models:

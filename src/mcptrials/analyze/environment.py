@@ -29,26 +29,36 @@ MIN_TRIAL_SHARE = 0.5
 # At least two trials: one failing trial is an anecdote, not a pattern of the environment, and
 # with a single trial on a repository there is no "most" to speak of.
 MIN_TRIALS = 2
-METHOD = (f"a server call's error text normalised (paths, URLs, ids and numbers replaced, case and spacing folded); "
-          f"an environment failure when at least {MIN_TRIAL_SHARE:.0%} of the tool's trials on a repository that count "
-          f"(and at least {MIN_TRIALS}) have a call failing with it")
-ERROR_CHARS = 200      # of the error text shown: the first line, up to this many characters
+METHOD = (
+    f"a server call's error text normalised (paths, URLs, ids and numbers replaced, case and spacing folded); "
+    f"an environment failure when at least {MIN_TRIAL_SHARE:.0%} of the tool's trials on a repository that count "
+    f"(and at least {MIN_TRIALS}) have a call failing with it"
+)
+ERROR_CHARS = 200  # of the error text shown: the first line, up to this many characters
 
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:~|\.{1,2})?(?:[/\\][\w.@+-]+)+[/\\]?|\b[\w.@+-]+(?:[/\\][\w.@+-]+)+")
 _ID = re.compile(r"\b(?=[0-9a-f-]*\d)[0-9a-f]{7,}(?:-[0-9a-f]{4,})*\b", re.IGNORECASE)
-_NUMBER = re.compile(r"\b\d+(?:\.\d+)*\b")     # standalone: the 2 of `Name2` names something
+_NUMBER = re.compile(r"\b\d+(?:\.\d+)*\b")  # standalone: the 2 of `Name2` names something
 
 # What the error says is missing, and the fix to offer (the first that matches).
 _NOT_INSTALLED = re.compile(r"([\w.+-]+(?: [\w.+-]+)?) (?:is|are) not installed", re.IGNORECASE)
-_MISSING_PROGRAM = re.compile(r"not installed|command not found|executable .* not found|no such file or directory"
-                              r"|not found (?:in|on) (?:the )?path|could not find .*(?:server|executable|binary)",
-                              re.IGNORECASE)
-_NETWORK = re.compile(r"download|fetch|network|connection refused|could not resolve|name resolution|urlopen"
-                      r"|https?://|offline|timed? ?out.*(?:http|url)", re.IGNORECASE)
+_MISSING_PROGRAM = re.compile(
+    r"not installed|command not found|executable .* not found|no such file or directory"
+    r"|not found (?:in|on) (?:the )?path|could not find .*(?:server|executable|binary)",
+    re.IGNORECASE,
+)
+_NETWORK = re.compile(
+    r"download|fetch|network|connection refused|could not resolve|name resolution|urlopen"
+    r"|https?://|offline|timed? ?out.*(?:http|url)",
+    re.IGNORECASE,
+)
 # A server that could not set itself up (a language server it could not start).
-_NOT_SET_UP = re.compile(r"not initiali[sz]ed|failed to (?:start|initiali[sz]e)|initiali[sz]ation (?:failed|error)"
-                         r"|problem during (?:project )?initiali[sz]ation", re.IGNORECASE)
+_NOT_SET_UP = re.compile(
+    r"not initiali[sz]ed|failed to (?:start|initiali[sz]e)|initiali[sz]ation (?:failed|error)"
+    r"|problem during (?:project )?initiali[sz]ation",
+    re.IGNORECASE,
+)
 DOCS = "docs/packs.md (what each pack server needs to work offline)"
 # What a repeated error is: one that says the machine lacks something (ENVIRONMENT), or any other
 # error that fails the same call in most trials (REPEATED: an agent's systematic misuse, such as a
@@ -78,30 +88,41 @@ def normalise_error(text: str) -> str:
 def shown_error(text: str) -> str:
     """The error as the report shows it: its first non-empty line, capped at ERROR_CHARS."""
     line = next((ln.strip() for ln in (text or "").splitlines() if ln.strip()), "")
-    return line if len(line) <= ERROR_CHARS else line[:ERROR_CHARS - 1] + "…"
+    return line if len(line) <= ERROR_CHARS else line[: ERROR_CHARS - 1] + "…"
 
 
 def environment_fix(error: str, repo: str) -> str:
     """What to do about an environment failure, from what its error says."""
     m = _NOT_INSTALLED.search(error)
     if m:
-        return (f"the server needs {m.group(1)} on this machine for {repo}: install it where the server's sandbox "
-                f"finds it (or leave {repo} out for this tool); see {DOCS}")
+        return (
+            f"the server needs {m.group(1)} on this machine for {repo}: install it where the server's sandbox "
+            f"finds it (or leave {repo} out for this tool); see {DOCS}"
+        )
     if _MISSING_PROGRAM.search(error):
-        return (f"the server needs a program this machine lacks for {repo} (the error names it): install it where "
-                f"the server's sandbox finds it; see {DOCS}")
+        return (
+            f"the server needs a program this machine lacks for {repo} (the error names it): install it where "
+            f"the server's sandbox finds it; see {DOCS}"
+        )
     if _NETWORK.search(error):
-        return (f"the server tried to download what it needs for {repo} and could not (no network in the sandbox): "
-                f"install it beforehand; see {DOCS}")
-    return (f"every such call failed the same way on {repo}, and the error does not say the machine lacks anything: "
-            f"read it on one of its trial pages (the agent's arguments, or the server's set-up); if the server needs "
-            f"something this machine lacks, see {DOCS}")
+        return (
+            f"the server tried to download what it needs for {repo} and could not (no network in the sandbox): "
+            f"install it beforehand; see {DOCS}"
+        )
+    return (
+        f"every such call failed the same way on {repo}, and the error does not say the machine lacks anything: "
+        f"read it on one of its trial pages (the agent's arguments, or the server's set-up); if the server needs "
+        f"something this machine lacks, see {DOCS}"
+    )
 
 
 def server_errors(transcript: dict) -> list[str]:
     """The error texts of a trial's failed server calls (source mcp), in call order."""
-    return [c.get("result_text") or c.get("error_kind") or "error" for c in transcript.get("tool_calls") or []
-            if c.get("is_error") and c.get("source") == "mcp"]
+    return [
+        c.get("result_text") or c.get("error_kind") or "error"
+        for c in transcript.get("tool_calls") or []
+        if c.get("is_error") and c.get("source") == "mcp"
+    ]
 
 
 def environment_failures(records: list[dict], rows: list[dict]) -> list[dict]:
@@ -132,12 +153,24 @@ def environment_failures(records: list[dict], rows: list[dict]) -> list[dict]:
             share = e["trials"] / cell["trials"]
             if e["trials"] < MIN_TRIALS or share < MIN_TRIAL_SHARE:
                 continue
-            error = max(e["texts"], key=lambda t: e["texts"][t])     # its most frequent wording
-            out.append({"name": f"{tool}/{repo}", "model": model, "tool": tool, "repo": repo, "error": error,
-                        "error_normalised": key, "trials_with_error": e["trials"], "trials": cell["trials"],
-                        "share": share, "calls": e["calls"], "kind": error_kind(error),
-                        "fix": environment_fix(error, repo),
-                        "page": e["page"]})
+            error = max(e["texts"], key=lambda t: e["texts"][t])  # its most frequent wording
+            out.append(
+                {
+                    "name": f"{tool}/{repo}",
+                    "model": model,
+                    "tool": tool,
+                    "repo": repo,
+                    "error": error,
+                    "error_normalised": key,
+                    "trials_with_error": e["trials"],
+                    "trials": cell["trials"],
+                    "share": share,
+                    "calls": e["calls"],
+                    "kind": error_kind(error),
+                    "fix": environment_fix(error, repo),
+                    "page": e["page"],
+                }
+            )
     out.sort(key=lambda f: (f["model"], f["tool"], -f["share"], -f["calls"], f["repo"]))
     return out
 
@@ -150,12 +183,16 @@ def environment_note(failures: list[dict], model: str, tool: str) -> str | None:
     if not mine:
         return None
     first = {}
-    for f in mine:   # sorted most widespread first
+    for f in mine:  # sorted most widespread first
         first.setdefault(f["repo"], f)
     parts = []
     for kind in (ENVIRONMENT, REPEATED):
         of_kind = [(repo, f) for repo, f in first.items() if f.get("kind", ENVIRONMENT) == kind]
         if of_kind:
-            parts.append(f"{kind}: " + "; ".join(f"'{f['error']}' on {repo}, {f['trials_with_error']}/{f['trials']} "
-                                                 "trials" for repo, f in of_kind))
+            parts.append(
+                f"{kind}: "
+                + "; ".join(
+                    f"'{f['error']}' on {repo}, {f['trials_with_error']}/{f['trials']} trials" for repo, f in of_kind
+                )
+            )
     return " | ".join(parts)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from mcptrials.analyze.tables import having, per_group
 from mcptrials.analyze.trial_rows import read_json
 
-if TYPE_CHECKING:   # pandas is imported where a frame is made (trial_rows.trial_frame)
+if TYPE_CHECKING:  # pandas is imported where a frame is made (trial_rows.trial_frame)
     import pandas as pd
 
 
@@ -30,8 +30,10 @@ def add_patterns(rows: list[dict], records: list[dict], snapshots) -> list[list[
     from mcptrials.analyze.patterns import counts, detect
 
     cache: dict = {}
-    out = [detect(r["transcript"], r["scored"], snapshot_of(snapshots, r["key"]["tool"], r["key"]["repo"], cache))
-           for r in records]
+    out = [
+        detect(r["transcript"], r["scored"], snapshot_of(snapshots, r["key"]["tool"], r["key"]["repo"], cache))
+        for r in records
+    ]
     for row, found in zip(rows, out):
         row["patterns"] = counts(found)
     return out
@@ -50,20 +52,42 @@ def pattern_summary(trials: pd.DataFrame, findings: list[list[dict]]) -> dict:
         counts = {}
         for name in PATTERNS:
             hit = having(rs, "patterns", lambda p: p.get(name))
-            counts[name] = {"trials": len(hit), "findings": sum(p[name] for p in hit["patterns"]),
-                            "pages": hit["page"].tolist()}
+            counts[name] = {
+                "trials": len(hit),
+                "findings": sum(p[name] for p in hit["patterns"]),
+                "pages": hit["page"].tolist(),
+            }
         ran = rs.loc[rs["outcome"].isin(RAN_THROUGH), "page"]
         unused = [{name for f in by_page[page] if f["pattern"] == "unused_tool" for name in f["tools"]} for page in ran]
-        return {"trials": len(rs), "patterns": counts, "never_used_tools": sorted(set.intersection(*unused)) if unused else []}
-    return {"definitions": {name: p.description for name, p in PATTERNS.items()}, "thresholds": THRESHOLDS,
-            "by_tool": per_group(trials, ["model", "tool"], figures), "findings": {page: f for page, f in by_page.items() if f}}
+        return {
+            "trials": len(rs),
+            "patterns": counts,
+            "never_used_tools": sorted(set.intersection(*unused)) if unused else [],
+        }
+
+    return {
+        "definitions": {name: p.description for name, p in PATTERNS.items()},
+        "thresholds": THRESHOLDS,
+        "by_tool": per_group(trials, ["model", "tool"], figures),
+        "findings": {page: f for page, f in by_page.items() if f},
+    }
 
 
 def pattern_csv_rows(patterns: dict) -> list[dict]:
     """patterns.csv: one row per (model, tool, pattern), zero counts included."""
-    return [{"model": t["model"], "tool": t["tool"], "pattern": name, "trials_showing": c["trials"],
-             "trials": t["trials"], "findings": c["findings"], "pages": " ".join(c["pages"])}
-            for t in patterns["by_tool"] for name, c in t["patterns"].items()]
+    return [
+        {
+            "model": t["model"],
+            "tool": t["tool"],
+            "pattern": name,
+            "trials_showing": c["trials"],
+            "trials": t["trials"],
+            "findings": c["findings"],
+            "pages": " ".join(c["pages"]),
+        }
+        for t in patterns["by_tool"]
+        for name, c in t["patterns"].items()
+    ]
 
 
 def feedback_names(text: str, tool: str, snapshot: dict | None, calls: list[dict]) -> list[str]:
@@ -95,12 +119,19 @@ def feedback_table(records: list[dict], rows: list[dict], snapshots) -> dict:
     for rec, r in zip(records, rows):
         text = (rec["transcript"].get("feedback_text") or "").strip()
         start = FEEDBACK_START.search(text)
-        text = text[start.start():] if start else text   # records where the split kept a line of markup before it
+        text = text[start.start() :] if start else text  # records where the split kept a line of markup before it
         if not text:
             continue
         snap = snapshot_of(snapshots, r["tool"], r["repo"], cache)
         out.setdefault(r["tool"], []).append(
-            {"model": r["model"], "scenario": r["scenario"], "trial": r["trial"], "outcome": r["outcome"],
-             "page": r["page"], "text": text,
-             "names": feedback_names(text, r["tool"], snap, rec["transcript"].get("tool_calls") or [])})
+            {
+                "model": r["model"],
+                "scenario": r["scenario"],
+                "trial": r["trial"],
+                "outcome": r["outcome"],
+                "page": r["page"],
+                "text": text,
+                "names": feedback_names(text, r["tool"], snap, rec["transcript"].get("tool_calls") or []),
+            }
+        )
     return out

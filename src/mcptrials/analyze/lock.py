@@ -63,7 +63,9 @@ def read_lockfile(locked_dir) -> dict:
     except json.JSONDecodeError as e:
         raise LockError(f"{path}: not valid JSON ({e}); restore it from git or re-anchor with `{REANCHOR}`") from None
     if not isinstance(data, dict) or not isinstance(data.get("files"), dict):
-        raise LockError(f"{path}: field files: missing; the lockfile is {{\"files\": {{path: sha256}}, \"history\": [...]}}; re-anchor with `{REANCHOR}`")
+        raise LockError(
+            f'{path}: field files: missing; the lockfile is {{"files": {{path: sha256}}, "history": [...]}}; re-anchor with `{REANCHOR}`'
+        )
     return data
 
 
@@ -83,9 +85,16 @@ def verify_lock(locked_dir) -> list[dict]:
         if exp == act:
             continue
         kind = "missing" if act is None else "unlisted" if exp is None else "modified"
-        problems.append({"kind": kind, "path": str(root / rel), "expected": exp, "actual": act,
-                         "message": f"{root / rel}: {kind}: expected sha256 {exp or '(not in the lockfile)'}, "
-                                    f"actual {act or '(no such file)'}"})
+        problems.append(
+            {
+                "kind": kind,
+                "path": str(root / rel),
+                "expected": exp,
+                "actual": act,
+                "message": f"{root / rel}: {kind}: expected sha256 {exp or '(not in the lockfile)'}, "
+                f"actual {act or '(no such file)'}",
+            }
+        )
     return problems
 
 
@@ -102,8 +111,14 @@ def git_ignored(paths: list[Path]) -> list[Path]:
     if not paths:
         return []
     try:
-        res = subprocess.run(["git", "check-ignore", "--stdin"], input="\n".join(str(p.resolve()) for p in paths),
-                             capture_output=True, text=True, cwd=paths[0].parent, timeout=30)
+        res = subprocess.run(
+            ["git", "check-ignore", "--stdin"],
+            input="\n".join(str(p.resolve()) for p in paths),
+            capture_output=True,
+            text=True,
+            cwd=paths[0].parent,
+            timeout=30,
+        )
     except (OSError, subprocess.SubprocessError):
         return []
     if res.returncode not in (0, 1):  # 128: not a git repository
@@ -115,8 +130,13 @@ def git_ignored(paths: list[Path]) -> list[Path]:
 def git_untracked(locked_dir) -> list[str]:
     """Files under locked_dir that git neither tracks nor ignores (they still need `git add`)."""
     try:
-        res = subprocess.run(["git", "ls-files", "--others", "--exclude-standard", "--", "."],
-                             capture_output=True, text=True, cwd=locked_dir, timeout=30)
+        res = subprocess.run(
+            ["git", "ls-files", "--others", "--exclude-standard", "--", "."],
+            capture_output=True,
+            text=True,
+            cwd=locked_dir,
+            timeout=30,
+        )
     except (OSError, subprocess.SubprocessError):
         return []
     return sorted(line for line in res.stdout.splitlines() if line) if res.returncode == 0 else []
@@ -130,12 +150,16 @@ def write_lock(locked_dir, reason: str, who: str | None = None) -> dict:
     if not reason or not reason.strip():
         raise ConfigError("lock: --reason is required: say why the held-out set changed")
     if not root.is_dir():
-        raise ConfigError(f"{root}: no such folder; create the held-out set (transcripts/, scenarios/, gold.json) first")
+        raise ConfigError(
+            f"{root}: no such folder; create the held-out set (transcripts/, scenarios/, gold.json) first"
+        )
     files = locked_files(root)
     ignored = git_ignored(list(files.values()))
     if ignored:
-        raise ConfigError(f"{root}: git ignores {', '.join(str(p) for p in ignored)}; only committed files can be "
-                          "locked (a fresh clone would lack them): remove them or un-ignore them")
+        raise ConfigError(
+            f"{root}: git ignores {', '.join(str(p) for p in ignored)}; only committed files can be "
+            "locked (a fresh clone would lack them): remove them or un-ignore them"
+        )
     load_heldout(root)  # a broken set is not anchored
     history = []
     if (root / LOCKFILE).exists():
@@ -143,8 +167,13 @@ def write_lock(locked_dir, reason: str, who: str | None = None) -> dict:
             history = list(read_lockfile(root).get("history") or [])
         except LockError:
             history = []  # a corrupt lockfile is replaced; the new entry records why
-    history.append({"who": who or _who(), "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                    "reason": reason.strip()})
+    history.append(
+        {
+            "who": who or _who(),
+            "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "reason": reason.strip(),
+        }
+    )
     data = {"files": {rel: file_sha256(p) for rel, p in files.items()}, "history": history}
     from mcptrials.core.records import write_json
 
@@ -165,8 +194,10 @@ def load_heldout(locked_dir) -> list[dict]:
     try:
         gold = read_json(gold_path)
     except FileNotFoundError:
-        raise ConfigError(f"{gold_path}: not found; write the hand-assigned scores there "
-                          '({"graded_by", "graded_at", "items": {<id>: {"scenario", "quality", "notes"}}})') from None
+        raise ConfigError(
+            f"{gold_path}: not found; write the hand-assigned scores there "
+            '({"graded_by", "graded_at", "items": {<id>: {"scenario", "quality", "notes"}}})'
+        ) from None
     except json.JSONDecodeError as e:
         raise ConfigError(f"{gold_path}: not valid JSON ({e}); fix it") from None
     items = gold.get("items") if isinstance(gold, dict) else None
@@ -176,22 +207,36 @@ def load_heldout(locked_dir) -> list[dict]:
     for tid, item in sorted(items.items()):
         where = f"{gold_path}: field items.{tid}"
         if not isinstance(item, dict) or not isinstance(item.get("scenario"), str):
-            raise ConfigError(f"{where}.scenario: missing; name the scenario file in {root / 'scenarios'} (without .yaml)")
+            raise ConfigError(
+                f"{where}.scenario: missing; name the scenario file in {root / 'scenarios'} (without .yaml)"
+            )
         q = item.get("quality")
         if isinstance(q, bool) or not isinstance(q, (int, float)) or not 0 <= q <= 1:
-            raise ConfigError(f"{where}.quality: {q!r} is not a number from 0 to 1; give the hand-assigned scenario quality")
+            raise ConfigError(
+                f"{where}.quality: {q!r} is not a number from 0 to 1; give the hand-assigned scenario quality"
+            )
         t_path = root / "transcripts" / f"{tid}.json"
         s_path = root / "scenarios" / f"{item['scenario']}.yaml"
         if not t_path.is_file():
             raise ConfigError(f"{where}: no transcript {t_path}; copy it there or drop the item")
         if not s_path.is_file():
             raise ConfigError(f"{where}.scenario: no scenario file {s_path}; copy the scenario there")
-        out.append({"id": tid, "scenario": item["scenario"], "gold": float(q), "notes": item.get("notes"),
-                    "transcript": t_path, "scenario_path": s_path})
+        out.append(
+            {
+                "id": tid,
+                "scenario": item["scenario"],
+                "gold": float(q),
+                "notes": item.get("notes"),
+                "transcript": t_path,
+                "scenario_path": s_path,
+            }
+        )
     graded = {i["id"] for i in out}
     stray = sorted(p.stem for p in (root / "transcripts").glob("*.json") if p.stem not in graded)
     if stray:
-        raise ConfigError(f"{gold_path}: field items: no gold score for transcript(s) {stray}; grade them or remove them")
+        raise ConfigError(
+            f"{gold_path}: field items: no gold score for transcript(s) {stray}; grade them or remove them"
+        )
     return out
 
 
@@ -207,13 +252,19 @@ def anchor_problem(m) -> str | None:
     frozen = {it["scenario"] for it in load_heldout(m.locked_dir)}
     held = {s.id for s in m.scenarios.values() if s.split == "held-out"}
     if held and not (held & frozen):
-        return (f"{where} holds no frozen transcript of this config's held-out scenarios "
-                f"({', '.join(sorted(held))})")
+        return f"{where} holds no frozen transcript of this config's held-out scenarios ({', '.join(sorted(held))})"
     return None
 
 
-def heldout_agreement(locked_dir, judge_cfg: dict, prompt_path=None, tool_names=(), pricing=None,
-                      current_scenarios: dict | None = None, anchor: str | None = None) -> dict:
+def heldout_agreement(
+    locked_dir,
+    judge_cfg: dict,
+    prompt_path=None,
+    tool_names=(),
+    pricing=None,
+    current_scenarios: dict | None = None,
+    anchor: str | None = None,
+) -> dict:
     """Re-judge every frozen transcript with the current rubric, judge and prompt, then
     Spearman's rho of judged quality (mean over repeats) vs gold, with a bootstrap interval
     and n (mcptrials.stats.agreement.spearman_with_ci). Verifies the lock first.
@@ -243,8 +294,12 @@ def heldout_agreement(locked_dir, judge_cfg: dict, prompt_path=None, tool_names=
         return current_scenarios.get(it["scenario"]) or load_scenario(it["scenario_path"])
 
     async def judge_all():
-        return [await ajudge_trial(read_json(it["transcript"]), scenario_for(it), judge_cfg,
-                                   prompt_path, tool_names, pricing) for it in items]
+        return [
+            await ajudge_trial(
+                read_json(it["transcript"]), scenario_for(it), judge_cfg, prompt_path, tool_names, pricing
+            )
+            for it in items
+        ]
 
     records = asyncio.run(judge_all())
     judged = [r["quality_mean"] for r in records]
@@ -254,30 +309,53 @@ def heldout_agreement(locked_dir, judge_cfg: dict, prompt_path=None, tool_names=
     return {
         "schema": HELDOUT_SCHEMA,
         "anchor": anchor if anchor is not None else str(locked_dir),
-        "judge": {k: records[0]["judge"][k] for k in ("provider", "model", "repeats", "prompt_sha256")} if records else None,
+        "judge": {k: records[0]["judge"][k] for k in ("provider", "model", "repeats", "prompt_sha256")}
+        if records
+        else None,
         "judge_settings_hash": judge_settings_hash(judge_cfg, prompt_path),
         "lockfile_sha256": file_sha256(root / LOCKFILE),
-        "n": corr["n"], "rho": corr["rho"], "lo": corr["lo"], "hi": corr["hi"], "p": corr["p"],
+        "n": corr["n"],
+        "rho": corr["rho"],
+        "lo": corr["lo"],
+        "hi": corr["hi"],
+        "p": corr["p"],
         "method": corr["method"],
-        "items": [{"id": it["id"], "scenario": it["scenario"], "gold": it["gold"], "judged": r["quality_mean"],
-                   "judged_repeats": r["quality"], "rubric_hash": r["scenario"]["rubric_hash"],
-                   "rubric": "current" if it["scenario"] in current_scenarios else "frozen"}
-                  for it, r in zip(items, records)],
-        "usage": {"api_calls": sum(r["usage"]["api_calls"] for r in records),
-                  "cost_usd": None if any(c is None for c in cost) else sum(cost)},
+        "items": [
+            {
+                "id": it["id"],
+                "scenario": it["scenario"],
+                "gold": it["gold"],
+                "judged": r["quality_mean"],
+                "judged_repeats": r["quality"],
+                "rubric_hash": r["scenario"]["rubric_hash"],
+                "rubric": "current" if it["scenario"] in current_scenarios else "frozen",
+            }
+            for it, r in zip(items, records)
+        ],
+        "usage": {
+            "api_calls": sum(r["usage"]["api_calls"] for r in records),
+            "cost_usd": None if any(c is None for c in cost) else sum(cost),
+        },
     }
 
 
 def no_anchor(reason: str) -> dict:
     """agreement.json of a run without a held-out anchor: the report says so, and why."""
-    return {"schema": HELDOUT_SCHEMA, "anchor": None, "reason": f"no held-out anchor for this run: {reason}",
-            "n": 0, "rho": None}
+    return {
+        "schema": HELDOUT_SCHEMA,
+        "anchor": None,
+        "reason": f"no held-out anchor for this run: {reason}",
+        "n": 0,
+        "rho": None,
+    }
 
 
 def format_problems(problems: list[dict]) -> str:
     lines = ["the held-out set does not match its lockfile:"] + [f"  {p['message']}" for p in problems]
-    lines.append(f"If the change is deliberate, re-anchor with `{REANCHOR}` and commit locked/; "
-                 "otherwise restore the files from git (git checkout -- locked/).")
+    lines.append(
+        f"If the change is deliberate, re-anchor with `{REANCHOR}` and commit locked/; "
+        "otherwise restore the files from git (git checkout -- locked/)."
+    )
     return "\n".join(lines)
 
 
@@ -297,8 +375,15 @@ def record_verified(locked_dir, out) -> list[dict]:
             out.unlink()  # a stale pass must not outlive a failing check
         return problems
     data = read_lockfile(locked_dir)
-    write_json(out, {"locked": str(locked_dir), "lockfile_sha256": file_sha256(Path(locked_dir) / LOCKFILE),
-                     "files": data["files"], "problems": []})
+    write_json(
+        out,
+        {
+            "locked": str(locked_dir),
+            "lockfile_sha256": file_sha256(Path(locked_dir) / LOCKFILE),
+            "files": data["files"],
+            "problems": [],
+        },
+    )
     return []
 
 
@@ -315,8 +400,14 @@ def heldout_job(m, out, locked=None, prompt_path=None) -> dict:
     if problem:
         result = no_anchor(problem)
     else:
-        result = heldout_agreement(m.locked_dir, m.specs.judge, prompt_path, tool_names=list(m.tools),
-                                   pricing=m.config.get("pricing"), current_scenarios=m.scenarios,
-                                   anchor=os.path.relpath(m.locked_dir, os.getcwd()))
+        result = heldout_agreement(
+            m.locked_dir,
+            m.specs.judge,
+            prompt_path,
+            tool_names=list(m.tools),
+            pricing=m.config.get("pricing"),
+            current_scenarios=m.scenarios,
+            anchor=os.path.relpath(m.locked_dir, os.getcwd()),
+        )
     write_json(out, result)
     return result

@@ -35,17 +35,21 @@ MANY_EMPTY_RESULTS = 3
 # Results that say "nothing" in words, as servers and the built-ins phrase it.
 EMPTY_RESULT_RE = re.compile(
     r"^\W*(no (matches|results|files|entries|match|hits)( (were )?found)?|nothing found|not found|0 (matches|results)"
-    r"|none|null|\[\s*\]|\{\s*\})\W*$", re.I)
+    r"|none|null|\[\s*\]|\{\s*\})\W*$",
+    re.I,
+)
 # Words shorter than this are too common in code and prose to show that an answer used a result.
 MIN_TOKEN_CHARS = 4
-TOKEN_RE = re.compile(rf"[a-z_][a-z0-9_]{{{MIN_TOKEN_CHARS - 1},}}")   # on lower-cased text
+TOKEN_RE = re.compile(rf"[a-z_][a-z0-9_]{{{MIN_TOKEN_CHARS - 1},}}")  # on lower-cased text
 # Words every code result and every answer share: their presence shows no use of a result.
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 self this that with from import return class none true false file files line lines path
 function method there their what which when where have been will would could should into
 only also used uses call calls called the and for are not def elif else pass while yield async
 await lambda print string value values type name names list dict test tests code
-""".split())
+""".split()
+)
 # The step outcomes of a limit the step ran into (mcptrials.core.outcomes, hosts/loop.py).
 LIMIT_OUTCOMES = ("max_turns", "timed_out", "budget_exceeded")
 # The outcomes of a trial whose server stayed up to the end: its tools were available throughout,
@@ -54,8 +58,13 @@ RAN_THROUGH = (COMPLETED,) + LIMIT_OUTCOMES
 
 
 # what summary.json records beside the counts, so a reader knows what produced them
-THRESHOLDS = {"LARGE_RESULT_CHARS": LARGE_RESULT_CHARS, "MANY_EMPTY_RESULTS": MANY_EMPTY_RESULTS,
-              "MIN_TOKEN_CHARS": MIN_TOKEN_CHARS, "LIMIT_OUTCOMES": list(LIMIT_OUTCOMES), "RAN_THROUGH": list(RAN_THROUGH)}
+THRESHOLDS = {
+    "LARGE_RESULT_CHARS": LARGE_RESULT_CHARS,
+    "MANY_EMPTY_RESULTS": MANY_EMPTY_RESULTS,
+    "MIN_TOKEN_CHARS": MIN_TOKEN_CHARS,
+    "LIMIT_OUTCOMES": list(LIMIT_OUTCOMES),
+    "RAN_THROUGH": list(RAN_THROUGH),
+}
 
 
 def finding(pattern: str, step=None, turn=None, call=None, detail: str = "", **extra) -> dict:
@@ -85,18 +94,34 @@ def repeated_call(t: dict, scored=None, tools=None) -> list[dict]:
     """A call with the same name and arguments as an earlier one that succeeded: its result was
     already in the conversation."""
     calls = t.get("tool_calls") or []
-    return [finding("repeated_call", c.get("step"), c.get("turn"), n,
-                    f"{c.get('name')} with the same arguments as {_at(calls[k], k)}")
-            for n, c, k in _same_as_before(calls) if not calls[k].get("is_error")]
+    return [
+        finding(
+            "repeated_call",
+            c.get("step"),
+            c.get("turn"),
+            n,
+            f"{c.get('name')} with the same arguments as {_at(calls[k], k)}",
+        )
+        for n, c, k in _same_as_before(calls)
+        if not calls[k].get("is_error")
+    ]
 
 
 def retry_after_error(t: dict, scored=None, tools=None) -> list[dict]:
     """A call that failed, then the same call again with the same arguments (nothing changed)."""
     calls = t.get("tool_calls") or []
-    return [finding("retry_after_error", c.get("step"), c.get("turn"), n,
-                    f"{c.get('name')} again unchanged after {_at(calls[k], k)} failed "
-                    f"({calls[k].get('error_kind') or 'is_error'})")
-            for n, c, k in _same_as_before(calls) if calls[k].get("is_error")]
+    return [
+        finding(
+            "retry_after_error",
+            c.get("step"),
+            c.get("turn"),
+            n,
+            f"{c.get('name')} again unchanged after {_at(calls[k], k)} failed "
+            f"({calls[k].get('error_kind') or 'is_error'})",
+        )
+        for n, c, k in _same_as_before(calls)
+        if calls[k].get("is_error")
+    ]
 
 
 def large_result(t: dict, scored=None, tools=None) -> list[dict]:
@@ -134,8 +159,13 @@ def unused_tool(t: dict, scored=None, tools=None) -> list[dict]:
     unused = [name for name in offered if name not in called]
     if not unused:
         return []
-    return [finding("unused_tool", detail=f"{len(unused)} of {len(offered)} offered server tool(s) never called: "
-                                          + ", ".join(unused), tools=unused)]
+    return [
+        finding(
+            "unused_tool",
+            detail=f"{len(unused)} of {len(offered)} offered server tool(s) never called: " + ", ".join(unused),
+            tools=unused,
+        )
+    ]
 
 
 def answer_before_search(t: dict, scored=None, tools=None) -> list[dict]:
@@ -145,10 +175,17 @@ def answer_before_search(t: dict, scored=None, tools=None) -> list[dict]:
     out = []
     for s in t.get("steps") or []:
         if s["index"] in called:
-            break   # from this step on, the answers come after a look at the code
+            break  # from this step on, the answers come after a look at the code
         if (s.get("answer_text") or "").strip():
-            out.append(finding("answer_before_search", s["index"], s.get("turns"), None,
-                               f"step {s['index']} answered with no tool call before it"))
+            out.append(
+                finding(
+                    "answer_before_search",
+                    s["index"],
+                    s.get("turns"),
+                    None,
+                    f"step {s['index']} answered with no tool call before it",
+                )
+            )
     return out
 
 
@@ -209,9 +246,17 @@ def empty_results(t: dict, scored=None, tools=None) -> list[dict]:
     empty = [n for n, c in enumerate(calls) if near_empty(c)]
     if len(empty) < MANY_EMPTY_RESULTS:
         return []
-    return [finding("empty_results", calls[n].get("step"), calls[n].get("turn"), n,
-                    f"{calls[n].get('name')}: {(calls[n].get('result_text') or '').strip()[:60]!r} "
-                    f"({len(empty)} near-empty results in the trial)") for n in empty]
+    return [
+        finding(
+            "empty_results",
+            calls[n].get("step"),
+            calls[n].get("turn"),
+            n,
+            f"{calls[n].get('name')}: {(calls[n].get('result_text') or '').strip()[:60]!r} "
+            f"({len(empty)} near-empty results in the trial)",
+        )
+        for n in empty
+    ]
 
 
 def words(text: str) -> set[str]:
@@ -232,8 +277,9 @@ def unused_result(t: dict, scored=None, tools=None) -> list[dict]:
     calls = t.get("tool_calls") or []
     cited: dict = {}
     for s in (scored or {}).get("steps") or []:
-        cited[s["index"]] = " ".join(str(c.get("resolved_path") or "")
-                                     for c in ((s.get("citations") or {}).get("items") or []))
+        cited[s["index"]] = " ".join(
+            str(c.get("resolved_path") or "") for c in ((s.get("citations") or {}).get("items") or [])
+        )
     # the words each step's answer (and its citations) and every later step's hold, computed once
     answer_words, any_answer, seen, answered = {}, {}, set(), False
     for i in sorted(steps, reverse=True):
@@ -250,29 +296,51 @@ def unused_result(t: dict, scored=None, tools=None) -> list[dict]:
         if c.get("is_error") or near_empty(c) or step not in steps:
             continue
         if not any_answer[step]:
-            continue   # no answer to use it in: the trial stopped (limit_reached says so)
+            continue  # no answer to use it in: the trial stopped (limit_reached says so)
         own = words(steps[step].get("prompt") or "") | words(_args_text(c))
         mine = words(content_text(c.get("result_text") or "")) - own
         if not mine:
-            continue   # the result only repeats the question: nothing to use
+            continue  # the result only repeats the question: nothing to use
         if not mine & (answer_words[step] | later_args[n + 1]):
-            out.append(finding("unused_result", step, c.get("turn"), n,
-                               f"{c.get('name')}: {len(mine)} distinctive word(s) of its result "
-                               f"({', '.join(sorted(mine)[:3])}...), none in the answer or a later call"))
+            out.append(
+                finding(
+                    "unused_result",
+                    step,
+                    c.get("turn"),
+                    n,
+                    f"{c.get('name')}: {len(mine)} distinctive word(s) of its result "
+                    f"({', '.join(sorted(mine)[:3])}...), none in the answer or a later call",
+                )
+            )
     return out
 
 
 def limit_reached(t: dict, scored=None, tools=None) -> list[dict]:
     """A step that ended at its turn, time or output-token limit (max_turns, timed_out,
     budget_exceeded); a trial whose outcome says so when no step does."""
-    out = [finding("limit_reached", s["index"], s.get("turns"), None,
-                   f"step {s['index']}: {s['outcome']} after {s.get('turns')} model call(s)")
-           for s in t.get("steps") or [] if s.get("outcome") in LIMIT_OUTCOMES]
+    out = [
+        finding(
+            "limit_reached",
+            s["index"],
+            s.get("turns"),
+            None,
+            f"step {s['index']}: {s['outcome']} after {s.get('turns')} model call(s)",
+        )
+        for s in t.get("steps") or []
+        if s.get("outcome") in LIMIT_OUTCOMES
+    ]
     if not out and t.get("outcome") in LIMIT_OUTCOMES:
         steps = t.get("steps") or []
         last = steps[-1] if steps else {}
-        out.append(finding("limit_reached", last.get("index"), last.get("turns"), None,
-                           f"{t['outcome']}: {t.get('outcome_detail') or 'the trial hit a limit'}"))
+        out.append(
+            finding(
+                "limit_reached",
+                last.get("index"),
+                last.get("turns"),
+                None,
+                f"{t['outcome']}: {t.get('outcome_detail') or 'the trial hit a limit'}",
+            )
+        )
     return out
 
 
@@ -283,17 +351,20 @@ class Pattern(NamedTuple):
 
 PATTERNS: dict[str, Pattern] = {
     "repeated_call": Pattern("the same call again with identical arguments, after it had succeeded", repeated_call),
-    "retry_after_error": Pattern("a call failed, then the same call again with identical arguments",
-                                 retry_after_error),
-    "large_result": Pattern(f"a result cut by the cap, or of {LARGE_RESULT_CHARS:,} characters or more",
-                            large_result),
-    "unused_tool": Pattern("server tools offered (tools snapshot) and never called in a trial the server "
-                           "ran through (one finding per trial, naming them)", unused_tool),
+    "retry_after_error": Pattern("a call failed, then the same call again with identical arguments", retry_after_error),
+    "large_result": Pattern(f"a result cut by the cap, or of {LARGE_RESULT_CHARS:,} characters or more", large_result),
+    "unused_tool": Pattern(
+        "server tools offered (tools snapshot) and never called in a trial the server "
+        "ran through (one finding per trial, naming them)",
+        unused_tool,
+    ),
     "answer_before_search": Pattern("a step answered before the trial made any tool call", answer_before_search),
-    "empty_results": Pattern(f"{MANY_EMPTY_RESULTS} or more calls whose results are near-empty ('no matches', "
-                             "blank, [])", empty_results),
-    "unused_result": Pattern("a non-empty result whose distinctive words never reach the answer or a later call",
-                             unused_result),
+    "empty_results": Pattern(
+        f"{MANY_EMPTY_RESULTS} or more calls whose results are near-empty ('no matches', blank, [])", empty_results
+    ),
+    "unused_result": Pattern(
+        "a non-empty result whose distinctive words never reach the answer or a later call", unused_result
+    ),
     "limit_reached": Pattern("a step ended at its turn, time or output-token limit", limit_reached),
 }
 
@@ -304,8 +375,14 @@ def detect(transcript: dict, scored: dict | None = None, tools=None) -> list[dic
     names; without it no tool is known to be offered."""
     out = [f for p in PATTERNS.values() for f in p.detector(transcript, scored, tools)]
     order = {name: i for i, name in enumerate(PATTERNS)}
-    return sorted(out, key=lambda f: (-1 if f["step"] is None else f["step"], -1 if f["call"] is None else f["call"],
-                                      order[f["pattern"]]))
+    return sorted(
+        out,
+        key=lambda f: (
+            -1 if f["step"] is None else f["step"],
+            -1 if f["call"] is None else f["call"],
+            order[f["pattern"]],
+        ),
+    )
 
 
 def counts(findings: list[dict]) -> dict[str, int]:

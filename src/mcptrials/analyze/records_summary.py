@@ -19,7 +19,7 @@ def judge_noise(records: list[dict], w_quality: float) -> dict:
     scenario-quality judgements (None with one repeat: the noise was not measured)."""
     from mcptrials.judge.variance import judge_variance
 
-    records = [r for r in records if r["judged"]["quality"]]   # a trial not judged (recorded judge) has no spread
+    records = [r for r in records if r["judged"]["quality"]]  # a trial not judged (recorded judge) has no spread
     judged = [r["judged"] for r in records]
     overall = judge_variance(judged)
     by_scenario = {}
@@ -28,14 +28,22 @@ def judge_noise(records: list[dict], w_quality: float) -> dict:
         v = judge_variance(sub)
         steps = {}
         for name in dict.fromkeys(s["name"] for j in sub for s in j["steps"]):
-            steps[name] = judge_variance([dict(j, steps=[s for s in j["steps"] if s["name"] == name]) for j in sub])["step"]
+            steps[name] = judge_variance([dict(j, steps=[s for s in j["steps"] if s["name"] == name]) for j in sub])[
+                "step"
+            ]
         by_scenario[sc] = {"scenario": v["scenario"], "steps": steps}
     sd = (overall["scenario"] or {}).get("mean_sd")
     repeats = sorted({len(j["quality"]) for j in judged})
-    return {"repeats": repeats, "overall": overall, "by_scenario": by_scenario,
-            "fairness_noise": None if sd is None else w_quality * sd,
-            "note": None if sd is not None else "the judge ran once per answer (judge.repeats: 1): its spread "
-                                                "is not measured; set judge.repeats >= 2 to measure it"}
+    return {
+        "repeats": repeats,
+        "overall": overall,
+        "by_scenario": by_scenario,
+        "fairness_noise": None if sd is None else w_quality * sd,
+        "note": None
+        if sd is not None
+        else "the judge ran once per answer (judge.repeats: 1): its spread "
+        "is not measured; set judge.repeats >= 2 to measure it",
+    }
 
 
 def _percentile(values, q):
@@ -55,16 +63,33 @@ def definition_costs(m: Matrix, snapshots) -> dict:
             path = Path(snapshots) / tool / repo / "tools.json"
             snap = read_json(path) if path.is_file() else {}
             if snap.get("definition_tokens") is not None:
-                per_repo[repo] = {k: snap.get(k) for k in (
-                    "definition_tokens", "definition_tokens_method", "definition_tokens_model",
-                    "definition_tokens_error", "definition_tokens_estimate", "builtin_definition_tokens",
-                    "definition_tools")}
+                per_repo[repo] = {
+                    k: snap.get(k)
+                    for k in (
+                        "definition_tokens",
+                        "definition_tokens_method",
+                        "definition_tokens_model",
+                        "definition_tokens_error",
+                        "definition_tokens_estimate",
+                        "builtin_definition_tokens",
+                        "definition_tools",
+                    )
+                }
         vals = [r["definition_tokens"] for r in per_repo.values()]
-        out[tool] = {"tokens": max(vals) if vals else None, "tokens_min": min(vals) if vals else None,
-                     "methods": sorted({r["definition_tokens_method"] for r in per_repo.values()}),
-                     "builtin_tokens": max((r["builtin_definition_tokens"] for r in per_repo.values()
-                                            if r["builtin_definition_tokens"] is not None), default=None),
-                     "per_repo": per_repo}
+        out[tool] = {
+            "tokens": max(vals) if vals else None,
+            "tokens_min": min(vals) if vals else None,
+            "methods": sorted({r["definition_tokens_method"] for r in per_repo.values()}),
+            "builtin_tokens": max(
+                (
+                    r["builtin_definition_tokens"]
+                    for r in per_repo.values()
+                    if r["builtin_definition_tokens"] is not None
+                ),
+                default=None,
+            ),
+            "per_repo": per_repo,
+        }
     return out
 
 
@@ -82,22 +107,29 @@ def server_profile(records: list[dict], definitions: dict | None = None) -> list
         sizes = [c["result_chars"] for c in calls]
         starts = [m["server_startup_seconds"] for m in metas if m.get("server_startup_seconds") is not None]
         rss = [m["server_peak_rss_kb"] for m in metas if m.get("server_peak_rss_kb") is not None]
-        out.append({
-            "tool": tool,
-            "server_name": sorted({str(m.get("server_name")) for m in metas if m.get("server_name")}),
-            "server_version": sorted({str(m.get("server_version")) for m in metas if m.get("server_version")}),
-            "version_label": sorted({str(m.get("tool_version_label")) for m in metas if m.get("tool_version_label")}),
-            "tools_sha256": sorted({m["tools_sha256"] for m in metas if m.get("tools_sha256")}),
-            "calls_measured": source, "calls": len(calls),
-            "startup_median_s": statistics.median(starts) if starts else None,
-            "startup_max_s": max(starts) if starts else None,
-            "latency_p50_ms": _percentile(lat, 50), "latency_p95_ms": _percentile(lat, 95),
-            "result_chars_mean": mean(sizes), "result_chars_p95": _percentile(sizes, 95),
-            "result_chars_max": max(sizes) if sizes else None,
-            "truncated_results": sum(1 for c in calls if c.get("truncated")),
-            "peak_rss_kb_max": max(rss) if rss else None,
-            "definition_tokens": (definitions or {}).get(tool),
-        })
+        out.append(
+            {
+                "tool": tool,
+                "server_name": sorted({str(m.get("server_name")) for m in metas if m.get("server_name")}),
+                "server_version": sorted({str(m.get("server_version")) for m in metas if m.get("server_version")}),
+                "version_label": sorted(
+                    {str(m.get("tool_version_label")) for m in metas if m.get("tool_version_label")}
+                ),
+                "tools_sha256": sorted({m["tools_sha256"] for m in metas if m.get("tools_sha256")}),
+                "calls_measured": source,
+                "calls": len(calls),
+                "startup_median_s": statistics.median(starts) if starts else None,
+                "startup_max_s": max(starts) if starts else None,
+                "latency_p50_ms": _percentile(lat, 50),
+                "latency_p95_ms": _percentile(lat, 95),
+                "result_chars_mean": mean(sizes),
+                "result_chars_p95": _percentile(sizes, 95),
+                "result_chars_max": max(sizes) if sizes else None,
+                "truncated_results": sum(1 for c in calls if c.get("truncated")),
+                "peak_rss_kb_max": max(rss) if rss else None,
+                "definition_tokens": (definitions or {}).get(tool),
+            }
+        )
     return out
 
 
@@ -109,8 +141,11 @@ def did_not_start(failed: list[dict], used: set[tuple[str, str]], install_of: di
     bad_repo = {f["name"] for f in failed if f["stage"] == "checkout"}
     bad_tool = {f["name"] for f in failed if f["stage"] == "install"}
     tools = {t for t, _ in used}
-    return {t for t in tools if all((t, r) in bad_snap or r in bad_repo or install_of.get(t, t) in bad_tool
-                                    for tt, r in used if tt == t)}
+    return {
+        t
+        for t in tools
+        if all((t, r) in bad_snap or r in bad_repo or install_of.get(t, t) in bad_tool for tt, r in used if tt == t)
+    }
 
 
 def trial_citations(scored: dict) -> dict:
@@ -120,8 +155,12 @@ def trial_citations(scored: dict) -> dict:
     same citations and the first step's counts are the trial's; summing them would weigh
     such an answer by its scenario's number of steps."""
     steps = [st.get("citations") for st in scored.get("steps") or []]
-    if (scored.get("answer_mapping") or {}).get("method") == "whole" and steps and steps[0] \
-            and "by_form" in steps[0].get("counts", {}):
+    if (
+        (scored.get("answer_mapping") or {}).get("method") == "whole"
+        and steps
+        and steps[0]
+        and "by_form" in steps[0].get("counts", {})
+    ):
         return {"counts": steps[0]["counts"], "rates": steps[0].get("rates")}
     return scored["citations"]
 
@@ -148,6 +187,13 @@ def citation_composition(records: list[dict]) -> list[dict]:
             unchecked[key] = unchecked.get(key, 0) + 1
             continue
         groups.setdefault(key, []).append(cit)
-    return [{"model": model, "tool": tool, "n_trials": len(cits), "n_not_checked": unchecked.get((model, tool), 0),
-             **view(pool(cits))}
-            for (model, tool), cits in groups.items()]
+    return [
+        {
+            "model": model,
+            "tool": tool,
+            "n_trials": len(cits),
+            "n_not_checked": unchecked.get((model, tool), 0),
+            **view(pool(cits)),
+        }
+        for (model, tool), cits in groups.items()
+    ]

@@ -19,22 +19,45 @@ from mcptrials.core.outcomes import OUTCOMES
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.matrix.tools import BASELINE
 
-if TYPE_CHECKING:   # pandas is imported where a frame is made (trial_rows.trial_frame)
+if TYPE_CHECKING:  # pandas is imported where a frame is made (trial_rows.trial_frame)
     import pandas as pd
 
-MEAN_FIELDS = ("fairness", "quality", "keyword_coverage", "citation_grounding", "efficiency", "adoption",
-               "tool_fluency", "discoverability", "cost_usd", "wall_seconds", "tokens_total", "turns", "tool_calls",
-               "cited_recall", "verified_rate")
+MEAN_FIELDS = (
+    "fairness",
+    "quality",
+    "keyword_coverage",
+    "citation_grounding",
+    "efficiency",
+    "adoption",
+    "tool_fluency",
+    "discoverability",
+    "cost_usd",
+    "wall_seconds",
+    "tokens_total",
+    "turns",
+    "tool_calls",
+    "cited_recall",
+    "verified_rate",
+)
 # wall time split: the agent's working time (what efficiency compares) and the server's start-up
 TIME_SPLIT = ("work_seconds", "server_startup_seconds")
 # expected tools against the tools called (grade/usage.py): reported, never scored
 EXPECTED_TOOLS_FIELDS = ("expected_tools_precision", "expected_tools_recall")
-TOOL_MEAN_FIELDS = ("quality", "keyword_coverage", "citation_grounding", "verified_rate", "efficiency",
-                    "tool_fluency", "discoverability")
-INTERVAL_METHOD = ("95% logit-transformed t interval (stats.bounded_mean_ci): fairness and adoption of a tool "
-                   "with standard errors clustered by scenario (df = scenarios - 1), of a cell over its trials "
-                   "(df = trials - 1); paired differences over per-scenario means on [-1, 1] (df = scenarios - 1); "
-                   "bounds always inside the score's range")
+TOOL_MEAN_FIELDS = (
+    "quality",
+    "keyword_coverage",
+    "citation_grounding",
+    "verified_rate",
+    "efficiency",
+    "tool_fluency",
+    "discoverability",
+)
+INTERVAL_METHOD = (
+    "95% logit-transformed t interval (stats.bounded_mean_ci): fairness and adoption of a tool "
+    "with standard errors clustered by scenario (df = scenarios - 1), of a cell over its trials "
+    "(df = trials - 1); paired differences over per-scenario means on [-1, 1] (df = scenarios - 1); "
+    "bounds always inside the score's range"
+)
 
 
 # --- per group: the helpers every table uses ---------------------------------------------
@@ -76,7 +99,10 @@ def total(values) -> int:
 def missing_counts(trials: pd.DataFrame) -> dict:
     """{n_missing, missing_reasons ('api_failed=1;not_run: budget=2', '' when none)} of some trials."""
     gone = column(trials[trials["missing"]], "missing_reason")
-    return {"n_missing": len(gone), "missing_reasons": ";".join(f"{why}={gone.count(why)}" for why in dict.fromkeys(gone))}
+    return {
+        "n_missing": len(gone),
+        "missing_reasons": ";".join(f"{why}={gone.count(why)}" for why in dict.fromkeys(gone)),
+    }
 
 
 def bases(trials: pd.DataFrame) -> str | None:
@@ -91,8 +117,15 @@ def interval(values, clusters=None) -> dict:
 
     values = list(values)
     if not values:
-        return {"mean": None, "se": None, "lo": None, "hi": None, "n": 0, "n_clusters": None,
-                "method": "no trials: every trial is missing"}
+        return {
+            "mean": None,
+            "se": None,
+            "lo": None,
+            "hi": None,
+            "n": 0,
+            "n_clusters": None,
+            "method": "no trials: every trial is missing",
+        }
     return bounded_mean_ci(values, clusters=None if clusters is None else list(clusters))
 
 
@@ -123,14 +156,25 @@ def cell_figures(every: pd.DataFrame, k: int) -> dict:
     n, c = len(rs), count(rs["passed"])
     ci = interval(rs["fairness"])
     kk = min(k, n)
-    row = {"repo": every["repo"].iat[0], "suite": every["suite"].iat[0], "n": n, "n_total": len(every),
-           **missing_counts(every), "passes": c, "completed": count(rs["completed"]),
-           "fairness_se": ci["se"], "fairness_lo": ci["lo"], "fairness_hi": ci["hi"],
-           "pass_at_1": pass_at_k(n, c, 1) if n else None, "k": kk,
-           "pass_at_k": pass_at_k(n, c, kk) if n else None, "pass_hat_k": pass_hat_k(n, c, kk) if n else None}
+    row = {
+        "repo": every["repo"].iat[0],
+        "suite": every["suite"].iat[0],
+        "n": n,
+        "n_total": len(every),
+        **missing_counts(every),
+        "passes": c,
+        "completed": count(rs["completed"]),
+        "fairness_se": ci["se"],
+        "fairness_lo": ci["lo"],
+        "fairness_hi": ci["hi"],
+        "pass_at_1": pass_at_k(n, c, 1) if n else None,
+        "k": kk,
+        "pass_at_k": pass_at_k(n, c, kk) if n else None,
+        "pass_hat_k": pass_hat_k(n, c, kk) if n else None,
+    }
     row.update({f: mean(rs[f]) for f in MEAN_FIELDS})
     row["efficiency_basis"] = bases(rs)
-    row["citations"] = total(rs["citations"])   # the n of the citation rates
+    row["citations"] = total(rs["citations"])  # the n of the citation rates
     row.update({f: mean(column(rs, f)) for f in (*TIME_SPLIT, *EXPECTED_TOOLS_FIELDS)})
     row.update({e: total(every[e]) for e in ERROR_KINDS})
     row["outcomes"] = outcome_counts(every["outcome"])
@@ -187,25 +231,48 @@ def tool_figures(every: pd.DataFrame, k: int) -> dict:
     ad = bounded_mean_ci(adopted["adoption"].tolist(), clusters=adopted["scenario"].tolist()) if len(adopted) else None
     per_task = tasks(rs)
     kk = min(min(n for n, _ in per_task.values()), k) if per_task else k
-    row = {"n_scenarios": len(per_task), "n_trials": len(rs), "n_total": len(every), **missing_counts(every),
-           "passes": count(rs["passed"]), "failed_outcomes": count(not c for c in rs["completed"]),
-           "fairness": fair["mean"], "fairness_se": fair["se"], "fairness_lo": fair["lo"],
-           "fairness_hi": fair["hi"], "fairness_method": fair["method"],
-           "diff": None, "diff_se": None, "diff_lo": None, "diff_hi": None, "diff_method": None,
-           "t_p": None, "wilcoxon_p": None,
-           "holm_t_p": None, "holm_wilcoxon_p": None, "diff_n": None, "mde": None, "variance": None, "verdict": "",
-           "rank": None,
-           "pass_at_1": mean_pass_at_k(per_task, 1)["mean"], "k": kk,
-           "pass_at_k": mean_pass_at_k(per_task, kk)["mean"], "pass_hat_k": mean_pass_hat_k(per_task, kk)["mean"],
-           "cost_per_trial": mean(rs["cost_usd"]), "wall_per_trial": mean(rs["wall_seconds"]),
-           "work_per_trial": mean(column(rs, "work_seconds")),
-           "startup_per_trial": mean(column(rs, "server_startup_seconds")),
-           "tokens_per_trial": mean(rs["tokens_total"]),
-           "adoption": ad["mean"] if ad else None, "adoption_lo": ad["lo"] if ad else None,
-           "adoption_hi": ad["hi"] if ad else None}
+    row = {
+        "n_scenarios": len(per_task),
+        "n_trials": len(rs),
+        "n_total": len(every),
+        **missing_counts(every),
+        "passes": count(rs["passed"]),
+        "failed_outcomes": count(not c for c in rs["completed"]),
+        "fairness": fair["mean"],
+        "fairness_se": fair["se"],
+        "fairness_lo": fair["lo"],
+        "fairness_hi": fair["hi"],
+        "fairness_method": fair["method"],
+        "diff": None,
+        "diff_se": None,
+        "diff_lo": None,
+        "diff_hi": None,
+        "diff_method": None,
+        "t_p": None,
+        "wilcoxon_p": None,
+        "holm_t_p": None,
+        "holm_wilcoxon_p": None,
+        "diff_n": None,
+        "mde": None,
+        "variance": None,
+        "verdict": "",
+        "rank": None,
+        "pass_at_1": mean_pass_at_k(per_task, 1)["mean"],
+        "k": kk,
+        "pass_at_k": mean_pass_at_k(per_task, kk)["mean"],
+        "pass_hat_k": mean_pass_hat_k(per_task, kk)["mean"],
+        "cost_per_trial": mean(rs["cost_usd"]),
+        "wall_per_trial": mean(rs["wall_seconds"]),
+        "work_per_trial": mean(column(rs, "work_seconds")),
+        "startup_per_trial": mean(column(rs, "server_startup_seconds")),
+        "tokens_per_trial": mean(rs["tokens_total"]),
+        "adoption": ad["mean"] if ad else None,
+        "adoption_lo": ad["lo"] if ad else None,
+        "adoption_hi": ad["hi"] if ad else None,
+    }
     row.update({f: mean(rs[f]) for f in TOOL_MEAN_FIELDS})
     row["efficiency_basis"] = bases(rs)
-    row["citations"] = total(rs["citations"])   # the n of the citation rates
+    row["citations"] = total(rs["citations"])  # the n of the citation rates
     row.update({f: mean(column(rs, f)) for f in EXPECTED_TOOLS_FIELDS})
     row.update({e: total(every[e]) for e in ERROR_KINDS})
     return row
@@ -218,15 +285,23 @@ def against_baseline(row: dict, mine: dict, base_fair: dict, noise: float | None
     from mcptrials.stats.paired import paired_difference
     from mcptrials.stats.power import min_detectable_effect, variance_components
 
-    d = paired_difference({s: mean(v) for s, v in mine.items()}, {s: mean(v) for s, v in base_fair.items()},
-                          bounds=(-1, 1))
-    row.update(diff=d["mean_diff"], diff_se=d["se"], diff_lo=d["lo"], diff_hi=d["hi"],
-               diff_method=d["method"], t_p=d["t_p"], wilcoxon_p=d["wilcoxon_p"], diff_n=d["n"])
+    d = paired_difference(
+        {s: mean(v) for s, v in mine.items()}, {s: mean(v) for s, v in base_fair.items()}, bounds=(-1, 1)
+    )
+    row.update(
+        diff=d["mean_diff"],
+        diff_se=d["se"],
+        diff_lo=d["lo"],
+        diff_hi=d["hi"],
+        diff_method=d["method"],
+        t_p=d["t_p"],
+        wilcoxon_p=d["wilcoxon_p"],
+        diff_n=d["n"],
+    )
     vc = variance_components(mine, base_fair)
     if vc["omega2"] is not None:
         row["variance"] = {k: vc[k] for k in ("omega2", "sigma2_a", "sigma2_b", "k_a", "k_b", "n")}
-        row["mde"] = min_detectable_effect(vc["omega2"], vc["sigma2_a"], vc["sigma2_b"], vc["k_a"],
-                                           vc["k_b"], vc["n"])
+        row["mde"] = min_detectable_effect(vc["omega2"], vc["sigma2_a"], vc["sigma2_b"], vc["k_a"], vc["k_b"], vc["n"])
     row["verdict"] = verdict(row, noise, margin)
 
 
@@ -247,10 +322,12 @@ def rank_better(rows: list[dict]) -> None:
         r["rank"] = i
 
 
-VERDICT_METHOD = ("better / worse: the 95% interval of the paired difference lies entirely above +margin / "
-                  "below -margin (and the difference is at least the judge's spread); no practical difference: "
-                  "it lies entirely within [-margin, +margin]; within noise: otherwise (stats.practical_verdict; "
-                  "margin = the config's `margin:`, the smallest difference in fairness that matters)")
+VERDICT_METHOD = (
+    "better / worse: the 95% interval of the paired difference lies entirely above +margin / "
+    "below -margin (and the difference is at least the judge's spread); no practical difference: "
+    "it lies entirely within [-margin, +margin]; within noise: otherwise (stats.practical_verdict; "
+    "margin = the config's `margin:`, the smallest difference in fairness that matters)"
+)
 
 
 def verdict(row: dict, noise: float | None, margin: float) -> str:
@@ -296,9 +373,16 @@ def power_line(model: str, tools: list[dict], n: int, trials: int, planned: int 
             text += f"; detecting a difference of {POWER_TARGET} would need about {needed} scenarios"
     else:
         text += "not estimable (needs a baseline and at least 2 scenarios)"
-    return {"model": model, "n_scenarios": n, "n_scenarios_planned": n if planned is None else planned,
-            "trials": trials, "text": text,
-            "mde": {r["tool"]: r["mde"] for r in rows}, "target": POWER_TARGET, "scenarios_needed": needed}
+    return {
+        "model": model,
+        "n_scenarios": n,
+        "n_scenarios_planned": n if planned is None else planned,
+        "trials": trials,
+        "text": text,
+        "mde": {r["tool"]: r["mde"] for r in rows},
+        "target": POWER_TARGET,
+        "scenarios_needed": needed,
+    }
 
 
 # --- the small views ------------------------------------------------------------------------
@@ -306,25 +390,42 @@ def power_line(model: str, tools: list[dict], n: int, trials: int, planned: int 
 
 def error_taxonomy(trials: pd.DataFrame) -> list[dict]:
     """Per (model, tool): each error kind summed and each outcome counted."""
+
     def figures(rs):
         seen = rs["outcome"].tolist()
-        return {"trials": len(rs), **missing_counts(rs), **{e: total(rs[e]) for e in ERROR_KINDS},
-                "trials_with_errors": count(any(v) for v in zip(*(rs[e] for e in ERROR_KINDS))),
-                "outcomes": {o: seen.count(o) for o in OUTCOMES if o in seen}}
+        return {
+            "trials": len(rs),
+            **missing_counts(rs),
+            **{e: total(rs[e]) for e in ERROR_KINDS},
+            "trials_with_errors": count(any(v) for v in zip(*(rs[e] for e in ERROR_KINDS))),
+            "outcomes": {o: seen.count(o) for o in OUTCOMES if o in seen},
+        }
+
     return per_group(trials, ["model", "tool"], figures)
 
 
 def scenario_flags(trials: pd.DataFrame, m: Matrix) -> list[dict]:
     """Per scenario: saturated (every trial of every tool and model passes: ready for the
     regression suite) or never passed (no trial passes: likely a defect in the task or grader)."""
+
     def figures(every):
         rs = used(every)
         passes = count(rs["passed"])
         flag = None if not len(rs) else "saturated" if passes == len(rs) else "never_passed" if passes == 0 else None
         sc = m.scenarios[every["scenario"].iat[0]]
-        return {"title": sc.data.get("title"), "suite": sc.data["suite"], "split": sc.data["split"],
-                "repo": sc.data["repo"], "steps": len(sc.data["steps"]), "sha256": sc.sha256, "trials": len(rs),
-                **missing_counts(every), "passes": passes, "flag": flag}
+        return {
+            "title": sc.data.get("title"),
+            "suite": sc.data["suite"],
+            "split": sc.data["split"],
+            "repo": sc.data["repo"],
+            "steps": len(sc.data["steps"]),
+            "sha256": sc.sha256,
+            "trials": len(rs),
+            **missing_counts(every),
+            "passes": passes,
+            "flag": flag,
+        }
+
     return per_group(trials, ["scenario"], figures)
 
 
@@ -335,6 +436,7 @@ def pass_hat_curve(trials: pd.DataFrame, k_max: int) -> list[dict]:
     def figures(every):
         per_task = tasks(used(every))
         return {"points": [[k, mean_pass_hat_k(per_task, k)["mean"]] for k in range(1, k_max + 1)]}
+
     return per_group(trials, ["model", "tool"], figures)
 
 
@@ -346,12 +448,24 @@ def gold_recall_view(trials: pd.DataFrame) -> list[dict]:
 
     def figures(g):
         # a group's column is NaN for the trials whose scenario lacks it (None: there, not measured)
-        groups = sorted(c[len("cited_recall_"):] for c in g if c.startswith("cited_recall_")
-                        and any(v is None or not absent(v) for v in g[c]))
-        return {"n": len(g), "cited_recall": mean(g["cited_recall"]), "mention_recall": mean(g["mention_recall"]),
-                "groups": {name: {"mean": mean(g[f"cited_recall_{name}"]),
-                                  "n": sum(1 for v in g[f"cited_recall_{name}"] if not absent(v))}
-                           for name in groups}}
+        groups = sorted(
+            c[len("cited_recall_") :]
+            for c in g
+            if c.startswith("cited_recall_") and any(v is None or not absent(v) for v in g[c])
+        )
+        return {
+            "n": len(g),
+            "cited_recall": mean(g["cited_recall"]),
+            "mention_recall": mean(g["mention_recall"]),
+            "groups": {
+                name: {
+                    "mean": mean(g[f"cited_recall_{name}"]),
+                    "n": sum(1 for v in g[f"cited_recall_{name}"] if not absent(v)),
+                }
+                for name in groups
+            },
+        }
+
     return per_group(gold, ["model", "tool"], figures)
 
 
@@ -362,23 +476,35 @@ def missing_summary(trials: pd.DataFrame, max_attempts: int) -> dict:
     by_reason = {why: int(n) for why, n in reasons.groupby(reasons, sort=False).size().items()}
     note = None
     if len(gone):
-        spent = sum(1 for att, out in zip(gone["attempts"], gone["outcome"]) if att >= max_attempts and out != "not_run")
-        note = (f"{len(gone)} of {len(trials)} trial(s) are missing ("
-                + ", ".join(f"{why} {n}" for why, n in by_reason.items())
-                + "): an infrastructure failure, not the tool's; they are left out of every score, mean, pass@k "
-                  f"and interval (never counted as 0), and the next snakemake invocation retries them (up to "
-                  f"retries.max_attempts = {max_attempts} attempts"
-                + (f"; {spent} have used them up" if spent else "") + ")")
-    return {"n_trials": len(trials), "n_used": len(trials) - len(gone), "n_missing": len(gone),
-            "by_reason": by_reason, "max_attempts": max_attempts, "note": note,
-            "trials": gone[["model", "tool", "scenario", "trial", "outcome", "missing_reason", "attempts"]]
-            .to_dict("records")}
+        spent = sum(
+            1 for att, out in zip(gone["attempts"], gone["outcome"]) if att >= max_attempts and out != "not_run"
+        )
+        note = (
+            f"{len(gone)} of {len(trials)} trial(s) are missing ("
+            + ", ".join(f"{why} {n}" for why, n in by_reason.items())
+            + "): an infrastructure failure, not the tool's; they are left out of every score, mean, pass@k "
+            f"and interval (never counted as 0), and the next snakemake invocation retries them (up to "
+            f"retries.max_attempts = {max_attempts} attempts" + (f"; {spent} have used them up" if spent else "") + ")"
+        )
+    return {
+        "n_trials": len(trials),
+        "n_used": len(trials) - len(gone),
+        "n_missing": len(gone),
+        "by_reason": by_reason,
+        "max_attempts": max_attempts,
+        "note": note,
+        "trials": gone[["model", "tool", "scenario", "trial", "outcome", "missing_reason", "attempts"]].to_dict(
+            "records"
+        ),
+    }
 
 
 def pricing_notes(trials: pd.DataFrame) -> list[str]:
     """A note per model whose trials have token usage but no price: cost unknown, efficiency
     then rests on working time alone (stats.relative_efficiency counts an unknown part as 0.5 in every arm)."""
-    return [f"model {model} ({rs['model_id'].iat[0]}): no entry in `pricing`, so its cost is unknown "
-            "and its efficiency compares working time only"
-            for (model,), rs in trials.groupby(["model"], sort=False)
-            if rs["provider"].iat[0] != "reference" and all(absent(c) for c in rs["cost_usd"])]
+    return [
+        f"model {model} ({rs['model_id'].iat[0]}): no entry in `pricing`, so its cost is unknown "
+        "and its efficiency compares working time only"
+        for (model,), rs in trials.groupby(["model"], sort=False)
+        if rs["provider"].iat[0] != "reference" and all(absent(c) for c in rs["cost_usd"])
+    ]

@@ -23,18 +23,33 @@ if TYPE_CHECKING:
 
 ERROR_KINDS = ("tool_error", "protocol_error", "api_error", "harness_error")
 # the figures of a trial that are scores: None for a missing trial (never 0)
-SCORE_FIELDS = ("passed", "keyword_coverage", "citation_grounding", "verified_rate", "cited_recall", "exact_passed",
-                "state_passed", "quality", "efficiency", "fairness", "tool_fluency", "discoverability", "adoption")
+SCORE_FIELDS = (
+    "passed",
+    "keyword_coverage",
+    "citation_grounding",
+    "verified_rate",
+    "cited_recall",
+    "exact_passed",
+    "state_passed",
+    "quality",
+    "efficiency",
+    "fairness",
+    "tool_fluency",
+    "discoverability",
+    "adoption",
+)
 FILES = ("transcript.json", "run_meta.json", "scored.json", "judged.json")
 GOLD_PREFIXES = ("cited_recall_", "mention_recall")
 COST_METHOD = "recomputed from usage with the config's pricing"
-EFFICIENCY_METHOD = ("stats.relative_efficiency of cost and the agent's working time (work_seconds: the steps' "
-                     "wall time, graders.usage.work_seconds) against the same model and scenario's baseline: per "
-                     "part 0.5 + clip(log2(reference / value), -3, 3) / 6, the reference the geometric mean of the "
-                     "baseline's completed trials, the baseline's own trials measured alike (0.5 = as cheap and as "
-                     "fast as the baseline; 2x faster +1/6, 2x slower -1/6; 8x or more: 1 or 0); server start-up "
-                     "(server_startup_seconds) and the harness's set-up are reported apart and never count "
-                     "against efficiency")
+EFFICIENCY_METHOD = (
+    "stats.relative_efficiency of cost and the agent's working time (work_seconds: the steps' "
+    "wall time, graders.usage.work_seconds) against the same model and scenario's baseline: per "
+    "part 0.5 + clip(log2(reference / value), -3, 3) / 6, the reference the geometric mean of the "
+    "baseline's completed trials, the baseline's own trials measured alike (0.5 = as cheap and as "
+    "fast as the baseline; 2x faster +1/6, 2x slower -1/6; 8x or more: 1 or 0); server start-up "
+    "(server_startup_seconds) and the harness's set-up are reported apart and never count "
+    "against efficiency"
+)
 
 
 def model_label(m: Matrix, model: str, host: str) -> str:
@@ -53,7 +68,9 @@ def read_json(path: Path) -> dict:
         with open(path) as f:
             return json.load(f)
     except json.JSONDecodeError as e:
-        raise ConfigError(f"{path}: not valid JSON ({e}); delete it and rerun its stage (snakemake rebuilds it)") from None
+        raise ConfigError(
+            f"{path}: not valid JSON ({e}); delete it and rerun its stage (snakemake rebuilds it)"
+        ) from None
 
 
 def load_records(m: Matrix, runs) -> list[dict]:
@@ -68,15 +85,24 @@ def load_records(m: Matrix, runs) -> list[dict]:
             missing += gone
             continue
         rec = {name.removesuffix(".json"): read_json(p) for name, p in paths.items()}
-        rec["key"] = {"model": model_label(m, cell.model, cell.host), "model_name": cell.model, "host": cell.host,
-                      "tool": cell.tool, "repo": cell.repo, "scenario": cell.scenario, "trial": cell.trial}
+        rec["key"] = {
+            "model": model_label(m, cell.model, cell.host),
+            "model_name": cell.model,
+            "host": cell.host,
+            "tool": cell.tool,
+            "repo": cell.repo,
+            "scenario": cell.scenario,
+            "trial": cell.trial,
+        }
         rec["attempts"] = read_attempts(d)
         out.append(rec)
     if missing:
         shown = "\n  ".join(str(p) for p in missing[:10])
         more = f"\n  ... and {len(missing) - 10} more" if len(missing) > 10 else ""
-        raise ConfigError(f"{runs}: {len(missing)} record file(s) of the current matrix are missing:\n  {shown}{more}\n"
-                          "Run the workflow first (make demo, or snakemake) so every trial is run, scored and judged.")
+        raise ConfigError(
+            f"{runs}: {len(missing)} record file(s) of the current matrix are missing:\n  {shown}{more}\n"
+            "Run the workflow first (make demo, or snakemake) so every trial is run, scored and judged."
+        )
     return out
 
 
@@ -97,10 +123,10 @@ def trial_frame(rows: list[dict]) -> pd.DataFrame:
     """The trial rows as one DataFrame, columns in order of first appearance, values as they
     are (dtype object), but `missing` a bool column (a row without it counts: the trials that
     count are ~missing)."""
-    import pandas as pd   # here, not at the top: importing the analyze modules stays cheap
+    import pandas as pd  # here, not at the top: importing the analyze modules stays cheap
 
     frame = pd.DataFrame(rows, columns=list(dict.fromkeys(k for r in rows for k in r)), dtype=object)
-    frame["missing"] = frame["missing"].eq(True) if "missing" in frame else False   # a bool column, for masks
+    frame["missing"] = frame["missing"].eq(True) if "missing" in frame else False  # a bool column, for masks
     return frame
 
 
@@ -122,46 +148,75 @@ def raw_row(rec: dict, m: Matrix) -> dict:
     pricing = m.config["pricing"]
     cost, priced_as = trial_cost(pricing, t)
     row = dict(k)
-    row.update({
-        "suite": m.scenarios[k["scenario"]].data["suite"],
-        "provider": t.get("provider"), "model_id": t.get("model_id"),
-        "outcome": outcome, "completed": outcome == COMPLETED,
-        "passed": bool(s["passed"]) and outcome == COMPLETED,
-        "keyword_coverage": s["keywords"]["coverage"],
-        # fairness's citation part is the strict grounding (graders.citations.citation_rates)
-        "citation_grounding": cit["rates"].get("strict_grounded_rate", cit["rates"]["grounded_rate"]),
-        "citation_grounding_lenient": cit["rates"]["grounded_rate"],
-        "verified_rate_strict": cit["rates"].get("strict_verified_rate"),
-        "citations": cit["counts"]["total"], "grounded": cit["counts"]["grounded"],
-        "hallucinated": cit["counts"]["hallucinated"], "unresolved": cit["counts"]["unresolved"],
-        "verified_rate": cit["rates"]["verified_rate"], "cited_recall": cit["rates"]["cited_recall"],
-        "exact_steps": s["exact"]["steps"], "exact_passed": s["exact"]["passed"],
-        "state_steps": s["state"]["steps"], "state_passed": s["state"]["passed"],
-        "quality": j["quality_mean"], "quality_repeats": len(j["quality"]),
-        "efficiency": None, "fairness": None,
-        "tool_fluency": fluency, "discoverability": disc, "adoption": adoption(fluency, disc),
-        "cost_usd": cost, "priced_as": priced_as,
-        **usage_columns(t, eff),
-        **{k2: int(t["errors"].get(k2, 0)) for k2 in ERROR_KINDS},
-        "tool_error_rate": ad.get("tool_error_rate"),
-        # which server tools the trial called and how many of those calls failed (compare's gate)
-        "server_tools_used": sorted(ad.get("per_tool") or {}),
-        "server_tool_errors": sum(int(v.get("errors") or 0) for v in (ad.get("per_tool") or {}).values()),
-        **expected_tools_means(ad),
-        "judge_cost_usd": judge_cost(pricing, j),
-        "server_startup_seconds": meta.get("server_startup_seconds"),
-        "server_peak_rss_kb": meta.get("server_peak_rss_kb"),
-        "page": trial_page(k["model"], k["tool"], k["scenario"], k["trial"]),  # model = model@host when several
-    })
-    if s.get("citations_not_checked"):   # no checkout: the citation figures are missing, never zero
-        row.update({k: None for k in ("citation_grounding", "citations", "grounded", "hallucinated", "unresolved",
-                                      "verified_rate", "cited_recall")})
+    row.update(
+        {
+            "suite": m.scenarios[k["scenario"]].data["suite"],
+            "provider": t.get("provider"),
+            "model_id": t.get("model_id"),
+            "outcome": outcome,
+            "completed": outcome == COMPLETED,
+            "passed": bool(s["passed"]) and outcome == COMPLETED,
+            "keyword_coverage": s["keywords"]["coverage"],
+            # fairness's citation part is the strict grounding (graders.citations.citation_rates)
+            "citation_grounding": cit["rates"].get("strict_grounded_rate", cit["rates"]["grounded_rate"]),
+            "citation_grounding_lenient": cit["rates"]["grounded_rate"],
+            "verified_rate_strict": cit["rates"].get("strict_verified_rate"),
+            "citations": cit["counts"]["total"],
+            "grounded": cit["counts"]["grounded"],
+            "hallucinated": cit["counts"]["hallucinated"],
+            "unresolved": cit["counts"]["unresolved"],
+            "verified_rate": cit["rates"]["verified_rate"],
+            "cited_recall": cit["rates"]["cited_recall"],
+            "exact_steps": s["exact"]["steps"],
+            "exact_passed": s["exact"]["passed"],
+            "state_steps": s["state"]["steps"],
+            "state_passed": s["state"]["passed"],
+            "quality": j["quality_mean"],
+            "quality_repeats": len(j["quality"]),
+            "efficiency": None,
+            "fairness": None,
+            "tool_fluency": fluency,
+            "discoverability": disc,
+            "adoption": adoption(fluency, disc),
+            "cost_usd": cost,
+            "priced_as": priced_as,
+            **usage_columns(t, eff),
+            **{k2: int(t["errors"].get(k2, 0)) for k2 in ERROR_KINDS},
+            "tool_error_rate": ad.get("tool_error_rate"),
+            # which server tools the trial called and how many of those calls failed (compare's gate)
+            "server_tools_used": sorted(ad.get("per_tool") or {}),
+            "server_tool_errors": sum(int(v.get("errors") or 0) for v in (ad.get("per_tool") or {}).values()),
+            **expected_tools_means(ad),
+            "judge_cost_usd": judge_cost(pricing, j),
+            "server_startup_seconds": meta.get("server_startup_seconds"),
+            "server_peak_rss_kb": meta.get("server_peak_rss_kb"),
+            "page": trial_page(k["model"], k["tool"], k["scenario"], k["trial"]),  # model = model@host when several
+        }
+    )
+    if s.get("citations_not_checked"):  # no checkout: the citation figures are missing, never zero
+        row.update(
+            {
+                k: None
+                for k in (
+                    "citation_grounding",
+                    "citations",
+                    "grounded",
+                    "hallucinated",
+                    "unresolved",
+                    "verified_rate",
+                    "cited_recall",
+                )
+            }
+        )
     row["citations_not_checked"] = s.get("citations_not_checked")
     row["not_judged"] = j.get("not_judged")
     row.update(gold_recall_columns(s.get("gold_recall")))
     att = rec.get("attempts")
-    row.update(missing=is_missing(outcome), missing_reason=missing_reason(outcome, t.get("outcome_detail")),
-               attempts=int(att["runs"]) if att else 1)
+    row.update(
+        missing=is_missing(outcome),
+        missing_reason=missing_reason(outcome, t.get("outcome_detail")),
+        attempts=int(att["runs"]) if att else 1,
+    )
     if row["missing"]:  # neither a pass nor a fail nor a zero: no score at all
         row.update({f: None for f in (*SCORE_FIELDS, *(k for k in row if k.startswith(GOLD_PREFIXES)))})
     return row
@@ -172,14 +227,21 @@ def usage_columns(t: dict, eff: dict) -> dict:
     from mcptrials.cost.work_time import work_seconds
 
     tokens = eff["tokens"]
-    return {"tokens_input_uncached": tokens["input_uncached"], "tokens_cache_write": tokens["cache_write"],
-            "tokens_cache_read": tokens["cache_read"], "tokens_output": tokens["output"],
-            "tokens_total": tokens["total"],
-            "turns": eff["turns"], "api_calls": eff.get("api_calls"), "retries": eff.get("retries"),
-            "wall_seconds": eff["wall_seconds"],
-            "work_seconds": work_seconds(t),   # the steps' wall time: what efficiency compares
-            "tool_calls": eff["tool_calls"], "tool_calls_mcp": eff["tool_calls_mcp"],
-            "tool_calls_builtin": eff["tool_calls_builtin"]}
+    return {
+        "tokens_input_uncached": tokens["input_uncached"],
+        "tokens_cache_write": tokens["cache_write"],
+        "tokens_cache_read": tokens["cache_read"],
+        "tokens_output": tokens["output"],
+        "tokens_total": tokens["total"],
+        "turns": eff["turns"],
+        "api_calls": eff.get("api_calls"),
+        "retries": eff.get("retries"),
+        "wall_seconds": eff["wall_seconds"],
+        "work_seconds": work_seconds(t),  # the steps' wall time: what efficiency compares
+        "tool_calls": eff["tool_calls"],
+        "tool_calls_mcp": eff["tool_calls_mcp"],
+        "tool_calls_builtin": eff["tool_calls_builtin"],
+    }
 
 
 def gold_recall_columns(gold: dict | None) -> dict:
@@ -187,9 +249,12 @@ def gold_recall_columns(gold: dict | None) -> dict:
     steps' gold locations' figure), mention_recall and cited_recall_<group> per row group."""
     if not gold:
         return {}
-    return {"cited_recall": gold["cited_recall"], "mention_recall": gold["mention_recall"],
-            "gold_rows": gold["total"],
-            **{f"cited_recall_{g}": v["cited_recall"] for g, v in sorted(gold["groups"].items())}}
+    return {
+        "cited_recall": gold["cited_recall"],
+        "mention_recall": gold["mention_recall"],
+        "gold_rows": gold["total"],
+        **{f"cited_recall_{g}": v["cited_recall"] for g, v in sorted(gold["groups"].items())},
+    }
 
 
 def expected_tools_means(ad: dict) -> dict:
@@ -212,12 +277,24 @@ def baseline_means(rows: list[dict]) -> dict:
 
     from mcptrials.stats.fairness import efficiency_reference
 
-    done = pd.DataFrame([{"model": r["model"], "scenario": r["scenario"], "cost": r["cost_usd"],
-                          "work": r.get("work_seconds", r["wall_seconds"])}
-                         for r in rows if r["tool"] == BASELINE and r["completed"]],
-                        columns=["model", "scenario", "cost", "work"], dtype=object)
-    return {key: (efficiency_reference(g["cost"].tolist()), efficiency_reference(g["work"].tolist()))
-            for key, g in done.groupby(["model", "scenario"], sort=False)}
+    done = pd.DataFrame(
+        [
+            {
+                "model": r["model"],
+                "scenario": r["scenario"],
+                "cost": r["cost_usd"],
+                "work": r.get("work_seconds", r["wall_seconds"]),
+            }
+            for r in rows
+            if r["tool"] == BASELINE and r["completed"]
+        ],
+        columns=["model", "scenario", "cost", "work"],
+        dtype=object,
+    )
+    return {
+        key: (efficiency_reference(g["cost"].tolist()), efficiency_reference(g["work"].tolist()))
+        for key, g in done.groupby(["model", "scenario"], sort=False)
+    }
 
 
 def efficiency_basis(cost, work, base_cost, base_work) -> str:
@@ -253,8 +330,10 @@ def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]
             r["efficiency"], r["efficiency_basis"] = EFFICIENCY_EQUAL, "none: no completed baseline trial, 0.5"
         set_fairness(r, weights)
     if not has_baseline:
-        notes.append("no tool named `baseline` in the config: efficiency is 0.5 for every trial and there are "
-                     "no paired differences")
+        notes.append(
+            "no tool named `baseline` in the config: efficiency is 0.5 for every trial and there are "
+            "no paired differences"
+        )
     for model, scenario in sorted(lacking):
         notes.append(f"model {model}, scenario {scenario}: no completed baseline trial, so efficiency is 0.5 there")
     return notes
@@ -278,10 +357,17 @@ def set_fairness(r: dict, weights: dict) -> None:
     if not r["completed"]:
         r["fairness"] = 0.0  # a failed (attributable) trial scores 0 and counts as a fail
         return
-    gone = {k: why for k, why in (("citation", r.get("citations_not_checked") and "not checked"),
-                                  ("quality", r.get("not_judged") and "not judged")) if why and weights[k]}
+    gone = {
+        k: why
+        for k, why in (
+            ("citation", r.get("citations_not_checked") and "not checked"),
+            ("quality", r.get("not_judged") and "not judged"),
+        )
+        if why and weights[k]
+    }
     rest = fairness_without(weights, gone) if gone else None
-    r["fairness"] = fairness(r["keyword_coverage"], r["quality"], r["citation_grounding"], r["efficiency"],
-                             rest or weights)
+    r["fairness"] = fairness(
+        r["keyword_coverage"], r["quality"], r["citation_grounding"], r["efficiency"], rest or weights
+    )
     if rest:
         r["fairness_without"] = "; ".join(f"{k} ({why})" for k, why in gone.items())

@@ -21,8 +21,10 @@ def cmd_aggregate(args) -> int:
 
     result = aggregate(load_config(args), args.runs)
     paths = write_aggregate(result, args.out_dir)
-    print(f"{paths['summary']}: {len(result['trials'])} trial(s), {len(result['cells'])} cell(s), "
-          f"{len(result['tools'])} (model, tool) row(s)")
+    print(
+        f"{paths['summary']}: {len(result['trials'])} trial(s), {len(result['cells'])} cell(s), "
+        f"{len(result['tools'])} (model, tool) row(s)"
+    )
     for note in result["notes"]:
         print(f"note: {note}", file=sys.stderr)
     return 0

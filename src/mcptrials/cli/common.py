@@ -12,8 +12,9 @@ CONFIG_HELP = "the config file (several joined by ':' are merged in order; defau
 def add_config(parser, help: str = CONFIG_HELP, default: str | None = DEFAULT_CONFIG, required: bool = False) -> None:
     """The `--config CONFIG` option, the same on every command that reads a config. A command
     whose config is optional or found another way passes default=None and says so in help."""
-    parser.add_argument("--config", metavar="CONFIG", default=None if required else default, required=required,
-                        help=help)
+    parser.add_argument(
+        "--config", metavar="CONFIG", default=None if required else default, required=required, help=help
+    )
 
 
 def load_config(args):
@@ -33,5 +34,7 @@ def error_exit(e: Exception) -> int:
 def matrix_line(m) -> str:
     """The matrix's shape and its number of trials (`validate`, `plan`)."""
     cells = sum(1 for _ in m.cells())
-    return (f"{len(m.models)} model(s) x {len(m.hosts)} host(s) x {len(m.tools)} tool(s) x "
-            f"{len(m.run_scenarios())} scenario(s) x {m.trials} trial(s) = {cells} trials")
+    return (
+        f"{len(m.models)} model(s) x {len(m.hosts)} host(s) x {len(m.tools)} tool(s) x "
+        f"{len(m.run_scenarios())} scenario(s) x {m.trials} trial(s) = {cells} trials"
+    )

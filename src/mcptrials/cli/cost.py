@@ -24,7 +24,9 @@ PILOT_CONFIG = Path("budget") / "pilot.yaml"  # under the results folder
 
 
 def register(sub) -> None:
-    p = sub.add_parser("plan", help="print the run's plan; with --cost, its expected cost and upper bound per model and tool")
+    p = sub.add_parser(
+        "plan", help="print the run's plan; with --cost, its expected cost and upper bound per model and tool"
+    )
     add_config(p)
     p.add_argument("--cost", action="store_true", help="the expected cost (measured usage, else the upper bound)")
     p.add_argument("--results", default="results", help="the results folder whose earlier trials are measured")
@@ -68,6 +70,8 @@ def cmd_pilot(args) -> int:
     print("mcptrials pilot: " + " ".join(cmd), file=sys.stderr)
     code = subprocess.call(cmd)
     if code == 0:
-        print(f"mcptrials pilot: done; `mcptrials plan --cost --config {args.config}` now prices every cell from its trial 1",
-              file=sys.stderr)
+        print(
+            f"mcptrials pilot: done; `mcptrials plan --cost --config {args.config}` now prices every cell from its trial 1",
+            file=sys.stderr,
+        )
     return code

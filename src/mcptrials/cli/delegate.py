@@ -48,9 +48,11 @@ def delegate(argv: list[str]) -> int | None:
     try:
         reply = json.loads(answer)
     except ValueError:
-        print(f"mcptrials: error: the trial worker at {path} closed the connection without a result; "
-              "the trial is counted as failed (rerun it, or unset MCPTRIALS_WORKER to run in-process)",
-              file=sys.stderr)
+        print(
+            f"mcptrials: error: the trial worker at {path} closed the connection without a result; "
+            "the trial is counted as failed (rerun it, or unset MCPTRIALS_WORKER to run in-process)",
+            file=sys.stderr,
+        )
         return 1
     if reply.get("error"):
         print(f"mcptrials: error: {reply['error']}", file=sys.stderr)

@@ -16,7 +16,10 @@ def register(sub) -> None:
     p.add_argument("--attempt", type=int, default=0, help="the workflow's retry count (mcptrials.core.failures)")
     p.set_defaults(func=cmd_install_tool)
 
-    h = sub.add_parser("install-host", help="install a host's software (a CLI: Claude Code, Codex, Opencode) into .tools/_hosts/<host>/")
+    h = sub.add_parser(
+        "install-host",
+        help="install a host's software (a CLI: Claude Code, Codex, Opencode) into .tools/_hosts/<host>/",
+    )
     add_config(h)
     h.add_argument("--host", required=True)
     h.add_argument("--out", required=True, help="results/hosts/<host>/install.json")

@@ -25,14 +25,17 @@ def cmd_judge(args) -> int:
     from mcptrials.judge.model_judge import JudgeError
 
     try:
-        record = judge_job(load_config(args), args.transcript, args.scenario, Path(args.out),
-                           args.prompt or PROMPT_FILE)
+        record = judge_job(
+            load_config(args), args.transcript, args.scenario, Path(args.out), args.prompt or PROMPT_FILE
+        )
     except JudgeError as e:
         print(f"mcptrials judge: {args.transcript}: {e}", file=sys.stderr)
         return 1
     if record["quality_mean"] is None:
         print(f"{args.out}: not judged: {record['not_judged']}")
         return 0
-    print(f"{args.out}: quality {record['quality_mean']:.3f} ({record['judge']['provider']} judge, "
-          f"{record['judge']['repeats']} repeat(s))")
+    print(
+        f"{args.out}: quality {record['quality_mean']:.3f} ({record['judge']['provider']} judge, "
+        f"{record['judge']['repeats']} repeat(s))"
+    )
     return 0

@@ -44,8 +44,10 @@ def cmd_verify_lock(args) -> int:
 def cmd_lock(args) -> int:
     data = write_lock(args.locked, args.reason, args.who)
     last = data["history"][-1]
-    print(f"{Path(args.locked) / LOCKFILE}: pinned {len(data['files'])} file(s) ({last['who']}, {last['when']}); "
-          "commit locked/ so the check passes on a fresh clone")
+    print(
+        f"{Path(args.locked) / LOCKFILE}: pinned {len(data['files'])} file(s) ({last['who']}, {last['when']}); "
+        "commit locked/ so the check passes on a fresh clone"
+    )
     untracked = git_untracked(args.locked)
     if untracked:
         print(f"note: not yet in git: {', '.join(untracked)}; `git add {args.locked}` before committing")

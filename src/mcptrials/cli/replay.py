@@ -15,8 +15,11 @@ from mcptrials.gate.replay_output import cannot_markdown, junit, markdown, text_
 
 
 def register(sub) -> None:
-    p = sub.add_parser("replay", help="send BASE's recorded tool calls to HEAD's servers (no model, no key); exit 1 "
-                                      "when a call that succeeded now errors, finds nothing or its tool is gone")
+    p = sub.add_parser(
+        "replay",
+        help="send BASE's recorded tool calls to HEAD's servers (no model, no key); exit 1 "
+        "when a call that succeeded now errors, finds nothing or its tool is gone",
+    )
     p.add_argument("base", metavar="BASE_RESULTS", help="the reference results/ folder, with its runs/ (transcripts)")
     add_config(p, default=None, help="HEAD's config (default $MCPTRIALS_CONFIG, else config.yaml)")
     p.add_argument("--tool", action="append", help="replay only this tool (repeatable; default: every server tool)")

@@ -46,9 +46,22 @@ def cmd_citations(args) -> int:
     exts = [e for e in args.extensions.split(",") if e] if args.extensions else None
     tree = commit_tree(args.repo, args.commit)
     items = [public_view(c) for c in analyse(text, tree, exts)]
-    keys = ("path_as_cited", "resolved_path", "resolved_by", "lines", "symbol", "symbol_by", "bucket", "verification",
-            "candidates", "spans")
-    json.dump([{k: c[k] for k in keys} | ({"symlink": c["symlink"]} if c["symlink"] else {}) for c in items],
-              sys.stdout, indent=2)
+    keys = (
+        "path_as_cited",
+        "resolved_path",
+        "resolved_by",
+        "lines",
+        "symbol",
+        "symbol_by",
+        "bucket",
+        "verification",
+        "candidates",
+        "spans",
+    )
+    json.dump(
+        [{k: c[k] for k in keys} | ({"symlink": c["symlink"]} if c["symlink"] else {}) for c in items],
+        sys.stdout,
+        indent=2,
+    )
     sys.stdout.write("\n")
     return 0

@@ -16,8 +16,12 @@ def register(sub) -> None:
     p.add_argument("--runs", default="results/runs")
     p.add_argument("--bench", required=True, help="the bench/ folder the import read")
     p.add_argument("--out", help="default results/sense-compare (--vertical: results/sense-board)")
-    p.add_argument("--vertical", metavar="NAME", help="reproduce the board of verticals/NAME (after `import sense-bench "
-                                                      "--vertical NAME` and a run of its config)")
+    p.add_argument(
+        "--vertical",
+        metavar="NAME",
+        help="reproduce the board of verticals/NAME (after `import sense-bench "
+        "--vertical NAME` and a run of its config)",
+    )
     p.add_argument("--aggregate", default="results/aggregate", help="--vertical: the run's aggregate folder")
     p.set_defaults(func=cmd_compare_sense_bench)
 
@@ -30,11 +34,15 @@ def cmd_compare_sense_bench(args) -> int:
         from mcptrials.importers.sense_board import run
 
         out = Path(args.out or "results/sense-board")
-        result = run(m, bench_folder(Path(args.bench), "verticals"), args.vertical, Path(args.aggregate),
-                     Path(args.runs), out)
+        result = run(
+            m, bench_folder(Path(args.bench), "verticals"), args.vertical, Path(args.aggregate), Path(args.runs), out
+        )
         print((out / "board.md").read_text().split("\n## ")[0])
-        print(f"{out}: board.md, board.csv ({len(result['cells'])} cells), means.csv, composition.csv "
-              f"({len(result['composition'])} model x tool rows)", file=sys.stderr)
+        print(
+            f"{out}: board.md, board.csv ({len(result['cells'])} cells), means.csv, composition.csv "
+            f"({len(result['composition'])} model x tool rows)",
+            file=sys.stderr,
+        )
         return 0
     out = Path(args.out or "results/sense-compare")
     result = write_comparison(m, Path(args.bench), Path(args.runs), out)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 
 def register(sub) -> None:
-    p = sub.add_parser("serve-trials", help="a warm worker that runs `mcptrials run-trial` requests "
-                                           "in forked children (see MCPTRIALS_WORKER)")
+    p = sub.add_parser(
+        "serve-trials",
+        help="a warm worker that runs `mcptrials run-trial` requests in forked children (see MCPTRIALS_WORKER)",
+    )
     p.add_argument("--socket", required=True, help="the Unix socket to listen on, e.g. results/.worker.sock")
     p.add_argument("--watch-pid", type=int, help="stop when this process (e.g. Snakemake) is gone")
     # run_argv: set by the CLI's parser (cli.main), the entry point each child runs

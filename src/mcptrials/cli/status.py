@@ -23,7 +23,10 @@ def cmd_status(args) -> int:
         Path(args.out).write_text(json.dumps({"failed_stages": found}, indent=1) + "\n")
     if found:
         print(status_text(found), file=sys.stderr)
-        print(f"mcptrials: {len(found)} stage(s) failed; the report lists them and the trials they left missing: "
-              "results/report/index.html", file=sys.stderr)
+        print(
+            f"mcptrials: {len(found)} stage(s) failed; the report lists them and the trials they left missing: "
+            "results/report/index.html",
+            file=sys.stderr,
+        )
         return 1
     return 0

@@ -51,15 +51,37 @@ def preload() -> list[str]:
     import importlib
 
     loaded = []
-    names = ["anthropic", "mcp", "mcp.client.stdio", "psutil", "jsonschema", "referencing", "yaml", "git",
-             "mcptrials.run.runner", "mcptrials.run.trial", "mcptrials.run.hosts.loop", "mcptrials.prepare.servers",
-             "mcptrials.prepare.snapshot", "mcptrials.prepare.builtins",
-             "mcptrials.core.records", "mcptrials.providers.anthropic", "mcptrials.providers.reference",
-             "mcptrials.cost.pricing", "mcptrials.grade.scoring", "mcptrials.judge.judging", "mcptrials.run.hosts",
-             # the commands the worker runs (cli.COMMANDS of run-trial, score, judge); the package
-             # mcptrials.cli itself is imported before this module is
-             "mcptrials.cli.common", "mcptrials.cli.run_trial", "mcptrials.cli.score",
-             "mcptrials.cli.judge", "openai", "mcptrials.providers.openai"]
+    names = [
+        "anthropic",
+        "mcp",
+        "mcp.client.stdio",
+        "psutil",
+        "jsonschema",
+        "referencing",
+        "yaml",
+        "git",
+        "mcptrials.run.runner",
+        "mcptrials.run.trial",
+        "mcptrials.run.hosts.loop",
+        "mcptrials.prepare.servers",
+        "mcptrials.prepare.snapshot",
+        "mcptrials.prepare.builtins",
+        "mcptrials.core.records",
+        "mcptrials.providers.anthropic",
+        "mcptrials.providers.reference",
+        "mcptrials.cost.pricing",
+        "mcptrials.grade.scoring",
+        "mcptrials.judge.judging",
+        "mcptrials.run.hosts",
+        # the commands the worker runs (cli.COMMANDS of run-trial, score, judge); the package
+        # mcptrials.cli itself is imported before this module is
+        "mcptrials.cli.common",
+        "mcptrials.cli.run_trial",
+        "mcptrials.cli.score",
+        "mcptrials.cli.judge",
+        "openai",
+        "mcptrials.providers.openai",
+    ]
     for name in names:
         try:
             importlib.import_module(name)
@@ -99,8 +121,9 @@ def _read_request(conn: socket.socket) -> tuple[dict, list[int]]:
     return req, list(fds)
 
 
-def _child(req: dict, fds: list[int], listener: socket.socket, conn: socket.socket, wakeup: list[int],
-           run_argv) -> None:
+def _child(
+    req: dict, fds: list[int], listener: socket.socket, conn: socket.socket, wakeup: list[int], run_argv
+) -> None:
     """In the forked child: become `mcptrials run-trial` for the client, then exit."""
     import tempfile
     import traceback
@@ -161,13 +184,17 @@ def serve(path: str, run_argv, watch_pid: int | None = None) -> int:
     import threading
 
     if threading.active_count() > 1:  # forking a process with threads can deadlock its children
-        print(f"mcptrials serve-trials: error: a preloaded module started a thread "
-              f"({[t.name for t in threading.enumerate()]}); not forking from it", file=sys.stderr)
+        print(
+            f"mcptrials serve-trials: error: a preloaded module started a thread "
+            f"({[t.name for t in threading.enumerate()]}); not forking from it",
+            file=sys.stderr,
+        )
         listener.close()
         os.unlink(path)
         return 1
-    print(f"mcptrials serve-trials: pid {os.getpid()} listening on {path} (preloaded {len(loaded)} modules)",
-          flush=True)
+    print(
+        f"mcptrials serve-trials: pid {os.getpid()} listening on {path} (preloaded {len(loaded)} modules)", flush=True
+    )
 
     loop = _Loop(listener, run_argv)
     try:
@@ -296,8 +323,14 @@ class _Loop:
             if os.WIFSIGNALED(status):
                 sig = os.WTERMSIG(status)
                 print(f"child {pid}: killed by signal {sig}", flush=True)
-                _reply(conn, {"exit_code": 128 + sig, "error": f"the trial process {pid} of the worker was killed "
-                                                                f"by signal {sig} ({signal.Signals(sig).name})"})
+                _reply(
+                    conn,
+                    {
+                        "exit_code": 128 + sig,
+                        "error": f"the trial process {pid} of the worker was killed "
+                        f"by signal {sig} ({signal.Signals(sig).name})",
+                    },
+                )
             else:
                 print(f"child {pid}: exit code {os.waitstatus_to_exitcode(status)}", flush=True)
                 _reply(conn, {"exit_code": os.waitstatus_to_exitcode(status)})

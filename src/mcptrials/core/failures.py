@@ -50,7 +50,7 @@ def _read(path: Path) -> dict | None:
 
 
 def failure(rec: dict | None) -> str | None:
-    """"checkout failed: <error>" of a failed record, else None."""
+    """ "checkout failed: <error>" of a failed record, else None."""
     if rec and rec.get("failed"):
         return f"{rec.get('stage', 'stage')} failed: {rec.get('error')}"
     return None
@@ -77,9 +77,12 @@ def failed_stages(results: Path = Path("results")) -> list[dict]:
             if rec and rec.get("failed"):
                 name = p.parent.name
                 log = f"results/logs/{stage}/{name}.log"
-                fix = (f"see {log}, make the repository reachable (its url, or a mirror in `mirrors:`) or fix its "
-                       "commit, then run snakemake again: only its trials run" if stage == "checkout" else
-                       f"see {log}, fix the tool's `install:`, then run snakemake again: only its trials run")
+                fix = (
+                    f"see {log}, make the repository reachable (its url, or a mirror in `mirrors:`) or fix its "
+                    "commit, then run snakemake again: only its trials run"
+                    if stage == "checkout"
+                    else f"see {log}, fix the tool's `install:`, then run snakemake again: only its trials run"
+                )
                 out.append({"stage": stage, "name": name, "error": rec.get("error"), "log": log, "fix": fix})
     for p in sorted(results.glob("snapshots/*/*/tools.json")):
         rec = _read(p)
@@ -89,12 +92,17 @@ def failed_stages(results: Path = Path("results")) -> list[dict]:
             # results/logs/snapshot/ holds the harness's side only, e.g. "Connection closed")
             log = f"results/snapshots/{tool}/{repo}/server.stderr.log"
             said = last_line(rec.get("stderr_tail"))
-            out.append({"stage": "snapshot", "name": f"{tool}/{repo}",
-                        "error": first_line(rec["error"]) + (f"; the server's stderr ends: {said}" if said else ""),
-                        "log": log,
-                        "fix": f"the server did not start: read its stderr in {log}, fix its command, args, "
-                               "read_only or install, then run snakemake again (the stage's own log is "
-                               f"results/logs/snapshot/{tool}/{repo}.log)"})
+            out.append(
+                {
+                    "stage": "snapshot",
+                    "name": f"{tool}/{repo}",
+                    "error": first_line(rec["error"]) + (f"; the server's stderr ends: {said}" if said else ""),
+                    "log": log,
+                    "fix": f"the server did not start: read its stderr in {log}, fix its command, args, "
+                    "read_only or install, then run snakemake again (the stage's own log is "
+                    f"results/logs/snapshot/{tool}/{repo}.log)",
+                }
+            )
     return out
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 FIELDS = ("model", "host", "tool", "repo", "scenario", "trial")
-RUN_DIR = "/".join("{" + f + "}" for f in FIELDS)   # under the runs folder
+RUN_DIR = "/".join("{" + f + "}" for f in FIELDS)  # under the runs folder
 
 
 class TrialKey(NamedTuple):

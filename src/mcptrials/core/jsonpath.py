@@ -21,8 +21,10 @@ import json
 import re
 
 _NAME = re.compile(r"\.([A-Za-z_][\w-]*)")
-_FILTER = re.compile(r"""\[\?\(\s*@((?:\.[A-Za-z_][\w-]*)+)\s*(==|!=)\s*('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|"""
-                     r"""-?\d+(?:\.\d+)?|true|false|null)\s*\)\]""")
+_FILTER = re.compile(
+    r"""\[\?\(\s*@((?:\.[A-Za-z_][\w-]*)+)\s*(==|!=)\s*('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|"""
+    r"""-?\d+(?:\.\d+)?|true|false|null)\s*\)\]"""
+)
 _INDEX = re.compile(r"\[\s*(-?\d+)\s*\]")
 _QUOTED = re.compile(r"""\[\s*('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")\s*\]""")
 
@@ -57,15 +59,19 @@ def parse(path: str) -> list[tuple]:
         elif m := _FILTER.match(rest):
             try:
                 value = _literal(m.group(3))
-            except ValueError as e:   # a bad escape inside the quotes
-                raise ValueError(f"cannot read the value {m.group(3)} of the JSON path {path!r} at character {i} "
-                                 f"({e}); inside quotes use only JSON escapes (\\\\ \\\" \\n \\uXXXX) "
-                                 "and \\' for a single quote") from None
+            except ValueError as e:  # a bad escape inside the quotes
+                raise ValueError(
+                    f"cannot read the value {m.group(3)} of the JSON path {path!r} at character {i} "
+                    f'({e}); inside quotes use only JSON escapes (\\\\ \\" \\n \\uXXXX) '
+                    "and \\' for a single quote"
+                ) from None
             steps.append(("filter", m.group(1)[1:].split("."), m.group(2), value))
             i += m.end()
         else:
-            raise ValueError(f"cannot read the JSON path {path!r} at character {i} ({rest[:20]!r}); the subset is "
-                             "$ .name ['name'] [N] [*] .* [?(@.field == 'value')]")
+            raise ValueError(
+                f"cannot read the JSON path {path!r} at character {i} ({rest[:20]!r}); the subset is "
+                "$ .name ['name'] [N] [*] .* [?(@.field == 'value')]"
+            )
     return steps
 
 

@@ -63,8 +63,13 @@ def read_attempts(trial_dir) -> dict | None:
         return None
 
 
-def record_attempt(trial_dir, transcript: dict, max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-                   retriable: bool = True, kept: str | None = None) -> dict | None:
+def record_attempt(
+    trial_dir,
+    transcript: dict,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    retriable: bool = True,
+    kept: str | None = None,
+) -> dict | None:
     """After a trial's transcript.json and run_meta.json are written: when its outcome is
     missing, copy both to attempts/<run>/ and update attempts.json; a trial that completes after
     missing attempts keeps attempts.json (missing false), so the attempt number its job ran with
@@ -92,11 +97,19 @@ def record_attempt(trial_dir, transcript: dict, max_attempts: int = DEFAULT_MAX_
     reason = missing_reason(outcome, transcript.get("outcome_detail"))
     if kept is not None:
         reason = f"kept: {kept}"
-    state = {"attempt": attempt, "runs": run, "failed": int(prev.get("failed", 0)) + (missing and outcome not in UNCHARGED),
-             "max_attempts": max_attempts, "missing": missing, "retriable": retriable, "outcome": outcome,
-             "outcome_detail": transcript.get("outcome_detail"), "stale": kept is not None,
-             "history": list(prev.get("history", [])) + [{"run": run, "attempt": attempt, "outcome": outcome,
-                                                         "reason": reason}]}
+    state = {
+        "attempt": attempt,
+        "runs": run,
+        "failed": int(prev.get("failed", 0)) + (missing and outcome not in UNCHARGED),
+        "max_attempts": max_attempts,
+        "missing": missing,
+        "retriable": retriable,
+        "outcome": outcome,
+        "outcome_detail": transcript.get("outcome_detail"),
+        "stale": kept is not None,
+        "history": list(prev.get("history", []))
+        + [{"run": run, "attempt": attempt, "outcome": outcome, "reason": reason}],
+    }
     if missing:
         keep = d / ATTEMPTS_DIR / str(run)
         keep.mkdir(parents=True, exist_ok=True)

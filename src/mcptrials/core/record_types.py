@@ -17,7 +17,7 @@ class Cell(TypedDict):
     """A record's `cell`: the trial's identity (core.identity.TrialKey.cell())."""
 
     model: str
-    host: NotRequired[str]         # older records lack it
+    host: NotRequired[str]  # older records lack it
     tool: str
     repo: str
     scenario: str
@@ -91,7 +91,7 @@ class ExactAnswer(TypedDict):
     """A step's `exact` (grade.exact.grade_exact): the value expected, the text it was read
     from, and whether that text states it and no other value of its kind."""
 
-    mode: str                      # string | number | date
+    mode: str  # string | number | date
     expected: str | float
     tolerance: float | None
     date_format: str | None
@@ -100,14 +100,14 @@ class ExactAnswer(TypedDict):
     matched: str | None
     where: str | None
     normalised: str | None
-    bare: NotRequired[str | None]      # how the step asks for a bare value, else None (older records lack it)
-    read: NotRequired[str]             # whole answer | last line (n) | answer label at line n
-    values: NotRequired[list[str] | None]   # the values of the expected kind the text read states; None: no kind
-    ambiguous: NotRequired[bool]       # matched, but other values of the kind stated: failed
+    bare: NotRequired[str | None]  # how the step asks for a bare value, else None (older records lack it)
+    read: NotRequired[str]  # whole answer | last line (n) | answer label at line n
+    values: NotRequired[list[str] | None]  # the values of the expected kind the text read states; None: no kind
+    ambiguous: NotRequired[bool]  # matched, but other values of the kind stated: failed
 
 
 class Efficiency(TypedDict):
-    tokens: dict[str, int]         # input_uncached, cache_write, cache_read, output, total
+    tokens: dict[str, int]  # input_uncached, cache_write, cache_read, output, total
     cost_usd: float | None
     priced_as: str | None
     turns: int
@@ -144,7 +144,7 @@ class ScoredRecord(TypedDict):
     outcome_detail: NotRequired[str | None]
     repo_commit: str
     citations_not_checked: NotRequired[str | None]
-    not_graded: NotRequired[dict[str, list[str]]]   # only when a check could not be made (no checkout)
+    not_graded: NotRequired[dict[str, list[str]]]  # only when a check could not be made (no checkout)
     grading_sha256: str
     scenario_sha256: NotRequired[str]
     citation_extensions: NotRequired[list[str] | None]
@@ -191,8 +191,8 @@ class JudgedRecord(TypedDict):
     cell: Cell | None
     transcript_outcome: str | None
     judge: JudgeSettings
-    scenario: dict[str, str]       # id, rubric_hash
-    masking: dict[str, Any]        # replacement, names_masked
+    scenario: dict[str, str]  # id, rubric_hash
+    masking: dict[str, Any]  # replacement, names_masked
     steps: list[dict[str, Any]]
     quality: list[float]
     quality_mean: float | None

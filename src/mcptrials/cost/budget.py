@@ -144,7 +144,7 @@ class Ledger:
                     f.seek(0)
                     recs = _parse(f.read())
                 spent = _spent(recs)
-                reserved = _open_reserved([r for r in recs if r.get("trial") != trial])   # a rerun replaces its own
+                reserved = _open_reserved([r for r in recs if r.get("trial") != trial])  # a rerun replaces its own
                 if spent + reserved + amount > cap + 1e-12:
                     return None, stop_detail(spent, cap, reserved, amount)
                 rid = uuid.uuid4().hex
@@ -186,7 +186,7 @@ def _write(fd: int, record: dict) -> None:
     rec.setdefault("pid", os.getpid())
     view = memoryview((json.dumps(rec, sort_keys=True, ensure_ascii=False) + "\n").encode())
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
     os.fsync(fd)
 
 
@@ -210,7 +210,7 @@ def _alive(rec: dict) -> bool:
 def _open_reserved(recs: list[dict]) -> float:
     settled = {r.get("settles") for r in recs if r.get("settles")}
     last = {}
-    for r in recs:   # the newest reservation of a trial is the one that counts
+    for r in recs:  # the newest reservation of a trial is the one that counts
         if r.get("kind") == "reserve":
             last[r.get("trial")] = r
     return sum(float(r.get("reserve_usd") or 0.0) for r in last.values() if r["id"] not in settled and _alive(r))
@@ -231,13 +231,19 @@ def ledger_record(pricing: dict, transcript: TranscriptRecord, settles: str | No
     from mcptrials.cost.pricing import trial_cost
 
     cost, priced_as = trial_cost(pricing, transcript)
-    rec = {"trial": trial_key(transcript["cell"]), "cell": transcript["cell"], "cost_usd": cost,
-           "priced_as": priced_as, "outcome": transcript["outcome"]}
+    rec = {
+        "trial": trial_key(transcript["cell"]),
+        "cell": transcript["cell"],
+        "cost_usd": cost,
+        "priced_as": priced_as,
+        "outcome": transcript["outcome"],
+    }
     return dict(rec, settles=settles) if settles else rec
 
 
-def gate(config: dict, provider: str, out: Path, trial: str = "", expected: float | None = 0.0
-         ) -> tuple[Ledger | None, str | None, str | None]:
+def gate(
+    config: dict, provider: str, out: Path, trial: str = "", expected: float | None = 0.0
+) -> tuple[Ledger | None, str | None, str | None]:
     """(the ledger to settle in after the trial, or None; the reservation id; why the trial must
     not run, or None).
 
@@ -246,7 +252,7 @@ def gate(config: dict, provider: str, out: Path, trial: str = "", expected: floa
     counted as 0, the plan refuses an unpriced model before any job) reserved for `trial`, or
     the detail of why not."""
     cap = budget_cap(config)
-    if cap is None or (provider in FREE_PROVIDERS and not expected):   # a free model with a paid judge reserves
+    if cap is None or (provider in FREE_PROVIDERS and not expected):  # a free model with a paid judge reserves
         return None, None, None
     ledger = Ledger(ledger_path(results_dir_of(out)))
     rid, stopped = ledger.reserve(trial, float(expected or 0.0), cap)

@@ -39,8 +39,14 @@ from mcptrials.matrix.specs import JudgeSpec
 RETRIED = (NOT_RUN, "api_failed", "harness_failed")
 
 
-def upper_bound_usd(price: dict, steps: int, max_turns: int, max_output_tokens: int, input_tokens_per_call: int,
-                    max_tokens: int | None = None) -> float:
+def upper_bound_usd(
+    price: dict,
+    steps: int,
+    max_turns: int,
+    max_output_tokens: int,
+    input_tokens_per_call: int,
+    max_tokens: int | None = None,
+) -> float:
     """The most one trial can cost, in USD, at `price` (a `pricing` entry, USD per million tokens):
 
         reply_cap = min(max_tokens or max_output_tokens, max_output_tokens)
@@ -61,8 +67,11 @@ def upper_bound_usd(price: dict, steps: int, max_turns: int, max_output_tokens: 
     = $0.315.
     """
     reply_cap = min(max_tokens or max_output_tokens, max_output_tokens)
-    in_rate = max(price["input"], price.get("cache_write", CACHE_WRITE_FACTOR * price["input"]),
-                  price.get("cache_read", CACHE_READ_FACTOR * price["input"]))
+    in_rate = max(
+        price["input"],
+        price.get("cache_write", CACHE_WRITE_FACTOR * price["input"]),
+        price.get("cache_read", CACHE_READ_FACTOR * price["input"]),
+    )
     return steps * max_turns * (input_tokens_per_call * in_rate + reply_cap * price["output"]) / 1_000_000
 
 
@@ -106,8 +115,9 @@ def judge_bound(m, scenario: str) -> float | None:
     price = m.config["pricing"].get(j.model or "")
     if price is None:
         return None
-    return judge_upper_bound_usd(price, len(m.scenarios[scenario].data["steps"]), j.repeats,
-                                 m.config["budget"]["input_tokens_per_call"])
+    return judge_upper_bound_usd(
+        price, len(m.scenarios[scenario].data["steps"]), j.repeats, m.config["budget"]["input_tokens_per_call"]
+    )
 
 
 def _price(pricing: dict, mspec) -> dict | None:
@@ -125,15 +135,15 @@ class CellCost:
     tool: str
     scenario: str
     trials: int
-    basis: str                      # free | history | no history | unpriced
-    measured: int                   # earlier trials whose usage was priced
-    per_trial: float | None         # the expected cost of one trial (mean measured, else the upper bound)
+    basis: str  # free | history | no history | unpriced
+    measured: int  # earlier trials whose usage was priced
+    per_trial: float | None  # the expected cost of one trial (mean measured, else the upper bound)
     upper_per_trial: float | None
     to_run: int
-    judge_per_trial: float | None = 0.0        # the judge's, apart (mean measured, else its bound)
+    judge_per_trial: float | None = 0.0  # the judge's, apart (mean measured, else its bound)
     judge_upper_per_trial: float | None = 0.0
-    to_judge: int = 0                           # trials still to be judged (to run, or run and not judged)
-    floor_per_trial: float | None = None        # the least one trial can cost (floor_usd), for cells with no history
+    to_judge: int = 0  # trials still to be judged (to run, or run and not judged)
+    floor_per_trial: float | None = None  # the least one trial can cost (floor_usd), for cells with no history
 
     @property
     def judge_expected(self) -> float | None:
@@ -150,8 +160,12 @@ class CellCost:
 
     @property
     def upper(self) -> float | None:
-        return _sum([None if self.upper_per_trial is None else self.upper_per_trial * self.trials,
-                     None if self.judge_upper_per_trial is None else self.judge_upper_per_trial * self.trials])
+        return _sum(
+            [
+                None if self.upper_per_trial is None else self.upper_per_trial * self.trials,
+                None if self.judge_upper_per_trial is None else self.judge_upper_per_trial * self.trials,
+            ]
+        )
 
     @property
     def to_spend(self) -> float | None:
@@ -167,9 +181,9 @@ def _sum(values):
 class CostPlan:
     cells: list[CellCost]
     cap: float | None
-    spent: float                    # the ledger's total
+    spent: float  # the ledger's total
     ledger: Path
-    reasons: str = ""               # why the trials still to run run: '8 rerun: server files changed, 2 new'
+    reasons: str = ""  # why the trials still to run run: '8 rerun: server files changed, 2 new'
 
     @property
     def expected(self) -> float | None:
@@ -205,8 +219,16 @@ def _read(path: Path) -> dict | None:
         return None
 
 
-def cell_cost(m, model: str, host: str, tool: str, repo: str, scenario: str, results: Path = Path("results"),
-              planned: set[int] | None = None) -> CellCost:
+def cell_cost(
+    m,
+    model: str,
+    host: str,
+    tool: str,
+    repo: str,
+    scenario: str,
+    results: Path = Path("results"),
+    planned: set[int] | None = None,
+) -> CellCost:
     """The cost of one cell (its `trials` trials) over the records in `results`: see the module
     docstring. mcptrials.run.runner reserves `per_trial` of it in the ledger before a trial starts.
     `planned`: the numbers of the cell's trials the next run will run, new and rerun
@@ -215,22 +237,36 @@ def cell_cost(m, model: str, host: str, tool: str, repo: str, scenario: str, res
     pricing = m.config["pricing"]
     mspec = m.specs.models[model]
     sc = m.scenarios[scenario]
-    mine = [TrialKey(model, host, tool, repo, scenario, k).dir(results / "runs") / "transcript.json"
-            for k in range(1, m.trials + 1)]   # trials >= 1 (the schema)
-    folder = mine[0].parent.parent   # the cell's folder: its trial folders, this run's and any earlier one's
+    mine = [
+        TrialKey(model, host, tool, repo, scenario, k).dir(results / "runs") / "transcript.json"
+        for k in range(1, m.trials + 1)
+    ]  # trials >= 1 (the schema)
+    folder = mine[0].parent.parent  # the cell's folder: its trial folders, this run's and any earlier one's
     judge = _judge_part(m, scenario, folder, mine, planned)
     if mspec.provider in FREE_PROVIDERS:  # never stopped, nothing to price: no transcript is read
         to_run = len(planned) if planned is not None else sum(1 for p in mine if not p.exists())
         return CellCost(model, host, tool, scenario, m.trials, "free", 0, 0.0, 0.0, to_run, *judge)
     # every trial folder of the cell, this run's and any earlier one's (more trials), read once
     found = {p: _read(p) for p in sorted(folder.glob("*/transcript.json"))}
-    to_run = len(planned) if planned is not None else \
-        sum(1 for p in mine if found.get(p) is None or found[p].get("outcome") in RETRIED)
+    to_run = (
+        len(planned)
+        if planned is not None
+        else sum(1 for p in mine if found.get(p) is None or found[p].get("outcome") in RETRIED)
+    )
     price = _price(pricing, mspec)
     lim = m.specs.limits.overridden(sc.data["limits"])
-    upper = None if price is None else upper_bound_usd(price, len(sc.data["steps"]), lim.max_turns,
-                                                       lim.max_output_tokens, m.config["budget"]["input_tokens_per_call"],
-                                                       mspec.max_tokens)
+    upper = (
+        None
+        if price is None
+        else upper_bound_usd(
+            price,
+            len(sc.data["steps"]),
+            lim.max_turns,
+            lim.max_output_tokens,
+            m.config["budget"]["input_tokens_per_call"],
+            mspec.max_tokens,
+        )
+    )
     costs = []
     for t in found.values():
         if not t or t.get("outcome") == NOT_RUN or "usage" not in t or "cell" not in t:
@@ -241,12 +277,14 @@ def cell_cost(m, model: str, host: str, tool: str, repo: str, scenario: str, res
     if price is None and not costs:
         return CellCost(model, host, tool, scenario, m.trials, "unpriced", 0, None, None, to_run, *judge)
     if costs:
-        return CellCost(model, host, tool, scenario, m.trials, "history", len(costs), sum(costs) / len(costs), upper,
-                        to_run, *judge)
+        return CellCost(
+            model, host, tool, scenario, m.trials, "history", len(costs), sum(costs) / len(costs), upper, to_run, *judge
+        )
     snap = _read(results / "snapshots" / tool / repo / "tools.json")
     floor = None if price is None else floor_usd(price, len(sc.data["steps"]), fixed_prompt_tokens(tool, snap))
-    return CellCost(model, host, tool, scenario, m.trials, "no history", 0, upper, upper, to_run, *judge,
-                    floor_per_trial=floor)
+    return CellCost(
+        model, host, tool, scenario, m.trials, "no history", 0, upper, upper, to_run, *judge, floor_per_trial=floor
+    )
 
 
 def _judge_part(m, scenario: str, folder: Path, mine: list[Path], planned: set[int] | None = None) -> tuple:
@@ -254,17 +292,24 @@ def _judge_part(m, scenario: str, folder: Path, mine: list[Path], planned: set[i
     mean over the cell's judged.json records, else its bound; 0 for the reference judge. A trial
     the run will (re)run is judged again; one not judged yet is judged."""
     bound = judge_bound(m, scenario)
-    to_judge = sum(1 for n, p in enumerate(mine, 1) if not (p.parent / "judged.json").exists()
-                   or (planned is not None and n in planned))
+    to_judge = sum(
+        1
+        for n, p in enumerate(mine, 1)
+        if not (p.parent / "judged.json").exists() or (planned is not None and n in planned)
+    )
     if m.specs.judge.provider in FREE_PROVIDERS:
         return 0.0, 0.0, to_judge
-    costs = [c for p in sorted(folder.glob("*/judged.json")) if (j := _read(p)) and "usage" in j
-             and (c := judge_cost(m.config["pricing"], j)) is not None]
+    costs = [
+        c
+        for p in sorted(folder.glob("*/judged.json"))
+        if (j := _read(p)) and "usage" in j and (c := judge_cost(m.config["pricing"], j)) is not None
+    ]
     return (sum(costs) / len(costs) if costs else bound), bound, to_judge
 
 
-def cost_plan(m, results: Path = Path("results"), planned: dict[tuple, set[int]] | None = None,
-              reasons: str = "") -> CostPlan:
+def cost_plan(
+    m, results: Path = Path("results"), planned: dict[tuple, set[int]] | None = None, reasons: str = ""
+) -> CostPlan:
     """The cost plan of matrix `m` (a mcptrials.matrix.matrix.Matrix) over the records in `results`.
     `planned`: (model, host, tool, scenario) -> the trial numbers the next run will run, new and
     rerun (mcptrials.dag.planned.trial_numbers), and `reasons` why, in words; without them only
@@ -279,8 +324,7 @@ def cost_plan(m, results: Path = Path("results"), planned: dict[tuple, set[int]]
         mine = None if planned is None else planned.get((model, host, tool, scenario), set())
         cells.append(cell_cost(m, model, host, tool, repo, scenario, results, mine))
     ledger = ledger_path(results)
-    return CostPlan(cells=cells, cap=budget_cap(m.config), spent=Ledger(ledger).total(), ledger=ledger,
-                    reasons=reasons)
+    return CostPlan(cells=cells, cap=budget_cap(m.config), spent=Ledger(ledger).total(), ledger=ledger, reasons=reasons)
 
 
 def usd(x: float | None) -> str:
@@ -307,28 +351,52 @@ def format_plan(plan: CostPlan, config_name: str = "") -> str:
             if nh:
                 parts.append(f"no history: upper bound for {nh} of {len(cs)} scenario(s)")
             basis = "; ".join(parts)
-        rows.append((model, host, tool, str(sum(c.trials for c in cs)), usd(_sum(c.expected for c in cs)),
-                     usd(_sum(c.judge_expected for c in cs)), usd(_sum(c.upper for c in cs)), basis))
-    rows.append(("total", "", "", str(sum(c.trials for c in plan.cells)), usd(plan.expected), usd(plan.judge_expected),
-                 usd(plan.upper), ""))
+        rows.append(
+            (
+                model,
+                host,
+                tool,
+                str(sum(c.trials for c in cs)),
+                usd(_sum(c.expected for c in cs)),
+                usd(_sum(c.judge_expected for c in cs)),
+                usd(_sum(c.upper for c in cs)),
+                basis,
+            )
+        )
+    rows.append(
+        (
+            "total",
+            "",
+            "",
+            str(sum(c.trials for c in plan.cells)),
+            usd(plan.expected),
+            usd(plan.judge_expected),
+            usd(plan.upper),
+            "",
+        )
+    )
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = [f"mcptrials cost plan{': ' + config_name if config_name else ''} (USD at the config's pricing)"]
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in [header, *rows]]
-    lines.append(f"still to run: {plan.to_run} trial(s)" + (f" ({plan.reasons})" if plan.reasons else "")
-                 + f", expected {usd(plan.to_spend)}; "
-                 f"spent so far (ledger {plan.ledger}): {usd(plan.spent)}")
+    lines.append(
+        f"still to run: {plan.to_run} trial(s)"
+        + (f" ({plan.reasons})" if plan.reasons else "")
+        + f", expected {usd(plan.to_spend)}; "
+        f"spent so far (ledger {plan.ledger}): {usd(plan.spent)}"
+    )
     nh = [c for c in plan.no_history() if c.floor_per_trial]
     if nh:
         ratio = max(c.upper_per_trial / c.floor_per_trial for c in nh)
-        lines.append(f"no history for {len(nh)} cell(s): each is planned at its upper bound, which bills every turn "
-                     f"at budget.input_tokens_per_call input tokens; the least such a trial can cost (one call per "
-                     f"step reading only the system prompt and tool definitions) is "
-                     f"{usd(_sum(c.floor_per_trial * c.trials for c in nh))} in all, the bound up to {ratio:,.0f}x "
-                     "that. Measure them first: `mcptrials pilot` runs trial 1 of every cell, then "
-                     "`mcptrials plan --cost` prices the rest from it")
+        lines.append(
+            f"no history for {len(nh)} cell(s): each is planned at its upper bound, which bills every turn "
+            f"at budget.input_tokens_per_call input tokens; the least such a trial can cost (one call per "
+            f"step reading only the system prompt and tool definitions) is "
+            f"{usd(_sum(c.floor_per_trial * c.trials for c in nh))} in all, the bound up to {ratio:,.0f}x "
+            "that. Measure them first: `mcptrials pilot` runs trial 1 of every cell, then "
+            "`mcptrials plan --cost` prices the rest from it"
+        )
     if plan.cap is not None:
-        lines.append(f"budget: max_cost_usd ${plan.cap:.2f}: "
-                     + ("; ".join(budget_refusal(plan)) or "the run fits"))
+        lines.append(f"budget: max_cost_usd ${plan.cap:.2f}: " + ("; ".join(budget_refusal(plan)) or "the run fits"))
     return "\n".join(lines)
 
 
@@ -338,8 +406,11 @@ def plan_line(plan: CostPlan) -> str:
     text = f"expected cost {usd(plan.expected)} (upper bound {usd(plan.upper)}"
     if nh:
         text += f"; {len(nh)} cell(s) with no history, at their upper bound"
-    text += f"; {plan.to_run} trial(s) still to run" + (f" ({plan.reasons})" if plan.reasons else "") \
+    text += (
+        f"; {plan.to_run} trial(s) still to run"
+        + (f" ({plan.reasons})" if plan.reasons else "")
         + f", {usd(plan.to_spend)}"
+    )
     if plan.cap is not None:
         text += f"; budget ${plan.cap:.2f}, spent {usd(plan.spent)}"
     return text + ")"
@@ -354,19 +425,25 @@ def budget_refusal(plan: CostPlan, where: str = "") -> list[str]:
     field = f"{where}field budget.max_cost_usd"
     unpriced = plan.unpriced()
     if any(c.judge_per_trial is None for c in plan.cells):
-        return [f"{field}: the judge's cost cannot be estimated or capped: its model has no `pricing` entry; add one "
-                "(USD per million tokens) or remove the budget"]
+        return [
+            f"{field}: the judge's cost cannot be estimated or capped: its model has no `pricing` entry; add one "
+            "(USD per million tokens) or remove the budget"
+        ]
     if unpriced:
-        return [f"{field}: the cost of model(s) {', '.join(unpriced)} cannot be estimated or capped: they have no "
-                "`pricing` entry; add one (USD per million tokens) or remove the budget"]
+        return [
+            f"{field}: the cost of model(s) {', '.join(unpriced)} cannot be estimated or capped: they have no "
+            "`pricing` entry; add one (USD per million tokens) or remove the budget"
+        ]
     need = plan.spent + plan.to_spend
     if need <= plan.cap:
         return []
     nh = [c for c in plan.no_history() if c.to_run]
     how = f"{usd(plan.to_spend)} expected for the {plan.to_run} trial(s) still to run"
     if nh:
-        how += (f", of which {sum(c.to_run for c in nh)} in {len(nh)} cell(s) with no history at their upper bound "
-                f"{usd(_sum(c.to_spend for c in nh))}")
+        how += (
+            f", of which {sum(c.to_run for c in nh)} in {len(nh)} cell(s) with no history at their upper bound "
+            f"{usd(_sum(c.to_spend for c in nh))}"
+        )
     if plan.spent:
         how += f", plus {usd(plan.spent)} already spent ({plan.ledger})"
     fixes = f"raise budget.max_cost_usd to at least {need:.2f}, or run fewer trials, models or tools"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from mcptrials.core.record_types import JudgedRecord, TranscriptRecord
 
 CACHE_WRITE_FACTOR = 1.25  # 5-minute cache writes cost 1.25x base input (Anthropic prompt-caching pricing)
-CACHE_READ_FACTOR = 0.10   # cache hits cost 0.1x base input (same source)
+CACHE_READ_FACTOR = 0.10  # cache hits cost 0.1x base input (same source)
 
 
 def _get(usage, key: str) -> int:
@@ -27,10 +27,12 @@ def cost_usd(pricing: dict | None, model_id: str | None, usage) -> float | None:
     p = pricing[model_id]
     cache_write = p.get("cache_write", CACHE_WRITE_FACTOR * p["input"])
     cache_read = p.get("cache_read", CACHE_READ_FACTOR * p["input"])
-    total = (_get(usage, "input_tokens") * p["input"]
-             + _get(usage, "cache_creation_input_tokens") * cache_write
-             + _get(usage, "cache_read_input_tokens") * cache_read
-             + _get(usage, "output_tokens") * p["output"])
+    total = (
+        _get(usage, "input_tokens") * p["input"]
+        + _get(usage, "cache_creation_input_tokens") * cache_write
+        + _get(usage, "cache_read_input_tokens") * cache_read
+        + _get(usage, "output_tokens") * p["output"]
+    )
     return total / 1_000_000
 
 

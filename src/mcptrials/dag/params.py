@@ -64,27 +64,39 @@ class RuleTables:
         """The transcript rule's params function: the plainest the tables allow."""
         p, rec, retry = self.transcript, self.transcript_recorded, self.transcript_retry
         if retry:
+
             def transcript_params(wc):
-                return (retry.get((wc.model, wc.host, wc.tool, wc.repo, wc.scenario, wc.trial))
-                        or rec.get((wc.model, wc.host, wc.tool, wc.scenario, wc.trial))
-                        or p[wc.model, wc.host, wc.tool, wc.scenario])
+                return (
+                    retry.get((wc.model, wc.host, wc.tool, wc.repo, wc.scenario, wc.trial))
+                    or rec.get((wc.model, wc.host, wc.tool, wc.scenario, wc.trial))
+                    or p[wc.model, wc.host, wc.tool, wc.scenario]
+                )
         elif rec:
+
             def transcript_params(wc):
-                return rec.get((wc.model, wc.host, wc.tool, wc.scenario, wc.trial)) or p[wc.model, wc.host, wc.tool, wc.scenario]
+                return (
+                    rec.get((wc.model, wc.host, wc.tool, wc.scenario, wc.trial))
+                    or p[wc.model, wc.host, wc.tool, wc.scenario]
+                )
         else:
+
             def transcript_params(wc):
                 return p[wc.model, wc.host, wc.tool, wc.scenario]
+
         return transcript_params
 
     def judged_params(self) -> Callable:
         """The judged rule's params function (per trial only with a recorded judge)."""
         p, rec = self.judged, self.judged_recorded
         if rec:
+
             def judged_params(wc):
                 return rec[wc.model, wc.host, wc.tool, wc.scenario, wc.trial]
         else:
+
             def judged_params(wc):
                 return p[wc.scenario]
+
         return judged_params
 
 
@@ -92,13 +104,25 @@ def rule_tables(m: Matrix, rerun: dict, runs: str = RUNS) -> RuleTables:
     """The lookups of the per-trial rules of matrix `m`, given its rerun keys (`rule_params(m)`)
     and the runs folder (where missing trials' attempts are found)."""
     scenario_file = {sc.id: project_path(str(sc.path)) for sc in m.run_scenarios()}
-    scored = {sc.id: {"rerun": rerun["scored"][(sc.id,)], "scenario": scenario_file[sc.id],
-                      "commit": m.repos[sc.repo]["commit"]} for sc in m.run_scenarios()}
+    scored = {
+        sc.id: {
+            "rerun": rerun["scored"][(sc.id,)],
+            "scenario": scenario_file[sc.id],
+            "commit": m.repos[sc.repo]["commit"],
+        }
+        for sc in m.run_scenarios()
+    }
     judged = {s: {"rerun": rerun["judged"][(s,)], "scenario": f} for s, f in scenario_file.items()}
     judged_rec = {k: dict(judged[k[3]], judgement=sha) for k, sha in recorded_judgements(m).items()}
     transcript = {
-        (mo, h, t, s): {"rerun": v, "index": (f"--index results/index/{shlex.quote(m.server_of(t))}/"
-                                              f"{shlex.quote(m.scenarios[s].repo)}" if m.tools[t].get("index") else "")}
+        (mo, h, t, s): {
+            "rerun": v,
+            "index": (
+                f"--index results/index/{shlex.quote(m.server_of(t))}/{shlex.quote(m.scenarios[s].repo)}"
+                if m.tools[t].get("index")
+                else ""
+            ),
+        }
         for (mo, h, t, s), v in rerun["transcript"].items()
     }
     transcript_rec = {k: dict(transcript[k[:4]], recording=sha) for k, sha in recorded_trials(m).items()}

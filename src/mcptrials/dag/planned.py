@@ -28,9 +28,16 @@ RETRY = "retry of a missing trial"
 RETRY_KEPT = "retry of a finished trial kept when a stage it needs failed"
 
 # The first matching prefix names the kind of change (the plan counts trials per kind).
-KINDS = (("files:", "server files changed"), ("tools.", "tool entry changed"), ("scenario.", "scenario changed"),
-         ("repos.", "repository changed"), ("models.", "model changed"), ("hosts.", "host changed"),
-         ("prompt:", "packaged prompt changed"), ("recording", "recording changed"))
+KINDS = (
+    ("files:", "server files changed"),
+    ("tools.", "tool entry changed"),
+    ("scenario.", "scenario changed"),
+    ("repos.", "repository changed"),
+    ("models.", "model changed"),
+    ("hosts.", "host changed"),
+    ("prompt:", "packaged prompt changed"),
+    ("recording", "recording changed"),
+)
 
 
 def change_kind(label: str) -> str:
@@ -79,7 +86,7 @@ def planned_trials(m: Matrix, results: Path = Path("results")) -> Planned:
             planned[key] = NEW
             continue
         failed = stage_failed.get(("checkout", key.repo)) or stage_failed.get(("install", m.server_of(key.tool)))
-        if failed:   # the stage is retried, and every trial that needs it reruns after it
+        if failed:  # the stage is retried, and every trial that needs it reruns after it
             planned[key] = f"retry: {failed}"
             continue
         state = read_attempts(d)
@@ -113,8 +120,9 @@ def reasons_line(planned: Planned) -> str:
     """'8 rerun: server files changed, 2 new' (empty when nothing runs)."""
     text = ", ".join(f"{n} {why}" for why, n in planned.counts().items())
     if planned.unknown:
-        text += (", " if text else "") + (f"{planned.unknown} finished trial(s) recorded without their inputs "
-                                          "(an older mcptrials) not counted")
+        text += (", " if text else "") + (
+            f"{planned.unknown} finished trial(s) recorded without their inputs (an older mcptrials) not counted"
+        )
     return text
 
 
@@ -130,12 +138,16 @@ def matrix_product(m: Matrix) -> str:
     """'2 model(s) x 2 host(s) x 2 tool(s) x 4 scenario(s) x 2 trial(s) = 64 trials' for the plan
     line, saying which (model, host) pairs a host cannot drive and how many trials that leaves,
     so the product and the count always agree."""
-    text = (f"{len(m.models)} model(s) x {len(m.hosts)} host(s) x {len(m.tools)} tool(s) x "
-            f"{len(m.run_scenarios())} scenario(s) x {m.trials} trial(s)")
+    text = (
+        f"{len(m.models)} model(s) x {len(m.hosts)} host(s) x {len(m.tools)} tool(s) x "
+        f"{len(m.run_scenarios())} scenario(s) x {m.trials} trial(s)"
+    )
     product = len(m.models) * len(m.hosts) * len(m.tools) * len(m.run_scenarios()) * m.trials
     n = sum(1 for _ in m.cells())
     dropped = [f"{model} under {host}" for model in m.models for host in m.hosts if not m.runs_under(model, host)]
     if not dropped:
         return f"{text} = {n} trials"
-    return (f"{text} = {product}, less {product - n} for the (model, host) pair(s) the host cannot drive "
-            f"({', '.join(dropped)}): {n} trials")
+    return (
+        f"{text} = {product}, less {product - n} for the (model, host) pair(s) the host cannot drive "
+        f"({', '.join(dropped)}): {n} trials"
+    )

@@ -20,8 +20,9 @@ def check_sandbox(m: Matrix) -> list[str]:
     bubblewrap missing, or no namespaces for it here. Checked before any job."""
     from mcptrials.prepare.sandbox import BUBBLEWRAP, SandboxUnavailable, check_available
 
-    users = (["sandbox"] if m.config["sandbox"] == BUBBLEWRAP else []) + \
-        [f"tools.{t}.sandbox" for t, s in m.specs.tools.items() if s.has_server and s.sandbox == BUBBLEWRAP]
+    users = (["sandbox"] if m.config["sandbox"] == BUBBLEWRAP else []) + [
+        f"tools.{t}.sandbox" for t, s in m.specs.tools.items() if s.has_server and s.sandbox == BUBBLEWRAP
+    ]
     if not users:
         return []
     try:
@@ -81,28 +82,35 @@ def check_paths(m: Matrix) -> list[str]:
         if raw.get("index"):
             commands.append(("index.command", raw["index"]["command"], spec["index"]["command"]))
         for field_name, given, cmd in commands:
-            problem = _command_problem(tool, given, cmd, bool(spec["install"]), project, tools_dir()) \
-                or _sandbox_problem(m, tool, given, cmd, tools_dir())
+            problem = _command_problem(
+                tool, given, cmd, bool(spec["install"]), project, tools_dir()
+            ) or _sandbox_problem(m, tool, given, cmd, tools_dir())
             if problem:
                 problems.append(f"{m.path}: field tools.{tool}.{field_name}: {problem}")
         for i, (given, path) in enumerate(zip(raw["read_only"], spec["read_only"])):
             if not os.path.exists(path):
-                problems.append(f"{m.path}: field tools.{tool}.read_only[{i}]: {given!r} ({path}) does not exist; "
-                                f"fix the path (a relative one is from the project folder, {project}; "
-                                f"{PLACEHOLDER} names it) or remove the entry")
+                problems.append(
+                    f"{m.path}: field tools.{tool}.read_only[{i}]: {given!r} ({path}) does not exist; "
+                    f"fix the path (a relative one is from the project folder, {project}; "
+                    f"{PLACEHOLDER} names it) or remove the entry"
+                )
     for tool in m.installed_tools():
         inst = m.tools[tool].get("install") or {}
         for kind in ("pip", "npm"):
             for i, entry in enumerate(inst.get(kind) or []):
                 if not is_pinned(kind, entry):
                     example = "name==1.2.3" if kind == "pip" else "name@1.2.3 (or @scope/name@1.2.3)"
-                    problems.append(f"{m.path}: field tools.{tool}.install.{kind}[{i}]: {entry!r} is not pinned to one "
-                                    f"version, so a rerun may install another server; pin it ({example}), or "
-                                    "name a built file (a wheel, a tarball)")
+                    problems.append(
+                        f"{m.path}: field tools.{tool}.install.{kind}[{i}]: {entry!r} is not pinned to one "
+                        f"version, so a rerun may install another server; pin it ({example}), or "
+                        "name a built file (a wheel, a tarball)"
+                    )
     locked = m.config.get("locked")
     if locked is not None and not m.locked_dir.is_dir():
-        problems.append(f"{m.path}: field locked: {locked!r} ({m.locked_dir}) is not a folder; fix the path "
-                        "(relative to the config's folder), or remove `locked:` to run without a held-out anchor")
+        problems.append(
+            f"{m.path}: field locked: {locked!r} ({m.locked_dir}) is not a folder; fix the path "
+            "(relative to the config's folder), or remove `locked:` to run without a held-out anchor"
+        )
     return problems
 
 
@@ -111,8 +119,10 @@ def _command_problem(tool: str, given: str, cmd: str, has_install: bool, project
     if os.sep in cmd:  # a path: relative ones from the project folder, where the harness starts it
         path = Path(project, cmd)
         if not path.is_file():
-            return (f"{given!r} ({path}) does not exist; fix the path (a relative one is from the project "
-                    f"folder; {{project}} names it) or name a command on PATH")
+            return (
+                f"{given!r} ({path}) does not exist; fix the path (a relative one is from the project "
+                f"folder; {{project}} names it) or name a command on PATH"
+            )
         if not os.access(path, os.X_OK):
             return f"{given!r} ({path}) is not executable; `chmod +x` it, or run it with its interpreter"
         return None
@@ -121,9 +131,11 @@ def _command_problem(tool: str, given: str, cmd: str, has_install: bool, project
         return None
     if has_install:  # not installed yet: the install job brings it (and its log says if it does not)
         return None
-    return (f"{given!r} is neither in {env} nor on PATH, and tools.{tool} has no `install:` entry; "
-            f"add an `install:` entry that provides it (pip: [\"pkg==version\"] or npm: [\"pkg@version\"]), "
-            "install it on PATH, or give its full path")
+    return (
+        f"{given!r} is neither in {env} nor on PATH, and tools.{tool} has no `install:` entry; "
+        f'add an `install:` entry that provides it (pip: ["pkg==version"] or npm: ["pkg@version"]), '
+        "install it on PATH, or give its full path"
+    )
 
 
 def _sandbox_problem(m: Matrix, tool: str, given: str, cmd: str, tools: Path) -> str | None:
@@ -142,19 +154,21 @@ def _sandbox_problem(m: Matrix, tool: str, given: str, cmd: str, tools: Path) ->
     if os.sep in cmd:
         resolved = os.path.normpath(os.path.abspath(cmd))
     elif any((d / cmd).exists() for d in (env / "bin", env / "node_modules" / ".bin")):
-        return None   # its own install: mounted whole
+        return None  # its own install: mounted whole
     else:
         resolved = shutil.which(cmd)
     if not resolved:
-        return None   # its install will bring it (or _command_problem said why not)
-    inside_path = spec.config["env"].get("PATH", SANDBOX_PATH)   # what the server's PATH will be
-    if inside_path is None:   # passed through by name
+        return None  # its install will bring it (or _command_problem said why not)
+    inside_path = spec.config["env"].get("PATH", SANDBOX_PATH)  # what the server's PATH will be
+    if inside_path is None:  # passed through by name
         inside_path = os.environ.get("PATH", SANDBOX_PATH)
     problem = command_problem(resolved, tool_sandbox(spec, commands=[resolved]), inside_path)
     if not problem:
         return None
-    return (f"{given!r} resolves to {resolved} here, but inside the tool's sandbox {problem}, so it would not start "
-            f"(bwrap: execvp ...: No such file or directory); make `command` the full path of an interpreter the "
-            f"sandbox can mount (a system one such as /usr/bin/python3, or a venv's `bin/python3`, mounted read-only "
-            "with the Python it is made from) and put the script in `args` and `read_only`, or add an `install:` "
-            f"entry that provides the command, or run it unsandboxed knowingly with `tools.{tool}.sandbox: none`")
+    return (
+        f"{given!r} resolves to {resolved} here, but inside the tool's sandbox {problem}, so it would not start "
+        f"(bwrap: execvp ...: No such file or directory); make `command` the full path of an interpreter the "
+        f"sandbox can mount (a system one such as /usr/bin/python3, or a venv's `bin/python3`, mounted read-only "
+        "with the Python it is made from) and put the script in `args` and `read_only`, or add an `install:` "
+        f"entry that provides the command, or run it unsandboxed knowingly with `tools.{tool}.sandbox: none`"
+    )

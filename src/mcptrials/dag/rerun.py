@@ -45,15 +45,15 @@ RULE_KEYS: dict[str, tuple[str, ...]] = {
     "verify_lock": (),
     "heldout": (),
     "report": (),
-    "status": (),          # fails the run after the report when a stage failed (mcptrials.core.failures)
+    "status": (),  # fails the run after the report when a stage failed (mcptrials.core.failures)
 }
 
 
 @dataclass(frozen=True)
 class Entry:
-    field: str          # config field (`*` = any key of a map), `scenario.<part>`, `prompt:<file>`,
+    field: str  # config field (`*` = any key of a map), `scenario.<part>`, `prompt:<file>`,
     #                     `code:<name>` or `files:tools.*` (a tool's files in the project)
-    stages: object      # tuple of rules whose params carry the value, NONE, or SHAPE
+    stages: object  # tuple of rules whose params carry the value, NONE, or SHAPE
     why: str
     # left out of the params while unset (None, or None in every step): a field added after
     # results exist reruns nothing until a config or scenario sets it
@@ -75,27 +75,48 @@ TABLE: tuple[Entry, ...] = (
     Entry("tools.*.startup_timeout", (SN,), "whether the server comes up at all"),
     Entry("tools.*.install", ("install_tool",), "its install, snapshots and trials"),
     Entry("tools.*.index", ("index",), "its index per repo, snapshots and trials"),
-    Entry("tools.*.source", (T,), "a recorded arm's provenance, named in its trials' records (it has no snapshot)",
-          omit_unset=True),
+    Entry(
+        "tools.*.source",
+        (T,),
+        "a recorded arm's provenance, named in its trials' records (it has no snapshot)",
+        omit_unset=True,
+    ),
     Entry("tools.*.instructions", (T,), "what the agent's system prompt holds"),
     Entry("tools.*.call_timeout", (T,), "when a tool call fails with -32001"),
     Entry("tools.*.sandbox", ("index", SN), "what its processes can reach: its index, snapshots and trials"),
     Entry("tools.*.network", ("index", SN), "what its processes can reach: its index, snapshots and trials"),
     Entry("tools.*.read_only", ("index", SN), "what its processes can read: its index, snapshots and trials"),
     # your own server: the content of what it names in the project (mcptrials.matrix.projectfiles)
-    Entry("files:tools.*", ("index", SN), "the content of the project's files its command, args, read_only and "
-          "index name (`{project}/server.py`; sha256 of each): an edit of your own server, its index, its snapshot, "
-          "then its trials", omit_unset=True),
+    Entry(
+        "files:tools.*",
+        ("index", SN),
+        "the content of the project's files its command, args, read_only and "
+        "index name (`{project}/server.py`; sha256 of each): an edit of your own server, its index, its snapshot, "
+        "then its trials",
+        omit_unset=True,
+    ),
     # a description variant: its base's server (whose fields its entry carries) behind mcptrials.prepare.proxy
-    Entry("tools.*.variant_of", (SN,), "whose server the variant runs: its snapshot (the rewritten tools/list), "
-          "then its trials", omit_unset=True),
-    Entry("tools.*.overrides", (SN,), "what the proxy rewrites in tools/list: the variant's snapshot, then its "
-          "trials", omit_unset=True),
+    Entry(
+        "tools.*.variant_of",
+        (SN,),
+        "whose server the variant runs: its snapshot (the rewritten tools/list), then its trials",
+        omit_unset=True,
+    ),
+    Entry(
+        "tools.*.overrides",
+        (SN,),
+        "what the proxy rewrites in tools/list: the variant's snapshot, then its trials",
+        omit_unset=True,
+    ),
     # repos.<name>
     Entry("repos.*.url", ("checkout",), "a different repository"),
     Entry("repos.*.commit", ("checkout", SC), "a different tree: everything of that repo (graders read the commit)"),
-    Entry("repos.*.unresolved", ("checkout", SC), "whether the repo has a checkout and its citations are checked: "
-          "its checkout and scores", omit_unset=True),
+    Entry(
+        "repos.*.unresolved",
+        ("checkout", SC),
+        "whether the repo has a checkout and its citations are checked: its checkout and scores",
+        omit_unset=True,
+    ),
     Entry("mirrors", NONE, "only where a repository is cloned from; the commit is verified"),
     # the matrix
     Entry("scenarios", SHAPE, "which scenario files exist"),
@@ -121,8 +142,12 @@ TABLE: tuple[Entry, ...] = (
     Entry("hosts.*.version", ("install_host",), "its install, then its trials"),
     # limits
     # retries: how often a missing trial (api_failed, harness_failed, not_run) is retried
-    Entry("retries.max_attempts", NONE, "only whether a missing trial is retried once more (its attempt number "
-          "enters that trial's params: mcptrials.core.outcomes); no other job's params"),
+    Entry(
+        "retries.max_attempts",
+        NONE,
+        "only whether a missing trial is retried once more (its attempt number "
+        "enters that trial's params: mcptrials.core.outcomes); no other job's params",
+    ),
     Entry("limits.max_turns", (T,), "every trial"),
     Entry("limits.max_output_tokens", (T,), "every trial"),
     Entry("limits.max_seconds", (T,), "every trial"),
@@ -142,13 +167,23 @@ TABLE: tuple[Entry, ...] = (
     Entry("weights.citation", ("aggregate",), "fairness only: no trial, score or judgement"),
     Entry("weights.efficiency", ("aggregate",), "fairness only: no trial, score or judgement"),
     Entry("pricing", ("aggregate",), "costs are recomputed from the recorded tokens"),
-    Entry("compare", ("aggregate",), "only which pairs of tools are compared with each other: no trial, score "
-          "or judgement"),
-    Entry("margin", ("aggregate",), "only the verdicts against the baseline and of the compare pairs (the smallest "
-          "difference that matters): no trial, score or judgement"),
+    Entry(
+        "compare",
+        ("aggregate",),
+        "only which pairs of tools are compared with each other: no trial, score or judgement",
+    ),
+    Entry(
+        "margin",
+        ("aggregate",),
+        "only the verdicts against the baseline and of the compare pairs (the smallest "
+        "difference that matters): no trial, score or judgement",
+    ),
     Entry("citation_extensions", (SC,), "which citations the grader recognises"),
-    Entry("budget.max_cost_usd", NONE, "only whether a run may start and when trials stop starting; what ran "
-          "is kept (trials not run are retried)"),
+    Entry(
+        "budget.max_cost_usd",
+        NONE,
+        "only whether a run may start and when trials stop starting; what ran is kept (trials not run are retried)",
+    ),
     Entry("budget.input_tokens_per_call", NONE, "only the upper bound of the cost plan"),
     # a scenario file (scenarios/<id>.yaml); `steps.x` is that part of every step
     Entry("scenario.title", ("report",), "only its name in the report"),
@@ -159,31 +194,55 @@ TABLE: tuple[Entry, ...] = (
     Entry("scenario.limits", (T,), "its trials"),
     Entry("scenario.gold", (SC,), "its scores only (gold recall, overall and per group)", omit_unset=True),
     Entry("scenario.rubric", (J, H), "its judgements (and the agreement, if it is held out)"),
-    Entry("scenario.one_answer", (T,), "its recorded models' trials only (one answer for every step); live trials "
-          "send the steps as before", omit_unset=True, recorded_only=True),
+    Entry(
+        "scenario.one_answer",
+        (T,),
+        "its recorded models' trials only (one answer for every step); live trials send the steps as before",
+        omit_unset=True,
+        recorded_only=True,
+    ),
     Entry("scenario.steps.name", (T, J), "its trials"),
     Entry("scenario.steps.prompt", (T, J), "its trials"),
-    Entry("scenario.steps.answer_key", (SC, J, H), "its scores and judgements (which part of one answer is a "
-          "step's)", omit_unset=True),
+    Entry(
+        "scenario.steps.answer_key",
+        (SC, J, H),
+        "its scores and judgements (which part of one answer is a step's)",
+        omit_unset=True,
+    ),
     Entry("scenario.steps.checks", (SC,), "its scores only"),
     Entry("scenario.steps.citations", (SC, J), "its scores and judgements (the gold locations)"),
     Entry("scenario.steps.exact_answer", (SC,), "its scores only"),
     Entry("scenario.steps.state_check.command", (T, SC), "its trials (the command runs in the workspace)"),
     Entry("scenario.steps.state_check.expect", (SC,), "its scores only"),
     Entry("scenario.steps.state_check.required", (SC,), "its scores only"),
-    Entry("scenario.steps.state_check.sql", (T, SC), "its trials (the query is read right after the step); an "
-          "edit of its rows, value, ordered, case_sensitive or tolerance alone: its scores only"),
-    Entry("scenario.steps.state_check.json", (T, SC), "its trials (the file and path are read right after the "
-          "step); an edit of its value, contains, count, case_sensitive or tolerance alone: its scores only"),
-    Entry("scenario.steps.state_check.unchanged_except", (T, SC), "its trials (the file is compared right after "
-          "the step); an edit of its allow list alone: its scores only"),
+    Entry(
+        "scenario.steps.state_check.sql",
+        (T, SC),
+        "its trials (the query is read right after the step); an "
+        "edit of its rows, value, ordered, case_sensitive or tolerance alone: its scores only",
+    ),
+    Entry(
+        "scenario.steps.state_check.json",
+        (T, SC),
+        "its trials (the file and path are read right after the "
+        "step); an edit of its value, contains, count, case_sensitive or tolerance alone: its scores only",
+    ),
+    Entry(
+        "scenario.steps.state_check.unchanged_except",
+        (T, SC),
+        "its trials (the file is compared right after the step); an edit of its allow list alone: its scores only",
+    ),
     Entry("scenario.steps.expected_tools", (SC,), "its scores only (reported, never scored)"),
     Entry("scenario.steps.key_points", (J, H), "its judgements"),
     Entry("scenario.steps.rubric", (J, H), "its judgements"),
     # the packaged prompts, and the graders' own version (their rules, not a config field)
     Entry("code:grader_version", (SC,), "every score (grade.GRADER_VERSION, bumped when their rules change)"),
-    Entry("code:aggregate_version", ("aggregate",), "every table and summary.json (analyze.AGGREGATE_VERSION, "
-          "bumped when the aggregate's formulas change: efficiency, fairness, verdicts)"),
+    Entry(
+        "code:aggregate_version",
+        ("aggregate",),
+        "every table and summary.json (analyze.AGGREGATE_VERSION, "
+        "bumped when the aggregate's formulas change: efficiency, fairness, verdicts)",
+    ),
     Entry("prompt:system.md", (T,), "every trial"),
     Entry("prompt:judge.md", (J, H), "every judgement and the held-out agreement"),
 )
@@ -242,8 +301,12 @@ def _unset(value) -> bool:
 def _recorded_part(m: Matrix, scenario: str) -> dict:
     """What a recorded model's trial jobs depend on beyond the table's model fields: the
     recorded_only scenario parts (each trial's own file is in `recorded_trials`)."""
-    return {e.field: v for e in TABLE if e.recorded_only
-            if not (e.omit_unset and _unset(v := _value(e.field, m.scenarios[scenario].data)))}
+    return {
+        e.field: v
+        for e in TABLE
+        if e.recorded_only
+        if not (e.omit_unset and _unset(v := _value(e.field, m.scenarios[scenario].data)))
+    }
 
 
 def recorded_trials(m: Matrix) -> dict[tuple, str | None]:
@@ -283,8 +346,13 @@ def heldout_scenarios(m: Matrix) -> list[str]:
 def _entities(m: Matrix, rule: str) -> dict[str, list[str]]:
     """Every entity of each dimension a rule's jobs can see (the run's, not the config's)."""
     scen = heldout_scenarios(m) if rule == H else [s.id for s in m.run_scenarios()]
-    return {"tool": list(m.tools), "repo": m.run_repos(), "model": list(m.models), "host": list(m.hosts),
-            "scenario": scen}
+    return {
+        "tool": list(m.tools),
+        "repo": m.run_repos(),
+        "model": list(m.models),
+        "host": list(m.hosts),
+        "scenario": scen,
+    }
 
 
 def _code_version(field: str) -> str:
@@ -440,10 +508,14 @@ def trial_jobs(m: Matrix, key: TrialKey) -> list[tuple[str, dict[str, str]]]:
     from mcptrials.run.hosts import needs_install
 
     tool, server, spec = key.tool, m.server_of(key.tool), m.tools[key.tool]
-    jobs = [("checkout", {"repo": key.repo}),
-            ("transcript", {"model": key.model, "host": key.host, "tool": tool, "scenario": key.scenario,
-                            "repo": key.repo})]
-    if spec["transport"] != "recorded":   # a recorded arm has no snapshot (nothing to list)
+    jobs = [
+        ("checkout", {"repo": key.repo}),
+        (
+            "transcript",
+            {"model": key.model, "host": key.host, "tool": tool, "scenario": key.scenario, "repo": key.repo},
+        ),
+    ]
+    if spec["transport"] != "recorded":  # a recorded arm has no snapshot (nothing to list)
         jobs.append(("tools_snapshot", {"tool": tool, "repo": key.repo}))
     if spec["transport"] not in ("none", "recorded"):
         jobs.append(("install_tool", {"tool": server}))

@@ -41,16 +41,31 @@ from __future__ import annotations
 
 from mcptrials import __version__
 from mcptrials.gate.comparable import Refused, refusal_reasons, stale_reasons
-from mcptrials.gate.decision import (DECISION_RULE, GATE_LEVEL, PROBABLE, TEST_NAME, decide, default_margin,
-                                     paired_figures, scenarios_to_decide)
+from mcptrials.gate.decision import (
+    DECISION_RULE,
+    GATE_LEVEL,
+    PROBABLE,
+    TEST_NAME,
+    decide,
+    default_margin,
+    paired_figures,
+    scenarios_to_decide,
+)
 from mcptrials.gate.findings import DEFAULT_ERROR_RISE, counted, findings
 from mcptrials.gate.tools_diff import tools_list_diff
 from mcptrials.matrix.errors import ConfigError
 
 
-def compare_runs(base: dict, head: dict, margin: float | None = None, tools: list[str] | None = None,
-                 strict: bool = False, lenient: bool = False, error_rise: float = DEFAULT_ERROR_RISE,
-                 head_config_path: str | None = None) -> dict:
+def compare_runs(
+    base: dict,
+    head: dict,
+    margin: float | None = None,
+    tools: list[str] | None = None,
+    strict: bool = False,
+    lenient: bool = False,
+    error_rise: float = DEFAULT_ERROR_RISE,
+    head_config_path: str | None = None,
+) -> dict:
     """The whole comparison of two loaded results folders (load_results). Raises Refused.
     head_config_path: HEAD's config, to refuse results that are stale for it (None: not checked).
     margin None: the config's `margin:` as HEAD's summary.json records it (decision.default_margin)."""
@@ -72,32 +87,51 @@ def compare_runs(base: dict, head: dict, margin: float | None = None, tools: lis
         if unknown:
             raise ConfigError(f"--tool {unknown[0]}: neither run has that tool; use one of: {', '.join(sorted(known))}")
     keys = [k for k in dict.fromkeys(list(groups["base"]) + list(groups["head"])) if not wanted or k[2] in wanted]
-    one_sided = [f"{k[2]} ({k[0]}@{k[1]}) is only in {'HEAD' if k not in groups['base'] else 'BASE'}" for k in keys
-                 if k not in groups["base"] or k not in groups["head"]]
+    one_sided = [
+        f"{k[2]} ({k[0]}@{k[1]}) is only in {'HEAD' if k not in groups['base'] else 'BASE'}"
+        for k in keys
+        if k not in groups["base"] or k not in groups["head"]
+    ]
     if one_sided:
-        raise Refused(["; ".join(one_sided) + ": a tool BASE never ran (a first pull request, a renamed tool) or one "
-                       "HEAD no longer runs cannot be gated; refresh BASE's stored results with it (push to main), "
-                       "or gate the tools both ran with --tool"])
-    notes: list[str] = []   # what could not be checked (results older than a record)
+        raise Refused(
+            [
+                "; ".join(one_sided) + ": a tool BASE never ran (a first pull request, a renamed tool) or one "
+                "HEAD no longer runs cannot be gated; refresh BASE's stored results with it (push to main), "
+                "or gate the tools both ran with --tool"
+            ]
+        )
+    notes: list[str] = []  # what could not be checked (results older than a record)
     if head_config_path:
         stale = stale_reasons(head, head_config_path, sorted({k[2] for k in keys}), notes)
         if stale:
             raise Refused(stale)
     repos = sorted(base["summary"]["identity"]["repos"])
-    transports = {**{t: v.get("transport") for t, v in (base["summary"]["identity"].get("tools") or {}).items()},
-                  **{t: v.get("transport") for t, v in (head["summary"]["identity"].get("tools") or {}).items()}}
+    transports = {
+        **{t: v.get("transport") for t, v in (base["summary"]["identity"].get("tools") or {}).items()},
+        **{t: v.get("transport") for t, v in (head["summary"]["identity"].get("tools") or {}).items()},
+    }
     rows = []
     for k in keys:
         model, host, tool = k
         b_all, h_all = groups["base"][k], groups["head"][k]
         used_repos = sorted({r.get("repo") for r in b_all + h_all if r.get("repo")}) or repos
         has_server = transports.get(tool, "stdio") != "none"
-        row = {"model": model, "host": host, "tool": tool,
-               "n_base": len(counted(b_all)), "n_head": len(counted(h_all)),
-               "missing_base": len(b_all) - len(counted(b_all)), "missing_head": len(h_all) - len(counted(h_all)),
-               "tools_list": {repo: tools_list_diff(base["snapshots"].get((tool, repo)),
-                                                    head["snapshots"].get((tool, repo))) for repo in repos}}
-        snaps = {repo: (base["snapshots"].get((tool, repo)), head["snapshots"].get((tool, repo))) for repo in used_repos}
+        row = {
+            "model": model,
+            "host": host,
+            "tool": tool,
+            "n_base": len(counted(b_all)),
+            "n_head": len(counted(h_all)),
+            "missing_base": len(b_all) - len(counted(b_all)),
+            "missing_head": len(h_all) - len(counted(h_all)),
+            "tools_list": {
+                repo: tools_list_diff(base["snapshots"].get((tool, repo)), head["snapshots"].get((tool, repo)))
+                for repo in repos
+            },
+        }
+        snaps = {
+            repo: (base["snapshots"].get((tool, repo)), head["snapshots"].get((tool, repo))) for repo in used_repos
+        }
         row["findings"] = findings(tool, has_server, b_all, h_all, snaps, error_rise)
         figs = paired_figures(counted(b_all), counted(h_all))
         row["figures"] = figs
@@ -108,14 +142,33 @@ def compare_runs(base: dict, head: dict, margin: float | None = None, tools: lis
         row["gate"] = gate
         rows.append(row)
     bi, hi = base["summary"]["identity"], head["summary"]["identity"]
-    return {"test": TEST_NAME, "rule": DECISION_RULE, "margin": margin, "margin_from": margin_from,
-            "level": GATE_LEVEL, "strict": strict,
-            "lenient": lenient, "error_rise": error_rise, "harness_version": __version__,
-            "config_checked": head_config_path, "notes": notes,
-            "base": {"folder": base["folder"], "harness_versions": bi.get("harness_versions"), "started": bi.get("started")},
-            "head": {"folder": head["folder"], "harness_versions": hi.get("harness_versions"), "started": hi.get("started")},
-            "scenarios": sorted(bi["scenarios"]), "repos": {r: bi["repos"][r]["commit"] for r in repos},
-            "rows": rows, "failed": [r for r in rows if r["status"] == "fail"]}
+    return {
+        "test": TEST_NAME,
+        "rule": DECISION_RULE,
+        "margin": margin,
+        "margin_from": margin_from,
+        "level": GATE_LEVEL,
+        "strict": strict,
+        "lenient": lenient,
+        "error_rise": error_rise,
+        "harness_version": __version__,
+        "config_checked": head_config_path,
+        "notes": notes,
+        "base": {
+            "folder": base["folder"],
+            "harness_versions": bi.get("harness_versions"),
+            "started": bi.get("started"),
+        },
+        "head": {
+            "folder": head["folder"],
+            "harness_versions": hi.get("harness_versions"),
+            "started": hi.get("started"),
+        },
+        "scenarios": sorted(bi["scenarios"]),
+        "repos": {r: bi["repos"][r]["commit"] for r in repos},
+        "rows": rows,
+        "failed": [r for r in rows if r["status"] == "fail"],
+    }
 
 
 # --- the command -----------------------------------------------------------------------------

@@ -48,7 +48,7 @@ def diff_lines(row: dict) -> list[str]:
         if d["removed"]:
             out.append(f"{pre}removed: {', '.join(d['removed'])}")
         for c in d["descriptions"]:
-            out.append(f"{pre}description of {c['tool']}: \"{cut(c['base'])}\" → \"{cut(c['head'])}\"")
+            out.append(f'{pre}description of {c["tool"]}: "{cut(c["base"])}" → "{cut(c["head"])}"')
         for c in d["schemas"]:
             out.append(f"{pre}input schema of {c['tool']}: {c['change']}")
         if not out and not all(d["snapshot"]):
@@ -73,15 +73,18 @@ def _verdict(r: dict) -> str:
 
 def _row_line(r: dict) -> str:
     f = r["figures"]
-    return (f"{_label(r)}: {r['status'].upper()} ({_verdict(r)}); fairness {_interval(f['fairness'])}; "
-            f"pass rate {_interval(f['pass_rate'])}; cost {_interval(f['cost_usd'], usd=True)}; "
-            f"errors {_interval(f['error_rate'])}; trials {r['n_base']} → {r['n_head']}"
-            + (f" (missing {r['missing_base']} → {r['missing_head']})" if r["missing_base"] or r["missing_head"] else ""))
+    return (
+        f"{_label(r)}: {r['status'].upper()} ({_verdict(r)}); fairness {_interval(f['fairness'])}; "
+        f"pass rate {_interval(f['pass_rate'])}; cost {_interval(f['cost_usd'], usd=True)}; "
+        f"errors {_interval(f['error_rate'])}; trials {r['n_base']} → {r['n_head']}"
+        + (f" (missing {r['missing_base']} → {r['missing_head']})" if r["missing_base"] or r["missing_head"] else "")
+    )
 
 
 def _mode(result: dict) -> str:
-    return ("; strict: inconclusive fails too" if result["strict"] else "") + \
-        ("; lenient: a probable regression passes" if result["lenient"] else "")
+    return ("; strict: inconclusive fails too" if result["strict"] else "") + (
+        "; lenient: a probable regression passes" if result["lenient"] else ""
+    )
 
 
 def _margin_from(result: dict) -> str:
@@ -89,8 +92,11 @@ def _margin_from(result: dict) -> str:
 
 
 def text_report(result: dict) -> str:
-    lines = [f"test: {result['test']}; margin {result['margin']:g}{_margin_from(result)}; error rise {result['error_rise']:g}" + _mode(result),
-             f"rule: {result['rule']}"]
+    lines = [
+        f"test: {result['test']}; margin {result['margin']:g}{_margin_from(result)}; error rise {result['error_rise']:g}"
+        + _mode(result),
+        f"rule: {result['rule']}",
+    ]
     if not result.get("config_checked"):
         lines.append("note: HEAD's results were not checked against its config (--no-config-check)")
     for r in result["rows"]:
@@ -98,40 +104,59 @@ def text_report(result: dict) -> str:
         lines.append(_row_line(r))
         lines += [f"  tools/list: {x}" for x in diff_lines(r)]
     n = len(result["failed"])
-    lines.append(f"result: {n} regression(s): " + ", ".join(_label(r) for r in result["failed"]) if n
-                 else "result: no regression")
+    lines.append(
+        f"result: {n} regression(s): " + ", ".join(_label(r) for r in result["failed"])
+        if n
+        else "result: no regression"
+    )
     return "\n".join(lines) + "\n"
 
 
 def markdown(result: dict) -> str:
     """A pull-request comment: verdict line, the findings, one table row per tool, the tools/list diffs folded."""
     n = len(result["failed"])
-    head = (f"### mcptrials: {'❌ ' + str(n) + ' regression(s)' if n else '✅ no regression'}\n\n")
-    found = [f"- ❌ **{html.escape(_label(r), quote=False)}**: {x['kind']}: {html.escape(x['message'], quote=False)}"
-             for r in result["rows"] for x in r["findings"]]
+    head = f"### mcptrials: {'❌ ' + str(n) + ' regression(s)' if n else '✅ no regression'}\n\n"
+    found = [
+        f"- ❌ **{html.escape(_label(r), quote=False)}**: {x['kind']}: {html.escape(x['message'], quote=False)}"
+        for r in result["rows"]
+        for x in r["findings"]
+    ]
     if found:
         head += "Deterministic failures (regressions whatever the interval):\n\n" + "\n".join(found) + "\n\n"
-    head += (f"Test: {result['test']}; margin **{result['margin']:g}**{_margin_from(result)}" + _mode(result) + ". "
-             f"Rule: {result['rule']}. "
-             f"Scenarios: {len(result['scenarios'])}; repos: "
-             + ", ".join(f"{k}@{v[:12]}" for k, v in result["repos"].items())
-             + f". mcptrials {result['harness_version']}.\n\n")
-    t = ["| tool | model@host | gate | Δ fairness [90% CI] | Δ pass rate | Δ cost / trial (USD) | Δ error rate | trials BASE → HEAD | tools/list |",
-         "|---|---|---|---|---|---|---|---|---|"]
+    head += (
+        f"Test: {result['test']}; margin **{result['margin']:g}**{_margin_from(result)}" + _mode(result) + ". "
+        f"Rule: {result['rule']}. "
+        f"Scenarios: {len(result['scenarios'])}; repos: "
+        + ", ".join(f"{k}@{v[:12]}" for k, v in result["repos"].items())
+        + f". mcptrials {result['harness_version']}.\n\n"
+    )
+    t = [
+        "| tool | model@host | gate | Δ fairness [90% CI] | Δ pass rate | Δ cost / trial (USD) | Δ error rate | trials BASE → HEAD | tools/list |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     details = []
     for r in result["rows"]:
         dl = diff_lines(r)
         changed = dl != ["tools/list unchanged"]
         f = r["figures"]
         mark = "❌" if r["status"] == "fail" else "✅"
-        t.append(f"| {r['tool']} | {r['model']}@{r['host']} | {mark} {html.escape(_verdict(r), quote=False)} | "
-                 f"{_interval(f['fairness'])} | {_interval(f['pass_rate'])} | {_interval(f['cost_usd'], usd=True)} | "
-                 f"{_interval(f['error_rate'])} | {r['n_base']} → {r['n_head']}"
-                 + (f" (missing {r['missing_base']} → {r['missing_head']})" if r["missing_base"] or r["missing_head"] else "")
-                 + f" | {_hashes(r, changed)} |")
+        t.append(
+            f"| {r['tool']} | {r['model']}@{r['host']} | {mark} {html.escape(_verdict(r), quote=False)} | "
+            f"{_interval(f['fairness'])} | {_interval(f['pass_rate'])} | {_interval(f['cost_usd'], usd=True)} | "
+            f"{_interval(f['error_rate'])} | {r['n_base']} → {r['n_head']}"
+            + (
+                f" (missing {r['missing_base']} → {r['missing_head']})"
+                if r["missing_base"] or r["missing_head"]
+                else ""
+            )
+            + f" | {_hashes(r, changed)} |"
+        )
         if changed:
-            details.append(f"<details><summary>{_label(r)}: tools/list diff</summary>\n\n"
-                           + "\n".join(f"- {html.escape(x, quote=False)}" for x in dl) + "\n\n</details>\n")
+            details.append(
+                f"<details><summary>{_label(r)}: tools/list diff</summary>\n\n"
+                + "\n".join(f"- {html.escape(x, quote=False)}" for x in dl)
+                + "\n\n</details>\n"
+            )
     text = head + "\n".join(t) + "\n\n" + "\n".join(details)
     if len(text) > MARKDOWN_LIMIT:
         text = text[:MARKDOWN_LIMIT] + "\n\n… (cut to fit a comment; run `mcptrials compare` for the rest)\n"
@@ -139,8 +164,11 @@ def markdown(result: dict) -> str:
 
 
 def refusal_markdown(reasons: list[str]) -> str:
-    return ("### mcptrials: ⚠️ not compared\n\nThe two runs cannot be compared:\n\n"
-            + "\n".join(f"- {r}" for r in reasons) + "\n")
+    return (
+        "### mcptrials: ⚠️ not compared\n\nThe two runs cannot be compared:\n\n"
+        + "\n".join(f"- {r}" for r in reasons)
+        + "\n"
+    )
 
 
 def junit(result: dict | None, reasons: list[str] | None = None) -> str:
@@ -149,12 +177,17 @@ def junit(result: dict | None, reasons: list[str] | None = None) -> str:
     import xml.etree.ElementTree as ET
 
     suite = ET.Element("testsuite", name="mcptrials compare")
-    props = ET.SubElement(suite, "properties")   # what produced it
+    props = ET.SubElement(suite, "properties")  # what produced it
     facts = {"mcptrials": __version__}
     if result:
-        facts.update(test=result["test"], margin=f"{result['margin']:g}", base=result["base"]["folder"],
-                     head=result["head"]["folder"], scenarios=" ".join(result["scenarios"]),
-                     repos=" ".join(f"{k}@{v}" for k, v in result["repos"].items()))
+        facts.update(
+            test=result["test"],
+            margin=f"{result['margin']:g}",
+            base=result["base"]["folder"],
+            head=result["head"]["folder"],
+            scenarios=" ".join(result["scenarios"]),
+            repos=" ".join(f"{k}@{v}" for k, v in result["repos"].items()),
+        )
     for name, value in facts.items():
         ET.SubElement(props, "property", name=name, value=str(value))
     cases = failures = errors = skipped = 0
@@ -165,16 +198,21 @@ def junit(result: dict | None, reasons: list[str] | None = None) -> str:
     for r in (result or {}).get("rows", []):
         cases += 1
         case = ET.SubElement(suite, "testcase", classname=f"mcptrials.compare.{r['model']}@{r['host']}", name=r["tool"])
-        body = "\n".join([f"FINDING {x['kind']}: {x['message']}" for x in r["findings"]] + [_row_line(r)]
-                         + [f"tools/list: {x}" for x in diff_lines(r)])
+        body = "\n".join(
+            [f"FINDING {x['kind']}: {x['message']}" for x in r["findings"]]
+            + [_row_line(r)]
+            + [f"tools/list: {x}" for x in diff_lines(r)]
+        )
         if r["status"] == "fail":
             failures += 1
             g = r["gate"]
             if r["findings"]:
                 message = f"{r['findings'][0]['kind']}: {r['findings'][0]['message']}"
             else:
-                message = (f"{g['verdict']}: 90% interval of Δ fairness [{_f(g['lo'], True)}, {_f(g['hi'], True)}], "
-                           f"Δ {_f((r['figures']['fairness'] or {}).get('mean_diff'), True)}, against -margin {-g['margin']:g}")
+                message = (
+                    f"{g['verdict']}: 90% interval of Δ fairness [{_f(g['lo'], True)}, {_f(g['hi'], True)}], "
+                    f"Δ {_f((r['figures']['fairness'] or {}).get('mean_diff'), True)}, against -margin {-g['margin']:g}"
+                )
             ET.SubElement(case, "failure", message=message).text = body
         ET.SubElement(case, "system-out").text = body + "\n" + (result or {}).get("test", "")
     suite.set("tests", str(cases))

@@ -9,16 +9,20 @@ from __future__ import annotations
 from mcptrials.analyze.trial_rows import ERROR_KINDS
 
 PROBABLE = "probable regression"
-DECISION_RULE = ("a tool fails on any finding (server did not start, a called tool gone, more trials crashed "
-                 "or timed out, server tool errors up by more than the error rise), on a regression (90% "
-                 "interval of HEAD - BASE fairness entirely below -margin) and on a probable regression "
-                 "(inconclusive, point estimate below -margin; passes with --lenient); --strict also fails "
-                 "every inconclusive one; it passes when non-inferior (lower bound above -margin) or "
-                 "inconclusive with the point estimate at or above -margin")
-GATE_LEVEL = 0.90       # two-sided level of the gate's interval: a one-sided test at 0.05
-TEST_NAME = ("non-inferiority of HEAD against BASE in fairness: one-sided test at alpha 0.05 via the "
-             "two-sided 90% paired interval of HEAD - BASE over scenarios (logit-transformed t, df = scenarios - 1); "
-             "regression when its upper bound < -margin, non-inferior when its lower bound > -margin")
+DECISION_RULE = (
+    "a tool fails on any finding (server did not start, a called tool gone, more trials crashed "
+    "or timed out, server tool errors up by more than the error rise), on a regression (90% "
+    "interval of HEAD - BASE fairness entirely below -margin) and on a probable regression "
+    "(inconclusive, point estimate below -margin; passes with --lenient); --strict also fails "
+    "every inconclusive one; it passes when non-inferior (lower bound above -margin) or "
+    "inconclusive with the point estimate at or above -margin"
+)
+GATE_LEVEL = 0.90  # two-sided level of the gate's interval: a one-sided test at 0.05
+TEST_NAME = (
+    "non-inferiority of HEAD against BASE in fairness: one-sided test at alpha 0.05 via the "
+    "two-sided 90% paired interval of HEAD - BASE over scenarios (logit-transformed t, df = scenarios - 1); "
+    "regression when its upper bound < -margin, non-inferior when its lower bound > -margin"
+)
 
 
 # figure -> (how one trial's value is read, the bounds of a per-scenario difference: 0-1 figures
@@ -54,8 +58,11 @@ def paired_figures(base_rows: list[dict], head_rows: list[dict], level: float = 
             out[metric] = None
             continue
         d = paired_difference(h, b, level=level, bounds=bounds)
-        out[metric] = {"base": sum(b[k] for k in shared) / len(shared), "head": sum(h[k] for k in shared) / len(shared),
-                       **d}
+        out[metric] = {
+            "base": sum(b[k] for k in shared) / len(shared),
+            "head": sum(h[k] for k in shared) / len(shared),
+            **d,
+        }
     return out
 
 
@@ -78,19 +85,28 @@ def scenarios_to_decide(b_rows: list[dict], h_rows: list[dict], diff: dict, marg
     vc = variance_components(_trial_scores(h_rows), _trial_scores(b_rows))
     k = round(vc["k_a"]) if vc["k_a"] else None
     if vc["omega2"] is None:
-        return {"scenarios": None, "trials_per_scenario": k,
-                "note": "an interval needs at least 2 paired scenarios; add scenarios"}
+        return {
+            "scenarios": None,
+            "trials_per_scenario": k,
+            "note": "an interval needs at least 2 paired scenarios; add scenarios",
+        }
     delta = abs(diff["mean_diff"] + margin)
     if delta < 1e-9:
-        return {"scenarios": None, "trials_per_scenario": k,
-                "note": "the estimate sits on -margin: no number of scenarios decides it"}
+        return {
+            "scenarios": None,
+            "trials_per_scenario": k,
+            "note": "the estimate sits on -margin: no number of scenarios decides it",
+        }
     variance = vc["omega2"] + vc["sigma2_a"] / vc["k_a"] + vc["sigma2_b"] / vc["k_b"]
     n = scenarios_to_decide_margin(delta, variance)
     if n is None:
         return {"scenarios": None, "trials_per_scenario": k, "note": "more than 10,000 scenarios would be needed"}
-    return {"scenarios": n, "trials_per_scenario": k,
-            "note": f"about {n} scenarios at {k} trial(s) each would make it conclusive (80% power, the spread "
-                    f"as measured; {vc['n']} now)"}
+    return {
+        "scenarios": n,
+        "trials_per_scenario": k,
+        "note": f"about {n} scenarios at {k} trial(s) each would make it conclusive (80% power, the spread "
+        f"as measured; {vc['n']} now)",
+    }
 
 
 def default_margin(head_summary: dict) -> tuple[float, str]:
@@ -113,5 +129,5 @@ def decide(gate: dict, diff: dict | None, found: list, strict: bool, lenient: bo
     v = gate["verdict"]
     if v == INCONCLUSIVE and diff and diff.get("mean_diff") is not None and diff["mean_diff"] < -gate["margin"]:
         v = PROBABLE
-    failed = (v == REGRESSION or (v == PROBABLE and not lenient) or (strict and v != NON_INFERIOR))
+    failed = v == REGRESSION or (v == PROBABLE and not lenient) or (strict and v != NON_INFERIOR)
     return v, "fail" if failed else "pass"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from mcptrials.gate.tools_diff import cut, renamed_to
 
-DEFAULT_ERROR_RISE = 0.2   # absolute rise of the server tools' error rate that fails: the --error-rise default
-ENDED_BADLY = ("server_crashed", "timed_out")   # trial outcomes whose rising share is a finding
+DEFAULT_ERROR_RISE = 0.2  # absolute rise of the server tools' error rate that fails: the --error-rise default
+ENDED_BADLY = ("server_crashed", "timed_out")  # trial outcomes whose rising share is a finding
 
 
 def counted(rows: list[dict]) -> list[dict]:
@@ -34,8 +34,14 @@ def _server_error_rate(rows: list[dict]) -> float | None:
     return sum(rates) / len(rates) if rates else None
 
 
-def findings(tool: str, has_server: bool, b_rows: list[dict], h_rows: list[dict], snaps: dict,
-             error_rise: float = DEFAULT_ERROR_RISE) -> list[dict]:
+def findings(
+    tool: str,
+    has_server: bool,
+    b_rows: list[dict],
+    h_rows: list[dict],
+    snaps: dict,
+    error_rise: float = DEFAULT_ERROR_RISE,
+) -> list[dict]:
     """The deterministic failures of one tool, HEAD against BASE, in the order a reader needs them:
     [{kind, message}]; kinds: did_not_start, tool_gone, ended_badly, server_errors.
     snaps: repo -> (BASE tools.json or None, HEAD tools.json or None)."""
@@ -44,13 +50,19 @@ def findings(tool: str, has_server: bool, b_rows: list[dict], h_rows: list[dict]
     if has_server:
         for repo, (bs, hs) in snaps.items():
             if hs is None and bs is None:
-                continue   # neither side kept its snapshots: nothing to compare
+                continue  # neither side kept its snapshots: nothing to compare
             if hs is None:
-                out.append({"kind": "did_not_start", "message": f"HEAD has no tools snapshot of {tool} for {repo}: its "
-                            "tools_snapshot job failed (see results/logs/snapshot/)"})
+                out.append(
+                    {
+                        "kind": "did_not_start",
+                        "message": f"HEAD has no tools snapshot of {tool} for {repo}: its "
+                        "tools_snapshot job failed (see results/logs/snapshot/)",
+                    }
+                )
             elif hs.get("error"):
-                out.append({"kind": "did_not_start", "message": f"HEAD's server did not start ({repo}): "
-                            + cut(hs["error"])})
+                out.append(
+                    {"kind": "did_not_start", "message": f"HEAD's server did not start ({repo}): " + cut(hs["error"])}
+                )
             else:
                 started[repo] = hs
         called = sorted({n for r in b_rows for n in (r.get("server_tools_used") or [])})
@@ -63,15 +75,29 @@ def findings(tool: str, has_server: bool, b_rows: list[dict], h_rows: list[dict]
             for name in names:
                 if name not in live:
                     new = renamed_to(name, bs, hs)
-                    out.append({"kind": "tool_gone", "message": f"{name}, which BASE's trials called, is "
-                                + (f"renamed to {new} (same input schema)" if new else "gone")
-                                + f" in HEAD's tools/list ({repo})"})
+                    out.append(
+                        {
+                            "kind": "tool_gone",
+                            "message": f"{name}, which BASE's trials called, is "
+                            + (f"renamed to {new} (same input schema)" if new else "gone")
+                            + f" in HEAD's tools/list ({repo})",
+                        }
+                    )
     bb, hb = _share_ended_badly(counted(b_rows)), _share_ended_badly(counted(h_rows))
     if bb is not None and hb is not None and hb > bb:
-        out.append({"kind": "ended_badly", "message": f"trials ending server_crashed or timed_out rose from "
-                    f"{bb:.0%} to {hb:.0%}"})
+        out.append(
+            {
+                "kind": "ended_badly",
+                "message": f"trials ending server_crashed or timed_out rose from {bb:.0%} to {hb:.0%}",
+            }
+        )
     be, he = _server_error_rate(counted(b_rows)), _server_error_rate(counted(h_rows))
     if be is not None and he is not None and he - be > error_rise:
-        out.append({"kind": "server_errors", "message": f"the server tools' error rate rose from {be:.0%} to "
-                    f"{he:.0%} (more than {error_rise:g} absolute)"})
+        out.append(
+            {
+                "kind": "server_errors",
+                "message": f"the server tools' error rate rose from {be:.0%} to "
+                f"{he:.0%} (more than {error_rise:g} absolute)",
+            }
+        )
     return out

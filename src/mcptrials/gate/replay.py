@@ -43,11 +43,11 @@ IDENTICAL, NOW_EMPTY, CHANGED = "identical", "now empty", "changed"
 NOW_ERROR, TOOL_GONE, NOT_STARTED = "now an error", "tool gone", "did not start"
 CLASSES = (IDENTICAL, CHANGED, NOW_EMPTY, NOW_ERROR, TOOL_GONE, NOT_STARTED)
 FAILING = (NOW_ERROR, NOW_EMPTY, TOOL_GONE, NOT_STARTED)
-SLOWEST = 5           # calls listed per tool by HEAD's latency
+SLOWEST = 5  # calls listed per tool by HEAD's latency
 # A call is slow (listed as such) only when HEAD took longer than BASE by more than both:
 # a faster call, or a few ms of noise on a busy machine, is not.
 SLOWER_RATIO, SLOWER_MS = 1.5, 20.0
-DIFF_LINES = 12       # lines of a changed result's diff shown
+DIFF_LINES = 12  # lines of a changed result's diff shown
 MARKDOWN_LIMIT = 60000
 
 # The trial folder of trial.Sandbox.create (tempfile.mkdtemp's 8 random characters)
@@ -55,9 +55,12 @@ TRIAL_ROOT = re.compile(r"/(?:[^\s\"'/]+/)*mcptrials-trial-[a-z0-9_]{8}")
 # ISO 8601 date-times, with or without seconds, fraction and zone
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?")
 # what a server says when it found nothing, the whole (short) result
-NOTHING_FOUND = re.compile(r"^\s*(?:no (?:results?|matches|match|files?|entries|items|symbols?|references?|"
-                           r"definitions?|occurrences?)(?: were)?(?: found)?|nothing (?:was )?found|not found|"
-                           r"0 (?:results?|matches)(?: found)?)\b[^\n]{0,80}$", re.I)
+NOTHING_FOUND = re.compile(
+    r"^\s*(?:no (?:results?|matches|match|files?|entries|items|symbols?|references?|"
+    r"definitions?|occurrences?)(?: were)?(?: found)?|nothing (?:was )?found|not found|"
+    r"0 (?:results?|matches)(?: found)?)\b[^\n]{0,80}$",
+    re.I,
+)
 
 
 # a result that says it is an error without setting isError (mcp-server-sqlite answers
@@ -103,7 +106,7 @@ def _json_empty(value) -> bool:
         return True
     if isinstance(value, dict):
         lists = [v for v in value.values() if isinstance(v, list)]
-        if lists:   # {"results": [], "pagination": {...}}: every list it holds is empty
+        if lists:  # {"results": [], "pagination": {...}}: every list it holds is empty
             return all(not v for v in lists)
         inner = [v for v in value.values() if isinstance(v, dict)]
         return len(value) == 1 and len(inner) == 1 and _json_empty(inner[0])
@@ -176,8 +179,14 @@ def load_base_trials(folder) -> list[dict]:
             meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
         except json.JSONDecodeError as e:
             raise ConfigError(f"{t}: not valid JSON ({e}); restore BASE's stored results") from None
-        out.append({"path": str(t.parent.relative_to(root)), "transcript": transcript, "meta": meta,
-                    "cell": transcript["cell"]})
+        out.append(
+            {
+                "path": str(t.parent.relative_to(root)),
+                "transcript": transcript,
+                "meta": meta,
+                "cell": transcript["cell"],
+            }
+        )
     return out
 
 
@@ -205,23 +214,44 @@ def select(trials: list[dict], m, tools: list[str] | None, hint: str | None = No
     """tool -> its BASE trials to replay; raises CannotReplay, every reason with its fix.
     `hint` (base_config_hint): the config BASE was run with, when HEAD's was not given."""
     if not trials:
-        raise CannotReplay(["BASE holds no recorded trials (runs/**/transcript.json): store results/runs with "
-                            "results/aggregate and results/snapshots when you keep BASE's results"])
+        raise CannotReplay(
+            [
+                "BASE holds no recorded trials (runs/**/transcript.json): store results/runs with "
+                "results/aggregate and results/snapshots when you keep BASE's results"
+            ]
+        )
     ran = {t["cell"]["tool"] for t in trials}
     reasons = []
     if tools:
-        reasons += [f"--tool {t}: BASE never ran it (it ran {', '.join(sorted(ran))}); a new or renamed tool cannot "
-                    "be replayed: store BASE's results with it first" for t in tools if t not in ran]
+        reasons += [
+            f"--tool {t}: BASE never ran it (it ran {', '.join(sorted(ran))}); a new or renamed tool cannot "
+            "be replayed: store BASE's results with it first"
+            for t in tools
+            if t not in ran
+        ]
         wanted = [t for t in tools if t in ran]
     else:
-        wanted = sorted(t for t in ran if any(c.get("source") == "mcp" for x in trials if x["cell"]["tool"] == t
-                                               for c in x["transcript"].get("tool_calls", [])))
+        wanted = sorted(
+            t
+            for t in ran
+            if any(
+                c.get("source") == "mcp"
+                for x in trials
+                if x["cell"]["tool"] == t
+                for c in x["transcript"].get("tool_calls", [])
+            )
+        )
     picked = {}
     for tool in wanted:
         if tool not in m.tools:
-            reasons.append(f"{m.path}: field tools: HEAD's config has no tool {tool!r}, which BASE ran; "
-                           + (f"{hint} (or add the tool back, or replay other tools with --tool)" if hint else
-                              "add it back or replay other tools with --tool"))
+            reasons.append(
+                f"{m.path}: field tools: HEAD's config has no tool {tool!r}, which BASE ran; "
+                + (
+                    f"{hint} (or add the tool back, or replay other tools with --tool)"
+                    if hint
+                    else "add it back or replay other tools with --tool"
+                )
+            )
             continue
         if not m.specs.tools[tool].has_server:
             reasons.append(f"--tool {tool}: it has no server to replay (transport none)")
@@ -230,15 +260,21 @@ def select(trials: list[dict], m, tools: list[str] | None, hint: str | None = No
         for t in mine:
             repo, commit = t["cell"]["repo"], t["meta"].get("commit")
             if repo not in m.repos:
-                reasons.append(f"{m.path}: field repos: HEAD's config has no repo {repo!r}, which BASE's trial "
-                               f"{t['path']} ran on" + (f"; {hint}" if hint else ""))
+                reasons.append(
+                    f"{m.path}: field repos: HEAD's config has no repo {repo!r}, which BASE's trial "
+                    f"{t['path']} ran on" + (f"; {hint}" if hint else "")
+                )
             elif commit and commit != m.repos[repo]["commit"]:
-                reasons.append(f"repo {repo}: BASE ran at {commit[:12]}, HEAD's config pins "
-                               f"{m.repos[repo]['commit'][:12]}: replay needs the same commit (pin it, or refresh BASE)"
-                               + (f"; {hint}" if hint else ""))
+                reasons.append(
+                    f"repo {repo}: BASE ran at {commit[:12]}, HEAD's config pins "
+                    f"{m.repos[repo]['commit'][:12]}: replay needs the same commit (pin it, or refresh BASE)"
+                    + (f"; {hint}" if hint else "")
+                )
         if not any(c.get("source") == "mcp" for t in mine for c in t["transcript"].get("tool_calls", [])):
-            reasons.append(f"BASE's trials of {tool} recorded no call of its server: nothing to replay (run BASE with "
-                           "scenarios that use it)")
+            reasons.append(
+                f"BASE's trials of {tool} recorded no call of its server: nothing to replay (run BASE with "
+                "scenarios that use it)"
+            )
         picked[tool] = mine
     if not wanted and not reasons:
         reasons.append("BASE's trials recorded no call of any server: nothing to replay")
@@ -258,7 +294,7 @@ def prepare(m, tool: str, repos: set[str], results: Path) -> dict:
     from mcptrials.prepare.install import drop_keys, install_tool
     from mcptrials.core.records import read_json, write_json
 
-    env = m.specs.tools[tool].env_name          # a description variant runs its base's install
+    env = m.specs.tools[tool].env_name  # a description variant runs its base's install
     spec = m.tools[env]
     inst = results / "tools" / env / "install.json"
     wanted = [*(spec.get("install") or {}).get("pip", []), *(spec.get("install") or {}).get("npm", [])]
@@ -276,8 +312,15 @@ def prepare(m, tool: str, repos: set[str], results: Path) -> dict:
         if spec.get("index"):
             index_dir = results / "index" / env / repo
             if not (index_dir / "index.json").is_file():
-                build_index(env, spec, read_json(co)["tree"], index_dir, m.specs.key_env_names(), sys.stderr,
-                            tool_spec=m.specs.tools[tool])
+                build_index(
+                    env,
+                    spec,
+                    read_json(co)["tree"],
+                    index_dir,
+                    m.specs.key_env_names(),
+                    sys.stderr,
+                    tool_spec=m.specs.tools[tool],
+                )
             else:
                 stale_index(m, env, repo, read_json(index_dir / "index.json"), index_dir)
         out[repo] = (read_json(co), index_dir)
@@ -294,10 +337,14 @@ def stale_index(m, tool: str, repo: str, rec: dict, index_dir: Path) -> None:
     if rec.get("project_files") is None:
         return
     if diff := files_changed(rec["project_files"], project_files(m.specs.tools[tool])):
-        raise CannotReplay([f"{index_dir / 'index.json'} was made with other contents of the project files of "
-                            f"tools.{tool} ({diff}), so HEAD's server would start on an index of another version: "
-                            "rerun snakemake (it rebuilds the index of an edited server, then its snapshot), or "
-                            f"remove {index_dir} and replay builds it again"])
+        raise CannotReplay(
+            [
+                f"{index_dir / 'index.json'} was made with other contents of the project files of "
+                f"tools.{tool} ({diff}), so HEAD's server would start on an index of another version: "
+                "rerun snakemake (it rebuilds the index of an edited server, then its snapshot), or "
+                f"remove {index_dir} and replay builds it again"
+            ]
+        )
 
 
 # --- one replay -----------------------------------------------------------------------------
@@ -310,8 +357,10 @@ def _mcp_calls(transcript: dict) -> list[dict]:
 def sequence_key(trial: dict) -> str:
     """Trials with the same key send the same calls to the same server at the same commit."""
     root = base_root(trial["transcript"])
-    calls = [(c["tool"], normalise(json.dumps(c.get("arguments"), sort_keys=True), (root,) if root else ()))
-             for c in _mcp_calls(trial["transcript"])]
+    calls = [
+        (c["tool"], normalise(json.dumps(c.get("arguments"), sort_keys=True), (root,) if root else ()))
+        for c in _mcp_calls(trial["transcript"])
+    ]
     return json.dumps([trial["cell"]["tool"], trial["cell"]["repo"], calls])
 
 
@@ -333,10 +382,21 @@ async def replay_trial(m, tool: str, trial: dict, checkout: dict, index_dir, err
     out = {"calls": [], "error": None, "startup_seconds": None, "server_version": None}
 
     def record(c, cls, text="", latency=None, detail=None):
-        out["calls"].append({"step": c.get("step"), "tool": c["tool"], "arguments": c.get("arguments"),
-                             "base_ok": not c.get("is_error"), "class": cls, "base_latency_ms": c.get("latency_ms"),
-                             "head_latency_ms": latency, "base_text": c.get("result_text") or "", "head_text": text,
-                             "detail": detail})
+        out["calls"].append(
+            {
+                "step": c.get("step"),
+                "tool": c["tool"],
+                "arguments": c.get("arguments"),
+                "base_ok": not c.get("is_error"),
+                "class": cls,
+                "base_latency_ms": c.get("latency_ms"),
+                "head_latency_ms": latency,
+                "base_text": c.get("result_text") or "",
+                "head_text": text,
+                "detail": detail,
+            }
+        )
+
     try:
         try:
             async with open_server(spec, sandbox.values(), errlog, m.specs.key_env_names()) as s:
@@ -353,11 +413,13 @@ async def replay_trial(m, tool: str, trial: dict, checkout: dict, index_dir, err
                     t0 = time.monotonic()
                     head = {"error": None, "is_error": False, "text": ""}
                     try:
-                        r = await s.client.call_tool(c["tool"], rebase(c.get("arguments") or {}, old, str(sandbox.root)))
+                        r = await s.client.call_tool(
+                            c["tool"], rebase(c.get("arguments") or {}, old, str(sandbox.root))
+                        )
                         head.update(text=cap_text(result_text(r), cap)[0], is_error=bool(r.is_error))
                     except MCPError as e:
                         head.update(error=f"MCP error: {e}", text=f"MCP error: {e}")
-                        if "closed" in str(e).lower():   # the server is gone for the rest of the trial
+                        if "closed" in str(e).lower():  # the server is gone for the rest of the trial
                             gone = f"the server exited at an earlier call ({c['tool']}): {e}"
                     except Exception as e:  # noqa: BLE001 - a broken result is HEAD's error, recorded
                         head.update(error=f"{type(e).__name__}: {e}", text=f"{type(e).__name__}: {e}")
@@ -369,11 +431,11 @@ async def replay_trial(m, tool: str, trial: dict, checkout: dict, index_dir, err
                 out["error"] = f"{type(leaf).__name__}: {leaf}; stderr: {stderr_tail(errlog, 5)}"
                 for c in calls:
                     record(c, NOT_STARTED, detail=out["error"])
-            else:   # it went away while shutting down: the calls stand, the fault is noted
+            else:  # it went away while shutting down: the calls stand, the fault is noted
                 out["shutdown_error"] = f"{type(leaf).__name__}: {leaf}"
     finally:
         sandbox.remove()
-    for c in out["calls"]:   # what is shown of a difference: the trial folder as {trial}
+    for c in out["calls"]:  # what is shown of a difference: the trial folder as {trial}
         c["arguments"] = json.loads(normalise(json.dumps(c["arguments"]), roots))
     out["roots"] = roots
     return out
@@ -418,7 +480,7 @@ async def replay_all(m, picked: dict, prepared: dict, logs: Path, jobs: int) -> 
 
 def short_diff(base: str, head: str, roots: tuple[str, ...]) -> str:
     b, h = normalise(base, roots), normalise(head, roots)
-    if b.startswith(("{", "[")) and h.startswith(("{", "[")):   # JSON: one key per line, so the diff says where
+    if b.startswith(("{", "[")) and h.startswith(("{", "[")):  # JSON: one key per line, so the diff says where
         try:
             b, h = (json.dumps(json.loads(x), indent=1, sort_keys=True) for x in (b, h))
         except ValueError:
@@ -455,44 +517,86 @@ def summarise(replays: dict, strict: bool) -> dict:
                 if c["head_latency_ms"] is not None:
                     timed.append((c, group))
                 if c["class"] != IDENTICAL:
-                    diffs.append({"trials": [g["path"] for g in group], "step": c["step"], "tool": c["tool"],
-                                  "arguments": c["arguments"], "class": c["class"], "base_ok": c["base_ok"],
-                                  "detail": c["detail"],
-                                  "diff": short_diff(c["base_text"], c["head_text"], rep["roots"])
-                                  if c["class"] in (CHANGED, NOW_EMPTY, NOW_ERROR) else None})
+                    diffs.append(
+                        {
+                            "trials": [g["path"] for g in group],
+                            "step": c["step"],
+                            "tool": c["tool"],
+                            "arguments": c["arguments"],
+                            "class": c["class"],
+                            "base_ok": c["base_ok"],
+                            "detail": c["detail"],
+                            "diff": short_diff(c["base_text"], c["head_text"], rep["roots"])
+                            if c["class"] in (CHANGED, NOW_EMPTY, NOW_ERROR)
+                            else None,
+                        }
+                    )
         timed.sort(key=lambda x: -(x[0]["head_latency_ms"] or 0))
-        slower = sorted((x for x in timed if is_slower(x[0]["base_latency_ms"], x[0]["head_latency_ms"])),
-                        key=lambda x: -(x[0]["head_latency_ms"] - x[0]["base_latency_ms"]))
+        slower = sorted(
+            (x for x in timed if is_slower(x[0]["base_latency_ms"], x[0]["head_latency_ms"])),
+            key=lambda x: -(x[0]["head_latency_ms"] - x[0]["base_latency_ms"]),
+        )
         tools[tool] = {
-            "trials": n_trials, "replayed": sum(1 for _, rep in items if not rep.get("shared_start")), "calls": sum(counts.values()), "counts": counts,
-            "failing": failing, "status": "fail" if failing else "pass",
+            "trials": n_trials,
+            "replayed": sum(1 for _, rep in items if not rep.get("shared_start")),
+            "calls": sum(counts.values()),
+            "counts": counts,
+            "failing": failing,
+            "status": "fail" if failing else "pass",
             "server_version": sorted(str(v) for v in versions if v),
             "did_not_start": next((rep["error"] for _, rep in items if rep["error"]), None),
-            "slowest": [{"tool": c["tool"], "arguments": c["arguments"], "trial": g[0]["path"],
-                         "base_latency_ms": c["base_latency_ms"], "head_latency_ms": c["head_latency_ms"]}
-                        for c, g in timed[:SLOWEST]],
-            "slower": [{"tool": c["tool"], "arguments": c["arguments"], "trial": g[0]["path"],
-                        "base_latency_ms": c["base_latency_ms"], "head_latency_ms": c["head_latency_ms"]}
-                       for c, g in slower[:SLOWEST]],
+            "slowest": [
+                {
+                    "tool": c["tool"],
+                    "arguments": c["arguments"],
+                    "trial": g[0]["path"],
+                    "base_latency_ms": c["base_latency_ms"],
+                    "head_latency_ms": c["head_latency_ms"],
+                }
+                for c, g in timed[:SLOWEST]
+            ],
+            "slower": [
+                {
+                    "tool": c["tool"],
+                    "arguments": c["arguments"],
+                    "trial": g[0]["path"],
+                    "base_latency_ms": c["base_latency_ms"],
+                    "head_latency_ms": c["head_latency_ms"],
+                }
+                for c, g in slower[:SLOWEST]
+            ],
             "differences": diffs,
         }
-    return {"tools": tools, "failed": sorted(t for t, v in tools.items() if v["status"] == "fail"), "strict": strict,
-            "harness_version": __version__, "fails_on": list(fail_on),
-            "slower_than_base": {"ratio": SLOWER_RATIO, "ms": SLOWER_MS}}
+    return {
+        "tools": tools,
+        "failed": sorted(t for t, v in tools.items() if v["status"] == "fail"),
+        "strict": strict,
+        "harness_version": __version__,
+        "fails_on": list(fail_on),
+        "slower_than_base": {"ratio": SLOWER_RATIO, "ms": SLOWER_MS},
+    }
 
 
 # --- the whole replay ------------------------------------------------------------------------
 
 
-def replay(base_folder, config: str, tools: list[str] | None = None, strict: bool = False,
-           results: Path = Path("results"), jobs: int | None = None, config_given: bool = True) -> dict:
+def replay(
+    base_folder,
+    config: str,
+    tools: list[str] | None = None,
+    strict: bool = False,
+    results: Path = Path("results"),
+    jobs: int | None = None,
+    config_given: bool = True,
+) -> dict:
     """The whole replay of a BASE results folder against HEAD's config. Raises CannotReplay;
     without `config_given` (no --config), its reasons name the config BASE was run with."""
     m = load_matrix(config)
     hint = None if config_given else base_config_hint(base_folder, m)
     picked = select(load_base_trials(base_folder), m, tools, hint)
-    prepared = {tool: prepare(m, tool, {t["cell"]["repo"] for t in trials}, results)
-                for tool, trials in picked.items()}
+    prepared = {tool: prepare(m, tool, {t["cell"]["repo"] for t in trials}, results) for tool, trials in picked.items()}
     # a server start mostly waits (imports, the sandbox): twice the cores keeps them busy
-    replays = asyncio.run(replay_all(m, picked, prepared, results / "logs" / "replay", jobs or 2 * (os.cpu_count() or 1)))
+    replays = asyncio.run(
+        replay_all(m, picked, prepared, results / "logs" / "replay", jobs or 2 * (os.cpu_count() or 1))
+    )
     return summarise(replays, strict)

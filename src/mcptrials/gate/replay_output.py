@@ -27,24 +27,35 @@ def _slower_than(result: dict) -> str:
 
 
 def text_report(result: dict) -> str:
-    lines = [f"replay: BASE's recorded tool calls sent to HEAD's servers (no model); fails on: "
-             f"{', '.join(result['fails_on'])} of calls that succeeded in BASE; slow: {_slower_than(result)}"]
+    lines = [
+        f"replay: BASE's recorded tool calls sent to HEAD's servers (no model); fails on: "
+        f"{', '.join(result['fails_on'])} of calls that succeeded in BASE; slow: {_slower_than(result)}"
+    ]
     for tool, v in result["tools"].items():
-        lines.append(f"{tool}: {v['status'].upper()}: {v['calls']} call(s) of {v['trials']} trial(s) "
-                     f"({v['replayed']} distinct sequence(s) replayed): {_counts(v)}")
+        lines.append(
+            f"{tool}: {v['status'].upper()}: {v['calls']} call(s) of {v['trials']} trial(s) "
+            f"({v['replayed']} distinct sequence(s) replayed): {_counts(v)}"
+        )
         if v["did_not_start"]:
             lines.append(f"  HEAD's server did not start: {v['did_not_start'][:300]}")
         for d in v["differences"]:
-            lines.append(f"  {d['class']}: {d['tool']} {_args(d['arguments'])} (step {d['step']}, "
-                         f"{d['trials'][0]}{' and %d more' % (len(d['trials']) - 1) if len(d['trials']) > 1 else ''})"
-                         + (f": {d['detail'][:200]}" if d["detail"] else ""))
+            lines.append(
+                f"  {d['class']}: {d['tool']} {_args(d['arguments'])} (step {d['step']}, "
+                f"{d['trials'][0]}{' and %d more' % (len(d['trials']) - 1) if len(d['trials']) > 1 else ''})"
+                + (f": {d['detail'][:200]}" if d["detail"] else "")
+            )
             if d["diff"]:
                 lines += [f"    {x}" for x in d["diff"].splitlines()]
         for s in v["slower"]:
-            lines.append(f"  slow: {s['tool']} {_args(s['arguments'])}: {s['base_latency_ms']} ms in BASE, "
-                         f"{s['head_latency_ms']} ms in HEAD")
-    lines.append(f"result: {len(result['failed'])} tool(s) fail: {', '.join(result['failed'])}" if result["failed"]
-                 else "result: no regression")
+            lines.append(
+                f"  slow: {s['tool']} {_args(s['arguments'])}: {s['base_latency_ms']} ms in BASE, "
+                f"{s['head_latency_ms']} ms in HEAD"
+            )
+    lines.append(
+        f"result: {len(result['failed'])} tool(s) fail: {', '.join(result['failed'])}"
+        if result["failed"]
+        else "result: no regression"
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -65,28 +76,41 @@ def code_span(text: str) -> str:
 
 def markdown(result: dict) -> str:
     n = len(result["failed"])
-    text = (f"### mcptrials replay: {'❌ ' + str(n) + ' tool(s) fail' if n else '✅ no regression'}\n\n"
-            "BASE's recorded tool calls sent again to HEAD's servers, no model (fails on: "
-            f"{', '.join(result['fails_on'])} of calls that succeeded in BASE). mcptrials {result['harness_version']}.\n\n"
-            "| tool | result | calls | " + " | ".join(CLASSES) + " | slowest call (BASE → HEAD ms) |\n"
-            "|---|---|---|" + "---|" * len(CLASSES) + "---|\n")
+    text = (
+        f"### mcptrials replay: {'❌ ' + str(n) + ' tool(s) fail' if n else '✅ no regression'}\n\n"
+        "BASE's recorded tool calls sent again to HEAD's servers, no model (fails on: "
+        f"{', '.join(result['fails_on'])} of calls that succeeded in BASE). mcptrials {result['harness_version']}.\n\n"
+        "| tool | result | calls | " + " | ".join(CLASSES) + " | slowest call (BASE → HEAD ms) |\n"
+        "|---|---|---|" + "---|" * len(CLASSES) + "---|\n"
+    )
     details = []
     for tool, v in result["tools"].items():
         slow = v["slowest"][0] if v["slowest"] else None
-        text += (f"| {tool} | {'❌' if v['status'] == 'fail' else '✅'} | {v['calls']} | "
-                 + " | ".join(str(v["counts"][c]) for c in CLASSES)
-                 + (f" | {html.escape(slow['tool'])} {slow['base_latency_ms']} → {slow['head_latency_ms']} |" if slow else " | – |")
-                 + "\n")
+        text += (
+            f"| {tool} | {'❌' if v['status'] == 'fail' else '✅'} | {v['calls']} | "
+            + " | ".join(str(v["counts"][c]) for c in CLASSES)
+            + (
+                f" | {html.escape(slow['tool'])} {slow['base_latency_ms']} → {slow['head_latency_ms']} |"
+                if slow
+                else " | – |"
+            )
+            + "\n"
+        )
         if v["differences"]:
             body = []
             for d in v["differences"][:50]:
-                body.append(f"- **{d['class']}** {code_span(d['tool'])} {code_span(_args(d['arguments']))} "
-                            f"({html.escape(d['trials'][0])})" + (f": {html.escape(d['detail'][:200])}" if d["detail"] else ""))
+                body.append(
+                    f"- **{d['class']}** {code_span(d['tool'])} {code_span(_args(d['arguments']))} "
+                    f"({html.escape(d['trials'][0])})" + (f": {html.escape(d['detail'][:200])}" if d["detail"] else "")
+                )
                 if d["diff"]:
                     fence = _fence(d["diff"], 3)
                     body.append(f"\n{fence}diff\n{d['diff']}\n{fence}")
-            details.append(f"<details><summary>{tool}: {len(v['differences'])} call(s) not identical</summary>\n\n"
-                           + "\n".join(body) + "\n\n</details>\n")
+            details.append(
+                f"<details><summary>{tool}: {len(v['differences'])} call(s) not identical</summary>\n\n"
+                + "\n".join(body)
+                + "\n\n</details>\n"
+            )
     text += "\n" + "\n".join(details)
     return text if len(text) <= MARKDOWN_LIMIT else text[:MARKDOWN_LIMIT] + "\n\n… (cut to fit a comment)\n"
 
@@ -110,8 +134,11 @@ def junit(result: dict | None, reasons: list[str] | None = None) -> str:
     for tool, v in (result or {}).get("tools", {}).items():
         cases += 1
         case = ET.SubElement(suite, "testcase", classname="mcptrials.replay", name=tool)
-        body = "\n".join(f"{d['class']}: {d['tool']} {_args(d['arguments'])} ({d['trials'][0]})"
-                         + (f"\n{d['diff']}" if d["diff"] else "") for d in v["differences"])
+        body = "\n".join(
+            f"{d['class']}: {d['tool']} {_args(d['arguments'])} ({d['trials'][0]})"
+            + (f"\n{d['diff']}" if d["diff"] else "")
+            for d in v["differences"]
+        )
         if v["status"] == "fail":
             failures += 1
             ET.SubElement(case, "failure", message=f"{v['failing']} call(s) failing: {_counts(v)}").text = body

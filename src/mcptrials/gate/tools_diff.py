@@ -39,11 +39,18 @@ def tools_list_diff(base_snap: dict | None, head_snap: dict | None) -> dict:
     h = {t["name"]: t for t in (head_snap or {}).get("tools", [])}
     both = sorted(set(b) & set(h))
     return {
-        "added": sorted(set(h) - set(b)), "removed": sorted(set(b) - set(h)),
-        "descriptions": [{"tool": n, "base": b[n].get("description") or "", "head": h[n].get("description") or ""}
-                         for n in both if (b[n].get("description") or "") != (h[n].get("description") or "")],
-        "schemas": [{"tool": n, "change": schema_change(b[n].get("input_schema"), h[n].get("input_schema"))}
-                    for n in both if canonical_hash(b[n].get("input_schema")) != canonical_hash(h[n].get("input_schema"))],
+        "added": sorted(set(h) - set(b)),
+        "removed": sorted(set(b) - set(h)),
+        "descriptions": [
+            {"tool": n, "base": b[n].get("description") or "", "head": h[n].get("description") or ""}
+            for n in both
+            if (b[n].get("description") or "") != (h[n].get("description") or "")
+        ],
+        "schemas": [
+            {"tool": n, "change": schema_change(b[n].get("input_schema"), h[n].get("input_schema"))}
+            for n in both
+            if canonical_hash(b[n].get("input_schema")) != canonical_hash(h[n].get("input_schema"))
+        ],
         "server_version": [(base_snap or {}).get("server_version"), (head_snap or {}).get("server_version")],
         "tools_sha256": [(base_snap or {}).get("tools_sha256"), (head_snap or {}).get("tools_sha256")],
         "error": [(base_snap or {}).get("error"), (head_snap or {}).get("error")],
@@ -57,10 +64,14 @@ def renamed_to(name: str, base_snap: dict, head_snap: dict) -> str | None:
     h = {t["name"]: t for t in head_snap.get("tools", [])}
     if name not in b:
         return None
-    same = [n for n in sorted(set(h) - set(b)) if canonical_hash(h[n].get("input_schema")) == canonical_hash(b[name].get("input_schema"))]
+    same = [
+        n
+        for n in sorted(set(h) - set(b))
+        if canonical_hash(h[n].get("input_schema")) == canonical_hash(b[name].get("input_schema"))
+    ]
     return same[0] if len(same) == 1 else None
 
 
 def cut(text: str) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= DESCRIPTION_CHARS else text[:DESCRIPTION_CHARS - 1] + "…"
+    return text if len(text) <= DESCRIPTION_CHARS else text[: DESCRIPTION_CHARS - 1] + "…"

@@ -38,9 +38,9 @@ _DECODER = json.JSONDecoder()
 
 @dataclass(frozen=True)
 class AnswerMap:
-    texts: list[str]          # per scenario step, in order
-    method: str               # json_keys | sections | whole
-    keys: list[str | None]    # the JSON key or heading text each step got (None: whole)
+    texts: list[str]  # per scenario step, in order
+    method: str  # json_keys | sections | whole
+    keys: list[str | None]  # the JSON key or heading text each step got (None: whole)
 
     def record(self) -> dict:
         """What scored.json keeps: `answer_mapping`."""
@@ -148,8 +148,9 @@ def _by_json(answer: str, steps: list[dict]) -> AnswerMap | None:
         for mem in levels:
             picked = _assign([k for k, *_ in mem], steps, _key_matches)
             if picked is not None:
-                return AnswerMap([answer[mem[i][1]:mem[i][3]] for i in picked], JSON_KEYS,
-                                 [mem[i][0] for i in picked])
+                return AnswerMap(
+                    [answer[mem[i][1] : mem[i][3]] for i in picked], JSON_KEYS, [mem[i][0] for i in picked]
+                )
     return None
 
 
@@ -238,6 +239,14 @@ def step_answers(transcript: dict, steps: list[dict]) -> tuple[list[dict] | None
         return None, {"method": PER_STEP, "keys": None}
     recorded = (transcript.get("steps") or [{}])[-1]
     m = map_answer(recorded.get("answer_text") or "", steps)
-    out = [{"index": i, "name": s["name"], "answer_text": m.texts[i], "outcome": recorded.get("outcome"),
-            "state_check": None} for i, s in enumerate(steps)]
+    out = [
+        {
+            "index": i,
+            "name": s["name"],
+            "answer_text": m.texts[i],
+            "outcome": recorded.get("outcome"),
+            "state_check": None,
+        }
+        for i, s in enumerate(steps)
+    ]
     return out, m.record()

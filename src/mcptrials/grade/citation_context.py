@@ -17,16 +17,18 @@ from mcptrials.grade.gittree import CommitTree
 
 FILE_KEYS = ("file", "path", "file_path", "filepath", "filename")
 
-_SENTENCE_END = re.compile(r"\s(?:(?<=[.!?]\s)\s*|(?<=\n))")   # (?<=[.!?])\s+|\n, led by \s: faster
+_SENTENCE_END = re.compile(r"\s(?:(?<=[.!?]\s)\s*|(?<=\n))")  # (?<=[.!?])\s+|\n, led by \s: faster
 _BACKTICK = re.compile(r"`([^`\n]+)`")
 _IDENT_SPAN = re.compile(rf"^(?P<id>{SYMBOL})(?:<.*>)?(?:\(.*\))?$")
 # Words a signature or a backticked span may start with that name no definition.
-KEYWORDS = frozenset("""
+KEYWORDS = frozenset(
+    """
     fn func def class struct impl pub async await const let var static public private protected
     internal void return for if while where self Self this mut type interface trait enum module
     export function final abstract override unsafe extern crate super new in of dyn ref mod use
     package import from lambda end do then else true false None null nil True False
-""".split())
+""".split()
+)
 
 
 def identifier(span: str, extensions=None) -> str | None:
@@ -59,7 +61,7 @@ def resolve(path: str, tree: CommitTree) -> tuple[str | None, list[str]]:
             if got[0] or got[1]:
                 return got
         return None, []
-    if tree.has(path) or tree.through_link(path):    # a file, or a path through a linked folder
+    if tree.has(path) or tree.through_link(path):  # a file, or a path through a linked folder
         return path, []
     cands = tree.suffix_matches(path)
     if len(cands) == 1:
@@ -77,8 +79,9 @@ class Answer:
         self.mentions = []
         for m in mention_pattern(extensions).finditer(text):
             path = m.group("path")
-            self.mentions.append({"path": path[2:] if path.startswith("./") else path,
-                                  "start": m.start("path"), "end": m.end("path")})
+            self.mentions.append(
+                {"path": path[2:] if path.startswith("./") else path, "start": m.start("path"), "end": m.end("path")}
+            )
         self._mention_starts = [m["start"] for m in self.mentions]
         self._mention_ends = [m["end"] for m in self.mentions]
         self.citations = extract_citations(text, extensions)
@@ -97,10 +100,10 @@ class Answer:
         starts = [a for a, _ in spans]
         longest = max((b - a for a, b in spans), default=0)
         self._ticks = []
-        names: dict[str, str | None] = {}            # an answer backticks the same names again and again
+        names: dict[str, str | None] = {}  # an answer backticks the same names again and again
         for m in _BACKTICK.finditer(self.text):
             k = bisect.bisect_left(starts, m.start() - longest)
-            near = spans[k:bisect.bisect_left(starts, m.end())]
+            near = spans[k : bisect.bisect_left(starts, m.end())]
             if any(s < m.end() and m.start() < e for s, e in near):
                 continue
             if m.group(1) not in names:
@@ -116,7 +119,7 @@ class Answer:
     def backticked(self, lo: int, hi: int) -> list[str]:
         """The backticked identifiers inside text[lo:hi] (citations and file paths excluded)."""
         names = []
-        for s, e, name in self._ticks[bisect.bisect_left(self._tick_starts, lo):]:
+        for s, e, name in self._ticks[bisect.bisect_left(self._tick_starts, lo) :]:
             if e > hi:
                 break
             names.append(name)
@@ -136,7 +139,7 @@ class Answer:
     def mentions_in(self, lo: int, hi: int) -> list[dict]:
         """The mentions inside text[lo:hi]: found by bisection, the mentions being in order
         and apart (a regex's matches), so their starts and their ends both ascend."""
-        return self.mentions[bisect.bisect_left(self._mention_starts, lo):bisect.bisect_right(self._mention_ends, hi)]
+        return self.mentions[bisect.bisect_left(self._mention_starts, lo) : bisect.bisect_right(self._mention_ends, hi)]
 
     def file_fields(self, obj) -> list[dict]:
         return [m for f in obj.get(*FILE_KEYS) if isinstance(f.value, str) for m in self.mentions_in(f.start, f.end)]
@@ -166,7 +169,7 @@ class Answer:
         resolving on its own) one or more of them: one file resolves, several leave it
         unresolved."""
         if lines:
-            if not hasattr(self, "_by_lines"):          # the citations of each list of lines, once
+            if not hasattr(self, "_by_lines"):  # the citations of each list of lines, once
                 self._by_lines: dict[tuple, list[dict]] = {}
                 for c in self.citations:
                     if c["lines"]:
@@ -177,8 +180,13 @@ class Answer:
                 if r in cands:
                     same.setdefault(r, c)
             if len(same) == 1:
-                (path, c), = same.items()
-                return {"resolved": path, "scope": "same lines cited", "from": c["text"], "span": [c["start"], c["end"]]}
+                ((path, c),) = same.items()
+                return {
+                    "resolved": path,
+                    "scope": "same lines cited",
+                    "from": c["text"],
+                    "span": [c["start"], c["end"]],
+                }
         for scope, mentions in self.scopes(pos):
             named: dict[str, dict] = {}
             for m in mentions:
@@ -186,9 +194,13 @@ class Answer:
                 if r in cands:
                     named.setdefault(r, m)
             if len(named) == 1:
-                (path, m), = named.items()
-                return {"resolved": path, "scope": scope, "from": self.text[m["start"]:m["end"]],
-                        "span": [m["start"], m["end"]]}
+                ((path, m),) = named.items()
+                return {
+                    "resolved": path,
+                    "scope": scope,
+                    "from": self.text[m["start"] : m["end"]],
+                    "span": [m["start"], m["end"]],
+                }
             if named:
                 return {"resolved": None, "scope": scope, "ambiguous": sorted(named)}
         return {"resolved": None, "scope": None}
@@ -206,8 +218,11 @@ class Answer:
         item = structure.list_item_bounds(text, pos)
         if item:
             bounds.append(item)
-        bounds += [structure.paragraph_bounds(text, pos), (structure.section_start(text, pos), len(text)),
-                   (0, len(text))]
+        bounds += [
+            structure.paragraph_bounds(text, pos),
+            (structure.section_start(text, pos), len(text)),
+            (0, len(text)),
+        ]
         for lo, hi in bounds:
             for m in reversed(self.mentions_in(lo, pos)):
                 if m["path"] not in seen and self.names_a_file(m["path"]):

@@ -16,21 +16,120 @@ import re
 
 DEFAULT_EXTENSIONS = [
     # source
-    "py", "pyi", "pyx", "js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts", "go", "rs",
-    "java", "kt", "kts", "scala", "groovy", "rb", "erb", "rake", "php", "c", "h", "cc",
-    "cpp", "cxx", "hpp", "hh", "hxx", "cs", "fs", "swift", "m", "mm", "sh", "bash", "zsh",
-    "fish", "ps1", "lua", "pl", "pm", "r", "jl", "ex", "exs", "erl", "hrl", "clj", "cljs",
-    "dart", "vue", "svelte", "elm", "hs", "ml", "mli", "zig", "nim", "sql", "proto",
-    "graphql", "gql", "html", "htm", "css", "scss", "sass", "less", "hbs", "jinja", "j2",
-    "tmpl", "tpl",
+    "py",
+    "pyi",
+    "pyx",
+    "js",
+    "jsx",
+    "mjs",
+    "cjs",
+    "ts",
+    "tsx",
+    "mts",
+    "cts",
+    "go",
+    "rs",
+    "java",
+    "kt",
+    "kts",
+    "scala",
+    "groovy",
+    "rb",
+    "erb",
+    "rake",
+    "php",
+    "c",
+    "h",
+    "cc",
+    "cpp",
+    "cxx",
+    "hpp",
+    "hh",
+    "hxx",
+    "cs",
+    "fs",
+    "swift",
+    "m",
+    "mm",
+    "sh",
+    "bash",
+    "zsh",
+    "fish",
+    "ps1",
+    "lua",
+    "pl",
+    "pm",
+    "r",
+    "jl",
+    "ex",
+    "exs",
+    "erl",
+    "hrl",
+    "clj",
+    "cljs",
+    "dart",
+    "vue",
+    "svelte",
+    "elm",
+    "hs",
+    "ml",
+    "mli",
+    "zig",
+    "nim",
+    "sql",
+    "proto",
+    "graphql",
+    "gql",
+    "html",
+    "htm",
+    "css",
+    "scss",
+    "sass",
+    "less",
+    "hbs",
+    "jinja",
+    "j2",
+    "tmpl",
+    "tpl",
     # config
-    "json", "jsonc", "json5", "yaml", "yml", "toml", "ini", "cfg", "conf", "properties",
-    "xml", "gradle", "lock", "mod", "sum", "env", "tf", "hcl", "nix", "cmake", "mk",
-    "gemspec", "editorconfig", "dockerfile",
+    "json",
+    "jsonc",
+    "json5",
+    "yaml",
+    "yml",
+    "toml",
+    "ini",
+    "cfg",
+    "conf",
+    "properties",
+    "xml",
+    "gradle",
+    "lock",
+    "mod",
+    "sum",
+    "env",
+    "tf",
+    "hcl",
+    "nix",
+    "cmake",
+    "mk",
+    "gemspec",
+    "editorconfig",
+    "dockerfile",
     # docs
-    "md", "mdx", "rst", "txt", "adoc", "ipynb",
+    "md",
+    "mdx",
+    "rst",
+    "txt",
+    "adoc",
+    "ipynb",
     # names without an extension
-    "Makefile", "Dockerfile", "Gemfile", "Rakefile", "Procfile", "Jenkinsfile",
+    "Makefile",
+    "Dockerfile",
+    "Gemfile",
+    "Rakefile",
+    "Procfile",
+    "Jenkinsfile",
 ]
 
 IDENT = r"[A-Za-z_]\w*"
@@ -54,7 +153,7 @@ def _split_extensions(extensions) -> tuple[list[str], list[str]]:
 
 
 _PATTERNS: dict[tuple, re.Pattern] = {}
-_URL_PREFIX = r"(?:https?://[^\s()<>\[\]`]*?/(?:blob|tree|raw)/[^/\s]+/)?"   # a GitHub-style URL prefix
+_URL_PREFIX = r"(?:https?://[^\s()<>\[\]`]*?/(?:blob|tree|raw)/[^/\s]+/)?"  # a GitHub-style URL prefix
 
 
 def _path_regex(extensions) -> str:
@@ -73,7 +172,7 @@ def _lead(extensions) -> str:
     (the same matches, a third faster): its word characters reach a / or a . followed by
     more path or an extension; or a URL starts there; or one of the names."""
     exts, names = _split_extensions(extensions)
-    after = ""                     # an empty extension (or none given) lets a bare dot end a path
+    after = ""  # an empty extension (or none given) lets a bare dot end a path
     if exts and "" not in exts:
         after = "[" + re.escape("".join(sorted({e[0] for e in exts} | set(".@+/-")))) + r"\w]"
     alts = [rf"[\w@+-]*+(?:/|\.{after})", "https?://"] + [re.escape(n) for n in sorted(set(names))]
@@ -84,12 +183,11 @@ def citation_pattern(extensions=None) -> re.Pattern:
     key = tuple(extensions or DEFAULT_EXTENSIONS)
     if key not in _PATTERNS:
         _PATTERNS[key] = re.compile(
-            _lead(key) + _URL_PREFIX + _path_regex(key) +
-            r"`?"                                                           # `a.py`:10
+            _lead(key) + _URL_PREFIX + _path_regex(key) + r"`?"  # `a.py`:10
             r"(?:"
             rf":L?(?P<l1>\d+)(?:\s?{DASH}\s?L?(?P<l2>\d+))?"
             rf"|#L(?P<a1>\d+)(?:{DASH}L?(?P<a2>\d+))?"
-            rf"|::(?P<test>{SYMBOL}(?:\[[^\]\s]*\])?)"                      # a pytest node id
+            rf"|::(?P<test>{SYMBOL}(?:\[[^\]\s]*\])?)"  # a pytest node id
             rf"|:(?P<sym>{SYMBOL})"
             r")"
             r"(?![\w])"
@@ -125,8 +223,18 @@ def extract_citations(text: str, extensions=None) -> list[dict]:
             form = "path:line" if len(lines) == 1 else "path:range"
         if path.startswith("/"):
             form = "absolute"
-        out.append({"path_as_cited": path_as_cited, "path": path, "lines": lines, "form": form,
-                    "symbol": symbol, "start": m.start(), "end": m.end(), "text": m.group(0)})
+        out.append(
+            {
+                "path_as_cited": path_as_cited,
+                "path": path,
+                "lines": lines,
+                "form": form,
+                "symbol": symbol,
+                "start": m.start(),
+                "end": m.end(),
+                "text": m.group(0),
+            }
+        )
     return out
 
 
@@ -135,7 +243,7 @@ def symbol_parts(symbol: str) -> list[str]:
 
 
 def is_word_char(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"          # what \w matches in a str pattern
+    return ch.isalnum() or ch == "_"  # what \w matches in a str pattern
 
 
 def occurs_bounded(text: str, word: str, before=is_word_char, after=is_word_char) -> bool:

@@ -38,7 +38,7 @@ def strict_verdict_at(tree: CommitTree, path: str, lines: list[int], subject: st
     and the strict pass ask the same (file, lines, subject) again and again (43% repeats on the
     citation corpus), and the answer depends on the commit's file alone."""
     cache = tree.__dict__.setdefault("_strict_verdicts", {})
-    path = tree.real(path)          # a symbolic link: its target's language and text
+    path = tree.real(path)  # a symbolic link: its target's language and text
     key = (path, tuple(lines), subject)
     if key not in cache:
         cache[key] = strict.verdict(path, tree.text(path), lines, subject, tree.lines(path))
@@ -69,8 +69,9 @@ def defines(tree: CommitTree, path: str, subject: str) -> bool:
         parts = symbol_parts(subject)
         text = tree.text(path)
         cache[(path, subject)] = any(
-            has_word(text, wanted[-1]) and (found := find_definition(path, text, wanted)) is not None
-            and found["found"] for wanted in ((parts, parts[:1]) if len(parts) > 1 else (parts,)))
+            has_word(text, wanted[-1]) and (found := find_definition(path, text, wanted)) is not None and found["found"]
+            for wanted in ((parts, parts[:1]) if len(parts) > 1 else (parts,))
+        )
     return cache[(path, subject)]
 
 
@@ -85,7 +86,7 @@ def _by_subject(c: dict, tree: CommitTree, ans: Answer | None, subj: str | None)
     if not c.get("may_move") or ans is None:
         return None
     first = ans.resolves(c["path"])
-    named = [first] if first else tree.suffix_matches(c["path"])      # a basename: each file it may be
+    named = [first] if first else tree.suffix_matches(c["path"])  # a basename: each file it may be
     short = bool(named) and not any(fits(tree, p, c["lines"]) for p in named)
     if not short and (not subj or (first and subject_at(tree, first, c["lines"], subj))):
         return None
@@ -97,17 +98,38 @@ def _by_subject(c: dict, tree: CommitTree, ans: Answer | None, subj: str | None)
             if path in named:
                 continue
             if subj and subject_at(tree, path, c["lines"], subj):
-                return {"resolved_path": path, "candidates": [], "resolved_by": "context",
-                        "context": {"scope": "subject at the line", "from": ans.text[m["start"]:m["end"]],
-                                    "span": [m["start"], m["end"]]}}
+                return {
+                    "resolved_path": path,
+                    "candidates": [],
+                    "resolved_by": "context",
+                    "context": {
+                        "scope": "subject at the line",
+                        "from": ans.text[m["start"] : m["end"]],
+                        "span": [m["start"], m["end"]],
+                    },
+                }
             if short and long_enough is None and fits(tree, path, c["lines"]):
-                long_enough = {"resolved_path": path, "candidates": [], "resolved_by": "context",
-                               "context": {"scope": "file long enough", "from": ans.text[m["start"]:m["end"]],
-                                           "span": [m["start"], m["end"]]}}
+                long_enough = {
+                    "resolved_path": path,
+                    "candidates": [],
+                    "resolved_by": "context",
+                    "context": {
+                        "scope": "file long enough",
+                        "from": ans.text[m["start"] : m["end"]],
+                        "span": [m["start"], m["end"]],
+                    },
+                }
             if look_for_definer and defining is None and fits(tree, path, c["lines"]) and defines(tree, path, subj):
-                defining = {"resolved_path": path, "candidates": [], "resolved_by": "context",
-                            "context": {"scope": "subject defined in the file", "from": ans.text[m["start"]:m["end"]],
-                                        "span": [m["start"], m["end"]]}}
+                defining = {
+                    "resolved_path": path,
+                    "candidates": [],
+                    "resolved_by": "context",
+                    "context": {
+                        "scope": "subject defined in the file",
+                        "from": ans.text[m["start"] : m["end"]],
+                        "span": [m["start"], m["end"]],
+                    },
+                }
     return long_enough or defining
 
 
@@ -118,39 +140,63 @@ def _resolve_in_context(c: dict, tree: CommitTree, ans: Answer | None, subj: str
     if moved:
         return moved
     resolved, cands = resolve(c["path"], tree)
-    if resolved is None and len(cands) > 1 and c["lines"]:     # a file shorter than the line is not meant
+    if resolved is None and len(cands) > 1 and c["lines"]:  # a file shorter than the line is not meant
         cands = [p for p in cands if fits(tree, p, c["lines"])] or cands
         if len(cands) == 1 and not c.get("line_only"):
-            return {"resolved_path": cands[0], "candidates": [], "resolved_by": "context",
-                    "context": {"scope": "file long enough", "from": c["path"], "span": [c["start"], c["end"]]}}
+            return {
+                "resolved_path": cands[0],
+                "candidates": [],
+                "resolved_by": "context",
+                "context": {"scope": "file long enough", "from": c["path"], "span": [c["start"], c["end"]]},
+            }
     if resolved is None and cands and subj and c["lines"] and not c.get("line_only"):
         got = ans.settle(c["start"], cands, skip=c["start"], lines=c["lines"]) if ans is not None else {}
         hits = [p for p in cands if subject_at(tree, p, c["lines"], subj)]
         if got.get("resolved") and (got["resolved"] in hits or not hits):
             hits = [got["resolved"]]
-            return {"resolved_path": got["resolved"], "candidates": [], "resolved_by": "context",
-                    "context": {k: got[k] for k in ("scope", "from", "span")}}
+            return {
+                "resolved_path": got["resolved"],
+                "candidates": [],
+                "resolved_by": "context",
+                "context": {k: got[k] for k in ("scope", "from", "span")},
+            }
         if len(hits) == 1:
-            return {"resolved_path": hits[0], "candidates": [], "resolved_by": "context",
-                    "context": {"scope": "subject at the line", "from": subj, "span": [c["start"], c["end"]]}}
+            return {
+                "resolved_path": hits[0],
+                "candidates": [],
+                "resolved_by": "context",
+                "context": {"scope": "subject at the line", "from": subj, "span": [c["start"], c["end"]]},
+            }
         cands = hits or cands
     if c.get("line_only"):
         ctx = dict(c["context"])
-        if resolved is None and cands and ans is not None:     # the named file is itself a basename
+        if resolved is None and cands and ans is not None:  # the named file is itself a basename
             got = ans.settle(ctx["span"][0], cands, skip=ctx["span"][0])
             resolved = got["resolved"]
             if got.get("ambiguous"):
                 ctx["ambiguous"] = got["ambiguous"]
-        return {"resolved_path": resolved, "candidates": [] if resolved else cands,
-                "resolved_by": "context" if resolved else None, "context": ctx}
+        return {
+            "resolved_path": resolved,
+            "candidates": [] if resolved else cands,
+            "resolved_by": "context" if resolved else None,
+            "context": ctx,
+        }
     if resolved is not None:
-        return {"resolved_path": resolved, "candidates": [],
-                "resolved_by": "exact" if resolved == c["path"] else "suffix", "context": None}
+        return {
+            "resolved_path": resolved,
+            "candidates": [],
+            "resolved_by": "exact" if resolved == c["path"] else "suffix",
+            "context": None,
+        }
     if cands and ans is not None:
         got = ans.settle(c["start"], cands, skip=c["start"], lines=c["lines"])
         if got["resolved"]:
-            return {"resolved_path": got["resolved"], "candidates": [], "resolved_by": "context",
-                    "context": {k: got[k] for k in ("scope", "from", "span")}}
+            return {
+                "resolved_path": got["resolved"],
+                "candidates": [],
+                "resolved_by": "context",
+                "context": {k: got[k] for k in ("scope", "from", "span")},
+            }
         ctx = {"scope": got["scope"], "ambiguous": got["ambiguous"]} if got.get("ambiguous") else None
         return {"resolved_path": None, "candidates": cands, "resolved_by": None, "context": ctx}
     return {"resolved_path": None, "candidates": cands, "resolved_by": None, "context": None}
@@ -165,7 +211,7 @@ def ground(c: dict, tree: CommitTree, ans: Answer | None = None, subj: str | Non
     resolved, cands = r["resolved_path"], r["candidates"]
     r["ungrounded"] = None
     if "/" not in c["path"] and resolved != c["path"] and r["form"] not in ("json-fields", "line-in-context"):
-        r["form"] = "basename"       # resolved from the context or not: the form the answer wrote
+        r["form"] = "basename"  # resolved from the context or not: the form the answer wrote
     if resolved is not None and tree.through_link(resolved):
         real, hops, why = tree.follow(resolved)
         r["symlink"] = {"path": resolved, "target": real, "hops": hops}
@@ -176,10 +222,14 @@ def ground(c: dict, tree: CommitTree, ans: Answer | None = None, subj: str | Non
     if resolved is None:
         r["bucket"] = "unresolved"
         if r["context"] and r["context"].get("ambiguous"):
-            r["reason"] = (f"ambiguous: {len(cands)} files end with {c['path']}, and the {r['context']['scope']} "
-                           f"names {len(r['context']['ambiguous'])} of them")
+            r["reason"] = (
+                f"ambiguous: {len(cands)} files end with {c['path']}, and the {r['context']['scope']} "
+                f"names {len(r['context']['ambiguous'])} of them"
+            )
         else:
-            r["reason"] = f"ambiguous: {len(cands)} files end with {c['path']}" if cands else "no such file at the commit"
+            r["reason"] = (
+                f"ambiguous: {len(cands)} files end with {c['path']}" if cands else "no such file at the commit"
+            )
         r["ungrounded"] = ("basename" if "/" not in c["path"] else "ambiguous") if cands else "no_such_file"
         return r
     if c["lines"] is not None:

@@ -21,18 +21,31 @@ LINE_KEYS = ("line", "lines", "line_number", "start_line", "line_start")
 END_LINE_KEYS = ("end_line", "line_end")
 
 
-def _line_citation(ans: Answer, start: int, end: int, lines: list[int], obj=None, form="line-in-context",
-                   near_only=False) -> dict | None:
+def _line_citation(
+    ans: Answer, start: int, end: int, lines: list[int], obj=None, form="line-in-context", near_only=False
+) -> dict | None:
     got = ans.line_file(start, obj, near_only)
     if got is None:
         return None
     mention, scope = got
     path = mention["path"]
-    return {"path_as_cited": path, "path": path, "lines": lines, "symbol": None, "start": start, "end": end,
-            "text": ans.text[start:end], "line_only": True, "form": form,
-            "may_move": obj is None and not near_only,       # another file of the context may be meant
-            "context": {"scope": scope, "from": ans.text[mention["start"]:mention["end"]],
-                        "span": [mention["start"], mention["end"]]}}
+    return {
+        "path_as_cited": path,
+        "path": path,
+        "lines": lines,
+        "symbol": None,
+        "start": start,
+        "end": end,
+        "text": ans.text[start:end],
+        "line_only": True,
+        "form": form,
+        "may_move": obj is None and not near_only,  # another file of the context may be meant
+        "context": {
+            "scope": scope,
+            "from": ans.text[mention["start"] : mention["end"]],
+            "span": [mention["start"], mention["end"]],
+        },
+    }
 
 
 def _lines_of(l1, l2) -> list[int]:
@@ -48,8 +61,8 @@ _ONE_NUM = re.compile(rf"L?(?P<l1>\d+)(?:\s*(?:{DASH}|to)\s*L?(?P<l2>\d+))?")
 # before the lookbehind (which then looks past it) so that re skips to each L: the same matches, faster.
 _PROSE_LINE = re.compile(rf"[Ll](?<![\w:/.#][Ll])ines?\s+~?\s*(?P<nums>{_NUM}(?:\s*(?:,|and|&)\s*{_NUM})*)(?![\w])")
 _COLON_LINE = re.compile(rf"`:L?(?P<nums>\d+(?:\s?{DASH}\s?L?\d+)?)`")
-_L_LINE = re.compile(rf"(?P<nums>L(?<![\w:/.#`-]L)\d+(?:{DASH}L?\d+)?)(?![\w.])")       # "at L129"
-_PAREN_RANGE = re.compile(rf"\((?P<nums>\d+\s*{DASH}\s*\d+)\)")                           # "(32-37)"
+_L_LINE = re.compile(rf"(?P<nums>L(?<![\w:/.#`-]L)\d+(?:{DASH}L?\d+)?)(?![\w.])")  # "at L129"
+_PAREN_RANGE = re.compile(rf"\((?P<nums>\d+\s*{DASH}\s*\d+)\)")  # "(32-37)"
 _LINES_VALUE = re.compile(rf"\s*{_NUM}(?:\s*(?:,|and|&)\s*{_NUM})*\s*")
 
 
@@ -71,10 +84,17 @@ def listed_lines(text: str, citations: list[dict]) -> list[dict]:
             c["subject_span"] = [c["start"], m.end()]
         for item in _LINE_LIST_ITEM.finditer(m.group(0)) if m else ():
             start, end = c["end"] + item.start("l1"), c["end"] + item.end()
-            while text[start - 1] in "L:":     # the item's own `L` or `:` (`, L82`, `, :23`)
+            while text[start - 1] in "L:":  # the item's own `L` or `:` (`, L82`, `, :23`)
                 start -= 1
-            out.append(dict(c, lines=_lines_of(item.group("l1"), item.group("l2")), start=start, end=end,
-                            text=text[c["start"]:end]))
+            out.append(
+                dict(
+                    c,
+                    lines=_lines_of(item.group("l1"), item.group("l2")),
+                    start=start,
+                    end=end,
+                    text=text[c["start"] : end],
+                )
+            )
     return out
 
 
@@ -85,7 +105,7 @@ def line_only_citations(ans: Answer, taken: list[dict]) -> list[dict]:
     bare "(32-37)" whose list item or line names a file."""
     spans = sorted((c["start"], c["end"]) for c in taken)
     starts = [s for s, _ in spans]
-    reach = list(itertools.accumulate((e for _, e in spans), max, initial=-1))   # reach[i]: max end of spans[:i]
+    reach = list(itertools.accumulate((e for _, e in spans), max, initial=-1))  # reach[i]: max end of spans[:i]
     out = []
 
     def free(a, b):
@@ -99,8 +119,13 @@ def line_only_citations(ans: Answer, taken: list[dict]) -> list[dict]:
             if not _LINES_VALUE.fullmatch(raw):
                 continue
             listed = [lines for _, _, lines in _numbers(raw, 0, len(raw))]
-            if len(listed) == 1 and len(listed[0]) == 1 and ends and isinstance(ends[0].value, int) \
-                    and ends[0].value >= listed[0][0]:
+            if (
+                len(listed) == 1
+                and len(listed[0]) == 1
+                and ends
+                and isinstance(ends[0].value, int)
+                and ends[0].value >= listed[0][0]
+            ):
                 listed[0].append(ends[0].value)
             for lines in listed:
                 c = _line_citation(ans, mem.key_start, mem.end, lines, obj, form="json-fields")

@@ -24,9 +24,20 @@ from mcptrials.grade.citation_forms import IDENT, has_word
 from mcptrials.grade.citation_grounding import strict_verdict_at
 from mcptrials.grade.gittree import CommitTree
 
-VERIFY_WINDOW = 5   # lines either side of a single cited line that verification searches
-IDENT_KEYS = ("signature", "symbol", "name", "function", "method", "class", "struct", "trait", "interface",
-              "identifier", "definition")
+VERIFY_WINDOW = 5  # lines either side of a single cited line that verification searches
+IDENT_KEYS = (
+    "signature",
+    "symbol",
+    "name",
+    "function",
+    "method",
+    "class",
+    "struct",
+    "trait",
+    "interface",
+    "identifier",
+    "definition",
+)
 
 
 def signature_names(sig: str) -> list[str]:
@@ -58,7 +69,7 @@ def context_identifiers(ans: Answer, c: dict) -> list[str]:
                 continue
             if mem.key.lower() == "signature":
                 names += signature_names(mem.value)
-            elif (n := identifier(mem.value, exts)):
+            elif n := identifier(mem.value, exts):
                 names.append(n)
     return list(dict.fromkeys(names))
 
@@ -72,7 +83,7 @@ def verify(c: dict, identifiers: list[str], tree: CommitTree) -> str:
         lo, hi = c["lines"][0] - VERIFY_WINDOW, c["lines"][0] + VERIFY_WINDOW
     else:
         lo, hi = min(c["lines"]), max(c["lines"])
-    window = "\n".join(lines[max(lo, 1) - 1:hi])
+    window = "\n".join(lines[max(lo, 1) - 1 : hi])
     return "verified" if any(has_word(window, i) for i in identifiers) else "mismatch"
 
 
@@ -81,7 +92,7 @@ def citation_subject(ans: Answer, c: dict, before: int, after: int) -> dict | No
     text (a list of lines `lines 72, 74, 76` has one subject for every number)."""
     lo, hi = c.get("subject_span") or (c["start"], c["end"])
     text = ans.text
-    while lo > 0 and text[lo - 1] == "`":          # the citation's own backticks belong to it
+    while lo > 0 and text[lo - 1] == "`":  # the citation's own backticks belong to it
         lo -= 1
     while hi < len(text) and text[hi] == "`":
         hi += 1
@@ -98,18 +109,29 @@ def citation_subject(ans: Answer, c: dict, before: int, after: int) -> dict | No
                 return True
         return False
 
-    return subjects.subject(ans.text, lo, hi, objects=ans.objects, before=before, after=after,
-                            is_path=ans.is_path, json_member=bool(c.get("json_member")), key_named=key_named,
-                            plain_named=None if c.get("may_move") else key_named)
+    return subjects.subject(
+        ans.text,
+        lo,
+        hi,
+        objects=ans.objects,
+        before=before,
+        after=after,
+        is_path=ans.is_path,
+        json_member=bool(c.get("json_member")),
+        key_named=key_named,
+        plain_named=None if c.get("may_move") else key_named,
+    )
 
 
-_KIND_PLURAL = re.compile(r"\s(?:helpers|methods|functions|callbacks|hooks|classes|scopes|modules|"
-                          r"constants|fields|validations|associations|assocs)\s*$")
+_KIND_PLURAL = re.compile(
+    r"\s(?:helpers|methods|functions|callbacks|hooks|classes|scopes|modules|"
+    r"constants|fields|validations|associations|assocs)\s*$"
+)
 _JOIN = re.compile(r"[\s`]*(?:[/,]|\sand\s)[\s`]*")
 _AT_END = re.compile(r"\s(?:at|in)\s*$")
 _NAME_AT_END = re.compile(rf"`?(?P<n>{subjects.QUALIFIED})`?\s*$")
 _NAME_JOIN_AT_END = re.compile(r"`?\s*(?:/|,\s*and|\sand|,)\s*`?$")
-_NAME_CHARS = re.compile(r"[\w?!.:#`\s]*")      # every character a _NAME_AT_END match may hold
+_NAME_CHARS = re.compile(r"[\w?!.:#`\s]*")  # every character a _NAME_AT_END match may hold
 
 
 def _name_at_end(window: str):
@@ -127,11 +149,11 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
     name in the same place, with the group's names (settle_strict)
     ("respectively"); None when the counts differ or there is no such list of names."""
     text = ans.text
-    if getattr(ans, "_own_spans", None) is None:       # once per answer
+    if getattr(ans, "_own_spans", None) is None:  # once per answer
         ans._own_spans = own = sorted({(x["start"], x["end"]) for x in found})
         ans._own_index = {span: i for i, span in enumerate(own)}
         ans._own_joined = [bool(_JOIN.fullmatch(text, own[i][1], own[i + 1][0])) for i in range(len(own) - 1)]
-    own, joined = ans._own_spans, ans._own_joined      # joined[i]: own[i] and own[i + 1] are one group
+    own, joined = ans._own_spans, ans._own_joined  # joined[i]: own[i] and own[i + 1] are one group
     k = ans._own_index[(c["start"], c["end"])]
     first = last = k
     while first > 0 and joined[first - 1]:
@@ -144,17 +166,17 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
     while lo > 0 and text[lo - 1] in "`":
         lo -= 1
     names, pos, commas = [], lo, False
-    at = _AT_END.search(text[max(0, pos - 6):pos])     # `a and b at x:1 and y:2`
+    at = _AT_END.search(text[max(0, pos - 6) : pos])  # `a and b at x:1 and y:2`
     pos = max(0, pos - 6) + at.start() if at else pos
-    kind = _KIND_PLURAL.search(text, max(0, pos - 20), pos)    # `send/_read_replies helpers at`, `a/b assocs x:1,x:2`
+    kind = _KIND_PLURAL.search(text, max(0, pos - 20), pos)  # `send/_read_replies helpers at`, `a/b assocs x:1,x:2`
     pos = kind.start() if kind else pos
-    while True:                  # the names right before the group, last first
-        m = _name_at_end(text[max(0, pos - 120):pos])
+    while True:  # the names right before the group, last first
+        m = _name_at_end(text[max(0, pos - 120) : pos])
         if not m:
             break
         names.insert(0, m.group(0).strip())
         pos = max(0, pos - 120) + m.start()
-        j = _NAME_JOIN_AT_END.search(text[max(0, pos - 6):pos])
+        j = _NAME_JOIN_AT_END.search(text[max(0, pos - 6) : pos])
         if not j or len(names) > last - first:
             break
         commas = commas or "," in j.group(0)
@@ -198,14 +220,15 @@ def settle_strict(g: dict, tree: CommitTree) -> None:
         if occ["strict"] == "mismatch" and occ["subject"].get("group"):
             # names and lines listed in two orders (`a and b at x:2 and x:1`): a reader checks
             # each line against the group, so another name of it at the line is what it cites
-            other = next((n for n in occ["subject"]["group"]
-                          if judged({"name": n}) == "verified"), None)
+            other = next((n for n in occ["subject"]["group"] if judged({"name": n}) == "verified"), None)
             if other:
-                occ["subject"] = {"name": other, "from": "respectively, in another order",
-                                  "group": occ["subject"]["group"]}
+                occ["subject"] = {
+                    "name": other,
+                    "from": "respectively, in another order",
+                    "group": occ["subject"]["group"],
+                }
                 occ["strict"] = "verified"
     occs = g["by_occurrence"]
-    best = (next((o for o in occs if o["strict"] == "verified"), None)
-            or next((o for o in occs if o["subject"]), None))
+    best = next((o for o in occs if o["strict"] == "verified"), None) or next((o for o in occs if o["subject"]), None)
     g["subject"] = best["subject"] if best else None
     g["strict"] = best["strict"] if best else "n/a"

@@ -77,16 +77,21 @@ from mcptrials.grade.citation_context import Answer, resolve
 from mcptrials.grade.citation_forms import citation_pattern, extract_citations, has_word, symbol_parts
 from mcptrials.grade.citation_grounding import ground
 from mcptrials.grade.citation_lines import line_only_citations, listed_lines
-from mcptrials.grade.citation_verification import (citation_subject, context_identifiers, respectively,
-                                                 settle_strict, verify)
+from mcptrials.grade.citation_verification import (
+    citation_subject,
+    context_identifiers,
+    respectively,
+    settle_strict,
+    verify,
+)
 from mcptrials.grade.gittree import CommitTree
 
-RECALL_WINDOW = 5   # lines a citation may be from a gold line and still count for recall
+RECALL_WINDOW = 5  # lines a citation may be from a gold line and still count for recall
 
 
 def _is_path(extensions):
     rx = citation_pattern(extensions)
-    return functools.lru_cache(maxsize=None)(lambda s: "/" in s or rx.search(s + ":1") is not None)   # per answer
+    return functools.lru_cache(maxsize=None)(lambda s: "/" in s or rx.search(s + ":1") is not None)  # per answer
 
 
 _RUN_GAP = re.compile(r"[\s`*,;]*")
@@ -122,16 +127,20 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
         lo, hi = c.get("subject_span") or (c["start"], c["end"])
         k = bisect.bisect_right(ends, lo) - 1
         j = bisect.bisect_right(starts, hi - 1)
-        subj = respectively(ans, found, c)       # the name in its place wins over the rest
+        subj = respectively(ans, found, c)  # the name in its place wins over the rest
         if subj is None:
             subj = citation_subject(ans, c, ends[k] if k >= 0 else 0, starts[j] if j < len(starts) else len(text))
-            if subj and (subj["from"] in ("label", "after", "before", "sentence") and c["form"] == "path:list"
-                         and listed[(lo, hi)] >= 3
-                         or subj["from"] in ("json text", "list item", "sentence") and in_run[(lo, hi)] >= 3):
-                subj = None      # `types.py:106,111,253 - GraphQL types`, `a.go:1, b.go:2, c.go:3`: about the group
+            if subj and (
+                subj["from"] in ("label", "after", "before", "sentence")
+                and c["form"] == "path:list"
+                and listed[(lo, hi)] >= 3
+                or subj["from"] in ("json text", "list item", "sentence")
+                and in_run[(lo, hi)] >= 3
+            ):
+                subj = None  # `types.py:106,111,253 - GraphQL types`, `a.go:1, b.go:2, c.go:3`: about the group
         g = ground(c, tree, ans, subj["name"] if subj and c["lines"] else None)
         if subj and subjects.names_its_file(subj["name"], g["resolved_path"]):
-            subj = None          # `moderation: moderation.rb:15`: the word names the file, not a place in it
+            subj = None  # `moderation: moderation.rb:15`: the word names the file, not a place in it
         key = (g["resolved_path"] or g["path"], tuple(g["lines"]) if g["lines"] else None, g["symbol"])
         idents = context_identifiers(ans, c)
         if key in distinct:
@@ -157,14 +166,28 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
 def public_view(c: dict) -> dict:
     """The fields `mcptrials citations` prints and scored.json keeps for one citation."""
     return {
-        "path_as_cited": c["path_as_cited"], "resolved_path": c["resolved_path"], "lines": c["lines"],
-        "symbol": c["symbol"], "form": c["form"], "bucket": c["bucket"], "ungrounded": c["ungrounded"],
-        "verification": c["verification"], "strict": c["strict"], "subject": c["subject"],
-        "candidates": c["candidates"], "text": c["text"], "reason": c["reason"],
-        "identifiers": c["identifiers"], "occurrences": c["occurrences"],
-        "resolved_by": c["resolved_by"], "context": c["context"], "spans": c["spans"],
-        "symbol_by": c["symbol_by"], "symbol_lines": c["symbol_lines"],
-        "by_occurrence": c["by_occurrence"], "symlink": c.get("symlink"),
+        "path_as_cited": c["path_as_cited"],
+        "resolved_path": c["resolved_path"],
+        "lines": c["lines"],
+        "symbol": c["symbol"],
+        "form": c["form"],
+        "bucket": c["bucket"],
+        "ungrounded": c["ungrounded"],
+        "verification": c["verification"],
+        "strict": c["strict"],
+        "subject": c["subject"],
+        "candidates": c["candidates"],
+        "text": c["text"],
+        "reason": c["reason"],
+        "identifiers": c["identifiers"],
+        "occurrences": c["occurrences"],
+        "resolved_by": c["resolved_by"],
+        "context": c["context"],
+        "spans": c["spans"],
+        "symbol_by": c["symbol_by"],
+        "symbol_lines": c["symbol_lines"],
+        "by_occurrence": c["by_occurrence"],
+        "symlink": c.get("symlink"),
     }
 
 
@@ -189,13 +212,26 @@ def citation_rates(counts: dict) -> dict:
         "unresolved_rate": _ratio(counts["unresolved"], t),
         "verified_rate": _ratio(counts["verified"], counts["verified"] + counts["mismatch"]),
         "strict_grounded_rate": _ratio(counts["grounded"] - counts["strict_mismatch"], t),
-        "strict_verified_rate": _ratio(counts["strict_verified"], counts["strict_verified"] + counts["strict_mismatch"]),
+        "strict_verified_rate": _ratio(
+            counts["strict_verified"], counts["strict_verified"] + counts["strict_mismatch"]
+        ),
         "cited_recall": _ratio(counts["gold_cited"], counts["gold_total"]),
     }
 
 
-COUNT_KEYS = ("total", "grounded", "hallucinated", "unresolved", "verified", "mismatch", "n/a",
-              "strict_verified", "strict_mismatch", "strict_undetermined", "strict_na")
+COUNT_KEYS = (
+    "total",
+    "grounded",
+    "hallucinated",
+    "unresolved",
+    "verified",
+    "mismatch",
+    "n/a",
+    "strict_verified",
+    "strict_mismatch",
+    "strict_undetermined",
+    "strict_na",
+)
 
 
 def empty_counts() -> dict:
@@ -234,16 +270,24 @@ def gold_recall(text: str, items: list[dict], gold: list[str], tree: CommitTree,
     for loc in gold:
         parsed = extract_citations(loc, extensions)
         if not parsed:
-            out.append({"location": loc, "cited": False, "by": None, "note": "not a path:N, path:N-M or path:Symbol form"})
+            out.append(
+                {"location": loc, "cited": False, "by": None, "note": "not a path:N, path:N-M or path:Symbol form"}
+            )
             continue
         g = parsed[0]
         path, _ = resolve(g["path"], tree)
-        path = tree.real(path) if path else g["path"]      # a link: the citations resolve to its target
+        path = tree.real(path) if path else g["path"]  # a link: the citations resolve to its target
         same_file = [c for c in items if c["resolved_path"] == path]
         by = None
         if g["lines"] is not None:
-            by = next((c for c in same_file if c["lines"] is not None
-                       and _interval_gap(c["lines"], g["lines"]) <= RECALL_WINDOW), None)
+            by = next(
+                (
+                    c
+                    for c in same_file
+                    if c["lines"] is not None and _interval_gap(c["lines"], g["lines"]) <= RECALL_WINDOW
+                ),
+                None,
+            )
         elif same_file and all(has_word(text, p) for p in symbol_parts(g["symbol"])):
             by = same_file[0]
         out.append({"location": loc, "cited": by is not None, "by": by["text"] if by else None})
@@ -255,8 +299,12 @@ def grade_citations(text: str, tree: CommitTree, gold: list[str] | None = None, 
     items = analyse(text, tree, extensions)
     gold_res = gold_recall(text, items, gold or [], tree, extensions)
     counts = _count(items, gold_res)
-    return {"items": [public_view(c) for c in items], "gold": gold_res, "counts": counts,
-            "rates": citation_rates(counts)}
+    return {
+        "items": [public_view(c) for c in items],
+        "gold": gold_res,
+        "counts": counts,
+        "rates": citation_rates(counts),
+    }
 
 
 def pool(step_results: list[dict]) -> dict:

@@ -30,8 +30,17 @@ table per model) and `compare-sense-bench` (per tool) print it.
 from __future__ import annotations
 
 FORM_KEYS = ("total", "grounded", "verified", "mismatch", "strict_verified", "strict_mismatch")
-FORM_ORDER = ("path:line", "path:range", "path:list", "path:symbol", "test-id", "basename", "absolute",
-              "line-in-context", "json-fields")   # the order tables list the forms in
+FORM_ORDER = (
+    "path:line",
+    "path:range",
+    "path:list",
+    "path:symbol",
+    "test-id",
+    "basename",
+    "absolute",
+    "line-in-context",
+    "json-fields",
+)  # the order tables list the forms in
 UNGROUNDED_KINDS = ("basename", "past_eof", "no_such_file", "symbol_not_defined", "ambiguous")
 
 
@@ -84,12 +93,17 @@ def rates(forms: dict[str, dict]) -> dict[str, dict]:
     """{form: {n, share, grounded_rate, strict_grounded_rate, verified_rate, strict_verified_rate}}
     (formulas in the module docstring)."""
     total = sum(f["total"] for f in forms.values())
-    return {form: {"n": f["total"], "share": _ratio(f["total"], total),
-                   "grounded_rate": _ratio(f["grounded"], f["total"]),
-                   "strict_grounded_rate": _ratio(f["grounded"] - f["strict_mismatch"], f["total"]),
-                   "verified_rate": _ratio(f["verified"], f["verified"] + f["mismatch"]),
-                   "strict_verified_rate": _ratio(f["strict_verified"], f["strict_verified"] + f["strict_mismatch"])}
-            for form, f in forms.items()}
+    return {
+        form: {
+            "n": f["total"],
+            "share": _ratio(f["total"], total),
+            "grounded_rate": _ratio(f["grounded"], f["total"]),
+            "strict_grounded_rate": _ratio(f["grounded"] - f["strict_mismatch"], f["total"]),
+            "verified_rate": _ratio(f["verified"], f["verified"] + f["mismatch"]),
+            "strict_verified_rate": _ratio(f["strict_verified"], f["strict_verified"] + f["strict_mismatch"]),
+        }
+        for form, f in forms.items()
+    }
 
 
 def ungrounded_shares(kinds: dict[str, int], total: int) -> dict[str, dict]:
@@ -101,7 +115,12 @@ def view(pooled: dict) -> dict:
     """One pooled citation score's composition (pooled: grade.citations.pool's counts and
     rates): strict beside lenient, by form (rates) and the ungrounded kinds (ungrounded_shares)."""
     c, r = pooled["counts"], pooled["rates"]
-    return {"n_citations": c["total"],
-            "grounded_rate": r["grounded_rate"], "strict_grounded_rate": r["strict_grounded_rate"],
-            "verified_rate": r["verified_rate"], "strict_verified_rate": r["strict_verified_rate"],
-            "by_form": rates(c["by_form"]), "ungrounded": ungrounded_shares(c["ungrounded"], c["total"])}
+    return {
+        "n_citations": c["total"],
+        "grounded_rate": r["grounded_rate"],
+        "strict_grounded_rate": r["strict_grounded_rate"],
+        "verified_rate": r["verified_rate"],
+        "strict_verified_rate": r["strict_verified_rate"],
+        "by_form": rates(c["by_form"]),
+        "ungrounded": ungrounded_shares(c["ungrounded"], c["total"]),
+    }

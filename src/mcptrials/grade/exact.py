@@ -41,8 +41,7 @@ import re
 from decimal import Decimal
 
 from mcptrials.core.values import clean, to_datetime, to_number
-from mcptrials.grade.exact_reading import (asks_bare, date_kind, kind_of, read_labelled, read_line, same_value,
-                                           values_of)
+from mcptrials.grade.exact_reading import asks_bare, date_kind, kind_of, read_labelled, read_line, same_value, values_of
 from mcptrials.matrix.scenario import exact_mode
 
 _LINE_MARK = re.compile(r"^\s*(?:[-*+>]|#+|\d+[.)])\s+")
@@ -58,13 +57,13 @@ def candidates(answer: str, words: int):
             yield f"line {i}", _LINE_MARK.sub("", line)
     toks = answer.split()
     for i in range(len(toks) - words + 1):
-        yield f"words {i + 1}-{i + words}", " ".join(toks[i:i + words])
+        yield f"words {i + 1}-{i + words}", " ".join(toks[i : i + words])
 
 
 def grade_exact(spec: dict, answer: str, where: str = "steps.exact_answer", prompt: str | None = None) -> dict:
     """{mode, expected, passed, required, matched, where, normalised, bare, read, values,
     ambiguous} for one step; prompt: the step's prompt (its wording may ask for a bare value)."""
-    mode, fmt = exact_mode(spec, where)   # the loader's check: the expected value reads in this mode
+    mode, fmt = exact_mode(spec, where)  # the loader's check: the expected value reads in this mode
     expected = spec["value"]
     tol = spec.get("tolerance")
     case = spec["case_sensitive"]
@@ -88,10 +87,21 @@ def grade_exact(spec: dict, answer: str, where: str = "steps.exact_answer", prom
         norm = lambda got: clean(got) if case else clean(got).casefold()  # noqa: E731
         kind = kind_of(expected, mode)
     bare = asks_bare(spec.get("format"), prompt)
-    result = {"mode": mode, "expected": expected, "tolerance": tol, "date_format": fmt,
-              "required": spec["required"], "passed": False, "matched": None,
-              "where": None, "normalised": None, "bare": bare, "read": "whole answer",
-              "values": None, "ambiguous": False}
+    result = {
+        "mode": mode,
+        "expected": expected,
+        "tolerance": tol,
+        "date_format": fmt,
+        "required": spec["required"],
+        "passed": False,
+        "matched": None,
+        "where": None,
+        "normalised": None,
+        "bare": bare,
+        "read": "whole answer",
+        "values": None,
+        "ambiguous": False,
+    }
     text, prefix = answer or "", ""
     if bare:
         line = read_line(text)
@@ -100,7 +110,7 @@ def grade_exact(spec: dict, answer: str, where: str = "steps.exact_answer", prom
             return result
         result["read"], text = line
         prefix = result["read"] + ", "
-    elif spec.get("label"):   # several values asked for, the expected one named by its label
+    elif spec.get("label"):  # several values asked for, the expected one named by its label
         line = read_labelled(text, spec["label"], kind)
         if line is None:
             result["read"] = f"no line labelled {spec['label']!r}"

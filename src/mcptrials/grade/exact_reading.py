@@ -21,19 +21,26 @@ from dataclasses import dataclass
 from mcptrials.core.values import clean, to_datetime, to_number
 
 # The wording of a request for a bare value, case-insensitive; the first that matches is recorded.
-BARE_WORDING: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNORECASE)) for name, rx in (
-    ("bare", r"\bbare\b"),                                                   # a bare integer, the bare value
-    ("alone on a line", r"\balone on (?:the|its|a|one) (?:last |final |own |single )?line\b"),
-    ("value alone", r"\b(?:number|value|integer|total|count|id|hash|sha|name|string|version|path)\s+alone\b"),
-    ("own line", r"\bon (?:its|their|a) own line\b|\bon a line of its own\b"),
-    ("last line", r"\b(?:last|final) line\b"),
-    ("only the value", r"\b(?:only|just) the (?:number|value|integer|total|count|id|hash|name|string|version|path)\b"),
-    ("nothing else", r"\bnothing else\b"),
-))
+BARE_WORDING: tuple[tuple[str, re.Pattern], ...] = tuple(
+    (name, re.compile(rx, re.IGNORECASE))
+    for name, rx in (
+        ("bare", r"\bbare\b"),  # a bare integer, the bare value
+        ("alone on a line", r"\balone on (?:the|its|a|one) (?:last |final |own |single )?line\b"),
+        ("value alone", r"\b(?:number|value|integer|total|count|id|hash|sha|name|string|version|path)\s+alone\b"),
+        ("own line", r"\bon (?:its|their|a) own line\b|\bon a line of its own\b"),
+        ("last line", r"\b(?:last|final) line\b"),
+        (
+            "only the value",
+            r"\b(?:only|just) the (?:number|value|integer|total|count|id|hash|name|string|version|path)\b",
+        ),
+        ("nothing else", r"\bnothing else\b"),
+    )
+)
 
 # A labelled answer line: `Answer: 9`, `**Answer:** 9`, `- Final answer: 9`, `> **Answer**: 9`.
-ANSWER_LABEL = re.compile(r"^[\s>*_#-]*(?:final\s+)?answer[*_]*\s*:[*_]*\s*(?P<value>\S.*?)\s*$",
-                          re.IGNORECASE | re.MULTILINE)
+ANSWER_LABEL = re.compile(
+    r"^[\s>*_#-]*(?:final\s+)?answer[*_]*\s*:[*_]*\s*(?P<value>\S.*?)\s*$", re.IGNORECASE | re.MULTILINE
+)
 
 
 def asks_bare(fmt: str | None, prompt: str | None) -> str | None:
@@ -74,7 +81,7 @@ def read_labelled(answer: str, label: str, kind=None) -> tuple[str, str] | None:
         hits = list(pattern.finditer(lines[i - 1]))
         if not hits:
             continue
-        after = lines[i - 1][hits[0].end():]
+        after = lines[i - 1][hits[0].end() :]
         if kind is None:
             return f"line {i} labelled {label.strip()!r}", after
         values = [m.group(0) for m in kind.pattern.finditer(after)]
@@ -91,13 +98,15 @@ _PATH = r"[\w.-]+(?:/[\w.-]+)+"
 # A number standing on its own: not part of a word, an identifier (v2, p0), a path, a
 # file:line (`a.py:12`), a range (`12-20`), a version (1.2.3) or a hex id; grouped thousands
 # (1,234,567 or 1 234 567) read as one number, as core.values.to_number reads them.
-_NUMBER = (r"(?<![\w.:/#@$-])(?:(?<=\s)-|^-)?[$\u20ac\u00a3]?\d{1,3}(?:[,_\u2009\u202f\u00a0 ]\d{3})+(?:\.\d+)?%?(?![\w/]|[.,:-]\d)"
-           r"|(?<![\w.:/#@$-])(?:(?<=\s)-|^-)?[$\u20ac\u00a3]?\d+(?:\.\d+)?%?(?![\w/]|[.,:-]\d)")
+_NUMBER = (
+    r"(?<![\w.:/#@$-])(?:(?<=\s)-|^-)?[$\u20ac\u00a3]?\d{1,3}(?:[,_\u2009\u202f\u00a0 ]\d{3})+(?:\.\d+)?%?(?![\w/]|[.,:-]\d)"
+    r"|(?<![\w.:/#@$-])(?:(?<=\s)-|^-)?[$\u20ac\u00a3]?\d+(?:\.\d+)?%?(?![\w/]|[.,:-]\d)"
+)
 
 
 def _number_norm(text: str) -> str | None:
     n = to_number(text)
-    return None if n is None else format(n.normalize(), "f")     # 20.0 and 20 read as "20"
+    return None if n is None else format(n.normalize(), "f")  # 20.0 and 20 read as "20"
 
 
 def _hex_norm(text: str) -> str | None:
@@ -124,7 +133,7 @@ class Kind:
     modes: tuple[str, ...]
     pattern: re.Pattern
     read: Callable[[str], str | None]
-    words: int = 0          # a date: also every run of this many words (its format's)
+    words: int = 0  # a date: also every run of this many words (its format's)
 
 
 VALUE_KINDS: tuple[Kind, ...] = (
@@ -149,9 +158,11 @@ _ISO_DATE = re.compile(r"(?<![\d-])\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})
 
 def date_kind(fmt: str) -> Kind:
     """Dates in the format (every run of as many words as it has) or in ISO 8601."""
+
     def read(text: str) -> str | None:
         d = to_datetime(text, fmt)
         return d.isoformat() if d is not None else None
+
     return Kind("date", ("date",), _ISO_DATE, read, words=len(fmt.split()))
 
 
@@ -160,7 +171,7 @@ def values_of(kind: Kind, text: str) -> list[str]:
     found = [kind.read(m.group(0)) for m in kind.pattern.finditer(text)]
     if kind.words:
         toks = text.split()
-        found += [kind.read(" ".join(toks[i:i + kind.words])) for i in range(len(toks) - kind.words + 1)]
+        found += [kind.read(" ".join(toks[i : i + kind.words])) for i in range(len(toks) - kind.words + 1)]
     out: list[str] = []
     for v in found:
         if v is not None and v not in out:

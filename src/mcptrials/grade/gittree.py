@@ -22,8 +22,8 @@ from functools import lru_cache
 
 from mcptrials.matrix.errors import ConfigError
 
-SYMLINK_MODE = "120000"     # git's mode of a symbolic link: its blob holds the target path
-MAX_LINK_HOPS = 40          # links followed for one path (the kernel's limit), then a loop
+SYMLINK_MODE = "120000"  # git's mode of a symbolic link: its blob holds the target path
+MAX_LINK_HOPS = 40  # links followed for one path (the kernel's limit), then a loop
 
 
 class CommitTree:
@@ -46,12 +46,14 @@ class CommitTree:
             obj = self.repo.commit(commit)
             tree_sha = obj.tree.hexsha
         except (git.exc.ODBError, ValueError, git.GitCommandError):  # BadName, BadObject, ambiguous
-            raise ConfigError(f"{repo_dir}: commit {commit!r} is not in this repository; "
-                              "give a commit it has (git -C <repo> rev-parse <ref>) or fetch it") from None
+            raise ConfigError(
+                f"{repo_dir}: commit {commit!r} is not in this repository; "
+                "give a commit it has (git -C <repo> rev-parse <ref>) or fetch it"
+            ) from None
         self.repo_dir = repo_dir
         self.commit = obj.hexsha
         self._blobs: dict[str, str] = {}
-        self._links: dict[str, str] = {}        # symbolic links (also in _blobs): path -> blob of the target
+        self._links: dict[str, str] = {}  # symbolic links (also in _blobs): path -> blob of the target
         out = self.repo.git.ls_tree("-r", "-z", "--full-tree", tree_sha)
         for entry in out.split("\0"):
             if not entry:
@@ -65,7 +67,7 @@ class CommitTree:
         self._texts: dict[str, str] = {}
         self._lines: dict[str, list[str]] = {}
         self._suffix: dict[str, list[str]] = {}
-        self._dirs: set[str] | None = None      # the folders, built the first time one is asked for
+        self._dirs: set[str] | None = None  # the folders, built the first time one is asked for
 
     @property
     def paths(self) -> list[str]:
@@ -132,7 +134,7 @@ class CommitTree:
                 hops.append(f"{cur} -> {target}")
                 if target.startswith("/"):
                     return None, hops, f"{_chain(path, hops)}: an absolute target, outside the repository"
-                parts = target.split("/") + parts          # read from the link's folder (done)
+                parts = target.split("/") + parts  # read from the link's folder (done)
                 continue
             done.append(comp)
         final = "/".join(done)
@@ -152,7 +154,7 @@ class CommitTree:
         split on form feeds and other separators that old sources contain), and a final
         newline does not start a new line."""
         cache = self._lines
-        if path not in cache:               # a file is split once (a commit's files never change)
+        if path not in cache:  # a file is split once (a commit's files never change)
             text = self.text(path)
             parts = text.split("\n") if text else []
             if parts and parts[-1] == "":

@@ -27,11 +27,28 @@ import os
 import re
 
 RULE = "reference-bench gold recall: path pinned to a line in the answer text; no path-compaction oracle"
-_CODE_EXT = (".rb", ".py", ".go", ".ts", ".tsx", ".js", ".jsx", ".rs", ".java", ".kt", ".cs", ".cpp", ".cc",
-             ".c", ".php", ".scala", ".erb")
+_CODE_EXT = (
+    ".rb",
+    ".py",
+    ".go",
+    ".ts",
+    ".tsx",
+    ".js",
+    ".jsx",
+    ".rs",
+    ".java",
+    ".kt",
+    ".cs",
+    ".cpp",
+    ".cc",
+    ".c",
+    ".php",
+    ".scala",
+    ".erb",
+)
 _WINDOW = 60
-_DEEP = r"(?<![\w.\-])"      # before a multi-segment path: a '/' is fine (the path is a tail)
-_ROOT = r"(?<![\w./\-])"     # before one segment or a suffix: a '/' means a different file
+_DEEP = r"(?<![\w.\-])"  # before a multi-segment path: a '/' is fine (the path is a tail)
+_ROOT = r"(?<![\w./\-])"  # before one segment or a suffix: a '/' means a different file
 
 
 def file_like(p: str) -> bool:
@@ -40,9 +57,11 @@ def file_like(p: str) -> bool:
 
 def _pinned(anchored: str, hay: str) -> bool:
     """Is the (anchored, escaped) path followed by one of the line-pin forms?"""
-    return bool(re.search(anchored + r":\d+", hay)
-                or re.search(anchored + r"\s*\(line\s+\d+\)", hay)
-                or re.search(anchored + r'[^\n{}]{0,%d}?"lines?"\s*:\s*\[?\s*"?\d+' % _WINDOW, hay))
+    return bool(
+        re.search(anchored + r":\d+", hay)
+        or re.search(anchored + r"\s*\(line\s+\d+\)", hay)
+        or re.search(anchored + r'[^\n{}]{0,%d}?"lines?"\s*:\s*\[?\s*"?\d+' % _WINDOW, hay)
+    )
 
 
 def _unique_suffixes(path: str, others: list[str]) -> list[str]:
@@ -89,7 +108,7 @@ def gold_recall(answer: str, gold: list | None) -> dict | None:
                 mentioned = mentioned or bool(re.search(esc, hay))
                 cited = cited or _pinned(esc, hay)
         if not files:
-            cited = mentioned          # a symbol row: naming it is all that can be checked
+            cited = mentioned  # a symbol row: naming it is all that can be checked
         mentioned = mentioned or cited
         group = str(r.get("group") or "_")
         details.append({"id": str(r.get("id") or pats[0]), "group": group, "mentioned": mentioned, "cited": cited})
@@ -103,10 +122,17 @@ def gold_recall(answer: str, gold: list | None) -> dict | None:
     n = len(details)
     cited_n = sum(d["cited"] for d in details)
     mentioned_n = sum(d["mentioned"] for d in details)
-    return {"rule": RULE, "total": n, "mentioned": mentioned_n, "cited": cited_n,
-            "mention_recall": round(mentioned_n / n, 4), "cited_recall": round(cited_n / n, 4),
-            "groups": groups, "details": details,
-            "missed_cite": [d["id"] for d in details if not d["cited"]]}
+    return {
+        "rule": RULE,
+        "total": n,
+        "mentioned": mentioned_n,
+        "cited": cited_n,
+        "mention_recall": round(mentioned_n / n, 4),
+        "cited_recall": round(cited_n / n, 4),
+        "groups": groups,
+        "details": details,
+        "missed_cite": [d["id"] for d in details if not d["cited"]],
+    }
 
 
 def whole_answer(transcript: dict) -> str:

@@ -34,7 +34,7 @@ def match_check(check: dict, answer: str, where: str = "check") -> dict:
     kind, value = check["type"], check["value"]
     flags = 0 if check["case_sensitive"] else re.IGNORECASE
     if kind == "regex":
-        pat = check_regex(check, f"{where}.value")   # the loader's check: the same pattern and flags
+        pat = check_regex(check, f"{where}.value")  # the loader's check: the same pattern and flags
         text = answer
     elif kind in ("word", "phrase"):
         text = _ws(answer)
@@ -44,9 +44,13 @@ def match_check(check: dict, answer: str, where: str = "check") -> dict:
         raise ConfigError(f"{where}.type: {kind!r} is not a check type; use word, phrase or regex")
     m = pat.search(text)
     return {
-        "type": kind, "value": value, "required": check["required"],
-        "case_sensitive": check["case_sensitive"], "hit": m is not None,
-        "matched": m.group(0) if m else None, "snippet": _snippet(text, m.start(), m.end()) if m else None,
+        "type": kind,
+        "value": value,
+        "required": check["required"],
+        "case_sensitive": check["case_sensitive"],
+        "hit": m is not None,
+        "matched": m.group(0) if m else None,
+        "snippet": _snippet(text, m.start(), m.end()) if m else None,
     }
 
 

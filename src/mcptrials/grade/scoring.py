@@ -30,17 +30,26 @@ CITATION_CHECKS = ("grounding", "verification (lenient)", "verification (strict)
 
 
 def _step(i: int, spec: dict, tstep: dict | None, tree, extensions, source: str) -> dict:
-    where = f"{source}: field steps.{i}"   # a grading error names the scenario file and the field
+    where = f"{source}: field steps.{i}"  # a grading error names the scenario file and the field
     answer = (tstep or {}).get("answer_text") or ""
     kw = keywords.grade_keywords(spec["checks"], answer, f"{where}.checks")
-    cit = (citations.grade_citations(answer, tree, (spec.get("citations") or {}).get("gold", []), extensions)
-           if tree is not None else not_checked_citations())
-    ex = (grade_exact(spec["exact_answer"], answer, f"{where}.exact_answer", spec.get("prompt"))
-          if spec.get("exact_answer") else None)
+    cit = (
+        citations.grade_citations(answer, tree, (spec.get("citations") or {}).get("gold", []), extensions)
+        if tree is not None
+        else not_checked_citations()
+    )
+    ex = (
+        grade_exact(spec["exact_answer"], answer, f"{where}.exact_answer", spec.get("prompt"))
+        if spec.get("exact_answer")
+        else None
+    )
     st = grade_state(spec["state_check"], (tstep or {}).get("state_check")) if spec.get("state_check") else None
 
-    failures = [f"step {i} ({spec['name']}): required {r['type']} check {r['value']!r} not in the answer"
-                for r in kw["checks"] if r["required"] and not r["hit"]]
+    failures = [
+        f"step {i} ({spec['name']}): required {r['type']} check {r['value']!r} not in the answer"
+        for r in kw["checks"]
+        if r["required"] and not r["hit"]
+    ]
     if ex and ex["required"] and not ex["passed"]:
         failures.append(f"step {i} ({spec['name']}): {exact_failure(ex)}")
     if st and st["required"] and not st["passed"]:
@@ -48,10 +57,17 @@ def _step(i: int, spec: dict, tstep: dict | None, tree, extensions, source: str)
     if tstep is None:
         failures.append(f"step {i} ({spec['name']}): the transcript has no such step")
     return {
-        "index": i, "name": spec["name"], "present": tstep is not None,
-        "outcome": (tstep or {}).get("outcome"), "answer_chars": len(answer),
-        "keywords": kw, "citations": cit, "exact": ex, "state": st,
-        "required_passed": not failures, "failures": failures,
+        "index": i,
+        "name": spec["name"],
+        "present": tstep is not None,
+        "outcome": (tstep or {}).get("outcome"),
+        "answer_chars": len(answer),
+        "keywords": kw,
+        "citations": cit,
+        "exact": ex,
+        "state": st,
+        "required_passed": not failures,
+        "failures": failures,
     }
 
 
@@ -59,8 +75,11 @@ def exact_failure(ex: dict) -> str:
     """Why an exact answer failed, in words: ambiguous (the values it states), or not found
     (on the line a bare value is read from)."""
     if ex["ambiguous"]:
-        return (f"exact answer {ex['expected']!r} ambiguous: the answer states "
-                + ", ".join(repr(v) for v in ex["values"]) + (f" ({ex['read']})" if ex["bare"] else ""))
+        return (
+            f"exact answer {ex['expected']!r} ambiguous: the answer states "
+            + ", ".join(repr(v) for v in ex["values"])
+            + (f" ({ex['read']})" if ex["bare"] else "")
+        )
     if ex["bare"]:
         return f"exact answer {ex['expected']!r} not found on the line a bare value is read from ({ex['read']})"
     return f"exact answer {ex['expected']!r} not found"
@@ -73,9 +92,16 @@ def not_checked_citations() -> dict:
     return {"items": [], "gold": [], "counts": counts, "rates": citations.citation_rates(counts)}
 
 
-def score_trial(transcript: TranscriptRecord, scenario: dict, repo_dir: str, commit: str,
-                pricing: dict | None, extensions: list | None, not_checked: str | None = None,
-                source: str = "scenario") -> ScoredRecord:
+def score_trial(
+    transcript: TranscriptRecord,
+    scenario: dict,
+    repo_dir: str,
+    commit: str,
+    pricing: dict | None,
+    extensions: list | None,
+    not_checked: str | None = None,
+    source: str = "scenario",
+) -> ScoredRecord:
     """The scored.json record of one transcript (see src/mcptrials/schemas/scored.schema.yaml).
 
     pricing: the config's `pricing` table, or None to keep the transcript's own cost.
@@ -136,7 +162,7 @@ def config_grading_bits(path: str, repo: str | None = None) -> tuple[dict, list 
     main, data = read_config_files(path)
     validate_against("config.schema.yaml", data, str(main))
     unresolved = (data["repos"].get(repo) or {}).get("unresolved") if repo else None
-    return data["pricing"], data.get("citation_extensions"), unresolved   # pricing: the schema fills {}
+    return data["pricing"], data.get("citation_extensions"), unresolved  # pricing: the schema fills {}
 
 
 def score_job(transcript_path, scenario_path, repo_dir, commit: str, config: str | None, out) -> dict:
@@ -159,13 +185,22 @@ def score_job(transcript_path, scenario_path, repo_dir, commit: str, config: str
     except json.JSONDecodeError as e:
         raise ConfigError(f"{transcript_path}: not valid JSON ({e}); rerun the trial") from None
     scenario = load_scenario(Path(scenario_path))
-    pricing, extensions, unresolved = (config_grading_bits(config, scenario.data.get("repo")) if config
-                                       else (None, None, None))
+    pricing, extensions, unresolved = (
+        config_grading_bits(config, scenario.data.get("repo")) if config else (None, None, None)
+    )
     if unresolved is None:
         co = Path(repo_dir).parent / "checkout.json"
         unresolved = failure(json.loads(co.read_text())) if co.is_file() else None
-    record = score_trial(transcript, scenario.data, repo_dir, commit, pricing, extensions, not_checked=unresolved,
-                         source=str(scenario.path))
+    record = score_trial(
+        transcript,
+        scenario.data,
+        repo_dir,
+        commit,
+        pricing,
+        extensions,
+        not_checked=unresolved,
+        source=str(scenario.path),
+    )
     record["scenario_sha256"] = scenario.sha256
     write_json(out, record)
     return record

@@ -38,13 +38,11 @@ from mcptrials.core.values import clean, to_number
 from mcptrials.run.workspace_state import MAX_CHANGES, MAX_ROWS
 
 
-
-
 def same_value(got, want, case_sensitive: bool = False, tolerance=None) -> bool:
     """One value against an expected one, normalised as exact answers are."""
     if want is None or got is None:
         return want is None and got is None
-    if isinstance(want, bool) or isinstance(got, bool):   # true is not 1 (SQLite has no booleans: write 1)
+    if isinstance(want, bool) or isinstance(got, bool):  # true is not 1 (SQLite has no booleans: write 1)
         return isinstance(want, bool) and isinstance(got, bool) and got == want
     if isinstance(want, (list, dict)) or isinstance(got, (list, dict)):
         if isinstance(want, list) and isinstance(got, list):
@@ -76,8 +74,14 @@ def _rows_equal(got: list, want: list, ordered: bool, case: bool, tol) -> bool:
 
 def _grade_sql(spec: dict, rec: dict) -> dict:
     case, tol = spec["case_sensitive"], spec.get("tolerance")
-    part = {"kind": "sql", "database": spec["database"], "query": spec["query"], "passed": False,
-            "found": rec.get("rows"), "columns": rec.get("columns")}
+    part = {
+        "kind": "sql",
+        "database": spec["database"],
+        "query": spec["query"],
+        "passed": False,
+        "found": rec.get("rows"),
+        "columns": rec.get("columns"),
+    }
     if rec.get("error"):
         return dict(part, reason=f"the query failed: {rec['error']}")
     rows = rec.get("rows") or []
@@ -86,38 +90,65 @@ def _grade_sql(spec: dict, rec: dict) -> dict:
     if "value" in spec:
         part["expected"] = spec["value"]
         if len(rows) != 1 or len(rows[0]) != 1:
-            return dict(part, reason=f"expected one value, the query returned {len(rows)} row(s)"
-                                     + (f" of {len(rows[0])} column(s)" if rows else ""))
+            return dict(
+                part,
+                reason=f"expected one value, the query returned {len(rows)} row(s)"
+                + (f" of {len(rows[0])} column(s)" if rows else ""),
+            )
         ok = same_value(rows[0][0], spec["value"], case, tol)
         return dict(part, passed=ok, reason=f"the value is {rows[0][0]!r}" + ("" if ok else f", not {spec['value']!r}"))
     part["expected"] = spec["rows"]
     ok = _rows_equal(rows, spec["rows"], spec["ordered"], case, tol)
-    return dict(part, passed=ok, reason=("the rows are the expected ones" if ok else
-                                         f"the query returned {rows!r}, expected {spec['rows']!r}"))
+    return dict(
+        part,
+        passed=ok,
+        reason=("the rows are the expected ones" if ok else f"the query returned {rows!r}, expected {spec['rows']!r}"),
+    )
 
 
 def _grade_json(spec: dict, rec: dict) -> dict:
     case, tol = spec["case_sensitive"], spec.get("tolerance")
     found = rec.get("found") or []
-    part = {"kind": "json", "file": spec["file"], "path": spec["path"], "passed": False, "found": rec.get("found"),
-            "matches": rec.get("matches")}
+    part = {
+        "kind": "json",
+        "file": spec["file"],
+        "path": spec["path"],
+        "passed": False,
+        "found": rec.get("found"),
+        "matches": rec.get("matches"),
+    }
     if rec.get("error"):
         return dict(part, reason=f"the file could not be read: {rec['error']}")
     if "count" in spec:
         ok = rec.get("matches") == spec["count"]
-        return dict(part, expected={"count": spec["count"]}, passed=ok,
-                    reason=f"{rec.get('matches')} match(es)" + ("" if ok else f", expected {spec['count']}"))
+        return dict(
+            part,
+            expected={"count": spec["count"]},
+            passed=ok,
+            reason=f"{rec.get('matches')} match(es)" + ("" if ok else f", expected {spec['count']}"),
+        )
     if "contains" in spec:
         pool = [x for f in found for x in (f if isinstance(f, list) else [f])]
         ok = any(same_value(x, spec["contains"], case, tol) for x in pool)
-        return dict(part, expected={"contains": spec["contains"]}, passed=ok,
-                    reason=("a match contains the expected value" if ok else
-                            f"no match contains {spec['contains']!r} ({len(found)} match(es))"))
+        return dict(
+            part,
+            expected={"contains": spec["contains"]},
+            passed=ok,
+            reason=(
+                "a match contains the expected value"
+                if ok
+                else f"no match contains {spec['contains']!r} ({len(found)} match(es))"
+            ),
+        )
     if len(found) != 1:
         return dict(part, expected={"value": spec["value"]}, reason=f"expected one match, found {rec.get('matches')}")
     ok = same_value(found[0], spec["value"], case, tol)
-    return dict(part, expected={"value": spec["value"]}, passed=ok,
-                reason=f"the match is {found[0]!r}" + ("" if ok else f", not {spec['value']!r}"))
+    return dict(
+        part,
+        expected={"value": spec["value"]},
+        passed=ok,
+        reason=f"the match is {found[0]!r}" + ("" if ok else f", not {spec['value']!r}"),
+    )
 
 
 def _allowed(change: dict, allow: list[dict]) -> bool:
@@ -126,13 +157,14 @@ def _allowed(change: dict, allow: list[dict]) -> bool:
             continue
         fields = {k: v for k, v in entry.items() if k != "table"}
         if not fields:
-            return True            # {table: X}: any change of that table
+            return True  # {table: X}: any change of that table
         if change["op"] == "schema":
             continue
         for rec in (change.get("before"), change.get("after")):
             if isinstance(rec, dict) and all(
-                    k in rec and any(same_value(rec[k], w) for w in (v if isinstance(v, list) else [v]))
-                    for k, v in fields.items()):
+                k in rec and any(same_value(rec[k], w) for w in (v if isinstance(v, list) else [v]))
+                for k, v in fields.items()
+            ):
                 return True
     return False
 
@@ -148,8 +180,14 @@ def _describe(change: dict) -> str:
 
 def _grade_unchanged(spec: dict, rec: dict) -> dict:
     kind = "database" if spec.get("database") else "file"
-    part = {"kind": "unchanged_except", kind: spec[kind], "allow": spec["allow"], "passed": False,
-            "changes": rec.get("total"), "unexpected": None}
+    part = {
+        "kind": "unchanged_except",
+        kind: spec[kind],
+        "allow": spec["allow"],
+        "passed": False,
+        "changes": rec.get("total"),
+        "unexpected": None,
+    }
     if rec.get("error"):
         return dict(part, reason=f"the state could not be compared: {rec['error']}")
     changes = rec.get("changes") or []
@@ -168,8 +206,15 @@ def _grade_unchanged(spec: dict, rec: dict) -> dict:
 def grade_state(spec: dict, record: dict | None) -> dict:
     """{command, expect, required, passed, exit_code, output, parts, reason} for one step:
     a part per kind the spec has, each with what was found and why it passed or failed."""
-    out = {"command": spec.get("command"), "expect": spec.get("expect"), "required": spec["required"],
-           "passed": False, "exit_code": None, "output": None, "parts": []}
+    out = {
+        "command": spec.get("command"),
+        "expect": spec.get("expect"),
+        "required": spec["required"],
+        "passed": False,
+        "exit_code": None,
+        "output": None,
+        "parts": [],
+    }
     if not record:
         out["reason"] = "the transcript has no state_check record for this step (the run did not reach it)"
         return out
@@ -178,18 +223,35 @@ def grade_state(spec: dict, record: dict | None) -> dict:
         output = record.get("output") or ""
         ok = spec["expect"] in output
         out.update(exit_code=record.get("exit_code"), output=output[-2000:])
-        parts.append({"kind": "command", "passed": ok, "found": output[-2000:],
-                      "reason": "output contains the expected text" if ok else "output lacks the expected text"})
+        parts.append(
+            {
+                "kind": "command",
+                "passed": ok,
+                "found": output[-2000:],
+                "reason": "output contains the expected text" if ok else "output lacks the expected text",
+            }
+        )
     for kind, grade in (("sql", _grade_sql), ("json", _grade_json), ("unchanged_except", _grade_unchanged)):
         if spec.get(kind):
             if record.get(kind) is None:
-                parts.append({"kind": kind, "passed": False, "found": None,
-                              "reason": f"the trial recorded no {kind} state (rerun the trial)"})
+                parts.append(
+                    {
+                        "kind": kind,
+                        "passed": False,
+                        "found": None,
+                        "reason": f"the trial recorded no {kind} state (rerun the trial)",
+                    }
+                )
             else:
                 parts.append(grade(spec[kind], record[kind]))
     out["parts"] = parts
     out["passed"] = bool(parts) and all(p["passed"] for p in parts)
     failed = [p for p in parts if not p["passed"]]
-    out["reason"] = ("; ".join(f"{p['kind']}: {p['reason']}" for p in failed) if failed else
-                     parts[0]["reason"] if len(parts) == 1 else "every part passed")
+    out["reason"] = (
+        "; ".join(f"{p['kind']}: {p['reason']}" for p in failed)
+        if failed
+        else parts[0]["reason"]
+        if len(parts) == 1
+        else "every part passed"
+    )
     return out

@@ -37,8 +37,7 @@ from mcptrials.grade.citation_forms import is_word_char, occurs_bounded
 from mcptrials.grade.symbols import code_language, definitions, language_of
 
 _HASH_COMMENT = {"python", "ruby"}
-_SLASH_COMMENT = {"go", "rust", "java", "typescript", "tsx", "javascript", "kotlin", "php", "csharp", "swift",
-                  "scala"}
+_SLASH_COMMENT = {"go", "rust", "java", "typescript", "tsx", "javascript", "kotlin", "php", "csharp", "swift", "scala"}
 _EXT_HASH = {"sh", "bash", "zsh", "yaml", "yml", "toml", "rb", "py", "pl", "r", "cfg", "conf", "ini", "mk"}
 
 
@@ -46,7 +45,7 @@ def parts(subject: str) -> list[str]:
     return [p for p in re.split(r"\.|::|#", subject) if p]
 
 
-@lru_cache(maxsize=4096)            # asked for every line a verdict reads
+@lru_cache(maxsize=4096)  # asked for every line a verdict reads
 def _comment_marks(path: str) -> tuple[str, ...]:
     lang = language_of(path)
     ext = path.rsplit(".", 1)[-1].lower()
@@ -97,7 +96,7 @@ def _defs(path: str, source: str) -> list[dict] | None:
         return None
     try:
         return definitions(lang, source)
-    except Exception:            # a grammar that fails on a file: fall back to the line's text
+    except Exception:  # a grammar that fails on a file: fall back to the line's text
         return None
 
 
@@ -114,7 +113,7 @@ def verdict(path: str, source: str, lines: list[int], subject: str | None, file_
     if not qualifiers and any(_has_word(line, name) for line in code):
         return "verified"
     if qualifiers and any(_has_chain(line, subject) for line in code):
-        return "verified"        # the line names the whole chain: `self.transport.notify(...)`
+        return "verified"  # the line names the whole chain: `self.transport.notify(...)`
     # A definition's name is text of the file: no parse when the file lacks the name (no
     # definition can be of the subject then, and the rest reads only those that are).
     parsed = _defs(path, source) if name in source or (name.endswith("s") and name[:-1] in source) else []
@@ -130,7 +129,7 @@ def verdict(path: str, source: str, lines: list[int], subject: str | None, file_
     if any(_chain_ok(d, qualifiers, known) for d in same):
         return "verified"
     if same and qualifiers and any(q in known for q in qualifiers):
-        return "mismatch"        # the line is inside a same-named definition of another scope
+        return "mismatch"  # the line is inside a same-named definition of another scope
     if any(_has_word(line, name) for line in code):
         return "verified"
     return "undetermined" if parsed is None and code_language(path) else "mismatch"

@@ -17,11 +17,11 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")   # ASCII digits: `\d` takes `١٢` too
+_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")  # ASCII digits: `\d` takes `١٢` too
 _LITERAL = re.compile(r"true|false|null")
-_STRING = re.compile(r'"[^"\\\n]*(?:\\[\s\S][^"\\\n]*)*"')      # unrolled: no backtracking blow-up
+_STRING = re.compile(r'"[^"\\\n]*(?:\\[\s\S][^"\\\n]*)*"')  # unrolled: no backtracking blow-up
 _OBJECT_CHAR = re.compile(r'[{}\["]')
-_VALUE_CHAR = re.compile(r'[{}\["\-\dtfn]')      # and where _NUMBER or _LITERAL may start
+_VALUE_CHAR = re.compile(r'[{}\["\-\dtfn]')  # and where _NUMBER or _LITERAL may start
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _BLANK_START = re.compile(r"\n(?=[ \t]*\n)")
 _HEADING = re.compile(r"^#{1,6}\s", re.M)
@@ -32,19 +32,20 @@ _CODE_SPAN = re.compile(r"`[^`\n]*`")
 @dataclass
 class Member:
     """One direct scalar member of a JSON object: "key": value."""
+
     key: str
-    value: object          # str, int, float, bool or None
-    key_start: int         # offset of the key's opening quote
-    start: int             # the value's span in the answer (quotes included)
+    value: object  # str, int, float, bool or None
+    key_start: int  # offset of the key's opening quote
+    start: int  # the value's span in the answer (quotes included)
     end: int
 
 
 @dataclass
 class JsonObject:
-    start: int             # offset of "{"
-    end: int               # offset just past "}" (the answer's end when left open)
+    start: int  # offset of "{"
+    end: int  # offset just past "}" (the answer's end when left open)
     members: list[Member] = field(default_factory=list)
-    parent: JsonObject | None = field(default=None, repr=False, compare=False)   # the object it is in
+    parent: JsonObject | None = field(default=None, repr=False, compare=False)  # the object it is in
 
     def get(self, *keys: str) -> list[Member]:
         wanted = {k.lower() for k in keys}
@@ -59,7 +60,7 @@ def _string_end(text: str, i: int) -> int | None:
 
 
 def _decode(raw: str) -> str:
-    if "\\" not in raw:        # nothing to unescape: what json.loads returns, or its fallback
+    if "\\" not in raw:  # nothing to unescape: what json.loads returns, or its fallback
         return raw[1:-1]
     try:
         return json.loads(raw)
@@ -70,7 +71,7 @@ def _decode(raw: str) -> str:
 def json_objects(text: str) -> list[JsonObject]:
     """Every {...} of the answer with its direct scalar members, in order of their "{"."""
     done: list[JsonObject] = []
-    stack: list[tuple[JsonObject, list]] = []   # (object, [pending key, its start])
+    stack: list[tuple[JsonObject, list]] = []  # (object, [pending key, its start])
     i, n = 0, len(text)
     while i < n:
         # Skip to the next character that can matter (the rest only moves on by one): "{" outside
@@ -85,7 +86,7 @@ def json_objects(text: str) -> list[JsonObject]:
         ch = text[i]
         if ch == "{":
             if stack:
-                stack[-1][1][0] = None           # an object value: not a scalar member
+                stack[-1][1][0] = None  # an object value: not a scalar member
             stack.append((JsonObject(i, n, parent=stack[-1][0] if stack else None), [None, None]))
             i += 1
         elif ch == "}" and stack:
@@ -94,7 +95,7 @@ def json_objects(text: str) -> list[JsonObject]:
             done.append(obj)
             i += 1
         elif ch == "[" and stack:
-            stack[-1][1][0] = None               # an array value: its items are not members
+            stack[-1][1][0] = None  # an array value: its items are not members
             i += 1
         elif ch == '"' and stack:
             j = _string_end(text, i)
@@ -123,7 +124,7 @@ def json_objects(text: str) -> list[JsonObject]:
             i = m.end()
         else:
             i += 1
-    done += [obj for obj, _ in stack]          # left open: they end with the answer
+    done += [obj for obj, _ in stack]  # left open: they end with the answer
     return JsonObjects(sorted(done, key=lambda o: o.start))
 
 
@@ -161,19 +162,20 @@ def line_bounds(text: str, pos: int) -> tuple[int, int]:
 class _Layout:
     """Where one answer's lines, blank lines and headings are, found once (a scan per
     citation of the text before it made grading quadratic in the answer's length)."""
-    starts: list[int]              # each line's first offset
-    ends: list[int]                # each line's end: its newline, or the answer's end
-    bullets: list[int]             # the numbers of the lines a list item starts
-    blank_ends: list[int]          # ends of the blank-line matches, scanning from the start
-    blank_starts: list[int]        # every offset a blank-line match starts at (overlapping ones too)
+
+    starts: list[int]  # each line's first offset
+    ends: list[int]  # each line's end: its newline, or the answer's end
+    bullets: list[int]  # the numbers of the lines a list item starts
+    blank_ends: list[int]  # ends of the blank-line matches, scanning from the start
+    blank_starts: list[int]  # every offset a blank-line match starts at (overlapping ones too)
     headings: list[tuple[int, int]]
     table_first: list[int | None]  # for a line starting with "|": its table's first line (the header)
-    code_starts: list[int]         # the code spans `...` (they pair within a line, from its start)
+    code_starts: list[int]  # the code spans `...` (they pair within a line, from its start)
     code_ends: list[int]
     code: list[tuple[int, int]]
 
 
-@lru_cache(maxsize=8)               # the answers being graded now
+@lru_cache(maxsize=8)  # the answers being graded now
 def _layout(text: str) -> _Layout:
     starts = [0] + [m.end() for m in re.finditer("\n", text)]
     ends = [s - 1 for s in starts[1:]] + [len(text)]
@@ -181,11 +183,16 @@ def _layout(text: str) -> _Layout:
     for k, (lo, hi) in enumerate(zip(starts, ends)):
         pipe = text[lo:hi].lstrip().startswith("|")
         table_first.append(None if not pipe else table_first[-1] if k and table_first[-1] is not None else k)
-    return _Layout(starts, ends, [k for k, s in enumerate(starts) if _BULLET.match(text, s)],
-                   [m.end() for m in _BLANK_LINE.finditer(text)],
-                   [m.start() for m in _BLANK_START.finditer(text)],
-                   [(m.start(), m.end()) for m in _HEADING.finditer(text)], table_first,
-                   *_spans(_CODE_SPAN.finditer(text)))
+    return _Layout(
+        starts,
+        ends,
+        [k for k, s in enumerate(starts) if _BULLET.match(text, s)],
+        [m.end() for m in _BLANK_LINE.finditer(text)],
+        [m.start() for m in _BLANK_START.finditer(text)],
+        [(m.start(), m.end()) for m in _HEADING.finditer(text)],
+        table_first,
+        *_spans(_CODE_SPAN.finditer(text)),
+    )
 
 
 def _spans(matches) -> tuple[list[int], list[int], list[tuple[int, int]]]:
@@ -205,15 +212,15 @@ def code_spans(text: str, lo: int, hi: int) -> list[tuple[int, int]]:
 def paragraph_bounds(text: str, pos: int) -> tuple[int, int]:
     """The block around pos between blank lines."""
     lay = _layout(text)
-    k = bisect.bisect_right(lay.blank_ends, pos) - 1      # the last blank line ending by pos
-    j = bisect.bisect_left(lay.blank_starts, pos)         # the first one starting at or after pos
+    k = bisect.bisect_right(lay.blank_ends, pos) - 1  # the last blank line ending by pos
+    j = bisect.bisect_left(lay.blank_starts, pos)  # the first one starting at or after pos
     return (lay.blank_ends[k] if k >= 0 else 0), (lay.blank_starts[j] if j < len(lay.blank_starts) else len(text))
 
 
 def section_start(text: str, pos: int) -> int:
     """Where the markdown section around pos starts (its heading line), else 0."""
     heads = _layout(text).headings
-    k = bisect.bisect_right(heads, pos, key=lambda h: h[1]) - 1     # the last heading ending by pos
+    k = bisect.bisect_right(heads, pos, key=lambda h: h[1]) - 1  # the last heading ending by pos
     return heads[k][0] if k >= 0 else 0
 
 
@@ -222,12 +229,12 @@ def list_item_bounds(text: str, pos: int) -> tuple[int, int] | None:
     paragraph), or None."""
     p_lo, p_hi = paragraph_bounds(text, pos)
     lay = _layout(text)
-    k = bisect.bisect_right(lay.starts, pos) - 1          # pos's line
-    b = bisect.bisect_right(lay.bullets, k) - 1           # the last bullet line up to it
+    k = bisect.bisect_right(lay.starts, pos) - 1  # pos's line
+    b = bisect.bisect_right(lay.bullets, k) - 1  # the last bullet line up to it
     if b < 0 or (lay.bullets[b] < k and lay.starts[lay.bullets[b] + 1] <= p_lo):
-        return None                                       # none, or the paragraph starts after it
-    last = bisect.bisect_left(lay.ends, p_hi, lo=k)       # the paragraph's last line
-    nxt = b + 1                                           # the next bullet line ends the item
+        return None  # none, or the paragraph starts after it
+    last = bisect.bisect_left(lay.ends, p_hi, lo=k)  # the paragraph's last line
+    nxt = b + 1  # the next bullet line ends the item
     if nxt < len(lay.bullets):
         last = min(last, lay.bullets[nxt] - 1)
     return lay.starts[lay.bullets[b]], lay.ends[last]
@@ -254,21 +261,24 @@ def _cells(text: str, lo: int, hi: int) -> list[tuple[str, int, int]]:
 
 
 _FILE_HEADER = re.compile(r"\b(?:file|path|location|where|source)", re.I)
-_NAME_HEADER = re.compile(r"\b(?:symbol|name|function|method|class|type|signature|identifier|fn|def"
-                          r"|definition|struct|trait|interface|item|impl)", re.I)
+_NAME_HEADER = re.compile(
+    r"\b(?:symbol|name|function|method|class|type|signature|identifier|fn|def"
+    r"|definition|struct|trait|interface|item|impl)",
+    re.I,
+)
 
 
 @dataclass
 class TableRow:
     cells: list[tuple[str, int, int]]
-    file_cell: tuple[str, int, int] | None    # the cell under a file / path / location header
-    name_cells: list[tuple[str, int, int]] = field(default_factory=list)   # under a symbol / name / type... header
+    file_cell: tuple[str, int, int] | None  # the cell under a file / path / location header
+    name_cells: list[tuple[str, int, int]] = field(default_factory=list)  # under a symbol / name / type... header
 
 
 def table_row(text: str, pos: int) -> TableRow | None:
     """The markdown table row around pos, with its file column when the header names one."""
     lay = _layout(text)
-    k = bisect.bisect_right(lay.starts, pos) - 1          # pos's line
+    k = bisect.bisect_right(lay.starts, pos) - 1  # pos's line
     first = lay.table_first[k]
     if first is None:
         return None
@@ -276,7 +286,7 @@ def table_row(text: str, pos: int) -> TableRow | None:
     head_lo, head_hi = lay.starts[first], lay.ends[first]
     cells = _cells(text, lo, hi)
     if head_lo == lo or re.fullmatch(r"[\s|:-]*", text[lo:hi]):
-        return TableRow(cells, None)             # the header or the separator itself
+        return TableRow(cells, None)  # the header or the separator itself
     header = [c[0] for c in _cells(text, head_lo, head_hi)]
     col = next((k for k, h in enumerate(header) if _FILE_HEADER.search(h)), None)
     file_cell = cells[col] if col is not None and col < len(cells) else None

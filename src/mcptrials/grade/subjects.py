@@ -101,45 +101,55 @@ from mcptrials.grade import structure
 IDENT = r"[A-Za-z_]\w*[?!]?"
 QUALIFIED = rf"{IDENT}(?:(?:\.|::|#){IDENT})*"
 _QUALIFIED_SPAN = re.compile(rf"^(?:&|\*|@)?(?P<id>{QUALIFIED})(?:<.*>|\[.*\])?(?:\(.*\)?)?\s*(?:->.*)?$")
-_TOKEN = re.compile(rf"`(?P<tick>[^`\n]+)`|\*\*(?P<bold>[^*\n]+)\*\*|(?:(?<=\s#)|(?<![\w`:.#]))"
-                    rf"(?P<bare>{QUALIFIED})(?:(?P<call>\()|(?P<setter>=)(?=[\s`),;]|$))?")
-_PATH_SEGMENT = re.compile(r"(?<![\w.])[a-z][a-z0-9]*/$")     # a plain lower-case word and a slash before
+_TOKEN = re.compile(
+    rf"`(?P<tick>[^`\n]+)`|\*\*(?P<bold>[^*\n]+)\*\*|(?:(?<=\s#)|(?<![\w`:.#]))"
+    rf"(?P<bare>{QUALIFIED})(?:(?P<call>\()|(?P<setter>=)(?=[\s`),;]|$))?"
+)
+_PATH_SEGMENT = re.compile(r"(?<![\w.])[a-z][a-z0-9]*/$")  # a plain lower-case word and a slash before
 _JSON_KEY_AFTER = re.compile(r'"\s*:\s*["\[{]')
 # a qualified name and its type, as a field is declared (`DoltDB.db *hooksDatabase`, `ValueStore.cs ChunkStore`)
 _QUALIFIED_DECL = re.compile(rf"^(?P<id>{IDENT}(?:(?:\.|::|#){IDENT})+)\s+[*\[\]\w.]+$")
 # Rails declarations written out of backticks (`has_many :orders`, `delegate :order_id`)
-DECLARATION_WORDS = frozenset("has_many has_one belongs_to has_and_belongs_to_many delegate scope validates "
-                              "validate attr_reader attr_writer attr_accessor before_action after_action "
-                              "before_save after_save before_create after_create before_destroy after_destroy "
-                              "after_commit before_validation after_initialize".split())
+DECLARATION_WORDS = frozenset(
+    "has_many has_one belongs_to has_and_belongs_to_many delegate scope validates "
+    "validate attr_reader attr_writer attr_accessor before_action after_action "
+    "before_save after_save before_create after_create before_destroy after_destroy "
+    "after_commit before_validation after_initialize".split()
+)
 _DECL_SYMBOL = re.compile(rf"[ \t]+:(?P<s>{IDENT})")
 _RUBY_SYMBOL = re.compile(rf"(?<![:\w]):(?P<s>{IDENT})")
 _BEFORE_CALL = re.compile(rf"(?P<id>{QUALIFIED})\s*\(")
 _WORD = re.compile(IDENT)
 _CLAUSE_END = re.compile(r"[,;|\n\u00b7]|\.(?=\s|$)")
-_CLAUSE_CHARS = frozenset(",;|\n\u00b7.")      # where _CLAUSE_END may match (tested first: speed)
+_CLAUSE_CHARS = frozenset(",;|\n\u00b7.")  # where _CLAUSE_END may match (tested first: speed)
 _SEPARATOR = re.compile(r"\.|::|#")
 _INNER_CAPITAL = re.compile(r"[a-z][A-Z]")
-KEYWORDS = frozenset("""
+KEYWORDS = frozenset(
+    """
     fn func def class struct impl pub async await const let var static public private protected
     internal void return for if while where self Self this mut type interface trait enum module
     export function final abstract override unsafe extern crate super in of dyn ref mod use
     package import from lambda end do then else true false None null nil True False
     include extend prepend require require_relative attr_reader attr_writer attr_accessor
     and or not is the a an
-""".split())
+""".split()
+)
 # Capitalised words that start prose rather than name a definition (`path:74: Check if ...`).
-PROSE_WORDS = frozenset("""
+PROSE_WORDS = frozenset(
+    """
     The This That These Those It Its See Also And Or But Then Here There Called Used Uses Returns
     Base Entry Note Each All Every Only No Not Default For In On At With From Via If When Where
     Which What Why How Both Line Lines File Files Defined Calls Call Shared Same Similar One Two
     Other Another New Old Main Core Key Top Bottom Most Many Some Any Overrides Override Inherits
-""".split())
+""".split()
+)
 # Words that may stand between a citation and the name it is about: `path:60 defines Transport`.
-LEAD_WORDS = frozenset("defines define declares declared is are has holds contains class def module method "
-                       "function fn func type struct trait interface the a an with named called "
-                       "has_many has_one belongs_to has_and_belongs_to_many scope".split())
-WINDOW = 160   # characters a clause reaches at most, either side
+LEAD_WORDS = frozenset(
+    "defines define declares declared is are has holds contains class def module method "
+    "function fn func type struct trait interface the a an with named called "
+    "has_many has_one belongs_to has_and_belongs_to_many scope".split()
+)
+WINDOW = 160  # characters a clause reaches at most, either side
 
 
 def names_its_file(name: str, path: str | None) -> bool:
@@ -151,9 +161,9 @@ def names_its_file(name: str, path: str | None) -> bool:
         return False
     stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
     dirs = path.split("/")[:-1]
-    if "." in name:          # a dotted module path (`dcim.forms.bulk_edit` for .../dcim/forms/bulk_edit.py)
+    if "." in name:  # a dotted module path (`dcim.forms.bulk_edit` for .../dcim/forms/bulk_edit.py)
         *outer, name = name.split(".")
-        if not outer or dirs[len(dirs) - len(outer):] != outer:
+        if not outer or dirs[len(dirs) - len(outer) :] != outer:
             return False
     plurals = {stem + "s", stem + "es"} | ({stem[:-1] + "ies"} if stem.endswith("y") else set())
     return (stem.islower() and (name == stem or name in plurals)) or (name.islower() and name in dirs)
@@ -215,7 +225,7 @@ def _code_like(name: str, call: bool) -> bool:
 
 def _tokens(text: str, lo: int, hi: int, is_path):
     """(start, name, strong, end) for the names in text[lo:hi]; strong: backticked, bold or code-like."""
-    path_of = getattr(is_path, "is_path", is_path)      # a _Reader's own test, one call less per word
+    path_of = getattr(is_path, "is_path", is_path)  # a _Reader's own test, one call less per word
     for m in _TOKEN.finditer(text, lo, hi):
         if m.group("tick") is not None:
             name = code_subject(m.group("tick"), is_path)
@@ -224,37 +234,36 @@ def _tokens(text: str, lo: int, hi: int, is_path):
         elif m.group("bold") is not None:
             inner = m.group("bold").strip()
             tick = re.search(r"`([^`\n]+)`", inner)
-            if tick:                 # `**`Device.save` cascade**`: the bold heading's code span
+            if tick:  # `**`Device.save` cascade**`: the bold heading's code span
                 name = code_subject(tick.group(1), is_path)
                 if name:
                     yield m.start(), name, True, m.end()
                 continue
             name = code_subject(inner, is_path) if _QUALIFIED_SPAN.match(inner) else None
             if name and not _code_like(name, "(" in inner) and not _names(is_path, name):
-                continue             # a bold heading word (`**Permissions**`) the file never names
+                continue  # a bold heading word (`**Permissions**`) the file never names
             if name and (_code_like(name, "(" in inner) or " " not in inner):
                 yield m.start(), name, _code_like(name, "(" in inner) or inner[:1].isupper(), m.end()
         else:
             name = m.group("bare")
             if path_of(name) or name in KEYWORDS or len(name.rsplit(".", 1)[-1]) < 2:
-                continue             # (`e.g`, `i.e`, a one-letter name: never a subject)
+                continue  # (`e.g`, `i.e`, a one-letter name: never a subject)
             s, e = m.start(), m.end("bare")
             if name in DECLARATION_WORDS:
                 decl = _DECL_SYMBOL.match(text, e)
-                if decl:             # `delegate :order_id, to: :shipment`: the declared name
+                if decl:  # `delegate :order_id, to: :shipment`: the declared name
                     yield s, decl.group("s"), True, decl.end()
                     continue
-            after, before = text[e:e + 2], text[max(0, s - 2):s]
+            after, before = text[e : e + 2], text[max(0, s - 2) : s]
             if (after[:1] == "-" and after[1:].isalpha()) or (before[-1:] == "-" and before[:1].isalpha()):
-                continue             # a part of a prose compound (`IP-delete`, `VC-rename`), not a name
+                continue  # a part of a prose compound (`IP-delete`, `VC-rename`), not a name
             if before[-1:] == "/" and _PATH_SEGMENT.search(text, max(0, s - 40), s):
-                continue             # a segment of a path or URL (`lib/ruby_llm/...`, `chat/completions`)
+                continue  # a segment of a path or URL (`lib/ruby_llm/...`, `chat/completions`)
             if before[-1:] == '"' and _JSON_KEY_AFTER.match(text, e):
-                continue             # a JSON key: the member's name, not a name of the code (see "json key")
-            code = _code_like(name, m.group("call") is not None) or m.group("setter") is not None \
-                or before[-1:] == "#"
+                continue  # a JSON key: the member's name, not a name of the code (see "json key")
+            code = _code_like(name, m.group("call") is not None) or m.group("setter") is not None or before[-1:] == "#"
             if not code and name[:1].isupper() and not _names(is_path, name):
-                continue             # a capitalised word of prose (`File:`, `Revisions:`) the file never names
+                continue  # a capitalised word of prose (`File:`, `Revisions:`) the file never names
             yield s, name, code, e
 
 
@@ -288,14 +297,19 @@ def _clause_start(text: str, pos: int, stop: int) -> int:
     """Where the clause ending at pos starts (the last boundary outside backticks, at least stop)."""
     lo = max(stop, pos - WINDOW, 0)
     ticks = _tick_spans(text, lo, pos)
-    depth = 0                    # a comma inside a closed (...) before pos does not end the clause
+    depth = 0  # a comma inside a closed (...) before pos does not end the clause
     for k in range(pos - 1, lo - 1, -1):
         ch = text[k]
         if ch == ")":
             depth += 1
         elif ch == "(":
             depth = max(depth - 1, 0)
-        elif depth == 0 and ch in _CLAUSE_CHARS and _CLAUSE_END.match(text, k) and not any(a <= k - lo < b for a, b in ticks):
+        elif (
+            depth == 0
+            and ch in _CLAUSE_CHARS
+            and _CLAUSE_END.match(text, k)
+            and not any(a <= k - lo < b for a, b in ticks)
+        ):
             return k + 1
     return lo
 
@@ -311,8 +325,9 @@ def _instruction(text: str, pos: int) -> bool:
     return w is not None and w.group(0).lower() in EDIT_VERBS
 
 
-EDIT_VERBS = frozenset("add create update change remove replace register implement extend modify insert "
-                       "append delete rename move".split())
+EDIT_VERBS = frozenset(
+    "add create update change remove replace register implement extend modify insert append delete rename move".split()
+)
 
 
 def _after(text: str, start: int, end: int, is_path) -> str | None:
@@ -320,16 +335,16 @@ def _after(text: str, start: int, end: int, is_path) -> str | None:
     if _instruction(text, m.end()):
         return None
     opened = m.group("paren") is not None
-    colon = any(ch in m.group(0) for ch in ":-\u2014\u2013") and not opened   # a description follows
+    colon = any(ch in m.group(0) for ch in ":-\u2014\u2013") and not opened  # a description follows
     first = True
     # the next conjunct is another clause (`path:1 and `main` calls it`: main is not at path:1)
-    conj = _CONJUNCTION.search(text[m.end():end])
+    conj = _CONJUNCTION.search(text[m.end() : end])
     end = m.end() + conj.start() if conj else end
     toks = list(_tokens(text, m.end(), end, is_path))
     names = [t for t in toks if t[1] not in LEAD_WORDS and t[1].split(".")[0] not in LEAD_WORDS]
     for pos, name, strong, _ in toks:
         word = name.split(".")[0]
-        if strong and (opened or len([w for w in _WORD.findall(text[m.end():pos]) if w not in LEAD_WORDS]) < 3):
+        if strong and (opened or len([w for w in _WORD.findall(text[m.end() : pos]) if w not in LEAD_WORDS]) < 3):
             return name
         if first and not colon and name[:1].isupper() and name not in PROSE_WORDS:
             return name
@@ -338,14 +353,15 @@ def _after(text: str, start: int, end: int, is_path) -> str | None:
     # the clause is the name alone (`path - class Apprise`, `path:522 votes;`, `path:191 saved scope`)
     if len(names) == 1 or (len(names) == 2 and names[1][1] in KIND_WORDS):
         name = names[0][1]
-        if name not in KIND_WORDS and len(name) > 2 and (
-                name[:1].isupper() or (not colon and name not in PROSE_WORDS)):
+        if name not in KIND_WORDS and len(name) > 2 and (name[:1].isupper() or (not colon and name not in PROSE_WORDS)):
             return name
     return None
 
 
-KIND_WORDS = frozenset("scope method class module constant table association callback helper function "
-                       "model concern job controller block".split())
+KIND_WORDS = frozenset(
+    "scope method class module constant table association callback helper function "
+    "model concern job controller block".split()
+)
 _PREPS = frozenset(("at", "in", "on"))
 _LABEL_GAP = re.compile("[\\s`*\"'(]*(?:[:\u2014\u2013-][\\s`*\"'(]*)?")
 
@@ -377,13 +393,18 @@ def _label(text: str, toks: list, start: int) -> str | None:
             depth -= 1
             if depth == 0:
                 before = [t for t in toks if t[3] <= k]
-                if not before or not re.fullmatch(r"[\s`*]*", text[before[-1][3]:k]):
+                if not before or not re.fullmatch(r"[\s`*]*", text[before[-1][3] : k]):
                     return None
                 _, name, strong, _ = before[-1]
                 heading = re.fullmatch(r"[\s`*]*:[\s`*]*", text[j:start] or " ") is not None
-                if strong or (heading and name not in LEAD_WORDS and name not in PROSE_WORDS
-                              and name not in KIND_WORDS and len(name) > 2):
-                    return name      # `Origin belongs_to stories (counter_cache): path`: stories
+                if strong or (
+                    heading
+                    and name not in LEAD_WORDS
+                    and name not in PROSE_WORDS
+                    and name not in KIND_WORDS
+                    and len(name) > 2
+                ):
+                    return name  # `Origin belongs_to stories (counter_cache): path`: stories
                 return None
     return None
 
@@ -391,31 +412,38 @@ def _label(text: str, toks: list, start: int) -> str | None:
 def _label_at(text: str, toks: list, start: int) -> str | None:
     prep = False
     while toks and toks[-1][1] in _PREPS and not toks[-1][2]:
-        if prep or not re.fullmatch(r"\s+", text[toks[-1][3]:start].replace("`", " ") or " "):
+        if prep or not re.fullmatch(r"\s+", text[toks[-1][3] : start].replace("`", " ") or " "):
             return None
         prep, start, toks = True, toks[-1][0], toks[:-1]
     if not toks:
         return None
     _, name, strong, end = toks[-1]
     gap = text[end:start]
-    if not strong and name in KIND_WORDS and len(toks) > 1 and _LABEL_GAP.fullmatch(gap) \
-            and re.fullmatch(r"[ \t`*]+", text[toks[-2][3]:toks[-1][0]]) and toks[-2][1] not in LEAD_WORDS \
-            and toks[-2][1] not in PROSE_WORDS and len(toks[-2][1]) > 2:
-        return toks[-2][1]   # `Story model at path`, `validate block (path)`: the name the kind word follows
+    if (
+        not strong
+        and name in KIND_WORDS
+        and len(toks) > 1
+        and _LABEL_GAP.fullmatch(gap)
+        and re.fullmatch(r"[ \t`*]+", text[toks[-2][3] : toks[-1][0]])
+        and toks[-2][1] not in LEAD_WORDS
+        and toks[-2][1] not in PROSE_WORDS
+        and len(toks[-2][1]) > 2
+    ):
+        return toks[-2][1]  # `Story model at path`, `validate block (path)`: the name the kind word follows
     if not _LABEL_GAP.fullmatch(gap) or '"' in gap or (prep and not re.fullmatch(r"\s+", gap)):
-        return None          # a JSON key (`"file": "path"`) is a member's name, not the citation's subject
+        return None  # a JSON key (`"file": "path"`) is a member's name, not the citation's subject
     if strong:
         return name
-    if re.fullmatch(r"\s*:\s*", gap):   # a heading clause `SuggestedTitle belongs_to story: path`
+    if re.fullmatch(r"\s*:\s*", gap):  # a heading clause `SuggestedTitle belongs_to story: path`
         head = next((t[1] for t in toks if t[2] and t[1] not in LEAD_WORDS), None)
         if head:
             return head
     if name in LEAD_WORDS or name in PROSE_WORDS or len(name) < 3 or any(t[2] for t in toks):
-        return None          # a plain word loses to a code-like name of its clause
+        return None  # a plain word loses to a code-like name of its clause
     if prep and (name.endswith("ed") or name in _PLACE_VERBS):
-        return None          # `built at path`, `lives in path`: the verb, not a name
+        return None  # `built at path`, `lives in path`: the verb, not a name
     if name.islower() and name.endswith("ed") and not name.endswith("eed"):
-        return None          # `wired server.go:417`, `created path`: a participle, not a name
+        return None  # `wired server.go:417`, `created path`: a participle, not a name
     if name[:1].isupper() and "(" not in gap or prep or len(toks) == 1 or re.fullmatch(r"[\s`]*", gap):
         return name
     return None
@@ -436,7 +464,7 @@ def _paren_owner(text: str, start: int, is_path) -> str | None:
                 if any(t[2] and t[1] not in LEAD_WORDS for t in inner):
                     return None
                 toks = list(_tokens(text, max(line, k - WINDOW), k, is_path))
-                if toks and toks[-1][2] and re.fullmatch(r"[\s`*]*", text[toks[-1][3]:k]):
+                if toks and toks[-1][2] and re.fullmatch(r"[\s`*]*", text[toks[-1][3] : k]):
                     return toks[-1][1]
                 return None
             depth -= 1
@@ -461,24 +489,41 @@ def _parent_item_head(text: str, item_start: int, is_path) -> str | None:
         b = _BULLET_LINE.match(text, lo)
         if b and len(b.group(1).expandtabs()) < indent:
             hi = text.find("\n", lo)
-            return next((n for _, n, strong, _ in _tokens(text, lo, len(text) if hi < 0 else hi, is_path) if strong), None)
+            return next(
+                (n for _, n, strong, _ in _tokens(text, lo, len(text) if hi < 0 else hi, is_path) if strong), None
+            )
         pos = lo
     return None
 
 
-_PLACE_VERBS = frozenset("is are was were lives live sits sit happens happen starts start begins begin found "
-                         "runs run occurs occur exists exist appears appear built made set done kept held sent "
-                         "thrown caught written read".split())
+_PLACE_VERBS = frozenset(
+    "is are was were lives live sits sit happens happen starts start begins begin found "
+    "runs run occurs occur exists exist appears appear built made set done kept held sent "
+    "thrown caught written read".split()
+)
 
 
-_NAMED_KIND = re.compile(r"(?P<name>[A-Z]\w+(?:::[A-Z]\w+)*)\s+(?:model|class|module|controller|concern|job|"
-                         r"helper|mailer|mailbox|struct|trait|interface)\b")
+_NAMED_KIND = re.compile(
+    r"(?P<name>[A-Z]\w+(?:::[A-Z]\w+)*)\s+(?:model|class|module|controller|concern|job|"
+    r"helper|mailer|mailbox|struct|trait|interface)\b"
+)
 _NEGATED = re.compile(r"(?:instead of|rather than)\s*$")
 _KEY_BEFORE = re.compile(r'"(?P<key>[A-Za-z_][\w?!]*)"\s*:\s*"$')
 
 
-def subject(text: str, start: int, end: int, *, objects, before: int, after: int,
-            is_path, json_member: bool = False, key_named=None, plain_named=None) -> dict | None:
+def subject(
+    text: str,
+    start: int,
+    end: int,
+    *,
+    objects,
+    before: int,
+    after: int,
+    is_path,
+    json_member: bool = False,
+    key_named=None,
+    plain_named=None,
+) -> dict | None:
     """The subject of the citation text[start:end] (rules in the module docstring); before and
     after: where the previous citation ends and the next one starts (a clause stops there);
     key_named / plain_named: whether the cited file names a word (for JSON keys and texts / for
@@ -499,8 +544,12 @@ def subject(text: str, start: int, end: int, *, objects, before: int, after: int
         if strong:
             return {"name": strong[-1], "from": "before"}
     key = None if json_member else _KEY_BEFORE.search(text, max(0, start - 80), start)
-    if key and not json_key_kind(key.group("key")) and _clean(key.group("key")) \
-            and (key_named is None or key_named(key.group("key"))):
+    if (
+        key
+        and not json_key_kind(key.group("key"))
+        and _clean(key.group("key"))
+        and (key_named is None or key_named(key.group("key")))
+    ):
         return {"name": key.group("key"), "from": "json key"}
     # the value of its own descriptive member (`"base_class": "path:60"`): the object's other
     # members are about other things than this citation
@@ -513,23 +562,30 @@ def subject(text: str, start: int, end: int, *, objects, before: int, after: int
                 if name:
                     return {"name": name, "from": "json field"}
             # a member quoting the cited line's code (`"file": "issue.rb:111", "line": "scope :like"`)
-            if mem.key.lower() in CODE_KEYS and isinstance(mem.value, str) and not mem.start <= start < mem.end \
-                    and not _LINE_VALUE.fullmatch(mem.value):
-                v = mem.value      # its first code-like name (`!self.is_private? || ...`), else as a code span
-                name = next((n for _, n, strong, _ in _tokens(v, 0, len(v), is_path) if strong), None) \
-                    or code_subject(v, is_path)
+            if (
+                mem.key.lower() in CODE_KEYS
+                and isinstance(mem.value, str)
+                and not mem.start <= start < mem.end
+                and not _LINE_VALUE.fullmatch(mem.value)
+            ):
+                v = mem.value  # its first code-like name (`!self.is_private? || ...`), else as a code span
+                name = next((n for _, n, strong, _ in _tokens(v, 0, len(v), is_path) if strong), None) or code_subject(
+                    v, is_path
+                )
                 if name:
                     return {"name": name, "from": "json code"}
         # an item of an array (`"refs": ["a:1", "b:2"]`): the object's text is about the group
         listed = not json_member and not any(mem.start <= start < mem.end for mem in objs[0].members)
-        for mem in [] if labelled or listed else objs[0].members:   # else the first code-like name of another member's text
+        for mem in (
+            [] if labelled or listed else objs[0].members
+        ):  # else the first code-like name of another member's text
             kind_of_key = json_key_kind(mem.key)
             if kind_of_key in ("locator", "group"):
                 continue
             values = mem.value if isinstance(mem.value, list) else [mem.value]
             for v in (v for v in values if isinstance(v, str) and not _instruction(v.lstrip(), 0)):
                 name = next((n for _, n, strong, _ in _tokens(v, 0, len(v), is_path) if strong), None)
-                kind = _NAMED_KIND.match(v) if kind_of_key is None else None    # prose: code-like names only
+                kind = _NAMED_KIND.match(v) if kind_of_key is None else None  # prose: code-like names only
                 name = name or (kind.group("name") if kind else None)
                 if name and (key_named is None or key_named(parts_of(name)[-1])):
                     return {"name": name, "from": "json text"}
@@ -545,10 +601,13 @@ def subject(text: str, start: int, end: int, *, objects, before: int, after: int
         if head:
             return {"name": head, "from": "list item"}
     lo = max(text.rfind("\n", 0, start), text.rfind(". ", 0, start)) + 1
-    if objs:                     # in JSON, the sentence is the string the citation stands in
+    if objs:  # in JSON, the sentence is the string the citation stands in
         lo = max(lo, text.rfind('"', 0, start) + 1)
-    ticks = [name for _, name, s, _ in _tokens(text, _safe_start(text, lo, start), start, is_path) if s
-             and (key_named is None or key_named(parts_of(name)[-1]))]
+    ticks = [
+        name
+        for _, name, s, _ in _tokens(text, _safe_start(text, lo, start), start, is_path)
+        if s and (key_named is None or key_named(parts_of(name)[-1]))
+    ]
     if ticks:
         return {"name": ticks[-1], "from": "sentence"}
     return None
@@ -566,8 +625,12 @@ def _table_cell_name(text: str, start: int, end: int, is_path) -> str | None:
         if name:
             return name
     k = next((k for k, (_, a, b) in enumerate(row.cells) if a <= start < b), None)
-    if row.name_cells or k is None or k + 1 >= len(row.cells) \
-            or row.cells[k][0].strip("`* ") != text[start:end].strip("`* "):
+    if (
+        row.name_cells
+        or k is None
+        or k + 1 >= len(row.cells)
+        or row.cells[k][0].strip("`* ") != text[start:end].strip("`* ")
+    ):
         return None
     tick = re.match(r"`([^`\n]+)`", row.cells[k + 1][0])
     return code_subject(tick.group(1), is_path) if tick else None
@@ -575,22 +638,42 @@ def _table_cell_name(text: str, start: int, end: int, is_path) -> str | None:
 
 # What a JSON member's key says its value is (json_key_kind): where something is, prose about
 # it, or the group it belongs to; none of them is a name of the code.
-_LOCATOR_PARTS = frozenset("file files path paths filepath filename location locations loc line lines ref refs "
-                           "reference references source where citation citations cite evidence verification "
-                           "site sites span anchor".split())
-_PROSE_KEYS = frozenset("reason risk why note notes description usage purpose impact dependency depends_how "
-                        "details summary explanation comment rationale effect consequence".split())
+_LOCATOR_PARTS = frozenset(
+    "file files path paths filepath filename location locations loc line lines ref refs "
+    "reference references source where citation citations cite evidence verification "
+    "site sites span anchor".split()
+)
+_PROSE_KEYS = frozenset(
+    "reason risk why note notes description usage purpose impact dependency depends_how "
+    "details summary explanation comment rationale effect consequence".split()
+)
 _GROUP_KEYS = frozenset("subsystem category group area section tier severity priority level status".split())
 
 
 def json_key_kind(key: str) -> str | None:
-    """"locator" (`file`, `file_line`, `refs`, `verification`), "prose" (`reason`, `risk`,
+    """ "locator" (`file`, `file_line`, `refs`, `verification`), "prose" (`reason`, `risk`,
     `depends_how`), "group" (`subsystem`, `category`) or None (a key that may be a name)."""
     k = key.lower()
     if set(re.split(r"[_\-\s]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", key).lower())) & _LOCATOR_PARTS:
         return "locator"
     return "prose" if k in _PROSE_KEYS else "group" if k in _GROUP_KEYS else None
+
+
 CODE_KEYS = frozenset(("line", "code", "snippet", "excerpt", "quote", "source_line"))
-_LINE_VALUE = re.compile(r"\s*L?\d+(?:\s*[-\u2013,]\s*L?\d+)*\s*")   # `"line": "72-93"`: where, not what
-IDENT_KEYS = frozenset(("name", "symbol", "function", "method", "class", "struct", "trait", "interface",
-                        "identifier", "definition", "module", "signature"))
+_LINE_VALUE = re.compile(r"\s*L?\d+(?:\s*[-\u2013,]\s*L?\d+)*\s*")  # `"line": "72-93"`: where, not what
+IDENT_KEYS = frozenset(
+    (
+        "name",
+        "symbol",
+        "function",
+        "method",
+        "class",
+        "struct",
+        "trait",
+        "interface",
+        "identifier",
+        "definition",
+        "module",
+        "signature",
+    )
+)

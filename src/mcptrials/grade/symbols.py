@@ -34,95 +34,245 @@ from __future__ import annotations
 from functools import lru_cache
 
 _EXT_LANG = {
-    "py": "python", "pyi": "python",
+    "py": "python",
+    "pyi": "python",
     "go": "go",
     "rs": "rust",
     "java": "java",
-    "rb": "ruby", "rake": "ruby", "gemspec": "ruby",
-    "ts": "typescript", "mts": "typescript", "cts": "typescript",
+    "rb": "ruby",
+    "rake": "ruby",
+    "gemspec": "ruby",
+    "ts": "typescript",
+    "mts": "typescript",
+    "cts": "typescript",
     "tsx": "tsx",
-    "js": "javascript", "jsx": "javascript", "mjs": "javascript", "cjs": "javascript",
-    "kt": "kotlin", "kts": "kotlin",
+    "js": "javascript",
+    "jsx": "javascript",
+    "mjs": "javascript",
+    "cjs": "javascript",
+    "kt": "kotlin",
+    "kts": "kotlin",
     "php": "php",
-    "cs": "csharp", "csx": "csharp",
+    "cs": "csharp",
+    "csx": "csharp",
     "swift": "swift",
-    "scala": "scala", "sc": "scala",
+    "scala": "scala",
+    "sc": "scala",
 }
 _NAME_LANG = {"Rakefile": "ruby", "Gemfile": "ruby"}
 # Code files of languages without definitions here (the pack may have their grammar, this
 # module has no definition kinds for them): extension -> language. A file of neither table
 # is prose, markup or data (README.md, a template, go.mod), where no definition encloses a line.
 CODE_WITHOUT_DEFINITIONS = {
-    "c": "c", "h": "c", "cc": "cpp", "cpp": "cpp", "cxx": "cpp", "hpp": "cpp", "hh": "cpp", "hxx": "cpp",
-    "m": "objc", "mm": "objc", "cu": "cuda", "d": "d", "zig": "zig", "nim": "nim", "v": "v", "odin": "odin",
-    "ex": "elixir", "exs": "elixir", "erl": "erlang", "hrl": "erlang", "gleam": "gleam",
-    "hs": "haskell", "ml": "ocaml", "mli": "ocaml", "fs": "fsharp", "fsi": "fsharp", "fsx": "fsharp",
-    "clj": "clojure", "cljs": "clojure", "cljc": "clojure", "el": "elisp", "lisp": "commonlisp",
-    "scm": "scheme", "rkt": "racket", "elm": "elm", "purs": "purescript",
-    "lua": "lua", "dart": "dart", "groovy": "groovy", "gradle": "groovy", "jl": "julia", "r": "r",
-    "pl": "perl", "pm": "perl", "cr": "crystal", "hx": "haxe", "sol": "solidity", "pas": "pascal",
-    "f90": "fortran", "f95": "fortran", "sh": "bash", "bash": "bash", "zsh": "bash", "fish": "fish",
-    "ps1": "powershell", "tcl": "tcl", "vue": "vue", "svelte": "svelte", "sql": "sql", "proto": "proto",
-    "thrift": "thrift", "graphql": "graphql", "gql": "graphql", "tf": "hcl", "hcl": "hcl", "nix": "nix",
+    "c": "c",
+    "h": "c",
+    "cc": "cpp",
+    "cpp": "cpp",
+    "cxx": "cpp",
+    "hpp": "cpp",
+    "hh": "cpp",
+    "hxx": "cpp",
+    "m": "objc",
+    "mm": "objc",
+    "cu": "cuda",
+    "d": "d",
+    "zig": "zig",
+    "nim": "nim",
+    "v": "v",
+    "odin": "odin",
+    "ex": "elixir",
+    "exs": "elixir",
+    "erl": "erlang",
+    "hrl": "erlang",
+    "gleam": "gleam",
+    "hs": "haskell",
+    "ml": "ocaml",
+    "mli": "ocaml",
+    "fs": "fsharp",
+    "fsi": "fsharp",
+    "fsx": "fsharp",
+    "clj": "clojure",
+    "cljs": "clojure",
+    "cljc": "clojure",
+    "el": "elisp",
+    "lisp": "commonlisp",
+    "scm": "scheme",
+    "rkt": "racket",
+    "elm": "elm",
+    "purs": "purescript",
+    "lua": "lua",
+    "dart": "dart",
+    "groovy": "groovy",
+    "gradle": "groovy",
+    "jl": "julia",
+    "r": "r",
+    "pl": "perl",
+    "pm": "perl",
+    "cr": "crystal",
+    "hx": "haxe",
+    "sol": "solidity",
+    "pas": "pascal",
+    "f90": "fortran",
+    "f95": "fortran",
+    "sh": "bash",
+    "bash": "bash",
+    "zsh": "bash",
+    "fish": "fish",
+    "ps1": "powershell",
+    "tcl": "tcl",
+    "vue": "vue",
+    "svelte": "svelte",
+    "sql": "sql",
+    "proto": "proto",
+    "thrift": "thrift",
+    "graphql": "graphql",
+    "gql": "graphql",
+    "tf": "hcl",
+    "hcl": "hcl",
+    "nix": "nix",
 }
 
 # node type -> "def" (a definition), "container" (encloses definitions, names them) or "both".
 _TS_DEFS = {
-    "function_declaration": "def", "generator_function_declaration": "def",
-    "class_declaration": "both", "abstract_class_declaration": "both", "class": "both",
-    "method_definition": "def", "method_signature": "def", "abstract_method_signature": "def",
-    "interface_declaration": "both", "type_alias_declaration": "def", "enum_declaration": "def",
-    "internal_module": "both", "module": "both", "variable_declarator": "def",
+    "function_declaration": "def",
+    "generator_function_declaration": "def",
+    "class_declaration": "both",
+    "abstract_class_declaration": "both",
+    "class": "both",
+    "method_definition": "def",
+    "method_signature": "def",
+    "abstract_method_signature": "def",
+    "interface_declaration": "both",
+    "type_alias_declaration": "def",
+    "enum_declaration": "def",
+    "internal_module": "both",
+    "module": "both",
+    "variable_declarator": "def",
 }
 DEFINITIONS = {
     "python": {"function_definition": "both", "class_definition": "both", "assignment": "def"},
-    "go": {"function_declaration": "def", "method_declaration": "def", "type_spec": "both",
-           "method_elem": "def", "method_spec": "def", "const_spec": "def", "var_spec": "def"},
-    "rust": {"function_item": "both", "function_signature_item": "def", "struct_item": "def",
-             "enum_item": "def", "union_item": "def", "trait_item": "both", "type_item": "def",
-             "const_item": "def", "static_item": "def", "macro_definition": "def", "mod_item": "both",
-             "impl_item": "container"},
-    "java": {"class_declaration": "both", "interface_declaration": "both", "enum_declaration": "both",
-             "record_declaration": "both", "annotation_type_declaration": "both",
-             "method_declaration": "def", "constructor_declaration": "def"},
+    "go": {
+        "function_declaration": "def",
+        "method_declaration": "def",
+        "type_spec": "both",
+        "method_elem": "def",
+        "method_spec": "def",
+        "const_spec": "def",
+        "var_spec": "def",
+    },
+    "rust": {
+        "function_item": "both",
+        "function_signature_item": "def",
+        "struct_item": "def",
+        "enum_item": "def",
+        "union_item": "def",
+        "trait_item": "both",
+        "type_item": "def",
+        "const_item": "def",
+        "static_item": "def",
+        "macro_definition": "def",
+        "mod_item": "both",
+        "impl_item": "container",
+    },
+    "java": {
+        "class_declaration": "both",
+        "interface_declaration": "both",
+        "enum_declaration": "both",
+        "record_declaration": "both",
+        "annotation_type_declaration": "both",
+        "method_declaration": "def",
+        "constructor_declaration": "def",
+    },
     "ruby": {"class": "both", "module": "both", "method": "def", "singleton_method": "def", "assignment": "def"},
-    "typescript": _TS_DEFS, "tsx": _TS_DEFS, "javascript": _TS_DEFS,
-    "kotlin": {"class_declaration": "both", "object_declaration": "both", "companion_object": "both",
-               "function_declaration": "def", "property_declaration": "def", "type_alias": "def"},
-    "php": {"class_declaration": "both", "interface_declaration": "both", "trait_declaration": "both",
-            "enum_declaration": "both", "function_definition": "def", "method_declaration": "def",
-            "const_declaration": "def", "property_declaration": "def"},
-    "csharp": {"class_declaration": "both", "struct_declaration": "both", "interface_declaration": "both",
-               "record_declaration": "both", "record_struct_declaration": "both", "enum_declaration": "def",
-               "delegate_declaration": "def", "method_declaration": "def", "constructor_declaration": "def",
-               "property_declaration": "def", "field_declaration": "def", "event_field_declaration": "def",
-               "event_declaration": "def"},
-    "swift": {"class_declaration": "both", "protocol_declaration": "both", "function_declaration": "def",
-              "protocol_function_declaration": "def", "property_declaration": "def",
-              "protocol_property_declaration": "def", "typealias_declaration": "def"},
-    "scala": {"class_definition": "both", "object_definition": "both", "trait_definition": "both",
-              "enum_definition": "both", "function_definition": "def", "function_declaration": "def",
-              "val_definition": "def", "var_definition": "def", "val_declaration": "def",
-              "var_declaration": "def", "type_definition": "def", "given_definition": "def"},
+    "typescript": _TS_DEFS,
+    "tsx": _TS_DEFS,
+    "javascript": _TS_DEFS,
+    "kotlin": {
+        "class_declaration": "both",
+        "object_declaration": "both",
+        "companion_object": "both",
+        "function_declaration": "def",
+        "property_declaration": "def",
+        "type_alias": "def",
+    },
+    "php": {
+        "class_declaration": "both",
+        "interface_declaration": "both",
+        "trait_declaration": "both",
+        "enum_declaration": "both",
+        "function_definition": "def",
+        "method_declaration": "def",
+        "const_declaration": "def",
+        "property_declaration": "def",
+    },
+    "csharp": {
+        "class_declaration": "both",
+        "struct_declaration": "both",
+        "interface_declaration": "both",
+        "record_declaration": "both",
+        "record_struct_declaration": "both",
+        "enum_declaration": "def",
+        "delegate_declaration": "def",
+        "method_declaration": "def",
+        "constructor_declaration": "def",
+        "property_declaration": "def",
+        "field_declaration": "def",
+        "event_field_declaration": "def",
+        "event_declaration": "def",
+    },
+    "swift": {
+        "class_declaration": "both",
+        "protocol_declaration": "both",
+        "function_declaration": "def",
+        "protocol_function_declaration": "def",
+        "property_declaration": "def",
+        "protocol_property_declaration": "def",
+        "typealias_declaration": "def",
+    },
+    "scala": {
+        "class_definition": "both",
+        "object_definition": "both",
+        "trait_definition": "both",
+        "enum_definition": "both",
+        "function_definition": "def",
+        "function_declaration": "def",
+        "val_definition": "def",
+        "var_definition": "def",
+        "val_declaration": "def",
+        "var_declaration": "def",
+        "type_definition": "def",
+        "given_definition": "def",
+    },
 }
 # Where a kind's name is not its `name` field: the path to it, each step a child's field
 # (`@field`) or the first named child of a node type; the step's node may be the name itself
 # (a Swift extension's `name` is a user_type around the type_identifier). The end must be a
 # name node (_NAME_NODES): `val (a, b) = pair` defines no one name.
 NAME_PATHS = {
-    "kotlin": {"class_declaration": ("type_identifier",), "object_declaration": ("type_identifier",),
-               "companion_object": ("type_identifier",), "type_alias": ("type_identifier",),
-               "function_declaration": ("simple_identifier",),
-               "property_declaration": ("variable_declaration", "simple_identifier")},
-    "php": {"const_declaration": ("const_element", "name"),
-            "property_declaration": ("property_element", "@name", "name")},
-    "csharp": {"field_declaration": ("variable_declaration", "variable_declarator", "@name"),
-               "event_field_declaration": ("variable_declaration", "variable_declarator", "@name")},
-    "swift": {"class_declaration": ("@name", "type_identifier"),
-              "property_declaration": ("@name", "@bound_identifier"),
-              "protocol_property_declaration": ("@name", "@bound_identifier")},
-    "scala": {kind: ("@pattern",) for kind in ("val_definition", "var_definition", "val_declaration",
-                                               "var_declaration")},
+    "kotlin": {
+        "class_declaration": ("type_identifier",),
+        "object_declaration": ("type_identifier",),
+        "companion_object": ("type_identifier",),
+        "type_alias": ("type_identifier",),
+        "function_declaration": ("simple_identifier",),
+        "property_declaration": ("variable_declaration", "simple_identifier"),
+    },
+    "php": {
+        "const_declaration": ("const_element", "name"),
+        "property_declaration": ("property_element", "@name", "name"),
+    },
+    "csharp": {
+        "field_declaration": ("variable_declaration", "variable_declarator", "@name"),
+        "event_field_declaration": ("variable_declaration", "variable_declarator", "@name"),
+    },
+    "swift": {
+        "class_declaration": ("@name", "type_identifier"),
+        "property_declaration": ("@name", "@bound_identifier"),
+        "protocol_property_declaration": ("@name", "@bound_identifier"),
+    },
+    "scala": {
+        kind: ("@pattern",) for kind in ("val_definition", "var_definition", "val_declaration", "var_declaration")
+    },
 }
 _NAME_NODES = {"identifier", "simple_identifier", "type_identifier", "name"}
 # Kinds that define something only at file or class level (a local `val` in a function body
@@ -130,15 +280,17 @@ _NAME_NODES = {"identifier", "simple_identifier", "type_identifier", "name"}
 DEFINITION_SCOPES = {
     "kotlin": {"property_declaration": {"source_file", "class_body", "enum_class_body"}},
     "swift": {"property_declaration": {"source_file", "class_body", "enum_class_body"}},
-    "scala": {kind: {"compilation_unit", "template_body"}
-              for kind in ("val_definition", "var_definition", "val_declaration", "var_declaration")},
+    "scala": {
+        kind: {"compilation_unit", "template_body"}
+        for kind in ("val_definition", "var_definition", "val_declaration", "var_declaration")
+    },
 }
 # The pack's name of a language where it is not DEFINITIONS' key.
 PACK_NAMES: dict[str, str] = {}
 _FUNCTION_VALUES = {"arrow_function", "function_expression", "function", "generator_function", "class"}
 
 
-@lru_cache(maxsize=4096)            # asked for every line a strict verdict reads
+@lru_cache(maxsize=4096)  # asked for every line a strict verdict reads
 def language_of(path: str) -> str | None:
     name = path.rsplit("/", 1)[-1]
     if name in _NAME_LANG:
@@ -189,7 +341,7 @@ def _type_name(node) -> str | None:
 
 def _go_receiver(params) -> str | None:
     """Router for the receiver list `(r *Router)` or `(Router[T])`."""
-    for p in (params.named_children if params is not None else []):
+    for p in params.named_children if params is not None else []:
         if p.type == "parameter_declaration":
             return _type_name(p.child_by_field_name("type"))
     return None
@@ -221,8 +373,11 @@ def _names(lang: str, node) -> list[str]:
         found = _follow(node, path) if path is not None else node.child_by_field_name("name")
         return [_text(found)] if found is not None and _in_scope(lang, node) else []
     if lang == "rust" and t == "impl_item":
-        return [n for n in (_type_name(node.child_by_field_name("type")),
-                            _type_name(node.child_by_field_name("trait"))) if n]
+        return [
+            n
+            for n in (_type_name(node.child_by_field_name("type")), _type_name(node.child_by_field_name("trait")))
+            if n
+        ]
     if t == "variable_declarator":
         value = node.child_by_field_name("value")
         if value is None or value.type not in _FUNCTION_VALUES:
@@ -232,7 +387,7 @@ def _names(lang: str, node) -> list[str]:
     name = node.child_by_field_name("name")
     if name is None:
         return []
-    if name.type == "scope_resolution":      # Ruby `class Foo::Bar`
+    if name.type == "scope_resolution":  # Ruby `class Foo::Bar`
         name = name.child_by_field_name("name") or name
     return [_text(name)]
 
@@ -247,11 +402,17 @@ def _assigned_name(lang: str, node) -> list[str]:
         return []
     scope = stmt.parent
     if lang == "python":
-        ok = scope is not None and (scope.type == "module" or (
-            scope.type == "block" and scope.parent is not None and scope.parent.type == "class_definition"))
+        ok = scope is not None and (
+            scope.type == "module"
+            or (scope.type == "block" and scope.parent is not None and scope.parent.type == "class_definition")
+        )
     else:
-        ok = scope is not None and (scope.type == "program" or (
-            scope.type == "body_statement" and scope.parent is not None and scope.parent.type in ("class", "module")))
+        ok = scope is not None and (
+            scope.type == "program"
+            or (
+                scope.type == "body_statement" and scope.parent is not None and scope.parent.type in ("class", "module")
+            )
+        )
     return [_text(left)] if ok else []
 
 
@@ -321,9 +482,16 @@ def definitions(lang: str, source: str) -> list[dict]:
             recv = _go_receiver(node.child_by_field_name("receiver"))
             containers = [[recv]] + containers if recv else containers
         span = _span_node(lang, node)
-        out.append({"name": names_of[node.id][0], "containers": containers, "kind": node.type,
-                    "start": span.start_point[0] + 1, "end": span.end_point[0] + 1,
-                    "outer_start": min(_outer_start(lang, node), span.start_point[0] + 1)})
+        out.append(
+            {
+                "name": names_of[node.id][0],
+                "containers": containers,
+                "kind": node.type,
+                "start": span.start_point[0] + 1,
+                "end": span.end_point[0] + 1,
+                "outer_start": min(_outer_start(lang, node), span.start_point[0] + 1),
+            }
+        )
     return out
 
 
@@ -333,7 +501,7 @@ def _matches(d: dict, qualifiers: list[str], defined: set[str]) -> bool:
         if k < len(containers):
             if q not in containers[k]:
                 return False
-        elif q in defined:              # a leftover qualifier must be a module path, not a definition
+        elif q in defined:  # a leftover qualifier must be a module path, not a definition
             return False
     return True
 

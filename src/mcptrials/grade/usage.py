@@ -16,7 +16,7 @@ from mcptrials.cost.pricing import trial_cost
 from mcptrials.cost.work_time import work_seconds
 from mcptrials.core.record_types import Adoption, Efficiency, TranscriptRecord
 
-SEARCH_BUILTINS = ("grep", "list_files")   # built-in calls that an MCP server's search competes with
+SEARCH_BUILTINS = ("grep", "list_files")  # built-in calls that an MCP server's search competes with
 DISCOVERY_TURNS = 3
 COUNTED_ERRORS = ("tool_error", "protocol_error")
 
@@ -50,14 +50,22 @@ def efficiency(transcript: TranscriptRecord, pricing: dict | None) -> Efficiency
         "output": u.get("output_tokens", 0),
     }
     tokens["total"] = sum(tokens.values())
-    steps = [{
-        "index": s["index"], "turns": s.get("turns", 0), "wall_seconds": s.get("wall_seconds"),
-        "tool_calls": sum(1 for c in calls if c["step"] == s["index"]),
-    } for s in transcript.get("steps", [])]
+    steps = [
+        {
+            "index": s["index"],
+            "turns": s.get("turns", 0),
+            "wall_seconds": s.get("wall_seconds"),
+            "tool_calls": sum(1 for c in calls if c["step"] == s["index"]),
+        }
+        for s in transcript.get("steps", [])
+    ]
     return {
-        "tokens": tokens, "cost_usd": cost, "priced_as": priced_as,
+        "tokens": tokens,
+        "cost_usd": cost,
+        "priced_as": priced_as,
         "turns": sum(s.get("turns", 0) for s in transcript.get("steps", [])),
-        "api_calls": u.get("api_calls"), "retries": u.get("retries"),
+        "api_calls": u.get("api_calls"),
+        "retries": u.get("retries"),
         "tool_calls": len(calls),
         "tool_calls_mcp": sum(1 for c in calls if c["source"] == "mcp"),
         "tool_calls_builtin": sum(1 for c in calls if c["source"] == "builtin"),
@@ -91,11 +99,15 @@ def _expected_vs_called(expected: list[str], calls: list[dict]) -> dict:
     tools = {c["tool"]: {c["name"], c["tool"]} for c in calls}
     hit = sorted(t for t, ns in tools.items() if ns & set(expected))
     used = [e for e in expected if e in names]
-    return {"expected": list(expected), "called": called,
-            "used": used, "missing": [e for e in expected if e not in names],
-            "unexpected": sorted(set(tools) - set(hit)),
-            "precision": len(hit) / len(tools) if tools else None,
-            "recall": len(used) / len(expected) if expected else None}
+    return {
+        "expected": list(expected),
+        "called": called,
+        "used": used,
+        "missing": [e for e in expected if e not in names],
+        "unexpected": sorted(set(tools) - set(hit)),
+        "precision": len(hit) / len(tools) if tools else None,
+        "recall": len(used) / len(expected) if expected else None,
+    }
 
 
 def adoption(transcript: TranscriptRecord, scenario: dict | None = None, window: int = DISCOVERY_TURNS) -> Adoption:
@@ -118,7 +130,7 @@ def adoption(transcript: TranscriptRecord, scenario: dict | None = None, window:
     steps = []
     for i, step in enumerate((scenario or {}).get("steps", [])):
         expected = step.get("expected_tools")
-        if expected is not None:     # [] too: a step where any tool call is a mistake
+        if expected is not None:  # [] too: a step where any tool call is a mistake
             steps.append(dict(index=i, **_expected_vs_called(expected, [c for c in calls if c["step"] == i])))
     return {
         "mcp_calls": len(mcp),
@@ -131,8 +143,10 @@ def adoption(transcript: TranscriptRecord, scenario: dict | None = None, window:
             "distinct_server_tools": len(per_tool),
             "server_tools_used": sorted(per_tool),
         },
-        "tool_errors": {k: sum(1 for c in calls if c.get("error_kind") == k)
-                        for k in ("tool_error", "protocol_error", "harness_error")},
+        "tool_errors": {
+            k: sum(1 for c in calls if c.get("error_kind") == k)
+            for k in ("tool_error", "protocol_error", "harness_error")
+        },
         "tool_error_rate": n_err / len(calls) if calls else None,
         "per_tool": per_tool,
         "expected_tools": steps,

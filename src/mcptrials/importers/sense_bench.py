@@ -51,6 +51,7 @@ PATH_PATTERN = "{results}/{{tool}}/{{scenario}}/transcript.json"
 # Set to False if the scenario schema does not (yet) know the one-answer field (sense_scenario).
 EMIT_ONE_ANSWER = True
 
+
 # A tool arm of the bench whose server is not run here: a recorded arm (transport
 # recorded): no install, no snapshot job, no server; its tools/list comes from each recording.
 def recorded_tool(tool: str, where: str) -> dict:
@@ -75,7 +76,9 @@ def find_bench(bench_dir: Path) -> Path:
     for cand in (bench_dir, bench_dir / "bench"):
         if (cand / "scenarios").is_dir():
             return cand
-    raise BenchImportError(f"{bench_dir}: no scenarios/ folder here or in bench/; give the reference bench's bench/ folder")
+    raise BenchImportError(
+        f"{bench_dir}: no scenarios/ folder here or in bench/; give the reference bench's bench/ folder"
+    )
 
 
 def read_pins(path: Path) -> dict:
@@ -126,8 +129,15 @@ def bench_scenarios(bench: Path) -> list[tuple[Path, str, str]]:
     return found
 
 
-def import_bench(bench_dir, out_dir, pins_file=None, pin_args=(), skip_unpinned=False,
-                 one_answer: bool = EMIT_ONE_ANSWER, validate: bool = True) -> dict:
+def import_bench(
+    bench_dir,
+    out_dir,
+    pins_file=None,
+    pin_args=(),
+    skip_unpinned=False,
+    one_answer: bool = EMIT_ONE_ANSWER,
+    validate: bool = True,
+) -> dict:
     """Convert; write DIR/scenarios/*.yaml, DIR/config.yaml, DIR/import-report.json; validate.
 
     Returns the report (also written). Raises ConfigError on a bench it cannot import, and
@@ -135,7 +145,9 @@ def import_bench(bench_dir, out_dir, pins_file=None, pin_args=(), skip_unpinned=
     bench = find_bench(Path(bench_dir))
     out = Path(out_dir).resolve()
     if out.exists() and any(out.iterdir()) and not (out / "import-report.json").exists():
-        raise BenchImportError(f"{out}: not empty and not an earlier import (no import-report.json); give a new or empty folder")
+        raise BenchImportError(
+            f"{out}: not empty and not an earlier import (no import-report.json); give a new or empty folder"
+        )
     if out == bench or bench in out.parents:
         raise BenchImportError(f"{out}: inside the bench folder; write the import elsewhere")
 
@@ -152,8 +164,13 @@ def import_bench(bench_dir, out_dir, pins_file=None, pin_args=(), skip_unpinned=
     cells = recorded_cells(results, tools, train_ids, report)
     held = sorted(s for s, (_, sc) in scenarios.items() if sc["split"] == "held-out")
     if held:
-        report.append({"what": "held-out scenarios", "reason": f"{held}: written with split held-out; results/ holds no run "
-                                                               "of them, so the config runs splits [train] only"})
+        report.append(
+            {
+                "what": "held-out scenarios",
+                "reason": f"{held}: written with split held-out; results/ holds no run "
+                "of them, so the config runs splits [train] only",
+            }
+        )
 
     written = write_scenarios(out, bench, scenarios)
     write_config(out, bench, tools, {r: pins[r] for r in used}, os.path.relpath(results, out))
@@ -163,11 +180,23 @@ def import_bench(bench_dir, out_dir, pins_file=None, pin_args=(), skip_unpinned=
         "bench": str(bench),
         "out": str(out),
         "counts": import_counts(scenarios, mapped, len(train_ids), len(held), len(tools), len(used)),
-        "pins": {r: {"commit": pins[r]["commit"], "url": github_url(pins[r]["url"]), "from": pins[r]["from"]} for r in used},
-        "tools": {t: {"recorded_cells": cells[t], "arm": "built-in baseline" if t == BASELINE else "recorded only"} for t in tools},
-        "scenarios": {sid: {"file": str(path.relative_to(bench)), "sha256": file_sha256(path), "split": sc["split"],
-                            "repo": sc["repo"], "steps": [s["name"] for s in sc["steps"]]}
-                      for sid, (path, sc) in scenarios.items()},
+        "pins": {
+            r: {"commit": pins[r]["commit"], "url": github_url(pins[r]["url"]), "from": pins[r]["from"]} for r in used
+        },
+        "tools": {
+            t: {"recorded_cells": cells[t], "arm": "built-in baseline" if t == BASELINE else "recorded only"}
+            for t in tools
+        },
+        "scenarios": {
+            sid: {
+                "file": str(path.relative_to(bench)),
+                "sha256": file_sha256(path),
+                "split": sc["split"],
+                "repo": sc["repo"],
+                "steps": [s["name"] for s in sc["steps"]],
+            }
+            for sid, (path, sc) in scenarios.items()
+        },
         "checks": mapped,
         "not_expressed": [m for m in mapped if m["to"] != "check"],
         "notes": report,
@@ -193,14 +222,21 @@ def note_held_out_gold(bench: Path, report: list) -> None:
             gd = {}
         graded = sorted(k for k in gd if not k.startswith("_"))
         vc = len(((gd.get("_meta") or {}).get("verified_citations") or {}))
-        report.append({"scenario": g.name[: -len(".gold.json")], "what": g.name,
-                       "reason": f"hand-assigned scenario-quality grades of the bench's frozen held-out transcripts "
-                                 f"({', '.join(graded) or 'none'}) with {vc} hand-verified citations named by claim, not "
-                                 "by step: the bench's held-out anchor, not gold citations; not imported (the config has "
-                                 "no locked: anchor)"})
+        report.append(
+            {
+                "scenario": g.name[: -len(".gold.json")],
+                "what": g.name,
+                "reason": f"hand-assigned scenario-quality grades of the bench's frozen held-out transcripts "
+                f"({', '.join(graded) or 'none'}) with {vc} hand-verified citations named by claim, not "
+                "by step: the bench's held-out anchor, not gold citations; not imported (the config has "
+                "no locked: anchor)",
+            }
+        )
 
 
-def bench_pins(bench: Path, pins_file, pin_args, skip_unpinned: bool, scenarios: dict, report: list) -> tuple[dict, list]:
+def bench_pins(
+    bench: Path, pins_file, pin_args, skip_unpinned: bool, scenarios: dict, report: list
+) -> tuple[dict, list]:
     """(pins by repo, the repos used, in scenario order): the bench's PINNED_COMMITS.json, then
     `pins_file`, then each --pin. A scenario on an unpinned repo is an error, or with
     `skip_unpinned` is left out of `scenarios` (in place) and reported."""
@@ -217,11 +253,16 @@ def bench_pins(bench: Path, pins_file, pin_args, skip_unpinned: bool, scenarios:
         pins[repo] = pin
     used = list(dict.fromkeys(sc["repo"] for _, sc in scenarios.values()))
     unpinned = [r for r in used if r not in pins]
-    bad = [f"{r} ({pins[r]['commit']!r} from {pins[r]['from']})" for r in used
-           if r in pins and not HEX40.match(str(pins[r]["commit"] or ""))]
+    bad = [
+        f"{r} ({pins[r]['commit']!r} from {pins[r]['from']})"
+        for r in used
+        if r in pins and not HEX40.match(str(pins[r]["commit"] or ""))
+    ]
     nourl = [r for r in used if r in pins and r not in unpinned and not pins[r]["url"]]
     if bad:
-        raise BenchImportError(f"{ledger}: not a full 40-hex commit for {', '.join(bad)}; fix it or give --pin REPO=COMMIT[,URL]")
+        raise BenchImportError(
+            f"{ledger}: not a full 40-hex commit for {', '.join(bad)}; fix it or give --pin REPO=COMMIT[,URL]"
+        )
     if nourl:
         raise BenchImportError(f"no URL for repo(s) {', '.join(nourl)}; give --pin REPO=COMMIT,URL")
     if unpinned:
@@ -230,11 +271,18 @@ def bench_pins(bench: Path, pins_file, pin_args, skip_unpinned: bool, scenarios:
             raise BenchImportError(
                 f"{ledger}: no pinned commit for repo(s) {', '.join(f'{r} (scenarios {who[r]})' for r in unpinned)}; "
                 "give each as --pin REPO=COMMIT,URL, or another ledger with --pins FILE (e.g. the bench's "
-                "PINNED_COMMITS.json of the revision its results were run at), or leave those scenarios out with --skip-unpinned")
+                "PINNED_COMMITS.json of the revision its results were run at), or leave those scenarios out with --skip-unpinned"
+            )
         for r in unpinned:
             for s in who[r]:
                 del scenarios[s]
-                report.append({"scenario": s, "what": "scenario", "reason": f"repo {r!r} has no pinned commit: left out (--skip-unpinned)"})
+                report.append(
+                    {
+                        "scenario": s,
+                        "what": "scenario",
+                        "reason": f"repo {r!r} has no pinned commit: left out (--skip-unpinned)",
+                    }
+                )
         if not scenarios:
             raise BenchImportError("every scenario was left out (none has a pinned repo)")
         used = [r for r in used if r not in unpinned]
@@ -262,8 +310,13 @@ def recorded_cells(results: Path, tools: list, train_ids: list, report: list) ->
     cells = {t: sorted(s for s in train_ids if (results / t / s / "transcript.json").is_file()) for t in tools}
     missing = [f"{t}/{s}" for t in tools for s in train_ids if s not in cells[t]]
     if missing:
-        report.append({"what": "recorded cells", "reason": f"no results/<tool>/<scenario>/transcript.json for {missing}: "
-                                                           "those trials will have no recorded answer"})
+        report.append(
+            {
+                "what": "recorded cells",
+                "reason": f"no results/<tool>/<scenario>/transcript.json for {missing}: "
+                "those trials will have no recorded answer",
+            }
+        )
     return cells
 
 
@@ -278,8 +331,10 @@ def write_scenarios(out: Path, bench: Path, scenarios: dict) -> list[Path]:
     written = []
     for sid, (path, sc) in scenarios.items():
         rel = path.relative_to(bench)
-        header = (f"# Imported from the reference bench by `mcptrials import sense-bench`: {rel}"
-                  f" (sha256 {file_sha256(path)[:16]}). Regenerate rather than edit.\n")
+        header = (
+            f"# Imported from the reference bench by `mcptrials import sense-bench`: {rel}"
+            f" (sha256 {file_sha256(path)[:16]}). Regenerate rather than edit.\n"
+        )
         f = sc_dir / f"{sid}.yaml"
         dump_yaml(f, sc, header)
         written.append(f)
@@ -294,15 +349,22 @@ def write_config(out: Path, bench: Path, tools: list, pins: dict, results_rel: s
         "repos": {r: {"url": github_url(pin["url"]), "commit": pin["commit"]} for r, pin in pins.items()},
         "scenarios": "scenarios/*.yaml",
         "splits": ["train"],
-        "models": {MODEL_NAME: {"provider": "recorded", "format": RECORDED_FORMAT,
-                                "path": PATH_PATTERN.format(results=results_rel)}},
+        "models": {
+            MODEL_NAME: {
+                "provider": "recorded",
+                "format": RECORDED_FORMAT,
+                "path": PATH_PATTERN.format(results=results_rel),
+            }
+        },
         "trials": 1,
         "judge": {"provider": "reference"},
     }
-    header = ("# The reference bench (luuuc/sense bench/) imported by `mcptrials import sense-bench`.\n"
-              f"# Source: {bench}\n"
-              "# Tools other than baseline are recorded arms (transport: recorded): no server runs here.\n"
-              "# No held-out anchor (no locked:). See import-report.json for what could not be expressed.\n")
+    header = (
+        "# The reference bench (luuuc/sense bench/) imported by `mcptrials import sense-bench`.\n"
+        f"# Source: {bench}\n"
+        "# Tools other than baseline are recorded arms (transport: recorded): no server runs here.\n"
+        "# No held-out anchor (no locked:). See import-report.json for what could not be expressed.\n"
+    )
     dump_yaml(out / "config.yaml", config, header)
 
 
@@ -310,14 +372,16 @@ def import_counts(scenarios: dict, mapped: list, train: int, held_out: int, tool
     """The import report's `counts`: scenarios and steps written, and how their bench checks were mapped."""
     return {
         "scenarios": len(scenarios),
-        "train": train, "held_out": held_out,
+        "train": train,
+        "held_out": held_out,
         "steps": sum(len(sc["steps"]) for _, sc in scenarios.values()),
         "bench_checks": len(mapped),
         "checks": sum(1 for m in mapped if m["to"] == "check"),
         "expected_tools": sum(1 for m in mapped if m["to"] == "expected_tools"),
         "state_checks": sum(1 for m in mapped if m["to"] == "state_check"),
         "not_expressed": sum(1 for m in mapped if m["to"] is None),
-        "tools": tools, "repos": repos,
+        "tools": tools,
+        "repos": repos,
     }
 
 
@@ -327,20 +391,25 @@ def validate_written(out: Path) -> tuple[dict, ConfigError | None]:
         m = load_matrix(out / "config.yaml")
     except ConfigError as e:
         return {"ok": False, "by": "mcptrials.matrix.config.load_matrix", "error": str(e)}, e
-    return {"ok": True, "by": "mcptrials.matrix.config.load_matrix", "cells": sum(1 for _ in m.cells()),
-            "run_scenarios": len(m.run_scenarios())}, None
+    return {
+        "ok": True,
+        "by": "mcptrials.matrix.config.load_matrix",
+        "cells": sum(1 for _ in m.cells()),
+        "run_scenarios": len(m.run_scenarios()),
+    }, None
 
 
 def summary(doc: dict) -> str:
     c = doc["counts"]
-    lines = [f"wrote {doc['out']}/config.yaml, {c['scenarios']} scenario(s) in {doc['out']}/scenarios/ "
-             f"({c['train']} train, {c['held_out']} held-out), {doc['out']}/import-report.json",
-             f"  {c['steps']} steps; {c['bench_checks']} bench checks: {c['checks']} as checks, "
-             f"{c['expected_tools']} as expected_tools (never scored), {c['state_checks']} as state checks, "
-             f"{c['not_expressed']} not expressed",
-             "  repos: " + ", ".join(f"{r}@{p['commit'][:12]}" for r, p in doc["pins"].items()),
-             "  tools: " + ", ".join(f"{t} ({len(v['recorded_cells'])} recorded)" for t, v in doc["tools"].items()),
-             ]
+    lines = [
+        f"wrote {doc['out']}/config.yaml, {c['scenarios']} scenario(s) in {doc['out']}/scenarios/ "
+        f"({c['train']} train, {c['held_out']} held-out), {doc['out']}/import-report.json",
+        f"  {c['steps']} steps; {c['bench_checks']} bench checks: {c['checks']} as checks, "
+        f"{c['expected_tools']} as expected_tools (never scored), {c['state_checks']} as state checks, "
+        f"{c['not_expressed']} not expressed",
+        "  repos: " + ", ".join(f"{r}@{p['commit'][:12]}" for r, p in doc["pins"].items()),
+        "  tools: " + ", ".join(f"{t} ({len(v['recorded_cells'])} recorded)" for t, v in doc["tools"].items()),
+    ]
     groups: dict[tuple, list[dict]] = {}
     for r in doc["not_expressed"]:
         groups.setdefault((r["type"], r["to"], r.get("reason", "")), []).append(r)
@@ -348,7 +417,9 @@ def summary(doc: dict) -> str:
         lines.append("  checks not scored as checks, by type (scenario/step#check value, r = required):")
     for (kind, to, reason), rows in groups.items():
         lines.append(f"    {kind} x{len(rows)}: {'kept as ' + to if to else 'not expressed'}: {reason}")
-        where = [f"{r['scenario']}/{r['step_name']}#{r['check']} {r['value']!r}{' r' if r['required'] else ''}" for r in rows]
+        where = [
+            f"{r['scenario']}/{r['step_name']}#{r['check']} {r['value']!r}{' r' if r['required'] else ''}" for r in rows
+        ]
         lines.append("      " + "; ".join(where))
     notes: dict[tuple, list[str]] = {}
     for n in doc["notes"]:
@@ -362,5 +433,7 @@ def summary(doc: dict) -> str:
         lines.append(f"    {what}: {reason}" + (f" [{', '.join(wheres)}]" if wheres else ""))
     v = doc.get("validation")
     if v:
-        lines.append(f"  validated with {v['by']}: " + (f"ok, {v['cells']} trial cells" if v["ok"] else f"FAILED: {v['error']}"))
+        lines.append(
+            f"  validated with {v['by']}: " + (f"ok, {v['cells']} trial cells" if v["ok"] else f"FAILED: {v['error']}")
+        )
     return "\n".join(lines)

@@ -35,8 +35,8 @@ from mcptrials.core.identity import TrialKey
 from mcptrials.matrix.errors import ConfigError
 
 DEPS = "dependents"
-CLOSE = 0.05      # a cell whose delta differs more than this gets a reason
-TARGET = 0.03     # the issue's target for each per-model mean
+CLOSE = 0.05  # a cell whose delta differs more than this gets a reason
+TARGET = 0.03  # the issue's target for each per-model mean
 
 
 def bench_board(vdir: Path) -> dict:
@@ -44,7 +44,9 @@ def bench_board(vdir: Path) -> dict:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as e:
-        raise ConfigError(f"{path}: cannot read the bench's board ({e}); give the bench/ folder the import read") from None
+        raise ConfigError(
+            f"{path}: cannot read the bench's board ({e}); give the bench/ folder the import read"
+        ) from None
     if not isinstance(data.get("models"), dict):
         raise ConfigError(f"{path}: field models: not the bench's board (models -> repo -> overall_delta, deps_delta)")
     return data["models"]
@@ -89,9 +91,13 @@ def all_assistant_text(recording: Path) -> str:
     gold against (ours: the final answer only)."""
     from mcptrials.run.recorded import read_stream
 
-    return "\n".join(b.get("text") or "" for e in read_stream(recording) if e.get("type") == "assistant"
-                     for b in ((e.get("message") or {}).get("content") or [])
-                     if isinstance(b, dict) and b.get("type") == "text")
+    return "\n".join(
+        b.get("text") or ""
+        for e in read_stream(recording)
+        if e.get("type") == "assistant"
+        for b in ((e.get("message") or {}).get("content") or [])
+        if isinstance(b, dict) and b.get("type") == "text"
+    )
 
 
 def _split_by_scope(ids: list[str], gold: list, recording: Path) -> tuple[list[str], list[str]]:
@@ -112,11 +118,17 @@ def _reason(model: str, repo: str, every: list[dict], used: dict, base: Path, ru
     rows one grading credits and the other does not."""
     parts = []
     # a missing trial with a recording is a run we left out; one without is a run nobody made
-    gone = [r for r in every if (model_of(r), r["scenario"]) == (model, repo) and r.get("missing") == "True"
-            and (base / "recordings" / model / r["tool"] / repo / str(r["trial"]) / "transcript.json").is_file()]
+    gone = [
+        r
+        for r in every
+        if (model_of(r), r["scenario"]) == (model, repo)
+        and r.get("missing") == "True"
+        and (base / "recordings" / model / r["tool"] / repo / str(r["trial"]) / "transcript.json").is_file()
+    ]
     if gone:
-        parts.append("runs we left out: " + "; ".join(f"{r['tool']} trial {r['trial']} ({r['missing_reason']})"
-                                                      for r in gone))
+        parts.append(
+            "runs we left out: " + "; ".join(f"{r['tool']} trial {r['trial']} ({r['missing_reason']})" for r in gone)
+        )
     for arm, rs in sorted(used.items()):
         for r in rs:
             theirs = base / "recordings" / model / arm / repo / str(r["trial"]) / "scored.json"
@@ -132,11 +144,14 @@ def _reason(model: str, repo: str, every: list[dict], used: dict, base: Path, ru
             scope, match = _split_by_scope(only_b, gold, theirs.parent / "transcript.json")
             said = []
             if scope:
-                said.append(f"answer scope (pinned in an earlier assistant message, not the final answer): "
-                            f"{', '.join(scope)}")
+                said.append(
+                    f"answer scope (pinned in an earlier assistant message, not the final answer): {', '.join(scope)}"
+                )
             if match:
-                said.append(f"gold matching (not pinned in any assistant text by our rule: the bench's "
-                            f"path-compaction oracle or a form): {', '.join(match)}")
+                said.append(
+                    f"gold matching (not pinned in any assistant text by our rule: the bench's "
+                    f"path-compaction oracle or a form): {', '.join(match)}"
+                )
             if only_o:
                 said.append(f"we credit, the bench does not: {', '.join(only_o)}")
             parts.append(f"{arm} trial {r['trial']}: " + "; ".join(said))
@@ -162,20 +177,38 @@ def board(m, vdir: Path, aggregate: Path, runs: Path) -> dict:
             b = theirs.get(model, {}).get(repo) or {}
             used = cells.get((model, repo), {})
             ob, os_ = _arm(used.get("baseline", []), "cited_recall"), _arm(used.get("sense", []), "cited_recall")
-            db, ds = (_arm(used.get("baseline", []), f"cited_recall_{DEPS}"),
-                      _arm(used.get("sense", []), f"cited_recall_{DEPS}"))
+            db, ds = (
+                _arm(used.get("baseline", []), f"cited_recall_{DEPS}"),
+                _arm(used.get("sense", []), f"cited_recall_{DEPS}"),
+            )
             ours = None if ob is None or os_ is None else os_ - ob
             ours_deps = None if db is None or ds is None else ds - db
-            row = {"model": model, "repo": repo,
-                   "bench_baseline": b.get("baseline_overall"), "bench_sense": b.get("sense_overall"),
-                   "bench_delta": b.get("overall_delta"), "bench_deps_delta": b.get("deps_delta"),
-                   "ours_baseline": ob, "ours_sense": os_, "ours_delta": ours, "ours_deps_delta": ours_deps,
-                   "ours_runs_baseline": len(used.get("baseline", [])), "ours_runs_sense": len(used.get("sense", []))}
-            diffs = [abs(x - y) for x, y in ((row["bench_delta"], ours), (row["bench_deps_delta"], ours_deps))
-                     if x is not None and y is not None]
+            row = {
+                "model": model,
+                "repo": repo,
+                "bench_baseline": b.get("baseline_overall"),
+                "bench_sense": b.get("sense_overall"),
+                "bench_delta": b.get("overall_delta"),
+                "bench_deps_delta": b.get("deps_delta"),
+                "ours_baseline": ob,
+                "ours_sense": os_,
+                "ours_delta": ours,
+                "ours_deps_delta": ours_deps,
+                "ours_runs_baseline": len(used.get("baseline", [])),
+                "ours_runs_sense": len(used.get("sense", [])),
+            }
+            diffs = [
+                abs(x - y)
+                for x, y in ((row["bench_delta"], ours), (row["bench_deps_delta"], ours_deps))
+                if x is not None and y is not None
+            ]
             row["difference"] = max(diffs) if diffs else None
             if b and ours is None:
-                row["reason"] = "no delta of ours: an arm has no trial that counts (" + _reason(model, repo, rows, used, base, runs, gold) + ")"
+                row["reason"] = (
+                    "no delta of ours: an arm has no trial that counts ("
+                    + _reason(model, repo, rows, used, base, runs, gold)
+                    + ")"
+                )
             elif not b:
                 row["reason"] = "not on the bench's board"
             elif row["difference"] is not None and row["difference"] > CLOSE:
@@ -186,23 +219,40 @@ def board(m, vdir: Path, aggregate: Path, runs: Path) -> dict:
         mine = [c for c in out_cells if c["model"] == model]
         bench_d = [c["bench_delta"] for c in mine if c["bench_delta"] is not None]
         # the bench's own headline: every repo of its board; ours: the repos we have a delta for
-        mean = {"model": model, "repos_bench": len(bench_d), "bench_mean_delta": _mean(bench_d),
-                "bench_mean_deps_delta": _mean(c["bench_deps_delta"] for c in mine),
-                "repos_ours": sum(1 for c in mine if c["ours_delta"] is not None),
-                "ours_mean_delta": _mean(c["ours_delta"] for c in mine),
-                "ours_mean_deps_delta": _mean(c["ours_deps_delta"] for c in mine)}
+        mean = {
+            "model": model,
+            "repos_bench": len(bench_d),
+            "bench_mean_delta": _mean(bench_d),
+            "bench_mean_deps_delta": _mean(c["bench_deps_delta"] for c in mine),
+            "repos_ours": sum(1 for c in mine if c["ours_delta"] is not None),
+            "ours_mean_delta": _mean(c["ours_delta"] for c in mine),
+            "ours_mean_deps_delta": _mean(c["ours_deps_delta"] for c in mine),
+        }
         for k in ("delta", "deps_delta"):
             a, o = mean[f"bench_mean_{k}"], mean[f"ours_mean_{k}"]
             mean[f"difference_{k}"] = None if a is None or o is None else o - a
         # what the bench's board lacks
-        sense = {c["repo"]: c["ours_sense"] for c in mine if c["ours_sense"] is not None and c["ours_baseline"] is not None}
-        basel = {c["repo"]: c["ours_baseline"] for c in mine if c["ours_sense"] is not None and c["ours_baseline"] is not None}
+        sense = {
+            c["repo"]: c["ours_sense"] for c in mine if c["ours_sense"] is not None and c["ours_baseline"] is not None
+        }
+        basel = {
+            c["repo"]: c["ours_baseline"]
+            for c in mine
+            if c["ours_sense"] is not None and c["ours_baseline"] is not None
+        }
         pd = paired_difference(sense, basel, bounds=(-1, 1)) if sense else None
-        mean.update(ours_lo=(pd or {}).get("lo"), ours_hi=(pd or {}).get("hi"), t_p=(pd or {}).get("t_p"),
-                    wilcoxon_p=(pd or {}).get("wilcoxon_p"))
+        mean.update(
+            ours_lo=(pd or {}).get("lo"),
+            ours_hi=(pd or {}).get("hi"),
+            t_p=(pd or {}).get("t_p"),
+            wilcoxon_p=(pd or {}).get("wilcoxon_p"),
+        )
         for arm in ("baseline", "sense"):
-            tasks = {repo: (len(a.get(arm, [])), sum(1 for r in a.get(arm, []) if r.get("passed") == "True"))
-                     for (mo, repo), a in cells.items() if mo == model and a.get(arm)}
+            tasks = {
+                repo: (len(a.get(arm, [])), sum(1 for r in a.get(arm, []) if r.get("passed") == "True"))
+                for (mo, repo), a in cells.items()
+                if mo == model and a.get(arm)
+            }
             mean[f"pass^2_{arm}"] = mean_pass_hat_k(tasks, 2)["mean"] if tasks else None
             costs = [_num(r.get("cost_usd")) for (mo, _), a in cells.items() if mo == model for r in a.get(arm, [])]
             known = [c for c in costs if c is not None]
@@ -212,7 +262,7 @@ def board(m, vdir: Path, aggregate: Path, runs: Path) -> dict:
     holm = holm_adjust({x["model"]: x["t_p"] for x in means})
     for x in means:
         x["t_p_holm"] = holm[x["model"]]
-        x["within_target"] = (None if x["difference_delta"] is None else abs(x["difference_delta"]) <= TARGET)
+        x["within_target"] = None if x["difference_delta"] is None else abs(x["difference_delta"]) <= TARGET
     return {"cells": out_cells, "means": means}
 
 
@@ -223,29 +273,46 @@ def _f(x, signed=False) -> str:
 
 
 def markdown(vertical: str, result: dict) -> str:
-    lines = [f"# The reference bench's {vertical} board, reproduced", "",
-             "Cited recall (share of a scenario's gold rows the answer pins to a line), sense minus baseline, "
-             "per model: the mean over repos of each repo's delta (each arm: the mean over its runs). "
-             "Bench: its results/report.json. Ours: our grading of the same runs (grade/gold_recall.py; missing "
-             "trials left out, never zeros). Interval: 95% paired, logit t on [-1, 1] over repos; p: paired t, "
-             "Holm-adjusted across models.", "",
-             "| model | repos (bench / ours) | bench mean Δ | our mean Δ | diff | bench deps Δ | our deps Δ | "
-             "our 95% interval | paired t p (Holm) | Wilcoxon p | pass^2 baseline / sense | cost/trial baseline / sense |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# The reference bench's {vertical} board, reproduced",
+        "",
+        "Cited recall (share of a scenario's gold rows the answer pins to a line), sense minus baseline, "
+        "per model: the mean over repos of each repo's delta (each arm: the mean over its runs). "
+        "Bench: its results/report.json. Ours: our grading of the same runs (grade/gold_recall.py; missing "
+        "trials left out, never zeros). Interval: 95% paired, logit t on [-1, 1] over repos; p: paired t, "
+        "Holm-adjusted across models.",
+        "",
+        "| model | repos (bench / ours) | bench mean Δ | our mean Δ | diff | bench deps Δ | our deps Δ | "
+        "our 95% interval | paired t p (Holm) | Wilcoxon p | pass^2 baseline / sense | cost/trial baseline / sense |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for x in result["means"]:
-        cost = " / ".join(f"${x[f'cost_usd_{a}']:.2f} ({x[f'cost_known_{a}']})" if x[f"cost_usd_{a}"] is not None
-                          else f"unknown ({x[f'cost_known_{a}']})" for a in ("baseline", "sense"))
-        lines.append(f"| {x['model']} | {x['repos_bench']} / {x['repos_ours']} | {_f(x['bench_mean_delta'], True)} | "
-                     f"{_f(x['ours_mean_delta'], True)} | {_f(x['difference_delta'], True)} | "
-                     f"{_f(x['bench_mean_deps_delta'], True)} | {_f(x['ours_mean_deps_delta'], True)} | "
-                     f"[{_f(x['ours_lo'], True)}, {_f(x['ours_hi'], True)}] | {_f(x['t_p'])} ({_f(x['t_p_holm'])}) | "
-                     f"{_f(x['wilcoxon_p'])} | {_f(x['pass^2_baseline'])} / {_f(x['pass^2_sense'])} | {cost} |")
+        cost = " / ".join(
+            f"${x[f'cost_usd_{a}']:.2f} ({x[f'cost_known_{a}']})"
+            if x[f"cost_usd_{a}"] is not None
+            else f"unknown ({x[f'cost_known_{a}']})"
+            for a in ("baseline", "sense")
+        )
+        lines.append(
+            f"| {x['model']} | {x['repos_bench']} / {x['repos_ours']} | {_f(x['bench_mean_delta'], True)} | "
+            f"{_f(x['ours_mean_delta'], True)} | {_f(x['difference_delta'], True)} | "
+            f"{_f(x['bench_mean_deps_delta'], True)} | {_f(x['ours_mean_deps_delta'], True)} | "
+            f"[{_f(x['ours_lo'], True)}, {_f(x['ours_hi'], True)}] | {_f(x['t_p'])} ({_f(x['t_p_holm'])}) | "
+            f"{_f(x['wilcoxon_p'])} | {_f(x['pass^2_baseline'])} / {_f(x['pass^2_sense'])} | {cost} |"
+        )
     off = [c for c in result["cells"] if c["reason"]]
-    lines += ["", f"## Cells that differ by more than {CLOSE} (or are on one side only): {len(off)}", "",
-              "| model | repo | bench Δ (deps) | our Δ (deps) | reason |", "|---|---|---|---|---|"]
+    lines += [
+        "",
+        f"## Cells that differ by more than {CLOSE} (or are on one side only): {len(off)}",
+        "",
+        "| model | repo | bench Δ (deps) | our Δ (deps) | reason |",
+        "|---|---|---|---|---|",
+    ]
     for c in off:
-        lines.append(f"| {c['model']} | {c['repo']} | {_f(c['bench_delta'], True)} ({_f(c['bench_deps_delta'], True)}) | "
-                     f"{_f(c['ours_delta'], True)} ({_f(c['ours_deps_delta'], True)}) | {c['reason']} |")
+        lines.append(
+            f"| {c['model']} | {c['repo']} | {_f(c['bench_delta'], True)} ({_f(c['bench_deps_delta'], True)}) | "
+            f"{_f(c['ours_delta'], True)} ({_f(c['ours_deps_delta'], True)}) | {c['reason']} |"
+        )
     return "\n".join(lines) + "\n"
 
 

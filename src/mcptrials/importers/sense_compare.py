@@ -40,8 +40,12 @@ def bench_cell(bench: Path, tool: str, repo: str) -> dict | None:
     if not path.is_file():
         return None
     cg = json.loads(path.read_text()).get("citation_grounding") or {}
-    return {"total": cg.get("total", 0), **{s: cg.get(s, 0) for s in STATUSES}, "rate": cg.get("rate"),
-            "details": cg.get("details") or []}
+    return {
+        "total": cg.get("total", 0),
+        **{s: cg.get(s, 0) for s in STATUSES},
+        "rate": cg.get("rate"),
+        "details": cg.get("details") or [],
+    }
 
 
 def our_cell(scored: dict) -> dict:
@@ -51,12 +55,17 @@ def our_cell(scored: dict) -> dict:
     for step in scored["steps"]:
         for it in (step.get("citations") or {}).get("items", []):
             key = (it.get("resolved_path") or it.get("path_as_cited"), tuple(it.get("lines") or []), it.get("symbol"))
-            if key not in seen:   # a one-answer transcript can map one citation into several steps
+            if key not in seen:  # a one-answer transcript can map one citation into several steps
                 seen.add(key)
                 items.append(it)
     counts = {s: sum(1 for it in items if it["bucket"] == s) for s in STATUSES}
-    return {"total": len(items), **counts, "rate": c["rates"]["grounded_rate"], "verified_rate": c["rates"]["verified_rate"],
-            "items": items}
+    return {
+        "total": len(items),
+        **counts,
+        "rate": c["rates"]["grounded_rate"],
+        "verified_rate": c["rates"]["verified_rate"],
+        "items": items,
+    }
 
 
 def _locator_key(locator) -> int | str | None:
@@ -102,12 +111,20 @@ def disagreements(tool: str, repo: str, ours: list[dict], theirs: list[dict]) ->
 
 
 def _row(tool, repo, key, theirs, ours) -> dict:
-    return {"tool": tool, "repo": repo, "file": key[0], "at": key[1],
-            "bench_locator": (theirs or {}).get("locator"), "bench_status": (theirs or {}).get("status"),
-            "bench_reason": (theirs or {}).get("reason"),
-            "ours_text": (ours or {}).get("text"), "ours_status": (ours or {}).get("bucket"),
-            "ours_resolved_by": (ours or {}).get("resolved_by"), "ours_verification": (ours or {}).get("verification"),
-            "ours_reason": (ours or {}).get("reason")}
+    return {
+        "tool": tool,
+        "repo": repo,
+        "file": key[0],
+        "at": key[1],
+        "bench_locator": (theirs or {}).get("locator"),
+        "bench_status": (theirs or {}).get("status"),
+        "bench_reason": (theirs or {}).get("reason"),
+        "ours_text": (ours or {}).get("text"),
+        "ours_status": (ours or {}).get("bucket"),
+        "ours_resolved_by": (ours or {}).get("resolved_by"),
+        "ours_verification": (ours or {}).get("verification"),
+        "ours_reason": (ours or {}).get("reason"),
+    }
 
 
 def compare(m, runs: Path, bench: Path) -> dict:
@@ -126,16 +143,22 @@ def compare(m, runs: Path, bench: Path) -> dict:
             continue
         scored = json.loads((d / "scored.json").read_text())
         ours = our_cell(scored)
-        theirs = bench_cell(bench, tool, scenario)   # the bench's results are per scenario file (= repo)
+        theirs = bench_cell(bench, tool, scenario)  # the bench's results are per scenario file (= repo)
         if theirs is None:
             continue
         if scored.get("citations_not_checked"):
             unchecked[(key.model, tool)] = unchecked.get((key.model, tool), 0) + 1
         elif "by_form" in trial_citations(scored)["counts"]:
             cits.setdefault((key.model, tool), []).append(trial_citations(scored))
-        cells.append({"tool": tool, "repo": repo, "scenario": scenario,
-                      **{f"bench_{k}": theirs[k] for k in ("total", *STATUSES, "rate")},
-                      **{f"ours_{k}": ours[k] for k in ("total", *STATUSES, "rate", "verified_rate")}})
+        cells.append(
+            {
+                "tool": tool,
+                "repo": repo,
+                "scenario": scenario,
+                **{f"bench_{k}": theirs[k] for k in ("total", *STATUSES, "rate")},
+                **{f"ours_{k}": ours[k] for k in ("total", *STATUSES, "rate", "verified_rate")},
+            }
+        )
         dis += disagreements(tool, repo, ours["items"], theirs["details"])
     tools = []
     for tool in dict.fromkeys(c["tool"] for c in cells):
@@ -147,8 +170,16 @@ def compare(m, runs: Path, bench: Path) -> dict:
             row.update({f"{side}_mean": ci["mean"], f"{side}_lo": ci["lo"], f"{side}_hi": ci["hi"]})
         row["disagreements"] = sum(1 for x in dis if x["tool"] == tool)
         tools.append(row)
-    composition = [{"model": model, "tool": tool, "n_trials": len(c), "n_not_checked": unchecked.get((model, tool), 0),
-                    **view(pool(c))} for (model, tool), c in cits.items()]
+    composition = [
+        {
+            "model": model,
+            "tool": tool,
+            "n_trials": len(c),
+            "n_not_checked": unchecked.get((model, tool), 0),
+            **view(pool(c)),
+        }
+        for (model, tool), c in cits.items()
+    ]
     return {"cells": cells, "tools": tools, "disagreements": dis, "composition": composition}
 
 
@@ -160,18 +191,39 @@ def composition_rows(composition: list[dict]) -> list[dict]:
     out = []
     for c in composition:
         head = {"model": c.get("model"), "tool": c["tool"]}
-        out.append({**head, "form": "all", "trials": c.get("n_trials"), "not_checked": c.get("n_not_checked", 0),
-                    "n": c["n_citations"], "share": 1.0 if c["n_citations"] else None,
-                    "grounded": c["grounded_rate"], "grounded_strict": c["strict_grounded_rate"],
-                    "verified": c["verified_rate"], "verified_strict": c["strict_verified_rate"],
-                    **{f"ungrounded_{k}": c["ungrounded"][k]["n"] for k in UNGROUNDED_KINDS},
-                    **{f"ungrounded_{k}_share": c["ungrounded"][k]["share"] for k in UNGROUNDED_KINDS}})
+        out.append(
+            {
+                **head,
+                "form": "all",
+                "trials": c.get("n_trials"),
+                "not_checked": c.get("n_not_checked", 0),
+                "n": c["n_citations"],
+                "share": 1.0 if c["n_citations"] else None,
+                "grounded": c["grounded_rate"],
+                "grounded_strict": c["strict_grounded_rate"],
+                "verified": c["verified_rate"],
+                "verified_strict": c["strict_verified_rate"],
+                **{f"ungrounded_{k}": c["ungrounded"][k]["n"] for k in UNGROUNDED_KINDS},
+                **{f"ungrounded_{k}_share": c["ungrounded"][k]["share"] for k in UNGROUNDED_KINDS},
+            }
+        )
         for form, f in c["by_form"].items():
-            out.append({**head, "form": form, "trials": None, "not_checked": None, "n": f["n"], "share": f["share"],
-                        "grounded": f["grounded_rate"], "grounded_strict": f.get("strict_grounded_rate"),
-                        "verified": f["verified_rate"], "verified_strict": f["strict_verified_rate"],
-                        **{f"ungrounded_{k}": None for k in UNGROUNDED_KINDS},
-                        **{f"ungrounded_{k}_share": None for k in UNGROUNDED_KINDS}})
+            out.append(
+                {
+                    **head,
+                    "form": form,
+                    "trials": None,
+                    "not_checked": None,
+                    "n": f["n"],
+                    "share": f["share"],
+                    "grounded": f["grounded_rate"],
+                    "grounded_strict": f.get("strict_grounded_rate"),
+                    "verified": f["verified_rate"],
+                    "verified_strict": f["strict_verified_rate"],
+                    **{f"ungrounded_{k}": None for k in UNGROUNDED_KINDS},
+                    **{f"ungrounded_{k}_share": None for k in UNGROUNDED_KINDS},
+                }
+            )
     return out
 
 
@@ -189,31 +241,50 @@ def composition_markdown(comp: list[dict]) -> list[str]:
 
     if not comp:
         return []
-    lines = ["", "## Our citations per model and tool: strict beside lenient, ungrounded decomposed, by form", "",
-             "Trials whose citations were not checked (no checkout of their commit) are left out and counted. "
-             "grounded (lenient) = grounded / all; grounded (strict) = (grounded - strict mismatch) / all; verified "
-             "(lenient) = verified / (verified + mismatch), +/-5 lines; verified (strict) = the line is inside the "
-             "subject's definition or names it; each ungrounded kind as n (its share of all citations); a form's "
-             "share of the citations and its own rates."]
+    lines = [
+        "",
+        "## Our citations per model and tool: strict beside lenient, ungrounded decomposed, by form",
+        "",
+        "Trials whose citations were not checked (no checkout of their commit) are left out and counted. "
+        "grounded (lenient) = grounded / all; grounded (strict) = (grounded - strict mismatch) / all; verified "
+        "(lenient) = verified / (verified + mismatch), +/-5 lines; verified (strict) = the line is inside the "
+        "subject's definition or names it; each ungrounded kind as n (its share of all citations); a form's "
+        "share of the citations and its own rates.",
+    ]
     for model in dict.fromkeys(c.get("model") for c in comp):
         rows = [c for c in comp if c.get("model") == model]
-        lines += ["", f"### {model}", "",
-                  "| tool | trials | not checked | citations | grounded (lenient) | grounded (strict) | verified (lenient) "
-                  "| verified (strict) | " + " | ".join(f"ungrounded: {k.replace('_', ' ')}" for k in UNGROUNDED_KINDS)
-                  + " |", "|---|---|---|---|---|---|---|---|" + "---|" * len(UNGROUNDED_KINDS)]
+        lines += [
+            "",
+            f"### {model}",
+            "",
+            "| tool | trials | not checked | citations | grounded (lenient) | grounded (strict) | verified (lenient) "
+            "| verified (strict) | "
+            + " | ".join(f"ungrounded: {k.replace('_', ' ')}" for k in UNGROUNDED_KINDS)
+            + " |",
+            "|---|---|---|---|---|---|---|---|" + "---|" * len(UNGROUNDED_KINDS),
+        ]
         for c in rows:
             u = c["ungrounded"]
-            lines.append(f"| {c['tool']} | {c.get('n_trials', '–')} | {c.get('n_not_checked', 0)} | {c['n_citations']} | "
-                         f"{_f(c['grounded_rate'])} | {_f(c['strict_grounded_rate'])} | {_f(c['verified_rate'])} | "
-                         f"{_f(c['strict_verified_rate'])} | "
-                         + " | ".join(f"{u[k]['n']} ({_f(u[k]['share'])})" for k in UNGROUNDED_KINDS) + " |")
-        lines += ["", "| tool | form | share (n) | grounded (lenient) | grounded (strict) | verified (lenient) | "
-                  "verified (strict) |", "|---|---|---|---|---|---|---|"]
+            lines.append(
+                f"| {c['tool']} | {c.get('n_trials', '–')} | {c.get('n_not_checked', 0)} | {c['n_citations']} | "
+                f"{_f(c['grounded_rate'])} | {_f(c['strict_grounded_rate'])} | {_f(c['verified_rate'])} | "
+                f"{_f(c['strict_verified_rate'])} | "
+                + " | ".join(f"{u[k]['n']} ({_f(u[k]['share'])})" for k in UNGROUNDED_KINDS)
+                + " |"
+            )
+        lines += [
+            "",
+            "| tool | form | share (n) | grounded (lenient) | grounded (strict) | verified (lenient) | "
+            "verified (strict) |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for c in rows:
             for form, f in sorted(c["by_form"].items(), key=lambda kv: form_rank(kv[0])):
-                lines.append(f"| {c['tool']} | {form} | {_f(f['share'])} ({f['n']}) | {_f(f['grounded_rate'])} | "
-                             f"{_f(f.get('strict_grounded_rate'))} | {_f(f['verified_rate'])} | "
-                             f"{_f(f['strict_verified_rate'])} |")
+                lines.append(
+                    f"| {c['tool']} | {form} | {_f(f['share'])} ({f['n']}) | {_f(f['grounded_rate'])} | "
+                    f"{_f(f.get('strict_grounded_rate'))} | {_f(f['verified_rate'])} | "
+                    f"{_f(f['strict_verified_rate'])} |"
+                )
     return lines
 
 
@@ -222,23 +293,35 @@ def _f(x) -> str:
 
 
 def markdown(result: dict) -> str:
-    lines = ["# The reference bench's published runs, graded by mcptrials beside its own grading", "",
-             "Grounding rate = grounded / all citations, per cell, then the mean over repos per tool with a 95% "
-             "logit t interval (clustered by repo). The bench has no verification: an in-range but wrong line "
-             "counts as grounded there; ours checks the cited lines name what the citation is about.", "",
-             "| tool | repos | bench grounding | our grounding | our verified share | disagreements |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "# The reference bench's published runs, graded by mcptrials beside its own grading",
+        "",
+        "Grounding rate = grounded / all citations, per cell, then the mean over repos per tool with a 95% "
+        "logit t interval (clustered by repo). The bench has no verification: an in-range but wrong line "
+        "counts as grounded there; ours checks the cited lines name what the citation is about.",
+        "",
+        "| tool | repos | bench grounding | our grounding | our verified share | disagreements |",
+        "|---|---|---|---|---|---|",
+    ]
     for t in result["tools"]:
-        lines.append(f"| {t['tool']} | {t['repos']} | {_f(t['bench_mean'])} [{_f(t['bench_lo'])}, {_f(t['bench_hi'])}] | "
-                     f"{_f(t['ours_mean'])} [{_f(t['ours_lo'])}, {_f(t['ours_hi'])}] | "
-                     f"{_f(t['ours_verified_mean'])} [{_f(t['ours_verified_lo'])}, {_f(t['ours_verified_hi'])}] | "
-                     f"{t['disagreements']} |")
-    lines += ["", "| tool | repo | bench: citations, grounded, unresolved, hallucinated | "
-              "ours: citations, grounded, unresolved, hallucinated | our verified share |", "|---|---|---|---|---|"]
+        lines.append(
+            f"| {t['tool']} | {t['repos']} | {_f(t['bench_mean'])} [{_f(t['bench_lo'])}, {_f(t['bench_hi'])}] | "
+            f"{_f(t['ours_mean'])} [{_f(t['ours_lo'])}, {_f(t['ours_hi'])}] | "
+            f"{_f(t['ours_verified_mean'])} [{_f(t['ours_verified_lo'])}, {_f(t['ours_verified_hi'])}] | "
+            f"{t['disagreements']} |"
+        )
+    lines += [
+        "",
+        "| tool | repo | bench: citations, grounded, unresolved, hallucinated | "
+        "ours: citations, grounded, unresolved, hallucinated | our verified share |",
+        "|---|---|---|---|---|",
+    ]
     for c in result["cells"]:
-        lines.append(f"| {c['tool']} | {c['repo']} | {c['bench_total']}, {c['bench_grounded']}, {c['bench_unresolved']}, "
-                     f"{c['bench_hallucinated']} | {c['ours_total']}, {c['ours_grounded']}, {c['ours_unresolved']}, "
-                     f"{c['ours_hallucinated']} | {_f(c['ours_verified_rate'])} |")
+        lines.append(
+            f"| {c['tool']} | {c['repo']} | {c['bench_total']}, {c['bench_grounded']}, {c['bench_unresolved']}, "
+            f"{c['bench_hallucinated']} | {c['ours_total']}, {c['ours_grounded']}, {c['ours_unresolved']}, "
+            f"{c['ours_hallucinated']} | {_f(c['ours_verified_rate'])} |"
+        )
     lines += composition_markdown(result.get("composition") or [])
     return "\n".join(lines) + "\n"
 

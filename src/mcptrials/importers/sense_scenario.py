@@ -30,15 +30,31 @@ from mcptrials.matrix.errors import ConfigError
 # Issue 14 item 2's scenario field: the bench runs all steps of a scenario as ONE session
 # with one final answer.
 ONE_ANSWER_FIELD = "one_answer"
-ANSWER_KEY_FIELD = "answer_key"   # a step's section name in the one answer, when its id differs
+ANSWER_KEY_FIELD = "answer_key"  # a step's section name in the one answer, when its id differs
 
 # The bench's default criteria (SCORING.md, "llm_quality"): used for a step whose rubric
 # file has no entry for it (reported).
 DEFAULT_CRITERIA = [
-    {"name": "map_quality", "weight": 0.40, "question": "Does the answer give file:line targets, in edit-order, that the agent could act on without re-exploring?"},
-    {"name": "specificity", "weight": 0.25, "question": "Are citations file:line / file:Symbol, not vague file mentions?"},
-    {"name": "justification", "weight": 0.20, "question": "Does the answer explain why each cited symbol matters in the flow?"},
-    {"name": "uncertainty", "weight": 0.15, "question": "Where the answer is uncertain (plugin interactions, edge cases), does it say so?"},
+    {
+        "name": "map_quality",
+        "weight": 0.40,
+        "question": "Does the answer give file:line targets, in edit-order, that the agent could act on without re-exploring?",
+    },
+    {
+        "name": "specificity",
+        "weight": 0.25,
+        "question": "Are citations file:line / file:Symbol, not vague file mentions?",
+    },
+    {
+        "name": "justification",
+        "weight": 0.20,
+        "question": "Does the answer explain why each cited symbol matters in the flow?",
+    },
+    {
+        "name": "uncertainty",
+        "weight": 0.15,
+        "question": "Where the answer is uncertain (plugin interactions, edge cases), does it say so?",
+    },
 ]
 
 KNOWN_SCENARIO_KEYS = {"name", "repo", "description", "steps", "gold"}
@@ -66,28 +82,46 @@ def map_check(check: dict) -> dict:
     required = required if isinstance(required, bool) else True
     layer = check.get("layer", "fairness")
     if kind == "mcp_tool_used":
-        return {"to": "expected_tools", "value": value,
-                "reason": "a tool-usage check (adoption): expected_tools are compared with the calls and reported "
-                          "per step, never scored; matched by the exact tool name, where the bench matches a substring "
-                          "of the call's name"}
+        return {
+            "to": "expected_tools",
+            "value": value,
+            "reason": "a tool-usage check (adoption): expected_tools are compared with the calls and reported "
+            "per step, never scored; matched by the exact tool name, where the bench matches a substring "
+            "of the call's name",
+        }
     if kind == "no_grep":
-        return {"to": None, "reason": "a tool-usage rule (no grep/Glob/find/Agent/rg call in the session): our graders "
-                                      "never score tool use (adoption reports built-in search calls, unscored)"}
+        return {
+            "to": None,
+            "reason": "a tool-usage rule (no grep/Glob/find/Agent/rg call in the session): our graders "
+            "never score tool use (adoption reports built-in search calls, unscored)",
+        }
     if kind == "response_richness":
-        return {"to": None, "reason": "'at least N (its value) distinct source files cited as file.ext:ref': no check of "
-                                      "ours counts distinct cited files (citation grading counts and verifies citations, "
-                                      "without a minimum)"}
+        return {
+            "to": None,
+            "reason": "'at least N (its value) distinct source files cited as file.ext:ref': no check of "
+            "ours counts distinct cited files (citation grading counts and verifies citations, "
+            "without a minimum)",
+        }
     text_kinds = ("word", "phrase", "contains", "transcript_contains", "exact", "starts_with", "diff_contains")
     if kind not in text_kinds:
-        return {"to": None, "reason": f"unknown check type {kind!r}: not one the bench's scorer defines, nor one we map"}
+        return {
+            "to": None,
+            "reason": f"unknown check type {kind!r}: not one the bench's scorer defines, nor one we map",
+        }
     if not value:
         return {"to": None, "reason": "an empty value: our checks need a non-empty one"}
     if layer == "adoption":
-        return {"to": None, "reason": "layer: adoption: the bench keeps it out of keyword coverage, and every check of "
-                                      "ours counts towards coverage"}
+        return {
+            "to": None,
+            "reason": "layer: adoption: the bench keeps it out of keyword coverage, and every check of "
+            "ours counts towards coverage",
+        }
     if kind == "diff_contains":
-        return {"to": "state_check", "value": {"command": "git diff --unified=0", "expect": value, "required": required},
-                "reason": "a state check: it runs in a live trial's workspace after the agent; a recorded run has none"}
+        return {
+            "to": "state_check",
+            "value": {"command": "git diff --unified=0", "expect": value, "required": required},
+            "reason": "a state check: it runs in a live trial's workspace after the agent; a recorded run has none",
+        }
     if kind in ("word", "phrase"):
         out = {"type": "word", "value": value, "required": required}
     elif kind in ("contains", "transcript_contains"):
@@ -114,7 +148,6 @@ def _load_yaml(path: Path):
         raise BenchImportError(f"{path}: does not parse as YAML: {e}") from None
 
 
-
 # --- rubric --------------------------------------------------------------------
 
 
@@ -124,7 +157,13 @@ def rubric_steps(path: Path | None, report: list, sid: str) -> tuple[dict, str |
         return {}, None
     data = _load_yaml(path) or {}
     for k in sorted(set(data) - {"audience", "steps"}):
-        report.append({"scenario": sid, "what": f"rubric field {k!r}", "reason": "not a field of the bench's rubric format we know; not imported"})
+        report.append(
+            {
+                "scenario": sid,
+                "what": f"rubric field {k!r}",
+                "reason": "not a field of the bench's rubric format we know; not imported",
+            }
+        )
     out = {}
     for st in data.get("steps") or []:
         crits, raw = [], st.get("criteria") or {}
@@ -133,12 +172,24 @@ def rubric_steps(path: Path | None, report: list, sid: str) -> tuple[dict, str |
             c = c or {}
             extra = sorted(set(c) - {"weight", "question", "name"})
             if extra:
-                report.append({"scenario": sid, "step": st.get("name"), "what": f"criterion {name!r} fields {extra}",
-                               "reason": "our rubric criteria have name, weight, question (and key_points, citations) only"})
+                report.append(
+                    {
+                        "scenario": sid,
+                        "step": st.get("name"),
+                        "what": f"criterion {name!r} fields {extra}",
+                        "reason": "our rubric criteria have name, weight, question (and key_points, citations) only",
+                    }
+                )
             w, q = c.get("weight"), c.get("question")
             if not isinstance(w, (int, float)) or w <= 0 or not q:
-                report.append({"scenario": sid, "step": st.get("name"), "what": f"criterion {name!r}",
-                               "reason": "no positive weight or no question: left out"})
+                report.append(
+                    {
+                        "scenario": sid,
+                        "step": st.get("name"),
+                        "what": f"criterion {name!r}",
+                        "reason": "no positive weight or no question: left out",
+                    }
+                )
                 continue
             crits.append({"name": str(name), "weight": float(w), "question": " ".join(str(q).split())})
         if crits:
@@ -156,23 +207,39 @@ def convert_scenario(path: Path, split: str, sid: str, report: list, mapping: li
     if not isinstance(src, dict) or not src.get("repo") or not isinstance(src.get("steps"), list) or not src["steps"]:
         raise BenchImportError(f"{path}: not a bench scenario (needs repo and a non-empty steps list)")
     for k in sorted(set(src) - KNOWN_SCENARIO_KEYS):
-        reason = {"scoring": "the bench's legacy correctness/efficiency weights; our fairness weights are the config's",
-                  "system_prompt": "a scenario system prompt: ours is the harness's (prompts/system.md)",
-                  "repo_commit": "a per-scenario commit: ours is the repo's pin in the config",
-                  "time_budget_minutes": "a time budget: ours are the config's limits"}.get(k, "not a field we map")
+        reason = {
+            "scoring": "the bench's legacy correctness/efficiency weights; our fairness weights are the config's",
+            "system_prompt": "a scenario system prompt: ours is the harness's (prompts/system.md)",
+            "repo_commit": "a per-scenario commit: ours is the repo's pin in the config",
+            "time_budget_minutes": "a time budget: ours are the config's limits",
+        }.get(k, "not a field we map")
         report.append({"scenario": sid, "what": f"scenario field {k!r}", "reason": reason + "; not imported"})
     rub_path = path.with_name(path.name[: -len(".yaml")] + ".rubric.yaml")
     rubrics, audience = rubric_steps(rub_path if rub_path.exists() else None, report, sid)
     if not rub_path.exists():
-        report.append({"scenario": sid, "what": "rubric file", "reason": f"{rub_path.name} not found: every step gets the bench's default criteria (SCORING.md)"})
+        report.append(
+            {
+                "scenario": sid,
+                "what": "rubric file",
+                "reason": f"{rub_path.name} not found: every step gets the bench's default criteria (SCORING.md)",
+            }
+        )
 
     used: set = set()
-    steps = [convert_step(st, i, used, sid, rubrics, rub_path, report, mapping, one_answer)
-             for i, st in enumerate(src["steps"])]
+    steps = [
+        convert_step(st, i, used, sid, rubrics, rub_path, report, mapping, one_answer)
+        for i, st in enumerate(src["steps"])
+    ]
     names = {str(s.get("name")) for s in src["steps"]}
     for rname in rubrics:
         if rname not in names:
-            report.append({"scenario": sid, "what": f"rubric step {rname!r}", "reason": f"{rub_path.name} names a step the scenario does not have: not imported"})
+            report.append(
+                {
+                    "scenario": sid,
+                    "what": f"rubric step {rname!r}",
+                    "reason": f"{rub_path.name} names a step the scenario does not have: not imported",
+                }
+            )
 
     gold = src.get("gold") or []
     rows = gold_rows(gold, sid, report)
@@ -181,8 +248,9 @@ def convert_scenario(path: Path, split: str, sid: str, report: list, mapping: li
     return scenario_doc(src, split, sid, audience, rows, steps, report, one_answer)
 
 
-def convert_step(st: dict, i: int, used: set, sid: str, rubrics: dict, rub_path: Path, report: list,
-                 mapping: list, one_answer: bool) -> dict:
+def convert_step(
+    st: dict, i: int, used: set, sid: str, rubrics: dict, rub_path: Path, report: list, mapping: list, one_answer: bool
+) -> dict:
     """Step `i` of a bench scenario as our step (its name made unique among `used`), with its checks and
     its rubric: the entry of that name in the rubric file's `rubrics`, else the bench's defaults."""
     bname = str(st.get("name") or f"step {i + 1}")
@@ -192,7 +260,14 @@ def convert_step(st: dict, i: int, used: set, sid: str, rubrics: dict, rub_path:
         name, n = f"{slug(bname)}-{n}", n + 1
     used.add(name)
     for k in sorted(set(st) - KNOWN_STEP_KEYS):
-        report.append({"scenario": sid, "step": bname, "what": f"step field {k!r}", "reason": "not a step field we map; not imported"})
+        report.append(
+            {
+                "scenario": sid,
+                "step": bname,
+                "what": f"step field {k!r}",
+                "reason": "not a step field we map; not imported",
+            }
+        )
     out = {"name": name, "prompt": str(st.get("prompt") or "").strip() or bname}
     if one_answer and name != slug(bname):
         out[ANSWER_KEY_FIELD] = bname  # the bench renders each step as "### Step N: <name>"
@@ -205,8 +280,14 @@ def convert_step(st: dict, i: int, used: set, sid: str, rubrics: dict, rub_path:
     if rub is None:
         rub = {"criteria": [dict(c) for c in DEFAULT_CRITERIA]}
         if rubrics or rub_path.exists():
-            report.append({"scenario": sid, "step": bname, "what": "rubric",
-                           "reason": f"no entry named {bname!r} in {rub_path.name}: the bench's default criteria (SCORING.md) used"})
+            report.append(
+                {
+                    "scenario": sid,
+                    "step": bname,
+                    "what": "rubric",
+                    "reason": f"no entry named {bname!r} in {rub_path.name}: the bench's default criteria (SCORING.md) used",
+                }
+            )
     out["rubric"] = rub
     return out
 
@@ -219,9 +300,18 @@ def convert_checks(st: dict, out: dict, sid: str, bname: str, report: list, mapp
     for j, c in enumerate(st.get("checks") or []):
         c = c if isinstance(c, dict) else {"type": None, "value": c}
         m = map_check(c)
-        row = {"scenario": sid, "step": bname, "step_name": name, "check": j, "type": c.get("type"),
-               "value": c.get("value"), "required": c.get("required", True), "layer": c.get("layer", "fairness"),
-               "description": c.get("description"), "to": m["to"]}
+        row = {
+            "scenario": sid,
+            "step": bname,
+            "step_name": name,
+            "check": j,
+            "type": c.get("type"),
+            "value": c.get("value"),
+            "required": c.get("required", True),
+            "layer": c.get("layer", "fairness"),
+            "description": c.get("description"),
+            "to": m["to"],
+        }
         extra = sorted(set(c) - KNOWN_CHECK_KEYS)
         if m["to"] == "check":
             checks.append(m["value"])
@@ -239,12 +329,29 @@ def convert_checks(st: dict, out: dict, sid: str, bname: str, report: list, mapp
                 row["as"] = m["value"]
         if m.get("reason"):
             row["reason"] = m["reason"]
-            report.append({"scenario": sid, "step": bname, "check": j, "type": c.get("type"),
-                           "value": c.get("value"), "required": row["required"], "layer": row["layer"],
-                           "what": "check " + ("kept as " + m["to"] if m["to"] else "not expressed"),
-                           "reason": m["reason"]})
+            report.append(
+                {
+                    "scenario": sid,
+                    "step": bname,
+                    "check": j,
+                    "type": c.get("type"),
+                    "value": c.get("value"),
+                    "required": row["required"],
+                    "layer": row["layer"],
+                    "what": "check " + ("kept as " + m["to"] if m["to"] else "not expressed"),
+                    "reason": m["reason"],
+                }
+            )
         if extra:
-            report.append({"scenario": sid, "step": bname, "check": j, "what": f"check fields {extra}", "reason": "not check fields we map; not imported"})
+            report.append(
+                {
+                    "scenario": sid,
+                    "step": bname,
+                    "check": j,
+                    "what": f"check fields {extra}",
+                    "reason": "not check fields we map; not imported",
+                }
+            )
         mapping.append(row)
     return checks, tools
 
@@ -262,22 +369,33 @@ def gold_key_points(gold: list, rows: list, steps: list, sid: str, report: list)
             points.append(" ".join(str(text).split()))
     if points:
         steps[-1]["key_points"] = points
-    report.append({"scenario": sid, "what": f"gold ({len(gold)} targets)",
-                   "reason": f"scenario-level file targets with their relation: {len(rows)} scenario gold rows "
-                             "(cited and mention recall, overall and per group, grade/gold_recall.py) and "
-                             f"{len(points)} key points of the last step ({steps[-1]['name']}), which the judge sees; "
-                             "none became citations.gold, which need path:N, path:N-M or path:Symbol, not a bare file"})
+    report.append(
+        {
+            "scenario": sid,
+            "what": f"gold ({len(gold)} targets)",
+            "reason": f"scenario-level file targets with their relation: {len(rows)} scenario gold rows "
+            "(cited and mention recall, overall and per group, grade/gold_recall.py) and "
+            f"{len(points)} key points of the last step ({steps[-1]['name']}), which the judge sees; "
+            "none became citations.gold, which need path:N, path:N-M or path:Symbol, not a bare file",
+        }
+    )
 
 
-def scenario_doc(src: dict, split: str, sid: str, audience, rows: list, steps: list, report: list,
-                 one_answer: bool) -> dict:
+def scenario_doc(
+    src: dict, split: str, sid: str, audience, rows: list, steps: list, report: list, one_answer: bool
+) -> dict:
     """Our scenario file's data, in the order its fields are written; the rubric's audience is kept in
     the description (our rubric has no such field)."""
     desc = " ".join(str(src.get("description") or "").split())
     if audience:
         desc += ("\n\n" if desc else "") + "Judge audience (the bench's rubric): " + " ".join(str(audience).split())
-        report.append({"scenario": sid, "what": "rubric audience",
-                       "reason": "our rubric has no audience field: kept in the description, which the judge does not see"})
+        report.append(
+            {
+                "scenario": sid,
+                "what": "rubric audience",
+                "reason": "our rubric has no audience field: kept in the description, which the judge does not see",
+            }
+        )
     out_sc = {"title": str(src.get("name") or sid)}
     if desc:
         out_sc["description"] = desc
@@ -301,16 +419,22 @@ def gold_rows(gold: list, sid: str, report: list) -> list[dict]:
     for i, g in enumerate(gold):
         g = {"id": g, "match": [g]} if isinstance(g, str) else g
         if not isinstance(g, dict) or not g.get("match") or not isinstance(g.get("match"), list):
-            report.append({"scenario": sid, "what": f"gold row {i}", "reason": "no `match` list: not a gold row; left out"})
+            report.append(
+                {"scenario": sid, "what": f"gold row {i}", "reason": "no `match` list: not a gold row; left out"}
+            )
             continue
         gid = str(g.get("id") or g["match"][0])
         if gid in seen:
-            report.append({"scenario": sid, "what": f"gold row {gid!r}", "reason": "a second row with this id; left out"})
+            report.append(
+                {"scenario": sid, "what": f"gold row {gid!r}", "reason": "a second row with this id; left out"}
+            )
             continue
         seen.add(gid)
         extra = sorted(set(g) - set(GOLD_KEYS))
         if extra:
-            report.append({"scenario": sid, "what": f"gold row {gid!r} fields {extra}", "reason": "not gold fields we map"})
+            report.append(
+                {"scenario": sid, "what": f"gold row {gid!r} fields {extra}", "reason": "not gold fields we map"}
+            )
         row = {"id": gid, "match": [str(x) for x in g["match"]]}
         if g.get("group"):
             row["group"] = str(g["group"])
@@ -318,4 +442,3 @@ def gold_rows(gold: list, sid: str, report: list) -> list[dict]:
             row["relation"] = " ".join(str(g["relation"]).split())
         out.append(row)
     return out
-

@@ -36,11 +36,19 @@ import yaml
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.hashing import file_sha256
 from mcptrials.matrix.tools import BASELINE
-from mcptrials.importers.sense_bench import (RECORDED_FORMAT, TOOL_NAME, dump_yaml, github_url, parse_pin_arg,
-                                             read_pins, recorded_tool, validate_written)
+from mcptrials.importers.sense_bench import (
+    RECORDED_FORMAT,
+    TOOL_NAME,
+    dump_yaml,
+    github_url,
+    parse_pin_arg,
+    read_pins,
+    recorded_tool,
+    validate_written,
+)
 from mcptrials.importers.sense_scenario import BenchImportError, convert_scenario
 
-DEFAULT_HARNESS = "claude-code"   # the verticals' README: run_meta.json of Claude Code runs has no `harness`
+DEFAULT_HARNESS = "claude-code"  # the verticals' README: run_meta.json of Claude Code runs has no `harness`
 RUN_DIR = re.compile(r"^run-(\d+)$")
 RUN_FILES = ("transcript.json", "judged.json", "scored.json", "run_meta.json")
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -53,7 +61,9 @@ def find_bench(bench_dir: Path) -> Path:
     for cand in (bench_dir, bench_dir / "bench"):
         if (cand / "verticals").is_dir():
             return cand
-    raise BenchImportError(f"{bench_dir}: no verticals/ folder here or in bench/; give the reference bench's bench/ folder")
+    raise BenchImportError(
+        f"{bench_dir}: no verticals/ folder here or in bench/; give the reference bench's bench/ folder"
+    )
 
 
 def verticals(bench: Path) -> list[str]:
@@ -74,29 +84,44 @@ def find_runs(results: Path, scenario_ids: set[str]) -> tuple[list[dict], list[d
     """(runs, left out) of a vertical's results/: a run is {model, arm, scenario, trial, dir,
     meta}; everything that is not a trial is listed with its reason."""
     runs, left_out = [], []
-    rel = lambda p: str(p.relative_to(results.parents[2]))   # noqa: E731 - from the bench/ folder, as reported
+    rel = lambda p: str(p.relative_to(results.parents[2]))  # noqa: E731 - from the bench/ folder, as reported
     for mdir in sorted(p for p in results.iterdir() if p.is_dir()):
         if mdir.name.startswith(("_", ".")):
-            left_out.append({"path": rel(mdir), "reason": "a folder starting with _ or . (quarantined or partial): not a model"})
+            left_out.append(
+                {"path": rel(mdir), "reason": "a folder starting with _ or . (quarantined or partial): not a model"}
+            )
             continue
         if not MODEL_NAME.match(mdir.name):
             left_out.append({"path": rel(mdir), "reason": "not a model name of ours ([A-Za-z0-9][A-Za-z0-9_.-]*)"})
             continue
         for adir in sorted(p for p in mdir.iterdir() if p.is_dir()):
             if adir.name.startswith(("_", ".")) or not TOOL_NAME.match(adir.name):
-                left_out.append({"path": rel(adir), "reason": "a folder starting with _ (quarantined or partial), or "
-                                                              "not a tool name of ours: not an arm"})
+                left_out.append(
+                    {
+                        "path": rel(adir),
+                        "reason": "a folder starting with _ (quarantined or partial), or "
+                        "not a tool name of ours: not an arm",
+                    }
+                )
                 continue
             for cdir in sorted(p for p in adir.iterdir() if p.is_dir()):
                 if cdir.name.startswith(("_", ".")):
                     left_out.append({"path": rel(cdir), "reason": "a folder starting with _ (quarantined or partial)"})
                     continue
                 if cdir.name not in scenario_ids:
-                    left_out.append({"path": rel(cdir), "reason": f"{cdir.name!r} is not a scenario of the vertical "
-                                                                  "(scenarios/<name>.yaml): not a cell"})
+                    left_out.append(
+                        {
+                            "path": rel(cdir),
+                            "reason": f"{cdir.name!r} is not a scenario of the vertical "
+                            "(scenarios/<name>.yaml): not a cell",
+                        }
+                    )
                     continue
-                numbered = sorted((int(RUN_DIR.match(p.name).group(1)), p) for p in cdir.iterdir()
-                                  if p.is_dir() and RUN_DIR.match(p.name))
+                numbered = sorted(
+                    (int(RUN_DIR.match(p.name).group(1)), p)
+                    for p in cdir.iterdir()
+                    if p.is_dir() and RUN_DIR.match(p.name)
+                )
                 others = [p for p in cdir.iterdir() if p.is_dir() and not RUN_DIR.match(p.name)]
                 for p in others:
                     left_out.append({"path": rel(p), "reason": "not a run-N folder: not a trial"})
@@ -116,11 +141,25 @@ def find_runs(results: Path, scenario_ids: set[str]) -> tuple[list[dict], list[d
                         if meta is None:
                             continue
                     if meta.get("valid") is False:
-                        left_out.append({"path": rel(rdir), "reason": "valid: false in run_meta.json (void_reason: "
-                                                                      f"{meta.get('void_reason') or 'none given'})"})
+                        left_out.append(
+                            {
+                                "path": rel(rdir),
+                                "reason": "valid: false in run_meta.json (void_reason: "
+                                f"{meta.get('void_reason') or 'none given'})",
+                            }
+                        )
                         continue
-                    runs.append({"model": mdir.name, "arm": adir.name, "scenario": cdir.name, "trial": n,
-                                 "dir": rdir, "meta": meta, "path": rel(rdir)})
+                    runs.append(
+                        {
+                            "model": mdir.name,
+                            "arm": adir.name,
+                            "scenario": cdir.name,
+                            "trial": n,
+                            "dir": rdir,
+                            "meta": meta,
+                            "path": rel(rdir),
+                        }
+                    )
     return runs, left_out
 
 
@@ -157,24 +196,32 @@ def resolve_on_mirror(mirror: str, short: str, hint: str = "") -> tuple[str | No
     the ledger's full id, when it is one of them; else it stays unresolved, the candidates said."""
     import subprocess
 
-    if Path(mirror).is_file():   # a bundle: its refs' history, read by listing it
+    if Path(mirror).is_file():  # a bundle: its refs' history, read by listing it
         return None, f"the mirror {mirror} is a bundle"
-    p = subprocess.run(["git", "-C", mirror, "rev-parse", "--verify", "--quiet", f"{short}^{{commit}}"],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        ["git", "-C", mirror, "rev-parse", "--verify", "--quiet", f"{short}^{{commit}}"], capture_output=True, text=True
+    )
     full = p.stdout.strip()
     if p.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", full):
         return full, None
-    objs = subprocess.run(["git", "-C", mirror, "rev-parse", f"--disambiguate={short}"],
-                          capture_output=True, text=True).stdout.split()
-    commits = [o for o in objs if subprocess.run(["git", "-C", mirror, "cat-file", "-t", o], capture_output=True,
-                                                 text=True).stdout.strip() == "commit"]
+    objs = subprocess.run(
+        ["git", "-C", mirror, "rev-parse", f"--disambiguate={short}"], capture_output=True, text=True
+    ).stdout.split()
+    commits = [
+        o
+        for o in objs
+        if subprocess.run(["git", "-C", mirror, "cat-file", "-t", o], capture_output=True, text=True).stdout.strip()
+        == "commit"
+    ]
     if len(commits) == 1:
         return commits[0], None
     if hint in commits:
         return hint, None
     if commits:
-        return None, (f"commit {short} is ambiguous in the mirror {mirror} ({len(commits)} commits start with it: "
-                      f"{', '.join(c[:12] for c in commits)}); give --pin REPO=COMMIT")
+        return None, (
+            f"commit {short} is ambiguous in the mirror {mirror} ({len(commits)} commits start with it: "
+            f"{', '.join(c[:12] for c in commits)}); give --pin REPO=COMMIT"
+        )
     return None, f"commit {short} is not in the mirror {mirror}"
 
 
@@ -198,8 +245,10 @@ def _pins(bench: Path, used: list[str], runs: list[dict], pins_file, pin_args, m
     mirrors = read_mirrors(mirrors_file) if mirrors_file else None
     entries, notes, used_mirrors, problems = {}, [], {}, []
     for repo in used:
-        seen = sorted({str(r["meta"].get("repo_commit")) for r in runs if r["repo"] == repo and r["meta"].get("repo_commit")},
-                      key=len)
+        seen = sorted(
+            {str(r["meta"].get("repo_commit")) for r in runs if r["repo"] == repo and r["meta"].get("repo_commit")},
+            key=len,
+        )
         short = seen[-1] if seen else None
         if short and (not SHORT.match(short) or any(not short.startswith(c) for c in seen)):
             problems.append(f"{repo} (its runs were made at {', '.join(seen)}: not one commit)")
@@ -227,8 +276,11 @@ def _pins(bench: Path, used: list[str], runs: list[dict], pins_file, pin_args, m
             if re.fullmatch(r"[0-9a-f]{40}", led) and (short is None or led.startswith(short)):
                 full, how = led, pins[repo]["from"]
             else:
-                why = (f"{ledger.name} pins {led[:12] or 'nothing'}, not the runs' commit {short}; no --mirrors given"
-                       if led else f"not in {ledger.name}; no --mirrors given")
+                why = (
+                    f"{ledger.name} pins {led[:12] or 'nothing'}, not the runs' commit {short}; no --mirrors given"
+                    if led
+                    else f"not in {ledger.name}; no --mirrors given"
+                )
         if full is not None and not re.fullmatch(r"[0-9a-f]{40}", full):
             problems.append(f"{repo} ({full!r} from {how} is not a full 40-hex commit)")
             continue
@@ -243,25 +295,34 @@ def _pins(bench: Path, used: list[str], runs: list[dict], pins_file, pin_args, m
         else:
             reason = f"short commit {short} of the runs, not resolved: {why}"
             entries[repo] = {"url": url, "commit": short, "unresolved": reason}
-            notes.append({"repo": repo, "commit": short, "runs_commit": seen, "resolved_by": None, "unresolved": reason})
+            notes.append(
+                {"repo": repo, "commit": short, "runs_commit": seen, "resolved_by": None, "unresolved": reason}
+            )
     if problems:
-        raise BenchImportError(f"{ledger}: cannot pin repo(s) {'; '.join(problems)}; give each as --pin REPO=COMMIT,URL "
-                               "(the full commit the runs' short one names)")
+        raise BenchImportError(
+            f"{ledger}: cannot pin repo(s) {'; '.join(problems)}; give each as --pin REPO=COMMIT,URL "
+            "(the full commit the runs' short one names)"
+        )
     return entries, notes, used_mirrors
 
 
-def import_vertical(bench_dir, name: str, out_dir, pins_file=None, pin_args=(), mirrors_file=None,
-                    validate: bool = True) -> dict:
+def import_vertical(
+    bench_dir, name: str, out_dir, pins_file=None, pin_args=(), mirrors_file=None, validate: bool = True
+) -> dict:
     """Convert one vertical; write DIR/{scenarios/, recordings/, config.yaml, import-report.json}."""
     bench = find_bench(Path(bench_dir))
     names = verticals(bench)
     if name not in names:
-        raise BenchImportError(f"{bench}/verticals: no vertical {name!r} (with a scenarios/ folder); use one of: "
-                               f"{', '.join(names) or 'none found'}, or all")
+        raise BenchImportError(
+            f"{bench}/verticals: no vertical {name!r} (with a scenarios/ folder); use one of: "
+            f"{', '.join(names) or 'none found'}, or all"
+        )
     vdir = bench / "verticals" / name
     out = Path(out_dir).resolve()
     if out.exists() and any(out.iterdir()) and not (out / "import-report.json").exists():
-        raise BenchImportError(f"{out}: not empty and not an earlier import (no import-report.json); give a new or empty folder")
+        raise BenchImportError(
+            f"{out}: not empty and not an earlier import (no import-report.json); give a new or empty folder"
+        )
     if out == vdir or bench in out.parents or out == bench:
         raise BenchImportError(f"{out}: inside the bench folder; write the import elsewhere")
     results = vdir / "results"
@@ -289,29 +350,63 @@ def import_vertical(bench_dir, name: str, out_dir, pins_file=None, pin_args=(), 
     _link_runs(out, runs)
     meta_of = {mo: next(r["meta"] for r in runs if r["model"] == mo) for mo in models}
     config = vertical_config(name, arms, repos, mirrors, {mo: host_of[mo] for mo in models}, meta_of, trials)
-    header = (f"# The reference bench's vertical {name} imported by `mcptrials import sense-bench --vertical {name}`.\n"
-              f"# Source: {vdir}\n"
-              "# One recorded model per bench model, under the host (agent) it ran in; arms other than baseline are\n"
-              "# recorded arms (transport: recorded). recordings/ links to the bench's files. See import-report.json.\n")
+    header = (
+        f"# The reference bench's vertical {name} imported by `mcptrials import sense-bench --vertical {name}`.\n"
+        f"# Source: {vdir}\n"
+        "# One recorded model per bench model, under the host (agent) it ran in; arms other than baseline are\n"
+        "# recorded arms (transport: recorded). recordings/ links to the bench's files. See import-report.json.\n"
+    )
     dump_yaml(out / "config.yaml", config, header)
 
     doc = {
         "generated_by": "mcptrials import sense-bench --vertical",
-        "bench": str(bench), "vertical": name, "out": str(out),
-        "counts": {"scenarios": len(scenarios), "models": len(models), "hosts": len(config["hosts"]),
-                   "arms": len(arms), "repos": len(used), "runs": len(runs), "trials": trials,
-                   "left_out": len(left_out),
-                   "gold_rows": sum(len(sc.get("gold") or []) for _, sc in scenarios.values())},
-        "models": {mo: {"host": host_of[mo], "model_id": meta_of[mo].get("model"),
-                        "runs": sum(1 for r in runs if r["model"] == mo)} for mo in models},
-        "runs": [{"model": r["model"], "host": r["host"], "arm": r["arm"], "scenario": r["scenario"],
-                  "trial": r["trial"], "path": r["path"], "repo_commit": r["meta"].get("repo_commit")} for r in runs],
+        "bench": str(bench),
+        "vertical": name,
+        "out": str(out),
+        "counts": {
+            "scenarios": len(scenarios),
+            "models": len(models),
+            "hosts": len(config["hosts"]),
+            "arms": len(arms),
+            "repos": len(used),
+            "runs": len(runs),
+            "trials": trials,
+            "left_out": len(left_out),
+            "gold_rows": sum(len(sc.get("gold") or []) for _, sc in scenarios.values()),
+        },
+        "models": {
+            mo: {
+                "host": host_of[mo],
+                "model_id": meta_of[mo].get("model"),
+                "runs": sum(1 for r in runs if r["model"] == mo),
+            }
+            for mo in models
+        },
+        "runs": [
+            {
+                "model": r["model"],
+                "host": r["host"],
+                "arm": r["arm"],
+                "scenario": r["scenario"],
+                "trial": r["trial"],
+                "path": r["path"],
+                "repo_commit": r["meta"].get("repo_commit"),
+            }
+            for r in runs
+        ],
         "left_out": left_out,
         "pins": pin_notes,
         "unresolved": {n["repo"]: n["unresolved"] for n in pin_notes if n.get("unresolved")},
-        "scenarios": {sid: {"file": str(path.relative_to(bench)), "sha256": file_sha256(path), "repo": sc["repo"],
-                            "gold_groups": sorted({g.get("group", "_") for g in sc.get("gold") or []}),
-                            "steps": [s["name"] for s in sc["steps"]]} for sid, (path, sc) in scenarios.items()},
+        "scenarios": {
+            sid: {
+                "file": str(path.relative_to(bench)),
+                "sha256": file_sha256(path),
+                "repo": sc["repo"],
+                "gold_groups": sorted({g.get("group", "_") for g in sc.get("gold") or []}),
+                "steps": [s["name"] for s in sc["steps"]],
+            }
+            for sid, (path, sc) in scenarios.items()
+        },
         "not_expressed": [m for m in mapping if m["scenario"] in scenarios and m["to"] != "check"],
         "notes": report,
         "validation": None,
@@ -343,16 +438,22 @@ def model_runs(results: Path, scenarios: dict) -> tuple[list[dict], list[dict], 
     model's (not a side sweep), each given its repo and host, one host per model."""
     runs, left_out = find_runs(results, set(scenarios))
     if not runs:
-        raise BenchImportError(f"{results}: no run to import ({len(left_out)} folder(s) left out; see their reasons "
-                               "with a fresh --out)")
+        raise BenchImportError(
+            f"{results}: no run to import ({len(left_out)} folder(s) left out; see their reasons with a fresh --out)"
+        )
     # a results/<name>/ folder is a model's when its runs name that model (the id sanitised, `/`
     # and `:` as `_`); another folder (e.g. a tool-version regression sweep) is not a model
     kept = []
     for r in runs:
         mid = r["meta"].get("model")
         if mid and re.sub(r"[/:]", "_", str(mid)) != r["model"]:
-            left_out.append({"path": r["path"], "reason": f"its run_meta.json names model {mid!r}, not the folder "
-                                                          f"{r['model']!r}: not a model's results folder (a side sweep)"})
+            left_out.append(
+                {
+                    "path": r["path"],
+                    "reason": f"its run_meta.json names model {mid!r}, not the folder "
+                    f"{r['model']!r}: not a model's results folder (a side sweep)",
+                }
+            )
         else:
             kept.append(r)
     runs = kept
@@ -369,8 +470,13 @@ def model_runs(results: Path, scenarios: dict) -> tuple[list[dict], list[dict], 
     kept = []
     for r in runs:
         if r["host"] != host_of[r["model"]]:
-            left_out.append({"path": r["path"], "reason": f"harness {r['host']!r}, where the model's other runs are "
-                                                          f"{host_of[r['model']]!r}: one host per model"})
+            left_out.append(
+                {
+                    "path": r["path"],
+                    "reason": f"harness {r['host']!r}, where the model's other runs are "
+                    f"{host_of[r['model']]!r}: one host per model",
+                }
+            )
         else:
             kept.append(r)
     return kept, left_out, host_of
@@ -381,15 +487,26 @@ def note_missing_trials(runs: list, models: list, arms: list, scenarios: dict, t
     cells: dict = {}
     for r in runs:
         cells.setdefault(r["model"], {}).setdefault(r["arm"], {}).setdefault(r["scenario"], []).append(r["trial"])
-    short = [f"{mo}/{a}/{s} ({len(t)} of {trials})" for mo, av in cells.items() for a, sv in av.items()
-             for s, t in sv.items() if len(t) < trials]
-    absent = [f"{mo}/{a}/{s}" for mo in models for a in arms for s in scenarios
-              if s not in cells.get(mo, {}).get(a, {})]
+    short = [
+        f"{mo}/{a}/{s} ({len(t)} of {trials})"
+        for mo, av in cells.items()
+        for a, sv in av.items()
+        for s, t in sv.items()
+        if len(t) < trials
+    ]
+    absent = [
+        f"{mo}/{a}/{s}" for mo in models for a in arms for s in scenarios if s not in cells.get(mo, {}).get(a, {})
+    ]
     if short or absent:
-        report.append({"what": "trials without a recording",
-                       "reason": f"trials: {trials} (the most runs of a cell); a trial with no recording is not_run "
-                                 "(no recording), counted missing, never a zero",
-                       "cells_with_fewer_runs": short, "cells_without_runs": absent})
+        report.append(
+            {
+                "what": "trials without a recording",
+                "reason": f"trials: {trials} (the most runs of a cell); a trial with no recording is not_run "
+                "(no recording), counted missing, never a zero",
+                "cells_with_fewer_runs": short,
+                "cells_without_runs": absent,
+            }
+        )
 
 
 def write_vertical_scenarios(out: Path, bench: Path, name: str, scenarios: dict) -> None:
@@ -400,26 +517,38 @@ def write_vertical_scenarios(out: Path, bench: Path, name: str, scenarios: dict)
         shutil.rmtree(sc_dir)
     sc_dir.mkdir()
     for sid, (path, sc) in scenarios.items():
-        header = (f"# Imported from the reference bench's vertical {name} by `mcptrials import sense-bench --vertical`: "
-                  f"{path.relative_to(bench)} (sha256 {file_sha256(path)[:16]}). Regenerate rather than edit.\n")
+        header = (
+            f"# Imported from the reference bench's vertical {name} by `mcptrials import sense-bench --vertical`: "
+            f"{path.relative_to(bench)} (sha256 {file_sha256(path)[:16]}). Regenerate rather than edit.\n"
+        )
         dump_yaml(sc_dir / f"{sid}.yaml", sc, header)
 
 
-def vertical_config(name: str, arms: list, repos: dict, mirrors: dict, host_of: dict, meta_of: dict, trials: int) -> dict:
+def vertical_config(
+    name: str, arms: list, repos: dict, mirrors: dict, host_of: dict, meta_of: dict, trials: int
+) -> dict:
     """The vertical's config: its arms (recorded, baseline built in), one recorded model per bench model
     (`host_of`, in order) under its loop host, reading DIR/recordings/, and the bench's recorded judge."""
     return {
-        "tools": {a: ({"transport": "none"} if a == BASELINE
-                      else recorded_tool(a, f"verticals/{name}/results/<model>/{a}")) for a in arms},
+        "tools": {
+            a: ({"transport": "none"} if a == BASELINE else recorded_tool(a, f"verticals/{name}/results/<model>/{a}"))
+            for a in arms
+        },
         "repos": repos,
         **({"mirrors": mirrors} if mirrors else {}),
         "scenarios": "scenarios/*.yaml",
         "splits": ["train"],
         "hosts": {h: {"kind": "loop"} for h in dict.fromkeys(host_of.values())},
-        "models": {mo: {"provider": "recorded", "format": RECORDED_FORMAT,
-                        "path": f"recordings/{mo}/{{tool}}/{{scenario}}/{{trial}}/transcript.json",
-                        **({"model": str(meta_of[mo]["model"])} if meta_of[mo].get("model") else {}),
-                        "host": host} for mo, host in host_of.items()},
+        "models": {
+            mo: {
+                "provider": "recorded",
+                "format": RECORDED_FORMAT,
+                "path": f"recordings/{mo}/{{tool}}/{{scenario}}/{{trial}}/transcript.json",
+                **({"model": str(meta_of[mo]["model"])} if meta_of[mo].get("model") else {}),
+                "host": host,
+            }
+            for mo, host in host_of.items()
+        },
         "trials": trials,
         # the bench's own LLM judge, read from each run's judged.json (mcptrials.judge.recorded)
         "judge": {"provider": "recorded"},
@@ -438,14 +567,18 @@ def import_verticals(bench_dir, name: str, out_dir, **kw) -> list[dict]:
 
 def summary(doc: dict) -> str:
     c = doc["counts"]
-    lines = [f"wrote {doc['out']}: vertical {doc['vertical']}, {c['runs']} run(s) as trials of {c['models']} model(s) "
-             f"under {c['hosts']} host(s), {c['arms']} arm(s), {c['scenarios']} scenario(s) ({c['gold_rows']} gold rows), "
-             f"trials 1..{c['trials']}; {c['left_out']} folder(s) left out (import-report.json, left_out)",
-             "  models: " + ", ".join(f"{mo} ({v['host']}, {v['runs']} runs)" for mo, v in doc["models"].items())]
+    lines = [
+        f"wrote {doc['out']}: vertical {doc['vertical']}, {c['runs']} run(s) as trials of {c['models']} model(s) "
+        f"under {c['hosts']} host(s), {c['arms']} arm(s), {c['scenarios']} scenario(s) ({c['gold_rows']} gold rows), "
+        f"trials 1..{c['trials']}; {c['left_out']} folder(s) left out (import-report.json, left_out)",
+        "  models: " + ", ".join(f"{mo} ({v['host']}, {v['runs']} runs)" for mo, v in doc["models"].items()),
+    ]
     reasons = Counter(re.sub(r"'[^']*'", "'...'", x["reason"].split(" (")[0]) for x in doc["left_out"])
     for why, n in reasons.most_common():
         lines.append(f"  left out x{n}: {why}")
     v = doc.get("validation")
     if v:
-        lines.append(f"  validated with {v['by']}: " + (f"ok, {v['cells']} trial cells" if v["ok"] else f"FAILED: {v['error']}"))
+        lines.append(
+            f"  validated with {v['by']}: " + (f"ok, {v['cells']} trial cells" if v["ok"] else f"FAILED: {v['error']}")
+        )
     return "\n".join(lines)

@@ -40,7 +40,7 @@ from mcptrials.matrix.specs import JudgeSpec
 
 SCHEMA = "mcptrials/judged/1"
 PROMPT_FILE = PROMPT_DIR / "judge.md"
-CONCURRENCY = 4          # judge calls in flight at once (per trial)
+CONCURRENCY = 4  # judge calls in flight at once (per trial)
 
 
 def judge_spec(judge_cfg) -> JudgeSpec:
@@ -64,7 +64,9 @@ def step_criteria(scenario: Scenario, step: dict) -> list[dict]:
     """The step's own rubric criteria, else the scenario's top-level rubric."""
     rubric = step.get("rubric") or scenario.data.get("rubric")
     if not rubric:
-        raise ConfigError(f"{scenario.path}: field steps.{step['name']}.rubric: no rubric; add a top-level `rubric` or one on the step")
+        raise ConfigError(
+            f"{scenario.path}: field steps.{step['name']}.rubric: no rubric; add a top-level `rubric` or one on the step"
+        )
     return rubric["criteria"]
 
 
@@ -82,8 +84,12 @@ def judge_settings(judge_cfg, prompt_path=PROMPT_FILE) -> dict:
     repeats, the prompt (sha256) and, for a model judge, model, base_url and max_tokens.
     Never `threshold` or `strict` (they only change the held-out verdict) nor `api_key_env`."""
     spec = judge_spec(judge_cfg)
-    s = {"provider": spec.provider, "repeats": spec.repeats, "record": SCHEMA,
-         "prompt_sha256": file_sha256(prompt_path)}
+    s = {
+        "provider": spec.provider,
+        "repeats": spec.repeats,
+        "record": SCHEMA,
+        "prompt_sha256": file_sha256(prompt_path),
+    }
     if spec.provider != "reference":
         s.update(model=spec.model, base_url=spec.base_url, max_tokens=MAX_TOKENS)
     return s
@@ -91,7 +97,6 @@ def judge_settings(judge_cfg, prompt_path=PROMPT_FILE) -> dict:
 
 def judge_settings_hash(judge_cfg, prompt_path=PROMPT_FILE) -> str:
     return canonical_hash(judge_settings(judge_cfg, prompt_path))
-
 
 
 def _steps_to_judge(transcript: dict, scenario: Scenario, names: list[str], repeats: int) -> tuple[list, list]:
@@ -105,9 +110,17 @@ def _steps_to_judge(transcript: dict, scenario: Scenario, names: list[str], repe
         t_step = mapped[i] if mapped is not None else answers.get(step["name"])
         masked, n_masked = mask_identities((t_step or {}).get("answer_text") or "", names)
         empty = not masked.strip()
-        steps_out.append({"index": i, "name": step["name"], "answered": t_step is not None,
-                          "answer_chars": len(masked), "masked_names": n_masked, "empty": empty,
-                          "criteria": criteria})
+        steps_out.append(
+            {
+                "index": i,
+                "name": step["name"],
+                "answered": t_step is not None,
+                "answer_chars": len(masked),
+                "masked_names": n_masked,
+                "empty": empty,
+                "criteria": criteria,
+            }
+        )
         for r in range(repeats):
             if not empty:
                 jobs.append((i, r, (step, criteria, masked)))
@@ -135,21 +148,35 @@ def _score_step(s: dict, by_key: dict, repeats: int, provider: str) -> None:
     per_repeat = []
     for r in range(repeats):
         if s["empty"]:
-            per_repeat.append({c["name"]: (0.0, "empty answer: 0 by the rubric's anchors (no judge call)")
-                               for c in criteria})
+            per_repeat.append(
+                {c["name"]: (0.0, "empty answer: 0 by the rubric's anchors (no judge call)") for c in criteria}
+            )
         else:
             per_repeat.append({x["name"]: (x["score"], x["rationale"]) for x in by_key[(s["index"], r)]})
-    s["criteria"] = [{"name": c["name"], "weight": c["weight"], "citations": bool(c.get("citations")),
-                      "scores": [pr[c["name"]][0] for pr in per_repeat],
-                      "rationales": [pr[c["name"]][1] for pr in per_repeat],
-                      "mean": sum(pr[c["name"]][0] for pr in per_repeat) / repeats} for c in criteria]
+    s["criteria"] = [
+        {
+            "name": c["name"],
+            "weight": c["weight"],
+            "citations": bool(c.get("citations")),
+            "scores": [pr[c["name"]][0] for pr in per_repeat],
+            "rationales": [pr[c["name"]][1] for pr in per_repeat],
+            "mean": sum(pr[c["name"]][0] for pr in per_repeat) / repeats,
+        }
+        for c in criteria
+    ]
     s["quality"] = [weighted_quality({k: v[0] for k, v in pr.items()}, criteria) for pr in per_repeat]
     s["quality_mean"] = sum(s["quality"]) / repeats
     s["model_calls"] = 0 if (s["empty"] or provider == "reference") else repeats
 
 
-async def ajudge_trial(transcript: TranscriptRecord, scenario: Scenario, judge_cfg: dict, prompt_path=PROMPT_FILE,
-                       tool_names=(), pricing: dict | None = None) -> JudgedRecord:
+async def ajudge_trial(
+    transcript: TranscriptRecord,
+    scenario: Scenario,
+    judge_cfg: dict,
+    prompt_path=PROMPT_FILE,
+    tool_names=(),
+    pricing: dict | None = None,
+) -> JudgedRecord:
     """Judge every step of one transcript; return the judged.json record (see `judge_trial`)."""
     spec = judge_spec(judge_cfg)
     settings = judge_settings(spec, prompt_path)
@@ -161,8 +188,10 @@ async def ajudge_trial(transcript: TranscriptRecord, scenario: Scenario, judge_c
 
     async def one(step: dict, criteria: list[dict], answer: str) -> list[dict]:
         if provider == "reference":
-            return [dict(zip(("score", "rationale"), reference_criterion(answer, c, step)), name=c["name"])
-                    for c in criteria]
+            return [
+                dict(zip(("score", "rationale"), reference_criterion(answer, c, step)), name=c["name"])
+                for c in criteria
+            ]
         async with gate:
             return await model_judge.score(step["prompt"], criteria, step, answer)
 
@@ -183,13 +212,17 @@ async def ajudge_trial(transcript: TranscriptRecord, scenario: Scenario, judge_c
         "schema": SCHEMA,
         "cell": transcript.get("cell"),
         "transcript_outcome": transcript.get("outcome"),
-        "judge": {"provider": provider, "model": settings.get("model"),
-                  "base_url": settings.get("base_url"),  # None: the provider's own endpoint
-                  "repeats": repeats,
-                  "temperature": model_judge.temperature if model_judge else None,
-                  "note": model_judge.note if model_judge else None,
-                  "settings_hash": canonical_hash(settings),
-                  "prompt_file": Path(prompt_path).name, "prompt_sha256": file_sha256(prompt_path)},
+        "judge": {
+            "provider": provider,
+            "model": settings.get("model"),
+            "base_url": settings.get("base_url"),  # None: the provider's own endpoint
+            "repeats": repeats,
+            "temperature": model_judge.temperature if model_judge else None,
+            "note": model_judge.note if model_judge else None,
+            "settings_hash": canonical_hash(settings),
+            "prompt_file": Path(prompt_path).name,
+            "prompt_sha256": file_sha256(prompt_path),
+        },
         "scenario": {"id": scenario.id, "rubric_hash": canonical_hash(scenario.rubric_part())},
         "masking": {"replacement": MASK, "names_masked": sum(s["masked_names"] for s in steps_out)},
         "steps": steps_out,
@@ -199,8 +232,14 @@ async def ajudge_trial(transcript: TranscriptRecord, scenario: Scenario, judge_c
     }
 
 
-def judge_trial(transcript: TranscriptRecord, scenario: Scenario, judge_cfg: dict, prompt_path=PROMPT_FILE,
-                tool_names=(), pricing: dict | None = None) -> JudgedRecord:
+def judge_trial(
+    transcript: TranscriptRecord,
+    scenario: Scenario,
+    judge_cfg: dict,
+    prompt_path=PROMPT_FILE,
+    tool_names=(),
+    pricing: dict | None = None,
+) -> JudgedRecord:
     """Judge one transcript against its scenario's rubric; returns the judged.json record:
     per step and criterion every repeat's score and rationale, step and scenario quality per
     repeat and their means, the judge (provider, model, settings hash, prompt sha256), the
@@ -208,7 +247,6 @@ def judge_trial(transcript: TranscriptRecord, scenario: Scenario, judge_cfg: dic
     is judged on the answers it has; a missing or empty answer scores 0 without a judge call.
     `tool_names`: the configured tool/server names, masked in every answer."""
     return asyncio.run(ajudge_trial(transcript, scenario, judge_cfg, prompt_path, tool_names, pricing))
-
 
 
 # --- command ----------------------------------------------------------------------
@@ -230,8 +268,10 @@ def judge_budget(m, transcript: dict, scenario: str, out: Path):
     if rid is None:
         rid, why = ledger.reserve(key, judge_bound(m, scenario) or 0.0, cap)
         if rid is None:
-            raise ConfigError(f"{m.path}: field budget.max_cost_usd: judging {key[:-len('/judge')]} again does not "
-                              f"fit ({why}); raise the budget, or keep the judge settings that judged it")
+            raise ConfigError(
+                f"{m.path}: field budget.max_cost_usd: judging {key[: -len('/judge')]} again does not "
+                f"fit ({why}); raise the budget, or keep the judge settings that judged it"
+            )
     return ledger, rid
 
 
@@ -253,19 +293,27 @@ def judge_job(m, transcript_path, scenario_path, out: Path, prompt_path=PROMPT_F
         print(f"kept the judgement of the same transcript under the same judge and rubric ({out})", file=sys.stderr)
         return earlier
     ledger, reservation = judge_budget(m, transcript, scenario.id, out)
-    if m.specs.judge.provider == "recorded":   # judgements made elsewhere (mcptrials.judge.recorded)
+    if m.specs.judge.provider == "recorded":  # judgements made elsewhere (mcptrials.judge.recorded)
         from mcptrials.judge.recorded import judge_recorded
 
         record = judge_recorded(m, transcript, scenario)
     else:
-        record = judge_trial(transcript, scenario, m.specs.judge, prompt_path, tool_names=list(m.tools),
-                             pricing=m.config["pricing"])
+        record = judge_trial(
+            transcript, scenario, m.specs.judge, prompt_path, tool_names=list(m.tools), pricing=m.config["pricing"]
+        )
     if ledger is not None:
         from mcptrials.cost.budget import judge_key
         from mcptrials.cost.pricing import judge_cost
 
-        ledger.append({"trial": judge_key(transcript["cell"]), "cell": transcript["cell"], "settles": reservation,
-                       "cost_usd": judge_cost(m.config["pricing"], record), "priced_as": record["judge"].get("model")})
+        ledger.append(
+            {
+                "trial": judge_key(transcript["cell"]),
+                "cell": transcript["cell"],
+                "settles": reservation,
+                "cost_usd": judge_cost(m.config["pricing"], record),
+                "priced_as": record["judge"].get("model"),
+            }
+        )
     record["transcript_sha256"] = transcript_sha
     write_json(out, record)
     if m.specs.judge.provider in MODEL_JUDGES:
@@ -303,9 +351,11 @@ def earlier_judgement(m, out: Path, transcript_sha: str, scenario: Scenario, pro
         rec = json.loads(keep.read_text())
     except (OSError, ValueError):
         return None
-    same = (rec.get("transcript_sha256") == transcript_sha
-            and rec.get("judge", {}).get("settings_hash") == judge_settings_hash(m.specs.judge, prompt_path)
-            and rec.get("scenario", {}).get("rubric_hash") == canonical_hash(scenario.rubric_part()))
+    same = (
+        rec.get("transcript_sha256") == transcript_sha
+        and rec.get("judge", {}).get("settings_hash") == judge_settings_hash(m.specs.judge, prompt_path)
+        and rec.get("scenario", {}).get("rubric_hash") == canonical_hash(scenario.rubric_part())
+    )
     if not same:
         return None
     out.unlink(missing_ok=True)

@@ -20,13 +20,17 @@ from mcptrials.matrix.specs import JudgeSpec
 from mcptrials.providers.base import ProviderError, Usage
 
 NOTES = {
-    "anthropic": ("API 2026-10-21 takes no temperature: the judge runs at the model's default "
-                  "sampling; its spread is measured by judge.repeats"),
-    "openai": ("no sampling parameters are sent: the judge runs at the model's default sampling; "
-               "its spread is measured by judge.repeats"),
+    "anthropic": (
+        "API 2026-10-21 takes no temperature: the judge runs at the model's default "
+        "sampling; its spread is measured by judge.repeats"
+    ),
+    "openai": (
+        "no sampling parameters are sent: the judge runs at the model's default sampling; "
+        "its spread is measured by judge.repeats"
+    ),
 }
 MAX_TOKENS = JudgeSpec.MAX_TOKENS
-MAX_RETRIES = 4          # the provider's retries per judge call (429/529/5xx, honouring retry-after)
+MAX_RETRIES = 4  # the provider's retries per judge call (429/529/5xx, honouring retry-after)
 
 
 class JudgeError(Exception):
@@ -48,11 +52,14 @@ class ModelJudge:
 
         key = os.environ.get(spec.api_key_env) if spec.api_key_env else None
         if not key:
-            raise ConfigError(f"judge: provider {spec.provider} needs ${spec.api_key_env}; "
-                              "export it or set judge.provider: reference")
+            raise ConfigError(
+                f"judge: provider {spec.provider} needs ${spec.api_key_env}; export it or set judge.provider: reference"
+            )
         if not spec.model:
-            raise ConfigError(f"judge.model: provider {spec.provider} needs a model id (e.g. "
-                              f"{'gpt-5.1' if spec.provider == 'openai' else 'claude-sonnet-4-6'}); add `model:` under `judge`")
+            raise ConfigError(
+                f"judge.model: provider {spec.provider} needs a model id (e.g. "
+                f"{'gpt-5.1' if spec.provider == 'openai' else 'claude-sonnet-4-6'}); add `model:` under `judge`"
+            )
         self.spec = spec
         self.model = spec.model
         self.system, self.template = load_prompt(prompt_path)
@@ -69,12 +76,20 @@ class ModelJudge:
         """One judge call; returns the reply's text and its stop reason."""
         try:
             # The fixed instructions are the cached prefix shared by every judge call.
-            reply = await self.provider.complete([{"type": "text", "text": self.system}], messages, [], MAX_TOKENS,
-                                                 reply_schema=REPLY_FORMAT, cache_conversation=False)
+            reply = await self.provider.complete(
+                [{"type": "text", "text": self.system}],
+                messages,
+                [],
+                MAX_TOKENS,
+                reply_schema=REPLY_FORMAT,
+                cache_conversation=False,
+            )
         except ProviderError as e:
             status = f" with HTTP {e.status}" if e.status is not None else ""
-            raise JudgeError(f"judge API call ({self.spec.provider} model {self.model}) failed{status} after "
-                             f"{e.retries} retr{'y' if e.retries == 1 else 'ies'}: {e}; the trial is not judged") from None
+            raise JudgeError(
+                f"judge API call ({self.spec.provider} model {self.model}) failed{status} after "
+                f"{e.retries} retr{'y' if e.retries == 1 else 'ies'}: {e}; the trial is not judged"
+            ) from None
         self.api_calls += 1
         self.retries += reply.retries
         self.usage.add(reply.usage)
@@ -91,8 +106,11 @@ class ModelJudge:
             cut = f" (it was cut at {MAX_TOKENS} output tokens: be brief)" if stop == "max_tokens" else ""
             messages += [
                 {"role": "assistant", "content": text.strip() or "(no text)"},
-                {"role": "user", "content": f"Your reply could not be used: {first}{cut}. Reply again with only the "
-                                            f"JSON object, one entry for each of: {', '.join(names)}."},
+                {
+                    "role": "user",
+                    "content": f"Your reply could not be used: {first}{cut}. Reply again with only the "
+                    f"JSON object, one entry for each of: {', '.join(names)}.",
+                },
             ]
         text, stop = await self._call(messages)
         try:
@@ -100,8 +118,10 @@ class ModelJudge:
         except MalformedReply as second:
             self.malformed_replies += 1
             cut = f" (cut at {MAX_TOKENS} output tokens)" if stop == "max_tokens" else ""
-            raise JudgeError(f"judge model {self.model} gave a malformed reply twice (last: {second}{cut}); "
-                             f"the step is not scored. Reply began: {text[:200]!r}") from None
+            raise JudgeError(
+                f"judge model {self.model} gave a malformed reply twice (last: {second}{cut}); "
+                f"the step is not scored. Reply began: {text[:200]!r}"
+            ) from None
 
     async def aclose(self) -> None:
         await self.provider.aclose()

@@ -64,7 +64,9 @@ def load_prompt(path) -> tuple[str, str]:
         _, rest = text.split("=== SYSTEM ===", 1)
         system, user = rest.split("=== USER ===", 1)
     except ValueError:
-        raise ConfigError(f"{path}: the judge prompt needs a '=== SYSTEM ===' line and then a '=== USER ===' line; restore them") from None
+        raise ConfigError(
+            f"{path}: the judge prompt needs a '=== SYSTEM ===' line and then a '=== USER ===' line; restore them"
+        ) from None
     return system.strip(), user.strip()
 
 
@@ -110,7 +112,7 @@ def parse_reply(text: str, names: list[str]) -> list[dict]:
     except json.JSONDecodeError:
         start, end = body.find("{"), body.rfind("}")
         try:
-            data = json.loads(body[start:end + 1]) if 0 <= start < end else None
+            data = json.loads(body[start : end + 1]) if 0 <= start < end else None
         except json.JSONDecodeError:
             data = None
         if data is None:

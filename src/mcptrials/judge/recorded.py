@@ -45,15 +45,29 @@ def judged_file(m: Matrix, key: TrialKey) -> Path:
     from mcptrials.run.recorded import recorded_file
 
     if m.models[key.model]["provider"] != "recorded":
-        raise ConfigError(f"{m.path}: field judge.path: model {key.model} is not recorded, so its trials have no "
-                          "recorded file to find a judgement beside; give judge.path")
+        raise ConfigError(
+            f"{m.path}: field judge.path: model {key.model} is not recorded, so its trials have no "
+            "recorded file to find a judgement beside; give judge.path"
+        )
     return recorded_file(m, key).parent / "judged.json"
 
 
 def _not_judged(base: dict, scenario, reason: str) -> dict:
-    steps = [{"index": i, "name": st["name"], "answered": False, "answer_chars": 0, "masked_names": 0, "empty": True,
-              "criteria": [], "quality": [], "quality_mean": None, "model_calls": 0}
-             for i, st in enumerate(scenario.data["steps"])]
+    steps = [
+        {
+            "index": i,
+            "name": st["name"],
+            "answered": False,
+            "answer_chars": 0,
+            "masked_names": 0,
+            "empty": True,
+            "criteria": [],
+            "quality": [],
+            "quality_mean": None,
+            "model_calls": 0,
+        }
+        for i, st in enumerate(scenario.data["steps"])
+    ]
     return dict(base, steps=steps, quality=[], quality_mean=None, not_judged=reason)
 
 
@@ -62,17 +76,35 @@ def judge_recorded(m: Matrix, transcript: TranscriptRecord, scenario) -> JudgedR
     cell = transcript["cell"]
     path = judged_file(m, TrialKey.of(cell))
     where = str(path)
-    base = {"schema": SCHEMA, "cell": cell, "transcript_outcome": transcript.get("outcome"),
-            "judge": {"provider": "recorded", "model": None, "base_url": None, "repeats": 1, "temperature": None,
-                      "note": None, "settings_hash": canonical_hash({"provider": "recorded",
-                                                                     "path": m.specs.judge.path}),
-                      "prompt_file": "recorded", "prompt_sha256": ""},
-            "scenario": {"id": scenario.id, "rubric_hash": canonical_hash(scenario.rubric_part())},
-            "masking": {"replacement": "[tool]", "names_masked": 0},
-            "usage": {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0,
-                      "cache_read_input_tokens": 0, "api_calls": 0, "retries": 0, "malformed_replies": 0,
-                      "cost_usd": 0.0},
-            "recorded": {"path": where, "sha256": None}}
+    base = {
+        "schema": SCHEMA,
+        "cell": cell,
+        "transcript_outcome": transcript.get("outcome"),
+        "judge": {
+            "provider": "recorded",
+            "model": None,
+            "base_url": None,
+            "repeats": 1,
+            "temperature": None,
+            "note": None,
+            "settings_hash": canonical_hash({"provider": "recorded", "path": m.specs.judge.path}),
+            "prompt_file": "recorded",
+            "prompt_sha256": "",
+        },
+        "scenario": {"id": scenario.id, "rubric_hash": canonical_hash(scenario.rubric_part())},
+        "masking": {"replacement": "[tool]", "names_masked": 0},
+        "usage": {
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "api_calls": 0,
+            "retries": 0,
+            "malformed_replies": 0,
+            "cost_usd": 0.0,
+        },
+        "recorded": {"path": where, "sha256": None},
+    }
     if not path.is_file():
         return _not_judged(base, scenario, f"no recorded judgement: {where} not found")
     base["recorded"]["sha256"] = base["judge"]["prompt_sha256"] = file_sha256(path)
@@ -83,9 +115,11 @@ def judge_recorded(m: Matrix, transcript: TranscriptRecord, scenario) -> JudgedR
     if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
         return _not_judged(base, scenario, f"{where}: no `steps` list: not a recorded judgement")
     j = data.get("judge") if isinstance(data.get("judge"), dict) else {}
-    base["judge"].update(model=j.get("model"),
-                         note=f"recorded judgement {where} (judge {j.get('model') or 'unnamed'}, prompt "
-                              f"{j.get('prompt_version') or 'unnamed'}); no call made here")
+    base["judge"].update(
+        model=j.get("model"),
+        note=f"recorded judgement {where} (judge {j.get('model') or 'unnamed'}, prompt "
+        f"{j.get('prompt_version') or 'unnamed'}); no call made here",
+    )
     base["judge"]["prompt_file"] = str(j.get("prompt_version") or "recorded")
     base["recorded"].update(scenario_quality=data.get("scenario_quality"))
     by_slug = {_slug(s.get("step")): s for s in data["steps"] if isinstance(s, dict) and s.get("step")}
@@ -93,29 +127,54 @@ def judge_recorded(m: Matrix, transcript: TranscriptRecord, scenario) -> JudgedR
     for i, st in enumerate(scenario.data["steps"]):
         rec = by_slug.get(_slug(st.get("answer_key") or st["name"])) or by_slug.get(_slug(st["name"]))
         if rec is None or not isinstance(rec.get("scores"), dict) or not rec["scores"]:
-            return _not_judged(base, scenario, f"{where}: no judgement of step {st['name']!r} (steps judged: "
-                                               f"{', '.join(sorted(by_slug)) or 'none'})")
+            return _not_judged(
+                base,
+                scenario,
+                f"{where}: no judgement of step {st['name']!r} (steps judged: {', '.join(sorted(by_slug)) or 'none'})",
+            )
         rubric = st.get("rubric") or scenario.data.get("rubric") or {}
         weights = {c["name"]: c["weight"] for c in rubric.get("criteria") or []}
         crits = []
         for name, v in rec["scores"].items():
             score = (v or {}).get("score") if isinstance(v, dict) else v
             if not isinstance(score, (int, float)) or not 0 <= score <= 1:
-                return _not_judged(base, scenario, f"{where}: step {st['name']!r} criterion {name!r}: score {score!r} "
-                                                   "is not in [0, 1]")
+                return _not_judged(
+                    base, scenario, f"{where}: step {st['name']!r} criterion {name!r}: score {score!r} is not in [0, 1]"
+                )
             if name not in weights:
                 unweighted.add(name)
-            crits.append({"name": name, "weight": weights.get(name, 0.0), "citations": False,
-                          "scores": [float(score)], "rationales": [str((v or {}).get("rationale") or "")
-                                                                   if isinstance(v, dict) else ""],
-                          "mean": float(score)})
+            crits.append(
+                {
+                    "name": name,
+                    "weight": weights.get(name, 0.0),
+                    "citations": False,
+                    "scores": [float(score)],
+                    "rationales": [str((v or {}).get("rationale") or "") if isinstance(v, dict) else ""],
+                    "mean": float(score),
+                }
+            )
         if not any(c["weight"] for c in crits):
-            return _not_judged(base, scenario, f"{where}: step {st['name']!r}: none of its criteria "
-                                               f"({', '.join(rec['scores'])}) is in our rubric")
+            return _not_judged(
+                base,
+                scenario,
+                f"{where}: step {st['name']!r}: none of its criteria ({', '.join(rec['scores'])}) is in our rubric",
+            )
         # the step's quality as every judge's: sum_c w_c s_c / sum_c w_c (judge.weighted_quality)
         q = sum(c["weight"] * c["mean"] for c in crits) / sum(c["weight"] for c in crits)
-        steps.append({"index": i, "name": st["name"], "answered": True, "answer_chars": 0, "masked_names": 0,
-                      "empty": False, "criteria": crits, "quality": [q], "quality_mean": q, "model_calls": 0})
+        steps.append(
+            {
+                "index": i,
+                "name": st["name"],
+                "answered": True,
+                "answer_chars": 0,
+                "masked_names": 0,
+                "empty": False,
+                "criteria": crits,
+                "quality": [q],
+                "quality_mean": q,
+                "model_calls": 0,
+            }
+        )
     base["recorded"]["unweighted"] = sorted(unweighted)
     quality = sum(s["quality_mean"] for s in steps) / len(steps)
     return dict(base, steps=steps, quality=[quality], quality_mean=quality)

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import re
 
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a an the and or but nor not no yes of to in on at by for with from into onto over under as is are was
 were be been being am do does did doing has have had having it its this that these those there here
 then than so such very can could will would shall should may might must which who whom whose what when
 where why how all any both each few more most other some own same too only just also about above
 below after before between through during again further once out off up down we you they he she them
 his her our your their my me us i if while because until via per
-""".split())
+""".split()
+)
 
 _WORD_RE = re.compile(r"[a-z0-9_]+")
 
@@ -63,11 +65,13 @@ def gold_cited(gold: str, answer: str) -> bool:
     same = [c for c in extract_citations(answer) if _same_path(c["path"], g["path"])]
     if g["lines"] is not None:
         lo, hi = min(g["lines"]), max(g["lines"])
-        return any(c["lines"] is not None and max(0, min(c["lines"]) - hi, lo - max(c["lines"])) <= RECALL_WINDOW
-                   for c in same)
+        return any(
+            c["lines"] is not None and max(0, min(c["lines"]) - hi, lo - max(c["lines"])) <= RECALL_WINDOW for c in same
+        )
     parts = re.split(r"\.|::|#", g["symbol"])
-    return bool(same) and all(re.search(r"(?<![A-Za-z0-9_])" + re.escape(p) + r"(?![A-Za-z0-9_])", answer)
-                              for p in parts)
+    return bool(same) and all(
+        re.search(r"(?<![A-Za-z0-9_])" + re.escape(p) + r"(?![A-Za-z0-9_])", answer) for p in parts
+    )
 
 
 def criterion_key_points(criterion: dict, step: dict) -> list[str]:
@@ -100,5 +104,7 @@ def reference_criterion(answer: str, criterion: dict, step: dict) -> tuple[float
         parts.append(f"key points {len(kp_hit)}/{len(kps)}" + (f" (missing: {'; '.join(missing)})" if missing else ""))
     if gold:
         missing = [g for g in gold if g not in gold_hit]
-        parts.append(f"gold citations {len(gold_hit)}/{len(gold)}" + (f" (missing: {', '.join(missing)})" if missing else ""))
+        parts.append(
+            f"gold citations {len(gold_hit)}/{len(gold)}" + (f" (missing: {', '.join(missing)})" if missing else "")
+        )
     return score, "; ".join(parts)

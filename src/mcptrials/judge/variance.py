@@ -27,6 +27,7 @@ def judge_variance(records: list[dict]) -> dict:
         "records": len(records),
         "scenario": summary([r["quality"] for r in records]),
         "step": summary([s["quality"] for s in judged_steps]),
-        "criteria": {n: summary([c["scores"] for s in judged_steps for c in s["criteria"] if c["name"] == n])
-                     for n in names},
+        "criteria": {
+            n: summary([c["scores"] for s in judged_steps for c in s["criteria"] if c["name"] == n]) for n in names
+        },
     }

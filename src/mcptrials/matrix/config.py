@@ -50,7 +50,9 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
     check_weights(path, data)
     m = Matrix(path=path, base_dir=path.parent, config=data, scenarios=load_scenarios(path, data), sources=sources)
     if not m.run_scenarios():
-        raise ConfigError(f"{path}: field splits: no scenario is in splits {data['splits']}; add scenarios or change `splits`")
+        raise ConfigError(
+            f"{path}: field splits: no scenario is in splits {data['splits']}; add scenarios or change `splits`"
+        )
     return m
 
 
@@ -75,11 +77,15 @@ def read_config_files(config_path) -> tuple[Path, dict]:
             raise ConfigError(f"{extra_path}: an added config file must be a mapping (e.g. `mirrors: {{url: path}}`)")
         mirrors = over.get("mirrors")
         if isinstance(mirrors, dict):
-            over = dict(over, mirrors={
-                url: src if not isinstance(src, str) or "://" in src or src.startswith("git@")
-                else str((extra_path.parent / src).resolve())
-                for url, src in mirrors.items()
-            })
+            over = dict(
+                over,
+                mirrors={
+                    url: src
+                    if not isinstance(src, str) or "://" in src or src.startswith("git@")
+                    else str((extra_path.parent / src).resolve())
+                    for url, src in mirrors.items()
+                },
+            )
         _merge(data, over)
     return path, data
 
@@ -124,12 +130,16 @@ def check_hosts_and_models(path: Path, data: dict) -> None:
     specs = Specs.from_config(spec_config(data), host_drives())
     for host, hspec in specs.hosts.items():
         if not any(hspec.drives(ms.provider) for ms in specs.models.values()):
-            raise ConfigError(f"{path}: field hosts.{host}: host kind {hspec.kind} can drive none of the models "
-                              f"(it needs a model with provider {' or '.join(sorted(hspec.providers or []))}); "
-                              "add one or remove the host")
+            raise ConfigError(
+                f"{path}: field hosts.{host}: host kind {hspec.kind} can drive none of the models "
+                f"(it needs a model with provider {' or '.join(sorted(hspec.providers or []))}); "
+                "add one or remove the host"
+            )
     for model, spec in data["models"].items():
         if spec["provider"] not in ("reference", "recorded") and not spec.get("model"):
-            raise ConfigError(f"{path}: field models.{model}.model: provider {spec['provider']} needs a model id; add `model:`")
+            raise ConfigError(
+                f"{path}: field models.{model}.model: provider {spec['provider']} needs a model id; add `model:`"
+            )
         if spec["provider"] == "recorded":
             check_recorded_model(path, model, spec, specs)
 
@@ -150,14 +160,16 @@ def check_compare(path: Path, data: dict) -> None:
         where = f"{path}: field compare.{i}"
         unknown = [t for t in pair if t not in data["tools"]]
         if unknown:
-            raise ConfigError(f"{where}: {unknown[0]!r} is not a tool of the config; use two of: "
-                              f"{', '.join(sorted(data['tools']))}")
+            raise ConfigError(
+                f"{where}: {unknown[0]!r} is not a tool of the config; use two of: {', '.join(sorted(data['tools']))}"
+            )
         if pair[0] == pair[1]:
             raise ConfigError(f"{where}: [{pair[0]}, {pair[1]}] compares a tool with itself; name two different tools")
         key = frozenset(pair)
         if key in seen:
-            raise ConfigError(f"{where}: [{pair[0]}, {pair[1]}] is the same comparison as compare.{seen[key]}; "
-                              "remove one")
+            raise ConfigError(
+                f"{where}: [{pair[0]}, {pair[1]}] is the same comparison as compare.{seen[key]}; remove one"
+            )
         seen[key] = i
 
 
@@ -167,17 +179,21 @@ def check_repo_commit(path: Path, name: str, spec: dict, data: dict) -> None:
     where = f"{path}: field repos.{name}"
     if spec.get("unresolved") is None:
         if len(spec["commit"]) != 40:
-            raise ConfigError(f"{where}.commit: {spec['commit']!r} is a short commit; give the full 40-hex id "
-                              "(git rev-parse on a clone or mirror), or say why it cannot be resolved with `unresolved:` "
-                              "(no checkout; citations are then not checked)")
+            raise ConfigError(
+                f"{where}.commit: {spec['commit']!r} is a short commit; give the full 40-hex id "
+                "(git rev-parse on a clone or mirror), or say why it cannot be resolved with `unresolved:` "
+                "(no checkout; citations are then not checked)"
+            )
         return
     live = sorted(m for m, ms in data["models"].items() if ms["provider"] != RECORDED)
     servers = sorted(t for t, ts in data["tools"].items() if ts["transport"] not in ("none", RECORDED))
     if live or servers:
-        raise ConfigError(f"{where}.unresolved: a repository without a checkout can only be graded from recordings, "
-                          f"and {', '.join(f'models.{m}' for m in live) + ' ' if live else ''}"
-                          f"{', '.join(f'tools.{t}' for t in servers)} would run in it; resolve the commit (--mirrors) "
-                          "or run those in another config")
+        raise ConfigError(
+            f"{where}.unresolved: a repository without a checkout can only be graded from recordings, "
+            f"and {', '.join(f'models.{m}' for m in live) + ' ' if live else ''}"
+            f"{', '.join(f'tools.{t}' for t in servers)} would run in it; resolve the commit (--mirrors) "
+            "or run those in another config"
+        )
 
 
 def check_recorded_judge(path: Path, data: dict) -> None:
@@ -198,13 +214,17 @@ def check_recorded_judge(path: Path, data: dict) -> None:
             raise ConfigError(f"{where}.path: {j['path']!r} is not a valid pattern ({e})") from None
         bad = sorted(names - set(FIELDS))
         if bad:
-            raise ConfigError(f"{where}.path: unknown placeholder(s) {', '.join('{' + b + '}' for b in bad)}; use "
-                              + " ".join("{" + f + "}" for f in FIELDS))
+            raise ConfigError(
+                f"{where}.path: unknown placeholder(s) {', '.join('{' + b + '}' for b in bad)}; use "
+                + " ".join("{" + f + "}" for f in FIELDS)
+            )
         return
     live = sorted(n for n, s in data["models"].items() if s["provider"] != RECORDED)
     if live:
-        raise ConfigError(f"{where}.provider: recorded finds each judgement beside the trial's recording, and models "
-                          f"{', '.join(live)} have none; give judge.path")
+        raise ConfigError(
+            f"{where}.provider: recorded finds each judgement beside the trial's recording, and models "
+            f"{', '.join(live)} have none; give judge.path"
+        )
 
 
 RECORDED_FIELDS = ("tool", "repo", "scenario", "trial")
@@ -219,19 +239,27 @@ def check_recorded_model(path: Path, model: str, spec: dict, specs: Specs) -> No
     try:
         names = [f for _, f, _, _ in string.Formatter().parse(spec["path"]) if f is not None]
     except ValueError as e:
-        raise ConfigError(f"{where}.path: {spec['path']!r} is not a valid pattern ({e}); write placeholders as "
-                          "{tool} {repo} {scenario} {trial}, and a literal brace as {{ or }}") from None
+        raise ConfigError(
+            f"{where}.path: {spec['path']!r} is not a valid pattern ({e}); write placeholders as "
+            "{tool} {repo} {scenario} {trial}, and a literal brace as {{ or }}"
+        ) from None
     bad = sorted({n for n in names if n not in RECORDED_FIELDS})
     if bad:
-        raise ConfigError(f"{where}.path: unknown placeholder(s) {', '.join('{' + n + '}' for n in bad)} in "
-                          f"{spec['path']!r}; use {{tool}} {{repo}} {{scenario}} {{trial}}")
+        raise ConfigError(
+            f"{where}.path: unknown placeholder(s) {', '.join('{' + n + '}' for n in bad)} in "
+            f"{spec['path']!r}; use {{tool}} {{repo}} {{scenario}} {{trial}}"
+        )
     if not any(h.drives("recorded") for h in specs.hosts.values()):
-        raise ConfigError(f"{where}: a recorded model runs under a loop host only, and the config has none; "
-                          "add `loop: {kind: loop}` to hosts")
+        raise ConfigError(
+            f"{where}: a recorded model runs under a loop host only, and the config has none; "
+            "add `loop: {kind: loop}` to hosts"
+        )
     host = spec.get("host")
     if host is not None and (host not in specs.hosts or not specs.hosts[host].drives("recorded")):
-        raise ConfigError(f"{where}.host: {host!r} is not a loop host of this config (hosts: "
-                          f"{', '.join(sorted(specs.hosts))}); add `{host}: {{kind: loop}}` to hosts, or remove the field")
+        raise ConfigError(
+            f"{where}.host: {host!r} is not a loop host of this config (hosts: "
+            f"{', '.join(sorted(specs.hosts))}); add `{host}: {{kind: loop}}` to hosts, or remove the field"
+        )
 
 
 def check_api_keys(m: Matrix, environ=os.environ) -> list[str]:
@@ -239,8 +267,12 @@ def check_api_keys(m: Matrix, environ=os.environ) -> list[str]:
     missing = []
     for name, spec in m.models.items():
         if spec["provider"] in ("anthropic", "openai") and not environ.get(spec["api_key_env"]):
-            missing.append(f"{m.path}: field models.{name}: provider {spec['provider']} needs ${spec['api_key_env']}; export it or use provider: reference")
+            missing.append(
+                f"{m.path}: field models.{name}: provider {spec['provider']} needs ${spec['api_key_env']}; export it or use provider: reference"
+            )
     j = m.config["judge"]
     if j["provider"] in ("anthropic", "openai") and not environ.get(j["api_key_env"]):
-        missing.append(f"{m.path}: field judge: provider {j['provider']} needs ${j['api_key_env']}; export it or use provider: reference")
+        missing.append(
+            f"{m.path}: field judge: provider {j['provider']} needs ${j['api_key_env']}; export it or use provider: reference"
+        )
     return missing

@@ -59,8 +59,11 @@ def expand_tool(entry: dict, project) -> dict:
         d["url"] = expand(d["url"], project)
     d["read_only"] = [os.path.normpath(Path(project, expand(p, project))) for p in d.get("read_only", [])]
     if d.get("index"):
-        d["index"] = dict(d["index"], command=expand(d["index"]["command"], project),
-                          args=[expand(a, project) for a in d["index"].get("args", [])])
+        d["index"] = dict(
+            d["index"],
+            command=expand(d["index"]["command"], project),
+            args=[expand(a, project) for a in d["index"].get("args", [])],
+        )
     return d
 
 

@@ -36,8 +36,12 @@ class Scenario:
             "repo": self.data["repo"],
             "limits": self.data["limits"],
             "steps": [
-                {"name": s["name"], "prompt": s["prompt"], "state_check": (s.get("state_check") or {}).get("command"),
-                 **({"state_read": read} if (read := state_read_part(s.get("state_check"))) else {})}
+                {
+                    "name": s["name"],
+                    "prompt": s["prompt"],
+                    "state_check": (s.get("state_check") or {}).get("command"),
+                    **({"state_read": read} if (read := state_read_part(s.get("state_check"))) else {}),
+                }
                 for s in self.data["steps"]
             ],
         }
@@ -46,7 +50,7 @@ class Scenario:
         """What the deterministic graders depend on: a change here rescoring only."""
         keys = ("checks", "citations", "exact_answer", "state_check", "expected_tools")
         part = {"steps": [{k: s.get(k) for k in keys} for s in self.data["steps"]]}
-        if self.data.get("gold"):   # only when set: scenarios without gold keep their hash
+        if self.data.get("gold"):  # only when set: scenarios without gold keep their hash
             part["gold"] = self.data["gold"]
         return part
 
@@ -55,8 +59,13 @@ class Scenario:
         return {
             "rubric": self.data.get("rubric"),
             "steps": [
-                {"name": s["name"], "prompt": s["prompt"], "rubric": s.get("rubric"),
-                 "key_points": s.get("key_points", []), "gold": (s.get("citations") or {}).get("gold", [])}
+                {
+                    "name": s["name"],
+                    "prompt": s["prompt"],
+                    "rubric": s.get("rubric"),
+                    "key_points": s.get("key_points", []),
+                    "gold": (s.get("citations") or {}).get("gold", []),
+                }
                 for s in self.data["steps"]
             ],
         }
@@ -84,12 +93,18 @@ def check_state_spec(spec: dict, where: str) -> None:
 
     from mcptrials.core.jsonpath import parse
 
-    for part, key in (("sql", "database"), ("json", "file"), ("unchanged_except", "database"),
-                      ("unchanged_except", "file")):
+    for part, key in (
+        ("sql", "database"),
+        ("json", "file"),
+        ("unchanged_except", "database"),
+        ("unchanged_except", "file"),
+    ):
         rel = (spec.get(part) or {}).get(key)
         if rel is not None and (rel.startswith("/") or ".." in Path(rel).parts):
-            raise ConfigError(f"{where}.{part}.{key}: {rel!r} must be a path inside the workspace, relative to it "
-                              "(no leading / and no ..)")
+            raise ConfigError(
+                f"{where}.{part}.{key}: {rel!r} must be a path inside the workspace, relative to it "
+                "(no leading / and no ..)"
+            )
     if spec.get("json"):
         try:
             parse(spec["json"]["path"])
@@ -110,10 +125,12 @@ def check_regex(check: dict, where: str) -> re.Pattern:
     try:
         return re.compile(check["value"], flags)
     except re.error as e:
-        literal = re.escape(check["value"]).replace("'", "''")   # as a single-quoted YAML string
-        raise ConfigError(f"{where}: {check['value']!r} is not a valid regular expression: {e}; fix the pattern, or "
-                          f"to match the text as written escape it (value: '{literal}', in single quotes so YAML "
-                          "keeps the backslashes) or use type: phrase") from None
+        literal = re.escape(check["value"]).replace("'", "''")  # as a single-quoted YAML string
+        raise ConfigError(
+            f"{where}: {check['value']!r} is not a valid regular expression: {e}; fix the pattern, or "
+            f"to match the text as written escape it (value: '{literal}', in single quotes so YAML "
+            "keeps the backslashes) or use type: phrase"
+        ) from None
 
 
 def exact_mode(spec: dict, where: str) -> tuple[str, str | None]:
@@ -126,13 +143,16 @@ def exact_mode(spec: dict, where: str) -> tuple[str, str | None]:
         fmt = spec["format"]
     if fmt:
         if to_datetime(str(value), fmt) is None:
-            raise ConfigError(f"{where}.value: {value!r} does not parse with date_format {fmt!r} or as ISO 8601; "
-                              "fix one of them")
+            raise ConfigError(
+                f"{where}.value: {value!r} does not parse with date_format {fmt!r} or as ISO 8601; fix one of them"
+            )
         return "date", fmt
     if isinstance(value, (int, float)) or to_number(str(value)) is not None:
         return "number", None
     if spec.get("tolerance") is not None:
-        raise ConfigError(f"{where}.tolerance: the value {value!r} is not a number; drop tolerance or give a numeric value")
+        raise ConfigError(
+            f"{where}.tolerance: the value {value!r} is not a number; drop tolerance or give a numeric value"
+        )
     return "string", None
 
 
@@ -147,7 +167,9 @@ def load_scenario(path: Path) -> Scenario:
         raise ConfigError(f"{path}: field steps: step names must be unique; rename {sorted(dup)}")
     for i, step in enumerate(data["steps"]):
         if not step.get("rubric") and not data.get("rubric"):
-            raise ConfigError(f"{path}: field steps.{i}.rubric: no rubric for step {step['name']!r}; add a top-level `rubric` or one on the step")
+            raise ConfigError(
+                f"{path}: field steps.{i}.rubric: no rubric for step {step['name']!r}; add a top-level `rubric` or one on the step"
+            )
         for j, check in enumerate(step["checks"]):
             if check["type"] == "regex":
                 check_regex(check, f"{path}: field steps.{i}.checks.{j}.value")

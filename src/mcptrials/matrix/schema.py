@@ -71,7 +71,9 @@ def config_default(field: str):
 def host_drives() -> dict[str, list[str] | None]:
     """Host kind -> the providers it can drive (None: any), as the config schema declares it
     (`x-drives` of a host's `kind`): data, so config knows it without importing host code."""
-    return _schema("config.schema.yaml")["properties"]["hosts"]["additionalProperties"]["properties"]["kind"]["x-drives"]
+    return _schema("config.schema.yaml")["properties"]["hosts"]["additionalProperties"]["properties"]["kind"][
+        "x-drives"
+    ]
 
 
 def _field_path(err) -> str:
@@ -96,7 +98,7 @@ def _explain(err) -> str:
         return f"{err.instance!r} does not match {schema['pattern']}"
     if v == "required":
         return err.message + " (add it)"
-    if v in ("anyOf", "oneOf") and all(set(b) == {"required"} for b in schema[v]):   # a choice of keys
+    if v in ("anyOf", "oneOf") and all(set(b) == {"required"} for b in schema[v]):  # a choice of keys
         keys = ", ".join(b["required"][0] for b in schema[v])
         return f"give {'exactly one' if v == 'oneOf' else 'at least one'} of: {keys}"
     return err.message
@@ -117,8 +119,11 @@ def validate_section(section: str, data: dict, source: str) -> None:
     checker = whole.evolve(schema=whole.schema["properties"][section])
     errors = sorted(checker.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        raise ConfigError("\n".join(f"{source}: field {'.'.join([section, *map(str, e.absolute_path)])}: {_explain(e)}"
-                                     for e in errors[:10]))
+        raise ConfigError(
+            "\n".join(
+                f"{source}: field {'.'.join([section, *map(str, e.absolute_path)])}: {_explain(e)}" for e in errors[:10]
+            )
+        )
 
 
 def read_yaml(path: Path, what: str):
@@ -131,4 +136,6 @@ def read_yaml(path: Path, what: str):
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(f"{path}: does not parse as YAML{where}: {getattr(e, 'problem', e)}; fix the syntax") from None
+        raise ConfigError(
+            f"{path}: does not parse as YAML{where}: {getattr(e, 'problem', e)}; fix the syntax"
+        ) from None

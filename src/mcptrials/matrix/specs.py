@@ -39,9 +39,16 @@ class JudgeSpec:
 
     @classmethod
     def from_config(cls, d: dict) -> JudgeSpec:
-        return cls(provider=d["provider"], model=d.get("model"), base_url=d.get("base_url"),
-                   api_key_env=d["api_key_env"], repeats=d["repeats"], threshold=d["threshold"],
-                   strict=d["strict"], path=d.get("path"))
+        return cls(
+            provider=d["provider"],
+            model=d.get("model"),
+            base_url=d.get("base_url"),
+            api_key_env=d["api_key_env"],
+            repeats=d["repeats"],
+            threshold=d["threshold"],
+            strict=d["strict"],
+            path=d.get("path"),
+        )
 
 
 @dataclass(frozen=True)
@@ -59,21 +66,34 @@ class ToolSpec:
     startup_timeout: float
     call_timeout: float
     version: str | None
-    sandbox: str                  # bubblewrap | none: the tool's own, else the config's
+    sandbox: str  # bubblewrap | none: the tool's own, else the config's
     network: bool
     read_only: tuple[str, ...]
     config: dict = field(repr=False)
-    variant_of: str | None = None   # a description variant: its base's server behind mcptrials.prepare.proxy
+    variant_of: str | None = None  # a description variant: its base's server behind mcptrials.prepare.proxy
     overrides: dict | None = field(default=None, repr=False)
-    source: str | None = None       # transport recorded: where its recordings come from
+    source: str | None = None  # transport recorded: where its recordings come from
 
     @classmethod
     def from_config(cls, name: str, d: dict, sandbox: str) -> ToolSpec:
-        return cls(name=name, transport=d["transport"], command=d.get("command"), args=tuple(d["args"]),
-                   url=d.get("url"), instructions=d["instructions"], startup_timeout=d["startup_timeout"],
-                   call_timeout=d["call_timeout"], version=d.get("version"), sandbox=d.get("sandbox") or sandbox,
-                   network=d["network"], read_only=tuple(d["read_only"]), config=d,
-                   variant_of=d.get("variant_of"), overrides=d.get("overrides"), source=d.get("source"))
+        return cls(
+            name=name,
+            transport=d["transport"],
+            command=d.get("command"),
+            args=tuple(d["args"]),
+            url=d.get("url"),
+            instructions=d["instructions"],
+            startup_timeout=d["startup_timeout"],
+            call_timeout=d["call_timeout"],
+            version=d.get("version"),
+            sandbox=d.get("sandbox") or sandbox,
+            network=d["network"],
+            read_only=tuple(d["read_only"]),
+            config=d,
+            variant_of=d.get("variant_of"),
+            overrides=d.get("overrides"),
+            source=d.get("source"),
+        )
 
     @property
     def has_server(self) -> bool:
@@ -109,10 +129,18 @@ class ModelSpec:
 
     @classmethod
     def from_config(cls, name: str, d: dict) -> ModelSpec:
-        return cls(name=name, provider=d["provider"], model=d.get("model"), base_url=d.get("base_url"),
-                   api_key_env=d["api_key_env"], max_retries=d["max_retries"],
-                   max_tokens=d["params"].get("max_tokens"), params=d["params"], format=d.get("format"),
-                   path=d.get("path"))
+        return cls(
+            name=name,
+            provider=d["provider"],
+            model=d.get("model"),
+            base_url=d.get("base_url"),
+            api_key_env=d["api_key_env"],
+            max_retries=d["max_retries"],
+            max_tokens=d["params"].get("max_tokens"),
+            params=d["params"],
+            format=d.get("format"),
+            path=d.get("path"),
+        )
 
     @property
     def recorded(self) -> bool:
@@ -134,8 +162,10 @@ class HostSpec:
 
     @classmethod
     def from_config(cls, name: str, d: dict, providers) -> HostSpec:
-        opt = {k: tuple(d[k]) if isinstance(d.get(k), list) else d.get(k)
-               for k in ("version", "builtin_tools", "bare", "extra_args")}
+        opt = {
+            k: tuple(d[k]) if isinstance(d.get(k), list) else d.get(k)
+            for k in ("version", "builtin_tools", "bare", "extra_args")
+        }
         return cls(name=name, kind=d["kind"], providers=None if providers is None else frozenset(providers), **opt)
 
     def drives(self, provider: str) -> bool:
@@ -169,16 +199,19 @@ class Specs:
     hosts: dict[str, HostSpec]
     judge: JudgeSpec
     limits: Limits
-    sandbox: str                  # the config's: state checks; a tool may override it for its own processes
+    sandbox: str  # the config's: state checks; a tool may override it for its own processes
 
     @classmethod
     def from_config(cls, config: dict, host_drives: dict[str, list[str] | None]) -> Specs:
         """`config`: validated (defaults filled); `host_drives`: host kind -> providers."""
-        return cls(tools={n: ToolSpec.from_config(n, d, config["sandbox"]) for n, d in config["tools"].items()},
-                   models={n: ModelSpec.from_config(n, d) for n, d in config["models"].items()},
-                   hosts={n: HostSpec.from_config(n, d, host_drives[d["kind"]]) for n, d in config["hosts"].items()},
-                   judge=JudgeSpec.from_config(config["judge"]), limits=Limits.from_config(config["limits"]),
-                   sandbox=config["sandbox"])
+        return cls(
+            tools={n: ToolSpec.from_config(n, d, config["sandbox"]) for n, d in config["tools"].items()},
+            models={n: ModelSpec.from_config(n, d) for n, d in config["models"].items()},
+            hosts={n: HostSpec.from_config(n, d, host_drives[d["kind"]]) for n, d in config["hosts"].items()},
+            judge=JudgeSpec.from_config(config["judge"]),
+            limits=Limits.from_config(config["limits"]),
+            sandbox=config["sandbox"],
+        )
 
     def key_env_names(self) -> set[str]:
         """Every variable that holds an API key (the models', the judge's, the well-known ones):

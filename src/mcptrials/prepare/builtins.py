@@ -21,8 +21,8 @@ import os
 import re
 from pathlib import Path
 
-READ_MAX_LINES = 2000        # lines shown when no range is given (as Claude Code's Read does)
-LINE_MAX_CHARS = 2000        # longer lines are cut in read_file output
+READ_MAX_LINES = 2000  # lines shown when no range is given (as Claude Code's Read does)
+LINE_MAX_CHARS = 2000  # longer lines are cut in read_file output
 GREP_MAX_MATCHES = 200
 GREP_LINE_MAX_CHARS = 300
 GREP_MAX_FILE_BYTES = 2_000_000
@@ -41,7 +41,10 @@ BUILTIN_TOOLS: list[dict] = [
         "input_schema": {
             "type": "object",
             "properties": {
-                "path": {"type": "string", "description": "File path relative to the workspace root, e.g. src/app/main.py."},
+                "path": {
+                    "type": "string",
+                    "description": "File path relative to the workspace root, e.g. src/app/main.py.",
+                },
                 "start_line": {"type": "integer", "minimum": 1, "description": "First line to show (1-based)."},
                 "end_line": {"type": "integer", "minimum": 1, "description": "Last line to show (inclusive)."},
             },
@@ -64,7 +67,7 @@ BUILTIN_TOOLS: list[dict] = [
                 "path": {
                     "type": "string",
                     "description": "Optional: a file, a directory, or a glob relative to the workspace limiting "
-                                   "the files searched, e.g. src/**/*.py ('*.py' matches the top level only).",
+                    "the files searched, e.g. src/**/*.py ('*.py' matches the top level only).",
                 },
                 "case_insensitive": {"type": "boolean", "description": "Ignore case (default false)."},
             },
@@ -84,7 +87,7 @@ BUILTIN_TOOLS: list[dict] = [
                 "pattern": {
                     "type": "string",
                     "description": "Glob relative to the workspace (default **/*: every file). "
-                                   "** spans directories; '*.py' matches the top level only.",
+                    "** spans directories; '*.py' matches the top level only.",
                 },
             },
             "additionalProperties": False,
@@ -104,7 +107,7 @@ def glob_to_regex(pattern: str) -> re.Pattern:
     while i < n:
         c = pattern[i]
         if pattern.startswith("**/", i):
-            out.append("(?:[^/]*/)*")          # zero or more directories
+            out.append("(?:[^/]*/)*")  # zero or more directories
             i += 3
         elif pattern.startswith("**", i):
             out.append(".*")
@@ -116,13 +119,13 @@ def glob_to_regex(pattern: str) -> re.Pattern:
             out.append("[^/]")
             i += 1
         elif c == "[":
-            k = i + 1 + (pattern.startswith("[!", i))       # a ']' first in the class is literal
-            j = pattern.find("]", k + 1 if pattern[k:k + 1] == "]" else k)
+            k = i + 1 + (pattern.startswith("[!", i))  # a ']' first in the class is literal
+            j = pattern.find("]", k + 1 if pattern[k : k + 1] == "]" else k)
             if j == -1:
                 out.append(re.escape(c))
                 i += 1
             else:
-                body = pattern[i + 1:j]
+                body = pattern[i + 1 : j]
                 if body.startswith("!"):
                     body = "^" + body[1:]
                 out.append("[" + body.replace("\\", "\\\\") + "]")
@@ -162,7 +165,7 @@ class BuiltinTools:
             return handlers[name](**args), False
         except ToolInputError as e:
             return f"{name}: {e}", True
-        except OSError as e:      # e.g. a file removed or unreadable mid-call
+        except OSError as e:  # e.g. a file removed or unreadable mid-call
             return f"{name}: cannot read: {e.strerror or e}", True
 
     # --- argument checking -------------------------------------------------
@@ -182,16 +185,20 @@ class BuiltinTools:
         for key, value in arguments.items():
             want = props[key]["type"]
             ok = isinstance(value, expected[want])
-            if want == "integer" and isinstance(value, bool):   # bool is an int subclass in Python
+            if want == "integer" and isinstance(value, bool):  # bool is an int subclass in Python
                 ok = False
             if not ok:
                 article = "an" if want == "integer" else "a"
-                raise ToolInputError(f"argument {key!r} must be {article} {want}, got {type(value).__name__} {value!r}.")
+                raise ToolInputError(
+                    f"argument {key!r} must be {article} {want}, got {type(value).__name__} {value!r}."
+                )
         return dict(arguments)
 
     def _check_relative(self, rel: str, what: str) -> None:
         if rel.startswith(("/", "\\")) or os.path.isabs(rel) or re.match(r"^[A-Za-z]:", rel):
-            raise ToolInputError(f"{what} {rel!r} is absolute; give a path relative to the workspace root, e.g. src/main.py.")
+            raise ToolInputError(
+                f"{what} {rel!r} is absolute; give a path relative to the workspace root, e.g. src/main.py."
+            )
         if "\0" in rel:
             raise ToolInputError(f"{what} contains a NUL character.")
 
@@ -241,7 +248,9 @@ class BuiltinTools:
         if not real.exists():
             raise ToolInputError(f"no such file {path!r}; use list_files to see the workspace's files.")
         if real.is_dir():
-            raise ToolInputError(f"{path!r} is a directory; use list_files with pattern '{path.rstrip('/')}/*' to list it.")
+            raise ToolInputError(
+                f"{path!r} is a directory; use list_files with pattern '{path.rstrip('/')}/*' to list it."
+            )
         if _is_binary(real):
             raise ToolInputError(f"{path!r} is a binary file; only text files can be read.")
         lines = _read_text(real).splitlines()

@@ -122,8 +122,10 @@ def check_commits(m) -> list[str]:
     exist or is not a repository or bundle, or does not hold the pinned commit. A remote
     URL is the checkout job's to try."""
     if shutil.which("git") is None:
-        return [f"{m.path}: field repos: git is not on PATH, and every checkout needs it; install git "
-                "(`apt-get install git`) or put it on PATH"]
+        return [
+            f"{m.path}: field repos: git is not on PATH, and every checkout needs it; install git "
+            "(`apt-get install git`) or put it on PATH"
+        ]
     problems = []
     for repo in m.run_repos():
         url, commit = m.repos[repo]["url"], m.repos[repo]["commit"]
@@ -134,20 +136,26 @@ def check_commits(m) -> list[str]:
         source = Path(m.repo_source(repo))
         field = f"mirrors.{url}" if mirror is not None else f"repos.{repo}.url"
         if not source.exists():
-            problems.append(f"{m.path}: field {field}: {given!r} ({source}) does not exist; fix the path (relative "
-                            "to the config's folder): a repository folder or a bundle file")
+            problems.append(
+                f"{m.path}: field {field}: {given!r} ({source}) does not exist; fix the path (relative "
+                "to the config's folder): a repository folder or a bundle file"
+            )
             continue
         held = holds_commit(source, commit)
         kind = "repository" if source.is_dir() else "bundle"
         if held is None:
-            problems.append(f"{m.path}: field {field}: {given!r} ({source}) is neither a git repository nor a "
-                            "bundle; give a repository folder, a bundle (`git bundle create x.bundle --all`) or a URL")
+            problems.append(
+                f"{m.path}: field {field}: {given!r} ({source}) is neither a git repository nor a "
+                "bundle; give a repository folder, a bundle (`git bundle create x.bundle --all`) or a URL"
+            )
         elif not held:
-            here = shlex.quote(project_path(source))   # as the user can run it: from the working directory, or absolute
+            here = shlex.quote(project_path(source))  # as the user can run it: from the working directory, or absolute
             look = f"git -C {here} log --all --format=%H" if kind == "repository" else f"git bundle list-heads {here}"
             of = f", the mirror of {url}" if mirror is not None else ""
-            problems.append(f"{m.path}: field repos.{repo}.commit: {commit} is not in {given} (a local {kind}{of}); "
-                            f"give a commit it holds (`{look}`), or fix repos.{repo}.url")
+            problems.append(
+                f"{m.path}: field repos.{repo}.commit: {commit} is not in {given} (a local {kind}{of}); "
+                f"give a commit it holds (`{look}`), or fix repos.{repo}.url"
+            )
     return problems
 
 
@@ -160,8 +168,17 @@ def checkout_repo(m, repo: str, out: Path, attempt: int = 0) -> dict:
         raise ConfigError(f"{m.path}: field repos: no repo {repo!r}")
     spec = m.repos[repo]
     if spec.get("unresolved"):
-        rec = {"repo": repo, "url": spec["url"], "cloned_from": None, "commit": spec["commit"], "tree": None,
-               "files": None, "seconds": 0.0, "unresolved": spec["unresolved"], "attempt": attempt}
+        rec = {
+            "repo": repo,
+            "url": spec["url"],
+            "cloned_from": None,
+            "commit": spec["commit"],
+            "tree": None,
+            "files": None,
+            "seconds": 0.0,
+            "unresolved": spec["unresolved"],
+            "attempt": attempt,
+        }
     else:
         try:
             rec = dict(checkout(repo, m.repo_source(repo), spec["url"], spec["commit"], out.parent), attempt=attempt)

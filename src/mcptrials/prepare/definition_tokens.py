@@ -52,8 +52,12 @@ def count_tokens(spec, key: str, tool_sets: list[list[dict]]) -> list[int]:
     """input_tokens of the fixed request with each tool list (an empty list: no tools)."""
     import anthropic
 
-    client = anthropic.Anthropic(api_key=key, base_url=spec.base_url, timeout=COUNT_TIMEOUT_S,
-                                 max_retries=min(spec.max_retries, COUNT_MAX_RETRIES))
+    client = anthropic.Anthropic(
+        api_key=key,
+        base_url=spec.base_url,
+        timeout=COUNT_TIMEOUT_S,
+        max_retries=min(spec.max_retries, COUNT_MAX_RETRIES),
+    )
     try:
         out = []
         for tools in tool_sets:
@@ -66,9 +70,15 @@ def count_tokens(spec, key: str, tool_sets: list[list[dict]]) -> list[int]:
 
 def not_started() -> dict:
     """The fields for a server that did not start: nothing is known of its definitions."""
-    return {"definition_tokens": None, "definition_tokens_method": "none: the server did not start",
-            "definition_tokens_model": None, "definition_tokens_error": None, "definition_tokens_estimate": None,
-            "builtin_definition_tokens": None, "definition_tools": None}
+    return {
+        "definition_tokens": None,
+        "definition_tokens_method": "none: the server did not start",
+        "definition_tokens_model": None,
+        "definition_tokens_error": None,
+        "definition_tokens_estimate": None,
+        "builtin_definition_tokens": None,
+        "definition_tools": None,
+    }
 
 
 def definition_tokens(m, tool: str, server_tools: list[dict], count: bool = True) -> dict:
@@ -76,10 +86,15 @@ def definition_tokens(m, tool: str, server_tools: list[dict], count: bool = True
     `count=False` (a dry run): the estimate, no request."""
     builtin, server, _ = tool_definitions(tool, server_tools)
     est = estimate_tokens(server)
-    rec = {"definition_tokens": est, "definition_tokens_method": ESTIMATE_METHOD,
-           "definition_tokens_model": None, "definition_tokens_error": None,
-           "definition_tokens_estimate": est, "builtin_definition_tokens": estimate_tokens(builtin),
-           "definition_tools": len(server)}
+    rec = {
+        "definition_tokens": est,
+        "definition_tokens_method": ESTIMATE_METHOD,
+        "definition_tokens_model": None,
+        "definition_tokens_error": None,
+        "definition_tokens_estimate": est,
+        "builtin_definition_tokens": estimate_tokens(builtin),
+        "definition_tools": len(server),
+    }
     spec = counting_model(m) if count else None
     if spec is None:
         return rec
@@ -93,6 +108,10 @@ def definition_tokens(m, tool: str, server_tools: list[dict], count: bool = True
         msg = " ".join(f"{type(e).__name__}: {e}".split())[:300].replace(key, "[key]")
         rec["definition_tokens_error"] = f"count_tokens with models.{spec.name} ({spec.model}) failed: {msg}"
         return rec
-    rec.update(definition_tokens=with_all - with_builtin if server else 0, definition_tokens_method=COUNT_METHOD,
-               definition_tokens_model=spec.model, builtin_definition_tokens=with_builtin - none)
+    rec.update(
+        definition_tokens=with_all - with_builtin if server else 0,
+        definition_tokens_method=COUNT_METHOD,
+        definition_tokens_model=spec.model,
+        builtin_definition_tokens=with_builtin - none,
+    )
     return rec

@@ -58,9 +58,22 @@ def demo_files(src_dir) -> list[str]:
 
 def _git(args: list[str], env: dict, cwd=None, input: bytes | None = None) -> str:
     r = subprocess.run(
-        ["git", "-c", "core.autocrlf=false", "-c", "init.defaultBranch=main", "-c", "core.hooksPath=/dev/null",
-         "-c", "commit.gpgSign=false", *args],
-        cwd=cwd, env=env, input=input, capture_output=True,
+        [
+            "git",
+            "-c",
+            "core.autocrlf=false",
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "commit.gpgSign=false",
+            *args,
+        ],
+        cwd=cwd,
+        env=env,
+        input=input,
+        capture_output=True,
     )
     if r.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed ({r.returncode}): {r.stderr.decode(errors='replace').strip()}")
@@ -120,8 +133,13 @@ def bundle_commit(bundle_path=DEMO_BUNDLE) -> str:
     if not bundle_path.is_file():
         raise ConfigError(f"{bundle_path}: bundle not found; build it with `mcptrials demo-bundle`")
     with tempfile.TemporaryDirectory(prefix="mcptrials-demo-") as tmp:
-        out = _git(["bundle", "list-heads", str(bundle_path.resolve()), f"refs/heads/{BRANCH}"], clean_git_env(Path(tmp)),
-                   cwd=tmp)
+        out = _git(
+            ["bundle", "list-heads", str(bundle_path.resolve()), f"refs/heads/{BRANCH}"],
+            clean_git_env(Path(tmp)),
+            cwd=tmp,
+        )
     if not out:
-        raise ConfigError(f"{bundle_path}: the bundle has no refs/heads/{BRANCH}; rebuild it with `mcptrials demo-bundle`")
+        raise ConfigError(
+            f"{bundle_path}: the bundle has no refs/heads/{BRANCH}; rebuild it with `mcptrials demo-bundle`"
+        )
     return out.split()[0]

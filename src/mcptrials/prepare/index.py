@@ -26,21 +26,35 @@ def build_index(tool: str, spec: dict, tree: str, out: Path, forbidden: set[str]
         shutil.copytree(tree, work, symlinks=True)
         home.mkdir()
         tmp.mkdir()
-        values = {"repo": str(work), "workspace": str(work), "index": str(out.resolve()), "home": str(home),
-                  "tmp": str(tmp)}
+        values = {
+            "repo": str(work),
+            "workspace": str(work),
+            "index": str(out.resolve()),
+            "home": str(home),
+            "tmp": str(tmp),
+        }
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin"} | server_environment(spec, values, forbidden)
         cmd = [resolve_command(tool, idx["command"])] + [substitute(a, values) for a in idx["args"]]
         sb = tool_sandbox(tool_spec, extra_rw=[work, home, tmp, out], commands=[cmd[0]]) if tool_spec else None
         argv, env = sb.wrap(cmd, env, str(work)) if sb else (cmd, env)
         p = subprocess.run(argv, cwd=work, env=env, stdout=log, stderr=log)
         if p.returncode != 0:
-            where = log.name if isinstance(getattr(log, "name", None), str) and not log.name.startswith("<") \
+            where = (
+                log.name
+                if isinstance(getattr(log, "name", None), str) and not log.name.startswith("<")
                 else f"results/logs/index/{tool}/{out.name}.log (the workflow's; else the output above)"
-            raise RuntimeError(f"tools.{tool}.index: {' '.join(cmd)} exited {p.returncode}; its output is in {where}: "
-                               f"fix tools.{tool}.index (or what it reads), then run again")
-    rec = {"tool": tool, "command": cmd, "sandbox": sb.record() if sb else None,
-           # what of the project it was built from: replay refuses an index made from other contents
-           "project_files": project_files(tool_spec) if tool_spec else None}
+            )
+            raise RuntimeError(
+                f"tools.{tool}.index: {' '.join(cmd)} exited {p.returncode}; its output is in {where}: "
+                f"fix tools.{tool}.index (or what it reads), then run again"
+            )
+    rec = {
+        "tool": tool,
+        "command": cmd,
+        "sandbox": sb.record() if sb else None,
+        # what of the project it was built from: replay refuses an index made from other contents
+        "project_files": project_files(tool_spec) if tool_spec else None,
+    }
     write_json(out / "index.json", rec)
     return rec
 

@@ -89,8 +89,15 @@ def install_tool_record(m, tool: str, out: Path, attempt: int = 0, log=sys.stder
     except Exception as e:  # noqa: BLE001 - a package that does not install: missing data (mcptrials.core.failures)
         from mcptrials.core.failures import failed_record
 
-        rec = failed_record("install", e, attempt, tool=tool,
-                            requested=[*(m.tools[tool].get("install") or {}).get("pip", []),
-                                       *(m.tools[tool].get("install") or {}).get("npm", [])])
+        rec = failed_record(
+            "install",
+            e,
+            attempt,
+            tool=tool,
+            requested=[
+                *(m.tools[tool].get("install") or {}).get("pip", []),
+                *(m.tools[tool].get("install") or {}).get("npm", []),
+            ],
+        )
     write_json(Path(out), rec)
     return rec

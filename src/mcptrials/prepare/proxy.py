@@ -41,7 +41,7 @@ import threading
 # JSON-RPC implementation-defined server error (range -32000..-32099; -32000 is taken by
 # "connection closed" in the mcp client): the overrides do not fit the server's tool list.
 OVERRIDE_MISMATCH = -32050
-UNKNOWN_TOOL = -32602   # invalid params: the spec's own example for an unknown tool name
+UNKNOWN_TOOL = -32602  # invalid params: the spec's own example for an unknown tool name
 
 
 def _key(msg_id) -> tuple:
@@ -60,8 +60,8 @@ class Rewriter:
         # new name -> the server's own name, and the renamed-away old names
         self.to_server = {o["name"]: old for old, o in self.tools.items() if o.get("name") and o["name"] != old}
         self.hidden = set(self.to_server.values()) - set(self.to_server)
-        self.pending: dict[tuple, bool] = {}       # ids of the client's tools/list requests in flight
-        self.seen: list[dict] = []                 # the server's tools of the listing so far (pagination)
+        self.pending: dict[tuple, bool] = {}  # ids of the client's tools/list requests in flight
+        self.seen: list[dict] = []  # the server's tools of the listing so far (pagination)
         self.lock = threading.Lock()
 
     # --- client -> server ------------------------------------------------------------
@@ -95,22 +95,25 @@ class Rewriter:
             with self.lock:
                 self.pending[_key(m["id"])] = True
                 if not (isinstance(params, dict) and params.get("cursor")):
-                    self.seen = []   # a new listing from the first page
+                    self.seen = []  # a new listing from the first page
             return m, None, False
         if method == "tools/call" and isinstance(params, dict) and isinstance(params.get("name"), str):
             name = params["name"]
             if name in self.to_server:
                 return dict(m, params=dict(params, name=self.to_server[name])), None, True
             if name in self.hidden and "id" in m:
-                err = {"jsonrpc": "2.0", "id": m["id"],
-                       "error": {"code": UNKNOWN_TOOL, "message": f"Unknown tool: {name}"}}
+                err = {
+                    "jsonrpc": "2.0",
+                    "id": m["id"],
+                    "error": {"code": UNKNOWN_TOOL, "message": f"Unknown tool: {name}"},
+                }
                 return None, err, True
         return m, None, False
 
     # --- server -> client ------------------------------------------------------------
 
     def from_server(self, line: bytes) -> bytes:
-        if not self.pending:   # the fast path: nothing of the server's needs reading
+        if not self.pending:  # the fast path: nothing of the server's needs reading
             return line
         try:
             msg = json.loads(line)
@@ -139,9 +142,15 @@ class Rewriter:
         if not result.get("nextCursor"):
             problems = mismatch(self.tools, self.seen)
             if problems:
-                return {"jsonrpc": m.get("jsonrpc", "2.0"), "id": m["id"],
-                        "error": {"code": OVERRIDE_MISMATCH, "message": "mcptrials proxy: " + describe(problems),
-                                  "data": problems}}
+                return {
+                    "jsonrpc": m.get("jsonrpc", "2.0"),
+                    "id": m["id"],
+                    "error": {
+                        "code": OVERRIDE_MISMATCH,
+                        "message": "mcptrials proxy: " + describe(problems),
+                        "data": problems,
+                    },
+                }
         return dict(m, result=dict(result, tools=tools))
 
     def rewrite_tool(self, tool):
@@ -176,7 +185,7 @@ def mismatch(overrides: dict, tools: list[dict]) -> dict:
     params = {}
     for name, o in overrides.items():
         if name in listed and o.get("parameters"):
-            props = ((listed[name].get("inputSchema") or {}).get("properties") or {})
+            props = (listed[name].get("inputSchema") or {}).get("properties") or {}
             bad = sorted(p for p in o["parameters"] if p not in props)
             if bad:
                 params[name] = {"unknown": bad, "listed": sorted(props)}
@@ -194,10 +203,14 @@ def mismatch(overrides: dict, tools: list[dict]) -> dict:
 def describe(problems: dict) -> str:
     parts = []
     if problems.get("unknown_tools"):
-        parts.append(f"the server lists no tool {', '.join(problems['unknown_tools'])} "
-                     f"(it lists: {', '.join(problems['listed'])})")
+        parts.append(
+            f"the server lists no tool {', '.join(problems['unknown_tools'])} "
+            f"(it lists: {', '.join(problems['listed'])})"
+        )
     for tool, p in (problems.get("unknown_parameters") or {}).items():
-        parts.append(f"tool {tool} has no parameter {', '.join(p['unknown'])} (it has: {', '.join(p['listed']) or 'none'})")
+        parts.append(
+            f"tool {tool} has no parameter {', '.join(p['unknown'])} (it has: {', '.join(p['listed']) or 'none'})"
+        )
     for new, olds in (problems.get("name_clashes") or {}).items():
         parts.append(f"tools {', '.join(olds)} would all be named {new}")
     return "; ".join(parts)
@@ -219,7 +232,7 @@ def relay(rewriter: Rewriter, command: list[str]) -> None:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     # buffered pipes: readline on an unbuffered one reads a byte per system call
     child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    out_lock = threading.Lock()   # the proxy's own answers and the server's share stdout
+    out_lock = threading.Lock()  # the proxy's own answers and the server's share stdout
 
     def write_client(data: bytes) -> None:
         with out_lock:
@@ -227,7 +240,7 @@ def relay(rewriter: Rewriter, command: list[str]) -> None:
             stdout.flush()
 
     def status(rc: int) -> int:
-        return rc if rc >= 0 else 128 - rc   # killed by signal N: 128 + N, as a shell says
+        return rc if rc >= 0 else 128 - rc  # killed by signal N: 128 + N, as a shell says
 
     def server_to_client() -> None:
         try:
@@ -235,7 +248,7 @@ def relay(rewriter: Rewriter, command: list[str]) -> None:
                 write_client(rewriter.from_server(line))
         except OSError:
             pass  # the client is gone
-        os._exit(status(child.wait()))   # the main thread may still be blocked reading stdin
+        os._exit(status(child.wait()))  # the main thread may still be blocked reading stdin
 
     def forward(signum, _frame) -> None:
         # unsandboxed, a host may stop the proxy alone (its pid): the server must not outlive it
@@ -280,8 +293,16 @@ def command_line(python: str, script: str, overrides: dict, server_argv: list[st
     """The argv that runs `server_argv` behind the proxy (`-I -S`: no site, no PYTHON* variables,
     no current folder on sys.path; the server gets the environment unchanged). servers.process_tree_peak_rss_kb
     knows the proxy by these first arguments."""
-    return [python, "-I", "-S", script, "--overrides", json.dumps(overrides, sort_keys=True, separators=(",", ":")),
-            "--", *server_argv]
+    return [
+        python,
+        "-I",
+        "-S",
+        script,
+        "--overrides",
+        json.dumps(overrides, sort_keys=True, separators=(",", ":")),
+        "--",
+        *server_argv,
+    ]
 
 
 def main(argv: list[str]) -> int:

@@ -42,8 +42,10 @@ NONE = "none"
 # /bin, /lib, /lib64 and /sbin are symlinks into /usr: bound as they are.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
-FIX = ("install bubblewrap (`apt-get install bubblewrap`) on a machine with unprivileged user namespaces, "
-       "or run unsandboxed knowingly with `sandbox: none` in the config")
+FIX = (
+    "install bubblewrap (`apt-get install bubblewrap`) on a machine with unprivileged user namespaces, "
+    "or run unsandboxed knowingly with `sandbox: none` in the config"
+)
 
 
 class SandboxUnavailable(Exception):
@@ -53,7 +55,7 @@ class SandboxUnavailable(Exception):
 @dataclass(frozen=True)
 class Mount:
     path: str
-    mode: str          # ro | rw
+    mode: str  # ro | rw
 
     def record(self) -> dict:
         return {"path": self.path, "mode": self.mode}
@@ -84,8 +86,16 @@ class ProcessSandbox:
         For mechanism none: argv unchanged, env as given."""
         if self.mechanism == NONE:
             return list(argv), dict(env)
-        cmd = [env_binary(), "-i", bwrap_binary(), "--unshare-all", *(["--share-net"] if self.network else []),
-               "--die-with-parent", "--new-session", "--clearenv"]
+        cmd = [
+            env_binary(),
+            "-i",
+            bwrap_binary(),
+            "--unshare-all",
+            *(["--share-net"] if self.network else []),
+            "--die-with-parent",
+            "--new-session",
+            "--clearenv",
+        ]
         inside = {"PATH": SANDBOX_PATH, **env}
         for k, v in sorted(inside.items()):
             cmd += ["--setenv", k, v]
@@ -107,9 +117,13 @@ class ProcessSandbox:
 
         if self.mechanism == NONE:
             return {"mechanism": NONE, "version": None, "network": True, "mounts": []}
-        return {"mechanism": BUBBLEWRAP, "version": bwrap_version(), "network": self.network,
-                "mounts": [{"path": d, "mode": "ro"} for d in SYSTEM_DIRS if os.path.lexists(d)]
-                + [{"path": project_path(m.path), "mode": m.mode} for m in self.mounts if os.path.exists(m.path)]}
+        return {
+            "mechanism": BUBBLEWRAP,
+            "version": bwrap_version(),
+            "network": self.network,
+            "mounts": [{"path": d, "mode": "ro"} for d in SYSTEM_DIRS if os.path.lexists(d)]
+            + [{"path": project_path(m.path), "mode": m.mode} for m in self.mounts if os.path.exists(m.path)],
+        }
 
 
 def is_system(path: str) -> bool:
@@ -170,7 +184,7 @@ def command_needs(path: str, _depth: int = 0) -> list[str]:
     p = os.path.normpath(os.path.abspath(path))
     real = os.path.realpath(p)
     needs = [p, real]
-    for venv in sorted({venv_of(p), venv_of(real)} - {None}):   # a link into a venv (pipx's ~/.local/bin) too
+    for venv in sorted({venv_of(p), venv_of(real)} - {None}):  # a link into a venv (pipx's ~/.local/bin) too
         needs += [venv, venv_base(venv)]
     needs.append(python_installation(real))
     interp = shebang(real)
@@ -189,8 +203,10 @@ def _too_wide(path: str) -> bool:
 
 def visible(path: str, mounts: list[Mount]) -> bool:
     """Whether `path` (and where its links lead) lies under the system directories or a mount."""
+
     def under(x: str) -> bool:
         return is_system(x) or any(Path(x).is_relative_to(m.path) for m in mounts)
+
     p = os.path.normpath(os.path.abspath(path))
     return under(p) and under(os.path.realpath(p))
 
@@ -216,8 +232,9 @@ def command_problem(path: str, sandbox: "ProcessSandbox", inside_path: str = SAN
         dirs = [d for d in inside_path.split(os.pathsep) if d]
         if any(os.access(Path(d, names[0]), os.X_OK) and visible(str(Path(d, names[0])), mounts) for d in dirs):
             return None
-        return (f"{path} starts with `#!{' '.join(interp)}`, and {names[0]!r} is not on the sandbox's PATH "
-                f"({inside_path})")
+        return (
+            f"{path} starts with `#!{' '.join(interp)}`, and {names[0]!r} is not on the sandbox's PATH ({inside_path})"
+        )
     if not visible(interp[0], mounts):
         return f"{path} starts with `#!{interp[0]}`, which is not visible inside the sandbox"
     return None

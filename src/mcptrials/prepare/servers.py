@@ -17,6 +17,7 @@ from pathlib import Path
 
 from mcptrials.matrix.specs import ToolSpec
 
+
 def tools_dir() -> Path:
     """Where tool (and host) environments live: `.tools/` of the project (the folder every
     stage runs in), or $MCPTRIALS_TOOLS_DIR to share one set of installs between projects
@@ -72,7 +73,7 @@ def relocate_venv(env_dir: Path) -> int:
     atomically (a rename), so concurrent trials see the old file or the new one. Returns how many
     it rewrote (0 when it sits where it was built: the usual case, one read of a first line)."""
     bin_dir = Path(env_dir) / "bin"
-    here = os.path.realpath(bin_dir)   # the sandbox mounts the venv at its real path too (tool_sandbox)
+    here = os.path.realpath(bin_dir)  # the sandbox mounts the venv at its real path too (tool_sandbox)
     fixed = 0
     for script in sorted(bin_dir.iterdir()) if bin_dir.is_dir() else []:
         if script.is_symlink() or not script.is_file():
@@ -88,7 +89,7 @@ def relocate_venv(env_dir: Path) -> int:
             text = script.read_bytes()
         except (OSError, UnicodeDecodeError):
             continue
-        new = f"#!{here}/{os.path.basename(interp)}\n".encode() + text[len(first):]
+        new = f"#!{here}/{os.path.basename(interp)}\n".encode() + text[len(first) :]
         tmp = script.with_name(f".{script.name}.relocating-{os.getpid()}")
         tmp.write_bytes(new)
         os.chmod(tmp, script.stat().st_mode)
@@ -129,6 +130,7 @@ def process_tree_peak_rss_kb(root_pid: int) -> int | None:
     a description variant's proxy (ours, not the server's) is left out."""
     try:
         import psutil
+
         procs = psutil.Process(root_pid).children(recursive=True)
     except Exception:
         return None
@@ -136,7 +138,7 @@ def process_tree_peak_rss_kb(root_pid: int) -> int | None:
     proxy = proxy_script()
     for p in procs:
         try:
-            if p.cmdline()[1:4] == ["-I", "-S", proxy]:   # the proxy itself (not bwrap, whose argv names it)
+            if p.cmdline()[1:4] == ["-I", "-S", proxy]:  # the proxy itself (not bwrap, whose argv names it)
                 continue
         except Exception:  # gone, or not ours to read
             pass
@@ -158,7 +160,7 @@ class ServerSession:
     startup_seconds: float
     errlog_path: Path
     pid_root: int = field(default_factory=os.getpid)
-    sandbox: dict = field(default_factory=dict)   # the sandbox's record (sandbox.ProcessSandbox.record)
+    sandbox: dict = field(default_factory=dict)  # the sandbox's record (sandbox.ProcessSandbox.record)
 
     @property
     def server_name(self) -> str | None:
@@ -181,8 +183,7 @@ class ServerSession:
     async def list_tools(self) -> list[dict]:
         result = await self.client.list_tools()
         return [
-            {"name": t.name, "description": t.description or "", "input_schema": t.input_schema}
-            for t in result.tools
+            {"name": t.name, "description": t.description or "", "input_schema": t.input_schema} for t in result.tools
         ]
 
     def peak_rss_kb(self) -> int | None:
@@ -204,8 +205,7 @@ def tool_sandbox(tool: ToolSpec, extra_rw=(), extra_ro=(), commands=None):
     if commands is None:
         commands = [c for c in [server_command(tool)] if c]
     # what they need beyond the tool's own install (mounted whole above)
-    needs = [n for c in commands for n in command_needs(c)
-             if not any(Path(n).is_relative_to(d) for d in [env, *real])]
+    needs = [n for c in commands for n in command_needs(c) if not any(Path(n).is_relative_to(d) for d in [env, *real])]
     sb.ro(python_prefix(), env, *real, *needs, *tool.read_only, *extra_ro)
     if tool.variant_of:  # the proxy is the sandbox's first process: its one file, run by the base Python
         sb.ro(proxy_script())
@@ -256,13 +256,23 @@ def start_http_server(tool: ToolSpec, values: dict[str, str], forbidden_env: set
     until it listens; yield its URL; stop its process group at the end. Hosts that connect
     by URL share it. (It must share the host's network to be reached: `network: true`.)"""
     values = dict(values, port=str(free_port()))
-    env = {k: os.environ[k] for k in ("LANG",) if k in os.environ} | \
-        server_environment(tool.config, values, forbidden_env)
+    env = {k: os.environ[k] for k in ("LANG",) if k in os.environ} | server_environment(
+        tool.config, values, forbidden_env
+    )
     argv, env = server_sandbox(tool, values).wrap(
         [resolve_command(tool.env_name, tool.command)] + [substitute(a, values) for a in tool.args],
-        {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **env}, cwd or values.get("workspace"))
-    proc = subprocess.Popen(argv, env=env, cwd=cwd or values.get("workspace"), stdout=errlog, stderr=errlog,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+        {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **env},
+        cwd or values.get("workspace"),
+    )
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        cwd=cwd or values.get("workspace"),
+        stdout=errlog,
+        stderr=errlog,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         url = substitute(tool.url, values)
         wait_for_port(url, tool.startup_timeout, proc)
@@ -272,8 +282,9 @@ def start_http_server(tool: ToolSpec, values: dict[str, str], forbidden_env: set
 
 
 @contextlib.asynccontextmanager
-async def open_server(tool: ToolSpec, values: dict[str, str], errlog_path: Path,
-                      forbidden_env: set[str], cwd: str | None = None):
+async def open_server(
+    tool: ToolSpec, values: dict[str, str], errlog_path: Path, forbidden_env: set[str], cwd: str | None = None
+):
     """Start the tool's server and connect. `values` fills {workspace} {repo} {index} {home} {tmp}."""
     from mcp import Client, StdioServerParameters, stdio_client
 
@@ -285,18 +296,20 @@ async def open_server(tool: ToolSpec, values: dict[str, str], errlog_path: Path,
         if tool.transport == "stdio":
             # Under bubblewrap the client starts `env -i bwrap ... -- command args`: the mcp
             # client's own default variables never reach bwrap, only `env` reaches the server.
-            argv, env = sandbox.wrap(server_argv(tool, values),
-                                     env if tool.sandbox == "none" else {"PATH": _sandbox_path(), **env},
-                                     cwd or values.get("workspace"))
-            params = StdioServerParameters(command=argv[0], args=argv[1:], env=env,
-                                           cwd=cwd or values.get("workspace"))
+            argv, env = sandbox.wrap(
+                server_argv(tool, values),
+                env if tool.sandbox == "none" else {"PATH": _sandbox_path(), **env},
+                cwd or values.get("workspace"),
+            )
+            params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=cwd or values.get("workspace"))
             target = stdio_client(params, errlog=errlog)
         else:  # http: we start the process, then connect to its URL
             target = stack.enter_context(start_http_server(tool, values, forbidden_env, errlog, cwd))
         client = Client(target, mode="auto", read_timeout_seconds=tool.call_timeout, cache=None)
         async with client:
-            yield ServerSession(client=client, startup_seconds=time.monotonic() - t0, errlog_path=errlog_path,
-                                sandbox=sandbox.record())
+            yield ServerSession(
+                client=client, startup_seconds=time.monotonic() - t0, errlog_path=errlog_path, sandbox=sandbox.record()
+            )
 
 
 def _sandbox_path() -> str:

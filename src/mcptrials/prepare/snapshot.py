@@ -24,14 +24,18 @@ from mcptrials.matrix.specs import ToolSpec
 def tools_hash(tools: list[dict]) -> str:
     """sha256 of the canonical tool list (sorted by name; name, description, input schema)."""
     canon = sorted(
-        ({"name": t["name"], "description": t.get("description", ""), "input_schema": t.get("input_schema")} for t in tools),
+        (
+            {"name": t["name"], "description": t.get("description", ""), "input_schema": t.get("input_schema")}
+            for t in tools
+        ),
         key=lambda t: t["name"],
     )
     return canonical_hash(canon)
 
 
-async def snapshot_server(tool: ToolSpec, workspace: Path, index_dir: Path | None,
-                          forbidden: set[str], errlog: Path) -> dict:
+async def snapshot_server(
+    tool: ToolSpec, workspace: Path, index_dir: Path | None, forbidden: set[str], errlog: Path
+) -> dict:
     from mcptrials.prepare.servers import open_server, stderr_tail
 
     with tempfile.TemporaryDirectory(prefix="mcptrials-snap-") as sandbox:
@@ -43,8 +47,13 @@ async def snapshot_server(tool: ToolSpec, workspace: Path, index_dir: Path | Non
             # a copy, as every trial gets: what the server writes there never reaches the shared index
             index_copy = str(Path(sandbox, "index"))
             shutil.copytree(index_dir, index_copy, symlinks=True)
-        values = {"workspace": str(workspace), "repo": str(workspace), "home": str(home), "tmp": str(tmp),
-                  "index": index_copy}
+        values = {
+            "workspace": str(workspace),
+            "repo": str(workspace),
+            "home": str(home),
+            "tmp": str(tmp),
+            "index": index_copy,
+        }
         t0 = time.monotonic()
         async with open_server(tool, values, errlog, forbidden) as s:
             startup = s.startup_seconds
@@ -65,8 +74,16 @@ async def snapshot_server(tool: ToolSpec, workspace: Path, index_dir: Path | Non
             }
 
 
-def make_snapshot(config_path: str, tool: str, repo: str, checkout_json: Path, install_json: Path | None,
-                  index_dir: Path | None, out: Path, count_tokens: bool = True) -> dict:
+def make_snapshot(
+    config_path: str,
+    tool: str,
+    repo: str,
+    checkout_json: Path,
+    install_json: Path | None,
+    index_dir: Path | None,
+    out: Path,
+    count_tokens: bool = True,
+) -> dict:
     """`count_tokens=False` (a dry run): the definitions' tokens are estimated, no API request."""
     m = load_matrix(config_path)
     if tool not in m.tools:
@@ -84,20 +101,35 @@ def make_snapshot(config_path: str, tool: str, repo: str, checkout_json: Path, i
         "repo_url": co["url"],
         "commit": co["commit"],
         "tool_spec_sha256": m.tool_hash(tool),
-        "project_files": project_files(spec),   # what of the project it starts from (gate.comparable)
+        "project_files": project_files(spec),  # what of the project it starts from (gate.comparable)
         "install": (inst or {}).get("resolved") or {},
     }
     unavailable = failure(co) or failure(inst)
-    if unavailable:   # a stage before it failed: nothing to start (its trials are not_run, mcptrials.core.failures)
+    if unavailable:  # a stage before it failed: nothing to start (its trials are not_run, mcptrials.core.failures)
         from mcptrials.prepare.builtins import BUILTIN_TOOLS
 
-        rec.update(unavailable=unavailable, error=unavailable, tools=[], server_name=None, server_version=None,
-                   protocol_version=None, instructions=None, startup_seconds=None, builtin_tools=BUILTIN_TOOLS)
+        rec.update(
+            unavailable=unavailable,
+            error=unavailable,
+            tools=[],
+            server_name=None,
+            server_version=None,
+            protocol_version=None,
+            instructions=None,
+            startup_seconds=None,
+            builtin_tools=BUILTIN_TOOLS,
+        )
     elif not spec.has_server:
         from mcptrials.prepare.builtins import BUILTIN_TOOLS
 
-        rec.update(server_name=None, server_version=None, protocol_version=None, instructions=None,
-                   startup_seconds=0.0, tools=[])
+        rec.update(
+            server_name=None,
+            server_version=None,
+            protocol_version=None,
+            instructions=None,
+            startup_seconds=0.0,
+            tools=[],
+        )
         rec["builtin_tools"] = BUILTIN_TOOLS
     else:
         # A scratch copy: some servers write into the repo they are pointed at.
@@ -117,16 +149,24 @@ def make_snapshot(config_path: str, tool: str, repo: str, checkout_json: Path, i
 
                 leaf = leaf_error(e)
                 if spec.variant_of and mcp_error_code(e) == OVERRIDE_MISMATCH:  # bad input, not a fault
-                    raise ConfigError(override_mismatch_message(m.path, spec, getattr(leaf, "data", None) or {},
-                                                                str(leaf))) from None
-                data = {"error": f"{type(leaf).__name__}: {leaf}", "tools": [], "server_name": None,
-                        "server_version": None, "protocol_version": None, "instructions": None,
-                        "startup_seconds": None, "stderr_tail": stderr_tail(errlog)}
+                    raise ConfigError(
+                        override_mismatch_message(m.path, spec, getattr(leaf, "data", None) or {}, str(leaf))
+                    ) from None
+                data = {
+                    "error": f"{type(leaf).__name__}: {leaf}",
+                    "tools": [],
+                    "server_name": None,
+                    "server_version": None,
+                    "protocol_version": None,
+                    "instructions": None,
+                    "startup_seconds": None,
+                    "stderr_tail": stderr_tail(errlog),
+                }
         rec.update(data)
         from mcptrials.prepare.builtins import BUILTIN_TOOLS
 
         rec["builtin_tools"] = BUILTIN_TOOLS
-    rec["tools_sha256"] = tools_hash(rec["tools"])   # a variant's: the rewritten list the model sees
+    rec["tools_sha256"] = tools_hash(rec["tools"])  # a variant's: the rewritten list the model sees
     rec["version_label"] = spec.version
     rec.update(variant_record(spec))
     from mcptrials.prepare.definition_tokens import definition_tokens, not_started
@@ -139,8 +179,10 @@ def make_snapshot(config_path: str, tool: str, repo: str, checkout_json: Path, i
 def variant_record(spec: ToolSpec) -> dict:
     """What a record says of a description variant (snapshot and run_meta): its base and the
     sha256 of its overrides; for any other tool both None."""
-    return {"variant_of": spec.variant_of,
-            "overrides_sha256": canonical_hash(spec.overrides) if spec.variant_of else None}
+    return {
+        "variant_of": spec.variant_of,
+        "overrides_sha256": canonical_hash(spec.overrides) if spec.variant_of else None,
+    }
 
 
 def override_mismatch_message(path, spec: ToolSpec, problems: dict, detail: str) -> str:
@@ -150,14 +192,20 @@ def override_mismatch_message(path, spec: ToolSpec, problems: dict, detail: str)
     fix = f"name only tools and parameters the server of tools.{spec.variant_of} lists (its tools.json snapshot)"
     if problems.get("unknown_tools"):
         name = problems["unknown_tools"][0]
-        return (f"{where}.{name}: the server lists no tool {name!r} (it lists: {', '.join(problems.get('listed', []))}); "
-                f"fix the name or remove the entry: {fix}")
+        return (
+            f"{where}.{name}: the server lists no tool {name!r} (it lists: {', '.join(problems.get('listed', []))}); "
+            f"fix the name or remove the entry: {fix}"
+        )
     if problems.get("unknown_parameters"):
         name, p = next(iter(problems["unknown_parameters"].items()))
-        return (f"{where}.{name}.parameters.{p['unknown'][0]}: tool {name!r} has no such parameter (it has: "
-                f"{', '.join(p['listed']) or 'none'}); fix the name or remove it: {fix}")
+        return (
+            f"{where}.{name}.parameters.{p['unknown'][0]}: tool {name!r} has no such parameter (it has: "
+            f"{', '.join(p['listed']) or 'none'}); fix the name or remove it: {fix}"
+        )
     if problems.get("name_clashes"):
         new, olds = next(iter(problems["name_clashes"].items()))
-        return (f"{where}: tools {', '.join(olds)} would all be named {new!r} (a rename onto a tool the server "
-                "already has); give the renamed tool a name of its own")
+        return (
+            f"{where}: tools {', '.join(olds)} would all be named {new!r} (a rename onto a tool the server "
+            "already has); give the renamed tool a name of its own"
+        )
     return f"{where}: {detail}; {fix}"

@@ -30,6 +30,7 @@ def tool_definitions(tool: str, server_tools: list[dict]) -> tuple[list[dict], l
         name = model_tool_name(tool, t["name"])
         names[name] = t["name"]
         schema = t.get("input_schema") if isinstance(t.get("input_schema"), dict) else {"type": "object"}
-        server.append({"name": name, "description": (t.get("description") or "")[:4000] or t["name"],
-                       "input_schema": schema})
+        server.append(
+            {"name": name, "description": (t.get("description") or "")[:4000] or t["name"], "input_schema": schema}
+        )
     return builtin, server, names

@@ -19,8 +19,7 @@ from mcptrials.providers.base import Provider, ProviderError, Reply, Usage
 EPHEMERAL = {"type": "ephemeral"}
 
 
-def with_cache_breakpoints(system: list[dict], tools: list[dict], messages: list[dict],
-                           conversation: bool = True):
+def with_cache_breakpoints(system: list[dict], tools: list[dict], messages: list[dict], conversation: bool = True):
     """Copies of the request parts with cache_control set where caching pays: the system
     prompt, the last tool and (with `conversation`) the newest message block."""
     system = copy.deepcopy(system)
@@ -43,17 +42,20 @@ def with_cache_breakpoints(system: list[dict], tools: list[dict], messages: list
 class AnthropicProvider(Provider):
     name = "anthropic"
 
-    def __init__(self, model: str, api_key: str, base_url: str | None = None, max_retries: int = 4,
-                 timeout: float = 600):
+    def __init__(
+        self, model: str, api_key: str, base_url: str | None = None, max_retries: int = 4, timeout: float = 600
+    ):
         import anthropic
 
         self._anthropic = anthropic
         self.model = model
-        self.client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=max_retries,
-                                               timeout=timeout)
+        self.client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
+        )
 
-    async def complete(self, system, messages, tools, max_tokens, *, reply_schema=None,
-                       cache_conversation=True) -> Reply:
+    async def complete(
+        self, system, messages, tools, max_tokens, *, reply_schema=None, cache_conversation=True
+    ) -> Reply:
         # reply_schema: left to the prompt (the caller checks the reply); see Provider.complete.
         a = self._anthropic
         system, tools, messages = with_cache_breakpoints(system, tools, messages, cache_conversation)
@@ -65,8 +67,9 @@ class AnthropicProvider(Provider):
             msg = await raw.parse()
         except a.APIStatusError as e:
             retried = e.status_code in (408, 409, 429) or e.status_code >= 500
-            raise ProviderError(f"{e.status_code}: {_short(e)}", status=e.status_code,
-                                retries=self.client.max_retries if retried else 0) from None
+            raise ProviderError(
+                f"{e.status_code}: {_short(e)}", status=e.status_code, retries=self.client.max_retries if retried else 0
+            ) from None
         except a.APIConnectionError as e:
             raise ProviderError(f"connection: {_short(e)}", retries=self.client.max_retries) from None
         except (a.APIResponseValidationError, ValueError) as e:  # ValueError: a body that is not JSON
@@ -80,10 +83,17 @@ class AnthropicProvider(Provider):
             cache_creation_input_tokens=getattr(u, "cache_creation_input_tokens", None) or 0,
             cache_read_input_tokens=getattr(u, "cache_read_input_tokens", None) or 0,
         )
-        content = [b.model_dump(exclude_none=True, include={"type", "text", "id", "name", "input"}) for b in msg.content
-                   if b.type in ("text", "tool_use")]
-        return Reply(content=content, stop_reason=msg.stop_reason or "end_turn", usage=usage,
-                     retries=getattr(raw, "retries_taken", 0))
+        content = [
+            b.model_dump(exclude_none=True, include={"type", "text", "id", "name", "input"})
+            for b in msg.content
+            if b.type in ("text", "tool_use")
+        ]
+        return Reply(
+            content=content,
+            stop_reason=msg.stop_reason or "end_turn",
+            usage=usage,
+            retries=getattr(raw, "retries_taken", 0),
+        )
 
     async def aclose(self) -> None:
         await self.client.close()

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 @dataclass
 class Usage:
-    input_tokens: int = 0            # uncached input
+    input_tokens: int = 0  # uncached input
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
@@ -25,7 +25,7 @@ class Reply:
     ({"type": "text", "text"} and {"type": "tool_use", "id", "name", "input"})."""
 
     content: list[dict]
-    stop_reason: str                  # end_turn | tool_use | max_tokens | ...
+    stop_reason: str  # end_turn | tool_use | max_tokens | ...
     usage: Usage = field(default_factory=Usage)
     retries: int = 0
 
@@ -42,9 +42,16 @@ class ProviderError(Exception):
 class Provider:
     name = "abstract"
 
-    async def complete(self, system: list[dict], messages: list[dict], tools: list[dict],
-                       max_tokens: int, *, reply_schema: dict | None = None,
-                       cache_conversation: bool = True) -> Reply:
+    async def complete(
+        self,
+        system: list[dict],
+        messages: list[dict],
+        tools: list[dict],
+        max_tokens: int,
+        *,
+        reply_schema: dict | None = None,
+        cache_conversation: bool = True,
+    ) -> Reply:
         """system: text blocks; messages: alternating user/assistant turns; tools: [{name, description, input_schema}].
 
         reply_schema: {"name", "schema"}: the reply's text must be one JSON object matching

@@ -29,15 +29,21 @@ import json
 
 from mcptrials.providers.base import Provider, ProviderError, Reply, Usage
 
-STOP_REASONS = {"tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens", "stop": "end_turn",
-                "content_filter": "refusal"}
+STOP_REASONS = {
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "stop": "end_turn",
+    "content_filter": "refusal",
+}
 
 
 def _text_of(content) -> str:
     if isinstance(content, str):
         return content
-    return "\n".join(b.get("text", "") if b.get("type") == "text" else f"[{b.get('type')} content]"
-                     for b in content or [])
+    return "\n".join(
+        b.get("text", "") if b.get("type") == "text" else f"[{b.get('type')} content]" for b in content or []
+    )
 
 
 def to_openai_messages(system: list[dict], messages: list[dict]) -> list[dict]:
@@ -51,9 +57,15 @@ def to_openai_messages(system: list[dict], messages: list[dict]) -> list[dict]:
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         if msg["role"] == "assistant":
             text = "\n\n".join(b["text"] for b in blocks if b.get("type") == "text" and b.get("text"))
-            calls = [{"id": b["id"], "type": "function",
-                      "function": {"name": b["name"], "arguments": json.dumps(b.get("input") or {})}}
-                     for b in blocks if b.get("type") == "tool_use"]
+            calls = [
+                {
+                    "id": b["id"],
+                    "type": "function",
+                    "function": {"name": b["name"], "arguments": json.dumps(b.get("input") or {})},
+                }
+                for b in blocks
+                if b.get("type") == "tool_use"
+            ]
             turn = {"role": "assistant", "content": text or None}
             if calls:
                 turn["tool_calls"] = calls
@@ -72,9 +84,17 @@ def to_openai_messages(system: list[dict], messages: list[dict]) -> list[dict]:
 
 
 def to_openai_tools(tools: list[dict]) -> list[dict]:
-    return [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),
-                                              "parameters": t.get("input_schema") or {"type": "object"}}}
-            for t in tools]
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t["name"],
+                "description": t.get("description", ""),
+                "parameters": t.get("input_schema") or {"type": "object"},
+            },
+        }
+        for t in tools
+    ]
 
 
 def parse_arguments(raw: str | None) -> dict:
@@ -90,8 +110,10 @@ def parse_arguments(raw: str | None) -> dict:
 def to_response_format(reply_schema: dict) -> dict:
     """{"name", "schema"} -> structured outputs: `response_format` json_schema, strict (the
     server constrains the reply to the schema; llama-server, Ollama and vLLM take it too)."""
-    return {"type": "json_schema",
-            "json_schema": {"name": reply_schema["name"], "schema": reply_schema["schema"], "strict": True}}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": reply_schema["name"], "schema": reply_schema["schema"], "strict": True},
+    }
 
 
 def usage_of(u) -> Usage:
@@ -102,8 +124,12 @@ def usage_of(u) -> Usage:
     cached = (getattr(details, "cached_tokens", None) or 0) if details else 0
     written = (getattr(details, "cache_write_tokens", None) or 0) if details else 0
     prompt = u.prompt_tokens or 0
-    return Usage(input_tokens=max(prompt - cached - written, 0), output_tokens=u.completion_tokens or 0,
-                 cache_creation_input_tokens=written, cache_read_input_tokens=cached)
+    return Usage(
+        input_tokens=max(prompt - cached - written, 0),
+        output_tokens=u.completion_tokens or 0,
+        cache_creation_input_tokens=written,
+        cache_read_input_tokens=cached,
+    )
 
 
 def to_reply_content(message) -> list[dict]:
@@ -121,20 +147,21 @@ def to_reply_content(message) -> list[dict]:
 class OpenAIProvider(Provider):
     name = "openai"
 
-    def __init__(self, model: str, api_key: str, base_url: str | None = None, max_retries: int = 4,
-                 timeout: float = 600):
+    def __init__(
+        self, model: str, api_key: str, base_url: str | None = None, max_retries: int = 4, timeout: float = 600
+    ):
         import openai
 
         self._openai = openai
         self.model = model
         self.client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout)
 
-    async def complete(self, system, messages, tools, max_tokens, *, reply_schema=None,
-                       cache_conversation=True) -> Reply:
+    async def complete(
+        self, system, messages, tools, max_tokens, *, reply_schema=None, cache_conversation=True
+    ) -> Reply:
         # cache_conversation: the API caches every long-enough prefix by itself.
         o = self._openai
-        kwargs = dict(model=self.model, messages=to_openai_messages(system, messages),
-                      max_completion_tokens=max_tokens)
+        kwargs = dict(model=self.model, messages=to_openai_messages(system, messages), max_completion_tokens=max_tokens)
         if tools:
             kwargs["tools"] = to_openai_tools(tools)
         if reply_schema is not None:
@@ -144,8 +171,9 @@ class OpenAIProvider(Provider):
             completion = raw.parse()
         except o.APIStatusError as e:
             retried = e.status_code in (408, 409, 429) or e.status_code >= 500
-            raise ProviderError(f"{e.status_code}: {_short(e)}", status=e.status_code,
-                                retries=self.client.max_retries if retried else 0) from None
+            raise ProviderError(
+                f"{e.status_code}: {_short(e)}", status=e.status_code, retries=self.client.max_retries if retried else 0
+            ) from None
         except o.APIConnectionError as e:
             raise ProviderError(f"connection: {_short(e)}", retries=self.client.max_retries) from None
         except (o.APIResponseValidationError, ValueError) as e:  # ValueError: a body that is not JSON
@@ -157,8 +185,12 @@ class OpenAIProvider(Provider):
         stop = STOP_REASONS.get(choice.finish_reason or "stop", choice.finish_reason)
         if any(b["type"] == "tool_use" for b in content):
             stop = "tool_use"  # some servers say `stop` with tool calls
-        return Reply(content=content, stop_reason=stop, usage=usage_of(completion.usage),
-                     retries=getattr(raw, "retries_taken", 0))
+        return Reply(
+            content=content,
+            stop_reason=stop,
+            usage=usage_of(completion.usage),
+            retries=getattr(raw, "retries_taken", 0),
+        )
 
     async def aclose(self) -> None:
         await self.client.close()

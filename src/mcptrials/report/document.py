@@ -19,8 +19,14 @@ from mcptrials.report.citations import add_citation_composition
 from mcptrials.report.details import add_adoption, add_errors, add_judge_noise, add_profile, add_scenarios
 from mcptrials.report.explorer import write_explorer
 from mcptrials.report.figures import add_plots
-from mcptrials.report.headline import (add_comparisons, add_explorer_link, add_failed_stages, add_gold_recall,
-                                       add_headline, add_model_host)
+from mcptrials.report.headline import (
+    add_comparisons,
+    add_explorer_link,
+    add_failed_stages,
+    add_gold_recall,
+    add_headline,
+    add_model_host,
+)
 from mcptrials.report.heldout import StrictHeldout, add_heldout, heldout_state, missing_anchor
 from mcptrials.report.identity import add_identity
 from mcptrials.report.patterns import add_feedback, add_patterns
@@ -53,14 +59,28 @@ def load_summary(aggregate_dir) -> dict:
 # --- the main page ---------------------------------------------------------------------------
 
 
-def build_report(summary: dict, agreement: dict | None, lock: dict | None, runs, out_dir,
-                 judge_cfg: dict, current_set_sha256: str | None = None, lockfile_sha256: str | None = None) -> dict:
+def build_report(
+    summary: dict,
+    agreement: dict | None,
+    lock: dict | None,
+    runs,
+    out_dir,
+    judge_cfg: dict,
+    current_set_sha256: str | None = None,
+    lockfile_sha256: str | None = None,
+) -> dict:
     """Write report.md, index.html, plots/*.png and the trial pages under out_dir.
     judge_cfg is the config's `judge:` (threshold and strict: the held-out verdict is made here).
     Raises StrictHeldout, before writing anything, when judge.strict is true and the check fails.
     Returns {"html", "md", "pages"} paths."""
-    held = heldout_state(agreement, lock, judge_cfg["threshold"], judge_cfg["strict"], lockfile_sha256,
-                         summary["identity"]["judge"].get("provider"))
+    held = heldout_state(
+        agreement,
+        lock,
+        judge_cfg["threshold"],
+        judge_cfg["strict"],
+        lockfile_sha256,
+        summary["identity"]["judge"].get("provider"),
+    )
     if held["refuse"]:
         raise StrictHeldout(held["refuse"])
     out = Path(out_dir)
@@ -68,12 +88,17 @@ def build_report(summary: dict, agreement: dict | None, lock: dict | None, runs,
     ident = summary["identity"]
     doc = Doc()
     doc.h(1, "mcptrials report")
-    doc.p("Models: " + "; ".join(f"{n} = {m['label']}" for n, m in ident["models"].items())
-          + f". Judge: {ident['judge']['label']}.")
+    doc.p(
+        "Models: "
+        + "; ".join(f"{n} = {m['label']}" for n, m in ident["models"].items())
+        + f". Judge: {ident['judge']['label']}."
+    )
     warnings = list(held["warnings"])
     if current_set_sha256 and current_set_sha256 != ident["scenario_set_sha256"]:
-        warnings.append("The aggregate was built from a different scenario set than the config's current one: "
-                        "rerun `mcptrials aggregate`.")
+        warnings.append(
+            "The aggregate was built from a different scenario set than the config's current one: "
+            "rerun `mcptrials aggregate`."
+        )
     for w in warnings:
         doc.p("WARNING: " + w, "warning")
     for n in held["notes"] + summary["notes"]:
@@ -117,7 +142,7 @@ def report_job(m, aggregate_dir, heldout, lock, runs, out_dir) -> dict:
     summary = load_summary(aggregate_dir)
     reason = missing_anchor(m)
     lockfile_sha256 = None
-    if reason:   # the same shape the held-out stage writes when its held-out scenarios have no frozen transcripts
+    if reason:  # the same shape the held-out stage writes when its held-out scenarios have no frozen transcripts
         agreement, lock = {"anchor": None, "reason": reason, "n": 0, "rho": None}, None
     else:
         from mcptrials.matrix.hashing import file_sha256
@@ -128,5 +153,6 @@ def report_job(m, aggregate_dir, heldout, lock, runs, out_dir) -> dict:
         agreement = read_optional(heldout)
         lock = read_optional(lock or (Path(heldout).parent / "lock_verified.json" if heldout else None))
     current = m.scenario_set_sha256()  # differs from the aggregate's when the aggregate is stale
-    return build_report(summary, agreement, lock, runs, out_dir, dataclasses.asdict(m.specs.judge), current,
-                        lockfile_sha256)
+    return build_report(
+        summary, agreement, lock, runs, out_dir, dataclasses.asdict(m.specs.judge), current, lockfile_sha256
+    )

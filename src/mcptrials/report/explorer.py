@@ -53,8 +53,15 @@ COLUMNS = (
 )
 # carried per trial but not a column of their own
 EXTRA = ("page", "why", "answer_cut")
-FILTERS = (("tool", "tool"), ("model", "model"), ("host", "host"), ("scenario", "scenario"),
-           ("result", "result"), ("outcome", "outcome"), ("patterns", "pattern"))
+FILTERS = (
+    ("tool", "tool"),
+    ("model", "model"),
+    ("host", "host"),
+    ("scenario", "scenario"),
+    ("result", "result"),
+    ("outcome", "outcome"),
+    ("patterns", "pattern"),
+)
 
 
 def result_of(row: dict) -> str:
@@ -82,14 +89,19 @@ def read_answers(trials: list[dict], runs) -> dict[str, str | None]:
 
     out = {}
     for r in trials:
-        p = TrialKey(r["model_name"], r["host"], r["tool"], r["repo"], r["scenario"], int(r["trial"])).dir(runs) / "transcript.json"
+        p = (
+            TrialKey(r["model_name"], r["host"], r["tool"], r["repo"], r["scenario"], int(r["trial"])).dir(runs)
+            / "transcript.json"
+        )
         if not p.is_file():
             out[r["page"]] = None
             continue
         try:
             out[r["page"]] = answer_text(json.loads(p.read_text()))
         except json.JSONDecodeError as e:
-            raise ConfigError(f"{p}: not valid JSON ({e}); delete it and rerun its stage (snakemake rebuilds it)") from None
+            raise ConfigError(
+                f"{p}: not valid JSON ({e}); delete it and rerun its stage (snakemake rebuilds it)"
+            ) from None
     return out
 
 
@@ -97,8 +109,23 @@ def explorer_row(r: dict, answer: str | None, cap: int = ANSWER_CAP) -> list:
     """One trial as the array the page reads (COLUMNS, then EXTRA)."""
     text = "(no transcript.json)" if answer is None else answer
     values = {
-        **{k: r.get(k) for k in ("tool", "model_name", "host", "scenario", "trial", "outcome", "fairness", "quality",
-                                 "keyword_coverage", "citation_grounding", "cost_usd", "wall_seconds")},
+        **{
+            k: r.get(k)
+            for k in (
+                "tool",
+                "model_name",
+                "host",
+                "scenario",
+                "trial",
+                "outcome",
+                "fairness",
+                "quality",
+                "keyword_coverage",
+                "citation_grounding",
+                "cost_usd",
+                "wall_seconds",
+            )
+        },
         "model": r.get("model_name") or r.get("model"),
         "result": result_of(r),
         "exact": ratio(r.get("exact_passed"), r.get("exact_steps")),
@@ -141,8 +168,13 @@ def script_json(data) -> str:
     """JSON safe inside a <script> element: '<', '>' and '&' as \\u escapes, so an answer
     holding '</script>' or '<!--' cannot end or change the element (JSON.parse reads them back)."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
 
 
 CSS = """
@@ -342,27 +374,34 @@ JS = r"""
 def explorer_html(data: dict) -> str:
     """The page: the embedded data, the controls and the script; no external asset."""
     p = data["produced_by"]
-    made = (f"{len(data['rows']):,} trial(s) from summary.json; harness "
-            f"{', '.join(p['harness_versions']) or 'unrecorded'}; scenario set sha256 "
-            f"{(p['scenario_set_sha256'] or 'unrecorded')[:12]}; models: "
-            + ("; ".join(f"{n} = {label}" for n, label in p["models"].items()) or "–") + ".")
-    cap = (f"Answer text: every step's answer, embedded up to {data['answer_cap']:,} characters per trial "
-           f"({data['answers_cut']:,} trial(s) cut); the search looks at those characters only, case-insensitive. "
-           "A missing trial (an infrastructure failure) has no score: it is neither a pass nor a fail. "
-           "Click a header to sort; a trial's number opens its page.")
+    made = (
+        f"{len(data['rows']):,} trial(s) from summary.json; harness "
+        f"{', '.join(p['harness_versions']) or 'unrecorded'}; scenario set sha256 "
+        f"{(p['scenario_set_sha256'] or 'unrecorded')[:12]}; models: "
+        + ("; ".join(f"{n} = {label}" for n, label in p["models"].items()) or "–")
+        + "."
+    )
+    cap = (
+        f"Answer text: every step's answer, embedded up to {data['answer_cap']:,} characters per trial "
+        f"({data['answers_cut']:,} trial(s) cut); the search looks at those characters only, case-insensitive. "
+        "A missing trial (an infrastructure failure) has no score: it is neither a pass nor a fail. "
+        "Click a header to sort; a trial's number opens its page."
+    )
     esc = html.escape
-    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>mcptrials trial explorer</title><style>{CSS}</style></head><body>\n"
-            '<p><a href="index.html">back to the report</a></p><h1>Trial explorer</h1>\n'
-            f'<p class="note" id="produced-by">{esc(made)}</p><p class="note" id="answer-cap">{esc(cap)}</p>\n'
-            '<div id="controls"><span id="filters" style="display:contents"></span>'
-            '<label>search answers<input type="search" id="search" placeholder="text in the answers"></label></div>\n'
-            '<p class="note" id="count"></p>\n'
-            '<table id="trials"><thead><tr id="head"></tr></thead><tbody id="rows"></tbody></table>\n'
-            '<button id="more" type="button" hidden>show more</button>\n'
-            f'<script type="application/json" id="explorer-data">{script_json(data)}</script>\n'
-            f"<script>{JS}</script>\n</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>mcptrials trial explorer</title><style>{CSS}</style></head><body>\n"
+        '<p><a href="index.html">back to the report</a></p><h1>Trial explorer</h1>\n'
+        f'<p class="note" id="produced-by">{esc(made)}</p><p class="note" id="answer-cap">{esc(cap)}</p>\n'
+        '<div id="controls"><span id="filters" style="display:contents"></span>'
+        '<label>search answers<input type="search" id="search" placeholder="text in the answers"></label></div>\n'
+        '<p class="note" id="count"></p>\n'
+        '<table id="trials"><thead><tr id="head"></tr></thead><tbody id="rows"></tbody></table>\n'
+        '<button id="more" type="button" hidden>show more</button>\n'
+        f'<script type="application/json" id="explorer-data">{script_json(data)}</script>\n'
+        f"<script>{JS}</script>\n</body></html>\n"
+    )
 
 
 def write_explorer(summary: dict, runs, out_dir) -> Path:

@@ -19,7 +19,11 @@ def add_plots(doc: Doc, s: dict, plot_dir: Path) -> list[str]:
     trials = [r for r in s["trials"] if not r.get("missing")]
     for name, png, alt in (
         ("fairness", plots.fairness_by_tool(tools), "Fairness by tool with 95% intervals"),
-        ("forest", plots.forest(tools, noise, s.get("margin")), "Paired differences against the baseline (forest plot)"),
+        (
+            "forest",
+            plots.forest(tools, noise, s.get("margin")),
+            "Paired differences against the baseline (forest plot)",
+        ),
         ("cost_quality", plots.cost_vs_quality(trials), "Cost against judge quality"),
         ("grounding", plots.grounding_buckets(trials), "Citation grounding buckets"),
         ("pass_hat_k", plots.pass_hat_k_curve(s["pass_hat_curve"]), "pass^k against k"),

@@ -35,8 +35,10 @@ def fmissing(n_used, row: dict) -> str:
     gone = row.get("n_missing") or 0
     if not gone:
         return ""
-    reasons = ", ".join(f"{why}" + (f" {c}" if int(c) != gone else "")
-                        for why, _, c in (part.rpartition("=") for part in row["missing_reasons"].split(";")))
+    reasons = ", ".join(
+        f"{why}" + (f" {c}" if int(c) != gone else "")
+        for why, _, c in (part.rpartition("=") for part in row["missing_reasons"].split(";"))
+    )
     return f"n={n_used} of {n_used + gone}, {gone} missing: {reasons}"
 
 

@@ -5,25 +5,48 @@ and the models × hosts view."""
 from __future__ import annotations
 
 from mcptrials.report.explorer import EXPLORER
-from mcptrials.report.formats import (esc, f3, fci, fci_missing, fmissing, fnum, fp, fsec, fsigned_ci, fusd, href,
-                                      model_labels, model_text, with_n)
+from mcptrials.report.formats import (
+    esc,
+    f3,
+    fci,
+    fci_missing,
+    fmissing,
+    fnum,
+    fp,
+    fsec,
+    fsigned_ci,
+    fusd,
+    href,
+    model_labels,
+    model_text,
+    with_n,
+)
 from mcptrials.report.render import Cell, Doc, Table
 
 
-VERDICT_CLASS = {"better": "better", "worse": "worse", "within noise": "noise", "no practical difference": "noise",
-                 "did not start": "worse"}
+VERDICT_CLASS = {
+    "better": "better",
+    "worse": "worse",
+    "within noise": "noise",
+    "no practical difference": "noise",
+    "did not start": "worse",
+}
 
 
 def verdict_text(s: dict) -> str:
     """The verdicts' rule with the run's margin (summary.json `margin`, the config's `margin:`)."""
     margin = s.get("margin")
-    if margin is None:   # a summary made before the margin: the plain significance verdicts
-        return ("within noise: the 95% interval contains 0, or the difference is smaller than the judge's "
-                "spread; such tools are not ranked")
-    return (f"margin ±{margin:g} (the config's `margin:`, the smallest difference in fairness that matters): "
-            f"better / worse only when the whole 95% interval of Δ lies above +{margin:g} / below -{margin:g} "
-            f"(and Δ is at least the judge's spread); no practical difference when it lies within ±{margin:g}; "
-            "within noise otherwise")
+    if margin is None:  # a summary made before the margin: the plain significance verdicts
+        return (
+            "within noise: the 95% interval contains 0, or the difference is smaller than the judge's "
+            "spread; such tools are not ranked"
+        )
+    return (
+        f"margin ±{margin:g} (the config's `margin:`, the smallest difference in fairness that matters): "
+        f"better / worse only when the whole 95% interval of Δ lies above +{margin:g} / below -{margin:g} "
+        f"(and Δ is at least the judge's spread); no practical difference when it lies within ±{margin:g}; "
+        "within noise otherwise"
+    )
 
 
 def verdict_header(s: dict) -> str:
@@ -48,38 +71,65 @@ def add_environment_failures(doc: Doc, env: list[dict], method: str | None) -> N
     """Servers that started but failed their calls the same way in most trials of a repository
     (mcptrials.analyze.environment): their trials count, their verdict carries the cause."""
     n_env = sum(1 for f in env if f.get("kind", "environment") == "environment")
-    doc.p(f"{len(env)} server error(s) failed the same call in most of a tool's trials on a repository"
-          + (f" ({method})" if method else "") + f"; {n_env} of them say this machine lacks something (kind "
-          "environment: fix the environment and run the tool's trials again for a verdict about the server), the "
-          "others are repeated errors (the agent's use of the tool, or the server's set-up: read one trial page). "
-          "Those trials count as run, and the tool's headline verdict names the error beside it.", "warning")
-    t = Table(["tool", "repo", "model", "kind", "error", "trials with it", "failed calls", "fix", "a trial"],
-              caption="repeated server errors (results/aggregate/summary.json `environment_failures`)")
+    doc.p(
+        f"{len(env)} server error(s) failed the same call in most of a tool's trials on a repository"
+        + (f" ({method})" if method else "")
+        + f"; {n_env} of them say this machine lacks something (kind "
+        "environment: fix the environment and run the tool's trials again for a verdict about the server), the "
+        "others are repeated errors (the agent's use of the tool, or the server's set-up: read one trial page). "
+        "Those trials count as run, and the tool's headline verdict names the error beside it.",
+        "warning",
+    )
+    t = Table(
+        ["tool", "repo", "model", "kind", "error", "trials with it", "failed calls", "fix", "a trial"],
+        caption="repeated server errors (results/aggregate/summary.json `environment_failures`)",
+    )
     for f in env:
-        t.add(f["tool"], f["repo"], f["model"], f.get("kind", "environment"), f["error"],
-              f"{f['trials_with_error']}/{f['trials']}", f["calls"],
-              f["fix"], Cell("trial page", href=href(f["page"])) if f.get("page") else "–")
+        t.add(
+            f["tool"],
+            f["repo"],
+            f["model"],
+            f.get("kind", "environment"),
+            f["error"],
+            f"{f['trials_with_error']}/{f['trials']}",
+            f["calls"],
+            f["fix"],
+            Cell("trial page", href=href(f["page"])) if f.get("page") else "–",
+        )
     doc.table(t, "environment-failures-table")
 
 
 def add_stage_failures(doc: Doc, s: dict, failed: list[dict]) -> None:
     """The stages that failed (checkouts, installs, server starts) and the trials they left missing."""
-    lost = [r for r in s["trials"] if r.get("missing_reason") in ("not_run: checkout failed", "not_run: install failed")]
-    doc.p(f"{len(failed)} stage(s) failed; {len(lost)} trial(s) could not run because of them and are missing "
-          "(neither a pass nor a fail nor a 0, left out of every figure below). The run exits non-zero after "
-          "this report; fix each and run snakemake again: only the trials they held back run.", "warning")
+    lost = [
+        r for r in s["trials"] if r.get("missing_reason") in ("not_run: checkout failed", "not_run: install failed")
+    ]
+    doc.p(
+        f"{len(failed)} stage(s) failed; {len(lost)} trial(s) could not run because of them and are missing "
+        "(neither a pass nor a fail nor a 0, left out of every figure below). The run exits non-zero after "
+        "this report; fix each and run snakemake again: only the trials they held back run.",
+        "warning",
+    )
     # recorded trials need no checkout (mcptrials.run.runner): graded, only their citation checks missing
-    unchecked = [r for r in s["trials"] if not r.get("missing")
-                 and str(r.get("citations_not_checked") or "").startswith("checkout failed")]
+    unchecked = [
+        r
+        for r in s["trials"]
+        if not r.get("missing") and str(r.get("citations_not_checked") or "").startswith("checkout failed")
+    ]
     if unchecked:
-        doc.p(f"{len(unchecked)} recorded trial(s) were graded without a checkout: their citation checks (grounding, "
-              "lenient and strict verification), which read files at the commit, are missing (not checked: neither "
-              "a 0 nor a pass, left out of the citation figures, and fairness is weighed without them); their "
-              "recordings, gold recall, judge, usage and patterns are graded as usual.", "warning")
+        doc.p(
+            f"{len(unchecked)} recorded trial(s) were graded without a checkout: their citation checks (grounding, "
+            "lenient and strict verification), which read files at the commit, are missing (not checked: neither "
+            "a 0 nor a pass, left out of the citation figures, and fairness is weighed without them); their "
+            "recordings, gold recall, judge, usage and patterns are graded as usual.",
+            "warning",
+        )
     # not results/status.json: the status job fails on these, and Snakemake deletes a failed job's output
-    t = Table(["stage", "of", "error", "fix", "log"],
-              caption="failed stages (results/aggregate/summary.json `failed_stages`; the status job's lines: "
-                      "results/logs/status.log)")
+    t = Table(
+        ["stage", "of", "error", "fix", "log"],
+        caption="failed stages (results/aggregate/summary.json `failed_stages`; the status job's lines: "
+        "results/logs/status.log)",
+    )
     for f in failed:
         t.add(f["stage"], f["name"], f["error"], f["fix"], f["log"])
     doc.table(t, "failed-stages-table")
@@ -89,13 +139,22 @@ def add_headline(doc: Doc, s: dict) -> None:
     ident = s["identity"]
     doc.h(2, "Headline: does the server make the answers better than no server?", "headline")
     # The answer first; how it is computed folded below the tables.
-    method = ("Fairness = " + " + ".join(f"{v:.2f} × {k}" for k, v in ident["weights"].items())
-              + " (0-1). Difference = paired over scenarios against the baseline of the same model; p-values "
-              "Holm-adjusted across the tools of a model. Verdicts: " + verdict_text(s) + ". Rank: only the tools better than the "
-              "baseline, 1 = the largest difference; a worse tool has none. Intervals: " + s["methods"]["interval"]
-              + ". Costs: " + s["methods"]["costs"] + ". Efficiency: " + s["methods"].get("efficiency", "cost and wall "
-              "time against the baseline") + ". Time / trial is the wall time, split into the agent's work and the "
-              "server's start-up.")
+    method = (
+        "Fairness = "
+        + " + ".join(f"{v:.2f} × {k}" for k, v in ident["weights"].items())
+        + " (0-1). Difference = paired over scenarios against the baseline of the same model; p-values "
+        "Holm-adjusted across the tools of a model. Verdicts: "
+        + verdict_text(s)
+        + ". Rank: only the tools better than the "
+        "baseline, 1 = the largest difference; a worse tool has none. Intervals: "
+        + s["methods"]["interval"]
+        + ". Costs: "
+        + s["methods"]["costs"]
+        + ". Efficiency: "
+        + s["methods"].get("efficiency", "cost and wall time against the baseline")
+        + ". Time / trial is the wall time, split into the agent's work and the "
+        "server's start-up."
+    )
     k = ident["trials"]
     doc.p("Verdicts: " + verdict_text(s) + ".", "note")
     for model in model_labels(s):
@@ -103,37 +162,80 @@ def add_headline(doc: Doc, s: dict) -> None:
         rows = [r for r in s["tools"] if r["model"] == model]
         # with one trial per cell pass@k and pass^k are pass@1: said once
         passes = ["pass@1"] if k == 1 else ["pass@1", f"pass@{k}", f"pass^{k}"]
-        t = Table(["tool", "fairness [95% CI]", "Δ vs baseline [95% CI]", "Holm p (t)", "Holm p (Wilcoxon)",
-                   verdict_header(s), "rank", *passes, "cost / trial", "time / trial",
-                   "work / trial", "start-up / trial", "trials"],
-                  caption=f"model {model}: {mdl['label']}", cls="headline")
+        t = Table(
+            [
+                "tool",
+                "fairness [95% CI]",
+                "Δ vs baseline [95% CI]",
+                "Holm p (t)",
+                "Holm p (Wilcoxon)",
+                verdict_header(s),
+                "rank",
+                *passes,
+                "cost / trial",
+                "time / trial",
+                "work / trial",
+                "start-up / trial",
+                "trials",
+            ],
+            caption=f"model {model}: {mdl['label']}",
+            cls="headline",
+        )
         for r in rows:
             vcls = VERDICT_CLASS.get(r["verdict"])
-            pass_cells = [f3(r["pass_at_1"])] if k == 1 else [f3(r["pass_at_1"]), f3(r["pass_at_k"]), f3(r["pass_hat_k"])]
+            pass_cells = (
+                [f3(r["pass_at_1"])] if k == 1 else [f3(r["pass_at_1"]), f3(r["pass_at_k"]), f3(r["pass_hat_k"])]
+            )
             verdict = (r["verdict"] or "–") + (f" ({r['environment']})" if r.get("environment") else "")
-            t.add(r["tool"], fci_missing(r["fairness"], r["fairness_lo"], r["fairness_hi"], r["n_trials"], r),
-                  Cell(fsigned_ci(r["diff"], r["diff_lo"], r["diff_hi"]), cls=vcls),
-                  fp(r["holm_t_p"]), fp(r["holm_wilcoxon_p"]), Cell(verdict, cls=vcls),
-                  "–" if r["rank"] is None else r["rank"], *pass_cells,
-                  fusd(r["cost_per_trial"]), fsec(r["wall_per_trial"]),
-                  fsec(r.get("work_per_trial")), fsec(r.get("startup_per_trial")),
-                  f"{r['n_trials']} ({r['failed_outcomes']} failed; {r.get('n_missing', 0)} missing)")
+            t.add(
+                r["tool"],
+                fci_missing(r["fairness"], r["fairness_lo"], r["fairness_hi"], r["n_trials"], r),
+                Cell(fsigned_ci(r["diff"], r["diff_lo"], r["diff_hi"]), cls=vcls),
+                fp(r["holm_t_p"]),
+                fp(r["holm_wilcoxon_p"]),
+                Cell(verdict, cls=vcls),
+                "–" if r["rank"] is None else r["rank"],
+                *pass_cells,
+                fusd(r["cost_per_trial"]),
+                fsec(r["wall_per_trial"]),
+                fsec(r.get("work_per_trial")),
+                fsec(r.get("startup_per_trial")),
+                f"{r['n_trials']} ({r['failed_outcomes']} failed; {r.get('n_missing', 0)} missing)",
+            )
         doc.table(t, f"headline-{model}")
         lost = [r for r in rows if r.get("n_missing")]
         if lost:
-            doc.p(f"Missing trials (model {model}): " + "; ".join(f"{r['tool']} {fmissing(r['n_trials'], r)}" for r in lost)
-                  + ". A missing trial (api_failed, harness_failed, not_run) is an infrastructure failure, not the "
-                    "tool's: it is neither a pass nor a fail nor a 0, and is left out of every figure here.", "note")
-        comp = Table(["tool", "judge quality", "keyword coverage", "citation grounding (n citations)",
-                      "citations verified", "efficiency (what it measured, when not cost and time)", "tokens / trial"],
-                     caption=f"model {model}: the components of fairness (means over trials); citations verified "
-                             "= verified / (verified + mismatch), beside grounding, not part of fairness")
+            doc.p(
+                f"Missing trials (model {model}): "
+                + "; ".join(f"{r['tool']} {fmissing(r['n_trials'], r)}" for r in lost)
+                + ". A missing trial (api_failed, harness_failed, not_run) is an infrastructure failure, not the "
+                "tool's: it is neither a pass nor a fail nor a 0, and is left out of every figure here.",
+                "note",
+            )
+        comp = Table(
+            [
+                "tool",
+                "judge quality",
+                "keyword coverage",
+                "citation grounding (n citations)",
+                "citations verified",
+                "efficiency (what it measured, when not cost and time)",
+                "tokens / trial",
+            ],
+            caption=f"model {model}: the components of fairness (means over trials); citations verified "
+            "= verified / (verified + mismatch), beside grounding, not part of fairness",
+        )
         for r in rows:
-            comp.add(r["tool"], f3(r["quality"]), f3(r["keyword_coverage"]), grounding_cell(s, r),
-                     f3(r.get("verified_rate")),
-                     f3(r["efficiency"]) + (f" ({r['efficiency_basis']})" if r.get("efficiency_basis") not in
-                                            (None, "cost and time") else ""),
-                     fnum(r["tokens_per_trial"]))
+            comp.add(
+                r["tool"],
+                f3(r["quality"]),
+                f3(r["keyword_coverage"]),
+                grounding_cell(s, r),
+                f3(r.get("verified_rate")),
+                f3(r["efficiency"])
+                + (f" ({r['efficiency_basis']})" if r.get("efficiency_basis") not in (None, "cost and time") else ""),
+                fnum(r["tokens_per_trial"]),
+            )
         doc.table(comp)
     for pw in s["power"]:
         doc.p(f"Power ({pw['model']}): {pw['text']}.")
@@ -143,8 +245,13 @@ def add_headline(doc: Doc, s: dict) -> None:
 def grounding_cell(s: dict, r: dict) -> str:
     """A tool row's citation grounding beside its n, and how many of its trials that count had
     their citations not checked (no checkout of the commit): missing, never a 0."""
-    unchecked = sum(1 for t in s["trials"] if (t["model"], t["tool"]) == (r["model"], r["tool"])
-                    and not t.get("missing") and t.get("citations_not_checked"))
+    unchecked = sum(
+        1
+        for t in s["trials"]
+        if (t["model"], t["tool"]) == (r["model"], r["tool"])
+        and not t.get("missing")
+        and t.get("citations_not_checked")
+    )
     cell = with_n(r["citation_grounding"], r.get("citations"))
     return cell + (f"; not checked in {unchecked} of {r['n_trials']} trial(s): no checkout" if unchecked else "")
 
@@ -155,18 +262,30 @@ def add_gold_recall(doc: Doc, s: dict) -> None:
     if not view:
         return
     doc.h(2, "Gold recall: the must-find rows, overall and per group", "gold-recall")
-    doc.p("Cited recall = share of a scenario's gold rows the answer pins to a line; mention recall = named at all "
-          "(grade/gold_recall.py, the reference bench's rule). Means over the trials that count; a group's mean "
-          "over the trials whose scenario has rows in it (n beside it).", "note")
+    doc.p(
+        "Cited recall = share of a scenario's gold rows the answer pins to a line; mention recall = named at all "
+        "(grade/gold_recall.py, the reference bench's rule). Means over the trials that count; a group's mean "
+        "over the trials whose scenario has rows in it (n beside it).",
+        "note",
+    )
     for model in dict.fromkeys(v["model"] for v in view):
         rows = [v for v in view if v["model"] == model]
         groups = sorted({g for v in rows for g in v["groups"]})
-        t = Table(["tool", "trials", "cited recall", "mention recall"] + [f"cited: {g}" for g in groups],
-                  caption=f"model {model}")
+        t = Table(
+            ["tool", "trials", "cited recall", "mention recall"] + [f"cited: {g}" for g in groups],
+            caption=f"model {model}",
+        )
         for v in rows:
-            t.add(v["tool"], v["n"], f3(v["cited_recall"]), f3(v["mention_recall"]),
-                  *[(f"{f3(v['groups'][g]['mean'])} (n={v['groups'][g]['n']})" if g in v["groups"] else "–")
-                    for g in groups])
+            t.add(
+                v["tool"],
+                v["n"],
+                f3(v["cited_recall"]),
+                f3(v["mention_recall"]),
+                *[
+                    (f"{f3(v['groups'][g]['mean'])} (n={v['groups'][g]['n']})" if g in v["groups"] else "–")
+                    for g in groups
+                ],
+            )
         doc.table(t, f"gold-recall-{model}")
 
 
@@ -176,11 +295,14 @@ def add_model_host(doc: Doc, s: dict) -> None:
     if not v.get("cells"):
         return
     doc.h(2, "Models × hosts: the same tools and scenarios side by side", "model-host")
-    doc.p("Each cell: fairness [95% CI] over that pair's trials, pass@1, and the trial count; – = the host "
-          "cannot drive that model (claude-code needs provider anthropic, codex and opencode provider "
-          "openai). Differences are paired over the "
-          "scenarios both sides ran: hosts against the first host of the config for the same model, models "
-          "against the first model for the same host.", "note")
+    doc.p(
+        "Each cell: fairness [95% CI] over that pair's trials, pass@1, and the trial count; – = the host "
+        "cannot drive that model (claude-code needs provider anthropic, codex and opencode provider "
+        "openai). Differences are paired over the "
+        "scenarios both sides ran: hosts against the first host of the config for the same model, models "
+        "against the first model for the same host.",
+        "note",
+    )
     cells = {(c["tool"], c["model"], c["host"]): c for c in v["cells"]}
     for tool in dict.fromkeys(c["tool"] for c in v["cells"]):
         t = Table(["model"] + v["hosts"], caption=f"tool {tool}: fairness by model and host", cls="model-host")
@@ -188,17 +310,31 @@ def add_model_host(doc: Doc, s: dict) -> None:
             row = [model]
             for host in v["hosts"]:
                 c = cells.get((tool, model, host))
-                row.append("–" if c is None else f"{fci(c['fairness'], c['fairness_lo'], c['fairness_hi'])}; "
-                           f"pass@1 {f3(c['pass_at_1'])}; {fusd(c['cost_per_trial'])}; "
-                           + (fmissing(c["n_trials"], c) or f"n={c['n_trials']}"))
+                row.append(
+                    "–"
+                    if c is None
+                    else f"{fci(c['fairness'], c['fairness_lo'], c['fairness_hi'])}; "
+                    f"pass@1 {f3(c['pass_at_1'])}; {fusd(c['cost_per_trial'])}; "
+                    + (fmissing(c["n_trials"], c) or f"n={c['n_trials']}")
+                )
             t.add(*row)
         doc.table(t, f"model-host-{tool}")
     if v["pairs"]:
-        t = Table(["tool", "comparing", "for", "a − b", "Δ fairness [95% CI]", "p (t)", "p (Wilcoxon)", "scenarios"],
-                  caption="paired differences (a minus b)")
+        t = Table(
+            ["tool", "comparing", "for", "a − b", "Δ fairness [95% CI]", "p (t)", "p (Wilcoxon)", "scenarios"],
+            caption="paired differences (a minus b)",
+        )
         for p in v["pairs"]:
-            t.add(p["tool"], p["compare"], p["fixed"], f"{p['a']} − {p['b']}",
-                  fsigned_ci(p["diff"], p["diff_lo"], p["diff_hi"]), fp(p["t_p"]), fp(p["wilcoxon_p"]), p["n"])
+            t.add(
+                p["tool"],
+                p["compare"],
+                p["fixed"],
+                f"{p['a']} − {p['b']}",
+                fsigned_ci(p["diff"], p["diff_lo"], p["diff_hi"]),
+                fp(p["t_p"]),
+                fp(p["wilcoxon_p"]),
+                p["n"],
+            )
         doc.table(t, "model-host-pairs")
 
 
@@ -208,17 +344,43 @@ def add_comparisons(doc: Doc, s: dict) -> None:
     if not rows:
         return
     doc.h(2, "Tools compared with each other (the config's `compare:`)", "comparisons")
-    doc.p("Δ = fairness of A minus B, paired over the scenarios both ran (per-scenario means), the same "
-          "statistics as against the baseline; p-values Holm-adjusted across the configured pairs of a model. "
-          "Verdicts, A against B: " + verdict_text(s) + ". Missing trials are left out and counted.", "note")
-    t = Table(["model", "A − B", "fairness A", "fairness B", "Δ fairness [95% CI]", "Holm p (t)", "Holm p (Wilcoxon)",
-               verdict_header(s), "scenarios", "trials A (missing)", "trials B (missing)"], cls="comparisons")
+    doc.p(
+        "Δ = fairness of A minus B, paired over the scenarios both ran (per-scenario means), the same "
+        "statistics as against the baseline; p-values Holm-adjusted across the configured pairs of a model. "
+        "Verdicts, A against B: " + verdict_text(s) + ". Missing trials are left out and counted.",
+        "note",
+    )
+    t = Table(
+        [
+            "model",
+            "A − B",
+            "fairness A",
+            "fairness B",
+            "Δ fairness [95% CI]",
+            "Holm p (t)",
+            "Holm p (Wilcoxon)",
+            verdict_header(s),
+            "scenarios",
+            "trials A (missing)",
+            "trials B (missing)",
+        ],
+        cls="comparisons",
+    )
     for r in rows:
         vcls = VERDICT_CLASS.get(r["verdict"])
-        t.add(r["model"], f"{r['a']} − {r['b']}", f3(r["fairness_a"]), f3(r["fairness_b"]),
-              Cell(fsigned_ci(r["diff"], r["diff_lo"], r["diff_hi"]), cls=vcls), fp(r["holm_t_p"]),
-              fp(r["holm_wilcoxon_p"]), Cell(r["verdict"], cls=vcls), r["n_scenarios"],
-              f"{r['n_trials_a']} ({r['n_missing_a']})", f"{r['n_trials_b']} ({r['n_missing_b']})")
+        t.add(
+            r["model"],
+            f"{r['a']} − {r['b']}",
+            f3(r["fairness_a"]),
+            f3(r["fairness_b"]),
+            Cell(fsigned_ci(r["diff"], r["diff_lo"], r["diff_hi"]), cls=vcls),
+            fp(r["holm_t_p"]),
+            fp(r["holm_wilcoxon_p"]),
+            Cell(r["verdict"], cls=vcls),
+            r["n_scenarios"],
+            f"{r['n_trials_a']} ({r['n_missing_a']})",
+            f"{r['n_trials_b']} ({r['n_missing_b']})",
+        )
     doc.table(t, "comparisons")
 
 

@@ -8,11 +8,17 @@ from mcptrials.report.render import Doc, Table
 
 
 NO_ANCHOR = "no held-out anchor for this run"
-STRICT_FIX = ("fix the rubric or prompt, or re-grade gold and re-anchor with `mcptrials lock --reason ...`")
+STRICT_FIX = "fix the rubric or prompt, or re-grade gold and re-anchor with `mcptrials lock --reason ...`"
 
 
-def heldout_state(agreement: dict | None, lock: dict | None, threshold: float, strict: bool,
-                  lockfile_sha256: str | None = None, judge_provider: str | None = None) -> dict:
+def heldout_state(
+    agreement: dict | None,
+    lock: dict | None,
+    threshold: float,
+    strict: bool,
+    lockfile_sha256: str | None = None,
+    judge_provider: str | None = None,
+) -> dict:
     """What the report says about the held-out check, judged against the config's judge.threshold.
 
     agreement: results/heldout/agreement.json, or None when it was not computed. With an anchor
@@ -30,39 +36,56 @@ def heldout_state(agreement: dict | None, lock: dict | None, threshold: float, s
     passes = None
     if agreement is None:
         line = "not computed (no agreement file): the judge has not been checked against gold"
-        warnings.append("The held-out agreement was not computed: the judge is unchecked against gold (run `mcptrials heldout`).")
+        warnings.append(
+            "The held-out agreement was not computed: the judge is unchecked against gold (run `mcptrials heldout`)."
+        )
         if strict:
-            refuse = ("the held-out agreement was not computed (no agreement file) and judge.strict is true: "
-                      "run the held-out check (`mcptrials heldout`) before the report")
+            refuse = (
+                "the held-out agreement was not computed (no agreement file) and judge.strict is true: "
+                "run the held-out check (`mcptrials heldout`) before the report"
+            )
     elif not anchored:
         reason = agreement.get("reason") or NO_ANCHOR
         line = reason if reason.startswith(NO_ANCHOR) else f"{NO_ANCHOR}: {reason}"
-        notes.append(f"{line[0].upper()}{line[1:]}. The judge's quality scores are not checked against gold for "
-                     "this config; judge.strict does not fail a run without an anchor.")
+        notes.append(
+            f"{line[0].upper()}{line[1:]}. The judge's quality scores are not checked against gold for "
+            "this config; judge.strict does not fail a run without an anchor."
+        )
     else:
         rho, n = agreement.get("rho"), agreement.get("n")
         passes = rho is not None and rho >= threshold
         ci = "" if agreement.get("lo") is None else f", 95% interval [{agreement['lo']:.2f}, {agreement['hi']:.2f}]"
         where = f" of the anchor {agreement['anchor']}" if isinstance(agreement.get("anchor"), str) else ""
-        line = (f"Spearman rho {f3(rho)} (n={n}{ci}) against gold{where}; judge.threshold {threshold}: "
-                + ("passes" if passes else "BELOW the threshold" if rho is not None else "undefined"))
+        line = f"Spearman rho {f3(rho)} (n={n}{ci}) against gold{where}; judge.threshold {threshold}: " + (
+            "passes" if passes else "BELOW the threshold" if rho is not None else "undefined"
+        )
         if not passes:
-            what = (f"rho = {f3(rho)} (n={n}) is below judge.threshold {threshold}" if rho is not None
-                    else f"rho is undefined (n={n}: too few items, or constant scores)")
+            what = (
+                f"rho = {f3(rho)} (n={n}) is below judge.threshold {threshold}"
+                if rho is not None
+                else f"rho is undefined (n={n}: too few items, or constant scores)"
+            )
             if judge_provider == "reference":
-                warnings.append(f"Held-out judge agreement {what}. This run's judge is the deterministic reference judge "
-                                "(key points and gold citations, no language model): the figure says how far that "
-                                "stand-in is from hand grading; with a model judge the same warning would mean its "
-                                "quality scores may not be trusted.")
+                warnings.append(
+                    f"Held-out judge agreement {what}. This run's judge is the deterministic reference judge "
+                    "(key points and gold citations, no language model): the figure says how far that "
+                    "stand-in is from hand grading; with a model judge the same warning would mean its "
+                    "quality scores may not be trusted."
+                )
             else:
                 warnings.append(f"Held-out judge agreement {what}: the judge's quality scores may not be trusted.")
             if strict:
-                agrees = (f"the judge agrees with gold at rho {f3(rho)}, n={n}, below judge.threshold {threshold}"
-                          if rho is not None else f"the judge's agreement with gold is undefined (rho none, n={n})")
+                agrees = (
+                    f"the judge agrees with gold at rho {f3(rho)}, n={n}, below judge.threshold {threshold}"
+                    if rho is not None
+                    else f"the judge's agreement with gold is undefined (rho none, n={n})"
+                )
                 refuse = f"{agrees}, and judge.strict is true: {STRICT_FIX}"
     if anchored and lockfile_sha256 and agreement.get("lockfile_sha256") not in (None, lockfile_sha256):
-        warnings.append("The held-out agreement was computed on another lockfile than this config's anchor: "
-                        "rerun `mcptrials heldout` for this config.")
+        warnings.append(
+            "The held-out agreement was computed on another lockfile than this config's anchor: "
+            "rerun `mcptrials heldout` for this config."
+        )
     if not anchored and agreement is not None:
         lock_line = "nothing to verify (no held-out anchor)"
     elif lock is None:
@@ -70,11 +93,24 @@ def heldout_state(agreement: dict | None, lock: dict | None, threshold: float, s
         warnings.append("The held-out lock was not verified (run `mcptrials verify-lock`).")
     else:
         lock_line = f"verified: {len(lock.get('files', {}))} file(s) match the lockfile (sha256 {str(lock.get('lockfile_sha256'))[:12]})"
-        if agreement and agreement.get("lockfile_sha256") and agreement["lockfile_sha256"] != lock.get("lockfile_sha256"):
+        if (
+            agreement
+            and agreement.get("lockfile_sha256")
+            and agreement["lockfile_sha256"] != lock.get("lockfile_sha256")
+        ):
             lock_line += "; but the agreement was computed on a different lockfile"
-            warnings.append("The held-out agreement was computed on a different lockfile than the one verified: rerun `mcptrials heldout`.")
-    return {"line": line, "lock_line": lock_line, "warnings": warnings, "notes": notes, "anchored": anchored,
-            "passes": passes, "refuse": refuse}
+            warnings.append(
+                "The held-out agreement was computed on a different lockfile than the one verified: rerun `mcptrials heldout`."
+            )
+    return {
+        "line": line,
+        "lock_line": lock_line,
+        "warnings": warnings,
+        "notes": notes,
+        "anchored": anchored,
+        "passes": passes,
+        "refuse": refuse,
+    }
 
 
 def missing_anchor(m) -> str | None:

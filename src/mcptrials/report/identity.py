@@ -16,8 +16,10 @@ def sandbox_line(ident: dict) -> str:
             flagged.append(name)
     line = f"config sandbox: {ident.get('sandbox', 'unrecorded')}; " + "; ".join(parts)
     if flagged or ident.get("sandbox") == "none":
-        line += (f" — WARNING: {', '.join(flagged) or 'the state checks'} ran unsandboxed (sandbox: none): "
-                 "a server could read the answer key and the API key")
+        line += (
+            f" — WARNING: {', '.join(flagged) or 'the state checks'} ran unsandboxed (sandbox: none): "
+            "a server could read the answer key and the API key"
+        )
     return line
 
 
@@ -26,10 +28,15 @@ def recorded_tool_line(name: str, tl: dict) -> str:
     recs = tl.get("recordings") or {}
     shas = ", ".join(f"{k} {(v or 'missing')[:12]}" for k, v in recs.items()) or "none"
     names = tl.get("tools_list") or []
-    listed = ("tools/list unknown (no recording lists its tools)" if tl.get("tools_list_from") in ([], ["unknown"])
-              else f"tools/list from {' and '.join(tl['tools_list_from'])}: {', '.join(names) or 'no MCP tools'}")
-    return (f"recorded runs of {name} (source: {tl.get('source') or 'not given'}; no server here); {listed}; "
-            f"{len(recs)} recording(s), sha256: {shas}")
+    listed = (
+        "tools/list unknown (no recording lists its tools)"
+        if tl.get("tools_list_from") in ([], ["unknown"])
+        else f"tools/list from {' and '.join(tl['tools_list_from'])}: {', '.join(names) or 'no MCP tools'}"
+    )
+    return (
+        f"recorded runs of {name} (source: {tl.get('source') or 'not given'}; no server here); {listed}; "
+        f"{len(recs)} recording(s), sha256: {shas}"
+    )
 
 
 def add_identity(doc: Doc, s: dict, held: dict) -> None:
@@ -50,8 +57,10 @@ def add_identity(doc: Doc, s: dict, held: dict) -> None:
             ver = ", ".join(tl["server_version"]) or "?"
             desc = f"{server} {ver} (configured version {tl['version_label'] or '–'}, {tl['transport']})"
             if tl.get("variant_of"):
-                desc += (f"; description variant of {tl['variant_of']} (its server behind the mcptrials proxy, "
-                         f"overrides sha256 {', '.join(h[:12] for h in tl.get('overrides_sha256', [])) or '–'})")
+                desc += (
+                    f"; description variant of {tl['variant_of']} (its server behind the mcptrials proxy, "
+                    f"overrides sha256 {', '.join(h[:12] for h in tl.get('overrides_sha256', [])) or '–'})"
+                )
             if len(tl["tools_sha256"]) > 1:
                 desc += f"; WARNING: {len(tl['tools_sha256'])} different tool lists seen"
         t.add("tool " + name, desc)
@@ -59,18 +68,26 @@ def add_identity(doc: Doc, s: dict, held: dict) -> None:
     for name, rp in ident["repos"].items():
         seen = "" if rp["commits_seen"] in ([], [rp["commit"]]) else f" (records show {', '.join(rp['commits_seen'])})"
         t.add("repo " + name, f"{rp['url']} @ {rp['commit']}{seen}")
-    t.add("scenarios", f"{len(ident['scenarios'])} ({', '.join(ident['scenarios'])}); splits {', '.join(ident['splits'])}")
+    t.add(
+        "scenarios", f"{len(ident['scenarios'])} ({', '.join(ident['scenarios'])}); splits {', '.join(ident['splits'])}"
+    )
     t.add("scenario set sha256", ident["scenario_set_sha256"])
     t.add("trials per cell", ident["trials"])
     j = ident["judge"]
     temp = "n/a" if j["provider"] == "reference" else ", ".join(j["temperature"]) or "–"
-    t.add("judge", f"{j['label']}, {j['repeats']} repeat(s), temperature {temp}, "
-                   f"prompt sha256 {', '.join(p[:12] for p in j['prompt_sha256']) or '–'}")
+    t.add(
+        "judge",
+        f"{j['label']}, {j['repeats']} repeat(s), temperature {temp}, "
+        f"prompt sha256 {', '.join(p[:12] for p in j['prompt_sha256']) or '–'}",
+    )
     w = ident["weights"]
     t.add("fairness", " + ".join(f"{w[k]:.2f} {k}" for k in ("keyword", "quality", "citation", "efficiency") if k in w))
     costs = ident["costs"]
-    t.add("costs", f"{costs['method']} (pricing sha256 {costs['pricing_sha256'][:12]}; priced: "
-                   f"{', '.join(costs['priced_models']) or 'none'})")
+    t.add(
+        "costs",
+        f"{costs['method']} (pricing sha256 {costs['pricing_sha256'][:12]}; priced: "
+        f"{', '.join(costs['priced_models']) or 'none'})",
+    )
     t.add("intervals", s["methods"]["interval"])
     t.add("held-out agreement", held["line"])
     t.add("held-out lock", held["lock_line"])

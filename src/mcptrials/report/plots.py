@@ -52,8 +52,14 @@ def fairness_by_tool(tools: list[dict]) -> bytes | None:
         lo, hi = r["fairness_lo"], r["fairness_hi"]
         ax.barh(y, r["fairness"], color=_color(r["tool"], names), alpha=0.8)
         if lo is not None:
-            ax.errorbar(r["fairness"], y, xerr=[[r["fairness"] - lo], [hi - r["fairness"]]], fmt="none",
-                        ecolor="black", capsize=4)
+            ax.errorbar(
+                r["fairness"],
+                y,
+                xerr=[[r["fairness"] - lo], [hi - r["fairness"]]],
+                fmt="none",
+                ecolor="black",
+                capsize=4,
+            )
     ax.set_yticks(list(ys))
     ax.set_yticklabels([_label(r, models) for r in tools])
     ax.set_xlabel("fairness (mean, 95% logit-transformed interval clustered by scenario)")
@@ -86,8 +92,13 @@ def forest(tools: list[dict], noise: float | None, margin: float | None = None) 
             ax.plot([r["diff_lo"], r["diff_hi"]], [y, y], color=color, lw=2)
         ax.plot(r["diff"], y, "s", color=color, ms=8)
     ax.set_yticks(list(ys))
-    ax.set_yticklabels([_label(r, models) + (f" ({r['verdict']})" if r["verdict"] in
-                                             ("within noise", "no practical difference") else "") for r in rows])
+    ax.set_yticklabels(
+        [
+            _label(r, models)
+            + (f" ({r['verdict']})" if r["verdict"] in ("within noise", "no practical difference") else "")
+            for r in rows
+        ]
+    )
     ax.set_xlabel("fairness difference vs baseline (paired over scenarios, 95% logit-transformed interval on [-1, 1])")
     if noise or margin:
         ax.legend(loc="lower right", fontsize=8)
@@ -106,11 +117,17 @@ def cost_vs_quality(trials: list[dict]) -> bytes | None:
     for ax, model in zip(axes[0], models):
         rows = [r for r in trials if r["model"] == model]
         use_cost = any(r["cost_usd"] is not None for r in rows)
-        xkey, xlabel = ("cost_usd", "cost per trial (USD)") if use_cost else \
-            ("wall_seconds", "wall time per trial (s); no cost: model not priced")
+        xkey, xlabel = (
+            ("cost_usd", "cost per trial (USD)")
+            if use_cost
+            else ("wall_seconds", "wall time per trial (s); no cost: model not priced")
+        )
         for tool in dict.fromkeys(r["tool"] for r in rows):
-            pts = [(r[xkey], r["quality"]) for r in rows if r["tool"] == tool
-                   and r[xkey] is not None and r["quality"] is not None]
+            pts = [
+                (r[xkey], r["quality"])
+                for r in rows
+                if r["tool"] == tool and r[xkey] is not None and r["quality"] is not None
+            ]
             if not pts:
                 continue
             c = _color(tool, names)
@@ -166,8 +183,13 @@ def pass_hat_k_curve(curves: list[dict]) -> bytes | None:
     for c in curves:
         pts = [(k, v) for k, v in c["points"] if v is not None]
         style = styles[models.index(c["model"]) % len(styles)]
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=_color(c["tool"], names),
-                label=c["tool"] if len(models) == 1 else f"{c['model']} / {c['tool']}")
+        ax.plot(
+            [p[0] for p in pts],
+            [p[1] for p in pts],
+            style,
+            color=_color(c["tool"], names),
+            label=c["tool"] if len(models) == 1 else f"{c['model']} / {c['tool']}",
+        )
     kmax = max(len(c["points"]) for c in curves)
     ax.set_xticks(range(1, kmax + 1))
     ax.set_xlabel("k (trials)")

@@ -79,8 +79,9 @@ class Doc:
     def folded(self, summary: str, text: str) -> None:
         """A paragraph a newcomer may skip (the method): folded in HTML, labelled in Markdown."""
         self.md.append(f"*{summary}:* {text}\n")
-        self.html.append(f"<details class=\"method\"><summary>{esc(summary)}</summary><p class=\"note\">{esc(text)}</p>"
-                         "</details>")
+        self.html.append(
+            f'<details class="method"><summary>{esc(summary)}</summary><p class="note">{esc(text)}</p></details>'
+        )
 
     def table(self, t: Table, table_id: str | None = None) -> None:
         self.md.append(md_table(t))
@@ -91,8 +92,10 @@ class Doc:
             return None
         self.md.append(f"![{alt}](plots/{name}.png)\n")
         data = base64.b64encode(png).decode("ascii")
-        self.html.append(f'<figure><img class="plot" alt="{esc(alt)}" src="data:image/png;base64,{data}">'
-                         f"<figcaption>{esc(alt)}</figcaption></figure>")
+        self.html.append(
+            f'<figure><img class="plot" alt="{esc(alt)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{esc(alt)}</figcaption></figure>"
+        )
         return name
 
 
@@ -116,6 +119,8 @@ div.call.flagged{border-left:4px solid #e0b400;padding-left:6px}td.flagged{backg
 
 
 def page(title: str, body: str) -> str:
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{esc(title)}</title><style>{CSS}</style></head><body>\n{body}\n</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{CSS}</style></head><body>\n{body}\n</body></html>\n"
+    )

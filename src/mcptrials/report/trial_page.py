@@ -13,7 +13,7 @@ from mcptrials.report.patterns import pattern_list, pattern_marks, trial_finding
 from mcptrials.report.render import Cell, Table, html_table, page
 
 FOLD_CHARS = 600  # longer texts are folded into <details>
-STDERR_LINES = 15   # of a crashed server's stderr on its trial page
+STDERR_LINES = 15  # of a crashed server's stderr on its trial page
 RECORDS = ("transcript", "scored", "judged", "run_meta")
 
 
@@ -38,8 +38,12 @@ def _state_parts(state: dict | None) -> str:
         return ""
     t = Table(["part", "result", "why", "unexpected changes"])
     for p in state["parts"]:
-        t.add(p["kind"], Cell("passed" if p["passed"] else "failed", cls="pass" if p["passed"] else "fail"),
-              p["reason"], "; ".join(p.get("unexpected") or []) or "–")
+        t.add(
+            p["kind"],
+            Cell("passed" if p["passed"] else "failed", cls="pass" if p["passed"] else "fail"),
+            p["reason"],
+            "; ".join(p.get("unexpected") or []) or "–",
+        )
     return html_table(t, "state-parts")
 
 
@@ -48,10 +52,13 @@ def _expected_tools_line(scored: dict, index: int) -> str:
     row = next((r for r in (scored.get("adoption") or {}).get("expected_tools") or [] if r.get("index") == index), None)
     if row is None:
         return ""
-    return (f"<p class=\"note\">expected tools (reported, never scored): {esc(', '.join(row['expected']) or 'none')}; "
-            f"called: {esc(', '.join(row['called']) or 'none')}; precision {esc(f3(row.get('precision')))}, "
-            f"recall {esc(f3(row.get('recall')))}"
-            + (f"; unexpected: {esc(', '.join(row['unexpected']))}" if row.get("unexpected") else "") + "</p>")
+    return (
+        f'<p class="note">expected tools (reported, never scored): {esc(", ".join(row["expected"]) or "none")}; '
+        f"called: {esc(', '.join(row['called']) or 'none')}; precision {esc(f3(row.get('precision')))}, "
+        f"recall {esc(f3(row.get('recall')))}"
+        + (f"; unexpected: {esc(', '.join(row['unexpected']))}" if row.get("unexpected") else "")
+        + "</p>"
+    )
 
 
 def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
@@ -65,17 +72,21 @@ def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
     b.append(html_table(_summary_table(row, t, sc, meta, summary), "trial-summary"))
     if row["outcome"] == "server_crashed" and meta.get("server_stderr_tail"):
         # "Connection closed" says only that the server went; its own last words say why
-        b.append('<h2 id="server-stderr">The server\'s last stderr lines</h2>'
-                 + _pre("\n".join(meta["server_stderr_tail"].splitlines()[-STDERR_LINES:])))
+        b.append(
+            '<h2 id="server-stderr">The server\'s last stderr lines</h2>'
+            + _pre("\n".join(meta["server_stderr_tail"].splitlines()[-STDERR_LINES:]))
+        )
     found = trial_findings(summary, row["page"])  # mcptrials.analyze.patterns, marked below where they occur
     b.append(pattern_list(found))
     missing = bool(row.get("missing"))
-    if missing:   # an infrastructure failure: its records may hold grades, none of which counts
-        b.append(f'<p class="warning" id="missing">This trial is missing: {esc(row.get("missing_reason"))}'
-                 + (f" ({esc(t.get('outcome_detail'))})" if t.get("outcome_detail") else "")
-                 + ". An infrastructure failure, not the tool's: it was not graded (no grader result, judge score "
-                   "or fairness is shown or counted); the next snakemake invocation retries it. What it recorded "
-                   "before it stopped follows.</p>")
+    if missing:  # an infrastructure failure: its records may hold grades, none of which counts
+        b.append(
+            f'<p class="warning" id="missing">This trial is missing: {esc(row.get("missing_reason"))}'
+            + (f" ({esc(t.get('outcome_detail'))})" if t.get("outcome_detail") else "")
+            + ". An infrastructure failure, not the tool's: it was not graded (no grader result, judge score "
+            "or fairness is shown or counted); the next snakemake invocation retries it. What it recorded "
+            "before it stopped follows.</p>"
+        )
     b += _error_events(t)
     b += _steps(t, {} if missing else sc, {} if missing else j, found)
     if t.get("feedback_text"):
@@ -107,35 +118,64 @@ def _summary_table(row: dict, t: dict, sc: dict, meta: dict, summary: dict) -> T
     kv.add("tool", f"{row['tool']} {meta.get('server_name') or ''} {meta.get('server_version') or ''}".strip())
     kv.add("repo", f"{row['repo']} @ {meta.get('commit') or sc.get('repo_commit') or '–'}")
     kv.add("outcome", f"{row['outcome']}" + (f": {t.get('outcome_detail')}" if t.get("outcome_detail") else ""))
-    kv.add("result", Cell(verdict + (f": {row['missing_reason']} (an infrastructure failure, not scored; attempt "
-                                     f"{row.get('attempts', 1)})" if missing else ""),
-                          cls="noise" if missing else "pass" if row["passed"] else "fail"))
-    if missing:   # not graded: no failures, fairness, adoption or citations to show
+    kv.add(
+        "result",
+        Cell(
+            verdict
+            + (
+                f": {row['missing_reason']} (an infrastructure failure, not scored; attempt {row.get('attempts', 1)})"
+                if missing
+                else ""
+            ),
+            cls="noise" if missing else "pass" if row["passed"] else "fail",
+        ),
+    )
+    if missing:  # not graded: no failures, fairness, adoption or citations to show
         kv.add("fairness", "– missing: not scored, left out of every mean")
         kv.add("cost / time", f"{fusd(row['cost_usd'])}, {fsec(row['wall_seconds'])} wall")
-        kv.add("errors", ", ".join(f"{k} {row[k]}" for k in ("tool_error", "protocol_error", "api_error",
-                                                              "harness_error")))
+        kv.add(
+            "errors", ", ".join(f"{k} {row[k]}" for k in ("tool_error", "protocol_error", "api_error", "harness_error"))
+        )
         return kv
     if sc.get("failures"):
         kv.add("why not passed", "; ".join(sc["failures"]))
     w = summary["identity"]["weights"]
-    kv.add("fairness", f"{f3(row['fairness'])} = {w['keyword']:.2f}×keyword {f3(row['keyword_coverage'])} + "
-                       f"{w['quality']:.2f}×quality {f3(row['quality'])} + {w['citation']:.2f}×grounding "
-                       f"{f3(row['citation_grounding'])} + {w['efficiency']:.2f}×efficiency {f3(row['efficiency'])}"
-                       + ("" if row["completed"] else " — missing: not scored, left out of every mean" if missing
-                          else " — scored 0: the trial did not complete"))
-    kv.add("adoption", f"{f3(row['adoption'])} (fluency {f3(row['tool_fluency'])}, discoverability "
-                       f"{f3(row['discoverability'])})")
-    kv.add("cost / time", f"{fusd(row['cost_usd'])}, {fsec(row['wall_seconds'])} wall, of which "
-                          f"{fsec(row.get('work_seconds'))} the agent's work (what efficiency compares) and "
-                          f"{fsec(row.get('server_startup_seconds'))} server start-up (the rest: sandbox, "
-                          "tools/list, shutdown)")
-    kv.add("tokens", f"input {row['tokens_input_uncached']}, cache write {row['tokens_cache_write']}, cache read "
-                     f"{row['tokens_cache_read']}, output {row['tokens_output']}")
+    kv.add(
+        "fairness",
+        f"{f3(row['fairness'])} = {w['keyword']:.2f}×keyword {f3(row['keyword_coverage'])} + "
+        f"{w['quality']:.2f}×quality {f3(row['quality'])} + {w['citation']:.2f}×grounding "
+        f"{f3(row['citation_grounding'])} + {w['efficiency']:.2f}×efficiency {f3(row['efficiency'])}"
+        + (
+            ""
+            if row["completed"]
+            else " — missing: not scored, left out of every mean"
+            if missing
+            else " — scored 0: the trial did not complete"
+        ),
+    )
+    kv.add(
+        "adoption",
+        f"{f3(row['adoption'])} (fluency {f3(row['tool_fluency'])}, discoverability {f3(row['discoverability'])})",
+    )
+    kv.add(
+        "cost / time",
+        f"{fusd(row['cost_usd'])}, {fsec(row['wall_seconds'])} wall, of which "
+        f"{fsec(row.get('work_seconds'))} the agent's work (what efficiency compares) and "
+        f"{fsec(row.get('server_startup_seconds'))} server start-up (the rest: sandbox, "
+        "tools/list, shutdown)",
+    )
+    kv.add(
+        "tokens",
+        f"input {row['tokens_input_uncached']}, cache write {row['tokens_cache_write']}, cache read "
+        f"{row['tokens_cache_read']}, output {row['tokens_output']}",
+    )
     kv.add("tool calls", f"{row['tool_calls']} ({row['tool_calls_mcp']} server, {row['tool_calls_builtin']} built-in)")
     kv.add("errors", ", ".join(f"{k} {row[k]}" for k in ("tool_error", "protocol_error", "api_error", "harness_error")))
-    kv.add("citations", f"{row['citations']} ({row['grounded']} grounded, {row['hallucinated']} hallucinated, "
-                        f"{row['unresolved']} unresolved; verified {f3(row.get('verified_rate'))})")
+    kv.add(
+        "citations",
+        f"{row['citations']} ({row['grounded']} grounded, {row['hallucinated']} hallucinated, "
+        f"{row['unresolved']} unresolved; verified {f3(row.get('verified_rate'))})",
+    )
     return kv
 
 
@@ -164,12 +204,14 @@ def _steps(t: dict, sc: dict, j: dict, found: list[dict] | None) -> list[str]:
 def _step(i: int, ts: dict, ss: dict, js: dict, calls: list[dict], sc: dict, found: list[dict] | None) -> list[str]:
     """One step: its prompt, answer and tool calls (transcript), state check, graders and judge."""
     name = ts.get("name") or ss.get("name") or js.get("name") or str(i)
-    b = [f"<h2 id=\"step-{i}\">Step {i}: {esc(name)}{pattern_marks(found, step=i)}</h2>"]
+    b = [f'<h2 id="step-{i}">Step {i}: {esc(name)}{pattern_marks(found, step=i)}</h2>']
     if not ts:
-        b.append("<p class=\"warning\">The transcript has no such step: the trial stopped before it.</p>")
+        b.append('<p class="warning">The transcript has no such step: the trial stopped before it.</p>')
     b.append("<h3>Prompt</h3>" + _pre(ts.get("prompt")))
-    b.append(f"<h3>Answer</h3><p class=\"note\">outcome {esc(ts.get('outcome'))}, {esc(ts.get('turns'))} model "
-             f"call(s), {esc(fsec(ts.get('wall_seconds')))}</p>" + _pre(ts.get("answer_text")))
+    b.append(
+        f'<h3>Answer</h3><p class="note">outcome {esc(ts.get("outcome"))}, {esc(ts.get("turns"))} model '
+        f"call(s), {esc(fsec(ts.get('wall_seconds')))}</p>" + _pre(ts.get("answer_text"))
+    )
     b += _tool_calls(i, calls, found)
     if ts.get("state_check"):
         b.append("<h3>State check</h3>" + _state_parts(ss.get("state")) + _pre(_json(ts["state_check"]), "found"))
@@ -188,15 +230,22 @@ def _tool_calls(i: int, calls: list[dict], found: list[dict] | None) -> list[str
         return []
     b = [f"<h3>Tool calls ({len(step_calls)})</h3>"]
     for c in step_calls:
-        status = ("no result (the step ended first)" if c.get("answered") is False
-                  else f"error ({c.get('error_kind') or 'is_error'})" if c.get("is_error") else "ok")
-        n = next(k for k, x in enumerate(calls) if x is c)   # its index in tool_calls: the findings' `call`
+        status = (
+            "no result (the step ended first)"
+            if c.get("answered") is False
+            else f"error ({c.get('error_kind') or 'is_error'})"
+            if c.get("is_error")
+            else "ok"
+        )
+        n = next(k for k, x in enumerate(calls) if x is c)  # its index in tool_calls: the findings' `call`
         marks = pattern_marks(found, call=n)
-        b.append(f"<div class=\"call{' flagged' if marks else ''}\" id=\"call-{n}\"><p>{marks + ' ' if marks else ''}"
-                 f"<b>{esc(c.get('name'))}</b> [{esc(c.get('source'))}] turn "
-                 f"{esc(c.get('turn'))}, {esc(fnum(c.get('latency_ms'), ' ms'))}, {esc(status)}, "
-                 f"{esc(c.get('result_chars'))} chars{' (truncated)' if c.get('truncated') else ''}</p>"
-                 f"{_pre(_json(c.get('arguments')), 'arguments')}{_pre(c.get('result_text'), 'result')}</div>")
+        b.append(
+            f'<div class="call{" flagged" if marks else ""}" id="call-{n}"><p>{marks + " " if marks else ""}'
+            f"<b>{esc(c.get('name'))}</b> [{esc(c.get('source'))}] turn "
+            f"{esc(c.get('turn'))}, {esc(fnum(c.get('latency_ms'), ' ms'))}, {esc(status)}, "
+            f"{esc(c.get('result_chars'))} chars{' (truncated)' if c.get('truncated') else ''}</p>"
+            f"{_pre(_json(c.get('arguments')), 'arguments')}{_pre(c.get('result_text'), 'result')}</div>"
+        )
     return b
 
 
@@ -206,18 +255,26 @@ def _grader_evidence(ss: dict) -> list[str]:
     b = ["<h3>Grader evidence</h3>"]
     kw = ss.get("keywords") or {}
     if kw.get("checks"):
-        kt = Table(["check", "value", "required", "hit", "matched", "snippet"],
-                   caption=f"keyword coverage {f3(kw.get('coverage'))}")
+        kt = Table(
+            ["check", "value", "required", "hit", "matched", "snippet"],
+            caption=f"keyword coverage {f3(kw.get('coverage'))}",
+        )
         for c in kw["checks"]:
-            kt.add(c["type"], c["value"], "yes" if c["required"] else "bonus",
-                   Cell("hit" if c["hit"] else "miss", cls="pass" if c["hit"] else "fail"),
-                   c.get("matched") or "", c.get("snippet") or "")
+            kt.add(
+                c["type"],
+                c["value"],
+                "yes" if c["required"] else "bonus",
+                Cell("hit" if c["hit"] else "miss", cls="pass" if c["hit"] else "fail"),
+                c.get("matched") or "",
+                c.get("snippet") or "",
+            )
         b.append(html_table(kt))
     b += _citation_tables(ss.get("citations") or {})
     for label, key in (("exact answer", "exact"), ("state check", "state")):
         if ss.get(key):
-            b.append(f"<p><b>{label}</b>: " + ("passed" if ss[key]["passed"] else "failed") + "</p>"
-                     + _pre(_json(ss[key])))
+            b.append(
+                f"<p><b>{label}</b>: " + ("passed" if ss[key]["passed"] else "failed") + "</p>" + _pre(_json(ss[key]))
+            )
     if ss.get("failures"):
         b.append("<ul>" + "".join(f"<li>{esc(f)}</li>" for f in ss["failures"]) + "</ul>")
     return b
@@ -227,29 +284,45 @@ def _citation_tables(cit: dict) -> list[str]:
     """A step's citations with their buckets, and the gold locations with whether one cited them."""
     b = []
     if cit.get("items"):
-        ctab = Table(["citation", "resolved", "bucket", "verification", "reason"],
-                     caption=f"citations: grounded rate {f3((cit.get('rates') or {}).get('grounded_rate'))}, "
-                             f"verified {f3((cit.get('rates') or {}).get('verified_rate'))}")
+        ctab = Table(
+            ["citation", "resolved", "bucket", "verification", "reason"],
+            caption=f"citations: grounded rate {f3((cit.get('rates') or {}).get('grounded_rate'))}, "
+            f"verified {f3((cit.get('rates') or {}).get('verified_rate'))}",
+        )
         for c in cit["items"]:
-            ctab.add(c.get("text"), c.get("resolved_path") or "–",
-                     Cell(c["bucket"], cls="pass" if c["bucket"] == "grounded" else "fail"),
-                     c.get("verification"), c.get("reason"))
+            ctab.add(
+                c.get("text"),
+                c.get("resolved_path") or "–",
+                Cell(c["bucket"], cls="pass" if c["bucket"] == "grounded" else "fail"),
+                c.get("verification"),
+                c.get("reason"),
+            )
         b.append(html_table(ctab))
     if cit.get("gold"):
         gt = Table(["gold location", "cited", "by"])
         for g in cit["gold"]:
-            gt.add(g["location"], Cell("yes" if g["cited"] else "no", cls="pass" if g["cited"] else "fail"),
-                   g.get("by") or "")
+            gt.add(
+                g["location"],
+                Cell("yes" if g["cited"] else "no", cls="pass" if g["cited"] else "fail"),
+                g.get("by") or "",
+            )
         b.append(html_table(gt))
     return b
 
 
 def _judge_table(js: dict) -> Table:
     """The judge on one step: each criterion's scores per repeat, mean and rationales."""
-    jt = Table(["criterion", "weight", "scores (per repeat)", "mean", "rationale"],
-               caption=f"judge: step quality {f3(js.get('quality_mean'))}"
-                       + (" (empty answer: 0 without a judge call)" if js.get("empty") else ""))
+    jt = Table(
+        ["criterion", "weight", "scores (per repeat)", "mean", "rationale"],
+        caption=f"judge: step quality {f3(js.get('quality_mean'))}"
+        + (" (empty answer: 0 without a judge call)" if js.get("empty") else ""),
+    )
     for c in js.get("criteria", []):
-        jt.add(c["name"], c["weight"], ", ".join(f3(x) for x in c["scores"]), f3(c["mean"]),
-               " | ".join(f"repeat {n}: {r}" for n, r in enumerate(c.get("rationales", []), 1)))
+        jt.add(
+            c["name"],
+            c["weight"],
+            ", ".join(f3(x) for x in c["scores"]),
+            f3(c["mean"]),
+            " | ".join(f"repeat {n}: {r}" for n, r in enumerate(c.get("rationales", []), 1)),
+        )
     return jt

@@ -47,8 +47,19 @@ from urllib.parse import urlsplit
 
 DEFAULT_UPSTREAM = {"x-api-key": "https://api.anthropic.com", "bearer": "https://api.openai.com/v1"}
 # Not forwarded: hop-by-hop headers, and whatever the client says about credentials.
-DROP = {"host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer",
-        "content-length", "x-api-key", "authorization"}
+DROP = {
+    "host",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+    "te",
+    "trailer",
+    "content-length",
+    "x-api-key",
+    "authorization",
+}
 # The output cap of a request in the Messages, Responses and Chat Completions APIs.
 OUTPUT_CAP_FIELDS = ("max_tokens", "max_output_tokens", "max_completion_tokens")
 
@@ -57,27 +68,34 @@ class KeyProxy:
     """`with KeyProxy(upstream, key) as proxy:` serves on `proxy.url`; clients send
     `proxy.token` as their key (any value works: it is replaced, never checked)."""
 
-    def __init__(self, upstream: str | None, key: str, auth: str = "x-api-key", set_fields: dict | None = None,
-                 trial_calls: int | None = None, reply_cap: int | None = None):
+    def __init__(
+        self,
+        upstream: str | None,
+        key: str,
+        auth: str = "x-api-key",
+        set_fields: dict | None = None,
+        trial_calls: int | None = None,
+        reply_cap: int | None = None,
+    ):
         if auth not in DEFAULT_UPSTREAM:
             raise ValueError(f"auth must be one of {sorted(DEFAULT_UPSTREAM)}, not {auth!r}")
         u = urlsplit(upstream or DEFAULT_UPSTREAM[auth])
         self.scheme, self.netloc = u.scheme, u.netloc
         self.base_path = u.path.rstrip("/")
-        self.upstream = f"{u.scheme}://{u.netloc}{self.base_path}"   # where requests go, as named to the user
+        self.upstream = f"{u.scheme}://{u.netloc}{self.base_path}"  # where requests go, as named to the user
         self.key, self.auth, self.set_fields = key, auth, dict(set_fields or {})
         self.token = "mcptrials-proxy-" + secrets.token_hex(8)
         self.requests = 0
-        self.statuses: list[int] = []     # upstream status per forwarded request (502: unreachable)
-        self.unreachable: dict[int, str] = {}   # index in statuses -> why the upstream was not reached
-        self.step_first = 0               # index in statuses where the step's calls begin
-        self.limit: int | None = None     # successful calls allowed before refusing (see begin_step)
+        self.statuses: list[int] = []  # upstream status per forwarded request (502: unreachable)
+        self.unreachable: dict[int, str] = {}  # index in statuses -> why the upstream was not reached
+        self.step_first = 0  # index in statuses where the step's calls begin
+        self.limit: int | None = None  # successful calls allowed before refusing (see begin_step)
         self.limit_hit = threading.Event()
         self.max_failures: int | None = None
         self.gave_up = threading.Event()
         self.trial_calls, self.reply_cap = trial_calls, reply_cap
         self.trial_limit_hit = threading.Event()
-        self.refused = 0                  # calls refused past a limit (the step's or the trial's)
+        self.refused = 0  # calls refused past a limit (the step's or the trial's)
         self._ok_in_trial = 0
         self._ok_in_step = 0
         self._failed_in_row = 0
@@ -190,9 +208,12 @@ class KeyProxy:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else None
                 if self.command == "POST" and not proxy._admit():
-                    msg = (b'{"error": {"type": "mcptrials_trial_limit", "message": "mcptrials: the trial used every model '
-                           b'call its limits allow"}}' if proxy.trial_limit_hit.is_set() else
-                           b'{"error": {"type": "mcptrials_max_turns", "message": "mcptrials: the step used max_turns model calls"}}')
+                    msg = (
+                        b'{"error": {"type": "mcptrials_trial_limit", "message": "mcptrials: the trial used every model '
+                        b'call its limits allow"}}'
+                        if proxy.trial_limit_hit.is_set()
+                        else b'{"error": {"type": "mcptrials_max_turns", "message": "mcptrials: the step used max_turns model calls"}}'
+                    )
                     self._answer(429, msg)
                     self.close_connection = True
                     return
@@ -215,7 +236,7 @@ class KeyProxy:
                     for k, v in resp.getheaders():
                         if k.lower() not in DROP:
                             self.send_header(k, v)
-                    self.send_header("connection", "close")   # the end of the body is the end of the stream
+                    self.send_header("connection", "close")  # the end of the body is the end of the stream
                     self.end_headers()
                     while chunk := resp.read1(65536):
                         self.wfile.write(chunk)
@@ -225,9 +246,15 @@ class KeyProxy:
                         why = f"{type(e).__name__}: {e}"
                         if self.command == "POST":
                             proxy._record(502, unreachable=why)
-                        msg = json.dumps({"error": {"type": "mcptrials_upstream_unreachable", "message":
-                                                    f"mcptrials key proxy: the model API ({proxy.upstream}) could "
-                                                    f"not be reached: {why}"}}).encode()
+                        msg = json.dumps(
+                            {
+                                "error": {
+                                    "type": "mcptrials_upstream_unreachable",
+                                    "message": f"mcptrials key proxy: the model API ({proxy.upstream}) could "
+                                    f"not be reached: {why}",
+                                }
+                            }
+                        ).encode()
                         try:
                             self._answer(502, msg)
                         except OSError:

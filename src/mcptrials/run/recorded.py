@@ -57,8 +57,9 @@ ONE_ANSWER_STEP = "one_answer"
 
 def recorded_file(m: Matrix, key: TrialKey) -> Path:
     """The trial's recorded file (its model's `path`, from the config's folder)."""
-    return m.base_dir / m.models[key.model]["path"].format(tool=key.tool, repo=key.repo, scenario=key.scenario,
-                                                           trial=key.trial)
+    return m.base_dir / m.models[key.model]["path"].format(
+        tool=key.tool, repo=key.repo, scenario=key.scenario, trial=key.trial
+    )
 
 
 def project_path(path: Path, base: Path) -> str:
@@ -141,8 +142,12 @@ def recorded_tools(init: dict) -> dict:
     snapshot, so this is the only tools/list there is."""
     names = init.get("tools")
     if not isinstance(names, list):
-        return {"from": "unknown", "reason": "the recording has no init event listing its tools", "names": None,
-                "sha256": None}
+        return {
+            "from": "unknown",
+            "reason": "the recording has no init event listing its tools",
+            "names": None,
+            "sha256": None,
+        }
     mcp = sorted(str(n) for n in names if str(n).startswith("mcp__"))
     return {"from": "the recording's init event", "names": mcp, "sha256": canonical_hash(mcp)}
 
@@ -173,11 +178,17 @@ def _seconds(part: list[dict]) -> float:
 
 def _from_stream(m: Matrix, path: Path, scenario, tool: str, snapshot: dict | None, rec, meta: dict):
     """Fill rec from a stream-json recording; return (outcome, detail, one_answer, model id, wall seconds)."""
-    from mcptrials.run.hosts.claude_code import parse_stream, record_step, result_outcome, server_tool_names, step_answer
+    from mcptrials.run.hosts.claude_code import (
+        parse_stream,
+        record_step,
+        result_outcome,
+        server_tool_names,
+        step_answer,
+    )
 
     from mcptrials.run.recorded_streams import complete
 
-    events, stream = complete(read_stream(path))   # Codex and Opencode runs: ids and the answer filled in
+    events, stream = complete(read_stream(path))  # Codex and Opencode runs: ids and the answer filled in
     meta["recorded_stream"] = stream
     model_id = recorded_model_id(events)
     if not events:
@@ -186,7 +197,7 @@ def _from_stream(m: Matrix, path: Path, scenario, tool: str, snapshot: dict | No
         return "harness_failed", msg, False, model_id, 0.0
     init = next((e for e in events if e.get("type") == "system" and e.get("subtype") == "init"), None) or {}
     meta.update(recorded_session_id=init.get("session_id"), recorded_cwd=init.get("cwd"))
-    if snapshot is None:   # a recorded arm: its tools/list is what the recording says, if anything
+    if snapshot is None:  # a recorded arm: its tools/list is what the recording says, if anything
         meta["recorded_tools"] = recorded_tools(init)
     cwd = (init.get("cwd") or "").rstrip("/")
 
@@ -197,14 +208,18 @@ def _from_stream(m: Matrix, path: Path, scenario, tool: str, snapshot: dict | No
     one_answer = bool(scenario.data.get("one_answer"))
     parts = sessions(events)
     if one_answer and len(parts) != 1:
-        msg = (f"recorded file {meta['recorded_path']}: scenario {scenario.id} has one_answer: true (one session, "
-               f"one result), but the recording has {len(parts)} result part(s)")
+        msg = (
+            f"recorded file {meta['recorded_path']}: scenario {scenario.id} has one_answer: true (one session, "
+            f"one result), but the recording has {len(parts)} result part(s)"
+        )
         rec.error("harness_error", msg)
         return "harness_failed", msg, False, model_id, 0.0
     if not one_answer and len(parts) != len(steps):
-        msg = (f"recorded file {meta['recorded_path']}: {len(parts)} result part(s) for the {len(steps)} step(s) of "
-               f"scenario {scenario.id}; a recording of every step in one session with one answer needs "
-               "`one_answer: true` in the scenario")
+        msg = (
+            f"recorded file {meta['recorded_path']}: {len(parts)} result part(s) for the {len(steps)} step(s) of "
+            f"scenario {scenario.id}; a recording of every step in one session with one answer needs "
+            "`one_answer: true` in the scenario"
+        )
         rec.error("harness_error", msg)
         return "harness_failed", msg, False, model_id, 0.0
     names = server_tool_names(tool, (snapshot or {}).get("tools") or [])
@@ -222,7 +237,9 @@ def _from_stream(m: Matrix, path: Path, scenario, tool: str, snapshot: dict | No
         srec = record_step(rec, s, i, name, prompt, relative, meta, seconds)
         if s.result is None:
             outcome = "harness_failed"
-            detail = f"recorded file {meta['recorded_path']}: step {i} ends without a result event (the run was cut off)"
+            detail = (
+                f"recorded file {meta['recorded_path']}: step {i} ends without a result event (the run was cut off)"
+            )
             rec.error("harness_error", detail, step=i)
         else:
             outcome, detail = result_outcome(s, rec, i)
@@ -257,8 +274,9 @@ def _from_transcript(path: Path, cell: dict, host: str, where: str) -> tuple[dic
 # --- one recorded trial ---------------------------------------------------------------
 
 
-def run_recorded(m: Matrix, model: str, tool: str, scenario_id: str, trial: int, checkout: dict,
-                 snapshot: dict | None, host: str) -> tuple[dict, dict]:
+def run_recorded(
+    m: Matrix, model: str, tool: str, scenario_id: str, trial: int, checkout: dict, snapshot: dict | None, host: str
+) -> tuple[dict, dict]:
     """The (transcript, run_meta) of one recorded trial; a fault is recorded as harness_failed,
     never raised (only bad config raises ConfigError). API-key values are scrubbed."""
     from mcptrials import __version__
@@ -268,24 +286,45 @@ def run_recorded(m: Matrix, model: str, tool: str, scenario_id: str, trial: int,
     mspec, hspec = specs.models[model], specs.hosts[host]
     scenario = m.scenarios[scenario_id]
     if not hspec.drives(mspec.provider):
-        raise ConfigError(f"{m.path}: field hosts.{host}: {hspec.kind} cannot drive models.{model} "
-                          f"(provider {mspec.provider}); run that model under a loop host")
+        raise ConfigError(
+            f"{m.path}: field hosts.{host}: {hspec.kind} cannot drive models.{model} "
+            f"(provider {mspec.provider}); run that model under a loop host"
+        )
     t0 = time.monotonic()
     key = TrialKey(model, host, tool, scenario.repo, scenario_id, trial)
     path = recorded_file(m, key)
     where = project_path(path, m.base_dir)
     meta = {
-        "harness_version": __version__, "host": host, "host_kind": hspec.kind,
-        "provider": mspec.provider, "model": model, "model_id": mspec.model, "model_params": mspec.params,
-        "recorded_format": mspec.format, "recorded_path": where, "recorded_sha256": None,
-        "limits": None, "tool": tool, "tool_spec_sha256": m.tool_hash(tool),
-        "server_name": (snapshot or {}).get("server_name"), "server_version": (snapshot or {}).get("server_version"),
-        "tool_version_label": specs.tools[tool].version, "tools_sha256": (snapshot or {}).get("tools_sha256"),
-        "tool_transport": specs.tools[tool].transport, "recorded_source": specs.tools[tool].source,
-        "repo": scenario.repo, "repo_url": checkout["url"], "commit": checkout["commit"],
-        "scenario": scenario_id, "scenario_sha256": scenario.sha256, "trial": trial,
-        "system_prompt_sha256": None, "started_at": now_iso(),
-        "server_startup_seconds": None, "server_peak_rss_kb": None, "server_stderr_tail": "",
+        "harness_version": __version__,
+        "host": host,
+        "host_kind": hspec.kind,
+        "provider": mspec.provider,
+        "model": model,
+        "model_id": mspec.model,
+        "model_params": mspec.params,
+        "recorded_format": mspec.format,
+        "recorded_path": where,
+        "recorded_sha256": None,
+        "limits": None,
+        "tool": tool,
+        "tool_spec_sha256": m.tool_hash(tool),
+        "server_name": (snapshot or {}).get("server_name"),
+        "server_version": (snapshot or {}).get("server_version"),
+        "tool_version_label": specs.tools[tool].version,
+        "tools_sha256": (snapshot or {}).get("tools_sha256"),
+        "tool_transport": specs.tools[tool].transport,
+        "recorded_source": specs.tools[tool].source,
+        "repo": scenario.repo,
+        "repo_url": checkout["url"],
+        "commit": checkout["commit"],
+        "scenario": scenario_id,
+        "scenario_sha256": scenario.sha256,
+        "trial": trial,
+        "system_prompt_sha256": None,
+        "started_at": now_iso(),
+        "server_startup_seconds": None,
+        "server_peak_rss_kb": None,
+        "server_stderr_tail": "",
         "live_tools_sha256": None,
     }
     rec = Recorder()
@@ -296,8 +335,10 @@ def run_recorded(m: Matrix, model: str, tool: str, scenario_id: str, trial: int,
             # no run was recorded for this trial (e.g. a cell run fewer times than `trials`): not
             # run, missing, never a failure of anything
             outcome = "not_run"
-            detail = (f"no recording: recorded file {where} not found (models.{model}.path: {mspec.path!r} for tool "
-                      f"{tool}, repo {scenario.repo}, scenario {scenario_id}, trial {trial})")
+            detail = (
+                f"no recording: recorded file {where} not found (models.{model}.path: {mspec.path!r} for tool "
+                f"{tool}, repo {scenario.repo}, scenario {scenario_id}, trial {trial})"
+            )
         else:
             meta["recorded_sha256"] = file_sha256(path)
             if mspec.format == MCPTRIALS:
@@ -311,7 +352,7 @@ def run_recorded(m: Matrix, model: str, tool: str, scenario_id: str, trial: int,
     except Exception:  # noqa: BLE001 - a bad recording is recorded, never a crash of the workflow
         outcome, detail = "harness_failed", traceback.format_exc()[-4000:]
         rec.error("harness_error", detail)
-    if not wall and path.is_file():   # a stream without durations: the run's own record beside it, if any
+    if not wall and path.is_file():  # a stream without durations: the run's own record beside it, if any
         wall = sibling_wall_seconds(path, meta) or wall
     meta["ended_at"] = now_iso()
     if specs.tools[tool].recorded:
@@ -321,8 +362,19 @@ def run_recorded(m: Matrix, model: str, tool: str, scenario_id: str, trial: int,
         if model_id and not mspec.model:
             meta["model_id"] = model_id
         priced = replace(mspec, model=mspec.model or model_id)
-        transcript = transcript_record(m, priced, host, tool, scenario, trial, outcome, detail, rec, meta,
-                                 wall if wall is not None else round(time.monotonic() - t0, 3))
+        transcript = transcript_record(
+            m,
+            priced,
+            host,
+            tool,
+            scenario,
+            trial,
+            outcome,
+            detail,
+            rec,
+            meta,
+            wall if wall is not None else round(time.monotonic() - t0, 3),
+        )
         if one_answer:
             transcript["one_answer"] = True
     secrets = secret_values(specs)

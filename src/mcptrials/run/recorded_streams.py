@@ -30,8 +30,13 @@ def is_thin(events: list[dict]) -> bool:
     """A stream in Claude Code's shape but without its ids, init event and result subtype."""
     if any(e.get("type") == "system" and e.get("subtype") == "init" for e in events):
         return False
-    blocks = [b for e in events if e.get("type") == "assistant"
-              for b in ((e.get("message") or {}).get("content") or []) if isinstance(b, dict)]
+    blocks = [
+        b
+        for e in events
+        if e.get("type") == "assistant"
+        for b in ((e.get("message") or {}).get("content") or [])
+        if isinstance(b, dict)
+    ]
     if any(b.get("type") == "tool_use" and b.get("id") for b in blocks):
         return False
     results = [e for e in events if e.get("type") == "result"]
@@ -46,8 +51,11 @@ def _last_text(events: list[dict]) -> str:
             return ""
         if e.get("type") != "assistant":
             continue
-        texts = [b.get("text") or "" for b in ((e.get("message") or {}).get("content") or [])
-                 if isinstance(b, dict) and b.get("type") == "text"]
+        texts = [
+            b.get("text") or ""
+            for b in ((e.get("message") or {}).get("content") or [])
+            if isinstance(b, dict) and b.get("type") == "text"
+        ]
         if any(t.strip() for t in texts):
             return "\n".join(texts)
     return ""
@@ -58,8 +66,10 @@ def complete(events: list[dict]) -> tuple[list[dict], dict]:
     if not is_thin(events):
         return events, {"shape": SHAPE_CLAUDE, "lacks": []}
     out, waiting, n_use, n_msg = [], [], 0, 0
-    lacks = {"message and tool-use ids (results paired with uses in order)",
-             "an init event (no tools/list, no working directory)"}
+    lacks = {
+        "message and tool-use ids (results paired with uses in order)",
+        "an init event (no tools/list, no working directory)",
+    }
     for e in events:
         kind = e.get("type")
         if kind == "assistant":
@@ -96,8 +106,9 @@ def complete(events: list[dict]) -> tuple[list[dict], dict]:
             if answer:
                 r.update(subtype="success", is_error=False, result=answer)
             else:
-                r.update(subtype="error_no_final_answer", is_error=True,
-                         result="the recording has no final assistant text")
+                r.update(
+                    subtype="error_no_final_answer", is_error=True, result="the recording has no final assistant text"
+                )
             lacks.add("a result text (the answer is the last assistant text)")
             if r.get("duration_ms") is None:
                 lacks.add("a duration (wall time unknown)")

@@ -20,8 +20,18 @@ from mcptrials.run.trial import run_under, scrub_secrets
 __all__ = ["check_trial", "run_trial", "run_trial_job", "scrub_secrets"]
 
 
-def run_trial(m: Matrix, model: str, tool: str, scenario_id: str, trial: int, checkout: dict,
-              snapshot: dict | None, index_dir: Path | None, out_dir: Path, host: str = "loop") -> tuple[dict, dict]:
+def run_trial(
+    m: Matrix,
+    model: str,
+    tool: str,
+    scenario_id: str,
+    trial: int,
+    checkout: dict,
+    snapshot: dict | None,
+    index_dir: Path | None,
+    out_dir: Path,
+    host: str = "loop",
+) -> tuple[dict, dict]:
     """Run one trial in a sandbox; always return (transcript, run_meta), API keys scrubbed.
     A recorded model's trial is its recording converted (mcptrials.run.recorded): nothing runs."""
     from mcptrials.run.hosts import host_for
@@ -30,8 +40,19 @@ def run_trial(m: Matrix, model: str, tool: str, scenario_id: str, trial: int, ch
         from mcptrials.run.recorded import run_recorded
 
         return run_recorded(m, model, tool, scenario_id, trial, checkout, snapshot, host)
-    return run_under(host_for(m.specs.hosts[host].kind), m, model, tool, scenario_id, trial, checkout, snapshot,
-                     index_dir, out_dir, host)
+    return run_under(
+        host_for(m.specs.hosts[host].kind),
+        m,
+        model,
+        tool,
+        scenario_id,
+        trial,
+        checkout,
+        snapshot,
+        index_dir,
+        out_dir,
+        host,
+    )
 
 
 def check_trial(m: Matrix, model: str, host: str, tool: str, scenario: str) -> None:
@@ -39,10 +60,16 @@ def check_trial(m: Matrix, model: str, host: str, tool: str, scenario: str) -> N
     model's API key unset (ConfigError, with the file, the field and the fix)."""
     from mcptrials.matrix.config import check_api_keys
 
-    for kind, name, known in (("models", model, m.models), ("hosts", host, m.hosts), ("tools", tool, m.tools),
-                              ("scenarios", scenario, m.scenarios)):
+    for kind, name, known in (
+        ("models", model, m.models),
+        ("hosts", host, m.hosts),
+        ("tools", tool, m.tools),
+        ("scenarios", scenario, m.scenarios),
+    ):
         if name not in known:
-            raise ConfigError(f"{m.path}: field {kind}: no {kind[:-1]} {name!r}; use one of: {', '.join(sorted(known))}")
+            raise ConfigError(
+                f"{m.path}: field {kind}: no {kind[:-1]} {name!r}; use one of: {', '.join(sorted(known))}"
+            )
     missing = [p for p in check_api_keys(m) if f"models.{model}" in p]
     if missing:
         raise ConfigError("\n".join(missing))
@@ -58,15 +85,28 @@ def trial_bound(m: Matrix, cell: dict, out: Path) -> tuple[float | None, float]:
         return None, 0.0
     cost = cell_cost(m, cell["model"], cell["host"], cell["tool"], cell["repo"], cell["scenario"], results_dir_of(out))
     provider = m.specs.models[cell["model"]].provider
-    own = 0.0 if provider in FREE_PROVIDERS else (cost.upper_per_trial if cost.upper_per_trial is not None
-                                                  else cost.per_trial) or 0.0
+    own = (
+        0.0
+        if provider in FREE_PROVIDERS
+        else (cost.upper_per_trial if cost.upper_per_trial is not None else cost.per_trial) or 0.0
+    )
     judge_part = cost.judge_upper_per_trial or 0.0
     return own + judge_part, judge_part
 
 
-def run_trial_job(m: Matrix, model: str, host: str, tool: str, scenario: str, trial: int, checkout_json,
-                  snapshot_json, index_dir: Path | None, out: Path,
-                  inputs: dict | None = None) -> tuple[dict, dict | None]:
+def run_trial_job(
+    m: Matrix,
+    model: str,
+    host: str,
+    tool: str,
+    scenario: str,
+    trial: int,
+    checkout_json,
+    snapshot_json,
+    index_dir: Path | None,
+    out: Path,
+    inputs: dict | None = None,
+) -> tuple[dict, dict | None]:
     """The workflow's trial job: run one trial under the budget and write its transcript (`out`)
     and run_meta.json beside it; return (transcript, attempt state: None unless its outcome is
     missing). A trial whose checkout or install failed, or that the budget stops, is not run:
@@ -78,6 +118,7 @@ def run_trial_job(m: Matrix, model: str, host: str, tool: str, scenario: str, tr
     from mcptrials.core.failures import failure
     from mcptrials.core.outcomes import is_missing, keep_finished, record_attempt, restore_finished
     from mcptrials.core.records import read_json, write_json
+
     # the budget (mcptrials.cost.budget): the trial reserves the most it and its judging can cost, or is
     # not run (no model call, no server); when it ends it settles its own cost and leaves the
     # judge's part reserved for `mcptrials judge` to settle
@@ -85,8 +126,14 @@ def run_trial_job(m: Matrix, model: str, host: str, tool: str, scenario: str, tr
 
     check_trial(m, model, host, tool, scenario)
     out.parent.mkdir(parents=True, exist_ok=True)
-    cell = {"model": model, "host": host, "tool": tool, "repo": m.scenarios[scenario].repo, "scenario": scenario,
-            "trial": trial}
+    cell = {
+        "model": model,
+        "host": host,
+        "tool": tool,
+        "repo": m.scenarios[scenario].repo,
+        "scenario": scenario,
+        "trial": trial,
+    }
     bound, judge_part = trial_bound(m, cell, out)
     checkout = read_json(checkout_json)
     snapshot = read_json(snapshot_json) if snapshot_json else None
@@ -96,13 +143,17 @@ def run_trial_job(m: Matrix, model: str, host: str, tool: str, scenario: str, tr
     if unavailable and m.specs.models[model].recorded:
         # a recorded trial needs neither: its recording is converted (no workspace, no server);
         # run_meta names what it lacked, and scoring leaves its citations not checked
-        converted_without = {k: v for k, v in (("checkout", failure(checkout)),
-                                               ("snapshot", (snapshot or {}).get("unavailable"))) if v}
+        converted_without = {
+            k: v for k, v in (("checkout", failure(checkout)), ("snapshot", (snapshot or {}).get("unavailable"))) if v
+        }
         if (snapshot or {}).get("unavailable"):
-            snapshot = None   # no tools/list of ours: the recording's own, or unknown (mcptrials.run.recorded)
+            snapshot = None  # no tools/list of ours: the recording's own, or unknown (mcptrials.run.recorded)
         unavailable = None
-    ledger, reservation, stopped = (None, None, None) if unavailable else \
-        gate(m.config, m.specs.models[model].provider, out, trial_key(cell), bound)
+    ledger, reservation, stopped = (
+        (None, None, None)
+        if unavailable
+        else gate(m.config, m.specs.models[model].provider, out, trial_key(cell), bound)
+    )
     if unavailable or stopped:
         kept = restore_finished(out.parent)
         if kept is not None:
@@ -111,14 +162,21 @@ def run_trial_job(m: Matrix, model: str, host: str, tool: str, scenario: str, tr
             return kept, record_attempt(out.parent, kept, m.config["retries"]["max_attempts"], kept=why)
         transcript, meta = _not_run(m, cell, unavailable or stopped)
     else:
-        transcript, meta = run_trial(m, model, tool, scenario, trial, checkout, snapshot, index_dir, out.parent,
-                                     host=host)
+        transcript, meta = run_trial(
+            m, model, tool, scenario, trial, checkout, snapshot, index_dir, out.parent, host=host
+        )
         if converted_without:
             meta["converted_without"] = converted_without
         if ledger is not None:
-            if judge_part:   # the judge's room, kept before the trial's reservation is settled
-                ledger.append({"kind": "reserve", "id": f"{reservation}-judge", "trial": judge_key(cell),
-                               "reserve_usd": judge_part})
+            if judge_part:  # the judge's room, kept before the trial's reservation is settled
+                ledger.append(
+                    {
+                        "kind": "reserve",
+                        "id": f"{reservation}-judge",
+                        "trial": judge_key(cell),
+                        "reserve_usd": judge_part,
+                    }
+                )
             ledger.append(ledger_record(m.config["pricing"], transcript, settles=reservation))
     if inputs is not None:
         meta["inputs"] = inputs
@@ -130,8 +188,9 @@ def run_trial_job(m: Matrix, model: str, host: str, tool: str, scenario: str, tr
     # a missing outcome (api_failed, harness_failed, not_run): keep this attempt's records
     # under attempts/<n>/ and the count in attempts/attempts.json, which the next DAG reads
     # (a recorded model's conversion would give the same again: kept missing, not retried)
-    state = record_attempt(out.parent, transcript, m.config["retries"]["max_attempts"],
-                           retriable=not m.specs.models[model].recorded)
+    state = record_attempt(
+        out.parent, transcript, m.config["retries"]["max_attempts"], retriable=not m.specs.models[model].recorded
+    )
     return transcript, state
 
 
@@ -143,8 +202,20 @@ def _not_run(m: Matrix, cell: dict, detail: str) -> tuple[dict, dict]:
 
     at = now_iso()
     model, scenario = m.specs.models[cell["model"]], m.scenarios[cell["scenario"]]
-    meta = {"model": cell["model"], "host": cell["host"], "tool": cell["tool"], "scenario": cell["scenario"],
-            "trial": cell["trial"], "provider": model.provider, "model_id": model.model, "repo": scenario.repo,
-            "system_prompt_sha256": file_sha256(SYSTEM_PROMPT), "started_at": at, "ended_at": at, "not_run": detail}
-    return transcript_record(m, model, cell["host"], cell["tool"], scenario, cell["trial"], "not_run", detail,
-                             Recorder(), meta, 0.0), meta
+    meta = {
+        "model": cell["model"],
+        "host": cell["host"],
+        "tool": cell["tool"],
+        "scenario": cell["scenario"],
+        "trial": cell["trial"],
+        "provider": model.provider,
+        "model_id": model.model,
+        "repo": scenario.repo,
+        "system_prompt_sha256": file_sha256(SYSTEM_PROMPT),
+        "started_at": at,
+        "ended_at": at,
+        "not_run": detail,
+    }
+    return transcript_record(
+        m, model, cell["host"], cell["tool"], scenario, cell["trial"], "not_run", detail, Recorder(), meta, 0.0
+    ), meta

@@ -46,6 +46,7 @@ LAST_STEP_NOTE = "\n\n(This is the last step: end with brief feedback on the too
 # earlier markup-only line (a closing code fence) stays in the answer.
 FEEDBACK_RE = re.compile(r"^[^\w\n]*feedback on the tools\s*:", re.I | re.M)
 from mcptrials.prepare.tooldefs import CHARS_PER_TOKEN  # noqa: E402  (the one measure; re-exported for the hosts)
+
 INSTRUCTIONS_HEADING = "\n\n# Instructions from the MCP server\n\n"
 
 
@@ -63,7 +64,7 @@ def split_feedback(text: str) -> tuple[str, str]:
     m = FEEDBACK_RE.search(text)
     if not m:
         return text, ""
-    return text[: m.start()].rstrip(), text[m.start():].strip()
+    return text[: m.start()].rstrip(), text[m.start() :].strip()
 
 
 def cap_text(text: str, max_tokens: int) -> tuple[str, bool]:
@@ -86,15 +87,24 @@ def run_state_check(command: str, workspace: Path, mechanism: str, timeout: floa
     from mcptrials.prepare.sandbox import ProcessSandbox
 
     sb = ProcessSandbox(mechanism=mechanism).rw(workspace)
-    argv, env = sb.wrap(["sh", "-c", command], {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workspace)},
-                        str(workspace))
+    argv, env = sb.wrap(
+        ["sh", "-c", command], {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workspace)}, str(workspace)
+    )
     try:
         p = subprocess.run(argv, cwd=workspace, capture_output=True, text=True, timeout=timeout, env=env)
-        return {"command": command, "exit_code": p.returncode, "output": (p.stdout + p.stderr)[-10000:],
-                "sandbox": mechanism}
+        return {
+            "command": command,
+            "exit_code": p.returncode,
+            "output": (p.stdout + p.stderr)[-10000:],
+            "sandbox": mechanism,
+        }
     except subprocess.TimeoutExpired:
-        return {"command": command, "exit_code": None, "output": f"[state check timed out after {timeout} s]",
-                "sandbox": mechanism}
+        return {
+            "command": command,
+            "exit_code": None,
+            "output": f"[state check timed out after {timeout} s]",
+            "sandbox": mechanism,
+        }
 
 
 def secret_values(specs: Specs, environ=os.environ) -> list[str]:
@@ -121,8 +131,18 @@ def unanswered_call(call: dict, latency_ms: float = 0.0) -> dict:
     stopped (a limit hit), killed or timed out while the call ran. It is kept, `answered`
     false, so a trial's calls are all counted and shown; `is_error` (the call gave nothing)
     with no `error_kind` (whose fault it was is not known). `latency_ms`: until the step ended."""
-    return dict(call, result_text=NO_RESULT, result_chars=0, truncated=False, is_error=True, error_kind=None,
-                error_code=None, latency_ms=latency_ms, result_tokens_est=0, answered=False)
+    return dict(
+        call,
+        result_text=NO_RESULT,
+        result_chars=0,
+        truncated=False,
+        is_error=True,
+        error_kind=None,
+        error_code=None,
+        latency_ms=latency_ms,
+        result_tokens_est=0,
+        answered=False,
+    )
 
 
 class TrialAbort(Exception):
@@ -141,7 +161,9 @@ class Recorder:
     steps: list = field(default_factory=list)
     tool_calls: list = field(default_factory=list)
     messages: list = field(default_factory=list)
-    errors: dict = field(default_factory=lambda: {"tool_error": 0, "protocol_error": 0, "api_error": 0, "harness_error": 0})
+    errors: dict = field(
+        default_factory=lambda: {"tool_error": 0, "protocol_error": 0, "api_error": 0, "harness_error": 0}
+    )
     error_events: list = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     api_calls: int = 0
@@ -151,8 +173,9 @@ class Recorder:
 
     def error(self, kind: str, message: str, step=None, code=None, status=None, retries=None):
         self.errors[kind] += 1
-        self.error_events.append({"kind": kind, "step": step, "message": message[:2000], "code": code,
-                                  "status": status, "retries": retries})
+        self.error_events.append(
+            {"kind": kind, "step": step, "message": message[:2000], "code": code, "status": status, "retries": retries}
+        )
 
 
 @dataclass
@@ -165,7 +188,7 @@ class Sandbox:
     home: Path
     tmp: Path
     index: Path
-    origin: Path | None = None   # the checkout the workspace was copied from: the state at the pinned commit
+    origin: Path | None = None  # the checkout the workspace was copied from: the state at the pinned commit
 
     @classmethod
     def create(cls, tree: str, index_dir: Path | None) -> Sandbox:
@@ -182,8 +205,13 @@ class Sandbox:
 
     def values(self) -> dict[str, str]:
         """What a tool's args, url and env may name: {workspace} {repo} {home} {tmp} {index}."""
-        return {"workspace": str(self.workspace), "repo": str(self.workspace), "home": str(self.home),
-                "tmp": str(self.tmp), "index": str(self.index)}
+        return {
+            "workspace": str(self.workspace),
+            "repo": str(self.workspace),
+            "home": str(self.home),
+            "tmp": str(self.tmp),
+            "index": str(self.index),
+        }
 
     def relative(self, text: str) -> str:
         """The sandbox path means nothing after the trial: paths are cited relative to the repo."""
@@ -229,8 +257,9 @@ class TrialContext:
         """The model's API key from the environment; a missing one is bad input."""
         key = os.environ.get(self.model.api_key_env)
         if not key:
-            raise ConfigError(f"{self.m.path}: field models.{self.model.name}: ${self.model.api_key_env} is not set; "
-                              "export it")
+            raise ConfigError(
+                f"{self.m.path}: field models.{self.model.name}: ${self.model.api_key_env} is not set; export it"
+            )
         return key
 
     def state_check(self, step: dict) -> dict | None:
@@ -241,7 +270,11 @@ class TrialContext:
             return None
         from mcptrials.run.workspace_state import read_state
 
-        rec = run_state_check(spec["command"], self.sandbox.workspace, self.m.specs.sandbox) if spec.get("command") else {}
+        rec = (
+            run_state_check(spec["command"], self.sandbox.workspace, self.m.specs.sandbox)
+            if spec.get("command")
+            else {}
+        )
         rec.update(read_state(spec, self.sandbox.workspace, self.sandbox.origin))
         return rec
 
@@ -328,8 +361,19 @@ def process_sandbox(m: Matrix, tool: ToolSpec, folders: Sandbox):
     return ProcessSandbox(mechanism=m.specs.sandbox).rw(folders.workspace)
 
 
-def run_under(host_impl, m: Matrix, model: str, tool: str, scenario_id: str, trial: int, checkout: dict,
-              snapshot: dict | None, index_dir: Path | None, out_dir: Path, host: str) -> tuple[dict, dict]:
+def run_under(
+    host_impl,
+    m: Matrix,
+    model: str,
+    tool: str,
+    scenario_id: str,
+    trial: int,
+    checkout: dict,
+    snapshot: dict | None,
+    index_dir: Path | None,
+    out_dir: Path,
+    host: str,
+) -> tuple[dict, dict]:
     """Run one trial in a sandbox under config host `host`, whose code is `host_impl` (a
     mcptrials.run.hosts.Host; mcptrials.run.runner.run_trial looks it up); always return
     (transcript, run_meta), with the value of every API-key variable scrubbed from both."""
@@ -340,34 +384,63 @@ def run_under(host_impl, m: Matrix, model: str, tool: str, scenario_id: str, tri
     started = now_iso()
     t0 = time.monotonic()
     meta = {
-        "harness_version": __version__, "host": host, "host_kind": hspec.kind,
-        "provider": mspec.provider, "model": model, "model_id": mspec.model,
-        "model_params": mspec.params, "limits": lim.as_dict(),
-        "tool": tool, "tool_spec_sha256": m.tool_hash(tool),
+        "harness_version": __version__,
+        "host": host,
+        "host_kind": hspec.kind,
+        "provider": mspec.provider,
+        "model": model,
+        "model_id": mspec.model,
+        "model_params": mspec.params,
+        "limits": lim.as_dict(),
+        "tool": tool,
+        "tool_spec_sha256": m.tool_hash(tool),
         # the project files its server starts from, as its tools.json (this trial's input) hashed them
         "project_files": (snapshot or {}).get("project_files"),
-        "server_name": (snapshot or {}).get("server_name"), "server_version": (snapshot or {}).get("server_version"),
-        "tool_version_label": tspec.version, "tools_sha256": (snapshot or {}).get("tools_sha256"),
-        "repo": scenario.repo, "repo_url": checkout["url"], "commit": checkout["commit"],
-        "scenario": scenario_id, "scenario_sha256": scenario.sha256, "trial": trial,
-        "system_prompt_sha256": file_sha256(SYSTEM_PROMPT), "started_at": started,
-        "server_startup_seconds": None, "server_peak_rss_kb": None, "server_stderr_tail": "",
+        "server_name": (snapshot or {}).get("server_name"),
+        "server_version": (snapshot or {}).get("server_version"),
+        "tool_version_label": tspec.version,
+        "tools_sha256": (snapshot or {}).get("tools_sha256"),
+        "repo": scenario.repo,
+        "repo_url": checkout["url"],
+        "commit": checkout["commit"],
+        "scenario": scenario_id,
+        "scenario_sha256": scenario.sha256,
+        "trial": trial,
+        "system_prompt_sha256": file_sha256(SYSTEM_PROMPT),
+        "started_at": started,
+        "server_startup_seconds": None,
+        "server_peak_rss_kb": None,
+        "server_stderr_tail": "",
         "live_tools_sha256": None,
-        **variant_record(tspec),   # a description variant: its base and overrides (tools_sha256 is the rewritten list's)
+        **variant_record(tspec),  # a description variant: its base and overrides (tools_sha256 is the rewritten list's)
     }
     outcome, detail = "harness_failed", None
     rec = Recorder()
     sandbox = None
     try:
         if not hspec.drives(mspec.provider):
-            raise ConfigError(f"{m.path}: field hosts.{host}: {hspec.kind} cannot drive models.{model} "
-                              f"(provider {mspec.provider}); run that model under a loop host")
+            raise ConfigError(
+                f"{m.path}: field hosts.{host}: {hspec.kind} cannot drive models.{model} "
+                f"(provider {mspec.provider}); run that model under a loop host"
+            )
         sandbox = Sandbox.create(checkout["tree"], index_dir)
         meta["index_files"] = sum(1 for p in sandbox.index.rglob("*") if p.is_file())
-        meta["sandbox"] = process_sandbox(m, tspec, sandbox).record()   # a host may record its own
-        ctx = TrialContext(m=m, model=mspec, host=hspec, tool=tspec, scenario=scenario, trial=trial, limits=lim,
-                           snapshot=snapshot, sandbox=sandbox, out_dir=Path(out_dir),
-                           system_text=SYSTEM_PROMPT.read_text(), meta=meta, rec=rec)
+        meta["sandbox"] = process_sandbox(m, tspec, sandbox).record()  # a host may record its own
+        ctx = TrialContext(
+            m=m,
+            model=mspec,
+            host=hspec,
+            tool=tspec,
+            scenario=scenario,
+            trial=trial,
+            limits=lim,
+            snapshot=snapshot,
+            sandbox=sandbox,
+            out_dir=Path(out_dir),
+            system_text=SYSTEM_PROMPT.read_text(),
+            meta=meta,
+            rec=rec,
+        )
         outcome, detail = host_impl.run(ctx)
     except TrialAbort as e:
         outcome, detail = e.outcome, e.detail
@@ -380,37 +453,62 @@ def run_under(host_impl, m: Matrix, model: str, tool: str, scenario_id: str, tri
         if sandbox is not None:
             sandbox.remove()
     meta["ended_at"] = now_iso()
-    transcript = transcript_record(m, mspec, host, tool, scenario, trial, outcome, detail, rec, meta,
-                             round(time.monotonic() - t0, 3))
+    transcript = transcript_record(
+        m, mspec, host, tool, scenario, trial, outcome, detail, rec, meta, round(time.monotonic() - t0, 3)
+    )
     secrets = secret_values(specs)
     return scrub_secrets(transcript, secrets), scrub_secrets(meta, secrets)
 
 
-def transcript_record(m: Matrix, mspec: ModelSpec, host: str, tool: str, scenario: Scenario, trial: int,
-                      outcome: str, detail, rec: Recorder, meta: dict, wall_seconds: float) -> TranscriptRecord:
+def transcript_record(
+    m: Matrix,
+    mspec: ModelSpec,
+    host: str,
+    tool: str,
+    scenario: Scenario,
+    trial: int,
+    outcome: str,
+    detail,
+    rec: Recorder,
+    meta: dict,
+    wall_seconds: float,
+) -> TranscriptRecord:
     """The transcript.json record of a trial from its Recorder (also a recorded trial's:
     mcptrials.run.recorded); cost from our pricing, by the model id (else the model's name)."""
     from mcptrials.cost.pricing import cost_usd
     from mcptrials.cost.work_time import work_seconds
 
-    usage = {"input_tokens": rec.usage.input_tokens, "output_tokens": rec.usage.output_tokens,
-             "cache_creation_input_tokens": rec.usage.cache_creation_input_tokens,
-             "cache_read_input_tokens": rec.usage.cache_read_input_tokens,
-             "api_calls": rec.api_calls, "retries": rec.retries,
-             "cost_usd": cost_usd(m.config["pricing"], mspec.model or mspec.name, rec.usage),
-             **rec.extra_usage}
+    usage = {
+        "input_tokens": rec.usage.input_tokens,
+        "output_tokens": rec.usage.output_tokens,
+        "cache_creation_input_tokens": rec.usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": rec.usage.cache_read_input_tokens,
+        "api_calls": rec.api_calls,
+        "retries": rec.retries,
+        "cost_usd": cost_usd(m.config["pricing"], mspec.model or mspec.name, rec.usage),
+        **rec.extra_usage,
+    }
     startup = meta.get("server_startup_seconds")
     return {
         "schema": "mcptrials/transcript/1",
         "cell": TrialKey(mspec.name, host, tool, scenario.repo, scenario.id, trial).cell(),
-        "provider": mspec.provider, "model_id": mspec.model, "host": host,
-        "outcome": outcome, "outcome_detail": detail, "system_prompt_sha256": meta["system_prompt_sha256"],
-        "steps": rec.steps, "tool_calls": rec.tool_calls, "errors": rec.errors, "error_events": rec.error_events,
-        "usage": usage, "wall_seconds": wall_seconds,
+        "provider": mspec.provider,
+        "model_id": mspec.model,
+        "host": host,
+        "outcome": outcome,
+        "outcome_detail": detail,
+        "system_prompt_sha256": meta["system_prompt_sha256"],
+        "steps": rec.steps,
+        "tool_calls": rec.tool_calls,
+        "errors": rec.errors,
+        "error_events": rec.error_events,
+        "usage": usage,
+        "wall_seconds": wall_seconds,
         # Start-up apart from the agent's work: efficiency compares work_seconds only.
         "server_startup_seconds": startup,
-        "work_seconds": work_seconds({"steps": rec.steps, "wall_seconds": wall_seconds,
-                                      "server_startup_seconds": startup}),
+        "work_seconds": work_seconds(
+            {"steps": rec.steps, "wall_seconds": wall_seconds, "server_startup_seconds": startup}
+        ),
         "feedback_text": rec.feedback,
         "messages": rec.messages,
     }

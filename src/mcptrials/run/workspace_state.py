@@ -17,9 +17,9 @@ from pathlib import Path
 
 from mcptrials.core import jsonpath
 
-MAX_ROWS = 200        # rows of a query result kept on the transcript
-MAX_FOUND = 50        # JSON-path matches kept
-MAX_CHANGES = 100     # changes kept (all are counted)
+MAX_ROWS = 200  # rows of a query result kept on the transcript
+MAX_FOUND = 50  # JSON-path matches kept
+MAX_CHANGES = 100  # changes kept (all are counted)
 BASELINE = "the same file in the checkout at the pinned commit"
 READ_BY = f"the harness, read-only (Python sqlite3, SQLite {sqlite3.sqlite_version})"
 
@@ -45,8 +45,16 @@ def _jsonable(v):
 
 
 def read_sql(spec: dict, workspace: Path) -> dict:
-    out = {"database": spec["database"], "query": spec["query"], "columns": None, "rows": None,
-           "row_count": None, "truncated": False, "error": None, "read_by": READ_BY}
+    out = {
+        "database": spec["database"],
+        "query": spec["query"],
+        "columns": None,
+        "rows": None,
+        "row_count": None,
+        "truncated": False,
+        "error": None,
+        "read_by": READ_BY,
+    }
     try:
         con = _connect(_inside(workspace, spec["database"]))
         try:
@@ -55,8 +63,11 @@ def read_sql(spec: dict, workspace: Path) -> dict:
             out["columns"] = [d[0] for d in cur.description or []]
         finally:
             con.close()
-        out.update(rows=[[_jsonable(v) for v in r] for r in rows[:MAX_ROWS]], row_count=len(rows[:MAX_ROWS]),
-                   truncated=len(rows) > MAX_ROWS)
+        out.update(
+            rows=[[_jsonable(v) for v in r] for r in rows[:MAX_ROWS]],
+            row_count=len(rows[:MAX_ROWS]),
+            truncated=len(rows) > MAX_ROWS,
+        )
     except (sqlite3.Error, OSError, ValueError) as e:
         out["error"] = f"{type(e).__name__}: {e}"
     return out
@@ -94,8 +105,9 @@ def _table_rows(con: sqlite3.Connection) -> dict[str, tuple[str, dict]]:
     """{table: (its CREATE statement, {key: row as {column: value}})}, keyed by primary key
     (the whole row for a table without one)."""
     out = {}
-    tables = con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-                         "ORDER BY name").fetchall()
+    tables = con.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+    ).fetchall()
     for name, ddl in tables:
         info = con.execute(f'PRAGMA table_info("{name}")').fetchall()
         cols = [c[1] for c in info]

@@ -94,8 +94,16 @@ def spearman_with_ci(x, y, level: float = 0.95, n_boot: int = 2000, seed: int = 
     if xa.size != ya.size:
         raise ValueError(f"x has {xa.size} values and y has {ya.size}: give one y per x")
     n = int(xa.size)
-    out = {"rho": None, "lo": None, "hi": None, "n": n, "p": None, "n_boot": n_boot, "skipped": None,
-           "method": f"scipy.stats.spearmanr; percentile bootstrap over pairs, {n_boot} resamples, seed {seed}"}
+    out = {
+        "rho": None,
+        "lo": None,
+        "hi": None,
+        "n": n,
+        "p": None,
+        "n_boot": n_boot,
+        "skipped": None,
+        "method": f"scipy.stats.spearmanr; percentile bootstrap over pairs, {n_boot} resamples, seed {seed}",
+    }
     if n < 3 or np.ptp(xa) == 0 or np.ptp(ya) == 0:
         return out
     res = stats.spearmanr(xa, ya)

@@ -8,7 +8,9 @@ Source: the reference bench (luuuc/sense bench/), see shared/notes/field.md; iss
 from __future__ import annotations
 
 
-EFFICIENCY_SPAN = 3     # doublings: a part scores 1 at 2**3 = 8 times cheaper (faster) than the reference, 0 at 8 times dearer
+EFFICIENCY_SPAN = (
+    3  # doublings: a part scores 1 at 2**3 = 8 times cheaper (faster) than the reference, 0 at 8 times dearer
+)
 EFFICIENCY_EQUAL = 0.5  # a part's score when it equals the reference, or cannot be measured (the same for every arm)
 
 
@@ -102,8 +104,10 @@ def fairness(keyword, quality, citation, efficiency, weights: dict) -> float:
     Source: the reference bench (luuuc/sense bench/), see shared/notes/field.md; issue 6 item 2.
     """
     if set(weights) != set(FAIRNESS_KEYS):
-        raise ValueError(f"weights: keys {sorted(weights)}; give exactly {sorted(FAIRNESS_KEYS)} "
-                         "(the config's weights, with the schema's defaults filled in)")
+        raise ValueError(
+            f"weights: keys {sorted(weights)}; give exactly {sorted(FAIRNESS_KEYS)} "
+            "(the config's weights, with the schema's defaults filled in)"
+        )
     parts = {"keyword": keyword, "quality": quality, "citation": citation, "efficiency": efficiency}
     return sum(weights[k] * (v or 0.0) for k, v in parts.items())
 

@@ -12,6 +12,7 @@ import math
 def t_quantile(level: float, df: float) -> float:
     """Student t quantile t_{(1+level)/2, df}: the multiplier of a two-sided interval at `level`."""
     from scipy import stats
+
     return float(stats.t.ppf(0.5 + level / 2, df))
 
 
@@ -90,8 +91,10 @@ def check_bounds(values, lower: float, upper: float, name: str) -> None:
         raise ValueError(f"bounds [{lower}, {upper}]: the lower bound must be below the upper one")
     bad = [v for v in values if not lower <= v <= upper]
     if bad:
-        raise ValueError(f"{name} has {len(bad)} value(s) outside [{lower:g}, {upper:g}] (e.g. {bad[0]}): "
-                         "a bounded interval needs every value inside its bounds")
+        raise ValueError(
+            f"{name} has {len(bad)} value(s) outside [{lower:g}, {upper:g}] (e.g. {bad[0]}): "
+            "a bounded interval needs every value inside its bounds"
+        )
 
 
 def logit_interval(m: float, se: float, df: float, level: float, lower: float, upper: float):

@@ -42,8 +42,18 @@ def paired_difference(a: dict, b: dict, level: float = 0.95, bounds: tuple | Non
     d = xa - xb
     if bounds is not None:
         check_bounds(d.tolist(), bounds[0], bounds[1], "the differences")
-    out = {"mean_diff": float(d.mean()), "se": None, "lo": None, "hi": None, "t_p": None,
-           "wilcoxon_p": None, "n": n, "scenarios": shared, "dropped": dropped, "method": "n=1: no interval"}
+    out = {
+        "mean_diff": float(d.mean()),
+        "se": None,
+        "lo": None,
+        "hi": None,
+        "t_p": None,
+        "wilcoxon_p": None,
+        "n": n,
+        "scenarios": shared,
+        "dropped": dropped,
+        "method": "n=1: no interval",
+    }
     if n < 2:
         return out
     from scipy import stats
@@ -105,7 +115,9 @@ def margin_test(diff: dict, margin: float) -> dict:
     Returns {verdict, margin, lo, hi}. margin must be >= 0.
     """
     if margin is None or margin < 0:
-        raise ValueError(f"margin={margin}: the non-inferiority margin must be >= 0 (0.05 = five points of a 0-1 score)")
+        raise ValueError(
+            f"margin={margin}: the non-inferiority margin must be >= 0 (0.05 = five points of a 0-1 score)"
+        )
     lo, hi = diff.get("lo"), diff.get("hi")
     if lo is None or hi is None:
         v = INCONCLUSIVE

@@ -54,8 +54,17 @@ def variance_components(scores_a: dict, scores_b: dict) -> dict:
         d = np.array([np.mean(scores_a[k]) - np.mean(scores_b[k]) for k in shared])
         var_d = float(np.var(d, ddof=1))
         omega2 = max(0.0, var_d - sigma2_a / k_a - sigma2_b / k_b)
-    return {"omega2": omega2, "var_d": var_d, "sigma2_a": sigma2_a, "sigma2_b": sigma2_b,
-            "k_a": k_a, "k_b": k_b, "n": n, "dropped": dropped, "note": "; ".join(notes) or None}
+    return {
+        "omega2": omega2,
+        "var_d": var_d,
+        "sigma2_a": sigma2_a,
+        "sigma2_b": sigma2_b,
+        "k_a": k_a,
+        "k_b": k_b,
+        "n": n,
+        "dropped": dropped,
+        "note": "; ".join(notes) or None,
+    }
 
 
 def _z_sum(alpha: float, power: float) -> float:
@@ -77,8 +86,7 @@ def _paired_variance(omega2, sigma2_a, sigma2_b, k_a, k_b) -> float:
     return omega2 + sigma2_a / k_a + sigma2_b / k_b
 
 
-def min_detectable_effect(omega2, sigma2_a, sigma2_b, k_a, k_b, n, alpha: float = 0.05,
-                          power: float = 0.8) -> float:
+def min_detectable_effect(omega2, sigma2_a, sigma2_b, k_a, k_b, n, alpha: float = 0.05, power: float = 0.8) -> float:
     """Smallest paired difference this design detects with the given power (two-sided test).
 
     delta = (z_{1-alpha/2} + z_{power}) * sqrt( (omega^2 + sigma_A^2/K_A + sigma_B^2/K_B) / n ),
@@ -91,8 +99,7 @@ def min_detectable_effect(omega2, sigma2_a, sigma2_b, k_a, k_b, n, alpha: float 
     return _z_sum(alpha, power) * math.sqrt(_paired_variance(omega2, sigma2_a, sigma2_b, k_a, k_b) / n)
 
 
-def scenarios_needed(delta, omega2, sigma2_a, sigma2_b, k_a, k_b, alpha: float = 0.05,
-                     power: float = 0.8) -> int:
+def scenarios_needed(delta, omega2, sigma2_a, sigma2_b, k_a, k_b, alpha: float = 0.05, power: float = 0.8) -> int:
     """Scenarios needed to detect a paired difference delta with the given power (two-sided).
 
     n = ceil( (z_{1-alpha/2} + z_{power})^2 * (omega^2 + sigma_A^2/K_A + sigma_B^2/K_B) / delta^2 ),
@@ -101,11 +108,13 @@ def scenarios_needed(delta, omega2, sigma2_a, sigma2_b, k_a, k_b, alpha: float =
     """
     if delta is None or delta <= 0:
         raise ValueError(f"delta={delta}: the effect to detect must be > 0")
-    raw = _z_sum(alpha, power) ** 2 * _paired_variance(omega2, sigma2_a, sigma2_b, k_a, k_b) / delta ** 2
+    raw = _z_sum(alpha, power) ** 2 * _paired_variance(omega2, sigma2_a, sigma2_b, k_a, k_b) / delta**2
     return max(2, math.ceil(raw - 1e-9))  # the tolerance keeps 40.0000000001 from becoming 41
 
 
-def scenarios_to_decide_margin(delta, variance, alpha: float = 0.05, power: float = 0.8, max_n: int = 10000) -> int | None:
+def scenarios_to_decide_margin(
+    delta, variance, alpha: float = 0.05, power: float = 0.8, max_n: int = 10000
+) -> int | None:
     """Scenarios a one-sided paired t test at level alpha needs to tell the mean difference from
     a bound (here -margin) that lies delta away, with the given power:
 

@@ -6,13 +6,19 @@ from __future__ import annotations
 import re
 
 from mcptrials.providers.reference.question import (
-    COUNT_INTENT, HISTORY_INTENT, LAST_LINE, USAGE_INTENT, VALUE_INTENT, Term, plain_text,
+    COUNT_INTENT,
+    HISTORY_INTENT,
+    LAST_LINE,
+    USAGE_INTENT,
+    VALUE_INTENT,
+    Term,
+    plain_text,
 )
 from mcptrials.providers.reference.ranking import DEF_LINE, candidates, citations, enclosing
 from mcptrials.providers.reference.step import StepState
 from mcptrials.providers.reference.tools import ToolSpec
 
-SNIPPET_LINES = 4         # lines quoted after a cited line, when a read returned them
+SNIPPET_LINES = 4  # lines quoted after a cited line, when a read returned them
 
 
 def compose_answer(st: StepState, prompt: str) -> str:
@@ -22,8 +28,10 @@ def compose_answer(st: StepState, prompt: str) -> str:
         return _history_answer(st.history, prompt)
     text = _found_answer(st, prompt)
     if HISTORY_INTENT.search(plain_text(prompt)):
-        text = ("None of my tools shows the repository's history (its commits, authors and messages), and no "
-                "file of the work tree records it, so I cannot answer that part.\n\n" + text)
+        text = (
+            "None of my tools shows the repository's history (its commits, authors and messages), and no "
+            "file of the work tree records it, so I cannot answer that part.\n\n" + text
+        )
     final = _final_value(st, prompt)
     if final is not None:
         what, value = final
@@ -66,10 +74,11 @@ def _found_answer(st: StepState, prompt: str) -> str:
     if not parts:
         names = ", ".join(f"`{t.label}`" for t in st.terms)
         if not st.terms:
-            return ("I could not find anything to search for in the question, so I have no answer and "
-                    "cite no location.")
-        return (f"I could not find {names} in the repository: the searches with {used} returned no "
-                f"matching lines, so I cannot cite a location.")
+            return "I could not find anything to search for in the question, so I have no answer and cite no location."
+        return (
+            f"I could not find {names} in the repository: the searches with {used} returned no "
+            f"matching lines, so I cannot cite a location."
+        )
     out = "Here is what I found (searched with " + used + "):\n\n" + "\n".join(parts)
     if missing:
         out += "\n\nI found no occurrence of " + ", ".join(f"`{t.label}`" for t in missing) + "."
@@ -92,19 +101,28 @@ def _final_value(st: StepState, prompt: str) -> tuple[str, str] | None:
     if COUNT_INTENT.search(plain):
         s = re.escape(term.search)
         calls_only = re.search(r"\bcall", plain, re.IGNORECASE) is not None
-        sites = [(p, n) for _, p, n, t in cands
-                 if not term.is_definition(t) and not _IMPORT_LINE.match(t)
-                 and (not calls_only or re.search(rf"(?<![A-Za-z0-9_]){s}\s*\(", t))]
+        sites = [
+            (p, n)
+            for _, p, n, t in cands
+            if not term.is_definition(t)
+            and not _IMPORT_LINE.match(t)
+            and (not calls_only or re.search(rf"(?<![A-Za-z0-9_]){s}\s*\(", t))
+        ]
         if not sites:
             return None
         what = "call expression(s)" if calls_only else "use(s)"
         files = len({p for p, _ in sites})
-        return (f"Counting the {what} of `{term.label}` listed above (definition and import lines left out): "
-                f"{len(sites)} in {files} file(s).", str(len(sites)))
+        return (
+            f"Counting the {what} of `{term.label}` listed above (definition and import lines left out): "
+            f"{len(sites)} in {files} file(s).",
+            str(len(sites)),
+        )
     if VALUE_INTENT.search(plain):
         s = re.escape(term.search)
         for _, path, n, t in cands:
-            m = re.match(rf"^\s*(?:export\s+)?(?:const\s+|let\s+|var\s+)?{s}\s*(?::[^=]*)?=(?!=)\s*(.+?)\s*(?:#.*)?$", t)
+            m = re.match(
+                rf"^\s*(?:export\s+)?(?:const\s+|let\s+|var\s+)?{s}\s*(?::[^=]*)?=(?!=)\s*(.+?)\s*(?:#.*)?$", t
+            )
             if m:
                 return f"`{term.label}` is assigned `{_inline(m.group(1))}` at `{path}:{n}`.", m.group(1).strip()
     return None
@@ -116,27 +134,44 @@ def _history_answer(texts: list[str], prompt: str) -> str:
     joined = "\n".join(texts)
     entries = []
     for m in re.finditer(r"(?im)^commit:?\s+([0-9a-f]{7,64})\b", joined):
-        tail = joined[m.end():]
+        tail = joined[m.end() :]
         nxt = re.search(r"(?im)^commit:?\s+[0-9a-f]{7,64}\b", tail)
-        block = tail[:nxt.start()] if nxt else tail
+        block = tail[: nxt.start()] if nxt else tail
         field_of = lambda name: (re.search(rf"(?im)^{name}:\s*(.+)$", block) or [None, None])[1]  # noqa: E731
         message = field_of("message")
-        if message is None:      # `git show` style: the message indented by four spaces
+        if message is None:  # `git show` style: the message indented by four spaces
             body = re.findall(r"(?m)^ {4}(\S.*)$", block)
             message = body[0] if body else None
-        entries.append({"id": m.group(1), "author": field_of("author"), "date": field_of("date"),
-                        "message": (message or "").strip().strip("'\"")})
+        entries.append(
+            {
+                "id": m.group(1),
+                "author": field_of("author"),
+                "date": field_of("date"),
+                "message": (message or "").strip().strip("'\""),
+            }
+        )
     if not entries:
         return "The history tool returned no commit I could read:\n\n```\n" + joined[:1500] + "\n```"
     e = entries[0]
-    lines = [f"The history tool lists {len(entries)} commit(s); the newest (the one checked out) is:",
-             f"- commit `{e['id']}`", f"- author: {e['author']}", f"- date: {e['date']}",
-             f"- message: {e['message']}"]
+    lines = [
+        f"The history tool lists {len(entries)} commit(s); the newest (the one checked out) is:",
+        f"- commit `{e['id']}`",
+        f"- author: {e['author']}",
+        f"- date: {e['date']}",
+        f"- message: {e['message']}",
+    ]
     out = "\n".join(lines)
     if LAST_LINE.search(prompt):
         plain = plain_text(prompt).lower()
-        key = ("id" if re.search(r"\b(id|hash|sha|sha-1)\b", plain) else "author" if "author" in plain or "who" in plain
-               else "date" if re.search(r"\b(date|when)\b", plain) else "message")
+        key = (
+            "id"
+            if re.search(r"\b(id|hash|sha|sha-1)\b", plain)
+            else "author"
+            if "author" in plain or "who" in plain
+            else "date"
+            if re.search(r"\b(date|when)\b", plain)
+            else "message"
+        )
         out += f"\n\n{e[key]}"
     return out
 
@@ -147,8 +182,12 @@ def _overviews(st: StepState, term: Term) -> list[str]:
     out = []
     for h in st.hits:
         lines = st.known.get(h.path, {})
-        if h.term != term or h.line is not None or 1 not in lines or \
-                term.search.lower() not in h.path.rsplit("/", 1)[-1].lower():
+        if (
+            h.term != term
+            or h.line is not None
+            or 1 not in lines
+            or term.search.lower() not in h.path.rsplit("/", 1)[-1].lower()
+        ):
             continue
         defs = []
         for n in sorted(lines):
@@ -157,8 +196,9 @@ def _overviews(st: StepState, term: Term) -> list[str]:
                 defs.append(f"`{m.group(2)}` (`{h.path}:{n}`)")
         if defs:
             more = f" and {len(defs) - 8} more" if len(defs) > 8 else ""
-            out.append(f"- The file `{h.path}` (found by name for `{term.label}`) defines "
-                       + ", ".join(defs[:8]) + more + ".")
+            out.append(
+                f"- The file `{h.path}` (found by name for `{term.label}`) defines " + ", ".join(defs[:8]) + more + "."
+            )
     return out
 
 
@@ -180,7 +220,7 @@ def _snippet(lines: dict[int, str], n: int) -> list[str]:
 
 def tool_feedback(states: list[StepState], specs: dict[str, ToolSpec]) -> str:
     """The "Feedback on the tools:" paragraph: which tools helped, which failed, which were not needed."""
-    stats: dict[str, list[int]] = {}           # name -> [calls, failed, useful]
+    stats: dict[str, list[int]] = {}  # name -> [calls, failed, useful]
     first_error: dict[str, str] = {}
     for st in states:
         for c in st.calls:
@@ -195,7 +235,7 @@ def tool_feedback(states: list[StepState], specs: dict[str, ToolSpec]) -> str:
     sentences = []
     for name, (n, failed, useful) in stats.items():
         if failed:
-            sentences.append(f"`{name}` failed in {failed} of {n} call(s) (\"{first_error[name]}\").")
+            sentences.append(f'`{name}` failed in {failed} of {n} call(s) ("{first_error[name]}").')
         elif useful:
             sentences.append(f"`{name}` helped ({useful} of {n} call(s) gave usable results).")
         else:

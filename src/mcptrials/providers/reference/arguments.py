@@ -33,12 +33,43 @@ def kind_of_key(key: str) -> str:
     k = re.sub(r"[^a-z0-9]", "", key.lower())
     if "glob" in k or k in ("filepattern", "filemask", "include", "exclude", "includeglob", "excludepatterns"):
         return "glob"
-    if ("namepath" in k or "symbol" in k or k.endswith("pattern") or k.endswith("query") or k in (
-            "pattern", "query", "search", "regex", "name", "keyword", "keywords", "term", "text", "q",
-            "searchterm", "needle", "identifier")):
+    if (
+        "namepath" in k
+        or "symbol" in k
+        or k.endswith("pattern")
+        or k.endswith("query")
+        or k
+        in (
+            "pattern",
+            "query",
+            "search",
+            "regex",
+            "name",
+            "keyword",
+            "keywords",
+            "term",
+            "text",
+            "q",
+            "searchterm",
+            "needle",
+            "identifier",
+        )
+    ):
         return "term"
-    if "path" in k or k in ("root", "directory", "dir", "folder", "repo", "repository", "file", "filename",
-                            "cwd", "project", "uri", "target"):
+    if "path" in k or k in (
+        "root",
+        "directory",
+        "dir",
+        "folder",
+        "repo",
+        "repository",
+        "file",
+        "filename",
+        "cwd",
+        "project",
+        "uri",
+        "target",
+    ):
         return "path"
     if k in ("startline", "start", "fromline", "linestart", "offset", "firstline", "line"):
         return "start"
@@ -50,8 +81,18 @@ def kind_of_key(key: str) -> str:
 
 
 FILE_WORDS = {"file", "filename", "filepath"}
-DIRECTORY_WORDS = {"dir", "directory", "directories", "folder", "root", "project", "repository", "repo",
-                   "workspace", "cwd"}
+DIRECTORY_WORDS = {
+    "dir",
+    "directory",
+    "directories",
+    "folder",
+    "root",
+    "project",
+    "repository",
+    "repo",
+    "workspace",
+    "cwd",
+}
 
 
 def _words(key: str, prop: dict) -> set[str]:
@@ -79,9 +120,10 @@ def zero_based(spec: ToolSpec, key: str) -> bool:
 @dataclass
 class Need:
     """What a call is for: a term to search, or a file window to read."""
+
     term: Term | None = None
-    path: str | None = None      # relative
-    lo: int | None = None        # 1-based, inclusive
+    path: str | None = None  # relative
+    lo: int | None = None  # 1-based, inclusive
     hi: int | None = None
 
 
@@ -113,24 +155,26 @@ def build_arguments(spec: ToolSpec, need: Need, workspace: str) -> dict | None:
         relative = "relative" in key.lower() or "relative" in str(prop.get("description", "")).lower()
         value = None
         if kind == "glob" and spec.role == "filesearch" and need.term and is_required:
-            value = f"*{need.term.search}*"      # e.g. a file_mask
+            value = f"*{need.term.search}*"  # e.g. a file_mask
         elif kind == "term" and need.term and ("string" in types or not types):
             if spec.role == "filesearch" and need.term:
                 value = f"**/*{need.term.search}*" if "glob" in spec.description.lower() else need.term.search
             elif need.term:
                 value = need.term.search
         elif kind == "path" and ("string" in types or not types):
-            if need.path:       # reading a file
+            if need.path:  # reading a file
                 value = need.path if relative else posixpath.join(workspace, need.path)
             elif asks_for_directory(key, prop, is_required):
-                value = "." if relative else workspace   # the root, where the schema asks for a directory
-        elif kind in ("start", "end", "count") and need.lo is not None and any(t in types for t in ("integer", "number")):
+                value = "." if relative else workspace  # the root, where the schema asks for a directory
+        elif (
+            kind in ("start", "end", "count") and need.lo is not None and any(t in types for t in ("integer", "number"))
+        ):
             if kind == "start" and key.lower() != "offset":
                 value = need.lo - zero_based(spec, key)
             elif kind == "end":
                 value = need.hi - zero_based(spec, key)
             elif kind == "count" and "start" not in [kind_of_key(k) for k in props]:
-                value = need.hi       # e.g. head: N first lines
+                value = need.hi  # e.g. head: N first lines
         if value is None and is_required:
             if "default" in prop:
                 value = prop["default"]
@@ -143,13 +187,13 @@ def build_arguments(spec: ToolSpec, need: Need, workspace: str) -> dict | None:
             elif "integer" in types or "number" in types:
                 value = 10
             else:
-                return None        # e.g. a required array or an unknown string
+                return None  # e.g. a required array or an unknown string
         if value is not None:
             args[key] = value
     if need.term and not any(isinstance(v, str) and need.term.search in v for v in args.values()):
-        return None                # a search tool that cannot take the term
+        return None  # a search tool that cannot take the term
     if need.path and not any(isinstance(v, str) and v.endswith(need.path) for v in args.values()):
-        return None                # a read tool that cannot take the file
+        return None  # a read tool that cannot take the file
     return args
 
 

@@ -10,12 +10,11 @@ from mcptrials.providers.reference.step import Call, StepState
 from mcptrials.providers.reference.tools import ToolSpec, history_tool, read_order, search_order
 
 MAX_CALLS_PER_REPLY = 6
-READ_BEFORE, READ_AFTER = 3, 8   # the window read around a hit line
-USAGE_READ_BEFORE = 20           # more above a use, to see the function it is in
+READ_BEFORE, READ_AFTER = 3, 8  # the window read around a hit line
+USAGE_READ_BEFORE = 20  # more above a use, to see the function it is in
 
 
-def next_calls(st: StepState, prompt: str, specs: dict[str, ToolSpec], n_assistant: int,
-                workspace: str) -> list[dict]:
+def next_calls(st: StepState, prompt: str, specs: dict[str, ToolSpec], n_assistant: int, workspace: str) -> list[dict]:
     """The next reply: each tool call after the sentence that gives its reason; [] when
     nothing is left to try (the reply is then the answer)."""
     if _asks_history(prompt, specs):
@@ -25,14 +24,18 @@ def next_calls(st: StepState, prompt: str, specs: dict[str, ToolSpec], n_assista
         spec = history_tool(specs)
         args = build_arguments(spec, Need(), workspace)
         if args is not None:
-            return [{"type": "text", "text": f"The question is about the repository's history, which no file "
-                                             f"of the work tree records, so I will ask `{spec.name}`."},
-                    {"type": "tool_use", "id": f"toolu_ref_{n_assistant:03d}_0", "name": spec.name,
-                     "input": args}]
+            return [
+                {
+                    "type": "text",
+                    "text": f"The question is about the repository's history, which no file "
+                    f"of the work tree records, so I will ask `{spec.name}`.",
+                },
+                {"type": "tool_use", "id": f"toolu_ref_{n_assistant:03d}_0", "name": spec.name, "input": args},
+            ]
 
-    planned: list[tuple[str, ToolSpec, dict]] = []      # (reason, tool, arguments)
+    planned: list[tuple[str, ToolSpec, dict]] = []  # (reason, tool, arguments)
     read_chain = read_order(specs)
-    reads_wanted: dict[str, list[tuple[int | None, str]]] = {}   # path -> [(line or None, why)]
+    reads_wanted: dict[str, list[tuple[int | None, str]]] = {}  # path -> [(line or None, why)]
     for term, chosen in citations(st, prompt):
         page = _page_call(st, term, specs)
         if page:
@@ -48,13 +51,17 @@ def next_calls(st: StepState, prompt: str, specs: dict[str, ToolSpec], n_assista
     blocks: list[dict] = []
     for i, (reason, spec, args) in enumerate(planned[:MAX_CALLS_PER_REPLY]):
         blocks.append({"type": "text", "text": reason})
-        blocks.append({"type": "tool_use", "id": f"toolu_ref_{n_assistant:03d}_{i}", "name": spec.name,
-                       "input": args})
+        blocks.append({"type": "tool_use", "id": f"toolu_ref_{n_assistant:03d}_{i}", "name": spec.name, "input": args})
     return blocks
 
 
-def _want_reads(st: StepState, term: Term, chosen: list[tuple[int, str, int, str]], read_chain: list[ToolSpec],
-                reads_wanted: dict[str, list[tuple[int | None, str]]]) -> bool:
+def _want_reads(
+    st: StepState,
+    term: Term,
+    chosen: list[tuple[int, str, int, str]],
+    read_chain: list[ToolSpec],
+    reads_wanted: dict[str, list[tuple[int | None, str]]],
+) -> bool:
     """Add to `reads_wanted` the term's hits still to read: the lines chosen to cite, else
     the hits whose text is unknown. True when that is enough for this round; False when
     the term also needs the next search tool."""
@@ -68,8 +75,11 @@ def _want_reads(st: StepState, term: Term, chosen: list[tuple[int, str, int, str
         return False
     unread.sort(key=lambda x: (-(term.search.lower() in x[0].lower()), x[0], x[1] or 0))
     for path, n in unread[:READS_PER_TERM]:
-        why = (f"to see line {n}, a hit for `{term.label}`" if n
-               else f"to look for `{term.label}` in it: the search found this file")
+        why = (
+            f"to see line {n}, a hit for `{term.label}`"
+            if n
+            else f"to look for `{term.label}` in it: the search found this file"
+        )
         reads_wanted.setdefault(path, []).append((n, why))
     read_paths = [p for _, p, _, _, _ in st.reads]
     # Hits already read held nothing: also try the next search tool, this round.
@@ -85,14 +95,19 @@ def _unread_hits(st: StepState, term: Term, read_chain: list[ToolSpec]) -> list[
             continue
         if h.line is None and h.path not in st.known and not _read_tried(st, h.path, None, read_chain):
             unread.append((h.path, None))
-        elif h.line is not None and h.text is None and h.line not in st.known.get(h.path, {}) \
-                and not _read_tried(st, h.path, h.line, read_chain):
+        elif (
+            h.line is not None
+            and h.text is None
+            and h.line not in st.known.get(h.path, {})
+            and not _read_tried(st, h.path, h.line, read_chain)
+        ):
             unread.append((h.path, h.line))
     return unread
 
 
-def _next_search(st: StepState, term: Term, specs: dict[str, ToolSpec],
-                 workspace: str) -> tuple[str, ToolSpec, dict] | None:
+def _next_search(
+    st: StepState, term: Term, specs: dict[str, ToolSpec], workspace: str
+) -> tuple[str, ToolSpec, dict] | None:
     """The next search tool not yet tried for the term that can take it, with its arguments."""
     tried = [c for c in st.calls if c.term == term and c.spec and c.spec.role != "read"]
     tried_names = [c.name for c in tried]
@@ -106,8 +121,13 @@ def _next_search(st: StepState, term: Term, specs: dict[str, ToolSpec],
     return None
 
 
-def _read_calls(st: StepState, prompt: str, reads_wanted: dict[str, list[tuple[int | None, str]]],
-                read_chain: list[ToolSpec], workspace: str) -> list[tuple[str, ToolSpec, dict]]:
+def _read_calls(
+    st: StepState,
+    prompt: str,
+    reads_wanted: dict[str, list[tuple[int | None, str]]],
+    read_chain: list[ToolSpec],
+    workspace: str,
+) -> list[tuple[str, ToolSpec, dict]]:
     """One read per wanted file: a window around its wanted lines (or the whole file), with
     the best read tool that has not failed on it."""
     planned = []
@@ -143,8 +163,9 @@ def _asks_history(prompt: str, specs: dict[str, ToolSpec]) -> bool:
 def _page_call(st: StepState, term: Term, specs: dict[str, ToolSpec]) -> tuple[str, ToolSpec, dict] | None:
     """The same search again for its next page, when the newest page of it said more is left
     (a paged result otherwise hides hits: code-index's search returns 10 at a time)."""
-    pages = [c for c in st.calls if c.term == term and c.spec and c.spec.role not in ("read", "history")
-             and not c.failed]
+    pages = [
+        c for c in st.calls if c.term == term and c.spec and c.spec.role not in ("read", "history") and not c.failed
+    ]
     if not pages or pages[-1].next_page is None:
         return None
     last = pages[-1]
@@ -153,8 +174,12 @@ def _page_call(st: StepState, term: Term, specs: dict[str, ToolSpec]) -> tuple[s
     if key is None or any(c.name == last.name and c.input.get(key) == last.next_page for c in pages):
         return None
     args = {**last.input, key: last.next_page}
-    return (f"The search with `{last.name}` says more results are left, so I will ask it for the next page "
-            f"({key}={last.next_page}).", spec, args)
+    return (
+        f"The search with `{last.name}` says more results are left, so I will ask it for the next page "
+        f"({key}={last.next_page}).",
+        spec,
+        args,
+    )
 
 
 def _read_tried(st: StepState, path: str, line: int | None, read_chain: list[ToolSpec]) -> bool:
@@ -170,8 +195,11 @@ def _read_tried(st: StepState, path: str, line: int | None, read_chain: list[Too
 
 
 def _search_reason(term: Term, spec: ToolSpec, tried: list[Call]) -> str:
-    what = {"symbol": "it looks symbols up by name", "search": "it searches the code's contents",
-            "filesearch": "it finds files by name", }.get(spec.role or "", "it searches the workspace")
+    what = {
+        "symbol": "it looks symbols up by name",
+        "search": "it searches the code's contents",
+        "filesearch": "it finds files by name",
+    }.get(spec.role or "", "it searches the workspace")
     if not spec.mcp:
         what = "it searches every file's lines with a regular expression"
     text = f"I will search for `{term.label}` with `{spec.name}` because {what}."

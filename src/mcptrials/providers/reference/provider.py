@@ -15,8 +15,8 @@ from mcptrials.providers.reference.results import WorkspacePaths
 from mcptrials.providers.reference.step import analyze_step, split_steps
 from mcptrials.providers.reference.tools import classify_tool
 
-MAX_ROUNDS = 4            # tool rounds per step; the next reply is the answer
-CHARS_PER_TOKEN = 4       # the usage estimate
+MAX_ROUNDS = 4  # tool rounds per step; the next reply is the answer
+CHARS_PER_TOKEN = 4  # the usage estimate
 
 
 class ReferenceProvider(Provider):
@@ -33,8 +33,10 @@ class ReferenceProvider(Provider):
         stop = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
         content, stop = _fit(content, stop, max_tokens)
         request_chars = len(json.dumps([system, messages, tools], sort_keys=True, default=str))
-        usage = Usage(input_tokens=math.ceil(request_chars / CHARS_PER_TOKEN),
-                      output_tokens=math.ceil(len(json.dumps(content, sort_keys=True)) / CHARS_PER_TOKEN))
+        usage = Usage(
+            input_tokens=math.ceil(request_chars / CHARS_PER_TOKEN),
+            output_tokens=math.ceil(len(json.dumps(content, sort_keys=True)) / CHARS_PER_TOKEN),
+        )
         return Reply(content=content, stop_reason=stop, usage=usage)
 
     def decide(self, messages: list[dict], tools: list[dict]) -> list[dict]:

@@ -8,18 +8,23 @@ import re
 from mcptrials.providers.reference.question import NEGATED_TESTS, USAGE_INTENT, Term, in_scope, plain_text
 from mcptrials.providers.reference.step import StepState, line_text
 
-READS_PER_TERM = 2        # hits read (and cited) per term
-USAGE_CITES = 16          # uses cited per term when the prompt asks where something is used: every one found
+READS_PER_TERM = 2  # hits read (and cited) per term
+USAGE_CITES = 16  # uses cited per term when the prompt asks where something is used: every one found
 
 
 def _is_test_path(path: str) -> bool:
     parts = path.split("/")
-    return any(p in ("test", "tests", "testing", "spec") for p in parts[:-1]) or parts[-1].startswith("test_") \
+    return (
+        any(p in ("test", "tests", "testing", "spec") for p in parts[:-1])
+        or parts[-1].startswith("test_")
         or re.search(r"(_test|\.test|\.spec)\.\w+$", parts[-1]) is not None
+    )
 
 
-DEF_LINE = re.compile(r"^(\s*)(?:export\s+|pub\s+)?(?:async\s+)?(?:def|class|function|func|fn|struct|impl|interface)"
-                       r"\s+([A-Za-z_][A-Za-z0-9_]*)")
+DEF_LINE = re.compile(
+    r"^(\s*)(?:export\s+|pub\s+)?(?:async\s+)?(?:def|class|function|func|fn|struct|impl|interface)"
+    r"\s+([A-Za-z_][A-Za-z0-9_]*)"
+)
 
 
 def enclosing(lines: dict[int, str], n: int) -> str | None:
@@ -54,7 +59,7 @@ def candidates(st: StepState, term: Term, prompt: str) -> list[tuple[int, str, i
             if term.matches(st.known[path][n]):
                 found[(path, n)] = st.known[path][n]
     wants_tests = re.search(r"\btests?\b", prompt, re.IGNORECASE) is not None
-    no_tests = NEGATED_TESTS.search(plain_text(prompt)) is not None     # "nothing in the tests folder"
+    no_tests = NEGATED_TESTS.search(plain_text(prompt)) is not None  # "nothing in the tests folder"
     scored = []
     for (path, n), t in found.items():
         if not in_scope(path, st.scopes) or (no_tests and _is_test_path(path)):
@@ -62,9 +67,10 @@ def candidates(st: StepState, term: Term, prompt: str) -> list[tuple[int, str, i
         score = {1: 5, 2: 10, 3: 30}[term.matches(t)]
         if term.is_definition(t):
             score += 100
-        elif term.kind == "word" and re.search(rf"\b(?:def|class|function|func|fn)\s+\w*{re.escape(term.search)}",
-                                               t, re.IGNORECASE):
-            score += 50     # a definition whose name holds the word
+        elif term.kind == "word" and re.search(
+            rf"\b(?:def|class|function|func|fn)\s+\w*{re.escape(term.search)}", t, re.IGNORECASE
+        ):
+            score += 50  # a definition whose name holds the word
         score += 8 * sum(1 for o in st.terms if o != term and o.search != term.qualifier and o.matches(t))
         if term.qualifier:
             file_lines = st.known.get(path, {})
@@ -77,7 +83,7 @@ def candidates(st: StepState, term: Term, prompt: str) -> list[tuple[int, str, i
         if _is_test_path(path) and not wants_tests:
             score -= 15
         if n in st.known.get(path, {}):
-            score += 3      # confirmed by a read
+            score += 3  # confirmed by a read
         scored.append((score, path, n, t))
     scored.sort(key=lambda x: (-x[0], x[1], x[2]))
     return scored
@@ -93,8 +99,9 @@ def citations(st: StepState, prompt: str) -> list[tuple[Term, list[tuple[int, st
     for term in st.terms:
         cands = [c for c in candidates(st, term, prompt) if (c[1], c[2]) not in taken]
         if usage:
-            chosen = [c for c in cands if term.is_definition(c[3])][:1] + \
-                     [c for c in cands if not term.is_definition(c[3])][:USAGE_CITES]
+            chosen = [c for c in cands if term.is_definition(c[3])][:1] + [
+                c for c in cands if not term.is_definition(c[3])
+            ][:USAGE_CITES]
         else:
             chosen = [c for c in cands[:READS_PER_TERM] if c[0] * 2 >= cands[0][0]]
         taken.update((c[1], c[2]) for c in chosen)

@@ -27,8 +27,14 @@ def next_page(text: str) -> int | str | None:
         if not isinstance(where, dict):
             continue
         low = {re.sub(r"[^a-z]", "", k.lower()): v for k, v in where.items() if isinstance(k, str)}
-        cursor = next((low[k] for k in ("nextcursor", "nextpagetoken", "nextoffset", "nextstart")
-                       if isinstance(low.get(k), (int, str)) and low.get(k) not in ("", None)), None)
+        cursor = next(
+            (
+                low[k]
+                for k in ("nextcursor", "nextpagetoken", "nextoffset", "nextstart")
+                if isinstance(low.get(k), (int, str)) and low.get(k) not in ("", None)
+            ),
+            None,
+        )
         if cursor is not None and not isinstance(cursor, bool):
             return cursor
         if low.get("hasmore") is True or low.get("more") is True:
@@ -77,10 +83,10 @@ class WorkspacePaths:
             return None
         p = p.strip().strip("'\"")
         if p.startswith("file://"):
-            p = p[len("file://"):]
+            p = p[len("file://") :]
         for root in self.roots:
             if p.startswith(root + "/"):
-                p = p[len(root) + 1:]
+                p = p[len(root) + 1 :]
                 break
         else:
             if p.startswith("/"):
@@ -113,14 +119,20 @@ def _json_hits(data, paths: WorkspacePaths, out: list, inherited: str | None = N
     for k in _FILE_KEYS:
         v = low.get(k)
         if isinstance(v, str):
-            m = re.match(r"^(.*?):(\d+)(?::\d+)?$", v)        # "src/a.py:12"
+            m = re.match(r"^(.*?):(\d+)(?::\d+)?$", v)  # "src/a.py:12"
             if m and paths.rel(m.group(1)):
                 path, line = paths.rel(m.group(1)), int(m.group(2))
                 break
             if paths.rel(v):
                 path = paths.rel(v)
                 break
-    line = line if line is not None else next((low[k] for k in _LINE_KEYS if isinstance(low.get(k), int) and not isinstance(low.get(k), bool)), None)
+    line = (
+        line
+        if line is not None
+        else next(
+            (low[k] for k in _LINE_KEYS if isinstance(low.get(k), int) and not isinstance(low.get(k), bool)), None
+        )
+    )
     if line is None:
         for k in ("location", "body_location", "range", "start", "position"):
             sub = low.get(k)
@@ -134,8 +146,9 @@ def _json_hits(data, paths: WorkspacePaths, out: list, inherited: str | None = N
     text = next((low[k] for k in _TEXT_KEYS if isinstance(low.get(k), str)), None)
     here = path or inherited
     if here and (path or line is not None):
-        out.append((here, line if isinstance(line, int) and line > 0 else None,
-                    text.split("\n", 1)[0] if text else None))
+        out.append(
+            (here, line if isinstance(line, int) and line > 0 else None, text.split("\n", 1)[0] if text else None)
+        )
     for k, v in data.items():
         if isinstance(v, (list, dict)):
             key_path = paths.rel(k) if isinstance(k, str) and looks_like_file(k.strip()) else None
@@ -191,7 +204,9 @@ def parse_read(text: str, first_line: int, numbered_only: bool = False) -> dict[
             data = None
         if isinstance(data, dict):
             low = {k.lower(): v for k, v in data.items() if isinstance(k, str)}
-            code = next((low[k] for k in ("code", "body", "content", "source", "text") if isinstance(low.get(k), str)), None)
+            code = next(
+                (low[k] for k in ("code", "body", "content", "source", "text") if isinstance(low.get(k), str)), None
+            )
             start = next((low[k] for k in _LINE_KEYS if isinstance(low.get(k), int)), None)
             if code is not None:
                 return {start + i if start else first_line + i: ln for i, ln in enumerate(code.split("\n"))}

@@ -9,7 +9,12 @@ from dataclasses import dataclass, field
 from mcptrials.providers.reference.arguments import kind_of_key, zero_based
 from mcptrials.providers.reference.question import Term, extract_scopes, extract_terms
 from mcptrials.providers.reference.results import (
-    WorkspacePaths, looks_failed, next_page, parse_hits, parse_read, result_text,
+    WorkspacePaths,
+    looks_failed,
+    next_page,
+    parse_hits,
+    parse_read,
+    result_text,
 )
 from mcptrials.providers.reference.tools import ToolSpec, classify_tool
 
@@ -34,7 +39,7 @@ class Call:
     failed: bool = False
     term: Term | None = None
     useful: bool = False
-    next_page: int | str | None = None   # where the next page starts, when the result says there is one
+    next_page: int | str | None = None  # where the next page starts, when the result says there is one
 
 
 @dataclass
@@ -46,8 +51,8 @@ class StepState:
     hits: list[Hit] = field(default_factory=list)
     known: dict[str, dict[int, str]] = field(default_factory=dict)
     reads: list[tuple[str, str, int | None, int | None, bool]] = field(default_factory=list)  # tool, path, lo, hi, ok
-    scopes: list[str] = field(default_factory=list)          # path prefixes the prompt confines hits to
-    history: list[str] = field(default_factory=list)         # what history tools (git log) returned
+    scopes: list[str] = field(default_factory=list)  # path prefixes the prompt confines hits to
+    history: list[str] = field(default_factory=list)  # what history tools (git log) returned
 
 
 def split_steps(messages: list[dict], specs: dict[str, ToolSpec]) -> list[tuple[str, list[Call], int]]:
@@ -75,8 +80,10 @@ def split_steps(messages: list[dict], specs: dict[str, ToolSpec]) -> list[tuple[
             prompt, calls, rounds = steps[-1]
             uses = [b for b in blocks if b.get("type") == "tool_use"]
             for b in uses:
-                call = Call(b.get("id", ""), b.get("name", ""), b.get("input") or {}, "", False, specs.get(b.get("name", "")))
-                if call.spec is None:         # a tool no longer offered: judge it by its name
+                call = Call(
+                    b.get("id", ""), b.get("name", ""), b.get("input") or {}, "", False, specs.get(b.get("name", ""))
+                )
+                if call.spec is None:  # a tool no longer offered: judge it by its name
                     call.spec = classify_tool({"name": call.name})
                 calls.append(call)
                 pending[call.id] = call
@@ -106,7 +113,9 @@ def _window(spec: ToolSpec, call_input: dict, paths: WorkspacePaths) -> tuple[st
     return path, lo, hi
 
 
-def analyze_step(prompt: str, calls: list[Call], rounds: int, paths: WorkspacePaths, prior_terms: list[Term]) -> StepState:
+def analyze_step(
+    prompt: str, calls: list[Call], rounds: int, paths: WorkspacePaths, prior_terms: list[Term]
+) -> StepState:
     terms, files = extract_terms(prompt)
     if not terms:
         terms = prior_terms
@@ -138,8 +147,14 @@ def analyze_step(prompt: str, calls: list[Call], rounds: int, paths: WorkspacePa
     # Which searches helped: a hit whose text (or the file read later) holds the term.
     for c in calls:
         if c.spec and c.spec.role not in ("read", "history") and not c.failed:
-            c.useful = any(h.tool == c.name and h.term == c.term and (_relevance(st, h, c.term) or h.line is None)
-                           for h in st.hits) if c.term else False
+            c.useful = (
+                any(
+                    h.tool == c.name and h.term == c.term and (_relevance(st, h, c.term) or h.line is None)
+                    for h in st.hits
+                )
+                if c.term
+                else False
+            )
     return st
 
 

@@ -9,10 +9,46 @@ from dataclasses import dataclass
 from mcptrials.providers.reference.question import Term
 
 # Tool-name words that mark a tool the agent must not call (it changes state or the server's setup).
-MUTATING = {"write", "edit", "create", "delete", "remove", "move", "rename", "commit", "add", "reset",
-            "checkout", "set", "clear", "configure", "refresh", "build", "insert", "replace", "restart",
-            "activate", "switch", "execute", "run", "shell", "init", "initial", "onboarding", "memory",
-            "memories", "push", "pull", "merge", "apply", "update", "install", "delete", "branch", "temp"}
+MUTATING = {
+    "write",
+    "edit",
+    "create",
+    "delete",
+    "remove",
+    "move",
+    "rename",
+    "commit",
+    "add",
+    "reset",
+    "checkout",
+    "set",
+    "clear",
+    "configure",
+    "refresh",
+    "build",
+    "insert",
+    "replace",
+    "restart",
+    "activate",
+    "switch",
+    "execute",
+    "run",
+    "shell",
+    "init",
+    "initial",
+    "onboarding",
+    "memory",
+    "memories",
+    "push",
+    "pull",
+    "merge",
+    "apply",
+    "update",
+    "install",
+    "delete",
+    "branch",
+    "temp",
+}
 
 
 @dataclass(frozen=True)
@@ -21,8 +57,8 @@ class ToolSpec:
     description: str
     schema: dict
     mcp: bool
-    role: str | None      # symbol | search | filesearch | read | history | None
-    rank: int             # lower is tried first within a role
+    role: str | None  # symbol | search | filesearch | read | history | None
+    rank: int  # lower is tried first within a role
 
 
 def _tokens(name: str) -> list[str]:
@@ -34,22 +70,26 @@ def classify_tool(tool: dict) -> ToolSpec:
     name = str(tool.get("name", ""))
     desc = str(tool.get("description") or "")
     schema = tool.get("input_schema")
-    schema = schema if isinstance(schema, dict) else {}      # a server may send a broken schema
+    schema = schema if isinstance(schema, dict) else {}  # a server may send a broken schema
     mcp = name.startswith("mcp__")
-    base = name[len("mcp__"):].split("__", 1)[-1] if mcp else name
+    base = name[len("mcp__") :].split("__", 1)[-1] if mcp else name
     toks = _tokens(base)
     role, rank = None, 0
     if not mcp:
         role = {"grep": "search", "read_file": "read"}.get(name)
-        rank = 100                    # built-ins come after every server tool
+        rank = 100  # built-ins come after every server tool
     elif any(t in MUTATING for t in toks) or any(t in ("multiple", "media", "image", "tail") for t in toks):
         role = None
     elif any(t in ("log", "history", "blame") for t in toks):
-        role = "history"              # e.g. git_log: the commits, which no file of the work tree records
-    elif "symbol" in toks and any(t in ("find", "search", "lookup", "query") for t in toks) and "referencing" not in toks:
+        role = "history"  # e.g. git_log: the commits, which no file of the work tree records
+    elif (
+        "symbol" in toks and any(t in ("find", "search", "lookup", "query") for t in toks) and "referencing" not in toks
+    ):
         role = "symbol"
     elif any(t in ("find", "search", "grep", "query", "lookup", "locate") for t in toks):
-        role = "filesearch" if any(t in ("file", "files", "dir", "path", "paths", "filename") for t in toks) else "search"
+        role = (
+            "filesearch" if any(t in ("file", "files", "dir", "path", "paths", "filename") for t in toks) else "search"
+        )
         rank = 0 if any(t in ("grep", "code", "pattern", "text", "content") for t in toks) else 1
     elif "read" in toks or ("get" in toks and any(t in ("body", "content", "contents", "source") for t in toks)):
         role = "read"
@@ -60,9 +100,14 @@ def classify_tool(tool: dict) -> ToolSpec:
 def search_order(specs: dict[str, ToolSpec], term: Term | None) -> list[ToolSpec]:
     """Search tools in the order they are tried for a term."""
     order = {"symbol": 0, "search": 1, "filesearch": 2}
-    chain = [s for s in specs.values() if s.mcp and s.role in order
-             and not (s.role == "symbol" and term and term.kind != "ident")
-             and not (s.role == "filesearch" and term and term.kind == "phrase")]
+    chain = [
+        s
+        for s in specs.values()
+        if s.mcp
+        and s.role in order
+        and not (s.role == "symbol" and term and term.kind != "ident")
+        and not (s.role == "filesearch" and term and term.kind == "phrase")
+    ]
     chain.sort(key=lambda s: (order[s.role], s.rank, s.name))
     if "grep" in specs:
         chain.append(specs["grep"])
@@ -79,5 +124,6 @@ def read_order(specs: dict[str, ToolSpec]) -> list[ToolSpec]:
 
 def history_tool(specs: dict[str, ToolSpec]) -> ToolSpec | None:
     """The server's history tool (e.g. git's git_log), or None when none is offered."""
-    return min((s for s in specs.values() if s.mcp and s.role == "history"), key=lambda s: (s.rank, s.name),
-               default=None)
+    return min(
+        (s for s in specs.values() if s.mcp and s.role == "history"), key=lambda s: (s.rank, s.name), default=None
+    )

@@ -43,8 +43,8 @@ class Host(Protocol):
 
 @dataclass(frozen=True)
 class HostKind:
-    module: str            # hosts/<module>.py, which defines HOST
-    needs_install: bool    # an install_host job runs before its trials
+    module: str  # hosts/<module>.py, which defines HOST
+    needs_install: bool  # an install_host job runs before its trials
 
 
 # The one table of host kinds. Adding a host: one module and one row (plus its kind in

@@ -20,8 +20,17 @@ from pathlib import Path
 
 from mcptrials.providers.base import Usage
 from mcptrials.run.trial import NO_RESULT, split_feedback, unanswered_call
-from mcptrials.run.hosts.cli import CliHost, CliSession, Stream, call_record, cli_env, latency, \
-    record_step as base_record_step, unreachable_detail, usage_of
+from mcptrials.run.hosts.cli import (
+    CliHost,
+    CliSession,
+    Stream,
+    call_record,
+    cli_env,
+    latency,
+    record_step as base_record_step,
+    unreachable_detail,
+    usage_of,
+)
 
 PACKAGE = "@anthropic-ai/claude-code"
 # Claude Code's built-ins -> the loop's equivalent built-in (graders count grep/list_files as searches)
@@ -43,13 +52,40 @@ def allowed_tools(tool: str, snapshot: dict | None, builtins: list[str], has_ser
     return [*builtins, *names]
 
 
-def build_command(binary: str, prompt: str, *, model: str, session_id: str, resume: bool, max_turns: int,
-                  builtins: list[str], allowed: list[str], mcp_file: str | None, system_append: str,
-                  bare: bool, extra_args: list[str]) -> list[str]:
-    argv = [binary, "-p", "--output-format", "stream-json", "--verbose", "--model", model,
-            "--max-turns", str(max_turns), "--strict-mcp-config", "--setting-sources", "user",
-            "--tools", ",".join(builtins), "--append-system-prompt", system_append,
-            *(["--resume", session_id] if resume else ["--session-id", session_id])]
+def build_command(
+    binary: str,
+    prompt: str,
+    *,
+    model: str,
+    session_id: str,
+    resume: bool,
+    max_turns: int,
+    builtins: list[str],
+    allowed: list[str],
+    mcp_file: str | None,
+    system_append: str,
+    bare: bool,
+    extra_args: list[str],
+) -> list[str]:
+    argv = [
+        binary,
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--model",
+        model,
+        "--max-turns",
+        str(max_turns),
+        "--strict-mcp-config",
+        "--setting-sources",
+        "user",
+        "--tools",
+        ",".join(builtins),
+        "--append-system-prompt",
+        system_append,
+        *(["--resume", session_id] if resume else ["--session-id", session_id]),
+    ]
     if mcp_file:
         argv += ["--mcp-config", mcp_file]
     if allowed:
@@ -83,7 +119,7 @@ class StepStream(Stream):
     init: dict | None = None
     result: dict | None = None
     api_retries: int = 0
-    msg_usage: dict = field(default_factory=dict)    # message id -> usage (when no result event came)
+    msg_usage: dict = field(default_factory=dict)  # message id -> usage (when no result event came)
 
 
 def server_tool_names(tool: str, tools: list[dict]) -> dict[str, str]:
@@ -97,8 +133,8 @@ def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | Non
     pair each tool_use with its tool_result, keep init and result apart. `tool_names`:
     see server_tool_names (a name not in it keeps Claude Code's spelling)."""
     s = StepStream()
-    turn_of: dict[str, int] = {}        # message id -> 1-based model call in the step
-    message_of: dict[str, dict] = {}    # message id -> its assistant turn (blocks may come after tool results)
+    turn_of: dict[str, int] = {}  # message id -> 1-based model call in the step
+    message_of: dict[str, dict] = {}  # message id -> its assistant turn (blocks may come after tool results)
     pending: dict[str, tuple[dict, float | None]] = {}
     for ev in events:
         kind = ev.get("type")
@@ -127,8 +163,16 @@ def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | Non
                     texts.append(b.get("text", ""))
                 elif b.get("type") == "tool_use":
                     has_tool = True
-                    pending[b["id"]] = ({"id": b["id"], "step": step, "turn": turn, "name": b["name"],
-                                         "arguments": b.get("input") or {}}, event_time(ev))
+                    pending[b["id"]] = (
+                        {
+                            "id": b["id"],
+                            "step": step,
+                            "turn": turn,
+                            "name": b["name"],
+                            "arguments": b.get("input") or {},
+                        },
+                        event_time(ev),
+                    )
                 else:
                     continue
                 content.append({k: b[k] for k in ("type", "text", "id", "name", "input") if k in b})
@@ -145,17 +189,21 @@ def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | Non
             for b in results:
                 text = result_text(b.get("content"))
                 is_error = bool(b.get("is_error"))
-                s.messages[-1]["content"].append({"type": "tool_result", "tool_use_id": b.get("tool_use_id"),
-                                                  "content": text, "is_error": is_error})
+                s.messages[-1]["content"].append(
+                    {"type": "tool_result", "tool_use_id": b.get("tool_use_id"), "content": text, "is_error": is_error}
+                )
                 call, t0 = pending.pop(b.get("tool_use_id"), (None, None))
                 if call is None:
                     continue
                 s.calls.append(_call_record(call, text, is_error, t0, event_time(ev), tool_names or {}))
-    if pending:  # asked for, never answered (a stop, a kill, a time-out): recorded, and the turn closed, as the loop does
+    if (
+        pending
+    ):  # asked for, never answered (a stop, a kill, a time-out): recorded, and the turn closed, as the loop does
         if not s.messages or s.messages[-1]["role"] != "user":
             s.messages.append({"role": "user", "content": []})
-        s.messages[-1]["content"] += [{"type": "tool_result", "tool_use_id": i, "content": NO_RESULT,
-                                       "is_error": True} for i in pending]
+        s.messages[-1]["content"] += [
+            {"type": "tool_result", "tool_use_id": i, "content": NO_RESULT, "is_error": True} for i in pending
+        ]
         last = next((t for t in map(event_time, reversed(events)) if t is not None), None)
         for call, t0 in pending.values():
             rec = _call_record(call, "", False, t0, last, tool_names or {})
@@ -163,8 +211,9 @@ def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | Non
     return s
 
 
-def _call_record(call: dict, text: str, is_error: bool, t0: float | None, t1: float | None,
-                 tool_names: dict[str, str]) -> dict:
+def _call_record(
+    call: dict, text: str, is_error: bool, t0: float | None, t1: float | None, tool_names: dict[str, str]
+) -> dict:
     name = call["name"]
     if name.startswith("mcp__"):
         source, tool = "mcp", tool_names.get(name) or name.split("__", 2)[-1]
@@ -173,15 +222,17 @@ def _call_record(call: dict, text: str, is_error: bool, t0: float | None, t1: fl
     return call_record(call, tool, source, text, is_error, latency(t0, t1), MCP_CODE_RE)
 
 
-def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative, meta: dict,
-                wall_seconds: float) -> dict:
+def record_step(
+    rec, s: StepStream, index: int, name: str, prompt: str, relative, meta: dict, wall_seconds: float
+) -> dict:
     """Add one parsed step to the trial's Recorder `rec` (hosts.cli.record_turns; the answer is
     the last reply that asked for no tool), with retries, usage with cache fields, Claude Code's
     own cost, permission denials, its version into `meta`. `relative` turns the run's absolute
     workspace paths into repository paths."""
     finals = [i for i, (_, has_tool) in enumerate(s.replies) if not has_tool]
-    srec = base_record_step(rec, s, index, name, prompt, relative, wall_seconds, None,
-                            finals[-1] if finals else None, show=str)
+    srec = base_record_step(
+        rec, s, index, name, prompt, relative, wall_seconds, None, finals[-1] if finals else None, show=str
+    )
     rec.retries += s.api_retries
     r = s.result or {}
     totals = session_usage(r.get("modelUsage"))
@@ -212,8 +263,14 @@ def session_usage(model_usage) -> Usage | None:
     total = usage_of(0, 0, 0, 0)
     for x in model_usage.values():
         if isinstance(x, dict):
-            total.add(usage_of(x.get("inputTokens"), x.get("outputTokens"), x.get("cacheCreationInputTokens"),
-                               x.get("cacheReadInputTokens")))
+            total.add(
+                usage_of(
+                    x.get("inputTokens"),
+                    x.get("outputTokens"),
+                    x.get("cacheCreationInputTokens"),
+                    x.get("cacheReadInputTokens"),
+                )
+            )
     return total
 
 
@@ -225,8 +282,9 @@ def step_answer(s: StepStream, outcome: str, relative) -> tuple[str, str]:
         return "", ""
     text = (s.result or {}).get("result") or ""
     if outcome == "budget_exceeded" and not text.strip():
-        text = next((j for j in ("\n\n".join(x for x in texts if x) for texts, _ in reversed(s.replies))
-                     if j.strip()), "")
+        text = next(
+            (j for j in ("\n\n".join(x for x in texts if x) for texts, _ in reversed(s.replies)) if j.strip()), ""
+        )
     return split_feedback(relative(text))
 
 
@@ -295,16 +353,34 @@ class _Session(CliSession):
         ctx = self.ctx
         tool, model, host, lim = ctx.tool, ctx.model, ctx.host, ctx.limits
         builtins = list(host.builtin_tools)
-        argv = build_command(self.binary, prompt, model=model.model, session_id=self.session_id, resume=index > 0,
-                             max_turns=lim.max_turns, builtins=builtins,
-                             allowed=allowed_tools(tool.name, ctx.snapshot, builtins, self.mcp_file is not None),
-                             mcp_file=str(self.mcp_file) if self.mcp_file else None, system_append=ctx.system_text,
-                             bare=host.bare, extra_args=list(host.extra_args))
-        env = cli_env(HOME=str(self.host_home), TMPDIR=str(ctx.sandbox.tmp), ANTHROPIC_API_KEY=self.proxy.token,
-                      DISABLE_TELEMETRY="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
-                      DISABLE_ERROR_REPORTING="1", CLAUDE_CODE_MAX_OUTPUT_TOKENS=str(ctx.reply_cap),
-                      MAX_MCP_OUTPUT_TOKENS=str(lim.max_result_tokens), CLAUDE_CODE_MAX_RETRIES=str(model.max_retries),
-                      MCP_TIMEOUT=str(int(tool.startup_timeout * 1000)), MCP_TOOL_TIMEOUT=str(int(tool.call_timeout * 1000)))
+        argv = build_command(
+            self.binary,
+            prompt,
+            model=model.model,
+            session_id=self.session_id,
+            resume=index > 0,
+            max_turns=lim.max_turns,
+            builtins=builtins,
+            allowed=allowed_tools(tool.name, ctx.snapshot, builtins, self.mcp_file is not None),
+            mcp_file=str(self.mcp_file) if self.mcp_file else None,
+            system_append=ctx.system_text,
+            bare=host.bare,
+            extra_args=list(host.extra_args),
+        )
+        env = cli_env(
+            HOME=str(self.host_home),
+            TMPDIR=str(ctx.sandbox.tmp),
+            ANTHROPIC_API_KEY=self.proxy.token,
+            DISABLE_TELEMETRY="1",
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+            DISABLE_AUTOUPDATER="1",
+            DISABLE_ERROR_REPORTING="1",
+            CLAUDE_CODE_MAX_OUTPUT_TOKENS=str(ctx.reply_cap),
+            MAX_MCP_OUTPUT_TOKENS=str(lim.max_result_tokens),
+            CLAUDE_CODE_MAX_RETRIES=str(model.max_retries),
+            MCP_TIMEOUT=str(int(tool.startup_timeout * 1000)),
+            MCP_TOOL_TIMEOUT=str(int(tool.call_timeout * 1000)),
+        )
         if self.proxy.url:
             env["ANTHROPIC_BASE_URL"] = self.proxy.url
         return argv, env
@@ -313,7 +389,7 @@ class _Session(CliSession):
         return [self.mcp_file]
 
     def step_limits(self) -> tuple:
-        return (None,)   # no limit per step (Claude Code keeps max_turns): marks the step's calls
+        return (None,)  # no limit per step (Claude Code keeps max_turns): marks the step's calls
 
     def stop_on(self, ev: dict) -> bool:  # a server that did not connect: stop before spending a model call
         if self.mcp_file and ev.get("type") == "system" and ev.get("subtype") == "init":
@@ -322,7 +398,9 @@ class _Session(CliSession):
 
     def parse(self, run, index: int) -> StepStream:
         tool = self.ctx.tool
-        return parse_stream(run.events, index, server_tool_names(tool.name, (self.ctx.snapshot or {}).get("tools") or []))
+        return parse_stream(
+            run.events, index, server_tool_names(tool.name, (self.ctx.snapshot or {}).get("tools") or [])
+        )
 
     def record(self, s, index, step, prompt, wall, statuses) -> dict:
         ctx = self.ctx
@@ -330,13 +408,16 @@ class _Session(CliSession):
 
     def server_failure(self, run, s) -> str | None:
         if self.failed_servers:
-            return f"claude-code: MCP server {self.ctx.tool.name} did not connect: {json.dumps(s.init.get('mcp_servers'))}"
+            return (
+                f"claude-code: MCP server {self.ctx.tool.name} did not connect: {json.dumps(s.init.get('mcp_servers'))}"
+            )
         return None
 
     def end_outcome(self, run, s, index, statuses) -> tuple[str, str | None]:
         if s.result is None:
-            return self.harness_failed(index, f"claude-code exited {run.returncode} without a result event: "
-                                              f"{run.stderr[-2000:]}")
+            return self.harness_failed(
+                index, f"claude-code exited {run.returncode} without a result event: {run.stderr[-2000:]}"
+            )
         return result_outcome(s, self.ctx.rec, index, unreachable_detail(self.ctx, self.proxy))
 
     def answer(self, s, outcome: str) -> tuple[str, str]:

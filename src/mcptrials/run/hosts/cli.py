@@ -23,7 +23,7 @@ from typing import Any
 from mcptrials.prepare.servers import host_env_dir
 from mcptrials.providers.base import Usage
 
-STREAM_LIMIT = 1 << 26   # one JSON line can hold a whole tool result
+STREAM_LIMIT = 1 << 26  # one JSON line can hold a whole tool result
 
 
 def binary_path(host: str, bin_name: str) -> Path:
@@ -56,12 +56,26 @@ def npm_install(host: str, kind: str, package: str, bin_name: str, want: str, lo
     if got != want:
         raise RuntimeError(f"hosts.{host}: npm installed {package} {got}, not the pinned {want}; see the log")
     with tempfile.TemporaryDirectory() as home:  # --version must not write into the user's HOME
-        reported = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60,
-                                  env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}).stdout.strip()
-    return {"host": host, "kind": kind, "package": package, "version": want, "reported_version": reported,
-            "env_dir": str(env_dir), "binary": str(binary), "reused": reused,
-            "resolved": {package: got}, "seconds": round(time.monotonic() - t0, 2),
-            "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        reported = subprocess.run(
+            [str(binary), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home},
+        ).stdout.strip()
+    return {
+        "host": host,
+        "kind": kind,
+        "package": package,
+        "version": want,
+        "reported_version": reported,
+        "env_dir": str(env_dir),
+        "binary": str(binary),
+        "reused": reused,
+        "resolved": {package: got},
+        "seconds": round(time.monotonic() - t0, 2),
+        "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
 
 
 def stdio_entry(tool, values: dict, forbidden: set[str]) -> dict:
@@ -73,8 +87,11 @@ def stdio_entry(tool, values: dict, forbidden: set[str]) -> dict:
 
     env = get_default_environment() | server_environment(tool.config, values, forbidden)
     # a description variant's argv starts with our proxy (mcptrials.prepare.proxy), inside the CLI's sandbox
-    return {"type": "stdio", "command": shutil.which("env") or "/usr/bin/env",
-            "args": ["-i", *(f"{k}={v}" for k, v in sorted(env.items())), *server_argv(tool, values)]}
+    return {
+        "type": "stdio",
+        "command": shutil.which("env") or "/usr/bin/env",
+        "args": ["-i", *(f"{k}={v}" for k, v in sorted(env.items())), *server_argv(tool, values)],
+    }
 
 
 def cli_sandbox(ctx, host_home: Path, extra_ro: list):
@@ -83,8 +100,11 @@ def cli_sandbox(ctx, host_home: Path, extra_ro: list):
     its install and `extra_ro` (its config) read-only. Its built-in tools see this view only."""
     from mcptrials.prepare.servers import tool_sandbox
 
-    sb = tool_sandbox(ctx.tool, extra_rw=[*ctx.sandbox.values().values(), host_home],
-                      extra_ro=[host_env_dir(ctx.host.name), *(p for p in extra_ro if p)])
+    sb = tool_sandbox(
+        ctx.tool,
+        extra_rw=[*ctx.sandbox.values().values(), host_home],
+        extra_ro=[host_env_dir(ctx.host.name), *(p for p in extra_ro if p)],
+    )
     sb.network = True
     ctx.meta["sandbox"] = sb.record()
     return sb
@@ -101,8 +121,10 @@ def server_entry(ctx, stack) -> tuple[dict | None, str | None]:
         if tool.transport == "stdio":
             return stdio_entry(tool, ctx.sandbox.values(), ctx.forbidden_env), None
         errlog = stack.enter_context(open(ctx.sandbox.root / "server.stderr.log", "a"))
-        return {"type": "http", "url": stack.enter_context(start_http_server(
-            tool, ctx.sandbox.values(), ctx.forbidden_env, errlog))}, None
+        return {
+            "type": "http",
+            "url": stack.enter_context(start_http_server(tool, ctx.sandbox.values(), ctx.forbidden_env, errlog)),
+        }, None
     except Exception as e:  # no command, or an http server that never listened
         msg = f"server failed to start: {type(e).__name__}: {e}"
         ctx.rec.error("protocol_error", msg)
@@ -115,9 +137,12 @@ def installed_binary(ctx, binary: Path, cli: str) -> Path:
         from mcptrials.run.trial import TrialAbort
 
         host = ctx.host.name
-        raise TrialAbort("harness_failed", f"{binary}: {cli} is not installed; run `mcptrials install-host "
-                                           f"--host {host} --out results/hosts/{host}/install.json` "
-                                           "(the workflow's install_host rule)")
+        raise TrialAbort(
+            "harness_failed",
+            f"{binary}: {cli} is not installed; run `mcptrials install-host "
+            f"--host {host} --out results/hosts/{host}/install.json` "
+            "(the workflow's install_host rule)",
+        )
     return binary
 
 
@@ -131,8 +156,14 @@ def trial_proxy(ctx, auth: str = "x-api-key", set_fields: dict | None = None):
     calls: steps x max_turns successful model calls, each reply at most the trial's reply cap."""
     from mcptrials.run.keyproxy import KeyProxy
 
-    return KeyProxy(ctx.model.base_url, ctx.api_key(), auth=auth, set_fields=set_fields,
-                    trial_calls=len(ctx.steps) * ctx.limits.max_turns, reply_cap=ctx.reply_cap)
+    return KeyProxy(
+        ctx.model.base_url,
+        ctx.api_key(),
+        auth=auth,
+        set_fields=set_fields,
+        trial_calls=len(ctx.steps) * ctx.limits.max_turns,
+        reply_cap=ctx.reply_cap,
+    )
 
 
 def proxy_outcome(proxy) -> tuple[str, str] | None:
@@ -140,9 +171,11 @@ def proxy_outcome(proxy) -> tuple[str, str] | None:
     did not): the arm spent what the trial was allowed, so the trial fails as over budget."""
     if not proxy.trial_limit_hit.is_set():
         return None
-    return "budget_exceeded", (f"the key proxy refused {proxy.refused} model call(s) past the trial's limit of "
-                               f"{proxy.trial_calls} (steps x max_turns), whoever sent them (the CLI, or a "
-                               "server in its sandbox)")
+    return "budget_exceeded", (
+        f"the key proxy refused {proxy.refused} model call(s) past the trial's limit of "
+        f"{proxy.trial_calls} (steps x max_turns), whoever sent them (the CLI, or a "
+        "server in its sandbox)"
+    )
 
 
 def unreachable_detail(ctx, proxy) -> str | None:
@@ -154,10 +187,10 @@ def unreachable_detail(ctx, proxy) -> str | None:
         return None
     field = f"models.{ctx.model.name}.base_url"
     fix = f"fix {field}" if ctx.model.base_url else f"set {field} to an API this machine can reach"
-    return (f"the model API ({proxy.upstream}) could not be reached: {why}; check this machine's route to it "
-            f"(network, DNS, firewall), or {fix}")
-
-
+    return (
+        f"the model API ({proxy.upstream}) could not be reached: {why}; check this machine's route to it "
+        f"(network, DNS, firewall), or {fix}"
+    )
 
 
 # --- running -----------------------------------------------------------------------------
@@ -169,21 +202,29 @@ class ProcessRun:
     stderr: str
     returncode: int | None
     timed_out: bool
-    stopped: bool        # we stopped it: stop_on said so (e.g. a failed MCP server at init), or stop_when
+    stopped: bool  # we stopped it: stop_on said so (e.g. a failed MCP server at init), or stop_when
     seconds: float = 0.0
 
 
-async def run_process(argv: list[str], env: dict, cwd: str, timeout: float, stop_on, stop_when=None,
-                      stamp: bool = False, stop_on_log=None) -> ProcessRun:
+async def run_process(
+    argv: list[str], env: dict, cwd: str, timeout: float, stop_on, stop_when=None, stamp: bool = False, stop_on_log=None
+) -> ProcessRun:
     """Run the CLI, reading its stream as it comes; `stop_on(event)` True ends it early, and
     so do `stop_when()` (polled: a condition seen outside the stream, e.g. the key proxy's
     turn limit) and `stop_on_log(stderr line)` (a CLI that reports a failed server only in
     its log). With `stamp`, each event gets `_received` (epoch seconds) for a CLI whose
     events carry no time."""
     t0 = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(*argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                                stderr=subprocess.PIPE, env=env, cwd=cwd, start_new_session=True,
-                                                limit=STREAM_LIMIT)
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+        limit=STREAM_LIMIT,
+    )
     err_lines: list[bytes] = []
     log_said_stop = asyncio.Event()
 
@@ -254,13 +295,22 @@ async def kill_group(proc) -> None:
 class Stream:
     """What one run of a CLI said, in the loop's shapes; each host's parsed stream adds its own."""
 
-    messages: list = field(default_factory=list)   # Messages-API turns (assistant / user tool results)
-    calls: list = field(default_factory=list)      # tool-call records
-    replies: list = field(default_factory=list)    # [(texts, has_tool_call)] per model call
+    messages: list = field(default_factory=list)  # Messages-API turns (assistant / user tool results)
+    calls: list = field(default_factory=list)  # tool-call records
+    replies: list = field(default_factory=list)  # [(texts, has_tool_call)] per model call
 
 
-def call_record(head: dict, tool: str, source: str, text: str, is_error: bool, latency_ms: float, code_re,
-                crash_re=None, truncated: bool = False) -> dict:
+def call_record(
+    head: dict,
+    tool: str,
+    source: str,
+    text: str,
+    is_error: bool,
+    latency_ms: float,
+    code_re,
+    crash_re=None,
+    truncated: bool = False,
+) -> dict:
     """A tool-call record (the loop's shape) after `head` (id, step, turn, name, arguments). An
     error with an MCP code (`code_re`) or a closed connection (`crash_re`: the server died,
     -32000) is a protocol error; any other error is the tool's."""
@@ -275,9 +325,18 @@ def call_record(head: dict, tool: str, source: str, text: str, is_error: bool, l
             kind, code = "protocol_error", -32000
         else:
             kind = "tool_error"
-    return head | {"tool": tool, "source": source, "result_text": text, "result_chars": len(text),
-                   "truncated": truncated, "is_error": is_error, "error_kind": kind, "error_code": code,
-                   "latency_ms": latency_ms, "result_tokens_est": len(text) // CHARS_PER_TOKEN}
+    return head | {
+        "tool": tool,
+        "source": source,
+        "result_text": text,
+        "result_chars": len(text),
+        "truncated": truncated,
+        "is_error": is_error,
+        "error_kind": kind,
+        "error_code": code,
+        "latency_ms": latency_ms,
+        "result_tokens_est": len(text) // CHARS_PER_TOKEN,
+    }
 
 
 def latency(t0: float | None, t1: float | None) -> float:
@@ -286,8 +345,12 @@ def latency(t0: float | None, t1: float | None) -> float:
 
 def usage_of(input_tokens, output_tokens, cache_writes, cache_reads):
     """A Usage of a CLI's counts (a missing one: 0)."""
-    return Usage(input_tokens=input_tokens or 0, output_tokens=output_tokens or 0,
-                 cache_creation_input_tokens=cache_writes or 0, cache_read_input_tokens=cache_reads or 0)
+    return Usage(
+        input_tokens=input_tokens or 0,
+        output_tokens=output_tokens or 0,
+        cache_creation_input_tokens=cache_writes or 0,
+        cache_read_input_tokens=cache_reads or 0,
+    )
 
 
 def tool_use(c: dict) -> dict:
@@ -296,8 +359,12 @@ def tool_use(c: dict) -> dict:
 
 def tool_result(c: dict, content: str | None = None) -> dict:
     """The result the model saw; `content` given: a call never answered (an error)."""
-    return {"type": "tool_result", "tool_use_id": c["id"], "content": c["result_text"] if content is None else content,
-            "is_error": c["is_error"] if content is None else True}
+    return {
+        "type": "tool_result",
+        "tool_use_id": c["id"],
+        "content": c["result_text"] if content is None else content,
+        "is_error": c["is_error"] if content is None else True,
+    }
 
 
 def final_text(s: Stream) -> str:
@@ -307,8 +374,18 @@ def final_text(s: Stream) -> str:
     return ""
 
 
-def record_step(rec, s: Stream, index: int, name: str, prompt: str, relative, wall_seconds: float,
-                turns: int | None, final: int | None = -1, show=json.dumps) -> dict:
+def record_step(
+    rec,
+    s: Stream,
+    index: int,
+    name: str,
+    prompt: str,
+    relative,
+    wall_seconds: float,
+    turns: int | None,
+    final: int | None = -1,
+    show=json.dumps,
+) -> dict:
     """Add one parsed step to the trial's Recorder `rec` (the user turn, the conversation, tool
     calls and their errors, model calls); return the step record, `answer_text` empty and
     `outcome` completed until the caller sets them. `turns`: the proxy's count of model calls
@@ -317,19 +394,30 @@ def record_step(rec, s: Stream, index: int, name: str, prompt: str, relative, wa
     turns = len(s.replies) if turns is None else turns
     if final == -1:
         final = len(s.replies) - 1 if final_text(s) else None
-    srec = {"index": index, "name": name, "prompt": prompt, "answer_text": "", "reasoning_text": "",
-            "audit_text": "", "outcome": "completed", "turns": turns, "state_check": None,
-            "wall_seconds": wall_seconds}
+    srec = {
+        "index": index,
+        "name": name,
+        "prompt": prompt,
+        "answer_text": "",
+        "reasoning_text": "",
+        "audit_text": "",
+        "outcome": "completed",
+        "turns": turns,
+        "state_check": None,
+        "wall_seconds": wall_seconds,
+    }
     rec.messages.append({"role": "user", "content": [{"type": "text", "text": prompt}]})
     rec.messages += s.messages
     rec.tool_calls += s.calls
     for c in s.calls:
         if c["error_kind"]:
             rec.error(c["error_kind"], f"{c['tool']}: {c['result_text'][:300]}", step=index, code=c["error_code"])
-    srec["reasoning_text"] = relative("\n\n".join(x for i, (texts, _) in enumerate(s.replies)
-                                                   if i != final for x in texts if x))
-    srec["audit_text"] = "\n\n".join(f"> {c['name']} {show(c['arguments'])}\n{c['result_text'][:2000]}"
-                                     for c in s.calls)
+    srec["reasoning_text"] = relative(
+        "\n\n".join(x for i, (texts, _) in enumerate(s.replies) if i != final for x in texts if x)
+    )
+    srec["audit_text"] = "\n\n".join(
+        f"> {c['name']} {show(c['arguments'])}\n{c['result_text'][:2000]}" for c in s.calls
+    )
     rec.api_calls += turns
     return srec
 
@@ -347,8 +435,9 @@ def step_answer(s: Stream, outcome: str, relative) -> tuple[str, str]:
     return "", ""
 
 
-def api_failure(rec, index: int, text: str, statuses: list[int], unreachable: str | None,
-                status: int | None = None) -> tuple[str, str]:
+def api_failure(
+    rec, index: int, text: str, statuses: list[int], unreachable: str | None, status: int | None = None
+) -> tuple[str, str]:
     """A step the model API failed (after the CLI's retries): api_failed, with the HTTP status
     (the CLI's, else the proxy's last failure), said as `unreachable` when the proxy could
     not reach the API."""
@@ -365,13 +454,13 @@ def api_failure(rec, index: int, text: str, statuses: list[int], unreachable: st
 class CliHost:
     """A CLI host's HOST: a subclass names its npm package, its binary and its CliSession."""
 
-    kind: str                 # the config's host kind
-    package: str              # the npm package (the host's `version` pins it)
-    bin_name: str             # its binary in node_modules/.bin
-    label: str                # the CLI's name in messages
-    api: str                  # run_meta's host_api: what it speaks
-    session: type             # its CliSession subclass
-    auth = "bearer"           # how the key proxy sends the key upstream
+    kind: str  # the config's host kind
+    package: str  # the npm package (the host's `version` pins it)
+    bin_name: str  # its binary in node_modules/.bin
+    label: str  # the CLI's name in messages
+    api: str  # run_meta's host_api: what it speaks
+    session: type  # its CliSession subclass
+    auth = "bearer"  # how the key proxy sends the key upstream
 
     def install(self, host: str, spec, log) -> dict:
         """npm-install the pinned CLI into .tools/_hosts/<host>/ (reused when there)."""
@@ -388,8 +477,12 @@ class CliHost:
         host_home.mkdir()
         proxy = self.proxy(ctx)  # the CLI (and the server it starts) never see the key: the proxy adds it
         session = self.session(ctx=ctx, binary=str(binary), host_home=host_home, proxy=proxy)
-        ctx.meta.update(host_version=installed_version(host, self.package), **session.start(),
-                        host_builtin_tools=list(ctx.host.builtin_tools), host_api=self.api)
+        ctx.meta.update(
+            host_version=installed_version(host, self.package),
+            **session.start(),
+            host_builtin_tools=list(ctx.host.builtin_tools),
+            host_api=self.api,
+        )
         try:
             with proxy:
                 return asyncio.run(session.run())
@@ -405,13 +498,13 @@ class CliSession:
     ctx: Any
     binary: str
     host_home: Path | None
-    proxy: Any                      # the trial's KeyProxy: the CLI gets its stand-in token and URL
-    session_id: str | None = None   # the CLI's session (thread), resumed by the later steps
-    failed_servers: list = field(default_factory=list)   # the step's MCP server that did not start
+    proxy: Any  # the trial's KeyProxy: the CLI gets its stand-in token and URL
+    session_id: str | None = None  # the CLI's session (thread), resumed by the later steps
+    failed_servers: list = field(default_factory=list)  # the step's MCP server that did not start
 
-    name = "cli"            # hook: the host's kind, in messages
-    stamp = False           # hook: True when the CLI's events carry no time (stamped as read)
-    stop_on_log = None      # hook: (a line of the CLI's log) -> stop it now (no annotation: not a field)
+    name = "cli"  # hook: the host's kind, in messages
+    stamp = False  # hook: True when the CLI's events carry no time (stamped as read)
+    stop_on_log = None  # hook: (a line of the CLI's log) -> stop it now (no annotation: not a field)
 
     def start(self) -> dict:  # hook: run_meta fields known before the first step
         return {}
@@ -476,8 +569,16 @@ class CliSession:
         argv, env = cli_sandbox(ctx, self.host_home, self.config_files()).wrap(argv, env, str(ctx.sandbox.workspace))
         first = self.proxy.begin_step(*self.step_limits())
         t0 = time.monotonic()
-        run = await run_process(argv, env, str(ctx.sandbox.workspace), ctx.limits.max_seconds, self.stop_on,
-                                stop_when=self.proxy.stopped, stamp=self.stamp, stop_on_log=self.stop_on_log)
+        run = await run_process(
+            argv,
+            env,
+            str(ctx.sandbox.workspace),
+            ctx.limits.max_seconds,
+            self.stop_on,
+            stop_when=self.proxy.stopped,
+            stamp=self.stamp,
+            stop_on_log=self.stop_on_log,
+        )
         statuses = self.proxy.statuses[first:]
         s = self.parse(run, index)
         srec = self.record(s, index, step, prompt, round(time.monotonic() - t0, 3), statuses)

@@ -15,20 +15,39 @@ import re
 from dataclasses import dataclass, field
 
 from mcptrials.run.trial import NO_RESULT, unanswered_call
-from mcptrials.run.hosts.cli import CliHost, CliSession, Stream, api_failure, call_record, cli_env, latency, \
-    record_step as base_record_step, tool_result, tool_use, trial_proxy, unreachable_detail, usage_of
+from mcptrials.run.hosts.cli import (
+    CliHost,
+    CliSession,
+    Stream,
+    api_failure,
+    call_record,
+    cli_env,
+    latency,
+    record_step as base_record_step,
+    tool_result,
+    tool_use,
+    trial_proxy,
+    unreachable_detail,
+    usage_of,
+)
 
 PACKAGE = "@openai/codex"
-KEY_ENV = "OPENAI_API_KEY"   # holds the proxy's stand-in token, never the key
+KEY_ENV = "OPENAI_API_KEY"  # holds the proxy's stand-in token, never the key
 PROVIDER = "mcptrials"
 # builtin_tools names -> the [features] that turn each on (the schema lists the names)
-BUILTIN_FEATURES = {"shell": ("shell_tool", "unified_exec"), "apply_patch": ("apply_patch_freeform",),
-                    "view_image": ("view_image",)}
+BUILTIN_FEATURES = {
+    "shell": ("shell_tool", "unified_exec"),
+    "apply_patch": ("apply_patch_freeform",),
+    "view_image": ("view_image",),
+}
 # always off: not part of a trial's task (the schema's builtin_tools cannot turn them on)
 OFF_FEATURES = ("goals", "plugins", "default_mode_request_user_input", "multi_agent_v2")
 # Codex's built-in call items -> (name the model saw, the loop's equivalent tool name)
-BUILTIN_ITEMS = {"command_execution": ("exec_command", "shell"), "file_change": ("apply_patch", "apply_patch"),
-                 "web_search": ("web_search", "web_search")}
+BUILTIN_ITEMS = {
+    "command_execution": ("exec_command", "shell"),
+    "file_change": ("apply_patch", "apply_patch"),
+    "web_search": ("web_search", "web_search"),
+}
 CRASH_RE = re.compile(r"Transport closed|connection closed|broken pipe", re.I)
 MCP_CODE_RE = re.compile(r"(?:MCP error|code:?)\s*(-?\d{4,})")
 INCOMPLETE_RE = re.compile(r"Incomplete response returned, reason: (\w+)")
@@ -54,21 +73,44 @@ def toml_value(v) -> str:
     raise TypeError(f"no TOML form for {type(v).__name__}")
 
 
-def config_toml(*, model: str, base_url: str, builtins: list[str], system: str, bare: bool, max_retries: int,
-                max_result_tokens: int, server: tuple[str, dict] | None) -> str:
+def config_toml(
+    *,
+    model: str,
+    base_url: str,
+    builtins: list[str],
+    system: str,
+    bare: bool,
+    max_retries: int,
+    max_result_tokens: int,
+    server: tuple[str, dict] | None,
+) -> str:
     """The trial's config.toml: top-level keys, then one table per section."""
-    top = {"model": model, "model_provider": PROVIDER, "developer_instructions": system,
-           "web_search": "cached" if "web_search" in builtins else "disabled",
-           "approval_policy": "never", "check_for_update_on_startup": False,
-           "tool_output_token_limit": max_result_tokens}
+    top = {
+        "model": model,
+        "model_provider": PROVIDER,
+        "developer_instructions": system,
+        "web_search": "cached" if "web_search" in builtins else "disabled",
+        "approval_policy": "never",
+        "check_for_update_on_startup": False,
+        "tool_output_token_limit": max_result_tokens,
+    }
     if bare:
         top["project_doc_max_bytes"] = 0
     features = {f: name in builtins for name, fs in BUILTIN_FEATURES.items() for f in fs}
     features |= {f: False for f in OFF_FEATURES}
-    tables = {"analytics": {"enabled": False}, "agents": {"enabled": False}, "features": features,
-              f"model_providers.{PROVIDER}": {"name": PROVIDER, "base_url": base_url, "env_key": KEY_ENV,
-                                              "wire_api": "responses", "request_max_retries": max_retries,
-                                              "stream_max_retries": max_retries}}
+    tables = {
+        "analytics": {"enabled": False},
+        "agents": {"enabled": False},
+        "features": features,
+        f"model_providers.{PROVIDER}": {
+            "name": PROVIDER,
+            "base_url": base_url,
+            "env_key": KEY_ENV,
+            "wire_api": "responses",
+            "request_max_retries": max_retries,
+            "stream_max_retries": max_retries,
+        },
+    }
     if server:
         tables[f"mcp_servers.{server[0]}"] = server[1]
     lines = [f"{k} = {toml_value(v)}" for k, v in top.items()]
@@ -84,8 +126,17 @@ def server_table(entry: dict, startup_timeout: float, call_timeout: float) -> di
 
 
 def build_command(binary: str, prompt: str, *, model: str, thread_id: str | None, extra_args: list[str]) -> list[str]:
-    argv = [binary, "exec", *(["resume"] if thread_id else []), "--json", "--skip-git-repo-check",
-            "--dangerously-bypass-approvals-and-sandbox", "-m", model, *extra_args]
+    argv = [
+        binary,
+        "exec",
+        *(["resume"] if thread_id else []),
+        "--json",
+        "--skip-git-repo-check",
+        "--dangerously-bypass-approvals-and-sandbox",
+        "-m",
+        model,
+        *extra_args,
+    ]
     # after `--`: a prompt is never read as an option
     return argv + ["--", *([thread_id] if thread_id else []), prompt]
 
@@ -93,8 +144,16 @@ def build_command(binary: str, prompt: str, *, model: str, thread_id: str | None
 def host_environment(home: str, codex_home: str, tmp: str, token: str) -> dict[str, str]:
     """Codex's whole environment (hosts.cli.cli_env). RUST_LOG: Codex logs its MCP servers'
     stderr at info level; the run keeps its tail."""
-    return cli_env(**{"HOME": home, "CODEX_HOME": codex_home, "TMPDIR": tmp, KEY_ENV: token, "NO_COLOR": "1",
-                      "RUST_LOG": "error,codex_rmcp_client=info"})
+    return cli_env(
+        **{
+            "HOME": home,
+            "CODEX_HOME": codex_home,
+            "TMPDIR": tmp,
+            KEY_ENV: token,
+            "NO_COLOR": "1",
+            "RUST_LOG": "error,codex_rmcp_client=info",
+        }
+    )
 
 
 SERVER_STDERR_RE = re.compile(r"MCP server stderr \([^)]*\): (.*)")
@@ -110,10 +169,10 @@ class StepStream(Stream):
     """What one `codex exec` run said, in the loop's shapes (replies: per assistant group)."""
 
     thread_id: str | None = None
-    usage: dict | None = None           # turn.completed's
-    failed: str | None = None           # turn.failed's message
-    errors: list = field(default_factory=list)     # top-level `error` events (retries, the failure)
-    warnings: list = field(default_factory=list)   # error items: Codex's non-fatal notes
+    usage: dict | None = None  # turn.completed's
+    failed: str | None = None  # turn.failed's message
+    errors: list = field(default_factory=list)  # top-level `error` events (retries, the failure)
+    warnings: list = field(default_factory=list)  # error items: Codex's non-fatal notes
 
 
 def result_text(item: dict) -> tuple[str, bool]:
@@ -123,8 +182,11 @@ def result_text(item: dict) -> tuple[str, bool]:
         if item.get("error"):
             return str(item["error"].get("message") or item["error"]), True
         r = item.get("result") or {}
-        parts = [b.get("text", "") if b.get("type") == "text" else f"[{b.get('type')} content]"
-                 for b in r.get("content") or [] if isinstance(b, dict)]
+        parts = [
+            b.get("text", "") if b.get("type") == "text" else f"[{b.get('type')} content]"
+            for b in r.get("content") or []
+            if isinstance(b, dict)
+        ]
         if not parts and r.get("structured_content") is not None:
             parts = [json.dumps(r["structured_content"])]
         return "\n".join(parts), bool(r.get("is_error") or r.get("isError")) or item.get("status") == "failed"
@@ -154,7 +216,7 @@ def parse_stream(events: list[dict], step: int) -> StepStream:
     results (a user turn); a message after results starts the next group. Codex does not say
     which model call asked for which call item, so calls in a row count as one group."""
     s = StepStream()
-    started: dict[str, tuple[float | None, dict]] = {}   # item id -> (when, the item) until it completes
+    started: dict[str, tuple[float | None, dict]] = {}  # item id -> (when, the item) until it completes
     assistant: dict | None = None
     results: list = []
 
@@ -213,22 +275,33 @@ def parse_stream(events: list[dict], step: int) -> StepStream:
     return s
 
 
-def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative, meta: dict,
-                wall_seconds: float, model_calls: int | None) -> dict:
+def record_step(
+    rec,
+    s: StepStream,
+    index: int,
+    name: str,
+    prompt: str,
+    relative,
+    meta: dict,
+    wall_seconds: float,
+    model_calls: int | None,
+) -> dict:
     """The step into the trial's Recorder `rec` (hosts.cli.record_step), with the usage of
     turn.completed and Codex's warnings (into `meta`)."""
     srec = base_record_step(rec, s, index, name, prompt, relative, wall_seconds, model_calls)
     u = s.usage or {}
     cached, written = u.get("cached_input_tokens") or 0, u.get("cache_write_input_tokens") or 0
-    rec.usage.add(usage_of(max(0, (u.get("input_tokens") or 0) - cached - written), u.get("output_tokens"),
-                           written, cached))
+    rec.usage.add(
+        usage_of(max(0, (u.get("input_tokens") or 0) - cached - written), u.get("output_tokens"), written, cached)
+    )
     if s.warnings:
         meta.setdefault("host_warnings", []).extend(w for w in s.warnings if w not in meta.get("host_warnings", []))
     return srec
 
 
-def step_outcome(s: StepStream, rec, index: int, statuses: list[int] | None = None,
-                 unreachable: str | None = None) -> tuple[str, str | None]:
+def step_outcome(
+    s: StepStream, rec, index: int, statuses: list[int] | None = None, unreachable: str | None = None
+) -> tuple[str, str | None]:
     """The outcome of a step that ran to its end: turn.failed -> budget_exceeded for a reply
     cut at max_output_tokens, else api_failed (Codex fails a turn on the model API's errors,
     after its retries; `statuses`, the proxy's, give the HTTP status; said as `unreachable`
@@ -255,18 +328,30 @@ class _Session(CliSession):
     def configure(self, entry: dict | None) -> None:
         ctx, tool = self.ctx, self.ctx.tool
         (self.host_home / ".codex").mkdir(parents=True)
-        server = (server_key(tool.name), server_table(entry, tool.startup_timeout, tool.call_timeout)) if entry else None
-        (self.host_home / ".codex" / "config.toml").write_text(config_toml(
-            model=ctx.model.model, base_url=self.proxy.url, builtins=list(ctx.host.builtin_tools),
-            system=ctx.system_text, bare=bool(ctx.host.bare), max_retries=ctx.model.max_retries,
-            max_result_tokens=ctx.limits.max_result_tokens, server=server))
+        server = (
+            (server_key(tool.name), server_table(entry, tool.startup_timeout, tool.call_timeout)) if entry else None
+        )
+        (self.host_home / ".codex" / "config.toml").write_text(
+            config_toml(
+                model=ctx.model.model,
+                base_url=self.proxy.url,
+                builtins=list(ctx.host.builtin_tools),
+                system=ctx.system_text,
+                bare=bool(ctx.host.bare),
+                max_retries=ctx.model.max_retries,
+                max_result_tokens=ctx.limits.max_result_tokens,
+                server=server,
+            )
+        )
 
     def command(self, index: int, prompt: str) -> tuple[list[str], dict]:
         ctx = self.ctx
-        argv = build_command(self.binary, prompt, model=ctx.model.model, thread_id=self.session_id,
-                             extra_args=list(ctx.host.extra_args))
-        return argv, host_environment(str(self.host_home), str(self.host_home / ".codex"), str(ctx.sandbox.tmp),
-                                      self.proxy.token)
+        argv = build_command(
+            self.binary, prompt, model=ctx.model.model, thread_id=self.session_id, extra_args=list(ctx.host.extra_args)
+        )
+        return argv, host_environment(
+            str(self.host_home), str(self.host_home / ".codex"), str(ctx.sandbox.tmp), self.proxy.token
+        )
 
     def parse(self, run, index: int) -> StepStream:
         ctx = self.ctx
@@ -280,8 +365,9 @@ class _Session(CliSession):
 
     def record(self, s, index, step, prompt, wall, statuses) -> dict:
         ctx = self.ctx
-        return record_step(ctx.rec, s, index, step["name"], prompt, ctx.sandbox.relative, ctx.meta, wall,
-                           self.proxy_turns(statuses))
+        return record_step(
+            ctx.rec, s, index, step["name"], prompt, ctx.sandbox.relative, ctx.meta, wall, self.proxy_turns(statuses)
+        )
 
     def end_outcome(self, run, s, index, statuses) -> tuple[str, str | None]:
         rec = self.ctx.rec
@@ -293,7 +379,9 @@ class _Session(CliSession):
             rec.error("protocol_error", msg, step=index)
             return "server_crashed", msg
         if s.failed is None and s.usage is None:
-            return self.harness_failed(index, f"codex exited {run.returncode} without a turn result: {run.stderr[-2000:]}")
+            return self.harness_failed(
+                index, f"codex exited {run.returncode} without a turn result: {run.stderr[-2000:]}"
+            )
         return step_outcome(s, rec, index, statuses, unreachable_detail(self.ctx, self.proxy))
 
     async def run_step(self, index: int, step: dict, last: bool) -> tuple[str, str | None]:

@@ -16,8 +16,16 @@ import traceback
 
 from mcptrials.providers.base import Provider, ProviderError
 from mcptrials.prepare.tooldefs import CHARS_PER_TOKEN, tool_definitions
-from mcptrials.run.trial import INSTRUCTIONS_HEADING, TrialAbort, TrialContext, TrialServer, cap_text, \
-    split_feedback, step_prompt, unanswered_call
+from mcptrials.run.trial import (
+    INSTRUCTIONS_HEADING,
+    TrialAbort,
+    TrialContext,
+    TrialServer,
+    cap_text,
+    split_feedback,
+    step_prompt,
+    unanswered_call,
+)
 
 
 def make_provider(ctx: TrialContext) -> Provider:
@@ -81,8 +89,17 @@ class Loop:
     async def run_step(self, index: int, step: dict, last: bool, system: list[dict], tools: list[dict]) -> dict:
         ctx, lim = self.ctx, self.ctx.limits
         self.rec.messages.append({"role": "user", "content": [{"type": "text", "text": step_prompt(step, last)}]})
-        rec = {"index": index, "name": step["name"], "prompt": step["prompt"], "answer_text": "",
-               "reasoning_text": "", "audit_text": "", "outcome": "completed", "turns": 0, "state_check": None}
+        rec = {
+            "index": index,
+            "name": step["name"],
+            "prompt": step["prompt"],
+            "answer_text": "",
+            "reasoning_text": "",
+            "audit_text": "",
+            "outcome": "completed",
+            "turns": 0,
+            "state_check": None,
+        }
         reasoning, audit = [], []
         out_tokens = 0
         t0 = time.monotonic()
@@ -148,18 +165,46 @@ class Loop:
                 name = b["name"]
                 source, tool = ("mcp", self.mcp_names[name]) if name in self.mcp_names else ("builtin", name)
                 done[b["id"]] = unanswered_call(
-                    {"id": b["id"], "step": step, "turn": turn, "name": name, "arguments": b.get("input") or {},
-                     "tool": tool, "source": source}, round(seconds * 1000, 2))
+                    {
+                        "id": b["id"],
+                        "step": step,
+                        "turn": turn,
+                        "name": name,
+                        "arguments": b.get("input") or {},
+                        "tool": tool,
+                        "source": source,
+                    },
+                    round(seconds * 1000, 2),
+                )
                 self.rec.tool_calls.append(done[b["id"]])
-        self.rec.messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": b["id"], "content": done[b["id"]]["result_text"],
-             "is_error": done[b["id"]]["is_error"]} for b in pending]})
+        self.rec.messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": b["id"],
+                        "content": done[b["id"]]["result_text"],
+                        "is_error": done[b["id"]]["is_error"],
+                    }
+                    for b in pending
+                ],
+            }
+        )
 
     async def call_tool(self, block: dict, step: int, turn: int) -> dict:
         """Execute one tool_use block; return the tool_result block. Records everything."""
         name, args = block["name"], block.get("input") or {}
-        call = {"id": block["id"], "step": step, "turn": turn, "name": name, "arguments": args,
-                "is_error": False, "error_kind": None, "error_code": None}
+        call = {
+            "id": block["id"],
+            "step": step,
+            "turn": turn,
+            "name": name,
+            "arguments": args,
+            "is_error": False,
+            "error_kind": None,
+            "error_code": None,
+        }
         t0 = time.monotonic()
         if name in self.mcp_names:
             call.update(source="mcp", tool=self.mcp_names[name])
@@ -177,8 +222,13 @@ class Loop:
                 self.rec.error("harness_error", f"{name}: {traceback.format_exc()}", step=step)
         call["latency_ms"] = round((time.monotonic() - t0) * 1000, 2)
         capped, truncated = cap_text(text, self.ctx.limits.max_result_tokens)
-        call.update(is_error=is_error, result_text=capped, result_chars=len(text), truncated=truncated,
-                    result_tokens_est=len(text) // CHARS_PER_TOKEN)
+        call.update(
+            is_error=is_error,
+            result_text=capped,
+            result_chars=len(text),
+            truncated=truncated,
+            result_tokens_est=len(text) // CHARS_PER_TOKEN,
+        )
         self.rec.tool_calls.append(call)
         return {"type": "tool_result", "tool_use_id": block["id"], "content": capped, "is_error": is_error}
 

@@ -13,17 +13,44 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from mcptrials.run.hosts.cli import CliHost, CliSession, Stream, api_failure, call_record, cli_env, \
-    record_step as base_record_step, tool_result, tool_use, unreachable_detail, usage_of
+from mcptrials.run.hosts.cli import (
+    CliHost,
+    CliSession,
+    Stream,
+    api_failure,
+    call_record,
+    cli_env,
+    record_step as base_record_step,
+    tool_result,
+    tool_use,
+    unreachable_detail,
+    usage_of,
+)
 
 PACKAGE = "opencode-ai"
 PROVIDER = "mcptrials"
 # Opencode's built-in tools (1.18.33) -> the permission that offers it: builtin_tools allows
 # those it names, every other one is denied (a denied tool is not offered at all).
-BUILTINS = {"read": "read", "grep": "grep", "glob": "glob", "list": "list", "bash": "bash", "edit": "edit",
-            "write": "edit", "apply_patch": "edit", "patch": "edit", "webfetch": "webfetch",
-            "websearch": "websearch", "codesearch": "codesearch", "todowrite": "todowrite",
-            "todoread": "todowrite", "task": "task", "skill": "skill", "lsp": "lsp", "question": "question"}
+BUILTINS = {
+    "read": "read",
+    "grep": "grep",
+    "glob": "glob",
+    "list": "list",
+    "bash": "bash",
+    "edit": "edit",
+    "write": "edit",
+    "apply_patch": "edit",
+    "patch": "edit",
+    "webfetch": "webfetch",
+    "websearch": "websearch",
+    "codesearch": "codesearch",
+    "todowrite": "todowrite",
+    "todoread": "todowrite",
+    "task": "task",
+    "skill": "skill",
+    "lsp": "lsp",
+    "question": "question",
+}
 # the loop's equivalent built-in (graders count grep/list_files as searches)
 BUILTIN_EQUIVALENTS = {"read": "read_file", "grep": "grep", "glob": "list_files", "list": "list_files"}
 SERVER_FAILED_RE = re.compile(r'message="server unavailable" key=(\S+) .*status=failed')
@@ -41,20 +68,35 @@ def server_tool_names(tool: str, tools: list[dict]) -> dict[str, str]:
     return {f"{server_key(tool)}_{server_key(t['name'])}": t["name"] for t in tools}
 
 
-def opencode_config(*, model: str, base_url: str, builtins: list[str], instructions: str, reply_cap: int,
-                    server: tuple[str, dict] | None) -> dict:
+def opencode_config(
+    *,
+    model: str,
+    base_url: str,
+    builtins: list[str],
+    instructions: str,
+    reply_cap: int,
+    server: tuple[str, dict] | None,
+) -> dict:
     cfg = {
         "$schema": "https://opencode.ai/config.json",
-        "provider": {PROVIDER: {"npm": "@ai-sdk/openai-compatible", "name": PROVIDER,
-                                "options": {"baseURL": base_url, "apiKey": "{env:OPENAI_API_KEY}"},
-                                "models": {model: {"name": model, "limit": {"context": 1000000, "output": reply_cap}}}}},
+        "provider": {
+            PROVIDER: {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": PROVIDER,
+                "options": {"baseURL": base_url, "apiKey": "{env:OPENAI_API_KEY}"},
+                "models": {model: {"name": model, "limit": {"context": 1000000, "output": reply_cap}}},
+            }
+        },
         "model": f"{PROVIDER}/{model}",
         # never ask (nobody answers): allowed or denied; outside paths are the sandbox's to refuse
-        "permission": {p: "allow" if any(BUILTINS[b] == p for b in builtins) else "deny"
-                       for p in sorted(set(BUILTINS.values()))} | {"external_directory": "allow"},
+        "permission": {
+            p: "allow" if any(BUILTINS[b] == p for b in builtins) else "deny" for p in sorted(set(BUILTINS.values()))
+        }
+        | {"external_directory": "allow"},
         "agent": {"title": {"disable": True}},
         "instructions": [instructions],
-        "autoupdate": False, "share": "disabled",
+        "autoupdate": False,
+        "share": "disabled",
     }
     if server:
         cfg["mcp"] = {server[0]: server[1]}
@@ -62,22 +104,47 @@ def opencode_config(*, model: str, base_url: str, builtins: list[str], instructi
 
 
 def build_command(binary: str, prompt: str, *, model: str, session_id: str | None, extra_args: list[str]) -> list[str]:
-    argv = [binary, "run", "--format", "json", "--print-logs", "--log-level", "INFO", "-m", f"{PROVIDER}/{model}",
-            *(["--session", session_id] if session_id else []), *extra_args]
-    return argv + ["--", prompt]   # after `--`: a prompt is never read as an option
+    argv = [
+        binary,
+        "run",
+        "--format",
+        "json",
+        "--print-logs",
+        "--log-level",
+        "INFO",
+        "-m",
+        f"{PROVIDER}/{model}",
+        *(["--session", session_id] if session_id else []),
+        *extra_args,
+    ]
+    return argv + ["--", prompt]  # after `--`: a prompt is never read as an option
 
 
 def host_environment(home: str, tmp: str, config: str, token: str, bare: bool) -> dict[str, str]:
     """Opencode's whole environment (hosts.cli.cli_env)."""
-    env = cli_env(**{"HOME": home, "TMPDIR": tmp, "OPENCODE_CONFIG": config, "OPENAI_API_KEY": token,
-                "XDG_CONFIG_HOME": f"{home}/.config", "XDG_DATA_HOME": f"{home}/.local/share",
-                "XDG_CACHE_HOME": f"{home}/.cache", "XDG_STATE_HOME": f"{home}/.local/state",
-                "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
-                "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
-                "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_CLAUDE_CODE": "1",
-                "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1", "OPENCODE_PURE": "1",
-                # its start-up npm installs stay offline: nothing is fetched inside a trial
-                "npm_config_offline": "true", "npm_config_registry": "http://127.0.0.1:9/"})
+    env = cli_env(
+        **{
+            "HOME": home,
+            "TMPDIR": tmp,
+            "OPENCODE_CONFIG": config,
+            "OPENAI_API_KEY": token,
+            "XDG_CONFIG_HOME": f"{home}/.config",
+            "XDG_DATA_HOME": f"{home}/.local/share",
+            "XDG_CACHE_HOME": f"{home}/.cache",
+            "XDG_STATE_HOME": f"{home}/.local/state",
+            "OPENCODE_DISABLE_AUTOUPDATE": "1",
+            "OPENCODE_DISABLE_MODELS_FETCH": "1",
+            "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+            "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+            "OPENCODE_DISABLE_SHARE": "1",
+            "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+            "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1",
+            "OPENCODE_PURE": "1",
+            # its start-up npm installs stay offline: nothing is fetched inside a trial
+            "npm_config_offline": "true",
+            "npm_config_registry": "http://127.0.0.1:9/",
+        }
+    )
     if bare:
         env["OPENCODE_DISABLE_PROJECT_CONFIG"] = "1"
     return env
@@ -88,8 +155,8 @@ class StepStream(Stream):
     """What one `opencode run` said, in the loop's shapes."""
 
     session_id: str | None = None
-    finishes: list = field(default_factory=list)   # step_finish parts, one per model call
-    errors: list = field(default_factory=list)     # `error` events
+    finishes: list = field(default_factory=list)  # step_finish parts, one per model call
+    errors: list = field(default_factory=list)  # `error` events
 
 
 def call_of(part: dict, step: int, turn: int, tool_names: dict[str, str], prefix: str | None) -> dict:
@@ -99,21 +166,40 @@ def call_of(part: dict, step: int, turn: int, tool_names: dict[str, str], prefix
     if name in tool_names:
         source, tool = "mcp", tool_names[name]
     elif prefix and name.startswith(prefix):
-        source, tool = "mcp", name[len(prefix):]
+        source, tool = "mcp", name[len(prefix) :]
     else:
         source, tool = "builtin", BUILTIN_EQUIVALENTS.get(name, name)
     is_error = st.get("status") == "error"
     text = str(st.get("error") if is_error else st.get("output") or "")
     t = st.get("time") or {}
-    latency = (t["end"] - t["start"]) if isinstance(t.get("start"), (int, float)) and isinstance(t.get("end"), (int, float)) else 0.0
-    head = {"id": part.get("callID") or part.get("id"), "step": step, "turn": turn, "name": name,
-            "arguments": st.get("input") or {}}
-    return call_record(head, tool, source, text, is_error, float(latency), MCP_CODE_RE, CRASH_RE,
-                       truncated=bool((st.get("metadata") or {}).get("truncated")))
+    latency = (
+        (t["end"] - t["start"])
+        if isinstance(t.get("start"), (int, float)) and isinstance(t.get("end"), (int, float))
+        else 0.0
+    )
+    head = {
+        "id": part.get("callID") or part.get("id"),
+        "step": step,
+        "turn": turn,
+        "name": name,
+        "arguments": st.get("input") or {},
+    }
+    return call_record(
+        head,
+        tool,
+        source,
+        text,
+        is_error,
+        float(latency),
+        MCP_CODE_RE,
+        CRASH_RE,
+        truncated=bool((st.get("metadata") or {}).get("truncated")),
+    )
 
 
-def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | None = None,
-                 server: str | None = None) -> StepStream:
+def parse_stream(
+    events: list[dict], step: int, tool_names: dict[str, str] | None = None, server: str | None = None
+) -> StepStream:
     """Parts grouped by messageID (a model call): an assistant turn, then its calls' results."""
     s = StepStream()
     turn_of: dict[str, int] = {}
@@ -152,8 +238,9 @@ def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | Non
     return s
 
 
-def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative, wall_seconds: float,
-                model_calls: int | None) -> dict:
+def record_step(
+    rec, s: StepStream, index: int, name: str, prompt: str, relative, wall_seconds: float, model_calls: int | None
+) -> dict:
     """hosts.cli.record_step, with the usage of the `step_finish` parts."""
     srec = base_record_step(rec, s, index, name, prompt, relative, wall_seconds, model_calls)
     for f in s.finishes:
@@ -163,8 +250,14 @@ def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative
     return srec
 
 
-def step_outcome(s: StepStream, rec, index: int, statuses: list[int] | None = None,
-                 gave_up: bool = False, unreachable: str | None = None) -> tuple[str, str | None]:
+def step_outcome(
+    s: StepStream,
+    rec,
+    index: int,
+    statuses: list[int] | None = None,
+    gave_up: bool = False,
+    unreachable: str | None = None,
+) -> tuple[str, str | None]:
     """An `error` event or the proxy giving up -> api_failed; a server connection that closed ->
     server_crashed; no model call finished -> harness_failed; the last one cut at its output
     cap (`length`) -> budget_exceeded; else completed."""
@@ -173,7 +266,9 @@ def step_outcome(s: StepStream, rec, index: int, statuses: list[int] | None = No
         data = err.get("data") if isinstance(err, dict) else None
         data = data if isinstance(data, dict) else {}
         bad = [x for x in statuses or [] if not 200 <= x < 300]
-        text = data.get("message") or (json.dumps(err)[:300] if err else f"the model API failed {len(bad)} times in a row")
+        text = data.get("message") or (
+            json.dumps(err)[:300] if err else f"the model API failed {len(bad)} times in a row"
+        )
         return api_failure(rec, index, text, statuses or [], unreachable, data.get("statusCode"))
     if any(c["error_code"] == -32000 for c in s.calls):
         return "server_crashed", "the MCP server's connection closed during the step"
@@ -194,22 +289,37 @@ class _Session(CliSession):
         ctx = self.ctx
         server = None
         if entry:  # Opencode's mcp entry of a stdio entry (hosts.cli.stdio_entry) or an http URL
-            e = ({"type": "local", "command": [entry["command"], *entry["args"]]} if entry["type"] == "stdio"
-                 else {"type": "remote", "url": entry["url"]})
+            e = (
+                {"type": "local", "command": [entry["command"], *entry["args"]]}
+                if entry["type"] == "stdio"
+                else {"type": "remote", "url": entry["url"]}
+            )
             server = (server_key(ctx.tool.name), e | {"enabled": True, "timeout": int(ctx.tool.startup_timeout * 1000)})
         system = self.host_home / "mcptrials-system.md"
         system.write_text(ctx.system_text)
         self.cfg = self.host_home / "opencode.json"
-        self.cfg.write_text(json.dumps(opencode_config(
-            model=ctx.model.model, base_url=self.proxy.url, builtins=list(ctx.host.builtin_tools),
-            instructions=str(system), reply_cap=ctx.reply_cap, server=server), indent=1))
+        self.cfg.write_text(
+            json.dumps(
+                opencode_config(
+                    model=ctx.model.model,
+                    base_url=self.proxy.url,
+                    builtins=list(ctx.host.builtin_tools),
+                    instructions=str(system),
+                    reply_cap=ctx.reply_cap,
+                    server=server,
+                ),
+                indent=1,
+            )
+        )
 
     def command(self, index: int, prompt: str) -> tuple[list[str], dict]:
         ctx = self.ctx
-        argv = build_command(self.binary, prompt, model=ctx.model.model, session_id=self.session_id,
-                             extra_args=list(ctx.host.extra_args))
-        return argv, host_environment(str(self.host_home), str(ctx.sandbox.tmp), str(self.cfg), self.proxy.token,
-                                      bool(ctx.host.bare))
+        argv = build_command(
+            self.binary, prompt, model=ctx.model.model, session_id=self.session_id, extra_args=list(ctx.host.extra_args)
+        )
+        return argv, host_environment(
+            str(self.host_home), str(ctx.sandbox.tmp), str(self.cfg), self.proxy.token, bool(ctx.host.bare)
+        )
 
     def stop_on_log(self, line: str) -> bool:  # a server that did not start: stop before more model calls
         if SERVER_FAILED_RE.search(line) and self.ctx.tool.has_server:
@@ -225,8 +335,9 @@ class _Session(CliSession):
         return s
 
     def record(self, s, index, step, prompt, wall, statuses) -> dict:
-        return record_step(self.ctx.rec, s, index, step["name"], prompt, self.ctx.sandbox.relative, wall,
-                           self.proxy_turns(statuses))
+        return record_step(
+            self.ctx.rec, s, index, step["name"], prompt, self.ctx.sandbox.relative, wall, self.proxy_turns(statuses)
+        )
 
     def server_failure(self, run, s) -> str | None:
         if self.failed_servers:
@@ -235,10 +346,12 @@ class _Session(CliSession):
 
     def end_outcome(self, run, s, index, statuses) -> tuple[str, str | None]:
         if not s.finishes and not s.errors and not self.proxy.gave_up.is_set() and run.returncode:
-            return self.harness_failed(index, f"opencode exited {run.returncode} without a finished model call: "
-                                              f"{run.stderr[-2000:]}")
-        return step_outcome(s, self.ctx.rec, index, statuses, self.proxy.gave_up.is_set(),
-                            unreachable_detail(self.ctx, self.proxy))
+            return self.harness_failed(
+                index, f"opencode exited {run.returncode} without a finished model call: {run.stderr[-2000:]}"
+            )
+        return step_outcome(
+            s, self.ctx.rec, index, statuses, self.proxy.gave_up.is_set(), unreachable_detail(self.ctx, self.proxy)
+        )
 
 
 class OpencodeHost(CliHost):
