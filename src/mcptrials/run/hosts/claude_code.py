@@ -1,10 +1,9 @@
-"""Host `claude-code`: the Claude Code CLI (`claude -p --output-format stream-json`, one
-session per trial: `--session-id` then `--resume`) runs the agent loop; the harness records it
-(docs/hosts.md, "Host `claude-code`"). This module holds what is Claude Code's own: its argv
-(the server as the only MCP server, its tools allowed by name, our system prompt appended,
-`--bare`), its environment (limits, telemetry off), and the parsing of its stream-json into
-the loop's records (parse_stream, record_step, step_answer and result_outcome are shared with
-mcptrials.run.recorded, which converts a recorded stream). It keeps max_turns itself.
+"""Host `claude-code`: the Claude Code CLI (`claude -p --output-format stream-json`, one session
+per trial: `--session-id` then `--resume`) runs the agent loop; the harness records it
+(docs/hosts.md). Claude Code's own: its argv (the server as the only MCP server, its tools allowed
+by name, our system prompt appended, `--bare`), its environment (limits, telemetry off) and the
+parsing of its stream-json (shared with mcptrials.run.recorded, which converts a recorded
+stream). It keeps max_turns itself.
 """
 
 from __future__ import annotations
@@ -19,29 +18,26 @@ from datetime import datetime
 from pathlib import Path
 
 from mcptrials.providers.base import Usage
-from mcptrials.run.trial import NO_RESULT, split_feedback, unanswered_call
-from mcptrials.run.hosts.cli import (
-    CliHost,
-    CliSession,
-    Stream,
-    call_record,
-    cli_env,
-    latency,
-    record_step as base_record_step,
-    unreachable_detail,
-    usage_of,
-)
+from mcptrials.run.hosts.cli import CRASHED, CliHost, CliSession, Stream, call_record, cli_env, content_text
+from mcptrials.run.hosts.cli import latency, record_step as base_record_step, safe_name, tool_result, usage_of
+from mcptrials.run.trial import split_feedback, unanswered_call
 
-PACKAGE = "@anthropic-ai/claude-code"
 # Claude Code's built-ins -> the loop's equivalent built-in (graders count grep/list_files as searches)
 BUILTIN_EQUIVALENTS = {"Read": "read_file", "Grep": "grep", "Glob": "list_files", "LS": "list_files"}
 MCP_CODE_RE = re.compile(r"MCP error (-?\d+)")
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+SESSION_FIELDS = ("inputTokens", "outputTokens", "cacheCreationInputTokens", "cacheReadInputTokens")
 
 
 def mcp_tool_name(tool: str, name: str) -> str:
     """The name Claude Code gives a server tool: mcp__<server>__<tool>."""
-    return re.sub(r"[^a-zA-Z0-9_-]", "_", f"mcp__{tool}__{name}")
+    return safe_name(f"mcp__{tool}__{name}")
+
+
+def server_tool_names(tool: str, tools: list[dict]) -> dict[str, str]:
+    """Claude Code's name of each server tool -> the server's own name (from tools/list), so
+    `tool_calls[].tool` is `git.log`, not `git_log`, as the loop records it."""
+    return {mcp_tool_name(tool, t["name"]): t["name"] for t in tools}
 
 
 def allowed_tools(tool: str, snapshot: dict | None, builtins: list[str], has_server: bool) -> list[str]:
@@ -77,23 +73,13 @@ def build_command(
         model,
         "--max-turns",
         str(max_turns),
-        "--strict-mcp-config",
-        "--setting-sources",
-        "user",
-        "--tools",
-        ",".join(builtins),
-        "--append-system-prompt",
-        system_append,
-        *(["--resume", session_id] if resume else ["--session-id", session_id]),
     ]
-    if mcp_file:
-        argv += ["--mcp-config", mcp_file]
-    if allowed:
-        argv += ["--allowedTools", ",".join(allowed)]
-    if bare:
-        argv.append("--bare")
+    argv += ["--strict-mcp-config", "--setting-sources", "user", "--tools", ",".join(builtins)]
+    argv += ["--append-system-prompt", system_append, "--resume" if resume else "--session-id", session_id]
+    argv += ["--mcp-config", mcp_file] if mcp_file else []
+    argv += ["--allowedTools", ",".join(allowed)] if allowed else []
     # after `--`: a prompt is never read as an option, nor swallowed by a variadic one
-    return argv + list(extra_args) + ["--", prompt]
+    return [*argv, *(["--bare"] if bare else []), *extra_args, "--", prompt]
 
 
 def event_time(event: dict) -> float | None:
@@ -101,15 +87,6 @@ def event_time(event: dict) -> float | None:
         return datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
     except (KeyError, TypeError, ValueError):
         return None
-
-
-def result_text(content) -> str:
-    if isinstance(content, str):
-        return content
-    parts = []
-    for b in content or []:
-        parts.append(b.get("text", "") if b.get("type") == "text" else f"[{b.get('type')} content]")
-    return "\n".join(parts)
 
 
 @dataclass
@@ -122,98 +99,56 @@ class StepStream(Stream):
     msg_usage: dict = field(default_factory=dict)  # message id -> usage (when no result event came)
 
 
-def server_tool_names(tool: str, tools: list[dict]) -> dict[str, str]:
-    """Claude Code's name of each server tool -> the server's own name (from tools/list), so
-    `tool_calls[].tool` is `git.log`, not `git_log`, as the loop records it."""
-    return {mcp_tool_name(tool, t["name"]): t["name"] for t in tools}
-
-
 def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | None = None) -> StepStream:
     """Group assistant events by message id (stream-json sends one content block per event),
     pair each tool_use with its tool_result, keep init and result apart. `tool_names`:
     see server_tool_names (a name not in it keeps Claude Code's spelling)."""
     s = StepStream()
-    turn_of: dict[str, int] = {}  # message id -> 1-based model call in the step
-    message_of: dict[str, dict] = {}  # message id -> its assistant turn (blocks may come after tool results)
-    pending: dict[str, tuple[dict, float | None]] = {}
+    pending: dict[str, tuple[dict, float | None]] = {}  # tool_use id -> (call, when) until answered
     for ev in events:
-        kind = ev.get("type")
-        if kind == "system" and ev.get("subtype") == "init":
+        kind, sub, msg = ev.get("type"), ev.get("subtype"), ev.get("message") or {}
+        if kind == "system" and sub == "init":
             s.init = ev
-        elif kind == "system" and ev.get("subtype") == "api_retry":
+        elif kind == "system" and sub == "api_retry":
             s.api_retries += 1
         elif kind == "result":
             s.result = ev
-        elif kind == "assistant":
-            msg = ev.get("message") or {}
-            if ev.get("is_api_error_message") or msg.get("model") == "<synthetic>":
-                continue  # Claude Code's own error note, not a model reply
-            mid = msg.get("id") or ev.get("uuid")
-            if mid not in turn_of:
-                turn_of[mid] = len(turn_of) + 1
-                message_of[mid] = {"role": "assistant", "content": []}
-                s.messages.append(message_of[mid])
-                s.replies.append(([], False))
-                s.msg_usage[mid] = msg.get("usage") or {}
-            turn = turn_of[mid]
-            texts, has_tool = s.replies[turn - 1]
-            content = message_of[mid]["content"]
+        elif kind == "assistant" and not (ev.get("is_api_error_message") or msg.get("model") == "<synthetic>"):
+            mid = msg.get("id") or ev.get("uuid")  # (a synthetic one is Claude Code's own error note)
+            s.msg_usage.setdefault(mid, msg.get("usage") or {})
+            turn = s.turn(mid)
             for b in msg.get("content") or []:
                 if b.get("type") == "text":
-                    texts.append(b.get("text", ""))
+                    s.say(turn, b.get("text", ""))
                 elif b.get("type") == "tool_use":
-                    has_tool = True
-                    pending[b["id"]] = (
-                        {
-                            "id": b["id"],
-                            "step": step,
-                            "turn": turn,
-                            "name": b["name"],
-                            "arguments": b.get("input") or {},
-                        },
-                        event_time(ev),
-                    )
-                else:
-                    continue
-                content.append({k: b[k] for k in ("type", "text", "id", "name", "input") if k in b})
-            s.replies[turn - 1] = (texts, has_tool)
-        elif kind == "user":
-            content = (ev.get("message") or {}).get("content")
-            if not isinstance(content, list):
-                continue
-            results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
-            if not results:
-                continue
-            if not s.messages or s.messages[-1]["role"] != "user":
-                s.messages.append({"role": "user", "content": []})
-            for b in results:
-                text = result_text(b.get("content"))
-                is_error = bool(b.get("is_error"))
-                s.messages[-1]["content"].append(
-                    {"type": "tool_result", "tool_use_id": b.get("tool_use_id"), "content": text, "is_error": is_error}
-                )
+                    s.use(turn, {k: b[k] for k in ("type", "id", "name", "input") if k in b})
+                    head = {"id": b["id"], "step": step, "turn": turn, "name": b["name"]}
+                    pending[b["id"]] = (head | {"arguments": b.get("input") or {}}, event_time(ev))
+        elif kind == "user" and isinstance(msg.get("content"), list):
+            for b in (b for b in msg["content"] if isinstance(b, dict) and b.get("type") == "tool_result"):
+                text, is_error = content_text(b.get("content")), bool(b.get("is_error"))
                 call, t0 = pending.pop(b.get("tool_use_id"), (None, None))
-                if call is None:
-                    continue
-                s.calls.append(_call_record(call, text, is_error, t0, event_time(ev), tool_names or {}))
-    if (
-        pending
-    ):  # asked for, never answered (a stop, a kill, a time-out): recorded, and the turn closed, as the loop does
-        if not s.messages or s.messages[-1]["role"] != "user":
-            s.messages.append({"role": "user", "content": []})
-        s.messages[-1]["content"] += [
-            {"type": "tool_result", "tool_use_id": i, "content": NO_RESULT, "is_error": True} for i in pending
-        ]
-        last = next((t for t in map(event_time, reversed(events)) if t is not None), None)
-        for call, t0 in pending.values():
-            rec = _call_record(call, "", False, t0, last, tool_names or {})
-            s.calls.append(unanswered_call(rec, rec["latency_ms"]))
+                block = {
+                    "type": "tool_result",
+                    "tool_use_id": b.get("tool_use_id"),
+                    "content": text,
+                    "is_error": is_error,
+                }
+                if s.replies:
+                    s.put_result(call["turn"] if call else len(s.replies), block)
+                if call:
+                    s.calls.append(_call_record(call, text, is_error, t0, event_time(ev), tool_names or {}))
+    # asked for, never answered (a stop, a kill, a time-out): recorded, and the turn closed, as the loop does
+    last = next((t for t in map(event_time, reversed(events)) if t is not None), None)
+    for call, t0 in pending.values():
+        c = _call_record(call, "", False, t0, last, tool_names or {})
+        c = unanswered_call(c, c["latency_ms"])
+        s.put_result(c["turn"], tool_result(c))
+        s.calls.append(c)
     return s
 
 
-def _call_record(
-    call: dict, text: str, is_error: bool, t0: float | None, t1: float | None, tool_names: dict[str, str]
-) -> dict:
+def _call_record(call: dict, text: str, is_error: bool, t0, t1, tool_names: dict[str, str]) -> dict:
     name = call["name"]
     if name.startswith("mcp__"):
         source, tool = "mcp", tool_names.get(name) or name.split("__", 2)[-1]
@@ -222,17 +157,13 @@ def _call_record(
     return call_record(call, tool, source, text, is_error, latency(t0, t1), MCP_CODE_RE)
 
 
-def record_step(
-    rec, s: StepStream, index: int, name: str, prompt: str, relative, meta: dict, wall_seconds: float
-) -> dict:
-    """Add one parsed step to the trial's Recorder `rec` (hosts.cli.record_turns; the answer is
+def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative, meta: dict, wall: float) -> dict:
+    """Add one parsed step to the trial's Recorder `rec` (hosts.cli.record_step; the answer is
     the last reply that asked for no tool), with retries, usage with cache fields, Claude Code's
     own cost, permission denials, its version into `meta`. `relative` turns the run's absolute
     workspace paths into repository paths."""
     finals = [i for i, (_, has_tool) in enumerate(s.replies) if not has_tool]
-    srec = base_record_step(
-        rec, s, index, name, prompt, relative, wall_seconds, None, finals[-1] if finals else None, show=str
-    )
+    srec = base_record_step(rec, s, index, name, prompt, relative, wall, None, finals[-1] if finals else None, str)
     rec.retries += s.api_retries
     r = s.result or {}
     totals = session_usage(r.get("modelUsage"))
@@ -241,10 +172,8 @@ def record_step(
         # step's share is what it adds to the steps before (its `usage` can leave calls out)
         u0 = rec.usage
         rec.usage.add(usage_of(*(max(0, getattr(totals, k) - getattr(u0, k)) for k in USAGE_FIELDS)))
-    else:
-        u = r.get("usage")
-        usages = [u] if u else list(s.msg_usage.values())  # no result event: the replies' own (partial) usage
-        for x in usages:
+    else:  # no result event: the replies' own (partial) usage
+        for x in [r["usage"]] if r.get("usage") else list(s.msg_usage.values()):
             rec.usage.add(usage_of(*(x.get(k) for k in USAGE_FIELDS)))
     if r.get("total_cost_usd") is not None:  # cumulative over the resumed session (2.1.328)
         rec.extra_usage["host_cost_usd"] = max(rec.extra_usage.get("host_cost_usd") or 0.0, r["total_cost_usd"])
@@ -256,21 +185,13 @@ def record_step(
 
 
 def session_usage(model_usage) -> Usage | None:
-    """The `result` event's `modelUsage` (model -> cumulative tokens of the session) summed
-    over its models; None when the event has none."""
+    """The `result` event's `modelUsage` (model -> the session's cumulative tokens) summed over
+    its models; None when the event has none."""
     if not isinstance(model_usage, dict) or not model_usage:
         return None
     total = usage_of(0, 0, 0, 0)
-    for x in model_usage.values():
-        if isinstance(x, dict):
-            total.add(
-                usage_of(
-                    x.get("inputTokens"),
-                    x.get("outputTokens"),
-                    x.get("cacheCreationInputTokens"),
-                    x.get("cacheReadInputTokens"),
-                )
-            )
+    for x in (x for x in model_usage.values() if isinstance(x, dict)):
+        total.add(usage_of(*(x.get(k) for k in SESSION_FIELDS)))
     return total
 
 
@@ -282,9 +203,8 @@ def step_answer(s: StepStream, outcome: str, relative) -> tuple[str, str]:
         return "", ""
     text = (s.result or {}).get("result") or ""
     if outcome == "budget_exceeded" and not text.strip():
-        text = next(
-            (j for j in ("\n\n".join(x for x in texts if x) for texts, _ in reversed(s.replies)) if j.strip()), ""
-        )
+        replies = ("\n\n".join(x for x in texts if x) for texts, _ in reversed(s.replies))
+        text = next((j for j in replies if j.strip()), "")
     return split_feedback(relative(text))
 
 
@@ -293,7 +213,7 @@ def result_outcome(s: StepStream, rec, index: int, unreachable: str | None = Non
     subtype, an API error after retries (said as `unreachable` when the proxy could not reach
     the API: Claude Code would blame the proxy, its "inference gateway"), a server connection
     that closed, a reply cut at max_tokens."""
-    r = s.result
+    r = s.result or {}
     sub = r.get("subtype")
     if sub == "error_max_turns":
         return "max_turns", None
@@ -307,11 +227,9 @@ def result_outcome(s: StepStream, rec, index: int, unreachable: str | None = Non
         msg = f"claude-code result {sub}: {r.get('errors') or r.get('result')}"
         rec.error("harness_error", msg, step=index)
         return "harness_failed", msg
-    if any(c["error_code"] == -32000 for c in s.calls):  # connection closed: the server died
-        return "server_crashed", "the MCP server's connection closed during the step"
-    if r.get("stop_reason") == "max_tokens":
-        return "budget_exceeded", None
-    return "completed", None
+    if any(c["error_code"] == -32000 for c in s.calls):
+        return CRASHED
+    return ("budget_exceeded", None) if r.get("stop_reason") == "max_tokens" else ("completed", None)
 
 
 def mcp_log_summary(host_home: Path) -> dict:
@@ -320,24 +238,19 @@ def mcp_log_summary(host_home: Path) -> dict:
     for f in sorted(glob.glob(str(host_home / ".cache" / "claude-cli-nodejs" / "*" / "mcp-logs-*" / "*.jsonl"))):
         with contextlib.suppress(OSError):
             for raw in open(f, errors="replace"):
-                try:
+                with contextlib.suppress(ValueError):
                     d = json.loads(raw)
-                except ValueError:
-                    continue
-                msg = str(d.get("debug") or d.get("error") or d.get("info") or d)
-                lines.append(msg)
-                m = re.search(r"Successfully connected .*? in (\d+)ms", msg)
-                if m and startup is None:
-                    startup = int(m.group(1)) / 1000
-                m = re.search(r'"negotiatedProtocolVersion":"([^"]+)"', msg)
-                if m and protocol is None:
-                    protocol = m.group(1)
+                    lines.append(msg := str(d.get("debug") or d.get("error") or d.get("info") or d))
+                    if (m := re.search(r"Successfully connected .*? in (\d+)ms", msg)) and startup is None:
+                        startup = int(m.group(1)) / 1000
+                    if (m := re.search(r'"negotiatedProtocolVersion":"([^"]+)"', msg)) and protocol is None:
+                        protocol = m.group(1)
     return {"startup_seconds": startup, "protocol_version": protocol, "tail": "\n".join(lines[-30:])}
 
 
 @dataclass
 class _Session(CliSession):
-    name = "claude-code"
+    name, keeps_max_turns = "claude-code", True
     mcp_file: Path | None = None
 
     def start(self) -> dict:
@@ -348,9 +261,10 @@ class _Session(CliSession):
         if entry:
             self.mcp_file = self.ctx.sandbox.root / "mcp-config.json"
             self.mcp_file.write_text(json.dumps({"mcpServers": {self.ctx.tool.name: entry}}, indent=1))
+            self.read_only.append(self.mcp_file)
 
     def command(self, index: int, prompt: str) -> tuple[list[str], dict]:
-        ctx = self.ctx
+        ctx, mcp_file = self.ctx, str(self.mcp_file) if self.mcp_file else None
         tool, model, host, lim = ctx.tool, ctx.model, ctx.host, ctx.limits
         builtins = list(host.builtin_tools)
         argv = build_command(
@@ -361,8 +275,8 @@ class _Session(CliSession):
             resume=index > 0,
             max_turns=lim.max_turns,
             builtins=builtins,
-            allowed=allowed_tools(tool.name, ctx.snapshot, builtins, self.mcp_file is not None),
-            mcp_file=str(self.mcp_file) if self.mcp_file else None,
+            allowed=allowed_tools(tool.name, ctx.snapshot, builtins, mcp_file is not None),
+            mcp_file=mcp_file,
             system_append=ctx.system_text,
             bare=host.bare,
             extra_args=list(host.extra_args),
@@ -381,44 +295,26 @@ class _Session(CliSession):
             MCP_TIMEOUT=str(int(tool.startup_timeout * 1000)),
             MCP_TOOL_TIMEOUT=str(int(tool.call_timeout * 1000)),
         )
-        if self.proxy.url:
-            env["ANTHROPIC_BASE_URL"] = self.proxy.url
-        return argv, env
-
-    def config_files(self) -> list:
-        return [self.mcp_file]
-
-    def step_limits(self) -> tuple:
-        return (None,)  # no limit per step (Claude Code keeps max_turns): marks the step's calls
+        return argv, env | ({"ANTHROPIC_BASE_URL": self.proxy.url} if self.proxy.url else {})
 
     def stop_on(self, ev: dict) -> bool:  # a server that did not connect: stop before spending a model call
-        if self.mcp_file and ev.get("type") == "system" and ev.get("subtype") == "init":
-            self.failed_servers.extend(s for s in ev.get("mcp_servers") or [] if s.get("status") != "connected")
+        servers = (ev.get("mcp_servers") or []) if ev.get("type") == "system" and ev.get("subtype") == "init" else []
+        if self.mcp_file and any(x.get("status") != "connected" for x in servers):
+            self.failed_servers.append(f"did not connect: {json.dumps(ev.get('mcp_servers'))}")
         return bool(self.failed_servers)
 
     def parse(self, run, index: int) -> StepStream:
-        tool = self.ctx.tool
-        return parse_stream(
-            run.events, index, server_tool_names(tool.name, (self.ctx.snapshot or {}).get("tools") or [])
-        )
+        tools = (self.ctx.snapshot or {}).get("tools") or []
+        return parse_stream(run.events, index, server_tool_names(self.ctx.tool.name, tools))
 
     def record(self, s, index, step, prompt, wall, statuses) -> dict:
         ctx = self.ctx
         return record_step(ctx.rec, s, index, step["name"], prompt, ctx.sandbox.relative, ctx.meta, wall)
 
-    def server_failure(self, run, s) -> str | None:
-        if self.failed_servers:
-            return (
-                f"claude-code: MCP server {self.ctx.tool.name} did not connect: {json.dumps(s.init.get('mcp_servers'))}"
-            )
-        return None
-
     def end_outcome(self, run, s, index, statuses) -> tuple[str, str | None]:
         if s.result is None:
-            return self.harness_failed(
-                index, f"claude-code exited {run.returncode} without a result event: {run.stderr[-2000:]}"
-            )
-        return result_outcome(s, self.ctx.rec, index, unreachable_detail(self.ctx, self.proxy))
+            return self.exited(run, index, "a result event")
+        return result_outcome(s, self.ctx.rec, index, self.unreachable())
 
     def answer(self, s, outcome: str) -> tuple[str, str]:
         return step_answer(s, outcome, self.ctx.sandbox.relative)
@@ -431,7 +327,13 @@ class _Session(CliSession):
 
 
 class ClaudeCodeHost(CliHost):
-    kind, package, bin_name, label, session = "claude-code", PACKAGE, "claude", "Claude Code", _Session
+    kind, package, bin_name, label, session = (
+        "claude-code",
+        "@anthropic-ai/claude-code",
+        "claude",
+        "Claude Code",
+        _Session,
+    )
     api, auth = "through the key proxy", "x-api-key"
 
 

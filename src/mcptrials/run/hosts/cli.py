@@ -1,8 +1,7 @@
-"""The skeleton of the CLI hosts (claude-code, codex, opencode): their npm install into
-.tools/_hosts/<host>/, the sandbox, the key proxy, the step loop (the CLI run once per step
-while its JSON-lines stream is read), the outcomes and the step record. A host module
-subclasses CliHost and CliSession and writes only its config, argv and stream parsing
-(docs/hosts.md, "Adding a host").
+"""The skeleton of the CLI hosts (claude-code, codex, opencode): the npm install into
+.tools/_hosts/<host>/, the sandbox, the key proxy, the step loop (the CLI run once per step, its
+JSON-lines stream read as it comes), the outcomes and the step record. A host module subclasses
+CliHost and CliSession with its config, argv and stream parsing (docs/hosts.md, "Adding a host").
 """
 
 from __future__ import annotations
@@ -11,6 +10,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -22,8 +22,10 @@ from typing import Any
 
 from mcptrials.prepare.servers import host_env_dir
 from mcptrials.providers.base import Usage
+from mcptrials.run.trial import CHARS_PER_TOKEN, split_feedback, step_prompt, unanswered_call
 
 STREAM_LIMIT = 1 << 26  # one JSON line can hold a whole tool result
+CRASHED = "server_crashed", "the MCP server's connection closed during the step"
 
 
 def binary_path(host: str, bin_name: str) -> Path:
@@ -31,9 +33,8 @@ def binary_path(host: str, bin_name: str) -> Path:
 
 
 def installed_version(host: str, package: str) -> str | None:
-    pkg = host_env_dir(host) / "node_modules" / package / "package.json"
     try:
-        return json.loads(pkg.read_text())["version"]
+        return json.loads((host_env_dir(host) / "node_modules" / package / "package.json").read_text())["version"]
     except (OSError, ValueError, KeyError):
         return None
 
@@ -43,9 +44,7 @@ def npm_install(host: str, kind: str, package: str, bin_name: str, want: str, lo
     already there is reused (npm would only re-check it). Returns the install record."""
     from mcptrials.prepare.install import run_logged
 
-    env_dir = host_env_dir(host)
-    t0 = time.monotonic()
-    binary = binary_path(host, bin_name)
+    env_dir, binary, t0 = host_env_dir(host), binary_path(host, bin_name), time.monotonic()
     reused = installed_version(host, package) == want and binary.exists()
     if not reused:
         if env_dir.exists():
@@ -56,19 +55,14 @@ def npm_install(host: str, kind: str, package: str, bin_name: str, want: str, lo
     if got != want:
         raise RuntimeError(f"hosts.{host}: npm installed {package} {got}, not the pinned {want}; see the log")
     with tempfile.TemporaryDirectory() as home:  # --version must not write into the user's HOME
-        reported = subprocess.run(
-            [str(binary), "--version"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home},
-        ).stdout.strip()
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
+        reported = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60, env=env)
     return {
         "host": host,
         "kind": kind,
         "package": package,
         "version": want,
-        "reported_version": reported,
+        "reported_version": reported.stdout.strip(),
         "env_dir": str(env_dir),
         "binary": str(binary),
         "reused": reused,
@@ -76,59 +70,6 @@ def npm_install(host: str, kind: str, package: str, bin_name: str, want: str, lo
         "seconds": round(time.monotonic() - t0, 2),
         "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-
-
-def stdio_entry(tool, values: dict, forbidden: set[str]) -> dict:
-    """A stdio server's entry for a CLI's MCP config (tool: a ToolSpec): the loop's command,
-    arguments, cwd and environment, enforced with `env -i` (a CLI would pass on its own)."""
-    from mcp.client.stdio import get_default_environment
-
-    from mcptrials.prepare.servers import server_argv, server_environment
-
-    env = get_default_environment() | server_environment(tool.config, values, forbidden)
-    # a description variant's argv starts with our proxy (mcptrials.prepare.proxy), inside the CLI's sandbox
-    return {
-        "type": "stdio",
-        "command": shutil.which("env") or "/usr/bin/env",
-        "args": ["-i", *(f"{k}={v}" for k, v in sorted(env.items())), *server_argv(tool, values)],
-    }
-
-
-def cli_sandbox(ctx, host_home: Path, extra_ro: list):
-    """The CLI (and the stdio server it starts) in the tool's sandbox, with the network for
-    the model API (through the key proxy): the trial's folders and the CLI's HOME read-write,
-    its install and `extra_ro` (its config) read-only. Its built-in tools see this view only."""
-    from mcptrials.prepare.servers import tool_sandbox
-
-    sb = tool_sandbox(
-        ctx.tool,
-        extra_rw=[*ctx.sandbox.values().values(), host_home],
-        extra_ro=[host_env_dir(ctx.host.name), *(p for p in extra_ro if p)],
-    )
-    sb.network = True
-    ctx.meta["sandbox"] = sb.record()
-    return sb
-
-
-def server_entry(ctx, stack) -> tuple[dict | None, str | None]:
-    """(the server under test as a CLI's config names it, None), or (None, why) when it cannot
-    start (recorded as a protocol error; the trial ends server_crashed, as in the loop): a
-    stdio command line, or the URL of an http server we start, as the loop does."""
-    from mcptrials.prepare.servers import start_http_server
-
-    tool = ctx.tool
-    try:
-        if tool.transport == "stdio":
-            return stdio_entry(tool, ctx.sandbox.values(), ctx.forbidden_env), None
-        errlog = stack.enter_context(open(ctx.sandbox.root / "server.stderr.log", "a"))
-        return {
-            "type": "http",
-            "url": stack.enter_context(start_http_server(tool, ctx.sandbox.values(), ctx.forbidden_env, errlog)),
-        }, None
-    except Exception as e:  # no command, or an http server that never listened
-        msg = f"server failed to start: {type(e).__name__}: {e}"
-        ctx.rec.error("protocol_error", msg)
-        return None, msg
 
 
 def installed_binary(ctx, binary: Path, cli: str) -> Path:
@@ -139,11 +80,35 @@ def installed_binary(ctx, binary: Path, cli: str) -> Path:
         host = ctx.host.name
         raise TrialAbort(
             "harness_failed",
-            f"{binary}: {cli} is not installed; run `mcptrials install-host "
-            f"--host {host} --out results/hosts/{host}/install.json` "
-            "(the workflow's install_host rule)",
+            f"{binary}: {cli} is not installed; run `mcptrials install-host --host {host} "
+            f"--out results/hosts/{host}/install.json` (the workflow's install_host rule)",
         )
     return binary
+
+
+def server_entry(ctx, stack) -> tuple[dict | None, str | None]:
+    """(the server under test as a CLI's config names it, None), or (None, why) when it cannot
+    start (a protocol error; the trial ends server_crashed, as in the loop): the loop's command
+    line under `env -i` (a CLI would pass its own environment on; a description variant's argv
+    starts with our proxy, prepare.proxy), or the URL of an http server we start."""
+    from mcp.client.stdio import get_default_environment
+
+    from mcptrials.prepare.servers import server_argv, server_environment, start_http_server
+
+    tool, values = ctx.tool, ctx.sandbox.values()
+    try:
+        if tool.transport == "stdio":
+            env = get_default_environment() | server_environment(tool.config, values, ctx.forbidden_env)
+            args = ["-i", *(f"{k}={v}" for k, v in sorted(env.items())), *server_argv(tool, values)]
+            return {"type": "stdio", "command": shutil.which("env") or "/usr/bin/env", "args": args}, None
+        errlog = stack.enter_context(open(ctx.sandbox.root / "server.stderr.log", "a"))
+        return {
+            "type": "http",
+            "url": stack.enter_context(start_http_server(tool, values, ctx.forbidden_env, errlog)),
+        }, None
+    except Exception as e:  # no command, or an http server that never listened
+        ctx.rec.error("protocol_error", msg := f"server failed to start: {type(e).__name__}: {e}")
+        return None, msg
 
 
 def cli_env(**env: str) -> dict[str, str]:
@@ -151,49 +116,36 @@ def cli_env(**env: str) -> dict[str, str]:
     return {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL") if k in os.environ} | env
 
 
-def trial_proxy(ctx, auth: str = "x-api-key", set_fields: dict | None = None):
-    """The trial's key proxy (run.keyproxy), holding the whole trial to its limits whoever
-    calls: steps x max_turns successful model calls, each reply at most the trial's reply cap."""
-    from mcptrials.run.keyproxy import KeyProxy
-
-    return KeyProxy(
-        ctx.model.base_url,
-        ctx.api_key(),
-        auth=auth,
-        set_fields=set_fields,
-        trial_calls=len(ctx.steps) * ctx.limits.max_turns,
-        reply_cap=ctx.reply_cap,
-    )
+def safe_name(name: str) -> str:
+    """A server's or tool's name as the CLIs spell it in theirs (mcp__<server>__<tool>, ...)."""
+    return re.sub(r"[^a-zA-Z0-9_-]", "_", name)
 
 
 def proxy_outcome(proxy) -> tuple[str, str] | None:
-    """The trial's outcome when the proxy refused calls past the trial's limit (None when it
-    did not): the arm spent what the trial was allowed, so the trial fails as over budget."""
+    """budget_exceeded when the proxy refused calls past the trial's limit, whoever sent them."""
     if not proxy.trial_limit_hit.is_set():
         return None
     return "budget_exceeded", (
-        f"the key proxy refused {proxy.refused} model call(s) past the trial's limit of "
-        f"{proxy.trial_calls} (steps x max_turns), whoever sent them (the CLI, or a "
-        "server in its sandbox)"
+        f"the key proxy refused {proxy.refused} model call(s) past the trial's limit of {proxy.trial_calls} "
+        "(steps x max_turns), whoever sent them (the CLI, or a server in its sandbox)"
     )
 
 
 def unreachable_detail(ctx, proxy) -> str | None:
-    """What a step that failed on the model API records when the key proxy could not reach
-    the API at its last call (None when it could): the API's URL (the proxy's upstream, not
-    the proxy that the CLI names), why, and the fix. The outcome stays api_failed."""
+    """What a step that failed on the model API records when the key proxy could not reach it:
+    the API's URL (not the proxy's, which the CLI names), why, and the fix; else None."""
     why = proxy.unreachable_in_step()
     if why is None:
         return None
-    field = f"models.{ctx.model.name}.base_url"
-    fix = f"fix {field}" if ctx.model.base_url else f"set {field} to an API this machine can reach"
+    key = f"models.{ctx.model.name}.base_url"
+    fix = f"fix {key}" if ctx.model.base_url else f"set {key} to an API this machine can reach"
     return (
         f"the model API ({proxy.upstream}) could not be reached: {why}; check this machine's route to it "
         f"(network, DNS, firewall), or {fix}"
     )
 
 
-# --- running -----------------------------------------------------------------------------
+# --- running ---------------------------------------------------------------------------------
 
 
 @dataclass
@@ -202,40 +154,36 @@ class ProcessRun:
     stderr: str
     returncode: int | None
     timed_out: bool
-    stopped: bool  # we stopped it: stop_on said so (e.g. a failed MCP server at init), or stop_when
+    stopped: bool  # we stopped it: stop_on or stop_when said so
     seconds: float = 0.0
 
 
 async def run_process(
-    argv: list[str], env: dict, cwd: str, timeout: float, stop_on, stop_when=None, stamp: bool = False, stop_on_log=None
+    argv: list[str], env: dict, cwd: str, timeout: float, stop_on, stop_when, on_log=None, stamp: bool = False
 ) -> ProcessRun:
-    """Run the CLI, reading its stream as it comes; `stop_on(event)` True ends it early, and
-    so do `stop_when()` (polled: a condition seen outside the stream, e.g. the key proxy's
-    turn limit) and `stop_on_log(stderr line)` (a CLI that reports a failed server only in
-    its log). With `stamp`, each event gets `_received` (epoch seconds) for a CLI whose
-    events carry no time."""
-    t0 = time.monotonic()
+    """Run the CLI, reading its stream as it comes: `stop_on(event)` True ends it at once, and
+    so does `stop_when()` (polled: e.g. the key proxy's turn limit, or a failed server that the
+    CLI's log reported to `on_log(line)`). With `stamp`, each event gets `_received` (epoch
+    seconds), for a CLI whose events carry no time."""
+    t0, pipe = time.monotonic(), subprocess.PIPE
     proc = await asyncio.create_subprocess_exec(
         *argv,
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stdout=pipe,
+        stderr=pipe,
         env=env,
         cwd=cwd,
         start_new_session=True,
         limit=STREAM_LIMIT,
     )
-    err_lines: list[bytes] = []
-    log_said_stop = asyncio.Event()
+    events: list[dict] = []
+    err: list[bytes] = []
 
     async def read_err() -> None:
         async for line in proc.stderr:
-            err_lines.append(line)
-            if stop_on_log and stop_on_log(line.decode(errors="replace")):
-                log_said_stop.set()
-
-    err_task = asyncio.create_task(read_err())
-    events, timed_out, stopped = [], False, False
+            err.append(line)
+            if on_log:
+                on_log(line.decode(errors="replace"))
 
     async def read() -> bool:
         async for line in proc.stdout:
@@ -243,36 +191,35 @@ async def run_process(
                 ev = json.loads(line)
             except ValueError:
                 continue  # a stray non-JSON line; stderr has the rest
-            if not isinstance(ev, dict):
-                continue
-            if stamp:
-                ev["_received"] = time.time()
-            events.append(ev)
-            if stop_on(ev):
-                return True
+            if isinstance(ev, dict):
+                if stamp:
+                    ev["_received"] = time.time()
+                events.append(ev)
+                if stop_on(ev):
+                    return True
         await proc.wait()
         return False
 
     async def watch() -> None:
-        while not (log_said_stop.is_set() or (stop_when and stop_when())):
+        while not stop_when():
             await asyncio.sleep(0.05)
 
-    reader = asyncio.create_task(read())
-    tasks = {reader} | ({asyncio.create_task(watch())} if stop_when or stop_on_log else set())
+    err_task, reader, watcher = (asyncio.create_task(f()) for f in (read_err, read, watch))
+    timed_out = stopped = False
     try:
         async with asyncio.timeout(timeout):
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait({reader, watcher}, return_when=asyncio.FIRST_COMPLETED)
             stopped = reader not in done or reader.result()
     except TimeoutError:
         timed_out = True
     finally:
-        for t in tasks:
-            t.cancel()
+        reader.cancel()
+        watcher.cancel()
         if proc.returncode is None:
             await kill_group(proc)
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(err_task, 5)  # a grandchild may hold stderr open
-        stderr = b"".join(err_lines).decode(errors="replace")
+    stderr = b"".join(err).decode(errors="replace")
     return ProcessRun(events, stderr, proc.returncode, timed_out, stopped, round(time.monotonic() - t0, 3))
 
 
@@ -288,43 +235,72 @@ async def kill_group(proc) -> None:
             continue
 
 
-# --- the step record: the loop's shapes, from any CLI's parsed stream -----------------------
+# --- the step record: the loop's shapes, from any CLI's parsed stream ---------------------------
 
 
 @dataclass
 class Stream:
-    """What one run of a CLI said, in the loop's shapes; each host's parsed stream adds its own."""
+    """What one run of a CLI said, in the loop's shapes; each host's parsed stream adds its own.
+    A model call (turn) is an assistant message, its tool results the user message after it."""
 
-    messages: list = field(default_factory=list)  # Messages-API turns (assistant / user tool results)
-    calls: list = field(default_factory=list)  # tool-call records
+    messages: list = field(default_factory=list)  # Messages-API turns
+    calls: list = field(default_factory=list)  # tool-call records (call_record)
     replies: list = field(default_factory=list)  # [(texts, has_tool_call)] per model call
+    turns: dict = field(default_factory=dict)  # the CLI's key of a model call -> its assistant message
+
+    def turn(self, key) -> int:
+        """The model call `key` names (1-based), opened when new."""
+        if key not in self.turns:
+            self.turns[key] = {"role": "assistant", "content": []}
+            self.messages.append(self.turns[key])
+            self.replies.append(([], False))
+        return list(self.turns).index(key) + 1
+
+    def say(self, turn: int, text: str) -> None:
+        self.replies[turn - 1][0].append(text)
+        list(self.turns.values())[turn - 1]["content"].append({"type": "text", "text": text})
+
+    def use(self, turn: int, block: dict) -> None:
+        """A tool_use block: the reply asked for a tool."""
+        self.replies[turn - 1] = (self.replies[turn - 1][0], True)
+        list(self.turns.values())[turn - 1]["content"].append(block)
+
+    def put_result(self, turn: int, block: dict) -> None:
+        """A tool_result block, into the user message right after the turn's (opened when new)."""
+        a = list(self.turns.values())[turn - 1]
+        i = next(i for i, m in enumerate(self.messages) if m is a) + 1
+        if i == len(self.messages) or self.messages[i]["role"] != "user":
+            self.messages.insert(i, {"role": "user", "content": []})
+        self.messages[i]["content"].append(block)
+
+    def call(self, call: dict, answered: bool = True) -> None:
+        """A tool call asked for and answered (or not: the step ended first) in its turn."""
+        call = call if answered else unanswered_call(call, call["latency_ms"])
+        self.use(call["turn"], {"type": "tool_use", "id": call["id"], "name": call["name"], "input": call["arguments"]})
+        self.put_result(call["turn"], tool_result(call))
+        self.calls.append(call)
+
+    def usage(self) -> Usage:  # hook: the tokens of the step, as the CLI counts them
+        raise NotImplementedError
+
+
+def tool_result(c: dict) -> dict:
+    return {"type": "tool_result", "tool_use_id": c["id"], "content": c["result_text"], "is_error": c["is_error"]}
 
 
 def call_record(
-    head: dict,
-    tool: str,
-    source: str,
-    text: str,
-    is_error: bool,
-    latency_ms: float,
-    code_re,
-    crash_re=None,
-    truncated: bool = False,
+    head: dict, tool: str, source: str, text: str, is_error: bool, ms: float, code_re, crash_re=None, truncated=False
 ) -> dict:
     """A tool-call record (the loop's shape) after `head` (id, step, turn, name, arguments). An
     error with an MCP code (`code_re`) or a closed connection (`crash_re`: the server died,
     -32000) is a protocol error; any other error is the tool's."""
-    from mcptrials.run.trial import CHARS_PER_TOKEN
-
-    kind, code = None, None
-    if is_error:
-        m = code_re.search(text) if source == "mcp" else None
-        if m:
-            kind, code = "protocol_error", int(m.group(1))
-        elif source == "mcp" and crash_re and crash_re.search(text):
-            kind, code = "protocol_error", -32000
-        else:
-            kind = "tool_error"
+    kind, code, m = None, None, code_re.search(text) if is_error and source == "mcp" else None
+    if m:
+        kind, code = "protocol_error", int(m.group(1))
+    elif is_error and source == "mcp" and crash_re and crash_re.search(text):
+        kind, code = "protocol_error", -32000
+    elif is_error:
+        kind = "tool_error"
     return head | {
         "tool": tool,
         "source": source,
@@ -334,7 +310,7 @@ def call_record(
         "is_error": is_error,
         "error_kind": kind,
         "error_code": code,
-        "latency_ms": latency_ms,
+        "latency_ms": ms,
         "result_tokens_est": len(text) // CHARS_PER_TOKEN,
     }
 
@@ -343,7 +319,7 @@ def latency(t0: float | None, t1: float | None) -> float:
     return round((t1 - t0) * 1000, 2) if t0 is not None and t1 is not None else 0.0
 
 
-def usage_of(input_tokens, output_tokens, cache_writes, cache_reads):
+def usage_of(input_tokens, output_tokens, cache_writes, cache_reads) -> Usage:
     """A Usage of a CLI's counts (a missing one: 0)."""
     return Usage(
         input_tokens=input_tokens or 0,
@@ -353,25 +329,20 @@ def usage_of(input_tokens, output_tokens, cache_writes, cache_reads):
     )
 
 
-def tool_use(c: dict) -> dict:
-    return {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["arguments"]}
-
-
-def tool_result(c: dict, content: str | None = None) -> dict:
-    """The result the model saw; `content` given: a call never answered (an error)."""
-    return {
-        "type": "tool_result",
-        "tool_use_id": c["id"],
-        "content": c["result_text"] if content is None else content,
-        "is_error": c["is_error"] if content is None else True,
-    }
+def content_text(content) -> str:
+    """The text of a tool result's content blocks (a string: itself)."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(
+        b.get("text", "") if b.get("type") == "text" else f"[{b.get('type')} content]"
+        for b in content or []
+        if isinstance(b, dict)
+    )
 
 
 def final_text(s: Stream) -> str:
     """The step's answer: its last reply's text, when that reply asked for no tool."""
-    if s.replies and not s.replies[-1][1]:
-        return "\n\n".join(x for x in s.replies[-1][0] if x)
-    return ""
+    return "\n\n".join(x for x in s.replies[-1][0] if x) if s.replies and not s.replies[-1][1] else ""
 
 
 def record_step(
@@ -381,7 +352,7 @@ def record_step(
     name: str,
     prompt: str,
     relative,
-    wall_seconds: float,
+    wall: float,
     turns: int | None,
     final: int | None = -1,
     show=json.dumps,
@@ -392,55 +363,34 @@ def record_step(
     (None: the replies); `final`: the reply that is the answer, not reasoning (-1: the last,
     when final_text has one); `show`: how the audit text shows a call's arguments."""
     turns = len(s.replies) if turns is None else turns
-    if final == -1:
-        final = len(s.replies) - 1 if final_text(s) else None
-    srec = {
-        "index": index,
-        "name": name,
-        "prompt": prompt,
-        "answer_text": "",
-        "reasoning_text": "",
-        "audit_text": "",
-        "outcome": "completed",
-        "turns": turns,
-        "state_check": None,
-        "wall_seconds": wall_seconds,
-    }
-    rec.messages.append({"role": "user", "content": [{"type": "text", "text": prompt}]})
-    rec.messages += s.messages
+    final = (len(s.replies) - 1 if final_text(s) else None) if final == -1 else final
+    rec.messages += [{"role": "user", "content": [{"type": "text", "text": prompt}]}, *s.messages]
     rec.tool_calls += s.calls
     for c in s.calls:
         if c["error_kind"]:
             rec.error(c["error_kind"], f"{c['tool']}: {c['result_text'][:300]}", step=index, code=c["error_code"])
-    srec["reasoning_text"] = relative(
-        "\n\n".join(x for i, (texts, _) in enumerate(s.replies) if i != final for x in texts if x)
-    )
-    srec["audit_text"] = "\n\n".join(
-        f"> {c['name']} {show(c['arguments'])}\n{c['result_text'][:2000]}" for c in s.calls
-    )
     rec.api_calls += turns
-    return srec
-
-
-def step_answer(s: Stream, outcome: str, relative) -> tuple[str, str]:
-    """(answer_text, feedback) of a step: the final text of a completed step, or the partial
-    answer of one stopped at its budget (its last text); feedback split off as in the loop."""
-    from mcptrials.run.trial import split_feedback
-
-    if outcome == "completed":
-        return split_feedback(relative(final_text(s)))
-    if outcome == "budget_exceeded":
-        texts = [x for texts, _ in s.replies for x in texts if x]
-        return split_feedback(relative(texts[-1] if texts else ""))
-    return "", ""
+    reasoning = "\n\n".join(x for i, (texts, _) in enumerate(s.replies) if i != final for x in texts if x)
+    return {
+        "index": index,
+        "name": name,
+        "prompt": prompt,
+        "answer_text": "",
+        "reasoning_text": relative(reasoning),
+        "audit_text": "\n\n".join(f"> {c['name']} {show(c['arguments'])}\n{c['result_text'][:2000]}" for c in s.calls),
+        "outcome": "completed",
+        "turns": turns,
+        "state_check": None,
+        "wall_seconds": wall,
+    }
 
 
 def api_failure(
-    rec, index: int, text: str, statuses: list[int], unreachable: str | None, status: int | None = None
+    rec, index: int, text: str, statuses: list[int], unreachable: str | None, status=None
 ) -> tuple[str, str]:
     """A step the model API failed (after the CLI's retries): api_failed, with the HTTP status
-    (the CLI's, else the proxy's last failure), said as `unreachable` when the proxy could
-    not reach the API."""
+    (the CLI's, else the proxy's last failure), said as `unreachable` when the proxy could not
+    reach the API."""
     bad = [x for x in statuses if not 200 <= x < 300]
     status = status or (bad[-1] if bad else None)
     msg = unreachable or (f"{status}: {text}" if status else text)
@@ -448,7 +398,7 @@ def api_failure(
     return "api_failed", msg
 
 
-# --- the skeleton: what a CLI host is ---------------------------------------------------------
+# --- the skeleton: what a CLI host is ------------------------------------------------------------
 
 
 class CliHost:
@@ -461,28 +411,27 @@ class CliHost:
     api: str  # run_meta's host_api: what it speaks
     session: type  # its CliSession subclass
     auth = "bearer"  # how the key proxy sends the key upstream
+    reply_field: str | None = None  # the request field the proxy sets to the reply cap (a CLI with no option)
 
     def install(self, host: str, spec, log) -> dict:
-        """npm-install the pinned CLI into .tools/_hosts/<host>/ (reused when there)."""
         return npm_install(host, self.kind, self.package, self.bin_name, spec.version, log)
-
-    def proxy(self, ctx):
-        return trial_proxy(ctx, auth=self.auth)
 
     def run(self, ctx) -> tuple[str, str | None]:
         """Run every step of the trial under the CLI, filling ctx.rec."""
+        from mcptrials.run.keyproxy import KeyProxy
+
         host = ctx.host.name
         binary = installed_binary(ctx, binary_path(host, self.bin_name), self.label)
         host_home = ctx.sandbox.root / "host-home"  # the CLI's HOME (sessions, logs); the server keeps `home`
         host_home.mkdir()
-        proxy = self.proxy(ctx)  # the CLI (and the server it starts) never see the key: the proxy adds it
+        # The CLI (and the server it starts) never see the key: the proxy adds it, and holds the
+        # whole trial to steps x max_turns successful calls, each reply at most the reply cap.
+        calls, cap = len(ctx.steps) * ctx.limits.max_turns, ctx.reply_cap
+        fields = {self.reply_field: cap} if self.reply_field else None
+        proxy = KeyProxy(ctx.model.base_url, ctx.api_key(), self.auth, fields, trial_calls=calls, reply_cap=cap)
         session = self.session(ctx=ctx, binary=str(binary), host_home=host_home, proxy=proxy)
-        ctx.meta.update(
-            host_version=installed_version(host, self.package),
-            **session.start(),
-            host_builtin_tools=list(ctx.host.builtin_tools),
-            host_api=self.api,
-        )
+        ctx.meta.update(host_version=installed_version(host, self.package), **session.start())
+        ctx.meta.update(host_builtin_tools=list(ctx.host.builtin_tools), host_api=self.api)
         try:
             with proxy:
                 return asyncio.run(session.run())
@@ -497,14 +446,15 @@ class CliSession:
 
     ctx: Any
     binary: str
-    host_home: Path | None
+    host_home: Path
     proxy: Any  # the trial's KeyProxy: the CLI gets its stand-in token and URL
     session_id: str | None = None  # the CLI's session (thread), resumed by the later steps
-    failed_servers: list = field(default_factory=list)  # the step's MCP server that did not start
+    failed_servers: list = field(default_factory=list)  # why the step's MCP server did not start
+    read_only: list = field(default_factory=list)  # the CLI's config outside its HOME, shown read-only
 
     name = "cli"  # hook: the host's kind, in messages
     stamp = False  # hook: True when the CLI's events carry no time (stamped as read)
-    stop_on_log = None  # hook: (a line of the CLI's log) -> stop it now (no annotation: not a field)
+    keeps_max_turns = False  # hook: True when the CLI stops at max_turns itself (else the proxy does)
 
     def start(self) -> dict:  # hook: run_meta fields known before the first step
         return {}
@@ -515,31 +465,33 @@ class CliSession:
     def command(self, index: int, prompt: str) -> tuple[list[str], dict]:  # hook: argv, the whole environment
         raise NotImplementedError
 
-    def parse(self, run: ProcessRun, index: int) -> Stream:  # hook: the step's stream parsed
-        raise NotImplementedError
-
-    def record(self, s, index: int, step: dict, prompt: str, wall: float, statuses: list[int]) -> dict:
-        """Hook: the step into ctx.rec (a record_step with the CLI's usage); the step record."""
+    def parse(self, run: ProcessRun, index: int) -> Any:  # hook: the step's stream parsed (a Stream)
         raise NotImplementedError
 
     def end_outcome(self, run: ProcessRun, s, index: int, statuses: list[int]) -> tuple[str, str | None]:
-        """Hook: the outcome of a step that ran to its end, from its stream."""
-        raise NotImplementedError
-
-    def config_files(self) -> list:  # hook: what the sandbox shows the CLI read-only
-        return []
-
-    def step_limits(self) -> tuple:  # the proxy's per step (KeyProxy.begin_step); (None,) if the CLI keeps max_turns
-        return self.ctx.limits.max_turns, self.ctx.model.max_retries + 1
+        raise NotImplementedError  # hook: the outcome of a step that ran to its end, from its stream
 
     def stop_on(self, event: dict) -> bool:  # hook: an event that ends the run at once
         return False
 
-    def server_failure(self, run: ProcessRun, s) -> str | None:  # hook: the CLI said the server did not start
-        return None
+    def on_log(self, line: str) -> None:  # hook: a line of the CLI's log (a failed server: failed_servers)
+        pass
 
-    def answer(self, s, outcome: str) -> tuple[str, str]:  # hook: (answer_text, feedback)
-        return step_answer(s, outcome, self.ctx.sandbox.relative)
+    def answer(self, s, outcome: str) -> tuple[str, str]:
+        """Hook: (answer_text, feedback): the final text of a completed step, or the partial
+        answer of one stopped at its budget (its last text); feedback split off as in the loop."""
+        if outcome not in ("completed", "budget_exceeded"):
+            return "", ""
+        texts = [x for texts, _ in s.replies for x in texts if x]
+        text = final_text(s) if outcome == "completed" else texts[-1] if texts else ""
+        return split_feedback(self.ctx.sandbox.relative(text))
+
+    def record(self, s, index: int, step: dict, prompt: str, wall: float, statuses: list[int]) -> dict:
+        """Hook: the step into ctx.rec, with the CLI's usage; the step record."""
+        ctx = self.ctx
+        srec = record_step(ctx.rec, s, index, step["name"], prompt, ctx.sandbox.relative, wall, self.turns(statuses))
+        ctx.rec.usage.add(s.usage())
+        return srec
 
     def finish(self) -> None:  # hook: run_meta fields read after the last step (the CLI's logs)
         pass
@@ -560,41 +512,51 @@ class CliSession:
         return "completed", None
 
     async def run_step(self, index: int, step: dict, last: bool) -> tuple[str, str | None]:
-        from mcptrials.run.trial import step_prompt
+        """One run of the CLI in the tool's sandbox, with the network for the model API (through
+        the key proxy): the trial's folders and the CLI's HOME read-write, its install and its
+        config read-only. Its built-in tools see this view only."""
+        from mcptrials.prepare.servers import tool_sandbox
 
-        ctx, rec = self.ctx, self.ctx.rec
-        prompt = step_prompt(step, last)
+        ctx, prompt, workspace = self.ctx, step_prompt(step, last), str(self.ctx.sandbox.workspace)
         self.failed_servers = []
         argv, env = self.command(index, prompt)
-        argv, env = cli_sandbox(ctx, self.host_home, self.config_files()).wrap(argv, env, str(ctx.sandbox.workspace))
-        first = self.proxy.begin_step(*self.step_limits())
-        t0 = time.monotonic()
-        run = await run_process(
-            argv,
-            env,
-            str(ctx.sandbox.workspace),
-            ctx.limits.max_seconds,
-            self.stop_on,
-            stop_when=self.proxy.stopped,
-            stamp=self.stamp,
-            stop_on_log=self.stop_on_log,
+        sb = tool_sandbox(
+            ctx.tool,
+            extra_rw=[*ctx.sandbox.values().values(), self.host_home],
+            extra_ro=[host_env_dir(ctx.host.name), *self.read_only],
         )
-        statuses = self.proxy.statuses[first:]
+        sb.network = True
+        ctx.meta["sandbox"] = sb.record()
+        argv, env = sb.wrap(argv, env, workspace)
+        limits = (None,) if self.keeps_max_turns else (ctx.limits.max_turns, ctx.model.max_retries + 1)
+        first = self.proxy.begin_step(*limits)
+
+        def stop_when() -> bool:
+            return self.proxy.stopped() or bool(self.failed_servers)
+
+        run = await run_process(
+            argv, env, workspace, ctx.limits.max_seconds, self.stop_on, stop_when, self.on_log, self.stamp
+        )
+        return self.take(run, index, step, prompt, self.proxy.statuses[first:])
+
+    def take(self, run: ProcessRun, index: int, step: dict, prompt: str, statuses: list[int]) -> tuple[str, str | None]:
+        """The step's run into the trial's record: its conversation, outcome, answer and state."""
+        ctx = self.ctx
         s = self.parse(run, index)
-        srec = self.record(s, index, step, prompt, round(time.monotonic() - t0, 3), statuses)
+        srec = self.record(s, index, step, prompt, run.seconds, statuses)
         outcome, detail = self._outcome(run, s, index, statuses)
         srec["outcome"] = outcome
         srec["answer_text"], feedback = self.answer(s, outcome)
-        if feedback:
-            rec.feedback = feedback
-        rec.steps.append(srec)
+        ctx.rec.feedback = feedback or ctx.rec.feedback
+        ctx.rec.steps.append(srec)
         srec["state_check"] = ctx.state_check(step)
         return outcome, detail
 
     def _outcome(self, run: ProcessRun, s, index: int, statuses: list[int] | None = None) -> tuple[str, str | None]:
         """A server that did not start; the trial's limit, then the step's (the proxy's); the
         step's time; else what the stream says (end_outcome)."""
-        if msg := self.server_failure(run, s):
+        if self.failed_servers:
+            msg = f"{self.name}: MCP server {self.ctx.tool.name} {self.failed_servers[0]}"
             self.ctx.rec.error("protocol_error", msg, step=index)
             return "server_crashed", msg
         if refused := proxy_outcome(self.proxy):
@@ -609,7 +571,16 @@ class CliSession:
         self.ctx.rec.error("harness_error", msg, step=index)
         return "harness_failed", msg
 
-    def proxy_turns(self, statuses: list[int]) -> int:
+    def exited(self, run: ProcessRun, index: int, without: str) -> tuple[str, str]:
+        """harness_failed: the CLI ended the step without what ends one (`without`)."""
+        return self.harness_failed(
+            index, f"{self.name} exited {run.returncode} without {without}: {run.stderr[-2000:]}"
+        )
+
+    def unreachable(self) -> str | None:
+        return unreachable_detail(self.ctx, self.proxy)
+
+    def turns(self, statuses: list[int]) -> int:
         """The step's failed calls counted as retries; returns its successful ones (the turns)."""
         self.ctx.rec.retries += sum(1 for x in statuses if not 200 <= x < 300)
         return sum(1 for x in statuses if 200 <= x < 300)
