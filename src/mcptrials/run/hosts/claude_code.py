@@ -1,10 +1,8 @@
 """Host `claude-code`: the Claude Code CLI (`claude -p --output-format stream-json`, one session
-per trial: `--session-id` then `--resume`) runs the agent loop; the harness records it
-(docs/hosts.md). Claude Code's own: its argv (the server as the only MCP server, its tools allowed
-by name, our system prompt appended, `--bare`), its environment (limits, telemetry off) and the
-parsing of its stream-json (shared with mcptrials.run.recorded, which converts a recorded
-stream). It keeps max_turns itself.
-"""
+per trial: `--session-id`, then `--resume`) runs the agent loop (docs/hosts.md). Its own: its argv
+(the server its only MCP server, its tools allowed by name, our system prompt appended), its
+environment (limits, telemetry off) and its stream-json parsed (as mcptrials.run.recorded parses a
+recorded one). It keeps max_turns itself."""
 
 from __future__ import annotations
 
@@ -17,10 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from mcptrials.providers.base import Usage
 from mcptrials.run.hosts.cli import CRASHED, CliHost, CliSession, Stream, call_record, cli_env, content_text
-from mcptrials.run.hosts.cli import latency, record_step as base_record_step, safe_name, tool_result, usage_of
-from mcptrials.run.trial import split_feedback, unanswered_call
+from mcptrials.run.hosts.cli import harness_failed, latency, record_step as base_record_step, safe_name, usage_of
+from mcptrials.run.trial import split_feedback
 
 # Claude Code's built-ins -> the loop's equivalent built-in (graders count grep/list_files as searches)
 BUILTIN_EQUIVALENTS = {"Read": "read_file", "Grep": "grep", "Glob": "list_files", "LS": "list_files"}
@@ -29,20 +26,15 @@ USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", 
 SESSION_FIELDS = ("inputTokens", "outputTokens", "cacheCreationInputTokens", "cacheReadInputTokens")
 
 
-def mcp_tool_name(tool: str, name: str) -> str:
-    """The name Claude Code gives a server tool: mcp__<server>__<tool>."""
-    return safe_name(f"mcp__{tool}__{name}")
-
-
 def server_tool_names(tool: str, tools: list[dict]) -> dict[str, str]:
-    """Claude Code's name of each server tool -> the server's own name (from tools/list), so
-    `tool_calls[].tool` is `git.log`, not `git_log`, as the loop records it."""
-    return {mcp_tool_name(tool, t["name"]): t["name"] for t in tools}
+    """Claude Code's name of each server tool (mcp__<server>__<tool>) -> the server's own (from
+    tools/list), so `tool_calls[].tool` is `git.log`, not `git_log`, as the loop records it."""
+    return {safe_name(f"mcp__{tool}__{t['name']}"): t["name"] for t in tools}
 
 
 def allowed_tools(tool: str, snapshot: dict | None, builtins: list[str], has_server: bool) -> list[str]:
     """The built-ins plus every server tool by name; without a tool list, the whole server."""
-    names = [mcp_tool_name(tool, t["name"]) for t in (snapshot or {}).get("tools") or []]
+    names = list(server_tool_names(tool, (snapshot or {}).get("tools") or []))
     if has_server and not names:
         names = [f"mcp__{tool}"]  # a server-level rule allows all of its tools
     return [*builtins, *names]
@@ -63,19 +55,10 @@ def build_command(
     bare: bool,
     extra_args: list[str],
 ) -> list[str]:
-    argv = [
-        binary,
-        "-p",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--model",
-        model,
-        "--max-turns",
-        str(max_turns),
-    ]
-    argv += ["--strict-mcp-config", "--setting-sources", "user", "--tools", ",".join(builtins)]
-    argv += ["--append-system-prompt", system_append, "--resume" if resume else "--session-id", session_id]
+    argv = [binary, "-p", "--output-format", "stream-json", "--verbose", "--model", model]
+    argv += ["--max-turns", str(max_turns), "--strict-mcp-config", "--setting-sources", "user"]
+    argv += ["--tools", ",".join(builtins), "--append-system-prompt", system_append]
+    argv += ["--resume" if resume else "--session-id", session_id]
     argv += ["--mcp-config", mcp_file] if mcp_file else []
     argv += ["--allowedTools", ",".join(allowed)] if allowed else []
     # after `--`: a prompt is never read as an option, nor swallowed by a variadic one
@@ -98,12 +81,18 @@ class StepStream(Stream):
     api_retries: int = 0
     msg_usage: dict = field(default_factory=dict)  # message id -> usage (when no result event came)
 
+    def final(self) -> int | None:  # the last reply that asked for no tool
+        return max((i for i, (_, has_tool) in enumerate(self.replies) if not has_tool), default=None)
+
+    def show(self, arguments) -> str:
+        return str(arguments)
+
 
 def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | None = None) -> StepStream:
     """Group assistant events by message id (stream-json sends one content block per event),
     pair each tool_use with its tool_result, keep init and result apart. `tool_names`:
     see server_tool_names (a name not in it keeps Claude Code's spelling)."""
-    s = StepStream()
+    s, names = StepStream(), tool_names or {}
     pending: dict[str, tuple[dict, float | None]] = {}  # tool_use id -> (call, when) until answered
     for ev in events:
         kind, sub, msg = ev.get("type"), ev.get("subtype"), ev.get("message") or {}
@@ -126,25 +115,13 @@ def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | Non
                     pending[b["id"]] = (head | {"arguments": b.get("input") or {}}, event_time(ev))
         elif kind == "user" and isinstance(msg.get("content"), list):
             for b in (b for b in msg["content"] if isinstance(b, dict) and b.get("type") == "tool_result"):
-                text, is_error = content_text(b.get("content")), bool(b.get("is_error"))
-                call, t0 = pending.pop(b.get("tool_use_id"), (None, None))
-                block = {
-                    "type": "tool_result",
-                    "tool_use_id": b.get("tool_use_id"),
-                    "content": text,
-                    "is_error": is_error,
-                }
-                if s.replies:
-                    s.put_result(call["turn"] if call else len(s.replies), block)
-                if call:
-                    s.calls.append(_call_record(call, text, is_error, t0, event_time(ev), tool_names or {}))
+                if (p := pending.pop(b.get("tool_use_id"), None)) is not None:
+                    text, is_error = content_text(b.get("content")), bool(b.get("is_error"))
+                    s.call(_call_record(p[0], text, is_error, p[1], event_time(ev), names), asked=True)
     # asked for, never answered (a stop, a kill, a time-out): recorded, and the turn closed, as the loop does
     last = next((t for t in map(event_time, reversed(events)) if t is not None), None)
     for call, t0 in pending.values():
-        c = _call_record(call, "", False, t0, last, tool_names or {})
-        c = unanswered_call(c, c["latency_ms"])
-        s.put_result(c["turn"], tool_result(c))
-        s.calls.append(c)
+        s.call(_call_record(call, "", False, t0, last, names), answered=False, asked=True)
     return s
 
 
@@ -158,21 +135,17 @@ def _call_record(call: dict, text: str, is_error: bool, t0, t1, tool_names: dict
 
 
 def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative, meta: dict, wall: float) -> dict:
-    """Add one parsed step to the trial's Recorder `rec` (hosts.cli.record_step; the answer is
-    the last reply that asked for no tool), with retries, usage with cache fields, Claude Code's
-    own cost, permission denials, its version into `meta`. `relative` turns the run's absolute
-    workspace paths into repository paths."""
-    finals = [i for i, (_, has_tool) in enumerate(s.replies) if not has_tool]
-    srec = base_record_step(rec, s, index, name, prompt, relative, wall, None, finals[-1] if finals else None, str)
+    """hosts.cli.record_step, with Claude Code's retries, usage with cache fields, its own cost,
+    and its permission denials and version into `meta`."""
+    srec = base_record_step(rec, s, index, name, prompt, relative, wall, None)
     rec.retries += s.api_retries
-    r = s.result or {}
-    totals = session_usage(r.get("modelUsage"))
-    if totals is not None:
+    r, by_model = s.result or {}, (s.result or {}).get("modelUsage")
+    if isinstance(by_model, dict) and by_model:
         # Claude Code's own count over the (resumed) session and every model it called: this
         # step's share is what it adds to the steps before (its `usage` can leave calls out)
-        u0 = rec.usage
-        rec.usage.add(usage_of(*(max(0, getattr(totals, k) - getattr(u0, k)) for k in USAGE_FIELDS)))
-    else:  # no result event: the replies' own (partial) usage
+        totals = [sum(x.get(k) or 0 for x in by_model.values() if isinstance(x, dict)) for k in SESSION_FIELDS]
+        rec.usage.add(usage_of(*(max(0, n - getattr(rec.usage, k)) for n, k in zip(totals, USAGE_FIELDS))))
+    else:  # no modelUsage: the result's usage, or (no result event) the replies' own, partial
         for x in [r["usage"]] if r.get("usage") else list(s.msg_usage.values()):
             rec.usage.add(usage_of(*(x.get(k) for k in USAGE_FIELDS)))
     if r.get("total_cost_usd") is not None:  # cumulative over the resumed session (2.1.328)
@@ -182,17 +155,6 @@ def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative
     if s.init and not meta.get("host_reported_version"):
         meta["host_reported_version"] = s.init.get("claude_code_version")
     return srec
-
-
-def session_usage(model_usage) -> Usage | None:
-    """The `result` event's `modelUsage` (model -> the session's cumulative tokens) summed over
-    its models; None when the event has none."""
-    if not isinstance(model_usage, dict) or not model_usage:
-        return None
-    total = usage_of(0, 0, 0, 0)
-    for x in (x for x in model_usage.values() if isinstance(x, dict)):
-        total.add(usage_of(*(x.get(k) for k in SESSION_FIELDS)))
-    return total
 
 
 def step_answer(s: StepStream, outcome: str, relative) -> tuple[str, str]:
@@ -209,10 +171,9 @@ def step_answer(s: StepStream, outcome: str, relative) -> tuple[str, str]:
 
 
 def result_outcome(s: StepStream, rec, index: int, unreachable: str | None = None) -> tuple[str, str | None]:
-    """The outcome of a step from its `result` event (not None), errors into `rec`: the result's
-    subtype, an API error after retries (said as `unreachable` when the proxy could not reach
-    the API: Claude Code would blame the proxy, its "inference gateway"), a server connection
-    that closed, a reply cut at max_tokens."""
+    """The outcome of a step from its `result` event: its subtype, an API error after retries (said
+    as `unreachable` when the proxy could not reach the API: Claude Code would blame the proxy, its
+    "inference gateway"), a server connection that closed, a reply cut at max_tokens."""
     r = s.result or {}
     sub = r.get("subtype")
     if sub == "error_max_turns":
@@ -224,33 +185,16 @@ def result_outcome(s: StepStream, rec, index: int, unreachable: str | None = Non
         rec.error("api_error", msg, step=index, status=r.get("api_error_status"), retries=s.api_retries)
         return "api_failed", msg
     if sub != "success" or r.get("is_error"):
-        msg = f"claude-code result {sub}: {r.get('errors') or r.get('result')}"
-        rec.error("harness_error", msg, step=index)
-        return "harness_failed", msg
+        return harness_failed(rec, index, f"claude-code result {sub}: {r.get('errors') or r.get('result')}")
     if any(c["error_code"] == -32000 for c in s.calls):
         return CRASHED
     return ("budget_exceeded", None) if r.get("stop_reason") == "max_tokens" else ("completed", None)
 
 
-def mcp_log_summary(host_home: Path) -> dict:
-    """Start-up time, protocol version and the last lines of Claude Code's MCP logs."""
-    lines, startup, protocol = [], None, None
-    for f in sorted(glob.glob(str(host_home / ".cache" / "claude-cli-nodejs" / "*" / "mcp-logs-*" / "*.jsonl"))):
-        with contextlib.suppress(OSError):
-            for raw in open(f, errors="replace"):
-                with contextlib.suppress(ValueError):
-                    d = json.loads(raw)
-                    lines.append(msg := str(d.get("debug") or d.get("error") or d.get("info") or d))
-                    if (m := re.search(r"Successfully connected .*? in (\d+)ms", msg)) and startup is None:
-                        startup = int(m.group(1)) / 1000
-                    if (m := re.search(r'"negotiatedProtocolVersion":"([^"]+)"', msg)) and protocol is None:
-                        protocol = m.group(1)
-    return {"startup_seconds": startup, "protocol_version": protocol, "tail": "\n".join(lines[-30:])}
-
-
 @dataclass
 class _Session(CliSession):
-    name, keeps_max_turns = "claude-code", True
+    kind, package, bin_name, label = "claude-code", "@anthropic-ai/claude-code", "claude", "Claude Code"
+    api, auth, keeps_max_turns = "through the key proxy", "x-api-key", True
     mcp_file: Path | None = None
 
     def start(self) -> dict:
@@ -320,21 +264,20 @@ class _Session(CliSession):
         return step_answer(s, outcome, self.ctx.sandbox.relative)
 
     def finish(self) -> None:
-        logs = mcp_log_summary(self.host_home)
-        self.ctx.meta["server_startup_seconds"] = logs["startup_seconds"]
-        self.ctx.meta["server_protocol_version"] = logs["protocol_version"]
-        self.ctx.meta["server_stderr_tail"] = logs["tail"]
+        """run_meta's server fields from Claude Code's MCP logs: start-up time, protocol, last lines."""
+        lines, startup, protocol = [], None, None
+        for f in sorted(glob.glob(f"{self.host_home}/.cache/claude-cli-nodejs/*/mcp-logs-*/*.jsonl")):
+            with contextlib.suppress(OSError):
+                for raw in open(f, errors="replace"):
+                    with contextlib.suppress(ValueError):
+                        d = json.loads(raw)
+                        lines.append(msg := str(d.get("debug") or d.get("error") or d.get("info") or d))
+                        if (m := re.search(r"Successfully connected .*? in (\d+)ms", msg)) and startup is None:
+                            startup = int(m.group(1)) / 1000
+                        if (m := re.search(r'"negotiatedProtocolVersion":"([^"]+)"', msg)) and protocol is None:
+                            protocol = m.group(1)
+        self.ctx.meta["server_startup_seconds"], self.ctx.meta["server_protocol_version"] = startup, protocol
+        self.ctx.meta["server_stderr_tail"] = "\n".join(lines[-30:])
 
 
-class ClaudeCodeHost(CliHost):
-    kind, package, bin_name, label, session = (
-        "claude-code",
-        "@anthropic-ai/claude-code",
-        "claude",
-        "Claude Code",
-        _Session,
-    )
-    api, auth = "through the key proxy", "x-api-key"
-
-
-HOST = ClaudeCodeHost()
+HOST = CliHost(_Session)

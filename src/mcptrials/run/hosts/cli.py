@@ -1,7 +1,7 @@
-"""The skeleton of the CLI hosts (claude-code, codex, opencode): the npm install into
-.tools/_hosts/<host>/, the sandbox, the key proxy, the step loop (the CLI run once per step, its
-JSON-lines stream read as it comes), the outcomes and the step record. A host module subclasses
-CliHost and CliSession with its config, argv and stream parsing (docs/hosts.md, "Adding a host").
+"""The skeleton of the CLI hosts (claude-code, codex, opencode): the install (hosts/install.py),
+the sandbox, the key proxy, the step loop (the CLI run once per step, its JSON-lines stream read
+as it comes: hosts/process.py), the outcomes and the step record. A host module subclasses
+CliSession with its names, config, argv and stream parsing (docs/hosts.md, "Adding a host").
 """
 
 from __future__ import annotations
@@ -12,78 +12,17 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from mcptrials.prepare.servers import host_env_dir
 from mcptrials.providers.base import Usage
+from mcptrials.run.hosts.install import binary_path, installed_binary, installed_version, npm_install
+from mcptrials.run.hosts.process import ProcessRun, run_process
 from mcptrials.run.trial import CHARS_PER_TOKEN, split_feedback, step_prompt, unanswered_call
 
-STREAM_LIMIT = 1 << 26  # one JSON line can hold a whole tool result
 CRASHED = "server_crashed", "the MCP server's connection closed during the step"
-
-
-def binary_path(host: str, bin_name: str) -> Path:
-    return host_env_dir(host) / "node_modules" / ".bin" / bin_name
-
-
-def installed_version(host: str, package: str) -> str | None:
-    try:
-        return json.loads((host_env_dir(host) / "node_modules" / package / "package.json").read_text())["version"]
-    except (OSError, ValueError, KeyError):
-        return None
-
-
-def npm_install(host: str, kind: str, package: str, bin_name: str, want: str, log) -> dict:
-    """npm-install the pinned CLI into .tools/_hosts/<host>/; an install of the same version
-    already there is reused (npm would only re-check it). Returns the install record."""
-    from mcptrials.prepare.install import run_logged
-
-    env_dir, binary, t0 = host_env_dir(host), binary_path(host, bin_name), time.monotonic()
-    reused = installed_version(host, package) == want and binary.exists()
-    if not reused:
-        if env_dir.exists():
-            shutil.rmtree(env_dir)
-        env_dir.mkdir(parents=True)
-        run_logged(["npm", "install", "--no-fund", "--no-audit", "--prefix", str(env_dir), f"{package}@{want}"], log)
-    got = installed_version(host, package)
-    if got != want:
-        raise RuntimeError(f"hosts.{host}: npm installed {package} {got}, not the pinned {want}; see the log")
-    with tempfile.TemporaryDirectory() as home:  # --version must not write into the user's HOME
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
-        reported = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60, env=env)
-    return {
-        "host": host,
-        "kind": kind,
-        "package": package,
-        "version": want,
-        "reported_version": reported.stdout.strip(),
-        "env_dir": str(env_dir),
-        "binary": str(binary),
-        "reused": reused,
-        "resolved": {package: got},
-        "seconds": round(time.monotonic() - t0, 2),
-        "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-
-
-def installed_binary(ctx, binary: Path, cli: str) -> Path:
-    """The host's CLI binary, or the trial aborts harness_failed saying how to install it."""
-    if not binary.exists():
-        from mcptrials.run.trial import TrialAbort
-
-        host = ctx.host.name
-        raise TrialAbort(
-            "harness_failed",
-            f"{binary}: {cli} is not installed; run `mcptrials install-host --host {host} "
-            f"--out results/hosts/{host}/install.json` (the workflow's install_host rule)",
-        )
-    return binary
 
 
 def server_entry(ctx, stack) -> tuple[dict | None, str | None]:
@@ -102,10 +41,8 @@ def server_entry(ctx, stack) -> tuple[dict | None, str | None]:
             args = ["-i", *(f"{k}={v}" for k, v in sorted(env.items())), *server_argv(tool, values)]
             return {"type": "stdio", "command": shutil.which("env") or "/usr/bin/env", "args": args}, None
         errlog = stack.enter_context(open(ctx.sandbox.root / "server.stderr.log", "a"))
-        return {
-            "type": "http",
-            "url": stack.enter_context(start_http_server(tool, values, ctx.forbidden_env, errlog)),
-        }, None
+        url = stack.enter_context(start_http_server(tool, values, ctx.forbidden_env, errlog))
+        return {"type": "http", "url": url}, None
     except Exception as e:  # no command, or an http server that never listened
         ctx.rec.error("protocol_error", msg := f"server failed to start: {type(e).__name__}: {e}")
         return None, msg
@@ -143,96 +80,6 @@ def unreachable_detail(ctx, proxy) -> str | None:
         f"the model API ({proxy.upstream}) could not be reached: {why}; check this machine's route to it "
         f"(network, DNS, firewall), or {fix}"
     )
-
-
-# --- running ---------------------------------------------------------------------------------
-
-
-@dataclass
-class ProcessRun:
-    events: list
-    stderr: str
-    returncode: int | None
-    timed_out: bool
-    stopped: bool  # we stopped it: stop_on or stop_when said so
-    seconds: float = 0.0
-
-
-async def run_process(
-    argv: list[str], env: dict, cwd: str, timeout: float, stop_on, stop_when, on_log=None, stamp: bool = False
-) -> ProcessRun:
-    """Run the CLI, reading its stream as it comes: `stop_on(event)` True ends it at once, and
-    so does `stop_when()` (polled: e.g. the key proxy's turn limit, or a failed server that the
-    CLI's log reported to `on_log(line)`). With `stamp`, each event gets `_received` (epoch
-    seconds), for a CLI whose events carry no time."""
-    t0, pipe = time.monotonic(), subprocess.PIPE
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=subprocess.DEVNULL,
-        stdout=pipe,
-        stderr=pipe,
-        env=env,
-        cwd=cwd,
-        start_new_session=True,
-        limit=STREAM_LIMIT,
-    )
-    events: list[dict] = []
-    err: list[bytes] = []
-
-    async def read_err() -> None:
-        async for line in proc.stderr:
-            err.append(line)
-            if on_log:
-                on_log(line.decode(errors="replace"))
-
-    async def read() -> bool:
-        async for line in proc.stdout:
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue  # a stray non-JSON line; stderr has the rest
-            if isinstance(ev, dict):
-                if stamp:
-                    ev["_received"] = time.time()
-                events.append(ev)
-                if stop_on(ev):
-                    return True
-        await proc.wait()
-        return False
-
-    async def watch() -> None:
-        while not stop_when():
-            await asyncio.sleep(0.05)
-
-    err_task, reader, watcher = (asyncio.create_task(f()) for f in (read_err, read, watch))
-    timed_out = stopped = False
-    try:
-        async with asyncio.timeout(timeout):
-            done, _ = await asyncio.wait({reader, watcher}, return_when=asyncio.FIRST_COMPLETED)
-            stopped = reader not in done or reader.result()
-    except TimeoutError:
-        timed_out = True
-    finally:
-        reader.cancel()
-        watcher.cancel()
-        if proc.returncode is None:
-            await kill_group(proc)
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(err_task, 5)  # a grandchild may hold stderr open
-    stderr = b"".join(err).decode(errors="replace")
-    return ProcessRun(events, stderr, proc.returncode, timed_out, stopped, round(time.monotonic() - t0, 3))
-
-
-async def kill_group(proc) -> None:
-    """The CLI and the servers it started: TERM, then KILL."""
-    for sig, wait in ((signal.SIGTERM, 3), (signal.SIGKILL, 5)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        try:
-            await asyncio.wait_for(proc.wait(), wait)
-            return
-        except TimeoutError:
-            continue
 
 
 # --- the step record: the loop's shapes, from any CLI's parsed stream ---------------------------
@@ -273,15 +120,25 @@ class Stream:
             self.messages.insert(i, {"role": "user", "content": []})
         self.messages[i]["content"].append(block)
 
-    def call(self, call: dict, answered: bool = True) -> None:
-        """A tool call asked for and answered (or not: the step ended first) in its turn."""
+    def call(self, call: dict, answered: bool = True, asked: bool = False) -> None:
+        """A tool call (call_record) in its turn, answered or not (the step ended first); `asked`:
+        its tool_use block is in already (a CLI that streams it before the call runs)."""
         call = call if answered else unanswered_call(call, call["latency_ms"])
-        self.use(call["turn"], {"type": "tool_use", "id": call["id"], "name": call["name"], "input": call["arguments"]})
+        if not asked:
+            self.use(
+                call["turn"], {"type": "tool_use", "id": call["id"], "name": call["name"], "input": call["arguments"]}
+            )
         self.put_result(call["turn"], tool_result(call))
         self.calls.append(call)
 
     def usage(self) -> Usage:  # hook: the tokens of the step, as the CLI counts them
         raise NotImplementedError
+
+    def final(self) -> int | None:  # hook: the reply that is the answer (the rest is reasoning)
+        return len(self.replies) - 1 if final_text(self) else None
+
+    def show(self, arguments) -> str:  # hook: a call's arguments in the audit text
+        return json.dumps(arguments)
 
 
 def tool_result(c: dict) -> dict:
@@ -321,12 +178,7 @@ def latency(t0: float | None, t1: float | None) -> float:
 
 def usage_of(input_tokens, output_tokens, cache_writes, cache_reads) -> Usage:
     """A Usage of a CLI's counts (a missing one: 0)."""
-    return Usage(
-        input_tokens=input_tokens or 0,
-        output_tokens=output_tokens or 0,
-        cache_creation_input_tokens=cache_writes or 0,
-        cache_read_input_tokens=cache_reads or 0,
-    )
+    return Usage(input_tokens or 0, output_tokens or 0, cache_writes or 0, cache_reads or 0)
 
 
 def content_text(content) -> str:
@@ -345,25 +197,12 @@ def final_text(s: Stream) -> str:
     return "\n\n".join(x for x in s.replies[-1][0] if x) if s.replies and not s.replies[-1][1] else ""
 
 
-def record_step(
-    rec,
-    s: Stream,
-    index: int,
-    name: str,
-    prompt: str,
-    relative,
-    wall: float,
-    turns: int | None,
-    final: int | None = -1,
-    show=json.dumps,
-) -> dict:
+def record_step(rec, s: Stream, index: int, name: str, prompt: str, relative, wall: float, turns: int | None) -> dict:
     """Add one parsed step to the trial's Recorder `rec` (the user turn, the conversation, tool
     calls and their errors, model calls); return the step record, `answer_text` empty and
     `outcome` completed until the caller sets them. `turns`: the proxy's count of model calls
-    (None: the replies); `final`: the reply that is the answer, not reasoning (-1: the last,
-    when final_text has one); `show`: how the audit text shows a call's arguments."""
-    turns = len(s.replies) if turns is None else turns
-    final = (len(s.replies) - 1 if final_text(s) else None) if final == -1 else final
+    (None: the replies)."""
+    turns, final = len(s.replies) if turns is None else turns, s.final()
     rec.messages += [{"role": "user", "content": [{"type": "text", "text": prompt}]}, *s.messages]
     rec.tool_calls += s.calls
     for c in s.calls:
@@ -377,12 +216,19 @@ def record_step(
         "prompt": prompt,
         "answer_text": "",
         "reasoning_text": relative(reasoning),
-        "audit_text": "\n\n".join(f"> {c['name']} {show(c['arguments'])}\n{c['result_text'][:2000]}" for c in s.calls),
+        "audit_text": "\n\n".join(
+            f"> {c['name']} {s.show(c['arguments'])}\n{c['result_text'][:2000]}" for c in s.calls
+        ),
         "outcome": "completed",
         "turns": turns,
         "state_check": None,
         "wall_seconds": wall,
     }
+
+
+def harness_failed(rec, index: int, msg: str) -> tuple[str, str]:
+    rec.error("harness_error", msg, step=index)
+    return "harness_failed", msg
 
 
 def api_failure(
@@ -402,36 +248,31 @@ def api_failure(
 
 
 class CliHost:
-    """A CLI host's HOST: a subclass names its npm package, its binary and its CliSession."""
+    """A CLI host's HOST (run/hosts/__init__.py): its CliSession class, installed and run."""
 
-    kind: str  # the config's host kind
-    package: str  # the npm package (the host's `version` pins it)
-    bin_name: str  # its binary in node_modules/.bin
-    label: str  # the CLI's name in messages
-    api: str  # run_meta's host_api: what it speaks
-    session: type  # its CliSession subclass
-    auth = "bearer"  # how the key proxy sends the key upstream
-    reply_field: str | None = None  # the request field the proxy sets to the reply cap (a CLI with no option)
+    def __init__(self, session: type[CliSession]):
+        self.session, self.kind = session, session.kind
 
     def install(self, host: str, spec, log) -> dict:
-        return npm_install(host, self.kind, self.package, self.bin_name, spec.version, log)
+        s = self.session
+        return npm_install(host, s.kind, s.package, s.bin_name, spec.version, log)
 
     def run(self, ctx) -> tuple[str, str | None]:
         """Run every step of the trial under the CLI, filling ctx.rec."""
         from mcptrials.run.keyproxy import KeyProxy
 
-        host = ctx.host.name
-        binary = installed_binary(ctx, binary_path(host, self.bin_name), self.label)
+        host, cls = ctx.host.name, self.session
+        binary = installed_binary(ctx, binary_path(host, cls.bin_name), cls.label)
         host_home = ctx.sandbox.root / "host-home"  # the CLI's HOME (sessions, logs); the server keeps `home`
         host_home.mkdir()
         # The CLI (and the server it starts) never see the key: the proxy adds it, and holds the
         # whole trial to steps x max_turns successful calls, each reply at most the reply cap.
         calls, cap = len(ctx.steps) * ctx.limits.max_turns, ctx.reply_cap
-        fields = {self.reply_field: cap} if self.reply_field else None
-        proxy = KeyProxy(ctx.model.base_url, ctx.api_key(), self.auth, fields, trial_calls=calls, reply_cap=cap)
-        session = self.session(ctx=ctx, binary=str(binary), host_home=host_home, proxy=proxy)
-        ctx.meta.update(host_version=installed_version(host, self.package), **session.start())
-        ctx.meta.update(host_builtin_tools=list(ctx.host.builtin_tools), host_api=self.api)
+        fields = {cls.reply_field: cap} if cls.reply_field else None
+        proxy = KeyProxy(ctx.model.base_url, ctx.api_key(), cls.auth, fields, trial_calls=calls, reply_cap=cap)
+        session = cls(ctx=ctx, binary=str(binary), host_home=host_home, proxy=proxy)
+        ctx.meta.update(host_version=installed_version(host, cls.package), **session.start())
+        ctx.meta.update(host_builtin_tools=list(ctx.host.builtin_tools), host_api=cls.api)
         try:
             with proxy:
                 return asyncio.run(session.run())
@@ -442,7 +283,8 @@ class CliHost:
 @dataclass
 class CliSession:
     """One trial under a CLI: the server started, the CLI's config written, then one run of the
-    CLI per step, its stream parsed into the step record. Hooks: what a host overrides."""
+    CLI per step, its stream parsed into the step record. A host subclasses it: its names, then
+    the hooks it overrides."""
 
     ctx: Any
     binary: str
@@ -452,7 +294,15 @@ class CliSession:
     failed_servers: list = field(default_factory=list)  # why the step's MCP server did not start
     read_only: list = field(default_factory=list)  # the CLI's config outside its HOME, shown read-only
 
-    name = "cli"  # hook: the host's kind, in messages
+    kind: ClassVar[str]  # the config's host kind (in messages too)
+    package: ClassVar[str]  # the npm package (the host's `version` pins it)
+    bin_name: ClassVar[str]  # its binary in node_modules/.bin
+    label: ClassVar[str]  # the CLI's name in messages
+    api: ClassVar[str]  # run_meta's host_api: what it speaks
+    auth: ClassVar[str] = "bearer"  # how the key proxy sends the key upstream
+    reply_field: ClassVar[str | None] = (
+        None  # the request field the proxy sets to the reply cap (for a CLI with no option)
+    )
     stamp = False  # hook: True when the CLI's events carry no time (stamped as read)
     keeps_max_turns = False  # hook: True when the CLI stops at max_turns itself (else the proxy does)
 
@@ -556,7 +406,7 @@ class CliSession:
         """A server that did not start; the trial's limit, then the step's (the proxy's); the
         step's time; else what the stream says (end_outcome)."""
         if self.failed_servers:
-            msg = f"{self.name}: MCP server {self.ctx.tool.name} {self.failed_servers[0]}"
+            msg = f"{self.kind}: MCP server {self.ctx.tool.name} {self.failed_servers[0]}"
             self.ctx.rec.error("protocol_error", msg, step=index)
             return "server_crashed", msg
         if refused := proxy_outcome(self.proxy):
@@ -564,18 +414,13 @@ class CliSession:
         if self.proxy.limit_hit.is_set():  # the proxy refused a call past max_turns
             return "max_turns", None
         if run.timed_out:
-            return "timed_out", f"step {index} ran past max_seconds; {self.name} was stopped"
+            return "timed_out", f"step {index} ran past max_seconds; {self.kind} was stopped"
         return self.end_outcome(run, s, index, statuses or [])
-
-    def harness_failed(self, index: int, msg: str) -> tuple[str, str]:
-        self.ctx.rec.error("harness_error", msg, step=index)
-        return "harness_failed", msg
 
     def exited(self, run: ProcessRun, index: int, without: str) -> tuple[str, str]:
         """harness_failed: the CLI ended the step without what ends one (`without`)."""
-        return self.harness_failed(
-            index, f"{self.name} exited {run.returncode} without {without}: {run.stderr[-2000:]}"
-        )
+        msg = f"{self.kind} exited {run.returncode} without {without}: {run.stderr[-2000:]}"
+        return harness_failed(self.ctx.rec, index, msg)
 
     def unreachable(self) -> str | None:
         return unreachable_detail(self.ctx, self.proxy)

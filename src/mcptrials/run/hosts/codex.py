@@ -1,10 +1,8 @@
-"""Host `codex`: the Codex CLI (`codex exec --json`, `exec resume ... <thread id>` from the second
-step) runs the agent loop; the harness records it (docs/hosts.md). Codex's own: its config.toml in
-a sandboxed CODEX_HOME (a Responses-API provider at the key proxy, the server under test
-`required`, the built-ins of `builtin_tools` and every other feature off), its argv (its own
-sandbox off: the whole CLI runs in ours) and the parsing of its items into the loop's records.
-Its events carry no time: latencies are from when the harness read them.
-"""
+"""Host `codex`: the Codex CLI (`codex exec --json`, then `exec resume <thread id>`) runs the agent
+loop (docs/hosts.md). Its own: its config.toml in a sandboxed CODEX_HOME (a Responses-API provider
+at the key proxy, the server `required`, `builtin_tools` and no other feature on), its argv (its
+sandbox off: the whole CLI runs in ours) and its items parsed. Its events carry no time: latencies
+are from when the harness read them."""
 
 from __future__ import annotations
 
@@ -13,9 +11,8 @@ import re
 from dataclasses import dataclass, field
 
 from mcptrials.run.hosts.cli import CRASHED, CliHost, CliSession, Stream, api_failure, call_record, cli_env
-from mcptrials.run.hosts.cli import content_text, latency, safe_name, usage_of
+from mcptrials.run.hosts.cli import content_text, harness_failed, latency, safe_name, usage_of
 
-KEY_ENV = "OPENAI_API_KEY"
 PROVIDER = "mcptrials"
 # builtin_tools names -> the [features] that turn each on (the schema lists the names)
 BUILTIN_FEATURES = {
@@ -76,7 +73,7 @@ def config_toml(
     tables[f"model_providers.{PROVIDER}"] = {
         "name": PROVIDER,
         "base_url": base_url,
-        "env_key": KEY_ENV,
+        "env_key": "OPENAI_API_KEY",  # holds the proxy's stand-in token, never the key
         "wire_api": "responses",
         "request_max_retries": max_retries,
         "stream_max_retries": max_retries,
@@ -96,15 +93,13 @@ class StepStream(Stream):
     thread_id: str | None = None
     tokens: dict | None = None  # turn.completed's usage
     failed: str | None = None  # turn.failed's message
-    errors: list = field(default_factory=list)  # top-level `error` events (retries, the failure)
     warnings: list = field(default_factory=list)  # error items: Codex's non-fatal notes
 
     def usage(self):
         u = self.tokens or {}
         cached, written = u.get("cached_input_tokens") or 0, u.get("cache_write_input_tokens") or 0
-        return usage_of(
-            max(0, (u.get("input_tokens") or 0) - cached - written), u.get("output_tokens"), written, cached
-        )
+        uncached = max(0, (u.get("input_tokens") or 0) - cached - written)
+        return usage_of(uncached, u.get("output_tokens"), written, cached)
 
 
 def result_text(item: dict) -> tuple[str, bool]:
@@ -139,10 +134,9 @@ def call_of(item: dict, step: int, turn: int, t0: float | None, t1: float | None
 
 
 def parse_stream(events: list[dict], step: int) -> StepStream:
-    """Items in the order they finished: agent messages, then the calls they asked for (an
-    assistant group), then the calls' results (a user turn); a message after results starts the
-    next group. Codex does not say which model call asked for which call item, so calls in a row
-    count as one group."""
+    """Items in the order they finished, in groups (a model call each, as far as is known: Codex
+    does not say which call asked for which item): agent messages, then the calls they asked for,
+    whose results close the group."""
     s = StepStream()
     started: dict[str, tuple[float | None, dict]] = {}  # item id -> (when, the item) until it completes
     for ev in events:
@@ -153,52 +147,43 @@ def parse_stream(events: list[dict], step: int) -> StepStream:
             s.tokens = ev.get("usage") or {}
         elif kind == "turn.failed":
             s.failed = str((ev.get("error") or {}).get("message") or "turn failed")
-        elif kind == "error":
-            s.errors.append(str(ev.get("message")))
-        elif kind == "item.started":
+        elif kind == "item.started" and item.get("type") in CALL_ITEMS:
             started[item.get("id")] = (ev.get("_received"), item)
         elif kind == "item.completed" and item.get("type") == "error":
             s.warnings.append(str(item.get("message")))
         elif kind == "item.completed" and item.get("type") == "agent_message":
-            after_results = s.messages and s.messages[-1]["role"] == "user"
-            s.say(
-                s.turn(len(s.replies) + 1) if after_results or not s.replies else len(s.replies), item.get("text") or ""
-            )
+            next_call = not s.replies or s.messages[-1]["role"] == "user"  # a message after results
+            s.say(s.turn(len(s.replies) + 1 if next_call else len(s.replies)), item.get("text") or "")
         elif kind == "item.completed" and item.get("type") in CALL_ITEMS:
             t0 = started.pop(item.get("id"), (None, None))[0]
             s.call(call_of(item, step, len(s.replies) or s.turn(1), t0, ev.get("_received")))
     # calls started and never completed (the CLI stopped, killed or timed out mid-call): recorded
     last = next((e["_received"] for e in reversed(events) if e.get("_received") is not None), None)
     for t0, item in started.values():
-        if item.get("type") in CALL_ITEMS:
-            s.call(call_of(item, step, len(s.replies) or s.turn(1), t0, last), answered=False)
+        s.call(call_of(item, step, len(s.replies) or s.turn(1), t0, last), answered=False)
     return s
 
 
 def step_outcome(
     s: StepStream, rec, index: int, statuses: list[int] | None = None, unreachable: str | None = None
 ) -> tuple[str, str | None]:
-    """The outcome of a step that ran to its end: turn.failed -> budget_exceeded for a reply cut
-    at max_output_tokens, else api_failed (Codex fails a turn on the model API's errors, after its
-    retries; `statuses`, the proxy's, give the HTTP status; said as `unreachable` when the key proxy
-    could not reach the API); a server connection that closed -> server_crashed; turn.completed ->
-    completed; neither -> harness_failed."""
+    """A step that ran to its end: turn.failed -> budget_exceeded for a reply cut at its cap, else
+    api_failed (Codex's retries spent; HTTP status from the proxy's `statuses`); a server connection
+    that closed -> server_crashed; else completed."""
     if s.failed is not None:
         if (m := INCOMPLETE_RE.search(s.failed)) and m.group(1) == "max_output_tokens":
             return "budget_exceeded", f"codex: {s.failed}"
         return api_failure(rec, index, s.failed[:300], statuses or [], unreachable)
     if any(c["error_code"] == -32000 for c in s.calls):
         return CRASHED
-    if s.tokens is None:
-        msg = f"codex ended the step without turn.completed or turn.failed: {'; '.join(s.errors)[:500]}"
-        rec.error("harness_error", msg, step=index)
-        return "harness_failed", msg
     return "completed", None
 
 
 @dataclass
 class _Session(CliSession):
-    name, stamp = "codex", True
+    kind, package, bin_name, label, stamp = "codex", "@openai/codex", "codex", "Codex", True
+    api = "OpenAI Responses API, through the key proxy"
+    reply_field = "max_output_tokens"  # the reply cap on every request: Codex has no option for it
 
     def configure(self, entry: dict | None) -> None:
         ctx, tool = self.ctx, self.ctx.tool
@@ -230,7 +215,7 @@ class _Session(CliSession):
             HOME=home,
             CODEX_HOME=f"{home}/.codex",
             TMPDIR=str(self.ctx.sandbox.tmp),
-            **{KEY_ENV: self.proxy.token},  # the proxy's stand-in token, never the key
+            OPENAI_API_KEY=self.proxy.token,
             NO_COLOR="1",
             RUST_LOG="error,codex_rmcp_client=info",
         )
@@ -258,14 +243,8 @@ class _Session(CliSession):
             return self.exited(run, index, "a turn result")
         outcome = step_outcome(s, self.ctx.rec, index, statuses, self.unreachable())
         if outcome[0] == "completed" and not s.thread_id:
-            return self.harness_failed(index, "codex reported no thread id")
+            return harness_failed(self.ctx.rec, index, "codex reported no thread id")
         return outcome
 
 
-class CodexHost(CliHost):
-    kind, package, bin_name, label, session = "codex", "@openai/codex", "codex", "Codex", _Session
-    api = "OpenAI Responses API, through the key proxy"
-    reply_field = "max_output_tokens"  # the reply cap on every request: Codex has no option for it
-
-
-HOST = CodexHost()
+HOST = CliHost(_Session)

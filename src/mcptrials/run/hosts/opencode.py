@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from mcptrials.run.hosts.cli import CRASHED, CliHost, CliSession, Stream, api_failure, call_record, cli_env
-from mcptrials.run.hosts.cli import safe_name, usage_of
+from mcptrials.run.hosts.cli import harness_failed, safe_name, usage_of
 
 PROVIDER = "mcptrials"
 # Opencode's built-in tools (1.18.33) -> the permission that offers it: builtin_tools allows
@@ -151,9 +151,7 @@ def step_outcome(
     if any(c["error_code"] == -32000 for c in s.calls):
         return CRASHED
     if not s.finishes:
-        msg = "opencode ended the step without a finished model call"
-        rec.error("harness_error", msg, step=index)
-        return "harness_failed", msg
+        return harness_failed(rec, index, "opencode ended the step without a finished model call")
     if s.finishes[-1].get("reason") == "length":
         return "budget_exceeded", "opencode: the reply reached its output cap"
     return "completed", None
@@ -161,7 +159,8 @@ def step_outcome(
 
 @dataclass
 class _Session(CliSession):
-    name = "opencode"
+    kind, package, bin_name, label = "opencode", "opencode-ai", "opencode", "Opencode"
+    api = "OpenAI Chat Completions, through the key proxy"
 
     def configure(self, entry: dict | None) -> None:
         ctx, server = self.ctx, None
@@ -211,9 +210,4 @@ class _Session(CliSession):
         return step_outcome(s, self.ctx.rec, index, statuses, gave_up, self.unreachable())
 
 
-class OpencodeHost(CliHost):
-    kind, package, bin_name, label, session = "opencode", "opencode-ai", "opencode", "Opencode", _Session
-    api = "OpenAI Chat Completions, through the key proxy"
-
-
-HOST = OpencodeHost()
+HOST = CliHost(_Session)
