@@ -81,11 +81,22 @@ class StepStream(Stream):
     api_retries: int = 0
     msg_usage: dict = field(default_factory=dict)  # message id -> usage (when no result event came)
 
-    def final(self) -> int | None:  # the last reply that asked for no tool
-        return max((i for i, (_, has_tool) in enumerate(self.replies) if not has_tool), default=None)
-
     def show(self, arguments) -> str:
         return str(arguments)
+
+    def answer(self, outcome: str, relative) -> tuple[str, str]:
+        """The `result` text of a completed step; of a step stopped at its budget, that text or
+        else the prose of its last reply that has any (the partial answer)."""
+        if outcome not in ("completed", "budget_exceeded"):
+            return "", ""
+        text = (self.result or {}).get("result") or ""
+        if outcome == "budget_exceeded" and not text.strip():
+            replies = ("\n\n".join(x for x in texts if x) for texts, _ in reversed(self.replies))
+            text = next((j for j in replies if j.strip()), "")
+        return split_feedback(relative(text))
+
+
+step_answer = StepStream.answer  # (s, outcome, relative), as run.recorded calls it
 
 
 def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | None = None) -> StepStream:
@@ -157,19 +168,6 @@ def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative
     return srec
 
 
-def step_answer(s: StepStream, outcome: str, relative) -> tuple[str, str]:
-    """(answer_text, feedback) of a step: the `result` text of a completed step; of a step
-    stopped at its budget, that text or else the prose of its last reply that has any (the
-    partial answer); nothing for any other outcome. Feedback split off as in the loop."""
-    if outcome not in ("completed", "budget_exceeded"):
-        return "", ""
-    text = (s.result or {}).get("result") or ""
-    if outcome == "budget_exceeded" and not text.strip():
-        replies = ("\n\n".join(x for x in texts if x) for texts, _ in reversed(s.replies))
-        text = next((j for j in replies if j.strip()), "")
-    return split_feedback(relative(text))
-
-
 def result_outcome(s: StepStream, rec, index: int, unreachable: str | None = None) -> tuple[str, str | None]:
     """The outcome of a step from its `result` event: its subtype, an API error after retries (said
     as `unreachable` when the proxy could not reach the API: Claude Code would blame the proxy, its
@@ -195,11 +193,8 @@ def result_outcome(s: StepStream, rec, index: int, unreachable: str | None = Non
 class _Session(CliSession):
     kind, package, bin_name, label = "claude-code", "@anthropic-ai/claude-code", "claude", "Claude Code"
     api, auth, keeps_max_turns = "through the key proxy", "x-api-key", True
+    session_id: str | None = field(default_factory=lambda: str(uuid.uuid4()))  # ours: one per trial
     mcp_file: Path | None = None
-
-    def start(self) -> dict:
-        self.session_id = str(uuid.uuid4())
-        return {"host_session_id": self.session_id}
 
     def configure(self, entry: dict | None) -> None:
         if entry:
@@ -260,23 +255,19 @@ class _Session(CliSession):
             return self.exited(run, index, "a result event")
         return result_outcome(s, self.ctx.rec, index, self.unreachable())
 
-    def answer(self, s, outcome: str) -> tuple[str, str]:
-        return step_answer(s, outcome, self.ctx.sandbox.relative)
-
     def finish(self) -> None:
         """run_meta's server fields from Claude Code's MCP logs: start-up time, protocol, last lines."""
-        lines, startup, protocol = [], None, None
+        lines = []
         for f in sorted(glob.glob(f"{self.host_home}/.cache/claude-cli-nodejs/*/mcp-logs-*/*.jsonl")):
             with contextlib.suppress(OSError):
                 for raw in open(f, errors="replace"):
                     with contextlib.suppress(ValueError):
                         d = json.loads(raw)
-                        lines.append(msg := str(d.get("debug") or d.get("error") or d.get("info") or d))
-                        if (m := re.search(r"Successfully connected .*? in (\d+)ms", msg)) and startup is None:
-                            startup = int(m.group(1)) / 1000
-                        if (m := re.search(r'"negotiatedProtocolVersion":"([^"]+)"', msg)) and protocol is None:
-                            protocol = m.group(1)
-        self.ctx.meta["server_startup_seconds"], self.ctx.meta["server_protocol_version"] = startup, protocol
+                        lines.append(str(d.get("debug") or d.get("error") or d.get("info") or d))
+        startup = re.search(r"Successfully connected .*? in (\d+)ms", text := "\n".join(lines))
+        protocol = re.search(r'"negotiatedProtocolVersion":"([^"]+)"', text)
+        self.ctx.meta["server_startup_seconds"] = int(startup.group(1)) / 1000 if startup else None
+        self.ctx.meta["server_protocol_version"] = protocol.group(1) if protocol else None
         self.ctx.meta["server_stderr_tail"] = "\n".join(lines[-30:])
 
 

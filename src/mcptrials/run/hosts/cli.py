@@ -134,11 +134,19 @@ class Stream:
     def usage(self) -> Usage:  # hook: the tokens of the step, as the CLI counts them
         raise NotImplementedError
 
-    def final(self) -> int | None:  # hook: the reply that is the answer (the rest is reasoning)
-        return len(self.replies) - 1 if final_text(self) else None
+    def final(self) -> int | None:  # the reply that is the answer (the rest is reasoning): the last with no tool call
+        return max((i for i, (_, has_tool) in enumerate(self.replies) if not has_tool), default=None)
 
     def show(self, arguments) -> str:  # hook: a call's arguments in the audit text
         return json.dumps(arguments)
+
+    def answer(self, outcome: str, relative) -> tuple[str, str]:
+        """Hook: (answer_text, feedback): the final text of a completed step, or the partial
+        answer of one stopped at its budget (its last text); feedback split off as in the loop."""
+        if outcome not in ("completed", "budget_exceeded"):
+            return "", ""
+        texts = [x for texts, _ in self.replies for x in texts if x]
+        return split_feedback(relative(final_text(self) if outcome == "completed" else texts[-1] if texts else ""))
 
 
 def tool_result(c: dict) -> dict:
@@ -307,7 +315,7 @@ class CliSession:
     keeps_max_turns = False  # hook: True when the CLI stops at max_turns itself (else the proxy does)
 
     def start(self) -> dict:  # hook: run_meta fields known before the first step
-        return {}
+        return {"host_session_id": self.session_id} if self.session_id else {}
 
     def configure(self, entry: dict | None) -> None:  # hook: write the CLI's config, with the server's entry
         pass
@@ -326,15 +334,6 @@ class CliSession:
 
     def on_log(self, line: str) -> None:  # hook: a line of the CLI's log (a failed server: failed_servers)
         pass
-
-    def answer(self, s, outcome: str) -> tuple[str, str]:
-        """Hook: (answer_text, feedback): the final text of a completed step, or the partial
-        answer of one stopped at its budget (its last text); feedback split off as in the loop."""
-        if outcome not in ("completed", "budget_exceeded"):
-            return "", ""
-        texts = [x for texts, _ in s.replies for x in texts if x]
-        text = final_text(s) if outcome == "completed" else texts[-1] if texts else ""
-        return split_feedback(self.ctx.sandbox.relative(text))
 
     def record(self, s, index: int, step: dict, prompt: str, wall: float, statuses: list[int]) -> dict:
         """Hook: the step into ctx.rec, with the CLI's usage; the step record."""
@@ -396,7 +395,7 @@ class CliSession:
         srec = self.record(s, index, step, prompt, run.seconds, statuses)
         outcome, detail = self._outcome(run, s, index, statuses)
         srec["outcome"] = outcome
-        srec["answer_text"], feedback = self.answer(s, outcome)
+        srec["answer_text"], feedback = s.answer(outcome, ctx.sandbox.relative)
         ctx.rec.feedback = feedback or ctx.rec.feedback
         ctx.rec.steps.append(srec)
         srec["state_check"] = ctx.state_check(step)
