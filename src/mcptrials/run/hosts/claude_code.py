@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from mcptrials.run.hosts.cli import CRASHED, CliHost, CliSession, Stream, call_record, cli_env, content_text
+from mcptrials.run.hosts.cli import CRASHED, CliHost, CliSession, Stream, call_record, content_text
 from mcptrials.run.hosts.cli import harness_failed, latency, record_step as base_record_step, safe_name, usage_of
 from mcptrials.run.trial import split_feedback
 
@@ -84,6 +84,26 @@ class StepStream(Stream):
     def show(self, arguments) -> str:
         return str(arguments)
 
+    def add_to(self, rec, meta: dict) -> None:
+        """Claude Code's retries, usage with cache fields and own cost; its permission denials and
+        version into `meta`."""
+        rec.retries += self.api_retries
+        r, by_model = self.result or {}, (self.result or {}).get("modelUsage")
+        if isinstance(by_model, dict) and by_model:
+            # Claude Code's own count over the (resumed) session and every model it called: this
+            # step's share is what it adds to the steps before (its `usage` can leave calls out)
+            totals = [sum(x.get(k) or 0 for x in by_model.values() if isinstance(x, dict)) for k in SESSION_FIELDS]
+            rec.usage.add(usage_of(*(max(0, n - getattr(rec.usage, k)) for n, k in zip(totals, USAGE_FIELDS))))
+        else:  # no modelUsage: the result's usage, or (no result event) the replies' own, partial
+            for x in [r["usage"]] if r.get("usage") else list(self.msg_usage.values()):
+                rec.usage.add(usage_of(*(x.get(k) for k in USAGE_FIELDS)))
+        if r.get("total_cost_usd") is not None:  # cumulative over the resumed session (2.1.328)
+            rec.extra_usage["host_cost_usd"] = max(rec.extra_usage.get("host_cost_usd") or 0.0, r["total_cost_usd"])
+        if r.get("permission_denials"):
+            meta.setdefault("host_permission_denials", []).extend(r["permission_denials"])
+        if self.init and not meta.get("host_reported_version"):
+            meta["host_reported_version"] = self.init.get("claude_code_version")
+
     def answer(self, outcome: str, relative) -> tuple[str, str]:
         """The `result` text of a completed step; of a step stopped at its budget, that text or
         else the prose of its last reply that has any (the partial answer)."""
@@ -146,25 +166,9 @@ def _call_record(call: dict, text: str, is_error: bool, t0, t1, tool_names: dict
 
 
 def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative, meta: dict, wall: float) -> dict:
-    """hosts.cli.record_step, with Claude Code's retries, usage with cache fields, its own cost,
-    and its permission denials and version into `meta`."""
+    """hosts.cli.record_step with Claude Code's own counts (StepStream.add_to), as run.recorded calls it."""
     srec = base_record_step(rec, s, index, name, prompt, relative, wall, None)
-    rec.retries += s.api_retries
-    r, by_model = s.result or {}, (s.result or {}).get("modelUsage")
-    if isinstance(by_model, dict) and by_model:
-        # Claude Code's own count over the (resumed) session and every model it called: this
-        # step's share is what it adds to the steps before (its `usage` can leave calls out)
-        totals = [sum(x.get(k) or 0 for x in by_model.values() if isinstance(x, dict)) for k in SESSION_FIELDS]
-        rec.usage.add(usage_of(*(max(0, n - getattr(rec.usage, k)) for n, k in zip(totals, USAGE_FIELDS))))
-    else:  # no modelUsage: the result's usage, or (no result event) the replies' own, partial
-        for x in [r["usage"]] if r.get("usage") else list(s.msg_usage.values()):
-            rec.usage.add(usage_of(*(x.get(k) for k in USAGE_FIELDS)))
-    if r.get("total_cost_usd") is not None:  # cumulative over the resumed session (2.1.328)
-        rec.extra_usage["host_cost_usd"] = max(rec.extra_usage.get("host_cost_usd") or 0.0, r["total_cost_usd"])
-    if r.get("permission_denials"):
-        meta.setdefault("host_permission_denials", []).extend(r["permission_denials"])
-    if s.init and not meta.get("host_reported_version"):
-        meta["host_reported_version"] = s.init.get("claude_code_version")
+    s.add_to(rec, meta)
     return srec
 
 
@@ -192,7 +196,7 @@ def result_outcome(s: StepStream, rec, index: int, unreachable: str | None = Non
 @dataclass
 class _Session(CliSession):
     kind, package, bin_name, label = "claude-code", "@anthropic-ai/claude-code", "claude", "Claude Code"
-    api, auth, keeps_max_turns = "through the key proxy", "x-api-key", True
+    api, auth, key_env, keeps_max_turns = "through the key proxy", "x-api-key", "ANTHROPIC_API_KEY", True
     session_id: str | None = field(default_factory=lambda: str(uuid.uuid4()))  # ours: one per trial
     mcp_file: Path | None = None
 
@@ -220,10 +224,7 @@ class _Session(CliSession):
             bare=host.bare,
             extra_args=list(host.extra_args),
         )
-        env = cli_env(
-            HOME=str(self.host_home),
-            TMPDIR=str(ctx.sandbox.tmp),
-            ANTHROPIC_API_KEY=self.proxy.token,
+        env = self.env(
             DISABLE_TELEMETRY="1",
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
             DISABLE_AUTOUPDATER="1",
@@ -245,10 +246,6 @@ class _Session(CliSession):
     def parse(self, run, index: int) -> StepStream:
         tools = (self.ctx.snapshot or {}).get("tools") or []
         return parse_stream(run.events, index, server_tool_names(self.ctx.tool.name, tools))
-
-    def record(self, s, index, step, prompt, wall, statuses) -> dict:
-        ctx = self.ctx
-        return record_step(ctx.rec, s, index, step["name"], prompt, ctx.sandbox.relative, ctx.meta, wall)
 
     def end_outcome(self, run, s, index, statuses) -> tuple[str, str | None]:
         if s.result is None:

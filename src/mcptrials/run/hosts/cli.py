@@ -48,11 +48,6 @@ def server_entry(ctx, stack) -> tuple[dict | None, str | None]:
         return None, msg
 
 
-def cli_env(**env: str) -> dict[str, str]:
-    """A CLI's whole environment: nothing of ours leaks in but PATH and the locale."""
-    return {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL") if k in os.environ} | env
-
-
 def safe_name(name: str) -> str:
     """A server's or tool's name as the CLIs spell it in theirs (mcp__<server>__<tool>, ...)."""
     return re.sub(r"[^a-zA-Z0-9_-]", "_", name)
@@ -131,7 +126,7 @@ class Stream:
         self.put_result(call["turn"], tool_result(call))
         self.calls.append(call)
 
-    def usage(self) -> Usage:  # hook: the tokens of the step, as the CLI counts them
+    def add_to(self, rec, meta: dict) -> None:  # hook: what the CLI counts itself (its tokens) into the record
         raise NotImplementedError
 
     def final(self) -> int | None:  # the reply that is the answer (the rest is reasoning): the last with no tool call
@@ -308,11 +303,12 @@ class CliSession:
     label: ClassVar[str]  # the CLI's name in messages
     api: ClassVar[str]  # run_meta's host_api: what it speaks
     auth: ClassVar[str] = "bearer"  # how the key proxy sends the key upstream
+    key_env: ClassVar[str] = "OPENAI_API_KEY"  # where the CLI reads its key (the proxy's stand-in token)
     reply_field: ClassVar[str | None] = (
         None  # the request field the proxy sets to the reply cap (for a CLI with no option)
     )
     stamp = False  # hook: True when the CLI's events carry no time (stamped as read)
-    keeps_max_turns = False  # hook: True when the CLI stops at max_turns itself (else the proxy does)
+    keeps_max_turns = False  # hook: True when the CLI keeps max_turns and counts its calls itself (else the proxy)
 
     def start(self) -> dict:  # hook: run_meta fields known before the first step
         return {"host_session_id": self.session_id} if self.session_id else {}
@@ -334,13 +330,6 @@ class CliSession:
 
     def on_log(self, line: str) -> None:  # hook: a line of the CLI's log (a failed server: failed_servers)
         pass
-
-    def record(self, s, index: int, step: dict, prompt: str, wall: float, statuses: list[int]) -> dict:
-        """Hook: the step into ctx.rec, with the CLI's usage; the step record."""
-        ctx = self.ctx
-        srec = record_step(ctx.rec, s, index, step["name"], prompt, ctx.sandbox.relative, wall, self.turns(statuses))
-        ctx.rec.usage.add(s.usage())
-        return srec
 
     def finish(self) -> None:  # hook: run_meta fields read after the last step (the CLI's logs)
         pass
@@ -392,7 +381,9 @@ class CliSession:
         """The step's run into the trial's record: its conversation, outcome, answer and state."""
         ctx = self.ctx
         s = self.parse(run, index)
-        srec = self.record(s, index, step, prompt, run.seconds, statuses)
+        turns = None if self.keeps_max_turns else self.turns(statuses)
+        srec = record_step(ctx.rec, s, index, step["name"], prompt, ctx.sandbox.relative, run.seconds, turns)
+        s.add_to(ctx.rec, ctx.meta)
         outcome, detail = self._outcome(run, s, index, statuses)
         srec["outcome"] = outcome
         srec["answer_text"], feedback = s.answer(outcome, ctx.sandbox.relative)
@@ -428,6 +419,16 @@ class CliSession:
         """The step's failed calls counted as retries; returns its successful ones (the turns)."""
         self.ctx.rec.retries += sum(1 for x in statuses if not 200 <= x < 300)
         return sum(1 for x in statuses if 200 <= x < 300)
+
+    def env(self, **more: str) -> dict[str, str]:
+        """The CLI's whole environment: PATH and the locale, its HOME, TMPDIR and the proxy's
+        stand-in token in its key variable, and `more`; nothing else of ours leaks in."""
+        ours = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL") if k in os.environ}
+        return (
+            ours
+            | {"HOME": str(self.host_home), "TMPDIR": str(self.ctx.sandbox.tmp), self.key_env: self.proxy.token}
+            | more
+        )
 
     def keep_log(self, lines: list[str]) -> None:
         """run_meta's server_stderr_tail: the last 30 lines about the server, over the steps."""

@@ -10,7 +10,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from mcptrials.run.hosts.cli import CRASHED, CliHost, CliSession, Stream, api_failure, call_record, cli_env
+from mcptrials.run.hosts.cli import CRASHED, CliHost, CliSession, Stream, api_failure, call_record
 from mcptrials.run.hosts.cli import content_text, harness_failed, latency, safe_name, usage_of
 
 PROVIDER = "mcptrials"
@@ -95,11 +95,13 @@ class StepStream(Stream):
     failed: str | None = None  # turn.failed's message
     warnings: list = field(default_factory=list)  # error items: Codex's non-fatal notes
 
-    def usage(self):
+    def add_to(self, rec, meta: dict) -> None:  # turn.completed's usage, and Codex's warnings
         u = self.tokens or {}
         cached, written = u.get("cached_input_tokens") or 0, u.get("cache_write_input_tokens") or 0
         uncached = max(0, (u.get("input_tokens") or 0) - cached - written)
-        return usage_of(uncached, u.get("output_tokens"), written, cached)
+        rec.usage.add(usage_of(uncached, u.get("output_tokens"), written, cached))
+        if self.warnings:
+            meta.setdefault("host_warnings", []).extend(w for w in self.warnings if w not in meta["host_warnings"])
 
 
 def result_text(item: dict) -> tuple[str, bool]:
@@ -211,14 +213,7 @@ class _Session(CliSession):
         argv = [self.binary, "exec", *(["resume"] if tid else []), "--json", "--skip-git-repo-check"]
         argv += ["--dangerously-bypass-approvals-and-sandbox", "-m", self.ctx.model.model, *self.ctx.host.extra_args]
         # RUST_LOG: Codex logs its MCP servers' stderr at info level; the run keeps its tail
-        env = cli_env(
-            HOME=home,
-            CODEX_HOME=f"{home}/.codex",
-            TMPDIR=str(self.ctx.sandbox.tmp),
-            OPENAI_API_KEY=self.proxy.token,
-            NO_COLOR="1",
-            RUST_LOG="error,codex_rmcp_client=info",
-        )
+        env = self.env(CODEX_HOME=f"{home}/.codex", NO_COLOR="1", RUST_LOG="error,codex_rmcp_client=info")
         return argv + ["--", *([tid] if tid else []), prompt], env  # after `--`: a prompt is never an option
 
     def on_log(self, line: str) -> None:
@@ -231,9 +226,6 @@ class _Session(CliSession):
         for c in s.calls:  # Codex cuts what the model sees at tool_output_token_limit; its items hold it all
             c["truncated"] = c["result_tokens_est"] > self.ctx.limits.max_result_tokens
         self.note_session(index, s.thread_id)
-        if s.warnings:
-            warned = self.ctx.meta.setdefault("host_warnings", [])
-            warned.extend(w for w in s.warnings if w not in warned)
         return s
 
     def end_outcome(self, run, s, index, statuses) -> tuple[str, str | None]:

@@ -11,7 +11,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from mcptrials.run.hosts.cli import CRASHED, CliHost, CliSession, Stream, api_failure, call_record, cli_env
+from mcptrials.run.hosts.cli import CRASHED, CliHost, CliSession, Stream, api_failure, call_record
 from mcptrials.run.hosts.cli import harness_failed, safe_name, usage_of
 
 PROVIDER = "mcptrials"
@@ -85,12 +85,10 @@ class StepStream(Stream):
     finishes: list = field(default_factory=list)  # step_finish parts, one per model call
     errors: list = field(default_factory=list)  # `error` events
 
-    def usage(self):
-        total = usage_of(0, 0, 0, 0)
+    def add_to(self, rec, meta: dict) -> None:  # the usage of the `step_finish` parts
         for t in (f.get("tokens") or {} for f in self.finishes):
             c = t.get("cache") or {}
-            total.add(usage_of(t.get("input"), t.get("output"), c.get("write"), c.get("read")))
-        return total
+            rec.usage.add(usage_of(t.get("input"), t.get("output"), c.get("write"), c.get("read")))
 
 
 def call_of(part: dict, step: int, turn: int, tool_names: dict[str, str], prefix: str | None) -> dict:
@@ -178,11 +176,8 @@ class _Session(CliSession):
         ctx, home, sid = self.ctx, str(self.host_home), self.session_id
         argv = [self.binary, "run", "--format", "json", "--print-logs", "--log-level", "INFO"]
         argv += ["-m", f"{PROVIDER}/{ctx.model.model}", *(["--session", sid] if sid else []), *ctx.host.extra_args]
-        env = cli_env(
-            HOME=home,
-            TMPDIR=str(ctx.sandbox.tmp),
+        env = self.env(
             OPENCODE_CONFIG=f"{home}/opencode.json",
-            OPENAI_API_KEY=self.proxy.token,
             **{f"XDG_{k.upper()}_HOME": f"{home}/{d}" for k, d in XDG.items()},
             **{f"OPENCODE_DISABLE_{k}": "1" for k in QUIET},
             **OFFLINE,
