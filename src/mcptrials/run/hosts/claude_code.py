@@ -202,9 +202,9 @@ class _Session(CliSession):
 
     def configure(self, entry: dict | None) -> None:
         if entry:
-            self.mcp_file = self.ctx.sandbox.root / "mcp-config.json"
-            self.mcp_file.write_text(json.dumps({"mcpServers": {self.ctx.tool.name: entry}}, indent=1))
-            self.read_only.append(self.mcp_file)
+            self.mcp_file = f = self.ctx.sandbox.root / "mcp-config.json"
+            f.write_text(json.dumps({"mcpServers": {self.ctx.tool.name: entry}}, indent=1))
+            self.read_only.append(f)
 
     def command(self, index: int, prompt: str) -> tuple[list[str], dict]:
         ctx, mcp_file = self.ctx, str(self.mcp_file) if self.mcp_file else None
@@ -214,7 +214,7 @@ class _Session(CliSession):
             self.binary,
             prompt,
             model=model.model,
-            session_id=self.session_id,
+            session_id=self.session_id or "",
             resume=index > 0,
             max_turns=lim.max_turns,
             builtins=builtins,

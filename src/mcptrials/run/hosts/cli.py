@@ -304,9 +304,7 @@ class CliSession:
     api: ClassVar[str]  # run_meta's host_api: what it speaks
     auth: ClassVar[str] = "bearer"  # how the key proxy sends the key upstream
     key_env: ClassVar[str] = "OPENAI_API_KEY"  # where the CLI reads its key (the proxy's stand-in token)
-    reply_field: ClassVar[str | None] = (
-        None  # the request field the proxy sets to the reply cap (for a CLI with no option)
-    )
+    reply_field: ClassVar[str | None] = None  # the request field the proxy sets to the reply cap
     stamp = False  # hook: True when the CLI's events carry no time (stamped as read)
     keeps_max_turns = False  # hook: True when the CLI keeps max_turns and counts its calls itself (else the proxy)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from mcptrials.run.hosts.cli import CRASHED, CliHost, CliSession, Stream, api_failure, call_record
 from mcptrials.run.hosts.cli import content_text, harness_failed, latency, safe_name, usage_of
@@ -58,7 +59,7 @@ def config_toml(
     server: tuple[str, dict] | None,
 ) -> str:
     """The trial's config.toml: top-level keys, then one table per section."""
-    top = {
+    top: dict[str, Any] = {
         "model": model,
         "model_provider": PROVIDER,
         "developer_instructions": system,
@@ -66,10 +67,13 @@ def config_toml(
         "approval_policy": "never",
         "check_for_update_on_startup": False,
         "tool_output_token_limit": max_result_tokens,
-    } | ({"project_doc_max_bytes": 0} if bare else {})
+    }
+    if bare:
+        top["project_doc_max_bytes"] = 0
     features = {f: name in builtins for name, fs in BUILTIN_FEATURES.items() for f in fs}
     features |= dict.fromkeys(OFF_FEATURES, False)
-    tables = {"analytics": {"enabled": False}, "agents": {"enabled": False}, "features": features}
+    tables: dict[str, dict[str, Any]] = {"analytics": {"enabled": False}, "agents": {"enabled": False}}
+    tables["features"] = features
     tables[f"model_providers.{PROVIDER}"] = {
         "name": PROVIDER,
         "base_url": base_url,
@@ -140,7 +144,7 @@ def parse_stream(events: list[dict], step: int) -> StepStream:
     does not say which call asked for which item): agent messages, then the calls they asked for,
     whose results close the group."""
     s = StepStream()
-    started: dict[str, tuple[float | None, dict]] = {}  # item id -> (when, the item) until it completes
+    started: dict[Any, tuple[float | None, dict]] = {}  # item id -> (when, the item) until it completes
     for ev in events:
         kind, item = ev.get("type"), ev.get("item") or {}
         if kind == "thread.started":
@@ -157,7 +161,7 @@ def parse_stream(events: list[dict], step: int) -> StepStream:
             next_call = not s.replies or s.messages[-1]["role"] == "user"  # a message after results
             s.say(s.turn(len(s.replies) + 1 if next_call else len(s.replies)), item.get("text") or "")
         elif kind == "item.completed" and item.get("type") in CALL_ITEMS:
-            t0 = started.pop(item.get("id"), (None, None))[0]
+            t0 = started.pop(item.get("id"), (None, {}))[0]
             s.call(call_of(item, step, len(s.replies) or s.turn(1), t0, ev.get("_received")))
     # calls started and never completed (the CLI stopped, killed or timed out mid-call): recorded
     last = next((e["_received"] for e in reversed(events) if e.get("_received") is not None), None)

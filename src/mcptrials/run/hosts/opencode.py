@@ -140,7 +140,8 @@ def step_outcome(
     cap (`length`) -> budget_exceeded; else completed."""
     if s.errors or gave_up:
         err = s.errors[-1] if s.errors else {}
-        data = err.get("data") if isinstance(err, dict) and isinstance(err.get("data"), dict) else {}
+        data = err.get("data") if isinstance(err, dict) else None
+        data = data if isinstance(data, dict) else {}
         bad = [x for x in statuses or [] if not 200 <= x < 300]
         text = data.get("message") or (
             json.dumps(err)[:300] if err else f"the model API failed {len(bad)} times in a row"

@@ -8,9 +8,9 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 import time
 from dataclasses import dataclass
+from subprocess import DEVNULL, PIPE
 
 STREAM_LIMIT = 1 << 26  # one JSON line can hold a whole tool result
 
@@ -32,28 +32,23 @@ async def run_process(
     so does `stop_when()` (polled: e.g. the key proxy's turn limit, or a failed server that the
     CLI's log reported to `on_log(line)`). With `stamp`, each event gets `_received` (epoch
     seconds), for a CLI whose events carry no time."""
-    t0, pipe = time.monotonic(), subprocess.PIPE
+    t0 = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=subprocess.DEVNULL,
-        stdout=pipe,
-        stderr=pipe,
-        env=env,
-        cwd=cwd,
-        start_new_session=True,
-        limit=STREAM_LIMIT,
+        *argv, stdin=DEVNULL, stdout=PIPE, stderr=PIPE, env=env, cwd=cwd, start_new_session=True, limit=STREAM_LIMIT
     )
+    stdout, stderr = proc.stdout, proc.stderr
+    assert stdout is not None and stderr is not None  # both piped
     events: list[dict] = []
     err: list[bytes] = []
 
     async def read_err() -> None:
-        async for line in proc.stderr:
+        async for line in stderr:
             err.append(line)
             if on_log:
                 on_log(line.decode(errors="replace"))
 
     async def read() -> bool:
-        async for line in proc.stdout:
+        async for line in stdout:
             try:
                 ev = json.loads(line)
             except ValueError:
@@ -76,7 +71,7 @@ async def run_process(
     try:
         async with asyncio.timeout(timeout):
             done, _ = await asyncio.wait({reader, watcher}, return_when=asyncio.FIRST_COMPLETED)
-            stopped = reader not in done or reader.result()
+            stopped = reader not in done or bool(reader.result())
     except TimeoutError:
         timed_out = True
     finally:
@@ -86,8 +81,14 @@ async def run_process(
             await kill_group(proc)
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(err_task, 5)  # a grandchild may hold stderr open
-    stderr = b"".join(err).decode(errors="replace")
-    return ProcessRun(events, stderr, proc.returncode, timed_out, stopped, round(time.monotonic() - t0, 3))
+    return ProcessRun(
+        events,
+        b"".join(err).decode(errors="replace"),
+        proc.returncode,
+        timed_out,
+        stopped,
+        round(time.monotonic() - t0, 3),
+    )
 
 
 async def kill_group(proc) -> None:
