@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from mcptrials.run.hosts.cli import CRASHED, CliHost, CliSession, Stream, call_record, content_text
-from mcptrials.run.hosts.cli import harness_failed, latency, record_step as base_record_step, safe_name, usage_of
+from mcptrials.run.hosts.cli import CliHost, CliSession
+from mcptrials.run.hosts.stream import CRASHED, Stream, call_record, content_text, harness_failed, latency, safe_name
+from mcptrials.run.hosts.stream import record_step as base_record_step, usage_of
 from mcptrials.run.trial import split_feedback
 
 # Claude Code's built-ins -> the loop's equivalent built-in (graders count grep/list_files as searches)

@@ -11,8 +11,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcptrials.run.hosts.cli import CRASHED, CliHost, CliSession, Stream, api_failure, call_record
-from mcptrials.run.hosts.cli import content_text, harness_failed, latency, safe_name, usage_of
+from mcptrials.run.hosts.cli import CliHost, CliSession
+from mcptrials.run.hosts.stream import CRASHED, Stream, api_failure, call_record, content_text, harness_failed, latency
+from mcptrials.run.hosts.stream import safe_name, usage_of
 
 PROVIDER = "mcptrials"
 # builtin_tools names -> the [features] that turn each on (the schema lists the names)

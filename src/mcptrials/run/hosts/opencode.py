@@ -11,8 +11,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from mcptrials.run.hosts.cli import CRASHED, CliHost, CliSession, Stream, api_failure, call_record
-from mcptrials.run.hosts.cli import harness_failed, safe_name, usage_of
+from mcptrials.run.hosts.cli import CliHost, CliSession
+from mcptrials.run.hosts.stream import CRASHED, Stream, api_failure, call_record, harness_failed, safe_name, usage_of
 
 PROVIDER = "mcptrials"
 # Opencode's built-in tools (1.18.33) -> the permission that offers it: builtin_tools allows
