@@ -1,8 +1,7 @@
-"""Host `claude-code`: the Claude Code CLI (`claude -p --output-format stream-json`, one session
-per trial: `--session-id`, then `--resume`) runs the agent loop (docs/hosts.md). Its own: its argv
-(the server its only MCP server, its tools allowed by name, our system prompt appended), its
-environment (limits, telemetry off) and its stream-json parsed (as mcptrials.run.recorded parses a
-recorded one). It keeps max_turns itself."""
+"""Host `claude-code`: the Claude Code CLI (`claude -p --output-format stream-json`; one session per
+trial, `--session-id` then `--resume`) runs the agent loop and keeps max_turns (docs/hosts.md). Its
+own: argv (the server its only MCP server, its tools allowed by name, our system prompt appended),
+environment (limits, telemetry off) and stream-json parser, which run.recorded also uses."""
 
 from __future__ import annotations
 
@@ -12,18 +11,21 @@ import json
 import re
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
+from mcptrials.matrix.specs import HostSpec
 from mcptrials.run.hosts.cli import CliHost, CliSession
 from mcptrials.run.hosts.stream import CRASHED, Stream, call_record, content_text, harness_failed, latency, safe_name
-from mcptrials.run.hosts.stream import record_step as base_record_step, usage_of
+from mcptrials.run.hosts.stream import event_time, usage_of
 from mcptrials.run.trial import split_feedback
 
 # Claude Code's built-ins -> the loop's equivalent built-in (graders count grep/list_files as searches)
 BUILTIN_EQUIVALENTS = {"Read": "read_file", "Grep": "grep", "Glob": "list_files", "LS": "list_files"}
 MCP_CODE_RE = re.compile(r"MCP error (-?\d+)")
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+# no telemetry, update checks or error reports from inside a trial
+QUIET = dict.fromkeys(["DISABLE_TELEMETRY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"], "1")
+QUIET |= dict.fromkeys(["DISABLE_AUTOUPDATER", "DISABLE_ERROR_REPORTING"], "1")
 SESSION_FIELDS = ("inputTokens", "outputTokens", "cacheCreationInputTokens", "cacheReadInputTokens")
 
 
@@ -45,17 +47,16 @@ def build_command(
     binary: str,
     prompt: str,
     *,
+    host: HostSpec,
     model: str,
     session_id: str,
     resume: bool,
     max_turns: int,
-    builtins: list[str],
     allowed: list[str],
     mcp_file: str | None,
     system_append: str,
-    bare: bool,
-    extra_args: list[str],
 ) -> list[str]:
+    builtins, bare, extra_args = list(host.builtin_tools or ()), host.bare, list(host.extra_args or ())
     argv = [binary, "-p", "--output-format", "stream-json", "--verbose", "--model", model]
     argv += ["--max-turns", str(max_turns), "--strict-mcp-config", "--setting-sources", "user"]
     argv += ["--tools", ",".join(builtins), "--append-system-prompt", system_append]
@@ -64,13 +65,6 @@ def build_command(
     argv += ["--allowedTools", ",".join(allowed)] if allowed else []
     # after `--`: a prompt is never read as an option, nor swallowed by a variadic one
     return [*argv, *(["--bare"] if bare else []), *extra_args, "--", prompt]
-
-
-def event_time(event: dict) -> float | None:
-    try:
-        return datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
-    except (KeyError, TypeError, ValueError):
-        return None
 
 
 @dataclass
@@ -117,13 +111,9 @@ class StepStream(Stream):
         return split_feedback(relative(text))
 
 
-step_answer = StepStream.answer  # (s, outcome, relative), as run.recorded calls it
-
-
 def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | None = None) -> StepStream:
-    """Group assistant events by message id (stream-json sends one content block per event),
-    pair each tool_use with its tool_result, keep init and result apart. `tool_names`:
-    see server_tool_names (a name not in it keeps Claude Code's spelling)."""
+    """Group assistant events by message id (stream-json sends one content block per event), pair each
+    tool_use with its tool_result, keep init and result apart. `tool_names`: see server_tool_names."""
     s, names = StepStream(), tool_names or {}
     pending: dict[str, tuple[dict, float | None]] = {}  # tool_use id -> (call, when) until answered
     for ev in events:
@@ -166,13 +156,6 @@ def _call_record(call: dict, text: str, is_error: bool, t0, t1, tool_names: dict
     return call_record(call, tool, source, text, is_error, latency(t0, t1), MCP_CODE_RE)
 
 
-def record_step(rec, s: StepStream, index: int, name: str, prompt: str, relative, meta: dict, wall: float) -> dict:
-    """hosts.cli.record_step with Claude Code's own counts (StepStream.add_to), as run.recorded calls it."""
-    srec = base_record_step(rec, s, index, name, prompt, relative, wall, None)
-    s.add_to(rec, meta)
-    return srec
-
-
 def result_outcome(s: StepStream, rec, index: int, unreachable: str | None = None) -> tuple[str, str | None]:
     """The outcome of a step from its `result` event: its subtype, an API error after retries (said
     as `unreachable` when the proxy could not reach the API: Claude Code would blame the proxy, its
@@ -210,26 +193,20 @@ class _Session(CliSession):
     def command(self, index: int, prompt: str) -> tuple[list[str], dict]:
         ctx, mcp_file = self.ctx, str(self.mcp_file) if self.mcp_file else None
         tool, model, host, lim = ctx.tool, ctx.model, ctx.host, ctx.limits
-        builtins = list(host.builtin_tools)
         argv = build_command(
             self.binary,
             prompt,
+            host=host,
             model=model.model,
             session_id=self.session_id or "",
             resume=index > 0,
             max_turns=lim.max_turns,
-            builtins=builtins,
-            allowed=allowed_tools(tool.name, ctx.snapshot, builtins, mcp_file is not None),
+            allowed=allowed_tools(tool.name, ctx.snapshot, list(host.builtin_tools or ()), mcp_file is not None),
             mcp_file=mcp_file,
             system_append=ctx.system_text,
-            bare=host.bare,
-            extra_args=list(host.extra_args),
         )
         env = self.env(
-            DISABLE_TELEMETRY="1",
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-            DISABLE_AUTOUPDATER="1",
-            DISABLE_ERROR_REPORTING="1",
+            **QUIET,
             CLAUDE_CODE_MAX_OUTPUT_TOKENS=str(ctx.reply_cap),
             MAX_MCP_OUTPUT_TOKENS=str(lim.max_result_tokens),
             CLAUDE_CODE_MAX_RETRIES=str(model.max_retries),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from mcptrials.providers.base import Usage
 from mcptrials.run.trial import CHARS_PER_TOKEN, split_feedback, unanswered_call
@@ -185,3 +186,10 @@ def api_failure(
     msg = unreachable or (f"{status}: {text}" if status else text)
     rec.error("api_error", msg, step=index, status=status, retries=max(0, len(bad) - 1))
     return "api_failed", msg
+
+
+def event_time(event: dict) -> float | None:
+    try:
+        return datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
+    except (KeyError, TypeError, ValueError):
+        return None
