@@ -43,6 +43,9 @@ wildcard_constraints:
     **wildcards(M),
 
 
+# A run in waves (trials: {min, max, until: decided}): workflow/rules/sequential.smk.
+SEQUENTIAL = M.sequential is not None
+
 # rule -> job key -> a hash of everything that rule's job depends on (mcptrials.dag.rerun).
 RERUN = rule_params(M)
 # The per-trial rules' one lookup each (mcptrials.dag.params): the rerun hash plus what the
@@ -134,6 +137,10 @@ if workflow.is_main_process:
         + plan_line(PLAN),
         file=sys.stderr,
     )
+    if SEQUENTIAL:
+        from mcptrials.dag.waves import waves_line
+
+        print(f"mcptrials {waves_line(M)}", file=sys.stderr)
     REFUSALS = refusals(M, plan=PLAN)
     for line in REFUSALS:
         print(f"mcptrials: warning: a real run refuses to start: {line}", file=sys.stderr)

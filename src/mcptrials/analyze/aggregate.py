@@ -70,6 +70,7 @@ from mcptrials.analyze.records_summary import (
     judge_noise,
     server_profile,
 )
+from mcptrials.analyze.sequential import ran_keys
 from mcptrials.analyze.tables import (
     INTERVAL_METHOD,
     VERDICT_METHOD,
@@ -100,7 +101,8 @@ from mcptrials.matrix.tools import BASELINE
 
 def aggregate(m: Matrix, runs) -> dict:
     """Read every trial of the matrix and compute the tables and the summary (no writing)."""
-    records = load_records(m, runs)
+    # a run in waves: the trials its waves ran (mcptrials.analyze.sequential), not every cell up to max
+    records = load_records(m, runs, cells=ran_keys(m, Path(runs).parent) if m.sequential else None)
     snapshots = Path(runs).parent / "snapshots"
     rows = [raw_row(r, m) for r in records]
     findings = add_patterns(rows, records, snapshots)  # row["patterns"]: {name: count}
