@@ -70,7 +70,7 @@ from mcptrials.analyze.records_summary import (
     judge_noise,
     server_profile,
 )
-from mcptrials.analyze.sequential import ran_keys
+from mcptrials.analyze.sequential import ran_keys, sequential_summary
 from mcptrials.analyze.tables import (
     INTERVAL_METHOD,
     VERDICT_METHOD,
@@ -142,7 +142,7 @@ def aggregate(m: Matrix, runs) -> dict:
     for r in tools:
         r["environment"] = environment_note(env, r["model"], r["tool"])
     labels = list(dict.fromkeys(trials["model"]))  # model, or model@host with several hosts
-    return {
+    out = {
         "schema": "mcptrials/summary/1",
         "identity": identity(m, records),
         "methods": {
@@ -176,6 +176,9 @@ def aggregate(m: Matrix, runs) -> dict:
         "feedback": feedback_table(records, rows, snapshots),
         "citation_composition": citation_composition(records),
     }
+    if m.sequential:  # a run in waves: why each tool stopped, and what was not spent
+        out["sequential"] = sequential_summary(m, Path(runs).parent)
+    return out
 
 
 def csv_cell(value) -> str:

@@ -273,3 +273,82 @@ def decide_wave(m: Matrix, results, model: str, wave: int) -> dict:
 
 def _state(entries: list[dict], host: str, tool: str) -> str:
     return next(e["state"] for e in entries if e["host"] == host and e["tool"] == tool)
+
+
+# --- the record of the whole run: summary.json `sequential` ------------------------------
+
+ABOUT = (
+    "The sequential verdict is about these scenarios and their trials: whether the tool's expected fairness on "
+    "the run's scenarios, trial after trial, differs from the baseline's by more than the margin, with a "
+    "confidence sequence that holds however often it was looked at (after every wave). The headline's clustered "
+    "interval is about the scenarios as a sample of tasks at large; the two answer different questions and "
+    "can disagree."
+)
+
+
+def per_trial_cost(m: Matrix, results, model: str, host: str, tool: str) -> float | None:
+    """One more trial of every scenario of a cell row, priced as the cost plan prices it
+    (expected per trial, with its judge's); None when it cannot be known."""
+    from mcptrials.cost.plan import cell_cost
+
+    total = 0.0
+    for sc in m.run_scenarios():
+        c = cell_cost(m, model, host, tool, sc.repo, sc.id, Path(results))
+        if c.per_trial is None or c.judge_per_trial is None:
+            return None
+        total += c.per_trial + c.judge_per_trial
+    return total
+
+
+def sequential_summary(m: Matrix, results) -> dict:
+    """summary.json `sequential`: per model, host and tool (the baseline too) the waves and trials
+    run, why it stopped (`decided: better|worse|equivalent`, `max`, `budget`), the interval when it
+    stopped, and what was not spent: the trials `max` would have run beyond those, priced per
+    trial as the cost plan prices them (mcptrials.cost.plan)."""
+    from mcptrials.analyze.trial_rows import model_label
+
+    seq = m.sequential or {}
+    alpha, margin = settings(m)
+    rows = []
+    for model in m.models:
+        last = chain(results, model)[-1]
+        for e in last["tools"]:
+            rows.append({**_stop(e), "model": model_label(m, model, e["host"]), "model_name": model})
+        for host, n in last["baseline_trials"].items():
+            rows.append(
+                {"model": model_label(m, model, host), "model_name": model, "host": host, "tool": BASELINE}
+                | {"waves": n - seq["min"] + 1, "trials": n, "stopped": "with its last tool", "lo": None, "hi": None}
+            )
+    n_scen = len(m.run_scenarios())
+    for r in rows:
+        cost = per_trial_cost(m, results, r["model_name"], r["host"], r["tool"])
+        r["unspent_trials"] = (seq["max"] - r["trials"]) * n_scen
+        r["unspent_usd"] = None if cost is None else (seq["max"] - r["trials"]) * cost
+    known = [r["unspent_usd"] for r in rows]
+    return {
+        "method": METHOD,
+        "about": ABOUT,
+        "alpha": alpha,
+        "margin": margin,
+        "min": seq["min"],
+        "max": seq["max"],
+        "tools": rows,
+        "unspent_trials": sum(r["unspent_trials"] for r in rows),
+        "unspent_usd": None if any(v is None for v in known) else sum(v for v in known if v is not None),
+    }
+
+
+def _stop(e: dict) -> dict:
+    """A tool's row: why it stopped in words, and the interval then."""
+    stopped = f"decided: {e['decision']}" if e["state"] == DECIDED else e["state"]
+    return {
+        "host": e["host"],
+        "tool": e["tool"],
+        "waves": e["waves"],
+        "trials": e["trials"],
+        "stopped": stopped,
+        "decision": e["decision"],
+        "lo": e["lo"],
+        "hi": e["hi"],
+        "skipped_trials": e.get("skipped_trials", []),
+    }
