@@ -162,3 +162,22 @@ def test_the_cost_of_the_waves_least_expected_most(tmp_path, monkeypatch):
     assert "expected $0 (96 trials; the decisions replayed 200 times" in wave_cost.wave_cost_line(
         m, tmp_path / "results"
     )
+
+
+def test_the_budget_check_before_the_run_reserves_the_first_wave_not_max(tmp_path):
+    # A paid model with no history: each trial at its upper bound, 1 step x 20 turns x
+    # (200,000 input tokens x 3.75 + 4,096 output x 15) / 1e6 = $16.2288. Wave 1 is 4 tools x 4
+    # scenarios x 2 trials = 32 trials, $519.32; all 8 trials would be 128, $2,077.29.
+    from mcptrials.dag.preflight import check_budget
+
+    paid = {
+        "models": {"claude": {"provider": "anthropic", "model": "claude-sonnet-4-6"}},
+        "pricing": {"claude-sonnet-4-6": {"input": 3.0, "output": 15.0}},
+    }
+    m = project(tmp_path, budget={"max_cost_usd": 600}, **paid)
+    assert check_budget(m, tmp_path / "results") == []
+    m = project(tmp_path / "b", budget={"max_cost_usd": 500}, **paid)
+    (refusal,) = check_budget(m, tmp_path / "b" / "results")
+    assert "$519.32" in refusal and "32 trial(s)" in refusal
+    m = project(tmp_path / "c", trials=8, budget={"max_cost_usd": 600}, **paid)
+    assert "128 trial(s)" in check_budget(m, tmp_path / "c" / "results")[0]
