@@ -34,7 +34,7 @@ from mcptrials.stats.sequential import BETTING, UNDECIDED, confidence_sequence, 
 # max (undecided after max trials), budget (the next wave did not fit budget.max_cost_usd).
 DECIDED, MAX, BUDGET = "decided", "max", "budget"
 METHOD = (
-    "hedged-capital betting confidence sequence (Waudby-Smith & Ramdas 2024, JRSS-B 86(1), Theorem 3; "
+    "hedged-capital betting confidence sequence (Waudby-Smith & Ramdas 2024, JRSS-B 86(1); "
     "mcptrials.stats.sequential) of the paired difference in fairness, one block per trial number over the "
     "run's scenarios, read after every wave: better above +margin, worse below -margin, equivalent within"
 )

@@ -91,8 +91,9 @@ def _bernstein(x, lam, mu_prev, alpha: float, block: int):
 
 
 def _betting(x, lam, alpha: float, block: int):
-    """The hedged-capital betting confidence sequence of Waudby-Smith & Ramdas 2024 (Theorem 3,
-    with the predictable plug-in bets of their section 4), on x in [0, 1]: for a candidate mean m,
+    """The hedged-capital betting confidence sequence of Waudby-Smith & Ramdas 2024 (their
+    "hedged capital" sequence, with its predictable plug-in bets truncated at c/m and c/(1-m)),
+    on x in [0, 1]: for a candidate mean m,
 
         K+_t(m) = prod_{i<=t} (1 + min(lambda_i, c/m) (x_i - m)),
         K-_t(m) = prod_{i<=t} (1 - min(lambda_i, c/(1-m)) (x_i - m)),
@@ -133,7 +134,7 @@ def confidence_sequence(
     The values, each in [lower, upper], are rescaled to [0, 1] by x = (v - lower) / (upper - lower),
     the sequence computed there and mapped back. `method`:
       betting               the hedged-capital betting sequence (Waudby-Smith & Ramdas 2024,
-                            Theorem 3; see _betting), the default: the narrowest in few observations;
+                            see _betting), the default: the narrowest in few observations;
       empirical-bernstein   the predictable plug-in empirical-Bernstein sequence (their Theorem 2,
                             PrPl-EB; see _bernstein), closed form.
     Both bet with the predictable plug-in lambda of the paper (see _prepare), truncated at
