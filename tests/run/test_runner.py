@@ -220,18 +220,21 @@ def test_api_key_never_reaches_server_or_records(tmp_path, fake_api):
     assert scrub_secrets({"a": f"x{KEY}y"}, [KEY]) == {"a": "x[redacted]y"}
 
 
-def test_workspace_is_fresh_and_removed(tmp_path, fake_api):
+def test_workspace_is_fresh_and_removed(tmp_path, fake_api, monkeypatch):
     import glob
     import tempfile
 
-    pattern = f"{tempfile.gettempdir()}/mcptrials-trial-*"
-    before = set(glob.glob(pattern))  # other runs on this machine may have sandboxes of their own
+    # a temporary folder of this test's own: other runs on this machine make sandboxes at the same time
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    pattern = f"{private}/mcptrials-trial-*"
     api = fake_api([reply(tool_use("list_files", {"pattern": "**/*"})), reply(text("done"))])
     m, co = matrix(tmp_path, api)
     t, _ = run(m, co, "baseline", tmp_path)
     listing = t["tool_calls"][0]["result_text"]
     assert "src/util.py" in listing and "scenarios" not in listing and ".yaml" not in listing
-    assert set(glob.glob(pattern)) <= before
+    assert glob.glob(pattern) == []
 
 
 def test_http_transport_server(tmp_path, fake_api):
