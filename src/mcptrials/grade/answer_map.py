@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 JSON_KEYS, SECTIONS, WHOLE, PER_STEP = "json_keys", "sections", "whole", "per_step"
 
@@ -230,7 +232,7 @@ def split_answer(answer_text: str, steps: list[dict]) -> tuple[list[str], str]:
     return m.texts, m.method
 
 
-def step_answers(transcript: dict, steps: list[dict]) -> tuple[list[dict] | None, dict]:
+def step_answers(transcript: Mapping[str, Any], steps: list[dict]) -> tuple[list[dict] | None, dict]:
     """For a `one_answer` transcript: one answer record per scenario step ({index, name,
     answer_text, outcome, state_check}, the text from map_answer), and the mapping record;
     for any other transcript (an answer per step): (None, {"method": "per_step"}), and the
