@@ -38,10 +38,11 @@ chromium:
 
 # The Slurm test is left out here: it installs and starts a real Slurm (`make test-slurm`).
 # ruff's pyflakes and syntax rules and its format check over the library and the tests
-# (pyproject's [tool.ruff]).
+# (pyproject's [tool.ruff]), then mypy over the library (pyproject's [tool.mypy]: the strictness and why).
 lint: install
 	$(BIN)/ruff check -q src tests
 	$(BIN)/ruff format --check -q src tests
+	$(BIN)/mypy
 
 PYTEST_ARGS ?= -m "not slurm"
 test: install chromium bubblewrap lint

@@ -36,8 +36,8 @@ BUILD_TOOLS = {"setuptools", "wheel"}
 # In the test extra but never imported: pytest plugins, loaded by pytest itself (pytest-timeout:
 # the per-test time-out of pyproject's pytest config).
 PYTEST_PLUGINS = {"pytest-timeout"}
-# In the test extra but never imported: the linter `make lint` runs (a command, not a module).
-LINTERS = {"ruff"}
+# In the test extra but never imported: the linter and type checker `make lint` runs (commands, not modules).
+LINTERS = {"ruff", "mypy"}
 
 
 def _norm(name: str) -> str:

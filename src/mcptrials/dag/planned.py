@@ -78,7 +78,8 @@ def planned_trials(m: Matrix, results: Path = Path("results")) -> Planned:
     """Every trial of the matrix whose transcript job the next run will run, with its reason."""
     results = Path(results)
     max_attempts = m.config["retries"]["max_attempts"]
-    planned, cache = Planned(), {}
+    planned = Planned()
+    cache: dict = {}  # trial_inputs' work, shared by the trials of this plan
     stage_failed = _failed_stages(m, results)
     if m.sequential:  # a run in waves: the waves planned so far (the checkpoints plan the rest)
         from mcptrials.dag.waves import planned_keys

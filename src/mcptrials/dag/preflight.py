@@ -105,10 +105,10 @@ def check_paths(m: Matrix) -> list[str]:
                         f"version, so a rerun may install another server; pin it ({example}), or "
                         "name a built file (a wheel, a tarball)"
                     )
-    locked = m.config.get("locked")
-    if locked is not None and not m.locked_dir.is_dir():
+    locked, locked_dir = m.config.get("locked"), m.locked_dir  # None together
+    if locked_dir is not None and not locked_dir.is_dir():
         problems.append(
-            f"{m.path}: field locked: {locked!r} ({m.locked_dir}) is not a folder; fix the path "
+            f"{m.path}: field locked: {locked!r} ({locked_dir}) is not a folder; fix the path "
             "(relative to the config's folder), or remove `locked:` to run without a held-out anchor"
         )
     return problems
@@ -152,7 +152,7 @@ def _sandbox_problem(m: Matrix, tool: str, given: str, cmd: str, tools: Path) ->
         return None
     env = tools / tool
     if os.sep in cmd:
-        resolved = os.path.normpath(os.path.abspath(cmd))
+        resolved: str | None = os.path.normpath(os.path.abspath(cmd))
     elif any((d / cmd).exists() for d in (env / "bin", env / "node_modules" / ".bin")):
         return None  # its own install: mounted whole
     else:

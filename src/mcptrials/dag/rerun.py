@@ -54,7 +54,7 @@ RULE_KEYS: dict[str, tuple[str, ...]] = {
 class Entry:
     field: str  # config field (`*` = any key of a map), `scenario.<part>`, `prompt:<file>`,
     #                     `code:<name>` or `files:tools.*` (a tool's files in the project)
-    stages: object  # tuple of rules whose params carry the value, NONE, or SHAPE
+    stages: tuple[str, ...] | str  # tuple of rules whose params carry the value, NONE, or SHAPE
     why: str
     # left out of the params while unset (None, or None in every step): a field added after
     # results exist reruns nothing until a config or scenario sets it
@@ -398,7 +398,8 @@ def rule_params(m: Matrix) -> dict[str, dict]:
         entries = [e for e in TABLE if e.stages != SHAPE and rule in e.stages and not e.recorded_only]
         ents = _entities(m, rule)
         # per dimension, per entity: {field: value}, and the global part
-        glob, per = {}, {d: {} for d in ents}
+        glob: dict[str, object] = {}
+        per: dict[str, dict[str, dict[str, object]]] = {d: {} for d in ents}
         for e in entries:
             f = e.field
             dim = _dim_of(f)
@@ -449,7 +450,7 @@ def _job_keys(m: Matrix, rule: str, dims: tuple[str, ...]):
         ents["tool"] = [t for t in m.installed_tools() if m.tools[t].get("index")]
     elif rule == "install_tool":
         ents["tool"] = m.installed_tools()
-    keys = [()]
+    keys: list[tuple[str, ...]] = [()]
     for d in dims:
         keys = [k + (v,) for k in keys for v in ents[d]]
     return keys

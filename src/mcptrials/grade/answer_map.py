@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 JSON_KEYS, SECTIONS, WHOLE, PER_STEP = "json_keys", "sections", "whole", "per_step"
 
@@ -55,26 +57,36 @@ def norm(text: str) -> str:
 # --- JSON ------------------------------------------------------------------------
 
 
+_WS = re.compile(r"\s*")
+
+
+def _skip_ws(text: str, i: int) -> int:
+    """The index of the first non-space at or after `i`."""
+    m = _WS.match(text, i)
+    assert m is not None  # `\s*` matches the empty string too
+    return m.end()
+
+
 def _object_members(text: str, start: int) -> list[tuple[str, int, int, int]] | None:
     """(key, start, value start, end) of each member of the JSON object at text[start] ('{'), the span
     covering `"key": value` as written; None when it is not a JSON object."""
-    i, out = start + 1, []
-    ws = re.compile(r"\s*")
+    i = start + 1
+    out: list[tuple[str, int, int, int]] = []
     try:
         while True:
-            i = ws.match(text, i).end()
+            i = _skip_ws(text, i)
             if text[i] == "}":
                 return out
             if text[i] != '"':
                 return None
             key, j = _DECODER.raw_decode(text, i)
-            j = ws.match(text, j).end()
+            j = _skip_ws(text, j)
             if text[j] != ":":
                 return None
-            j = ws.match(text, j + 1).end()
+            j = _skip_ws(text, j + 1)
             _, end = _DECODER.raw_decode(text, j)
             out.append((key, i, j, end))
-            i = ws.match(text, end).end()
+            i = _skip_ws(text, end)
             if text[i] == ",":
                 i += 1
             elif text[i] != "}":
@@ -230,7 +242,7 @@ def split_answer(answer_text: str, steps: list[dict]) -> tuple[list[str], str]:
     return m.texts, m.method
 
 
-def step_answers(transcript: dict, steps: list[dict]) -> tuple[list[dict] | None, dict]:
+def step_answers(transcript: Mapping[str, Any], steps: list[dict]) -> tuple[list[dict] | None, dict]:
     """For a `one_answer` transcript: one answer record per scenario step ({index, name,
     answer_text, outcome, state_check}, the text from map_answer), and the mapping record;
     for any other transcript (an answer per step): (None, {"method": "per_step"}), and the

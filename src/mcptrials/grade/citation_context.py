@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 
 from mcptrials.grade import structure
 from mcptrials.grade.citation_forms import SYMBOL, citation_pattern, extract_citations, mention_pattern, symbol_parts
@@ -72,6 +73,13 @@ def resolve(path: str, tree: CommitTree) -> tuple[str | None, list[str]]:
 class Answer:
     """One answer's text with what a reader resolves a citation from: the file paths it
     names (with or without a locator), its JSON objects, tables, lists and paragraphs."""
+
+    # set by their users, once per answer: the path test (grade.citations.analyse) and the
+    # groups of adjacent citations (grade.citation_verification.respectively)
+    is_path: Callable[[str], bool]
+    _own_spans: list[tuple[int, int]]
+    _own_index: dict[tuple[int, int], int]
+    _own_joined: list[bool]
 
     def __init__(self, text: str, tree: CommitTree, extensions=None):
         self.text, self.tree, self.extensions = text, tree, extensions
@@ -174,7 +182,7 @@ class Answer:
                 for c in self.citations:
                     if c["lines"]:
                         self._by_lines.setdefault(tuple(c["lines"]), []).append(c)
-            same = {}
+            same: dict[str, dict] = {}
             for c in self._by_lines.get(tuple(lines), ()):
                 r = self.resolves(c["path"]) if c["start"] != skip else None
                 if r in cands:
@@ -258,8 +266,8 @@ class Answer:
             row = structure.table_row(self.text, pos)
             if row and row.file_cell and self.mentions_in(row.file_cell[1], row.file_cell[2]):
                 return self.mentions_in(row.file_cell[1], row.file_cell[2])[0], "table file column"
-            item = structure.list_item_bounds(self.text, pos)
-            scopes = [("list item", *item)] if item else []
+            in_item = structure.list_item_bounds(self.text, pos)
+            scopes = [("list item", *in_item)] if in_item else []
             scopes.append(("paragraph", *structure.paragraph_bounds(self.text, pos)))
         for scope, lo, hi in scopes:
             before = [m for m in self.mentions_in(lo, pos) if self.names_a_file(m["path"])]

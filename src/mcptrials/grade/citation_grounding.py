@@ -91,7 +91,8 @@ def _by_subject(c: dict, tree: CommitTree, ans: Answer | None, subj: str | None)
     if not short and (not subj or (first and subject_at(tree, first, c["lines"], subj))):
         return None
     long_enough = defining = None
-    look_for_definer = bool(subj) and not short and bool(first) and not defines(tree, first, subj)
+    # the subject whose defining file to look for (when the default file does not define it)
+    definer = subj if subj and first and not short and not defines(tree, first, subj) else None
     for m in ans.line_alternatives(c["start"]):
         r = ans.resolves(m["path"])
         for path in [r] if r else tree.suffix_matches(m["path"]):
@@ -119,7 +120,7 @@ def _by_subject(c: dict, tree: CommitTree, ans: Answer | None, subj: str | None)
                         "span": [m["start"], m["end"]],
                     },
                 }
-            if look_for_definer and defining is None and fits(tree, path, c["lines"]) and defines(tree, path, subj):
+            if definer and defining is None and fits(tree, path, c["lines"]) and defines(tree, path, definer):
                 defining = {
                     "resolved_path": path,
                     "candidates": [],
@@ -197,8 +198,8 @@ def _resolve_in_context(c: dict, tree: CommitTree, ans: Answer | None, subj: str
                 "resolved_by": "context",
                 "context": {k: got[k] for k in ("scope", "from", "span")},
             }
-        ctx = {"scope": got["scope"], "ambiguous": got["ambiguous"]} if got.get("ambiguous") else None
-        return {"resolved_path": None, "candidates": cands, "resolved_by": None, "context": ctx}
+        unsettled = {"scope": got["scope"], "ambiguous": got["ambiguous"]} if got.get("ambiguous") else None
+        return {"resolved_path": None, "candidates": cands, "resolved_by": None, "context": unsettled}
     return {"resolved_path": None, "candidates": cands, "resolved_by": None, "context": None}
 
 

@@ -137,7 +137,9 @@ _NAME_CHARS = re.compile(r"[\w?!.:#`\s]*")  # every character a _NAME_AT_END mat
 def _name_at_end(window: str):
     """_NAME_AT_END.search(window), started where the window's tail of name characters starts
     (a match lies in it): the same match, without re trying every offset of the window."""
-    return _NAME_AT_END.search(window, len(window) - _NAME_CHARS.match(window[::-1]).end())
+    tail = _NAME_CHARS.match(window[::-1])
+    assert tail is not None  # _NAME_CHARS matches the empty string too
+    return _NAME_AT_END.search(window, len(window) - tail.end())
 
 
 def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
@@ -165,7 +167,8 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
     lo = own[first][0]
     while lo > 0 and text[lo - 1] in "`":
         lo -= 1
-    names, pos, commas = [], lo, False
+    names: list[str] = []
+    pos, commas = lo, False
     at = _AT_END.search(text[max(0, pos - 6) : pos])  # `a and b at x:1 and y:2`
     pos = max(0, pos - 6) + at.start() if at else pos
     kind = _KIND_PLURAL.search(text, max(0, pos - 20), pos)  # `send/_read_replies helpers at`, `a/b assocs x:1,x:2`
@@ -207,7 +210,7 @@ def settle_strict(g: dict, tree: CommitTree) -> None:
     says once what is there, and that is right), else the verdict of the first occurrence with
     a subject (mismatch, or undetermined where the file's definitions are not known), else
     n/a; its subject is that occurrence's (the first verified one, else the first found)."""
-    seen: dict[str, str] = {}
+    seen: dict[str | None, str] = {}
 
     def judged(subject: dict | None) -> str:
         name = subject["name"] if subject else None

@@ -71,7 +71,9 @@ import bisect
 import collections
 import functools
 import re
+from typing import Any
 
+from mcptrials.core.record_types import Citations
 from mcptrials.grade import composition, subjects
 from mcptrials.grade.citation_context import Answer, resolve
 from mcptrials.grade.citation_forms import citation_pattern, extract_citations, has_word, symbol_parts
@@ -240,7 +242,7 @@ def empty_counts() -> dict:
 
 
 def _count(items: list[dict], gold: list[dict]) -> dict:
-    counts = {k: 0 for k in COUNT_KEYS}
+    counts: dict[str, Any] = {k: 0 for k in COUNT_KEYS}
     for c in items:
         counts["total"] += 1
         counts[c["bucket"]] += 1
@@ -307,7 +309,7 @@ def grade_citations(text: str, tree: CommitTree, gold: list[str] | None = None, 
     }
 
 
-def pool(step_results: list[dict]) -> dict:
+def pool(step_results: list[dict]) -> Citations:
     """A trial's counts and rates: the steps' counts summed (the composition by form and the
     ungrounded kinds too), then the same rates."""
     counts = {k: sum(r["counts"].get(k, 0) for r in step_results) for k in (*COUNT_KEYS, "gold_total", "gold_cited")}

@@ -29,6 +29,9 @@ table per model) and `compare-sense-bench` (per tool) print it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 FORM_KEYS = ("total", "grounded", "verified", "mismatch", "strict_verified", "strict_mismatch")
 FORM_ORDER = (
     "path:line",
@@ -111,7 +114,7 @@ def ungrounded_shares(kinds: dict[str, int], total: int) -> dict[str, dict]:
     return {k: {"n": kinds.get(k, 0), "share": _ratio(kinds.get(k, 0), total)} for k in UNGROUNDED_KINDS}
 
 
-def view(pooled: dict) -> dict:
+def view(pooled: Mapping[str, Any]) -> dict:
     """One pooled citation score's composition (pooled: grade.citations.pool's counts and
     rates): strict beside lenient, by form (rates) and the ungrounded kinds (ungrounded_shares)."""
     c, r = pooled["counts"], pooled["rates"]

@@ -38,10 +38,20 @@ Where the value is read (grade/exact_reading.py), as the task asks:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from decimal import Decimal
 
 from mcptrials.core.values import clean, to_datetime, to_number
-from mcptrials.grade.exact_reading import asks_bare, date_kind, kind_of, read_labelled, read_line, same_value, values_of
+from mcptrials.grade.exact_reading import (
+    Kind,
+    asks_bare,
+    date_kind,
+    kind_of,
+    read_labelled,
+    read_line,
+    same_value,
+    values_of,
+)
 from mcptrials.matrix.scenario import exact_mode
 
 _LINE_MARK = re.compile(r"^\s*(?:[-*+>]|#+|\d+[.)])\s+")
@@ -67,17 +77,23 @@ def grade_exact(spec: dict, answer: str, where: str = "steps.exact_answer", prom
     expected = spec["value"]
     tol = spec.get("tolerance")
     case = spec["case_sensitive"]
+    same: Callable[[str], bool]  # whether a candidate states the expected value
+    norm: Callable[[str], str]  # a matched candidate as compared
+    kind: Kind | None
     if mode == "date":
-        want = to_datetime(str(expected), fmt)
+        assert fmt is not None  # exact_mode gives the date mode its format
+        day = to_datetime(str(expected), fmt)
         words = len(fmt.split())
-        same = lambda got: (d := to_datetime(got, fmt)) is not None and d == want  # noqa: E731
-        norm = lambda got: to_datetime(got, fmt).isoformat()  # noqa: E731
+        same = lambda got: (d := to_datetime(got, fmt)) is not None and d == day  # noqa: E731
+        # only a matched candidate is normalised, and it reads as a date
+        norm = lambda got: to_datetime(got, fmt).isoformat()  # type: ignore[union-attr]  # noqa: E731
         kind = date_kind(fmt)
     elif mode == "number":
-        want = Decimal(str(expected)) if isinstance(expected, (int, float)) else to_number(str(expected))
+        num = Decimal(str(expected)) if isinstance(expected, (int, float)) else to_number(str(expected))
+        assert num is not None  # exact_mode chose the number mode because it reads as one
         words = 1
         limit = Decimal(str(tol)) if tol is not None else Decimal(0)
-        same = lambda got: (n := to_number(got)) is not None and abs(n - want) <= limit  # noqa: E731
+        same = lambda got: (n := to_number(got)) is not None and abs(n - num) <= limit  # noqa: E731
         norm = lambda got: str(to_number(got))  # noqa: E731
         kind = kind_of(expected, mode)
     else:

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
+from typing import Any
 
 RULE = "reference-bench gold recall: path pinned to a line in the answer text; no path-compaction oracle"
 _CODE_EXT = (
@@ -90,7 +92,8 @@ def gold_recall(answer: str, gold: list | None) -> dict | None:
     base_count: dict[str, int] = {}
     for p in paths:
         base_count[os.path.basename(p)] = base_count.get(os.path.basename(p), 0) + 1
-    details, groups = [], {}
+    details: list[dict[str, Any]] = []
+    groups: dict[str, dict[str, float]] = {}
     for r in rows:
         pats = [str(p).lower() for p in (r.get("match") or [r.get("id")]) if p]
         files = [p for p in pats if file_like(p)]
@@ -135,7 +138,7 @@ def gold_recall(answer: str, gold: list | None) -> dict | None:
     }
 
 
-def whole_answer(transcript: dict) -> str:
+def whole_answer(transcript: Mapping[str, Any]) -> str:
     """The answer a scenario's gold is matched against: every step's answer, in order (a
     one-answer transcript has one)."""
     return "\n\n".join(s.get("answer_text") or "" for s in transcript.get("steps") or [])

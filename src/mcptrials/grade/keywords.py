@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from mcptrials.core.record_types import Keywords
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.scenario import check_regex
 
@@ -75,7 +76,7 @@ def grade_keywords(checks: list[dict], answer: str, where: str = "steps.checks")
     }
 
 
-def pool(step_results: list[dict]) -> dict:
+def pool(step_results: list[dict]) -> Keywords:
     """A trial's coverage: the same formula over every step's checks together."""
     allr = [r for s in step_results for r in s["checks"]]
     return {"coverage": coverage(allr), "required_passed": all(s["required_passed"] for s in step_results)}

@@ -11,7 +11,7 @@ the answer grade/answer_map.py gives the step; `answer_mapping` says how it was 
 from __future__ import annotations
 
 from mcptrials.matrix.hashing import canonical_hash
-from mcptrials.matrix.scenario import Scenario
+from mcptrials.matrix.scenario import grading_part
 from mcptrials.grade import GRADER_VERSION
 from mcptrials.grade import citations
 from mcptrials.grade import keywords
@@ -124,17 +124,17 @@ def score_trial(
         failures += s["failures"]
     exacts = [s["exact"] for s in steps if s["exact"]]
     states = [s["state"] for s in steps if s["state"]]
-    return {
+    record: ScoredRecord = {
         "schema": SCHEMA,
         "grader_version": GRADER_VERSION,
-        "cell": dict(transcript["cell"]),
+        "cell": transcript["cell"].copy(),
         "provider": transcript.get("provider"),
         "model_id": transcript.get("model_id"),
         "outcome": transcript["outcome"],
         "outcome_detail": transcript.get("outcome_detail"),
         "repo_commit": tree.commit if tree is not None else commit,
         "citations_not_checked": not_checked,
-        "grading_sha256": canonical_hash(Scenario(id="", path=None, data=scenario, sha256="").grading_part()),
+        "grading_sha256": canonical_hash(grading_part(scenario)),
         "citation_extensions": list(extensions) if extensions else None,
         "passed": not failures,
         "failures": failures,
@@ -147,9 +147,10 @@ def score_trial(
         "answer_mapping": mapping,
         "efficiency": efficiency(transcript, pricing),
         "adoption": adoption(transcript, scenario),
-        # only when a check could not be made (a trial graded in full has no such key)
-        **({"not_graded": {"citations": list(CITATION_CHECKS)}} if not_checked is not None else {}),
     }
+    if not_checked is not None:  # only when a check could not be made (a trial graded in full has no such key)
+        record["not_graded"] = {"citations": list(CITATION_CHECKS)}
+    return record
 
 
 def config_grading_bits(path: str, repo: str | None = None) -> tuple[dict, list | None, str | None]:
@@ -165,7 +166,7 @@ def config_grading_bits(path: str, repo: str | None = None) -> tuple[dict, list 
     return data["pricing"], data.get("citation_extensions"), unresolved  # pricing: the schema fills {}
 
 
-def score_job(transcript_path, scenario_path, repo_dir, commit: str, config: str | None, out) -> dict:
+def score_job(transcript_path, scenario_path, repo_dir, commit: str, config: str | None, out) -> ScoredRecord:
     """The workflow's scoring job: grade one transcript file against its scenario file at the
     pinned commit (`config`: its pricing and citation extensions, None for the defaults) and
     write scored.json to `out`. A repository with no checkout (`unresolved`, or a checkout

@@ -332,6 +332,7 @@ EDIT_VERBS = frozenset(
 
 def _after(text: str, start: int, end: int, is_path) -> str | None:
     m = _LEAD.match(text, start, end)
+    assert m is not None  # every part of _LEAD is optional: it matches the empty string
     if _instruction(text, m.end()):
         return None
     opened = m.group("paren") is not None

@@ -32,6 +32,7 @@ Elixir...), whose strict verdict is `undetermined` where the definitions would d
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import cast
 
 _EXT_LANG = {
     "py": "python",
@@ -248,7 +249,7 @@ DEFINITIONS = {
 # (`@field`) or the first named child of a node type; the step's node may be the name itself
 # (a Swift extension's `name` is a user_type around the type_identifier). The end must be a
 # name node (_NAME_NODES): `val (a, b) = pair` defines no one name.
-NAME_PATHS = {
+NAME_PATHS: dict[str, dict[str, tuple[str, ...]]] = {
     "kotlin": {
         "class_declaration": ("type_identifier",),
         "object_declaration": ("type_identifier",),
@@ -277,7 +278,7 @@ NAME_PATHS = {
 _NAME_NODES = {"identifier", "simple_identifier", "type_identifier", "name"}
 # Kinds that define something only at file or class level (a local `val` in a function body
 # defines nothing a citation means): the parent node types they may have.
-DEFINITION_SCOPES = {
+DEFINITION_SCOPES: dict[str, dict[str, set[str]]] = {
     "kotlin": {"property_declaration": {"source_file", "class_body", "enum_class_body"}},
     "swift": {"property_declaration": {"source_file", "class_body", "enum_class_body"}},
     "scala": {
@@ -311,11 +312,12 @@ def code_language(path: str) -> str | None:
 def _parser(lang: str):
     """A parser of a language of DEFINITIONS, its grammar from tree-sitter-language-pack."""
     import tree_sitter
-    from tree_sitter_language_pack import get_language
+    from tree_sitter_language_pack import SupportedLanguage, get_language
 
     if lang not in DEFINITIONS:
         raise KeyError(lang)
-    return tree_sitter.Parser(get_language(PACK_NAMES.get(lang, lang)))
+    # DEFINITIONS' keys (or their PACK_NAMES) name the pack's languages: a plain str to a checker
+    return tree_sitter.Parser(get_language(cast(SupportedLanguage, PACK_NAMES.get(lang, lang))))
 
 
 def _text(node) -> str:

@@ -10,6 +10,8 @@ whole trial, whatever step they fall in.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
+from typing import Any
 
 from mcptrials.matrix.tools import BASELINE
 from mcptrials.cost.pricing import trial_cost
@@ -21,7 +23,7 @@ DISCOVERY_TURNS = 3
 COUNTED_ERRORS = ("tool_error", "protocol_error")
 
 
-def trial_turn_offsets(transcript: dict) -> dict[int, int]:
+def trial_turn_offsets(transcript: Mapping[str, Any]) -> dict[int, int]:
     """Step index -> model calls made before that step began."""
     offsets, done = {}, 0
     for s in sorted(transcript.get("steps", []), key=lambda s: s["index"]):
@@ -38,6 +40,8 @@ def efficiency(transcript: TranscriptRecord, pricing: dict | None) -> Efficiency
     A pricing table without the model gives cost null.
     """
     u = transcript.get("usage", {})
+    cost: float | None
+    priced_as: str | None
     if pricing is None:
         cost, priced_as = u.get("cost_usd"), "transcript"
     else:

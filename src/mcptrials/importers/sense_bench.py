@@ -424,8 +424,8 @@ def summary(doc: dict) -> str:
     notes: dict[tuple, list[str]] = {}
     for n in doc["notes"]:
         if "check" not in n:
-            where = " / ".join(str(n[k]) for k in ("scenario", "step") if n.get(k))
-            notes.setdefault((n["what"], n["reason"]), []).append(where)
+            place = " / ".join(str(n[k]) for k in ("scenario", "step") if n.get(k))
+            notes.setdefault((n["what"], n["reason"]), []).append(place)
     if notes:
         lines.append("  other notes:")
     for (what, reason), wheres in notes.items():

@@ -97,11 +97,11 @@ def disagreements(tool: str, repo: str, ours: list[dict], theirs: list[dict]) ->
     out, matched = [], set()
     for d in theirs:
         key = (d.get("file"), _locator_key(d.get("locator")))
-        it = mine.get(key)
-        if it is not None:
-            matched.add(id(it))
-            if it["bucket"] != d.get("status"):
-                out.append(_row(tool, repo, key, d, it))
+        found = mine.get(key)
+        if found is not None:
+            matched.add(id(found))
+            if found["bucket"] != d.get("status"):
+                out.append(_row(tool, repo, key, d, found))
         else:
             out.append(_row(tool, repo, key, d, None))
     for it in ours:
@@ -135,7 +135,10 @@ def compare(m, runs: Path, bench: Path) -> dict:
     from mcptrials.grade.citations import pool
     from mcptrials.grade.composition import view
 
-    cells, dis, cits, unchecked = [], [], {}, {}
+    cells: list[dict] = []
+    dis: list[dict] = []
+    cits: dict[tuple[str, str], list] = {}
+    unchecked: dict[tuple[str, str], int] = {}
     for key in m.cells():
         d = key.dir(runs)
         tool, repo, scenario = key.tool, key.repo, key.scenario

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -268,7 +269,7 @@ def convert_step(
                 "reason": "not a step field we map; not imported",
             }
         )
-    out = {"name": name, "prompt": str(st.get("prompt") or "").strip() or bname}
+    out: dict[str, Any] = {"name": name, "prompt": str(st.get("prompt") or "").strip() or bname}
     if one_answer and name != slug(bname):
         out[ANSWER_KEY_FIELD] = bname  # the bench renders each step as "### Step N: <name>"
     checks, tools = convert_checks(st, out, sid, bname, report, mapping)
@@ -396,7 +397,7 @@ def scenario_doc(
                 "reason": "our rubric has no audience field: kept in the description, which the judge does not see",
             }
         )
-    out_sc = {"title": str(src.get("name") or sid)}
+    out_sc: dict[str, Any] = {"title": str(src.get("name") or sid)}
     if desc:
         out_sc["description"] = desc
     out_sc["repo"] = str(src["repo"])

@@ -118,9 +118,7 @@ def find_runs(results: Path, scenario_ids: set[str]) -> tuple[list[dict], list[d
                     )
                     continue
                 numbered = sorted(
-                    (int(RUN_DIR.match(p.name).group(1)), p)
-                    for p in cdir.iterdir()
-                    if p.is_dir() and RUN_DIR.match(p.name)
+                    (int(run.group(1)), p) for p in cdir.iterdir() if p.is_dir() and (run := RUN_DIR.match(p.name))
                 )
                 others = [p for p in cdir.iterdir() if p.is_dir() and not RUN_DIR.match(p.name)]
                 for p in others:
@@ -135,11 +133,12 @@ def find_runs(results: Path, scenario_ids: set[str]) -> tuple[list[dict], list[d
                     if not (rdir / "transcript.json").is_file():
                         left_out.append({"path": rel(rdir), "reason": "no transcript.json: no answer to grade"})
                         continue
-                    meta = {}
+                    meta: dict = {}
                     if (rdir / "run_meta.json").is_file():
-                        meta = _read_json(rdir / "run_meta.json", left_out, rel(rdir))
-                        if meta is None:
+                        read = _read_json(rdir / "run_meta.json", left_out, rel(rdir))
+                        if read is None:
                             continue
+                        meta = read
                     if meta.get("valid") is False:
                         left_out.append(
                             {

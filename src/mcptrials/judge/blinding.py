@@ -5,12 +5,14 @@ trial called, and every configured tool/server name are replaced by "[tool]" in 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 MASK = "[tool]"
 MCP_NAME_RE = re.compile(r"mcp__[A-Za-z0-9_.-]+")
 
 
-def identity_names(tool_names, transcript: dict | None = None) -> list[str]:
+def identity_names(tool_names, transcript: Mapping[str, Any] | None = None) -> list[str]:
     """Names that would reveal the tool: the configured tool/server names, plus the names
     (e.g. mcp__git__git_log) and server-side names (git_log) of the MCP tools the trial called.
     Built-in tool names (read_file, grep, ...) are left alone: every tool has them."""

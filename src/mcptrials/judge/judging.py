@@ -23,7 +23,9 @@ import copy
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.hashing import canonical_hash, file_sha256
@@ -99,7 +101,9 @@ def judge_settings_hash(judge_cfg, prompt_path=PROMPT_FILE) -> str:
     return canonical_hash(judge_settings(judge_cfg, prompt_path))
 
 
-def _steps_to_judge(transcript: dict, scenario: Scenario, names: list[str], repeats: int) -> tuple[list, list]:
+def _steps_to_judge(
+    transcript: Mapping[str, Any], scenario: Scenario, names: list[str], repeats: int
+) -> tuple[list, list]:
     """(one entry per scenario step: its answer masked, and its criteria; the judge calls to
     make: (step index, repeat, (step, criteria, masked answer)), none for an empty answer)."""
     answers = {s.get("name"): s for s in transcript.get("steps", [])}
@@ -187,7 +191,7 @@ async def ajudge_trial(
     gate = asyncio.Semaphore(CONCURRENCY)
 
     async def one(step: dict, criteria: list[dict], answer: str) -> list[dict]:
-        if provider == "reference":
+        if model_judge is None:  # the reference judge
             return [
                 dict(zip(("score", "rationale"), reference_criterion(answer, c, step)), name=c["name"])
                 for c in criteria
@@ -205,9 +209,9 @@ async def ajudge_trial(
 
     quality = [sum(s["quality"][r] for s in steps_out) / len(steps_out) for r in range(repeats)]
     if model_judge:
-        usage = dict(model_judge.usage_record(), cost_usd=cost_usd(pricing, spec.model, model_judge.usage))
+        usage = model_judge.usage_record(cost_usd(pricing, spec.model, model_judge.usage))
     else:
-        usage = dict(judge_usage(Usage()), cost_usd=0.0)
+        usage = judge_usage(Usage(), 0.0)
     return {
         "schema": SCHEMA,
         "cell": transcript.get("cell"),
@@ -275,7 +279,7 @@ def judge_budget(m, transcript: dict, scenario: str, out: Path):
     return ledger, rid
 
 
-def judge_job(m, transcript_path, scenario_path, out: Path, prompt_path=PROMPT_FILE) -> dict:
+def judge_job(m, transcript_path, scenario_path, out: Path, prompt_path=PROMPT_FILE) -> JudgedRecord:
     """The workflow's judge job: judge one transcript against its scenario's rubric with the
     config's judge (a recorded judge: the judgements made elsewhere, mcptrials.judge.recorded),
     under the budget (`judge_budget`), and write judged.json to `out`. Raises JudgeError when
@@ -338,7 +342,9 @@ def keep_judgement(out: Path) -> None:
     os.link(out, keep)
 
 
-def earlier_judgement(m, out: Path, transcript_sha: str, scenario: Scenario, prompt_path=PROMPT_FILE) -> dict | None:
+def earlier_judgement(
+    m, out: Path, transcript_sha: str, scenario: Scenario, prompt_path=PROMPT_FILE
+) -> JudgedRecord | None:
     """The judgement kept in the trial's finished folder when it judged these very transcript bytes with the
     same model judge (settings hash: provider, model, repeats, prompt) and the same rubric,
     linked back as `out`; else None (judge anew)."""

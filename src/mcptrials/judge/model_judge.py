@@ -11,9 +11,9 @@ either): the judge's own noise is measured with `judge.repeats` instead.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
+from mcptrials.core.record_types import JudgedUsage
 from mcptrials.judge.prompt import REPLY_FORMAT, MalformedReply, load_prompt, parse_reply, render_user
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.specs import JudgeSpec
@@ -37,9 +37,20 @@ class JudgeError(Exception):
     """The judge could not produce a valid score (never turned into a silent zero)."""
 
 
-def judge_usage(usage: Usage, api_calls: int = 0, retries: int = 0, malformed_replies: int = 0) -> dict:
-    """A judged.json `usage`: the tokens, and the calls, retries and malformed replies they took."""
-    return dict(dataclasses.asdict(usage), api_calls=api_calls, retries=retries, malformed_replies=malformed_replies)
+def judge_usage(
+    usage: Usage, cost_usd: float | None, api_calls: int = 0, retries: int = 0, malformed_replies: int = 0
+) -> JudgedUsage:
+    """A judged.json `usage`: the tokens, the calls, retries and malformed replies they took, and their cost."""
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "api_calls": api_calls,
+        "retries": retries,
+        "malformed_replies": malformed_replies,
+        "cost_usd": cost_usd,
+    }
 
 
 class ModelJudge:
@@ -69,8 +80,8 @@ class ModelJudge:
         self.temperature = None
         self.note = NOTES[spec.provider]
 
-    def usage_record(self) -> dict:
-        return judge_usage(self.usage, self.api_calls, self.retries, self.malformed_replies)
+    def usage_record(self, cost_usd: float | None) -> JudgedUsage:
+        return judge_usage(self.usage, cost_usd, self.api_calls, self.retries, self.malformed_replies)
 
     async def _call(self, messages: list[dict]) -> tuple[str, str]:
         """One judge call; returns the reply's text and its stop reason."""

@@ -23,9 +23,10 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from mcptrials.core.identity import TrialKey
-from mcptrials.core.record_types import JudgedRecord, TranscriptRecord
+from mcptrials.core.record_types import JudgedRecord, JudgeSettings, TranscriptRecord
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.hashing import canonical_hash, file_sha256
 from mcptrials.matrix.matrix import Matrix
@@ -33,7 +34,7 @@ from mcptrials.matrix.matrix import Matrix
 SCHEMA = "mcptrials/judged/1"
 
 
-def _slug(name: str) -> str:
+def _slug(name: object) -> str:
     return re.sub(r"[^a-z0-9]+", "-", str(name).lower()).strip("-")
 
 
@@ -52,7 +53,7 @@ def judged_file(m: Matrix, key: TrialKey) -> Path:
     return recorded_file(m, key).parent / "judged.json"
 
 
-def _not_judged(base: dict, scenario, reason: str) -> dict:
+def _not_judged(base: JudgedRecord, scenario, reason: str) -> JudgedRecord:
     steps = [
         {
             "index": i,
@@ -68,7 +69,7 @@ def _not_judged(base: dict, scenario, reason: str) -> dict:
         }
         for i, st in enumerate(scenario.data["steps"])
     ]
-    return dict(base, steps=steps, quality=[], quality_mean=None, not_judged=reason)
+    return {**base, "steps": steps, "quality": [], "quality_mean": None, "not_judged": reason}
 
 
 def judge_recorded(m: Matrix, transcript: TranscriptRecord, scenario) -> JudgedRecord:
@@ -76,21 +77,24 @@ def judge_recorded(m: Matrix, transcript: TranscriptRecord, scenario) -> JudgedR
     cell = transcript["cell"]
     path = judged_file(m, TrialKey.of(cell))
     where = str(path)
-    base = {
+    judge: JudgeSettings = {
+        "provider": "recorded",
+        "model": None,
+        "base_url": None,
+        "repeats": 1,
+        "temperature": None,
+        "note": None,
+        "settings_hash": canonical_hash({"provider": "recorded", "path": m.specs.judge.path}),
+        "prompt_file": "recorded",
+        "prompt_sha256": "",
+    }
+    recorded: dict[str, Any] = {"path": where, "sha256": None}
+    # steps, quality and quality_mean are set by each return (in this place, for the key order)
+    base: JudgedRecord = {
         "schema": SCHEMA,
         "cell": cell,
         "transcript_outcome": transcript.get("outcome"),
-        "judge": {
-            "provider": "recorded",
-            "model": None,
-            "base_url": None,
-            "repeats": 1,
-            "temperature": None,
-            "note": None,
-            "settings_hash": canonical_hash({"provider": "recorded", "path": m.specs.judge.path}),
-            "prompt_file": "recorded",
-            "prompt_sha256": "",
-        },
+        "judge": judge,
         "scenario": {"id": scenario.id, "rubric_hash": canonical_hash(scenario.rubric_part())},
         "masking": {"replacement": "[tool]", "names_masked": 0},
         "usage": {
@@ -103,25 +107,29 @@ def judge_recorded(m: Matrix, transcript: TranscriptRecord, scenario) -> JudgedR
             "malformed_replies": 0,
             "cost_usd": 0.0,
         },
-        "recorded": {"path": where, "sha256": None},
+        "recorded": recorded,
+        "steps": [],
+        "quality": [],
+        "quality_mean": None,
     }
     if not path.is_file():
         return _not_judged(base, scenario, f"no recorded judgement: {where} not found")
-    base["recorded"]["sha256"] = base["judge"]["prompt_sha256"] = file_sha256(path)
+    recorded["sha256"] = judge["prompt_sha256"] = file_sha256(path)
     try:
         data = json.loads(path.read_text())
     except ValueError as e:
         return _not_judged(base, scenario, f"{where}: not JSON ({e})")
     if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
         return _not_judged(base, scenario, f"{where}: no `steps` list: not a recorded judgement")
-    j = data.get("judge") if isinstance(data.get("judge"), dict) else {}
-    base["judge"].update(
-        model=j.get("model"),
-        note=f"recorded judgement {where} (judge {j.get('model') or 'unnamed'}, prompt "
-        f"{j.get('prompt_version') or 'unnamed'}); no call made here",
+    theirs = data.get("judge")
+    j = theirs if isinstance(theirs, dict) else {}
+    judge["model"] = j.get("model")
+    judge["note"] = (
+        f"recorded judgement {where} (judge {j.get('model') or 'unnamed'}, prompt "
+        f"{j.get('prompt_version') or 'unnamed'}); no call made here"
     )
-    base["judge"]["prompt_file"] = str(j.get("prompt_version") or "recorded")
-    base["recorded"].update(scenario_quality=data.get("scenario_quality"))
+    judge["prompt_file"] = str(j.get("prompt_version") or "recorded")
+    recorded.update(scenario_quality=data.get("scenario_quality"))
     by_slug = {_slug(s.get("step")): s for s in data["steps"] if isinstance(s, dict) and s.get("step")}
     steps, unweighted = [], set()
     for i, st in enumerate(scenario.data["steps"]):
@@ -175,6 +183,6 @@ def judge_recorded(m: Matrix, transcript: TranscriptRecord, scenario) -> JudgedR
                 "model_calls": 0,
             }
         )
-    base["recorded"]["unweighted"] = sorted(unweighted)
+    recorded["unweighted"] = sorted(unweighted)
     quality = sum(s["quality_mean"] for s in steps) / len(steps)
-    return dict(base, steps=steps, quality=[quality], quality_mean=quality)
+    return {**base, "steps": steps, "quality": [quality], "quality_mean": quality}

@@ -36,7 +36,8 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the config must be a mapping with tools, repos, scenarios and models")
     # what each tool entry itself says, before the schema fills defaults (a variant may set only a few fields)
-    raw_tools = data.get("tools") if isinstance(data.get("tools"), dict) else {}
+    tools = data.get("tools")
+    raw_tools = tools if isinstance(tools, dict) else {}
     given = {n: set(t) for n, t in raw_tools.items() if isinstance(t, dict)}
     validate_against("config.schema.yaml", data, str(path))
     resolve_variants(path, data, given)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import overload
 
 PLACEHOLDER = "{project}"
 # Folders never part of a server's identity: caches written when it runs.
@@ -41,6 +42,10 @@ def project_dir() -> Path:
     return Path.cwd()
 
 
+@overload
+def expand(text: str, project) -> str: ...
+@overload
+def expand(text: None, project) -> None: ...
 def expand(text: str | None, project) -> str | None:
     """`{project}` in one value replaced by the project folder."""
     return None if text is None else text.replace(PLACEHOLDER, str(project))
@@ -96,8 +101,13 @@ def named_paths(entry: dict, project, tools_dir) -> list[tuple[str, str]]:
                 out.append((f"{where}args[{i}]", os.path.normpath(path)))
         if not where:
             out += [(f"read_only[{i}]", p) for i, p in enumerate(entry.get("read_only", []))]
+    kept: list[tuple[str, str]] = []
     seen: set[str] = set()
-    return [(f, p) for f, p in out if _inside(p, project, tools) and not (p in seen or seen.add(p))]
+    for f, p in out:
+        if _inside(p, project, tools) and p not in seen:
+            seen.add(p)
+            kept.append((f, p))
+    return kept
 
 
 def _file_sha256(path: Path) -> str:

@@ -48,11 +48,7 @@ class Scenario:
 
     def grading_part(self) -> dict:
         """What the deterministic graders depend on: a change here rescoring only."""
-        keys = ("checks", "citations", "exact_answer", "state_check", "expected_tools")
-        part = {"steps": [{k: s.get(k) for k in keys} for s in self.data["steps"]]}
-        if self.data.get("gold"):  # only when set: scenarios without gold keep their hash
-            part["gold"] = self.data["gold"]
-        return part
+        return grading_part(self.data)
 
     def rubric_part(self) -> dict:
         """What the judge depends on: a change here re-judges only."""
@@ -69,6 +65,15 @@ class Scenario:
                 for s in self.data["steps"]
             ],
         }
+
+
+def grading_part(data: dict) -> dict:
+    """A scenario's data the deterministic graders depend on (Scenario.grading_part)."""
+    keys = ("checks", "citations", "exact_answer", "state_check", "expected_tools")
+    part = {"steps": [{k: s.get(k) for k in keys} for s in data["steps"]]}
+    if data.get("gold"):  # only when set: scenarios without gold keep their hash
+        part["gold"] = data["gold"]
+    return part
 
 
 def state_read_part(spec: dict | None) -> dict | None:

@@ -12,7 +12,7 @@ judge all read it.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from typing import ClassVar
+from typing import Any, ClassVar
 
 # Variables that hold API keys whatever the config says: never passed to a server, and
 # their values are scrubbed from records like the config's own key variables.
@@ -162,7 +162,7 @@ class HostSpec:
 
     @classmethod
     def from_config(cls, name: str, d: dict, providers) -> HostSpec:
-        opt = {
+        opt: dict[str, Any] = {
             k: tuple(d[k]) if isinstance(d.get(k), list) else d.get(k)
             for k in ("version", "builtin_tools", "bare", "extra_args")
         }

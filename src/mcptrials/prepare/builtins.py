@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 READ_MAX_LINES = 2000  # lines shown when no range is given (as Claude Code's Read does)
@@ -157,7 +158,11 @@ class BuiltinTools:
 
     def call(self, name: str, arguments) -> tuple[str, bool]:
         """Run one tool: (text, is_error). Never raises for bad input."""
-        handlers = {"read_file": self._read_file, "grep": self._grep, "list_files": self._list_files}
+        handlers: dict[str, Callable[..., str]] = {
+            "read_file": self._read_file,
+            "grep": self._grep,
+            "list_files": self._list_files,
+        }
         if name not in handlers:
             return f"Unknown tool {name!r}; the built-in tools are: {', '.join(self.names)}.", True
         try:
@@ -285,7 +290,8 @@ class BuiltinTools:
         except re.error as e:
             raise ToolInputError(f"invalid regular expression {pattern!r}: {e}.") from None
         files = self._grep_files(path)
-        matches, total, skipped_big = [], 0, 0
+        matches: list[str] = []
+        total, skipped_big = 0, 0
         for rel, real in files:
             try:
                 if real.stat().st_size > GREP_MAX_FILE_BYTES:
@@ -335,6 +341,5 @@ class BuiltinTools:
 
 
 def _inside(path, root: Path) -> bool:
-    path = str(path)
-    root = str(root)
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+    p, r = str(path), str(root)
+    return p == r or p.startswith(r.rstrip(os.sep) + os.sep)

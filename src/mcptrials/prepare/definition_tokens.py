@@ -23,13 +23,17 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING, Any
 
 from mcptrials.prepare.tooldefs import CHARS_PER_TOKEN, tool_definitions
+
+if TYPE_CHECKING:  # the SDK is imported only where it counts (count_tokens)
+    from anthropic.types import MessageParam
 
 COUNT_METHOD = "count_tokens"
 ESTIMATE_METHOD = f"estimate: chars/{CHARS_PER_TOKEN} of the definitions' JSON"
 # The fixed request both counts share: only the tools differ between them.
-COUNT_MESSAGES = [{"role": "user", "content": "Hello"}]
+COUNT_MESSAGES: list[MessageParam] = [{"role": "user", "content": "Hello"}]
 COUNT_TIMEOUT_S = 30.0
 COUNT_MAX_RETRIES = 2
 
@@ -61,7 +65,7 @@ def count_tokens(spec, key: str, tool_sets: list[list[dict]]) -> list[int]:
     try:
         out = []
         for tools in tool_sets:
-            kwargs = {"tools": tools} if tools else {}
+            kwargs: dict[str, Any] = {"tools": tools} if tools else {}
             out.append(client.messages.count_tokens(model=spec.model, messages=COUNT_MESSAGES, **kwargs).input_tokens)
         return out
     finally:

@@ -37,6 +37,7 @@ import signal
 import subprocess
 import sys
 import threading
+from typing import Any
 
 # JSON-RPC implementation-defined server error (range -32000..-32099; -32000 is taken by
 # "connection closed" in the mcp client): the overrides do not fit the server's tool list.
@@ -176,7 +177,7 @@ class Rewriter:
 def mismatch(overrides: dict, tools: list[dict]) -> dict:
     """What of the overrides does not fit the server's tool list (empty: all fits):
     unknown tools, unknown parameters, and final names shared by two tools."""
-    listed = {t.get("name"): t for t in tools}
+    listed: dict[Any, dict] = {t.get("name"): t for t in tools}  # by the name the server gives
     out: dict = {}
     unknown = sorted(n for n in overrides if n not in listed)
     if unknown:
@@ -232,6 +233,8 @@ def relay(rewriter: Rewriter, command: list[str]) -> None:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     # buffered pipes: readline on an unbuffered one reads a byte per system call
     child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    server_in, server_out = child.stdin, child.stdout
+    assert server_in is not None and server_out is not None  # both are pipes
     out_lock = threading.Lock()  # the proxy's own answers and the server's share stdout
 
     def write_client(data: bytes) -> None:
@@ -244,7 +247,7 @@ def relay(rewriter: Rewriter, command: list[str]) -> None:
 
     def server_to_client() -> None:
         try:
-            for line in iter(child.stdout.readline, b""):
+            for line in iter(server_out.readline, b""):
                 write_client(rewriter.from_server(line))
         except OSError:
             pass  # the client is gone
@@ -269,12 +272,12 @@ def relay(rewriter: Rewriter, command: list[str]) -> None:
             if to_client is not None:
                 write_client(to_client)
             if to_server is not None:
-                child.stdin.write(to_server)
-                child.stdin.flush()
+                server_in.write(to_server)
+                server_in.flush()
     except OSError:
         pass  # the server closed its stdin: its exit ends the proxy (above)
     try:  # the client closed: as the mcp client does, close the server's stdin, then insist
-        child.stdin.close()
+        server_in.close()
     except OSError:
         pass
     for stop, wait in ((None, 5), (child.terminate, 3), (child.kill, None)):

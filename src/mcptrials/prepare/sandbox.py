@@ -183,8 +183,10 @@ def command_needs(path: str, _depth: int = 0) -> list[str]:
     refused by `mcptrials validate` (`command_problem`)."""
     p = os.path.normpath(os.path.abspath(path))
     real = os.path.realpath(p)
-    needs = [p, real]
-    for venv in sorted({venv_of(p), venv_of(real)} - {None}):  # a link into a venv (pipx's ~/.local/bin) too
+    needs: list[str | None] = [p, real]  # None: not found (left out below)
+    for venv in sorted(
+        {v for v in (venv_of(p), venv_of(real)) if v is not None}
+    ):  # a link into a venv (pipx's ~/.local/bin) too
         needs += [venv, venv_base(venv)]
     needs.append(python_installation(real))
     interp = shebang(real)

@@ -14,8 +14,12 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcptrials.matrix.specs import ToolSpec
+
+if TYPE_CHECKING:  # imported where a server starts (open_server): mcp is slow to import
+    from mcp import Client
 
 
 def tools_dir() -> Path:
@@ -156,7 +160,7 @@ def process_tree_peak_rss_kb(root_pid: int) -> int | None:
 class ServerSession:
     """A connected server. Use `async with open_server(...) as s:`."""
 
-    client: object
+    client: Client
     startup_seconds: float
     errlog_path: Path
     pid_root: int = field(default_factory=os.getpid)
@@ -205,7 +209,8 @@ def tool_sandbox(tool: ToolSpec, extra_rw=(), extra_ro=(), commands=None):
     if commands is None:
         commands = [c for c in [server_command(tool)] if c]
     # what they need beyond the tool's own install (mounted whole above)
-    needs = [n for c in commands for n in command_needs(c) if not any(Path(n).is_relative_to(d) for d in [env, *real])]
+    own: list[Path | str] = [env, *real]
+    needs = [n for c in commands for n in command_needs(c) if not any(Path(n).is_relative_to(d) for d in own)]
     sb.ro(python_prefix(), env, *real, *needs, *tool.read_only, *extra_ro)
     if tool.variant_of:  # the proxy is the sandbox's first process: its one file, run by the base Python
         sb.ro(proxy_script())
@@ -239,9 +244,11 @@ def server_argv(tool: ToolSpec, values: dict[str, str]) -> list[str]:
 
     from mcptrials.prepare.proxy import command_line
 
+    assert tool.command is not None  # a server has one (matrix.tools.check_tools)
     argv = [resolve_command(tool.env_name, tool.command)] + [substitute(a, values) for a in tool.args]
     if not tool.variant_of:
         return argv
+    assert tool.overrides is not None  # a variant's field (matrix.tools.resolve_variants)
     return command_line(os.path.realpath(sys.executable), proxy_script(), tool.overrides, argv)
 
 
@@ -255,6 +262,7 @@ def start_http_server(tool: ToolSpec, values: dict[str, str], forbidden_env: set
     """Start an http server (`command args`, {port} a free port) in its sandbox and wait
     until it listens; yield its URL; stop its process group at the end. Hosts that connect
     by URL share it. (It must share the host's network to be reached: `network: true`.)"""
+    assert tool.command is not None and tool.url is not None  # an http server has both (matrix.tools.check_tools)
     values = dict(values, port=str(free_port()))
     env = {k: os.environ[k] for k in ("LANG",) if k in os.environ} | server_environment(
         tool.config, values, forbidden_env

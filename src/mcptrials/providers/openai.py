@@ -26,6 +26,7 @@ errors are the SDK's own (honouring `retry-after`), capped by `max_retries`.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from mcptrials.providers.base import Provider, ProviderError, Reply, Usage
 
@@ -48,7 +49,7 @@ def _text_of(content) -> str:
 
 def to_openai_messages(system: list[dict], messages: list[dict]) -> list[dict]:
     """Messages-API conversation -> chat-completions messages."""
-    out = []
+    out: list[dict[str, Any]] = []
     sys_text = "\n\n".join(b.get("text", "") for b in system or [] if b.get("type") == "text")
     if sys_text:
         out.append({"role": "system", "content": sys_text})
@@ -66,7 +67,7 @@ def to_openai_messages(system: list[dict], messages: list[dict]) -> list[dict]:
                 for b in blocks
                 if b.get("type") == "tool_use"
             ]
-            turn = {"role": "assistant", "content": text or None}
+            turn: dict[str, Any] = {"role": "assistant", "content": text or None}
             if calls:
                 turn["tool_calls"] = calls
             out.append(turn)

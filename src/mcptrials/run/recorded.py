@@ -47,6 +47,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from mcptrials.core.identity import TrialKey
+from mcptrials.core.record_types import TranscriptRecord
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.hashing import canonical_hash, file_sha256
 from mcptrials.matrix.matrix import Matrix
@@ -250,7 +251,7 @@ def _from_stream(m: Matrix, path: Path, scenario, tool: str, snapshot: dict | No
     return outcome, detail, one_answer, model_id, round(wall, 3)
 
 
-def _from_transcript(path: Path, cell: dict, host: str, where: str) -> tuple[dict | None, str | None]:
+def _from_transcript(path: Path, cell: dict, host: str, where: str) -> tuple[TranscriptRecord | None, str | None]:
     """(the recorded transcript with our cell and host, None) or (None, why it is unusable)."""
     from mcptrials.matrix.schema import validate_against
 
@@ -325,7 +326,7 @@ def run_recorded(
     }
     rec = Recorder()
     outcome, detail, one_answer, model_id, wall = "harness_failed", None, False, None, None
-    transcript = None
+    transcript: TranscriptRecord | None = None
     try:
         if not path.is_file():
             # no run was recorded for this trial (e.g. a cell run fewer times than `trials`): not
@@ -340,6 +341,7 @@ def run_recorded(
             if mspec.format == MCPTRIALS:
                 transcript, detail = _from_transcript(path, key.cell(), host, where)
                 if transcript is None:
+                    assert detail is not None  # _from_transcript says why it is unusable
                     rec.error("harness_error", detail)
             else:
                 outcome, detail, one_answer, model_id, wall = _from_stream(m, path, scenario, tool, snapshot, rec, meta)

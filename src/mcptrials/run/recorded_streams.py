@@ -89,10 +89,10 @@ def complete(events: list[dict]) -> tuple[list[dict], dict]:
             out.append(dict(e, message=msg))
         elif kind == "user":
             msg = dict(e.get("message") or {})
-            content = msg.get("content")
-            if isinstance(content, list):
+            given = msg.get("content")
+            if isinstance(given, list):
                 filled = []
-                for b in content:
+                for b in given:
                     if isinstance(b, dict) and b.get("type") == "tool_result" and not b.get("tool_use_id"):
                         b = dict(b, tool_use_id=waiting.pop(0) if waiting else None)
                     elif isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") in waiting:

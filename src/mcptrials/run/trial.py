@@ -26,6 +26,7 @@ import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import cast
 
 from mcptrials import __version__
 from mcptrials.matrix.errors import ConfigError
@@ -34,9 +35,9 @@ from mcptrials.matrix.matrix import Matrix
 from mcptrials.matrix.scenario import Scenario
 from mcptrials.core.paths import PROMPT_DIR
 from mcptrials.core.identity import TrialKey
-from mcptrials.core.record_types import TranscriptRecord
+from mcptrials.core.record_types import TranscriptErrors, TranscriptRecord, TranscriptUsage
 from mcptrials.providers.base import Usage
-from mcptrials.prepare.servers import leaf_error, mcp_error_code, open_server, stderr_tail
+from mcptrials.prepare.servers import ServerSession, leaf_error, mcp_error_code, open_server, stderr_tail
 from mcptrials.prepare.snapshot import tools_hash, variant_record
 from mcptrials.matrix.specs import HostSpec, Limits, ModelSpec, Specs, ToolSpec
 
@@ -294,16 +295,22 @@ class TrialServer:
         self.ctx = ctx
         self.opener = opener or open_server
         self.errlog = ctx.out_dir / "server.stderr.log"
-        self.session = None
+        self.session: ServerSession | None = None  # between __aenter__ and __aexit__
         self.tools: list[dict] = []
 
     @property
+    def live(self) -> ServerSession:
+        """The session, inside `async with` (where the hosts use it)."""
+        assert self.session is not None, "TrialServer is used inside `async with` only"
+        return self.session
+
+    @property
     def client(self):
-        return self.session.client
+        return self.live.client
 
     @property
     def instructions(self) -> str | None:
-        return self.session.instructions
+        return self.live.instructions
 
     async def __aenter__(self) -> TrialServer:
         ctx = self.ctx
@@ -318,11 +325,11 @@ class TrialServer:
             ctx.rec.error("protocol_error", msg, code=mcp_error_code(e))
             ctx.meta["server_stderr_tail"] = stderr_tail(self.errlog)
             raise TrialAbort("server_crashed", msg) from None
-        ctx.meta["server_startup_seconds"] = round(self.session.startup_seconds, 3)
-        ctx.meta["sandbox"] = self.session.sandbox
-        ctx.meta["server_protocol_version"] = self.session.protocol_version
+        ctx.meta["server_startup_seconds"] = round(self.live.startup_seconds, 3)
+        ctx.meta["sandbox"] = self.live.sandbox
+        ctx.meta["server_protocol_version"] = self.live.protocol_version
         try:
-            self.tools = await self.session.list_tools()
+            self.tools = await self.live.list_tools()
         except Exception as e:  # an unusable tools/list (e.g. an invalid input schema)
             leaf = leaf_error(e)
             msg = f"tools/list failed: {type(leaf).__name__}: {str(leaf)[:500]}"
@@ -335,7 +342,7 @@ class TrialServer:
         meta = self.ctx.meta
         # Differs from the snapshot's hash only if the server changed since it was taken.
         meta["live_tools_sha256"] = tools_hash(self.tools) if self.tools else None
-        meta["server_peak_rss_kb"] = self.session.peak_rss_kb()
+        meta["server_peak_rss_kb"] = self.live.peak_rss_kb()
         try:
             await self._cm.__aexit__(exc_type, exc, tb)
         except Exception as e:
@@ -500,9 +507,10 @@ def transcript_record(
         "system_prompt_sha256": meta["system_prompt_sha256"],
         "steps": rec.steps,
         "tool_calls": rec.tool_calls,
-        "errors": rec.errors,
+        # the counters Recorder.errors starts with; a host's extra_usage keys are among TranscriptUsage's
+        "errors": cast(TranscriptErrors, rec.errors),
         "error_events": rec.error_events,
-        "usage": usage,
+        "usage": cast(TranscriptUsage, usage),
         "wall_seconds": wall_seconds,
         # Start-up apart from the agent's work: efficiency compares work_seconds only.
         "server_startup_seconds": startup,

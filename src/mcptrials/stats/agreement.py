@@ -6,6 +6,8 @@ Sources: Shrout & Fleiss 1979; Spearman 1904; Efron & Tibshirani 1993; Miller 20
 
 from __future__ import annotations
 
+from typing import Any
+
 from mcptrials.stats.intervals import check_level
 
 
@@ -94,7 +96,7 @@ def spearman_with_ci(x, y, level: float = 0.95, n_boot: int = 2000, seed: int = 
     if xa.size != ya.size:
         raise ValueError(f"x has {xa.size} values and y has {ya.size}: give one y per x")
     n = int(xa.size)
-    out = {
+    out: dict[str, Any] = {
         "rho": None,
         "lo": None,
         "hi": None,

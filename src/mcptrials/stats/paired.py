@@ -6,6 +6,7 @@ Sources: Miller 2024 (arXiv 2411.00640); Holm 1979; Schuirmann 1987; ICH E9 (199
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from mcptrials.stats.intervals import check_bounds, check_level, logit_interval, t_quantile
 
@@ -42,7 +43,7 @@ def paired_difference(a: dict, b: dict, level: float = 0.95, bounds: tuple | Non
     d = xa - xb
     if bounds is not None:
         check_bounds(d.tolist(), bounds[0], bounds[1], "the differences")
-    out = {
+    out: dict[str, Any] = {
         "mean_diff": float(d.mean()),
         "se": None,
         "lo": None,
@@ -88,7 +89,7 @@ def holm_adjust(pvalues: dict) -> dict:
             raise ValueError(f"p-value of {name!r} is {p}: p-values must be between 0 and 1")
     tested = sorted((p, name) for name, p in pvalues.items() if p is not None)
     m = len(tested)
-    out = {name: None for name, p in pvalues.items() if p is None}
+    out: dict[str, float | None] = {name: None for name, p in pvalues.items() if p is None}
     running = 0.0
     for j, (p, name) in enumerate(tested):  # j is 0-based, so the multiplier is m - j
         running = max(running, min(1.0, (m - j) * p))

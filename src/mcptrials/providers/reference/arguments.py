@@ -6,6 +6,7 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from mcptrials.providers.reference.question import Term
 from mcptrials.providers.reference.tools import ToolSpec
@@ -148,12 +149,13 @@ def build_arguments(spec: ToolSpec, need: Need, workspace: str) -> dict | None:
             return args
         return None
     for key in list(props) + [r for r in required if r not in props]:
-        prop = props.get(key) if isinstance(props.get(key), dict) else {}
+        given = props.get(key)
+        prop = given if isinstance(given, dict) else {}
         is_required = key in required
         kind = kind_of_key(key)
         types = _types(prop)
         relative = "relative" in key.lower() or "relative" in str(prop.get("description", "")).lower()
-        value = None
+        value: Any = None  # the argument: any JSON value
         if kind == "glob" and spec.role == "filesearch" and need.term and is_required:
             value = f"*{need.term.search}*"  # e.g. a file_mask
         elif kind == "term" and need.term and ("string" in types or not types):
@@ -171,7 +173,7 @@ def build_arguments(spec: ToolSpec, need: Need, workspace: str) -> dict | None:
         ):
             if kind == "start" and key.lower() != "offset":
                 value = need.lo - zero_based(spec, key)
-            elif kind == "end":
+            elif kind == "end" and need.hi is not None:  # set with lo (planning._read_calls)
                 value = need.hi - zero_based(spec, key)
             elif kind == "count" and "start" not in [kind_of_key(k) for k in props]:
                 value = need.hi  # e.g. head: N first lines

@@ -17,20 +17,20 @@ USAGE_READ_BEFORE = 20  # more above a use, to see the function it is in
 def next_calls(st: StepState, prompt: str, specs: dict[str, ToolSpec], n_assistant: int, workspace: str) -> list[dict]:
     """The next reply: each tool call after the sentence that gives its reason; [] when
     nothing is left to try (the reply is then the answer)."""
-    if _asks_history(prompt, specs):
+    history = history_tool(specs)
+    if history is not None and _asks_history(prompt, specs):
         # The commits are in no file of the work tree: ask the history tool, once.
         if any(c.spec and c.spec.role == "history" for c in st.calls):
             return []
-        spec = history_tool(specs)
-        args = build_arguments(spec, Need(), workspace)
+        args = build_arguments(history, Need(), workspace)
         if args is not None:
             return [
                 {
                     "type": "text",
                     "text": f"The question is about the repository's history, which no file "
-                    f"of the work tree records, so I will ask `{spec.name}`.",
+                    f"of the work tree records, so I will ask `{history.name}`.",
                 },
-                {"type": "tool_use", "id": f"toolu_ref_{n_assistant:03d}_0", "name": spec.name, "input": args},
+                {"type": "tool_use", "id": f"toolu_ref_{n_assistant:03d}_0", "name": history.name, "input": args},
             ]
 
     planned: list[tuple[str, ToolSpec, dict]] = []  # (reason, tool, arguments)
@@ -74,13 +74,13 @@ def _want_reads(
     if not unread:
         return False
     unread.sort(key=lambda x: (-(term.search.lower() in x[0].lower()), x[0], x[1] or 0))
-    for path, n in unread[:READS_PER_TERM]:
+    for path, line in unread[:READS_PER_TERM]:
         why = (
-            f"to see line {n}, a hit for `{term.label}`"
-            if n
+            f"to see line {line}, a hit for `{term.label}`"
+            if line
             else f"to look for `{term.label}` in it: the search found this file"
         )
-        reads_wanted.setdefault(path, []).append((n, why))
+        reads_wanted.setdefault(path, []).append((line, why))
     read_paths = [p for _, p, _, _, _ in st.reads]
     # Hits already read held nothing: also try the next search tool, this round.
     return not any(h.term == term and h.path in read_paths for h in st.hits)
@@ -171,7 +171,7 @@ def _page_call(st: StepState, term: Term, specs: dict[str, ToolSpec]) -> tuple[s
     last = pages[-1]
     spec = specs.get(last.name)
     key = page_key(spec) if spec else None
-    if key is None or any(c.name == last.name and c.input.get(key) == last.next_page for c in pages):
+    if spec is None or key is None or any(c.name == last.name and c.input.get(key) == last.next_page for c in pages):
         return None
     args = {**last.input, key: last.next_page}
     return (

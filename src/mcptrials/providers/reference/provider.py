@@ -28,7 +28,16 @@ class ReferenceProvider(Provider):
         self.workspace = os.path.normpath(str(workspace))
         self._paths = WorkspacePaths(self.workspace)
 
-    async def complete(self, system: list[dict], messages: list[dict], tools: list[dict], max_tokens: int) -> Reply:
+    async def complete(
+        self,
+        system: list[dict],
+        messages: list[dict],
+        tools: list[dict],
+        max_tokens: int,
+        *,
+        reply_schema: dict | None = None,  # Provider's signature; no model, so both unused
+        cache_conversation: bool = True,
+    ) -> Reply:
         content = self.decide(messages, tools)
         stop = "tool_use" if any(b["type"] == "tool_use" for b in content) else "end_turn"
         content, stop = _fit(content, stop, max_tokens)

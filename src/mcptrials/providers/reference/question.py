@@ -244,7 +244,7 @@ def extract_terms(prompt: str) -> tuple[list[Term], list[str]]:
         add(*_term_from(tok, quoted=False))
     if not terms:
         # No identifier at all: fall back to the prompt's longest uncommon words.
-        words = []
+        words: list[str] = []
         for m in _WORD.finditer(plain):
             w = m.group(0)
             if w.lower() not in STOPWORDS and len(w) >= 5 and w.lower() not in [x.lower() for x in words]:

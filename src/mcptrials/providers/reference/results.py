@@ -115,7 +115,8 @@ def _json_hits(data, paths: WorkspacePaths, out: list, inherited: str | None = N
     if not isinstance(data, dict):
         return
     low = {k.lower(): v for k, v in data.items() if isinstance(k, str)}
-    path, line = None, None
+    path: str | None = None
+    line: object = None  # a JSON value: only an int is a line
     for k in _FILE_KEYS:
         v = low.get(k)
         if isinstance(v, str):
@@ -182,11 +183,12 @@ def parse_hits(text: str, paths: WorkspacePaths) -> list[tuple[str, int | None, 
                 p = paths.rel(cand)
                 if p:
                     raw.append((p, None, None))
-    seen, out = set(), []
-    for p, n, t in raw:
-        if (p, n) not in seen:
-            seen.add((p, n))
-            out.append((p, n, t))
+    seen: set[tuple[str, int | None]] = set()
+    out: list[tuple[str, int | None, str | None]] = []
+    for hit_path, n, t in raw:
+        if (hit_path, n) not in seen:
+            seen.add((hit_path, n))
+            out.append((hit_path, n, t))
     return out
 
 

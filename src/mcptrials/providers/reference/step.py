@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from mcptrials.providers.reference.arguments import kind_of_key, zero_based
 from mcptrials.providers.reference.question import Term, extract_scopes, extract_terms
@@ -59,11 +60,11 @@ def split_steps(messages: list[dict], specs: dict[str, ToolSpec]) -> list[tuple[
     """(prompt, calls with their results, tool rounds) per step: a step starts at each user
     turn that holds text and no tool results."""
     steps: list[tuple[str, list[Call], int]] = []
-    pending: dict[str, Call] = {}
+    pending: dict[Any, Call] = {}  # by the tool_use id, as the JSON has it
     for m in messages:
         content = m.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
-        blocks = [b for b in blocks if isinstance(b, dict)]
+        given = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
+        blocks: list[dict[str, Any]] = [b for b in given if isinstance(b, dict)]
         if m.get("role") == "user":
             results = [b for b in blocks if b.get("type") == "tool_result"]
             if not results:
@@ -122,17 +123,18 @@ def analyze_step(
     st = StepState(terms, files, calls, rounds, scopes=extract_scopes(prompt))
     for c in calls:
         c.failed = c.is_error or looks_failed(c.text)
-        role = c.spec.role if c.spec else None
+        spec = c.spec
+        role = spec.role if spec else None
         if role == "history":
             if not c.failed and c.text.strip():
                 st.history.append(c.text)
                 c.useful = True
             continue
-        if role == "read":
-            path, lo, hi = _window(c.spec, c.input, paths)
-            lines = {} if c.failed or not path else parse_read(c.text, lo or 1, numbered_only=not c.spec.mcp)
+        if spec is not None and role == "read":
+            path, lo, hi = _window(spec, c.input, paths)
+            lines = {} if c.failed or not path else parse_read(c.text, lo or 1, numbered_only=not spec.mcp)
             ok = bool(lines) and any(t.strip() for t in lines.values())
-            if ok:
+            if ok and path:
                 st.known.setdefault(path, {}).update(lines)
                 c.useful = True
             if path:

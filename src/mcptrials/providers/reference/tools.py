@@ -99,7 +99,7 @@ def classify_tool(tool: dict) -> ToolSpec:
 
 def search_order(specs: dict[str, ToolSpec], term: Term | None) -> list[ToolSpec]:
     """Search tools in the order they are tried for a term."""
-    order = {"symbol": 0, "search": 1, "filesearch": 2}
+    order: dict[str | None, int] = {"symbol": 0, "search": 1, "filesearch": 2}
     chain = [
         s
         for s in specs.values()
@@ -124,6 +124,5 @@ def read_order(specs: dict[str, ToolSpec]) -> list[ToolSpec]:
 
 def history_tool(specs: dict[str, ToolSpec]) -> ToolSpec | None:
     """The server's history tool (e.g. git's git_log), or None when none is offered."""
-    return min(
-        (s for s in specs.values() if s.mcp and s.role == "history"), key=lambda s: (s.rank, s.name), default=None
-    )
+    offered = [s for s in specs.values() if s.mcp and s.role == "history"]
+    return min(offered, key=lambda s: (s.rank, s.name)) if offered else None
