@@ -33,7 +33,8 @@ from test_citation_corpus import answer_text  # noqa: E402
 BENCH_COMMIT = "74576321685c22a1b84571346487aa5c75e3867e"
 FILE = r"[\w.@+-]*(?:/[\w.@+-]+)*\.[A-Za-z]{1,5}"
 PATH_LINE = re.compile(rf"(?<![\w/])({FILE})(?::(\d+)(?:\s*[-–]\s*(\d+))?|#L(\d+)(?:-L?(\d+))?)")
-NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])|(?<=:)\d+")
+# A number before a sentence's full stop (`at line 69.`) and a bare `L12` are references too.
+NUMBER = re.compile(r"(?<![\w.])\d+(?!\w|\.\d)|(?<=:)\d+|(?<=\bL)\d+")
 FILE_NAME = re.compile(rf"(?<![\w/])({FILE})(?![\w])")
 
 
