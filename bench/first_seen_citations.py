@@ -22,7 +22,7 @@ Figures, per set and pooled (labels are matched to the grader's occurrences by t
 Needs the mirrors of tests/grade/test_citation_corpus.py (MCPTRIALS_SENSE_MIRROR,
 MCPTRIALS_MIRRORS) and no network; answer texts and code are read from them at run time.
 
-    python bench/first_seen_citations.py [SET ...]    (default: consul pebble go_new_models)
+    python bench/first_seen_citations.py [SET ...]    (default: the first-seen sets on disk: rails)
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from test_citation_corpus import agrees, graded_answers, mirror  # noqa: E402
 
 SETS = ROOT / "tests" / "fixtures" / "citation_corpus"
-DEFAULT = ("consul", "pebble", "go_new_models")
+DEFAULT = ("rails",)
 
 
 def arm_of(source: str) -> str:
