@@ -1,0 +1,144 @@
+"""Issue 34 item 8: the citation grader on first-seen label sets whose references a reader found.
+
+Unlike the older sets (whose occurrences the grader proposed), each set read here lists the
+references a careful reader would follow to a line, found by the labeller, so the grader's
+extraction can be measured too. A label is the older sets' label (tests/grade/
+test_citation_corpus.py's docstring: sha256, span, file, lines, subject, verdict, note) plus
+`form` ("line-only" for a bare line after a file named earlier, as `at 1597`, `(:64)`,
+`"line": 153`; else "path").
+
+Figures, per set and pooled (labels are matched to the grader's occurrences by their spans):
+- extraction recall: share of labels with a grader occurrence of a line citation (an item
+  whose lines are not null) overlapping the label's span; also for line-only labels apart;
+- agreement: test_citation_corpus's `agrees` on that occurrence (its own strict verdict), a
+  label the grader did not extract counting as a disagreement;
+- mismatch precision: of the labels whose occurrence the grader calls strict `mismatch`, the
+  share labelled `wrong line`;
+- wrong lines caught: of the `wrong line` labels, the share the grader calls strict `mismatch`
+  (or past the end of the file, bucket `hallucinated`) in the intended file (as `agrees`);
+- correct called mismatch, per arm: of the `correct` labels of the arm's answers (the arm is
+  the bench path's results/<model>/<arm>/), the share the grader calls strict `mismatch`.
+
+Needs the mirrors of tests/grade/test_citation_corpus.py (MCPTRIALS_SENSE_MIRROR,
+MCPTRIALS_MIRRORS) and no network; answer texts and code are read from them at run time.
+
+    python bench/first_seen_citations.py [SET ...]    (default: the first-seen sets on disk: rails)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "grade"))
+sys.path.insert(0, str(ROOT / "src"))
+
+from test_citation_corpus import agrees, graded_answers, mirror  # noqa: E402
+
+SETS = ROOT / "tests" / "fixtures" / "citation_corpus"
+DEFAULT = ("rails",)
+
+
+def arm_of(source: str) -> str:
+    """The arm of a bench answer: results/<model>/<arm>/<repo>/..."""
+    parts = source.split("/")
+    return parts[parts.index("results") + 2]
+
+
+def found(label: dict, items: list[dict]) -> tuple[dict | None, dict | None]:
+    """The grader's line-citation item and occurrence overlapping the label's span (the first by span)."""
+    s0, e0 = label["span"]
+    for item in sorted((c for c in items if c["lines"] is not None), key=lambda c: c["spans"][0]):
+        for occ in item["by_occurrence"]:
+            s, e = occ["span"]
+            if s < e0 and s0 < e:
+                return item, occ
+    return None, None
+
+
+def judge(labels: dict, graded: dict) -> list[dict]:
+    """One row per label: its arm, form, verdict, whether extracted, the strict verdict, agreement."""
+    rows = []
+    for lab in labels["labels"]:
+        item, occ = found(lab, graded[lab["sha256"]])
+        strict = occ["strict"] if occ else None
+        ok = item is not None and agrees(lab, dict(item, strict=strict))
+        rows.append(
+            {
+                "arm": arm_of(labels["answers"][lab["sha256"]]["source"]),
+                "form": lab.get("form", "path"),
+                "verdict": lab["verdict"],
+                "found": item is not None,
+                "strict": strict,
+                "agrees": ok,
+            }
+        )
+    return rows
+
+
+def share(num: int, den: int) -> str:
+    return f"{num}/{den} = {num / den:.3f}" if den else "-"
+
+
+def figures(rows: list[dict]) -> dict[str, str]:
+    """The table's figures for a set's rows (module docstring)."""
+    line_only = [r for r in rows if r["form"] == "line-only"]
+    called = [r for r in rows if r["strict"] == "mismatch"]
+    wrong = [r for r in rows if r["verdict"] == "wrong line"]
+    out = {
+        "labels": str(len(rows)),
+        "extraction recall": share(sum(r["found"] for r in rows), len(rows)),
+        "  line-only": share(sum(r["found"] for r in line_only), len(line_only)),
+        "agreement": share(sum(r["agrees"] for r in rows), len(rows)),
+        "mismatch precision": share(sum(r["verdict"] == "wrong line" for r in called), len(called)),
+        "wrong lines caught": share(sum(r["agrees"] for r in wrong), len(wrong)),
+    }
+    for arm in sorted({r["arm"] for r in rows}):
+        correct = [r for r in rows if r["arm"] == arm and r["verdict"] == "correct"]
+        out[f"correct called mismatch, {arm}"] = share(sum(r["strict"] == "mismatch" for r in correct), len(correct))
+    return out
+
+
+def missing_mirrors(labels: dict, sense: str, mirrors: Path) -> list[str]:
+    paths = [Path(sense)] + [mirror(mirrors, r) for r in labels["repos"].values()]
+    return [str(p) for p in paths if not p.exists()]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("sets", nargs="*", default=list(DEFAULT))
+    args = ap.parse_args()
+    sense = os.environ.get("MCPTRIALS_SENSE_MIRROR", "/work/.mirror/luuuc+sense/repo")
+    mirrors = Path(os.environ.get("MCPTRIALS_MIRRORS", "/work/.mirror"))
+    table: dict[str, dict[str, str]] = {}
+    pooled: list[dict] = []
+    for name in args.sets:
+        labels = json.loads((SETS / f"{name}.json").read_text())
+        missing = missing_mirrors(labels, sense, mirrors)
+        if missing:
+            print(f"{name}: skipped, mirrors missing: {', '.join(missing)}", file=sys.stderr)
+            continue
+        rows = judge(labels, graded_answers(labels, sense, mirrors))
+        table[name] = figures(rows)
+        pooled += rows
+    if len(table) > 1:
+        table["pooled"] = figures(pooled)
+    print_table(table)
+    return 0 if table else 1
+
+
+def print_table(table: dict[str, dict[str, str]]) -> None:
+    keys = list(dict.fromkeys(k for col in table.values() for k in col))
+    width = max((len(k) for k in keys), default=0)
+    print(f"| {'figure'.ljust(width)} | " + " | ".join(table) + " |")
+    print(f"|{'-' * (width + 2)}|" + "|".join("---" for _ in table) + "|")
+    for k in keys:
+        print(f"| {k.ljust(width)} | " + " | ".join(col.get(k, "-") for col in table.values()) + " |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

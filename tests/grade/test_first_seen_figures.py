@@ -1,0 +1,51 @@
+"""bench/first_seen_citations.py's figures, computed by hand on made-up rows (no mirrors needed)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+SCRIPT = Path(__file__).parents[2] / "bench" / "first_seen_citations.py"
+spec = importlib.util.spec_from_file_location("first_seen_citations", SCRIPT)
+fsc = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(fsc)
+
+
+def row(arm, verdict, found=True, strict="verified", agrees=True, form="path"):
+    return {"arm": arm, "form": form, "verdict": verdict, "found": found, "strict": strict, "agrees": agrees}
+
+
+def test_figures_by_hand():
+    rows = [
+        row("baseline", "correct"),  # verified, agrees
+        row("baseline", "correct", strict="mismatch", agrees=False),  # a correct line called mismatch
+        row("baseline", "wrong line", strict="mismatch"),  # caught
+        row("sense", "correct", form="line-only", found=False, strict=None, agrees=False),  # not extracted
+        row("sense", "correct", form="line-only"),
+        row("sense", "wrong line", strict="verified", agrees=False),  # missed
+    ]
+    f = fsc.figures(rows)
+    assert f["labels"] == "6"
+    assert f["extraction recall"] == "5/6 = 0.833"
+    assert f["  line-only"] == "1/2 = 0.500"
+    assert f["agreement"] == "3/6 = 0.500"
+    # two strict mismatches, one of them on a wrong line
+    assert f["mismatch precision"] == "1/2 = 0.500"
+    assert f["wrong lines caught"] == "1/2 = 0.500"
+    assert f["correct called mismatch, baseline"] == "1/2 = 0.500"
+    assert f["correct called mismatch, sense"] == "0/2 = 0.000"
+
+
+def test_a_label_is_found_by_an_overlapping_occurrence_of_a_line_citation():
+    items = [
+        {"lines": None, "spans": [[0, 10]], "by_occurrence": [{"span": [0, 10], "strict": "n/a"}]},
+        {"lines": [64], "spans": [[20, 23]], "by_occurrence": [{"span": [20, 23], "strict": "verified"}]},
+    ]
+    assert fsc.found({"span": [5, 8]}, items) == (None, None)  # only a citation without lines there
+    item, occ = fsc.found({"span": [18, 21]}, items)  # the label starts before the grader's span
+    assert item is items[1] and occ["strict"] == "verified"
+    assert fsc.found({"span": [23, 30]}, items) == (None, None)  # touching is not overlapping
+
+
+def test_the_arm_is_read_from_the_bench_path():
+    assert fsc.arm_of("bench/verticals/go/results/glm-5.2_cloud/sense/consul/run-1/transcript.json") == "sense"
