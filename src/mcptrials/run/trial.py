@@ -26,7 +26,7 @@ import traceback
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import cast
+from typing import Literal, cast
 
 from mcptrials import __version__
 from mcptrials.matrix.errors import ConfigError
@@ -338,7 +338,7 @@ class TrialServer:
             raise TrialAbort("server_crashed", msg) from None
         return self
 
-    async def __aexit__(self, exc_type, exc, tb) -> bool:
+    async def __aexit__(self, exc_type, exc, tb) -> Literal[False]:  # never swallows the body's error
         meta = self.ctx.meta
         # Differs from the snapshot's hash only if the server changed since it was taken.
         meta["live_tools_sha256"] = tools_hash(self.tools) if self.tools else None

@@ -38,6 +38,7 @@ def make_provider(ctx: TrialContext) -> Provider:
         from mcptrials.providers.reference import ReferenceProvider
 
         return ReferenceProvider(str(ctx.sandbox.workspace))
+    assert spec.model is not None  # loading refuses a provider other than reference without `model:`
     return providers.create(spec.provider, spec.model, ctx.api_key(), spec.base_url, spec.max_retries)
 
 
@@ -237,6 +238,7 @@ class Loop:
 
         from mcptrials.prepare.servers import mcp_error_code
 
+        assert self.server is not None  # only a tool with a server lists MCP tools to call
         try:
             result = await self.server.client.call_tool(call["tool"], call["arguments"])
         except MCPError as e:
