@@ -219,27 +219,19 @@ def _read(path: Path) -> dict | None:
         return None
 
 
-def cell_cost(
-    m,
-    model: str,
-    host: str,
-    tool: str,
-    repo: str,
-    scenario: str,
-    results: Path = Path("results"),
-    planned: set[int] | None = None,
-) -> CellCost:
-    """The cost of one cell (its `trials` trials) over the records in `results`: see the module
-    docstring. mcptrials.run.runner reserves `per_trial` of it in the ledger before a trial starts.
+def cell_cost(m, key: TrialKey, results: Path = Path("results"), planned: set[int] | None = None) -> CellCost:
+    """The cost of the cell of trial `key` (its `trials` trials, whatever key.trial) over the
+    records in `results`: see the module docstring. mcptrials.run.runner reserves `per_trial`
+    of it in the ledger before a trial starts.
     `planned`: the numbers of the cell's trials the next run will run, new and rerun
     (mcptrials.dag.planned); without it, the trials with no transcript or a missing one."""
     results = Path(results)
     pricing = m.config["pricing"]
+    model, host, tool, repo, scenario, _ = key
     mspec = m.specs.models[model]
     sc = m.scenarios[scenario]
     mine = [
-        TrialKey(model, host, tool, repo, scenario, k).dir(results / "runs") / "transcript.json"
-        for k in range(1, m.trials + 1)
+        key._replace(trial=k).dir(results / "runs") / "transcript.json" for k in range(1, m.trials + 1)
     ]  # trials >= 1 (the schema)
     folder = mine[0].parent.parent  # the cell's folder: its trial folders, this run's and any earlier one's
     judge = _judge_part(m, scenario, folder, mine, planned)
@@ -317,12 +309,13 @@ def cost_plan(
     results = Path(results)
     cells = []
     seen = set()
-    for model, host, tool, repo, scenario, _trial in m.cells():
-        if (model, host, tool, scenario) in seen:
+    for key in m.cells():
+        cell = (key.model, key.host, key.tool, key.scenario)
+        if cell in seen:
             continue
-        seen.add((model, host, tool, scenario))
-        mine = None if planned is None else planned.get((model, host, tool, scenario), set())
-        cells.append(cell_cost(m, model, host, tool, repo, scenario, results, mine))
+        seen.add(cell)
+        mine = None if planned is None else planned.get(cell, set())
+        cells.append(cell_cost(m, key, results, mine))
     ledger = ledger_path(results)
     return CostPlan(cells=cells, cap=budget_cap(m.config), spent=Ledger(ledger).total(), ledger=ledger, reasons=reasons)
 

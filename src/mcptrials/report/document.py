@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.specs import JudgeSpec
 from mcptrials.report.citations import add_citation_composition
 from mcptrials.report.details import add_adoption, add_errors, add_judge_noise, add_profile, add_scenarios
 from mcptrials.report.explorer import write_explorer
@@ -65,19 +66,19 @@ def build_report(
     lock: dict | None,
     runs,
     out_dir,
-    judge_cfg: dict,
+    judge: JudgeSpec,
     current_set_sha256: str | None = None,
     lockfile_sha256: str | None = None,
 ) -> dict:
     """Write report.md, index.html, plots/*.png and the trial pages under out_dir.
-    judge_cfg is the config's `judge:` (threshold and strict: the held-out verdict is made here).
+    judge is the config's `judge:` (threshold and strict: the held-out verdict is made here).
     Raises StrictHeldout, before writing anything, when judge.strict is true and the check fails.
     Returns {"html", "md", "pages"} paths."""
     held = heldout_state(
         agreement,
         lock,
-        judge_cfg["threshold"],
-        judge_cfg["strict"],
+        judge.threshold,
+        judge.strict,
         lockfile_sha256,
         summary["identity"]["judge"].get("provider"),
     )
@@ -137,8 +138,6 @@ def report_job(m, aggregate_dir, heldout, lock, runs, out_dir) -> dict:
     held-out agreement (`heldout`, optional) and the verified lock (`lock`, default beside
     `heldout`), or the reason the config has no anchor. Raises StrictHeldout (nothing
     written) when judge.strict is true and the held-out check fails."""
-    import dataclasses
-
     summary = load_summary(aggregate_dir)
     reason = missing_anchor(m)
     lockfile_sha256 = None
@@ -153,6 +152,4 @@ def report_job(m, aggregate_dir, heldout, lock, runs, out_dir) -> dict:
         agreement = read_optional(heldout)
         lock = read_optional(lock or (Path(heldout).parent / "lock_verified.json" if heldout else None))
     current = m.scenario_set_sha256()  # differs from the aggregate's when the aggregate is stale
-    return build_report(
-        summary, agreement, lock, runs, out_dir, dataclasses.asdict(m.specs.judge), current, lockfile_sha256
-    )
+    return build_report(summary, agreement, lock, runs, out_dir, m.specs.judge, current, lockfile_sha256)
