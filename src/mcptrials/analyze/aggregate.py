@@ -96,6 +96,7 @@ from mcptrials.analyze.trial_rows import (
 from mcptrials.core.outcomes import is_missing
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.matrix.tools import BASELINE
+from mcptrials.core.keys import MODEL_NAME, RANK
 
 
 def aggregate(m: Matrix, runs) -> dict:
@@ -130,10 +131,10 @@ def aggregate(m: Matrix, runs) -> dict:
         {(t, s.repo) for t in m.tools for s in m.run_scenarios() if t != BASELINE and not m.specs.tools[t].recorded},
         {t: m.server_of(t) for t in m.tools},
     )
-    recorded = {label for label, name in zip(trials["model"], trials["model_name"]) if m.specs.models[name].recorded}
+    recorded = {label for label, name in zip(trials["model"], trials[MODEL_NAME]) if m.specs.models[name].recorded}
     for r in tools:
         if r["tool"] in dead and r["model"] not in recorded:  # no verdict for a server that never ran
-            r.update(verdict="did not start", rank=None)
+            r.update({"verdict": "did not start", RANK: None})
     # a server that ran but failed its calls the same way in most trials of a repository: named
     # beside its verdict (which stays as computed) and under "What could not run"
     env = environment_failures(records, rows)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from mcptrials.analyze.tables import having, per_group
 from mcptrials.analyze.trial_rows import read_json
+from mcptrials.core.keys import PAGES
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made (trial_rows.trial_frame)
     import pandas as pd
@@ -55,7 +56,7 @@ def pattern_summary(trials: pd.DataFrame, findings: list[list[dict]]) -> dict:
             counts[name] = {
                 "trials": len(hit),
                 "findings": sum(p[name] for p in hit["patterns"]),
-                "pages": hit["page"].tolist(),
+                PAGES: hit["page"].tolist(),
             }
         ran = rs.loc[rs["outcome"].isin(RAN_THROUGH), "page"]
         unused = [{name for f in by_page[page] if f["pattern"] == "unused_tool" for name in f["tools"]} for page in ran]
@@ -83,7 +84,7 @@ def pattern_csv_rows(patterns: dict) -> list[dict]:
             "trials_showing": c["trials"],
             "trials": t["trials"],
             "findings": c["findings"],
-            "pages": " ".join(c["pages"]),
+            PAGES: " ".join(c[PAGES]),
         }
         for t in patterns["by_tool"]
         for name, c in t["patterns"].items()

@@ -11,6 +11,7 @@ from mcptrials.analyze.trial_rows import mean, read_json
 from mcptrials.core.outcomes import is_missing
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.matrix.tools import BASELINE
+from mcptrials.core.keys import BY_FORM, N_NOT_CHECKED, N_TRIALS
 
 
 def judge_noise(records: list[dict], w_quality: float) -> dict:
@@ -159,7 +160,7 @@ def trial_citations(scored: dict) -> dict:
         (scored.get("answer_mapping") or {}).get("method") == "whole"
         and steps
         and steps[0]
-        and "by_form" in steps[0].get("counts", {})
+        and BY_FORM in steps[0].get("counts", {})
     ):
         return {"counts": steps[0]["counts"], "rates": steps[0].get("rates")}
     return scored["citations"]
@@ -180,7 +181,7 @@ def citation_composition(records: list[dict]) -> list[dict]:
     unchecked: dict[tuple, int] = {}
     for rec in records:
         cit = trial_citations(rec["scored"])
-        if is_missing(rec["transcript"]["outcome"]) or "by_form" not in cit["counts"]:
+        if is_missing(rec["transcript"]["outcome"]) or BY_FORM not in cit["counts"]:
             continue
         key = (rec["key"]["model"], rec["key"]["tool"])
         if rec["scored"].get("citations_not_checked"):
@@ -191,8 +192,8 @@ def citation_composition(records: list[dict]) -> list[dict]:
         {
             "model": model,
             "tool": tool,
-            "n_trials": len(cits),
-            "n_not_checked": unchecked.get((model, tool), 0),
+            N_TRIALS: len(cits),
+            N_NOT_CHECKED: unchecked.get((model, tool), 0),
             **view(pool(cits)),
         }
         for (model, tool), cits in groups.items()

@@ -17,6 +17,37 @@ from mcptrials.core.outcomes import COMPLETED, is_missing, missing_reason, read_
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.matrix.tools import BASELINE
+from mcptrials.core.keys import (
+    CITATION_GROUNDING,
+    CITATION_GROUNDING_LENIENT,
+    CITED_RECALL,
+    EFFICIENCY_BASIS,
+    EXACT_PASSED,
+    EXACT_STEPS,
+    FAIRNESS,
+    FAIRNESS_WITHOUT,
+    GOLD_ROWS,
+    GROUNDED_RATE,
+    JUDGE_COST_USD,
+    KEYWORD_COVERAGE,
+    MENTION_RECALL,
+    MISSING_REASON,
+    MODEL_NAME,
+    QUALITY_REPEATS,
+    SERVER_TOOLS_USED,
+    SERVER_TOOL_ERRORS,
+    STATE_PASSED,
+    STATE_STEPS,
+    STRICT_GROUNDED_RATE,
+    STRICT_VERIFIED_RATE,
+    TOKENS_CACHE_READ,
+    TOKENS_CACHE_WRITE,
+    TOKENS_INPUT_UNCACHED,
+    TOKENS_OUTPUT,
+    TOKENS_TOTAL,
+    VERIFIED_RATE,
+    VERIFIED_RATE_STRICT,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -25,21 +56,21 @@ ERROR_KINDS = ("tool_error", "protocol_error", "api_error", "harness_error")
 # the figures of a trial that are scores: None for a missing trial (never 0)
 SCORE_FIELDS = (
     "passed",
-    "keyword_coverage",
-    "citation_grounding",
-    "verified_rate",
-    "cited_recall",
-    "exact_passed",
-    "state_passed",
+    KEYWORD_COVERAGE,
+    CITATION_GROUNDING,
+    VERIFIED_RATE,
+    CITED_RECALL,
+    EXACT_PASSED,
+    STATE_PASSED,
     "quality",
     "efficiency",
-    "fairness",
+    FAIRNESS,
     "tool_fluency",
     "discoverability",
     "adoption",
 )
 FILES = ("transcript.json", "run_meta.json", "scored.json", "judged.json")
-GOLD_PREFIXES = ("cited_recall_", "mention_recall")
+GOLD_PREFIXES = ("cited_recall_", MENTION_RECALL)
 COST_METHOD = "recomputed from usage with the config's pricing"
 EFFICIENCY_METHOD = (
     "stats.relative_efficiency of cost and the agent's working time (work_seconds: the steps' "
@@ -87,7 +118,7 @@ def load_records(m: Matrix, runs) -> list[dict]:
         rec = {name.removesuffix(".json"): read_json(p) for name, p in paths.items()}
         rec["key"] = {
             "model": model_label(m, cell.model, cell.host),
-            "model_name": cell.model,
+            MODEL_NAME: cell.model,
             "host": cell.host,
             "tool": cell.tool,
             "repo": cell.repo,
@@ -156,25 +187,25 @@ def raw_row(rec: dict, m: Matrix) -> dict:
             "outcome": outcome,
             "completed": outcome == COMPLETED,
             "passed": bool(s["passed"]) and outcome == COMPLETED,
-            "keyword_coverage": s["keywords"]["coverage"],
+            KEYWORD_COVERAGE: s["keywords"]["coverage"],
             # fairness's citation part is the strict grounding (graders.citations.citation_rates)
-            "citation_grounding": cit["rates"].get("strict_grounded_rate", cit["rates"]["grounded_rate"]),
-            "citation_grounding_lenient": cit["rates"]["grounded_rate"],
-            "verified_rate_strict": cit["rates"].get("strict_verified_rate"),
+            CITATION_GROUNDING: cit["rates"].get(STRICT_GROUNDED_RATE, cit["rates"][GROUNDED_RATE]),
+            CITATION_GROUNDING_LENIENT: cit["rates"][GROUNDED_RATE],
+            VERIFIED_RATE_STRICT: cit["rates"].get(STRICT_VERIFIED_RATE),
             "citations": cit["counts"]["total"],
             "grounded": cit["counts"]["grounded"],
             "hallucinated": cit["counts"]["hallucinated"],
             "unresolved": cit["counts"]["unresolved"],
-            "verified_rate": cit["rates"]["verified_rate"],
-            "cited_recall": cit["rates"]["cited_recall"],
-            "exact_steps": s["exact"]["steps"],
-            "exact_passed": s["exact"]["passed"],
-            "state_steps": s["state"]["steps"],
-            "state_passed": s["state"]["passed"],
+            VERIFIED_RATE: cit["rates"][VERIFIED_RATE],
+            CITED_RECALL: cit["rates"][CITED_RECALL],
+            EXACT_STEPS: s["exact"]["steps"],
+            EXACT_PASSED: s["exact"]["passed"],
+            STATE_STEPS: s["state"]["steps"],
+            STATE_PASSED: s["state"]["passed"],
             "quality": j["quality_mean"],
-            "quality_repeats": len(j["quality"]),
+            QUALITY_REPEATS: len(j["quality"]),
             "efficiency": None,
-            "fairness": None,
+            FAIRNESS: None,
             "tool_fluency": fluency,
             "discoverability": disc,
             "adoption": adoption(fluency, disc),
@@ -184,10 +215,10 @@ def raw_row(rec: dict, m: Matrix) -> dict:
             **{k2: int(t["errors"].get(k2, 0)) for k2 in ERROR_KINDS},
             "tool_error_rate": ad.get("tool_error_rate"),
             # which server tools the trial called and how many of those calls failed (compare's gate)
-            "server_tools_used": sorted(ad.get("per_tool") or {}),
-            "server_tool_errors": sum(int(v.get("errors") or 0) for v in (ad.get("per_tool") or {}).values()),
+            SERVER_TOOLS_USED: sorted(ad.get("per_tool") or {}),
+            SERVER_TOOL_ERRORS: sum(int(v.get("errors") or 0) for v in (ad.get("per_tool") or {}).values()),
             **expected_tools_means(ad),
-            "judge_cost_usd": judge_cost(pricing, j),
+            JUDGE_COST_USD: judge_cost(pricing, j),
             "server_startup_seconds": meta.get("server_startup_seconds"),
             "server_peak_rss_kb": meta.get("server_peak_rss_kb"),
             "page": trial_page(k["model"], k["tool"], k["scenario"], k["trial"]),  # model = model@host when several
@@ -198,13 +229,13 @@ def raw_row(rec: dict, m: Matrix) -> dict:
             {
                 k: None
                 for k in (
-                    "citation_grounding",
+                    CITATION_GROUNDING,
                     "citations",
                     "grounded",
                     "hallucinated",
                     "unresolved",
-                    "verified_rate",
-                    "cited_recall",
+                    VERIFIED_RATE,
+                    CITED_RECALL,
                 )
             }
         )
@@ -213,9 +244,11 @@ def raw_row(rec: dict, m: Matrix) -> dict:
     row.update(gold_recall_columns(s.get("gold_recall")))
     att = rec.get("attempts")
     row.update(
-        missing=is_missing(outcome),
-        missing_reason=missing_reason(outcome, t.get("outcome_detail")),
-        attempts=int(att["runs"]) if att else 1,
+        {
+            "missing": is_missing(outcome),
+            MISSING_REASON: missing_reason(outcome, t.get("outcome_detail")),
+            "attempts": int(att["runs"]) if att else 1,
+        }
     )
     if row["missing"]:  # neither a pass nor a fail nor a zero: no score at all
         row.update({f: None for f in (*SCORE_FIELDS, *(k for k in row if k.startswith(GOLD_PREFIXES)))})
@@ -228,11 +261,11 @@ def usage_columns(t: dict, eff: dict) -> dict:
 
     tokens = eff["tokens"]
     return {
-        "tokens_input_uncached": tokens["input_uncached"],
-        "tokens_cache_write": tokens["cache_write"],
-        "tokens_cache_read": tokens["cache_read"],
-        "tokens_output": tokens["output"],
-        "tokens_total": tokens["total"],
+        TOKENS_INPUT_UNCACHED: tokens["input_uncached"],
+        TOKENS_CACHE_WRITE: tokens["cache_write"],
+        TOKENS_CACHE_READ: tokens["cache_read"],
+        TOKENS_OUTPUT: tokens["output"],
+        TOKENS_TOTAL: tokens["total"],
         "turns": eff["turns"],
         "api_calls": eff.get("api_calls"),
         "retries": eff.get("retries"),
@@ -250,10 +283,10 @@ def gold_recall_columns(gold: dict | None) -> dict:
     if not gold:
         return {}
     return {
-        "cited_recall": gold["cited_recall"],
-        "mention_recall": gold["mention_recall"],
-        "gold_rows": gold["total"],
-        **{f"cited_recall_{g}": v["cited_recall"] for g, v in sorted(gold["groups"].items())},
+        CITED_RECALL: gold[CITED_RECALL],
+        MENTION_RECALL: gold[MENTION_RECALL],
+        GOLD_ROWS: gold["total"],
+        **{f"cited_recall_{g}": v[CITED_RECALL] for g, v in sorted(gold["groups"].items())},
     }
 
 
@@ -318,16 +351,16 @@ def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]
     base = baseline_means(rows)
     lacking = set()
     for r in rows:
-        r["efficiency_basis"] = None
+        r[EFFICIENCY_BASIS] = None
         if r["missing"]:
             continue  # efficiency and fairness stay None
         if not has_baseline:
-            r["efficiency"], r["efficiency_basis"] = EFFICIENCY_EQUAL, "none: no baseline, 0.5"
+            r["efficiency"], r[EFFICIENCY_BASIS] = EFFICIENCY_EQUAL, "none: no baseline, 0.5"
         elif (r["model"], r["scenario"]) in base:
             set_efficiency(r, *base[(r["model"], r["scenario"])])
         else:
             lacking.add((r["model"], r["scenario"]))
-            r["efficiency"], r["efficiency_basis"] = EFFICIENCY_EQUAL, "none: no completed baseline trial, 0.5"
+            r["efficiency"], r[EFFICIENCY_BASIS] = EFFICIENCY_EQUAL, "none: no completed baseline trial, 0.5"
         set_fairness(r, weights)
     if not has_baseline:
         notes.append(
@@ -345,7 +378,7 @@ def set_efficiency(r: dict, base_cost, base_work) -> None:
 
     work = r.get("work_seconds", r["wall_seconds"])
     r["efficiency"] = relative_efficiency(r["cost_usd"], work, base_cost, base_work)
-    r["efficiency_basis"] = efficiency_basis(r["cost_usd"], work, base_cost, base_work)
+    r[EFFICIENCY_BASIS] = efficiency_basis(r["cost_usd"], work, base_cost, base_work)
 
 
 def set_fairness(r: dict, weights: dict) -> None:
@@ -355,7 +388,7 @@ def set_fairness(r: dict, weights: dict) -> None:
     from mcptrials.stats.fairness import fairness, fairness_without
 
     if not r["completed"]:
-        r["fairness"] = 0.0  # a failed (attributable) trial scores 0 and counts as a fail
+        r[FAIRNESS] = 0.0  # a failed (attributable) trial scores 0 and counts as a fail
         return
     gone = {
         k: why
@@ -366,8 +399,6 @@ def set_fairness(r: dict, weights: dict) -> None:
         if why and weights[k]
     }
     rest = fairness_without(weights, gone) if gone else None
-    r["fairness"] = fairness(
-        r["keyword_coverage"], r["quality"], r["citation_grounding"], r["efficiency"], rest or weights
-    )
+    r[FAIRNESS] = fairness(r[KEYWORD_COVERAGE], r["quality"], r[CITATION_GROUNDING], r["efficiency"], rest or weights)
     if rest:
-        r["fairness_without"] = "; ".join(f"{k} ({why})" for k, why in gone.items())
+        r[FAIRNESS_WITHOUT] = "; ".join(f"{k} ({why})" for k, why in gone.items())

@@ -54,6 +54,7 @@ from mcptrials.gate.decision import (
 from mcptrials.gate.findings import DEFAULT_ERROR_RISE, counted, findings
 from mcptrials.gate.tools_diff import tools_list_diff
 from mcptrials.matrix.errors import ConfigError
+from mcptrials.core.keys import FAIRNESS, MODEL_NAME
 
 
 def compare_runs(
@@ -75,7 +76,7 @@ def compare_runs(
     if reasons:
         raise Refused(reasons)
     margin, margin_from = (margin, "--margin") if margin is not None else default_margin(head["summary"])
-    key = lambda r: (r.get("model_name") or r["model"], r.get("host") or "loop", r["tool"])  # noqa: E731
+    key = lambda r: (r.get(MODEL_NAME) or r["model"], r.get("host") or "loop", r["tool"])  # noqa: E731
     groups = {"base": {}, "head": {}}
     for side, res in (("base", base), ("head", head)):
         for r in res["summary"]["trials"]:
@@ -135,10 +136,10 @@ def compare_runs(
         row["findings"] = findings(tool, has_server, b_all, h_all, snaps, error_rise)
         figs = paired_figures(counted(b_all), counted(h_all))
         row["figures"] = figs
-        gate = margin_test(figs["fairness"] or {}, margin)
-        gate["verdict"], row["status"] = decide(gate, figs["fairness"], row["findings"], strict, lenient)
-        if gate["verdict"] in ("inconclusive", PROBABLE) and figs["fairness"]:
-            gate["to_decide"] = scenarios_to_decide(counted(b_all), counted(h_all), figs["fairness"], margin)
+        gate = margin_test(figs[FAIRNESS] or {}, margin)
+        gate["verdict"], row["status"] = decide(gate, figs[FAIRNESS], row["findings"], strict, lenient)
+        if gate["verdict"] in ("inconclusive", PROBABLE) and figs[FAIRNESS]:
+            gate["to_decide"] = scenarios_to_decide(counted(b_all), counted(h_all), figs[FAIRNESS], margin)
         row["gate"] = gate
         rows.append(row)
     bi, hi = base["summary"]["identity"], head["summary"]["identity"]

@@ -7,6 +7,7 @@ rate, cost per trial and error rate, at GATE_LEVEL; then the decision rule on fa
 from __future__ import annotations
 
 from mcptrials.analyze.trial_rows import ERROR_KINDS
+from mcptrials.core.keys import FAIRNESS
 
 PROBABLE = "probable regression"
 DECISION_RULE = (
@@ -28,7 +29,7 @@ TEST_NAME = (
 # figure -> (how one trial's value is read, the bounds of a per-scenario difference: 0-1 figures
 # on [-1, 1], so their interval never leaves it; cost is unbounded, a plain paired t interval)
 METRICS = {
-    "fairness": (lambda r: r["fairness"], (-1, 1)),
+    FAIRNESS: (lambda r: r[FAIRNESS], (-1, 1)),
     "pass_rate": (lambda r: None if r["passed"] is None else float(bool(r["passed"])), (-1, 1)),
     "cost_usd": (lambda r: r["cost_usd"], None),
     "error_rate": (lambda r: float(any(int(r.get(k) or 0) for k in ERROR_KINDS)), (-1, 1)),
@@ -69,8 +70,8 @@ def paired_figures(base_rows: list[dict], head_rows: list[dict], level: float = 
 def _trial_scores(rows: list[dict]) -> dict:
     out: dict = {}
     for r in rows:
-        if r.get("fairness") is not None:
-            out.setdefault(r["scenario"], []).append(float(r["fairness"]))
+        if r.get(FAIRNESS) is not None:
+            out.setdefault(r["scenario"], []).append(float(r[FAIRNESS]))
     return out
 
 

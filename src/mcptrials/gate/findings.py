@@ -8,6 +8,7 @@ DEFAULT_ERROR_RISE (absolute).
 from __future__ import annotations
 
 from mcptrials.gate.tools_diff import cut, renamed_to
+from mcptrials.core.keys import SERVER_TOOLS_USED, SERVER_TOOL_ERRORS
 
 DEFAULT_ERROR_RISE = 0.2  # absolute rise of the server tools' error rate that fails: the --error-rise default
 ENDED_BADLY = ("server_crashed", "timed_out")  # trial outcomes whose rising share is a finding
@@ -28,8 +29,8 @@ def _server_error_rate(rows: list[dict]) -> float | None:
     calls = sum(int(r.get("tool_calls_mcp") or 0) for r in rows)
     if not calls:
         return None
-    if all("server_tool_errors" in r for r in rows):
-        return sum(int(r["server_tool_errors"] or 0) for r in rows) / calls
+    if all(SERVER_TOOL_ERRORS in r for r in rows):
+        return sum(int(r[SERVER_TOOL_ERRORS] or 0) for r in rows) / calls
     rates = [r["tool_error_rate"] for r in rows if r.get("tool_error_rate") is not None]
     return sum(rates) / len(rates) if rates else None
 
@@ -65,8 +66,8 @@ def findings(
                 )
             else:
                 started[repo] = hs
-        called = sorted({n for r in b_rows for n in (r.get("server_tools_used") or [])})
-        known = all("server_tools_used" in r for r in b_rows)
+        called = sorted({n for r in b_rows for n in (r.get(SERVER_TOOLS_USED) or [])})
+        known = all(SERVER_TOOLS_USED in r for r in b_rows)
         for repo, hs in started.items():
             bs = snaps[repo][0] or {}
             # a BASE summary made before server_tools_used: every tool BASE offered counts as called

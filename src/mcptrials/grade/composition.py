@@ -28,6 +28,14 @@ table per model) and `compare-sense-bench` (per tool) print it.
 """
 
 from __future__ import annotations
+from mcptrials.core.keys import (
+    BY_FORM,
+    GROUNDED_RATE,
+    N_CITATIONS,
+    STRICT_GROUNDED_RATE,
+    STRICT_VERIFIED_RATE,
+    VERIFIED_RATE,
+)
 
 FORM_KEYS = ("total", "grounded", "verified", "mismatch", "strict_verified", "strict_mismatch")
 FORM_ORDER = (
@@ -97,10 +105,10 @@ def rates(forms: dict[str, dict]) -> dict[str, dict]:
         form: {
             "n": f["total"],
             "share": _ratio(f["total"], total),
-            "grounded_rate": _ratio(f["grounded"], f["total"]),
-            "strict_grounded_rate": _ratio(f["grounded"] - f["strict_mismatch"], f["total"]),
-            "verified_rate": _ratio(f["verified"], f["verified"] + f["mismatch"]),
-            "strict_verified_rate": _ratio(f["strict_verified"], f["strict_verified"] + f["strict_mismatch"]),
+            GROUNDED_RATE: _ratio(f["grounded"], f["total"]),
+            STRICT_GROUNDED_RATE: _ratio(f["grounded"] - f["strict_mismatch"], f["total"]),
+            VERIFIED_RATE: _ratio(f["verified"], f["verified"] + f["mismatch"]),
+            STRICT_VERIFIED_RATE: _ratio(f["strict_verified"], f["strict_verified"] + f["strict_mismatch"]),
         }
         for form, f in forms.items()
     }
@@ -116,11 +124,11 @@ def view(pooled: dict) -> dict:
     rates): strict beside lenient, by form (rates) and the ungrounded kinds (ungrounded_shares)."""
     c, r = pooled["counts"], pooled["rates"]
     return {
-        "n_citations": c["total"],
-        "grounded_rate": r["grounded_rate"],
-        "strict_grounded_rate": r["strict_grounded_rate"],
-        "verified_rate": r["verified_rate"],
-        "strict_verified_rate": r["strict_verified_rate"],
-        "by_form": rates(c["by_form"]),
+        N_CITATIONS: c["total"],
+        GROUNDED_RATE: r[GROUNDED_RATE],
+        STRICT_GROUNDED_RATE: r[STRICT_GROUNDED_RATE],
+        VERIFIED_RATE: r[VERIFIED_RATE],
+        STRICT_VERIFIED_RATE: r[STRICT_VERIFIED_RATE],
+        BY_FORM: rates(c[BY_FORM]),
         "ungrounded": ungrounded_shares(c["ungrounded"], c["total"]),
     }

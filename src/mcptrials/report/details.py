@@ -6,6 +6,22 @@ from __future__ import annotations
 from mcptrials.matrix.tools import BASELINE
 from mcptrials.report.formats import f3, fci, fci_missing, fnum, fsec, fusd, href, model_labels
 from mcptrials.report.render import Cell, Doc, Table
+from mcptrials.core.keys import (
+    ADOPTION_HI,
+    ADOPTION_LO,
+    CITATION_GROUNDING,
+    EXPECTED_TOOLS_PRECISION,
+    EXPECTED_TOOLS_RECALL,
+    FAIRNESS,
+    FAIRNESS_HI,
+    FAIRNESS_LO,
+    KEYWORD_COVERAGE,
+    MISSING_REASON,
+    N_MISSING,
+    N_TOTAL,
+    PASSES,
+    PASS_HAT_K,
+)
 
 
 def add_adoption(doc: Doc, s: dict) -> None:
@@ -26,11 +42,11 @@ def add_adoption(doc: Doc, s: dict) -> None:
         t.add(
             r["model"],
             r["tool"],
-            fci(r["adoption"], r["adoption_lo"], r["adoption_hi"]),
+            fci(r["adoption"], r[ADOPTION_LO], r[ADOPTION_HI]),
             f3(r["tool_fluency"]),
             f3(r["discoverability"]),
-            f3(r.get("expected_tools_precision")),
-            f3(r.get("expected_tools_recall")),
+            f3(r.get(EXPECTED_TOOLS_PRECISION)),
+            f3(r.get(EXPECTED_TOOLS_RECALL)),
         )
     doc.table(t, "adoption-table")
     doc.p(
@@ -62,14 +78,14 @@ def add_scenarios(doc: Doc, s: dict) -> None:
             "saturated": "saturated: every tool passes every trial — ready for the regression suite",
             "never_passed": never_passed_text(s),
         }.get(sc["flag"], "")
-        gone = sc.get("n_missing") or 0
+        gone = sc.get(N_MISSING) or 0
         t.add(
             sc["scenario"],
             sc["title"] or "",
             sc["suite"],
             sc["repo"],
             sc["steps"],
-            f"{sc['passes']}/{sc['trials']}" + (f" ({gone} missing)" if gone else ""),
+            f"{sc[PASSES]}/{sc['trials']}" + (f" ({gone} missing)" if gone else ""),
             Cell(flag, cls="pass" if sc["flag"] == "saturated" else "fail" if sc["flag"] else None),
         )
     doc.table(t, "scenario-flags")
@@ -79,7 +95,7 @@ def add_scenarios(doc: Doc, s: dict) -> None:
             if not cells:
                 continue
             k = max(c["k"] for c in cells) or s["identity"]["trials"]  # 0 when every trial is missing
-            n_trials = max(c.get("n_total", c["n"]) for c in cells)  # one column per trial, missing ones too
+            n_trials = max(c.get(N_TOTAL, c["n"]) for c in cells)  # one column per trial, missing ones too
             t = Table(
                 [
                     "tool",
@@ -107,7 +123,7 @@ def add_scenarios(doc: Doc, s: dict) -> None:
                     if (r["model"], r["tool"], r["scenario"]) == (model, c["tool"], sc["scenario"])
                 ]
                 links = [
-                    Cell(f"#{r['trial']} missing ({r['missing_reason']})", href=href(r["page"]), cls="noise")
+                    Cell(f"#{r['trial']} missing ({r[MISSING_REASON]})", href=href(r["page"]), cls="noise")
                     if r.get("missing")
                     else Cell(
                         f"#{r['trial']} {'pass' if r['passed'] else 'fail'}"
@@ -120,14 +136,14 @@ def add_scenarios(doc: Doc, s: dict) -> None:
                 links += [Cell("")] * (n_trials - len(links))
                 t.add(
                     c["tool"],
-                    fci_missing(c["fairness"], c["fairness_lo"], c["fairness_hi"], c["n"], c),
+                    fci_missing(c[FAIRNESS], c[FAIRNESS_LO], c[FAIRNESS_HI], c["n"], c),
                     f3(c["quality"]),
-                    f3(c["keyword_coverage"]),
-                    f3(c["citation_grounding"]),
+                    f3(c[KEYWORD_COVERAGE]),
+                    f3(c[CITATION_GROUNDING]),
                     f3(c["efficiency"]),
                     f3(c["adoption"]),
-                    f"{c['passes']}/{c['n']}" + (f" ({c['n_missing']} missing)" if c.get("n_missing") else ""),
-                    f3(c["pass_hat_k"]),
+                    f"{c[PASSES]}/{c['n']}" + (f" ({c[N_MISSING]} missing)" if c.get(N_MISSING) else ""),
+                    f3(c[PASS_HAT_K]),
                     fusd(c["cost_usd"]),
                     fsec(c["wall_seconds"]),
                     fsec(c.get("work_seconds")),
@@ -164,7 +180,7 @@ def add_errors(doc: Doc, s: dict) -> None:
             e["model"],
             e["tool"],
             e["trials"],
-            e.get("n_missing", 0),
+            e.get(N_MISSING, 0),
             e["tool_error"],
             e["protocol_error"],
             e["api_error"],

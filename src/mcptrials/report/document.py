@@ -33,6 +33,7 @@ from mcptrials.report.identity import add_identity
 from mcptrials.report.patterns import add_feedback, add_patterns
 from mcptrials.report.render import Doc, page
 from mcptrials.report.trial_page import write_trial_page
+from mcptrials.core.keys import PAGES
 
 
 # --- inputs ------------------------------------------------------------------------------
@@ -127,7 +128,7 @@ def build_report(
     html_path.write_text(page("mcptrials report", "\n".join(doc.html)))
     pages = [write_trial_page(r, runs, out, summary) for r in summary["trials"]]
     explorer = write_explorer(summary, runs, out)
-    return {"html": html_path, "md": md_path, "pages": pages, "explorer": explorer}
+    return {"html": html_path, "md": md_path, PAGES: pages, "explorer": explorer}
 
 
 # --- command ---------------------------------------------------------------------------------

@@ -23,6 +23,17 @@ from pathlib import Path
 
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.report.formats import href
+from mcptrials.core.keys import (
+    CITATION_GROUNDING,
+    EXACT_PASSED,
+    EXACT_STEPS,
+    FAIRNESS,
+    KEYWORD_COVERAGE,
+    MISSING_REASON,
+    MODEL_NAME,
+    STATE_PASSED,
+    STATE_STEPS,
+)
 
 EXPLORER = "explorer.html"  # beside index.html in the report folder
 ANSWER_CAP = 2000  # characters of answer text embedded per trial: about 20 MB for 10,000 trials
@@ -40,10 +51,10 @@ COLUMNS = (
     ("trial", "trial", "link"),
     ("result", "result", "text"),
     ("outcome", "outcome", "text"),
-    ("fairness", "fairness", "frac"),
+    (FAIRNESS, "fairness", "frac"),
     ("quality", "quality", "frac"),
-    ("keyword_coverage", "keyword coverage", "frac"),
-    ("citation_grounding", "citation grounding", "frac"),
+    (KEYWORD_COVERAGE, "keyword coverage", "frac"),
+    (CITATION_GROUNDING, "citation grounding", "frac"),
     ("exact", "exact passes", "ratio"),
     ("state", "state passes", "ratio"),
     ("patterns", "patterns", "patterns"),
@@ -90,7 +101,7 @@ def read_answers(trials: list[dict], runs) -> dict[str, str | None]:
     out = {}
     for r in trials:
         p = (
-            TrialKey(r["model_name"], r["host"], r["tool"], r["repo"], r["scenario"], int(r["trial"])).dir(runs)
+            TrialKey(r[MODEL_NAME], r["host"], r["tool"], r["repo"], r["scenario"], int(r["trial"])).dir(runs)
             / "transcript.json"
         )
         if not p.is_file():
@@ -113,27 +124,27 @@ def explorer_row(r: dict, answer: str | None, cap: int = ANSWER_CAP) -> list:
             k: r.get(k)
             for k in (
                 "tool",
-                "model_name",
+                MODEL_NAME,
                 "host",
                 "scenario",
                 "trial",
                 "outcome",
-                "fairness",
+                FAIRNESS,
                 "quality",
-                "keyword_coverage",
-                "citation_grounding",
+                KEYWORD_COVERAGE,
+                CITATION_GROUNDING,
                 "cost_usd",
                 "wall_seconds",
             )
         },
-        "model": r.get("model_name") or r.get("model"),
+        "model": r.get(MODEL_NAME) or r.get("model"),
         "result": result_of(r),
-        "exact": ratio(r.get("exact_passed"), r.get("exact_steps")),
-        "state": ratio(r.get("state_passed"), r.get("state_steps")),
+        "exact": ratio(r.get(EXACT_PASSED), r.get(EXACT_STEPS)),
+        "state": ratio(r.get(STATE_PASSED), r.get(STATE_STEPS)),
         "patterns": r.get("patterns"),  # absent until the pattern detectors ran: an empty cell
         "answer": text[:cap],
         "page": href(r["page"]),
-        "why": r.get("missing_reason") if r.get("missing") else None,
+        "why": r.get(MISSING_REASON) if r.get("missing") else None,
         "answer_cut": len(text) if len(text) > cap else None,
     }
     return [values[k] for k, _, _ in COLUMNS] + [values[k] for k in EXTRA]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mcptrials.report.render import Doc
+from mcptrials.core.keys import FAIRNESS
 
 
 def add_plots(doc: Doc, s: dict, plot_dir: Path) -> list[str]:
@@ -15,7 +16,7 @@ def add_plots(doc: Doc, s: dict, plot_dir: Path) -> list[str]:
     noise = s["judge_noise"]["fairness_noise"]
     made = []
     # missing trials are not scores: plotted nowhere (a tool whose trials are all missing has no bar)
-    tools = [r for r in s["tools"] if r["fairness"] is not None]
+    tools = [r for r in s["tools"] if r[FAIRNESS] is not None]
     trials = [r for r in s["trials"] if not r.get("missing")]
     for name, png, alt in (
         ("fairness", plots.fairness_by_tool(tools), "Fairness by tool with 95% intervals"),

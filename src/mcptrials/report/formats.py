@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 from urllib.parse import quote
+from mcptrials.core.keys import MISSING_REASONS, N_MISSING
 
 
 def f3(v) -> str:
@@ -32,12 +33,12 @@ def fsigned_ci(mean, lo, hi) -> str:
 def fmissing(n_used, row: dict) -> str:
     """'' for a cell that lost no trial, else 'n=3 of 4, 1 missing: api_failed' (the missing
     trials are infrastructure failures, left out of the interval beside which this stands)."""
-    gone = row.get("n_missing") or 0
+    gone = row.get(N_MISSING) or 0
     if not gone:
         return ""
     reasons = ", ".join(
         f"{why}" + (f" {c}" if int(c) != gone else "")
-        for why, _, c in (part.rpartition("=") for part in row["missing_reasons"].split(";"))
+        for why, _, c in (part.rpartition("=") for part in row[MISSING_REASONS].split(";"))
     )
     return f"n={n_used} of {n_used + gone}, {gone} missing: {reasons}"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from mcptrials.report.explorer import EXPLORER
 from mcptrials.report.formats import esc, href, html_id
 from mcptrials.report.render import Cell, Doc, Table, html_table, md_table
+from mcptrials.core.keys import PAGES
 
 
 PATTERN_LIST_MAX = 50  # trial links listed per (model, tool, pattern) in the report; all are in the explorer
@@ -79,8 +80,8 @@ def add_patterns(doc: Doc, s: dict) -> None:
             title = f"{row['model']} / {row['tool']}: {name}, {c['trials']} trial(s)"
             model, _, host = row["model"].partition("@")  # a label model@host when the run has several hosts
             more = explorer_filter(model=model, **({"host": host} if host else {}), tool=row["tool"], patterns=name)
-            shown = c["pages"][:PATTERN_LIST_MAX]
-            rest = len(c["pages"]) - len(shown)
+            shown = c[PAGES][:PATTERN_LIST_MAX]
+            rest = len(c[PAGES]) - len(shown)
             items = [
                 (trials[pg]["scenario"], trials[pg]["trial"], trials[pg]["patterns"].get(name, 0), pg)
                 for pg in shown

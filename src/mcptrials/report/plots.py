@@ -4,6 +4,7 @@ is nothing to draw). Inputs are the rows of summary.json (mcptrials.analyze.aggr
 from __future__ import annotations
 
 import io
+from mcptrials.core.keys import DIFF_HI, DIFF_LO, FAIRNESS, FAIRNESS_HI, FAIRNESS_LO
 
 DPI = 96
 BASE_COLOR = "#888888"
@@ -49,13 +50,13 @@ def fairness_by_tool(tools: list[dict]) -> bytes | None:
     names = list(dict.fromkeys(r["tool"] for r in tools))
     ys = range(len(tools))[::-1]
     for y, r in zip(ys, tools):
-        lo, hi = r["fairness_lo"], r["fairness_hi"]
-        ax.barh(y, r["fairness"], color=_color(r["tool"], names), alpha=0.8)
+        lo, hi = r[FAIRNESS_LO], r[FAIRNESS_HI]
+        ax.barh(y, r[FAIRNESS], color=_color(r["tool"], names), alpha=0.8)
         if lo is not None:
             ax.errorbar(
-                r["fairness"],
+                r[FAIRNESS],
                 y,
-                xerr=[[r["fairness"] - lo], [hi - r["fairness"]]],
+                xerr=[[r[FAIRNESS] - lo], [hi - r[FAIRNESS]]],
                 fmt="none",
                 ecolor="black",
                 capsize=4,
@@ -63,7 +64,7 @@ def fairness_by_tool(tools: list[dict]) -> bytes | None:
     ax.set_yticks(list(ys))
     ax.set_yticklabels([_label(r, models) for r in tools])
     ax.set_xlabel("fairness (mean, 95% logit-transformed interval clustered by scenario)")
-    ax.set_xlim(0, max(1.0, max((r["fairness_hi"] or 0) for r in tools)))
+    ax.set_xlim(0, max(1.0, max((r[FAIRNESS_HI] or 0) for r in tools)))
     ax.axvline(1.0, color="#cccccc", lw=0.8)
     return _png(fig)
 
@@ -88,8 +89,8 @@ def forest(tools: list[dict], noise: float | None, margin: float | None = None) 
     for y, r in zip(ys, rows):
         inside = r["verdict"] not in ("better", "worse")
         color = "#999999" if inside else ("#2ca02c" if r["diff"] > 0 else "#d62728")
-        if r["diff_lo"] is not None:
-            ax.plot([r["diff_lo"], r["diff_hi"]], [y, y], color=color, lw=2)
+        if r[DIFF_LO] is not None:
+            ax.plot([r[DIFF_LO], r[DIFF_HI]], [y, y], color=color, lw=2)
         ax.plot(r["diff"], y, "s", color=color, ms=8)
     ax.set_yticks(list(ys))
     ax.set_yticklabels(
