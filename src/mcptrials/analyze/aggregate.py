@@ -56,7 +56,9 @@ records_summary and feedback what comes from the records), and this one writes t
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from mcptrials.analyze.comparisons import COMPARISON_FIELDS, comparison_rows, model_host_view
 from mcptrials.analyze.environment import METHOD as ENVIRONMENT_METHOD
@@ -94,12 +96,13 @@ from mcptrials.analyze.trial_rows import (
     trial_frame,
 )
 from mcptrials.core.outcomes import is_missing
+from mcptrials.core.rows import Summary
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.matrix.tools import BASELINE
 from mcptrials.core.keys import MODEL_NAME, RANK
 
 
-def aggregate(m: Matrix, runs) -> dict:
+def aggregate(m: Matrix, runs) -> Summary:
     """Read every trial of the matrix and compute the tables and the summary (no writing)."""
     records = load_records(m, runs)
     snapshots = Path(runs).parent / "snapshots"
@@ -185,7 +188,7 @@ def csv_cell(value) -> str:
     return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
 
 
-def write_csv(path: Path, rows: list[dict], fields=None) -> None:
+def write_csv(path: Path, rows: Sequence[Mapping[str, Any]], fields=None) -> None:
     """rows as CSV, written by pandas: the columns `fields`, or every row's keys in order of
     first appearance; a header even without rows; lines end in CRLF (the csv module's excel dialect)."""
     import pandas as pd
@@ -195,7 +198,7 @@ def write_csv(path: Path, rows: list[dict], fields=None) -> None:
     table.to_csv(path, index=False, lineterminator="\r\n")
 
 
-def write_aggregate(result: dict, out_dir) -> dict[str, Path]:
+def write_aggregate(result: Summary, out_dir) -> dict[str, Path]:
     from mcptrials.core.records import write_json
 
     out = Path(out_dir)

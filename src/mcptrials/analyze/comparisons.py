@@ -3,7 +3,7 @@ models x hosts view (the same tools under every model and host), from the trial 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from mcptrials.analyze.tables import holm_columns, interval, missing_counts, per_scenario, used, verdict
 from mcptrials.analyze.trial_rows import mean
@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pandas is imported where a frame is made (trial_rows.trial_
 COMPARISON_FIELDS = tuple(ComparisonRow.__annotations__)  # comparisons.csv's header, in the row's order
 
 
-def comparison_rows(trials: pd.DataFrame, pairs: list, noise: float | None, margin: float) -> list[dict]:
+def comparison_rows(trials: pd.DataFrame, pairs: list, noise: float | None, margin: float) -> list[ComparisonRow]:
     """One row per (model, configured `compare:` pair [A, B]): the paired difference A minus B of
     fairness, computed exactly as a tool against the baseline in tables.tool_rows (stats.paired_difference
     over per-scenario means on [-1, 1], 95%, df = shared scenarios - 1), t and Wilcoxon p-values
@@ -47,7 +47,7 @@ def comparison_rows(trials: pd.DataFrame, pairs: list, noise: float | None, marg
     (tables.verdict against the smallest difference that matters, `margin`: better = A above B by
     more than it, worse, no practical difference, within noise). Missing trials are left out and
     counted per side."""
-    out = []
+    out: list[ComparisonRow] = []
     for model, of_model in trials.groupby("model", sort=False):
         mine = [comparison(model, of_model, a, b, noise, margin) for a, b in pairs]
         holm_columns(mine)
@@ -55,13 +55,14 @@ def comparison_rows(trials: pd.DataFrame, pairs: list, noise: float | None, marg
     return out
 
 
-def comparison(model: str, of_model: pd.DataFrame, a: str, b: str, noise: float | None, margin: float) -> dict:
-    """The row of one pair [a, b] for one model (its Holm columns None until holm_columns)."""
+def comparison(model: str, of_model: pd.DataFrame, a: str, b: str, noise: float | None, margin: float) -> ComparisonRow:
+    """The row of one pair [a, b] for one model (its Holm columns None until holm_columns); a
+    dict until it is whole, its sided keys made from the side's name."""
     from mcptrials.stats.paired import paired_difference
 
     every = {t: of_model[of_model["tool"] == t] for t in (a, b)}
     means = {t: {sc: mean(v) for sc, v in per_scenario(every[t]).items()} for t in (a, b)}
-    row = {"model": model, "a": a, "b": b, N_SCENARIOS: 0}
+    row: dict[str, Any] = {"model": model, "a": a, "b": b, N_SCENARIOS: 0}
     for side, t in (("a", a), ("b", b)):
         lost = missing_counts(every[t])
         row.update(
@@ -95,8 +96,8 @@ def comparison(model: str, of_model: pd.DataFrame, a: str, b: str, noise: float 
                 WILCOXON_P: d[WILCOXON_P],
             }
         )
-        row["verdict"] = verdict(row, noise, margin)
-    return row
+        row["verdict"] = verdict(cast(ComparisonRow, row), noise, margin)
+    return cast(ComparisonRow, row)
 
 
 # --- models x hosts --------------------------------------------------------------------

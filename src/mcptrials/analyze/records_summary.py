@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
+from typing import Any
 
 from mcptrials.analyze.trial_rows import mean, read_json
 from mcptrials.core.outcomes import is_missing
+from mcptrials.core.rows import CompositionRow
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.matrix.tools import BASELINE
 from mcptrials.core.keys import BY_FORM, N_NOT_CHECKED, N_TRIALS
@@ -59,7 +61,7 @@ def definition_costs(m: Matrix, snapshots) -> dict:
     largest over the run's repos; None with no snapshot), `methods`, and `per_repo`."""
     out = {}
     for tool in m.tools:
-        per_repo = {}
+        per_repo: dict[str, dict[str, Any]] = {}
         for repo in m.run_repos():
             path = Path(snapshots) / tool / repo / "tools.json"
             snap = read_json(path) if path.is_file() else {}
@@ -166,7 +168,7 @@ def trial_citations(scored: dict) -> dict:
     return scored["citations"]
 
 
-def citation_composition(records: list[dict]) -> list[dict]:
+def citation_composition(records: list[dict]) -> list[CompositionRow]:
     """Per (model, tool): the completed-or-failed trials' citations pooled
     (grade.citations.pool: counts summed, then the same rates) and composed
     (grade.composition.view: strict beside lenient, by form, the ungrounded kinds). A

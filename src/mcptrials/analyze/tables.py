@@ -12,10 +12,11 @@ records' order, and None (never NaN) where nothing is left to measure.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from mcptrials.analyze.trial_rows import ERROR_KINDS, absent, mean
 from mcptrials.core.outcomes import OUTCOMES
+from mcptrials.core.rows import CellRow, ComparisonRow, ToolRow
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.matrix.tools import BASELINE
 from mcptrials.core.keys import (
@@ -191,10 +192,10 @@ def tasks(trials: pd.DataFrame) -> dict:
 # --- cells ---------------------------------------------------------------------------------
 
 
-def cell_rows(trials: pd.DataFrame, k: int) -> list[dict]:
+def cell_rows(trials: pd.DataFrame, k: int) -> list[CellRow]:
     """One row per (model, tool, scenario): means, the fairness interval over its trials,
     pass counts and pass@1 / pass@k / pass^k with k = trials per cell."""
-    return per_group(trials, ["model", "tool", "scenario"], lambda every: cell_figures(every, k))
+    return cast(list[CellRow], per_group(trials, ["model", "tool", "scenario"], lambda every: cell_figures(every, k)))
 
 
 def cell_figures(every: pd.DataFrame, k: int) -> dict:
@@ -239,7 +240,7 @@ def outcome_counts(outcomes: pd.Series) -> str:
 # --- tools ---------------------------------------------------------------------------------
 
 
-def tool_rows(trials: pd.DataFrame, k: int, noise: float | None, has_baseline: bool, margin: float) -> list[dict]:
+def tool_rows(trials: pd.DataFrame, k: int, noise: float | None, has_baseline: bool, margin: float) -> list[ToolRow]:
     """One row per (model, tool): fairness with a 95% interval clustered by scenario, the paired
     difference against the baseline (interval, t and Wilcoxon p, Holm-adjusted across the tools
     of a model), pass@1 / pass@k / pass^k averaged over scenarios, cost and time per trial,
@@ -250,10 +251,10 @@ def tool_rows(trials: pd.DataFrame, k: int, noise: float | None, has_baseline: b
     `margin:`). The verdict is `verdict`'s (better / worse beyond the margin, no practical
     difference within it, else within noise); `rank` orders only the tools that are better
     than the baseline (1 = the largest difference), so a worse tool has none."""
-    out = []
+    out: list[ToolRow] = []
     for _, of_model in trials.groupby("model", sort=False):
         base_fair = per_scenario(of_model[of_model["tool"] == BASELINE])
-        rows = per_group(of_model, ["model", "tool"], lambda every: tool_figures(every, k))
+        rows = cast(list[ToolRow], per_group(of_model, ["model", "tool"], lambda every: tool_figures(every, k)))
         for row in rows:
             mine = per_scenario(of_model[of_model["tool"] == row["tool"]])
             if row["tool"] == BASELINE:
@@ -326,7 +327,7 @@ def tool_figures(every: pd.DataFrame, k: int) -> dict:
     return row
 
 
-def against_baseline(row: dict, mine: dict, base_fair: dict, noise: float | None, margin: float) -> None:
+def against_baseline(row: ToolRow, mine: dict, base_fair: dict, noise: float | None, margin: float) -> None:
     """Fill a tool row's paired difference of per-scenario fairness means against the baseline
     (stats.paired_difference on [-1, 1]), its variance components and minimum detectable
     effect (stats.variance_components, min_detectable_effect), and its verdict."""
@@ -355,20 +356,21 @@ def against_baseline(row: dict, mine: dict, base_fair: dict, noise: float | None
     row["verdict"] = verdict(row, noise, margin)
 
 
-def holm_columns(rows: list[dict]) -> None:
+def holm_columns(rows: list[ToolRow] | list[ComparisonRow]) -> None:
     """holm_t_p and holm_wilcoxon_p: stats.holm_adjust of t_p and wilcoxon_p across the rows."""
     from mcptrials.stats.paired import holm_adjust
 
-    for pkey, hkey in ((T_P, HOLM_T_P), (WILCOXON_P, HOLM_WILCOXON_P)):
-        adj = holm_adjust({i: r[pkey] for i, r in enumerate(rows)})
-        for i, r in enumerate(rows):
-            r[hkey] = adj[i]
+    t_p = holm_adjust({i: r[T_P] for i, r in enumerate(rows)})
+    wilcoxon_p = holm_adjust({i: r[WILCOXON_P] for i, r in enumerate(rows)})
+    for i, r in enumerate(rows):
+        r[HOLM_T_P], r[HOLM_WILCOXON_P] = t_p[i], wilcoxon_p[i]
 
 
-def rank_better(rows: list[dict]) -> None:
+def rank_better(rows: list[ToolRow]) -> None:
     """Set `rank` 1, 2, ... on the rows whose verdict is `better`, largest difference first.
     Only those: a tool judged worse is never "1", even when it is the only one outside the noise."""
-    for i, r in enumerate(sorted((r for r in rows if r["verdict"] == "better"), key=lambda r: -r["diff"]), 1):
+    better = [r for r in rows if r["verdict"] == "better"]  # a better one has its difference
+    for i, r in enumerate(sorted(better, key=lambda r: -(r["diff"] or 0.0)), 1):
         r[RANK] = i
 
 
@@ -380,7 +382,7 @@ VERDICT_METHOD = (
 )
 
 
-def verdict(row: dict, noise: float | None, margin: float) -> str:
+def verdict(row: ToolRow | ComparisonRow, noise: float | None, margin: float) -> str:
     """A paired difference's verdict: stats.practical_verdict of its interval against the smallest
     difference that matters, `margin` (better, worse, no practical difference, within noise), a
     better or worse whose |difference| is below the judge's spread `noise` (None: the judge ran
@@ -388,7 +390,7 @@ def verdict(row: dict, noise: float | None, margin: float) -> str:
     from mcptrials.stats.paired import BETTER, WITHIN_NOISE, WORSE, practical_verdict
 
     v = practical_verdict(row[DIFF_LO], row[DIFF_HI], margin)
-    if v in (BETTER, WORSE) and noise is not None and abs(row["diff"]) < noise:
+    if v in (BETTER, WORSE) and noise is not None and abs(row["diff"] or 0.0) < noise:
         return WITHIN_NOISE
     return v
 
@@ -402,7 +404,7 @@ def scenarios_with_data(trials: pd.DataFrame, model: str) -> int:
     return int(used(trials[trials["model"] == model])["scenario"].nunique())
 
 
-def power_line(model: str, tools: list[dict], n: int, trials: int, planned: int | None = None) -> dict:
+def power_line(model: str, tools: list[ToolRow], n: int, trials: int, planned: int | None = None) -> dict:
     """The report's power sentence for one model, from the tools' minimum detectable effects
     (stats.min_detectable_effect) and, for the noisiest tool, stats.scenarios_needed for
     POWER_TARGET with the same variance components. `n` = the scenarios with data
@@ -414,11 +416,11 @@ def power_line(model: str, tools: list[dict], n: int, trials: int, planned: int 
     text = f"with {counted} and {trials} trial(s) the smallest difference this run can detect is "
     needed = None
     if rows:
-        lo, hi = min(rows, key=lambda r: r[MDE]), max(rows, key=lambda r: r[MDE])
+        lo, hi = min(rows, key=lambda r: r[MDE] or 0.0), max(rows, key=lambda r: r[MDE] or 0.0)  # all have one
         text += f"{hi[MDE]:.3f}" if lo is hi else f"{lo[MDE]:.3f} ({lo['tool']}) to {hi[MDE]:.3f} ({hi['tool']})"
         text += " in fairness (0-1; alpha 0.05 two-sided, 80% power)"
         vc = hi[VARIANCE]
-        if vc["omega2"] + vc["sigma2_a"] + vc["sigma2_b"] > 0:
+        if vc is not None and vc["omega2"] + vc["sigma2_a"] + vc["sigma2_b"] > 0:
             needed = scenarios_needed(POWER_TARGET, vc["omega2"], vc["sigma2_a"], vc["sigma2_b"], vc["k_a"], vc["k_b"])
             text += f"; detecting a difference of {POWER_TARGET} would need about {needed} scenarios"
     else:

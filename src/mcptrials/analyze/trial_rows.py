@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from mcptrials.core.outcomes import COMPLETED, is_missing, missing_reason, read_attempts
+from mcptrials.core.rows import TrialRow
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.matrix.tools import BASELINE
@@ -104,7 +105,7 @@ def read_json(path: Path) -> dict:
         ) from None
 
 
-def load_records(m: Matrix, runs) -> list[dict]:
+def load_records(m: Matrix, runs) -> list[dict[str, Any]]:
     """The four records of every trial of the current matrix, in matrix order.
     A missing file is an error naming it: a trial is never silently dropped."""
     out, missing = [], []
@@ -115,7 +116,7 @@ def load_records(m: Matrix, runs) -> list[dict]:
         if gone:
             missing += gone
             continue
-        rec = {name.removesuffix(".json"): read_json(p) for name, p in paths.items()}
+        rec: dict[str, Any] = {name.removesuffix(".json"): read_json(p) for name, p in paths.items()}
         rec["key"] = {
             "model": model_label(m, cell.model, cell.host),
             MODEL_NAME: cell.model,
@@ -150,7 +151,7 @@ def mean(values):
     return sum(vals) / len(vals) if vals else None
 
 
-def trial_frame(rows: list[dict]) -> pd.DataFrame:
+def trial_frame(rows: list[TrialRow]) -> pd.DataFrame:
     """The trial rows as one DataFrame, columns in order of first appearance, values as they
     are (dtype object), but `missing` a bool column (a row without it counts: the trials that
     count are ~missing)."""
@@ -164,7 +165,7 @@ def trial_frame(rows: list[dict]) -> pd.DataFrame:
 # --- one row per trial ----------------------------------------------------------
 
 
-def raw_row(rec: dict, m: Matrix) -> dict:
+def raw_row(rec: dict, m: Matrix) -> TrialRow:
     """Every figure of one trial that needs no other trial (efficiency and fairness come later).
     Costs come from the recorded usage at the config's pricing, not from the records' cost_usd."""
     from mcptrials.cost.pricing import judge_cost, trial_cost
@@ -178,7 +179,7 @@ def raw_row(rec: dict, m: Matrix) -> dict:
     fluency = None if k["tool"] == BASELINE else ad.get("tool_fluency")
     pricing = m.config["pricing"]
     cost, priced_as = trial_cost(pricing, t)
-    row = dict(k)
+    row: dict[str, Any] = dict(k)
     row.update(
         {
             "suite": m.scenarios[k["scenario"]].data["suite"],
@@ -252,7 +253,9 @@ def raw_row(rec: dict, m: Matrix) -> dict:
     )
     if row["missing"]:  # neither a pass nor a fail nor a zero: no score at all
         row.update({f: None for f in (*SCORE_FIELDS, *(k for k in row if k.startswith(GOLD_PREFIXES)))})
-    return row
+    # a dict until here: the gold columns are named by the scenario (TrialRow's docstring);
+    # tests/analyze/test_aggregate.py checks each row against TrialRow
+    return cast(TrialRow, row)
 
 
 def usage_columns(t: dict, eff: dict) -> dict:
@@ -300,7 +303,7 @@ def expected_tools_means(ad: dict) -> dict:
 # --- efficiency and fairness: the figures that need other trials --------------------------
 
 
-def baseline_means(rows: list[dict]) -> dict:
+def baseline_means(rows: list[TrialRow]) -> dict:
     """(model, scenario) -> (cost, working time) references of its completed baseline trials:
     stats.efficiency_reference of each (their geometric mean, what stats.relative_efficiency
     measures every arm's trials against, the baseline's own included). Working time is
@@ -343,7 +346,7 @@ def efficiency_basis(cost, work, base_cost, base_work) -> str:
     return "cost only, no time" if has_cost else "none, 0.5"
 
 
-def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]:
+def score_rows(rows: list[TrialRow], weights: dict, has_baseline: bool) -> list[str]:
     """Fill efficiency and fairness in place; returns notes for the summary."""
     from mcptrials.stats.fairness import EFFICIENCY_EQUAL
 
@@ -372,7 +375,7 @@ def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]
     return notes
 
 
-def set_efficiency(r: dict, base_cost, base_work) -> None:
+def set_efficiency(r: TrialRow, base_cost, base_work) -> None:
     """stats.relative_efficiency of the trial's cost and working time against its baseline's references."""
     from mcptrials.stats.fairness import relative_efficiency
 
@@ -381,7 +384,7 @@ def set_efficiency(r: dict, base_cost, base_work) -> None:
     r[EFFICIENCY_BASIS] = efficiency_basis(r["cost_usd"], work, base_cost, base_work)
 
 
-def set_fairness(r: dict, weights: dict) -> None:
+def set_fairness(r: TrialRow, weights: dict) -> None:
     """stats.fairness of a trial that counts; a part that is missing, not zero (citations not
     checked: no checkout; quality not judged: no recorded judgement) is left out with
     stats.fairness_without's weights, and `fairness_without` says which and why."""

@@ -29,8 +29,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from mcptrials.core.identity import TrialKey
+from mcptrials.core.record_types import JudgedRecord, TranscriptRecord
 from mcptrials.cost.budget import FREE_PROVIDERS, NOT_RUN, Ledger, budget_cap, ledger_path
 from mcptrials.cost.pricing import CACHE_READ_FACTOR, CACHE_WRITE_FACTOR, judge_cost, trial_cost
 from mcptrials.matrix.specs import JudgeSpec
@@ -243,7 +245,7 @@ def cell_cost(m, key: TrialKey, results: Path = Path("results"), planned: set[in
     to_run = (
         len(planned)
         if planned is not None
-        else sum(1 for p in mine if found.get(p) is None or found[p].get("outcome") in RETRIED)
+        else sum(1 for p in mine if (t := found.get(p)) is None or t.get("outcome") in RETRIED)
     )
     price = _price(pricing, mspec)
     lim = m.specs.limits.overridden(sc.data["limits"])
@@ -263,7 +265,7 @@ def cell_cost(m, key: TrialKey, results: Path = Path("results"), planned: set[in
     for t in found.values():
         if not t or t.get("outcome") == NOT_RUN or "usage" not in t or "cell" not in t:
             continue
-        cost, _ = trial_cost(pricing, t)
+        cost, _ = trial_cost(pricing, cast(TranscriptRecord, t))  # transcript.json, as run wrote it
         if cost is not None:
             costs.append(cost)
     if price is None and not costs:
@@ -279,7 +281,9 @@ def cell_cost(m, key: TrialKey, results: Path = Path("results"), planned: set[in
     )
 
 
-def _judge_part(m, scenario: str, folder: Path, mine: list[Path], planned: set[int] | None = None) -> tuple:
+def _judge_part(
+    m, scenario: str, folder: Path, mine: list[Path], planned: set[int] | None = None
+) -> tuple[float | None, float | None, int]:
     """(judge_per_trial, judge_upper_per_trial, to_judge) of one cell: a paid judge's measured
     mean over the cell's judged.json records, else its bound; 0 for the reference judge. A trial
     the run will (re)run is judged again; one not judged yet is judged."""
@@ -294,7 +298,9 @@ def _judge_part(m, scenario: str, folder: Path, mine: list[Path], planned: set[i
     costs = [
         c
         for p in sorted(folder.glob("*/judged.json"))
-        if (j := _read(p)) and "usage" in j and (c := judge_cost(m.config["pricing"], j)) is not None
+        if (j := _read(p))
+        and "usage" in j
+        and (c := judge_cost(m.config["pricing"], cast(JudgedRecord, j))) is not None
     ]
     return (sum(costs) / len(costs) if costs else bound), bound, to_judge
 
@@ -377,14 +383,14 @@ def format_plan(plan: CostPlan, config_name: str = "") -> str:
         + f", expected {usd(plan.to_spend)}; "
         f"spent so far (ledger {plan.ledger}): {usd(plan.spent)}"
     )
-    nh = [c for c in plan.no_history() if c.floor_per_trial]
-    if nh:
-        ratio = max(c.upper_per_trial / c.floor_per_trial for c in nh)
+    bounded = [c for c in plan.no_history() if c.floor_per_trial]
+    if bounded:
+        ratio = max((c.upper_per_trial or 0.0) / (c.floor_per_trial or 1.0) for c in bounded)  # both set here
         lines.append(
-            f"no history for {len(nh)} cell(s): each is planned at its upper bound, which bills every turn "
+            f"no history for {len(bounded)} cell(s): each is planned at its upper bound, which bills every turn "
             f"at budget.input_tokens_per_call input tokens; the least such a trial can cost (one call per "
             f"step reading only the system prompt and tool definitions) is "
-            f"{usd(_sum(c.floor_per_trial * c.trials for c in nh))} in all, the bound up to {ratio:,.0f}x "
+            f"{usd(_sum((c.floor_per_trial or 0.0) * c.trials for c in bounded))} in all, the bound up to {ratio:,.0f}x "
             "that. Measure them first: `mcptrials pilot` runs trial 1 of every cell, then "
             "`mcptrials plan --cost` prices the rest from it"
         )
@@ -427,7 +433,7 @@ def budget_refusal(plan: CostPlan, where: str = "") -> list[str]:
             f"{field}: the cost of model(s) {', '.join(unpriced)} cannot be estimated or capped: they have no "
             "`pricing` entry; add one (USD per million tokens) or remove the budget"
         ]
-    need = plan.spent + plan.to_spend
+    need = plan.spent + (plan.to_spend or 0.0)  # known: no cell is unpriced (above)
     if need <= plan.cap:
         return []
     nh = [c for c in plan.no_history() if c.to_run]

@@ -39,6 +39,8 @@ compare_report (the text, Markdown and JUnit); this module runs them (compare_ru
 
 from __future__ import annotations
 
+from typing import Any
+
 from mcptrials import __version__
 from mcptrials.gate.comparable import Refused, refusal_reasons, stale_reasons
 from mcptrials.gate.decision import (
@@ -54,6 +56,7 @@ from mcptrials.gate.decision import (
 from mcptrials.gate.findings import DEFAULT_ERROR_RISE, counted, findings
 from mcptrials.gate.tools_diff import tools_list_diff
 from mcptrials.matrix.errors import ConfigError
+from mcptrials.core.rows import TrialRow
 from mcptrials.core.keys import FAIRNESS, MODEL_NAME
 
 
@@ -77,7 +80,7 @@ def compare_runs(
         raise Refused(reasons)
     margin, margin_from = (margin, "--margin") if margin is not None else default_margin(head["summary"])
     key = lambda r: (r.get(MODEL_NAME) or r["model"], r.get("host") or "loop", r["tool"])  # noqa: E731
-    groups = {"base": {}, "head": {}}
+    groups: dict[str, dict[tuple[str, str, str], list[TrialRow]]] = {"base": {}, "head": {}}
     for side, res in (("base", base), ("head", head)):
         for r in res["summary"]["trials"]:
             groups[side].setdefault(key(r), []).append(r)
@@ -115,9 +118,9 @@ def compare_runs(
     for k in keys:
         model, host, tool = k
         b_all, h_all = groups["base"][k], groups["head"][k]
-        used_repos = sorted({r.get("repo") for r in b_all + h_all if r.get("repo")}) or repos
+        used_repos = sorted({r["repo"] for r in b_all + h_all if r.get("repo")}) or repos
         has_server = transports.get(tool, "stdio") != "none"
-        row = {
+        row: dict[str, Any] = {
             "model": model,
             "host": host,
             "tool": tool,

@@ -28,6 +28,8 @@ table per model) and `compare-sense-bench` (per tool) print it.
 """
 
 from __future__ import annotations
+
+from mcptrials.core.rows import CitationComposition, FormRates, UngroundedShare
 from mcptrials.core.keys import (
     BY_FORM,
     GROUNDED_RATE,
@@ -97,7 +99,7 @@ def _ratio(a: int, b: int) -> float | None:
     return a / b if b else None
 
 
-def rates(forms: dict[str, dict]) -> dict[str, dict]:
+def rates(forms: dict[str, dict]) -> dict[str, FormRates]:
     """{form: {n, share, grounded_rate, strict_grounded_rate, verified_rate, strict_verified_rate}}
     (formulas in the module docstring)."""
     total = sum(f["total"] for f in forms.values())
@@ -114,12 +116,12 @@ def rates(forms: dict[str, dict]) -> dict[str, dict]:
     }
 
 
-def ungrounded_shares(kinds: dict[str, int], total: int) -> dict[str, dict]:
+def ungrounded_shares(kinds: dict[str, int], total: int) -> dict[str, UngroundedShare]:
     """{kind: {"n", "share"}}, share = n / all citations (null when there are none)."""
     return {k: {"n": kinds.get(k, 0), "share": _ratio(kinds.get(k, 0), total)} for k in UNGROUNDED_KINDS}
 
 
-def view(pooled: dict) -> dict:
+def view(pooled: dict) -> CitationComposition:
     """One pooled citation score's composition (pooled: grade.citations.pool's counts and
     rates): strict beside lenient, by form (rates) and the ungrounded kinds (ungrounded_shares)."""
     c, r = pooled["counts"], pooled["rates"]

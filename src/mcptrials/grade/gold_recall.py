@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import re
+
 from mcptrials.core.keys import CITED_RECALL, MENTION_RECALL
 
 RULE = "reference-bench gold recall: path pinned to a line in the answer text; no path-compaction oracle"

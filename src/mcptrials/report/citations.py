@@ -16,11 +16,12 @@ from mcptrials.core.keys import (
     STRICT_VERIFIED_RATE,
     VERIFIED_RATE,
 )
+from mcptrials.core.rows import Summary
 
 FORM_COLUMNS = ("share", "grounded (lenient)", "grounded (strict)", "verified (lenient)", "verified (strict)")
 
 
-def add_citation_composition(doc: Doc, s: dict) -> None:
+def add_citation_composition(doc: Doc, s: Summary) -> None:
     """Per model: strict beside lenient grounding and verification per tool, the ungrounded
     decomposed, and the composition by form (summary.json citation_composition)."""
     comp = s.get("citation_composition") or []

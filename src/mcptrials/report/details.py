@@ -4,7 +4,7 @@ scenario, linked to the trial pages), errors, the server profile and the judge's
 from __future__ import annotations
 
 from mcptrials.matrix.tools import BASELINE
-from mcptrials.report.formats import f3, fci, fci_missing, fnum, fsec, fusd, href, model_labels
+from mcptrials.report.formats import error_counts, f3, fci, fci_missing, fnum, fsec, fusd, href, model_labels
 from mcptrials.report.render import Cell, Doc, Table
 from mcptrials.core.keys import (
     ADOPTION_HI,
@@ -22,9 +22,10 @@ from mcptrials.core.keys import (
     PASSES,
     PASS_HAT_K,
 )
+from mcptrials.core.rows import Summary
 
 
-def add_adoption(doc: Doc, s: dict) -> None:
+def add_adoption(doc: Doc, s: Summary) -> None:
     doc.h(2, "Adoption (reported apart, never part of fairness)", "adoption")
     from mcptrials.stats.adoption import ADOPTION_WEIGHTS as w  # the weights live in stats only
 
@@ -58,7 +59,7 @@ def add_adoption(doc: Doc, s: dict) -> None:
     )
 
 
-def never_passed_text(s: dict) -> str:
+def never_passed_text(s: Summary) -> str:
     """What a scenario no trial passes points to. With real models, most often a defect in the
     task or its grader (the seed method); when only the reference agent (no language model) ran,
     it may just be a task that needs reasoning, so the text says both."""
@@ -70,7 +71,7 @@ def never_passed_text(s: dict) -> str:
     return "no trial passes — likely a defect in the task or its grader"
 
 
-def add_scenarios(doc: Doc, s: dict) -> None:
+def add_scenarios(doc: Doc, s: Summary) -> None:
     doc.h(2, "Scenarios", "scenarios")
     t = Table(["scenario", "title", "suite", "repo", "steps", "passes", "flag"])
     for sc in s["scenarios"]:
@@ -148,13 +149,13 @@ def add_scenarios(doc: Doc, s: dict) -> None:
                     fsec(c["wall_seconds"]),
                     fsec(c.get("work_seconds")),
                     fsec(c.get("server_startup_seconds")),
-                    sum(c[e] for e in ("tool_error", "protocol_error", "api_error", "harness_error")),
+                    sum(n for _, n in error_counts(c)),
                     *links,
                 )
             doc.table(t, f"scenario-{model}-{sc['scenario']}")
 
 
-def add_errors(doc: Doc, s: dict) -> None:
+def add_errors(doc: Doc, s: Summary) -> None:
     doc.h(2, "Errors per tool", "errors")
     doc.p(
         "tool_error: the server answered with isError; protocol_error: MCP/JSON-RPC failures (time-outs, "
@@ -191,7 +192,7 @@ def add_errors(doc: Doc, s: dict) -> None:
     doc.table(t, "errors-table")
 
 
-def add_profile(doc: Doc, s: dict) -> None:
+def add_profile(doc: Doc, s: Summary) -> None:
     doc.h(2, "Server profile per tool", "profile")
     t = Table(
         [
@@ -207,7 +208,8 @@ def add_profile(doc: Doc, s: dict) -> None:
             "peak memory",
         ]
     )
-    methods, builtin = set(), None
+    methods: set[str] = set()
+    builtin = None
     for p in s["server_profile"]:
         server = " ".join(p["server_name"] + p["server_version"]) or (
             "built-in tools" if p["tool"] == BASELINE else "–"
@@ -267,7 +269,7 @@ def _spread_row(t: Table, name: str, sp: dict | None) -> None:
     )
 
 
-def add_judge_noise(doc: Doc, s: dict) -> None:
+def add_judge_noise(doc: Doc, s: Summary) -> None:
     jn = s["judge_noise"]
     doc.h(2, "Judge noise", "judge-noise")
     if jn["note"]:

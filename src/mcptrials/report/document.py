@@ -34,6 +34,7 @@ from mcptrials.report.patterns import add_feedback, add_patterns
 from mcptrials.report.render import Doc, page
 from mcptrials.report.trial_page import write_trial_page
 from mcptrials.core.keys import PAGES
+from mcptrials.core.rows import Summary
 
 
 # --- inputs ------------------------------------------------------------------------------
@@ -51,7 +52,7 @@ def read_optional(path) -> dict | None:
         raise ConfigError(f"{p}: not valid JSON ({e}); delete it and rerun its stage") from None
 
 
-def load_summary(aggregate_dir) -> dict:
+def load_summary(aggregate_dir) -> Summary:
     path = Path(aggregate_dir) / "summary.json"
     if not path.is_file():
         raise ConfigError(f"{path}: not found; run `mcptrials aggregate --out-dir {aggregate_dir}` first")
@@ -62,7 +63,7 @@ def load_summary(aggregate_dir) -> dict:
 
 
 def build_report(
-    summary: dict,
+    summary: Summary,
     agreement: dict | None,
     lock: dict | None,
     runs,
@@ -142,6 +143,7 @@ def report_job(m, aggregate_dir, heldout, lock, runs, out_dir) -> dict:
     summary = load_summary(aggregate_dir)
     reason = missing_anchor(m)
     lockfile_sha256 = None
+    agreement: dict | None
     if reason:  # the same shape the held-out stage writes when its held-out scenarios have no frozen transcripts
         agreement, lock = {"anchor": None, "reason": reason, "n": 0, "rho": None}, None
     else:

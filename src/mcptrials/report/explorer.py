@@ -34,6 +34,7 @@ from mcptrials.core.keys import (
     STATE_PASSED,
     STATE_STEPS,
 )
+from mcptrials.core.rows import Summary, TrialRow
 
 EXPLORER = "explorer.html"  # beside index.html in the report folder
 ANSWER_CAP = 2000  # characters of answer text embedded per trial: about 20 MB for 10,000 trials
@@ -75,7 +76,7 @@ FILTERS = (
 )
 
 
-def result_of(row: dict) -> str:
+def result_of(row: TrialRow) -> str:
     """pass, fail or missing (an infrastructure outcome: neither a pass nor a fail)."""
     return "missing" if row.get("missing") else "pass" if row.get("passed") else "fail"
 
@@ -93,12 +94,12 @@ def answer_text(transcript: dict | None) -> str:
     return STEP_SEPARATOR.join(s["answer_text"] for s in steps if s.get("answer_text"))
 
 
-def read_answers(trials: list[dict], runs) -> dict[str, str | None]:
+def read_answers(trials: list[TrialRow], runs) -> dict[str, str | None]:
     """{trial page: full answer text} from each trial's transcript.json under runs (None when
     the file is gone: the row then says so instead of showing an empty answer)."""
     from mcptrials.core.identity import TrialKey
 
-    out = {}
+    out: dict[str, str | None] = {}
     for r in trials:
         p = (
             TrialKey(r[MODEL_NAME], r["host"], r["tool"], r["repo"], r["scenario"], int(r["trial"])).dir(runs)
@@ -116,7 +117,7 @@ def read_answers(trials: list[dict], runs) -> dict[str, str | None]:
     return out
 
 
-def explorer_row(r: dict, answer: str | None, cap: int = ANSWER_CAP) -> list:
+def explorer_row(r: TrialRow, answer: str | None, cap: int = ANSWER_CAP) -> list:
     """One trial as the array the page reads (COLUMNS, then EXTRA)."""
     text = "(no transcript.json)" if answer is None else answer
     values = {
@@ -150,7 +151,7 @@ def explorer_row(r: dict, answer: str | None, cap: int = ANSWER_CAP) -> list:
     return [values[k] for k, _, _ in COLUMNS] + [values[k] for k in EXTRA]
 
 
-def explorer_data(summary: dict, answers: dict[str, str | None], cap: int = ANSWER_CAP) -> dict:
+def explorer_data(summary: Summary, answers: dict[str, str | None], cap: int = ANSWER_CAP) -> dict:
     """Everything the page embeds: columns, one array per trial, filters, and what produced it."""
     trials = summary["trials"]
     ident = summary.get("identity") or {}
@@ -415,7 +416,7 @@ def explorer_html(data: dict) -> str:
     )
 
 
-def write_explorer(summary: dict, runs, out_dir) -> Path:
+def write_explorer(summary: Summary, runs, out_dir) -> Path:
     """Write out_dir/explorer.html for every trial of summary.json, answers read under runs."""
     path = Path(out_dir) / EXPLORER
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -59,6 +59,7 @@ from mcptrials.core.keys import (
     WILCOXON_P,
     WORK_PER_TRIAL,
 )
+from mcptrials.core.rows import Summary, ToolRow
 
 
 VERDICT_CLASS = {
@@ -70,7 +71,7 @@ VERDICT_CLASS = {
 }
 
 
-def verdict_text(s: dict) -> str:
+def verdict_text(s: Summary) -> str:
     """The verdicts' rule with the run's margin (summary.json `margin`, the config's `margin:`)."""
     margin = s.get("margin")
     if margin is None:  # a summary made before the margin: the plain significance verdicts
@@ -86,12 +87,12 @@ def verdict_text(s: dict) -> str:
     )
 
 
-def verdict_header(s: dict) -> str:
+def verdict_header(s: Summary) -> str:
     """The verdict column's header, with the margin beside it."""
     return "verdict" if s.get("margin") is None else f"verdict (margin ±{s['margin']:g})"
 
 
-def add_failed_stages(doc: Doc, s: dict) -> None:
+def add_failed_stages(doc: Doc, s: Summary) -> None:
     """What could not run, and how to fix it: first, since every figure below lacks those trials."""
     failed = s.get("failed_stages") or []
     env = s.get("environment_failures") or []
@@ -136,7 +137,7 @@ def add_environment_failures(doc: Doc, env: list[dict], method: str | None) -> N
     doc.table(t, "environment-failures-table")
 
 
-def add_stage_failures(doc: Doc, s: dict, failed: list[dict]) -> None:
+def add_stage_failures(doc: Doc, s: Summary, failed: list[dict]) -> None:
     """The stages that failed (checkouts, installs, server starts) and the trials they left missing."""
     lost = [r for r in s["trials"] if r.get(MISSING_REASON) in ("not_run: checkout failed", "not_run: install failed")]
     doc.p(
@@ -170,7 +171,7 @@ def add_stage_failures(doc: Doc, s: dict, failed: list[dict]) -> None:
     doc.table(t, "failed-stages-table")
 
 
-def add_headline(doc: Doc, s: dict) -> None:
+def add_headline(doc: Doc, s: Summary) -> None:
     ident = s["identity"]
     doc.h(2, "Headline: does the server make the answers better than no server?", "headline")
     # The answer first; how it is computed folded below the tables.
@@ -275,7 +276,7 @@ def add_headline(doc: Doc, s: dict) -> None:
     doc.folded("How these figures are computed", method)
 
 
-def grounding_cell(s: dict, r: dict) -> str:
+def grounding_cell(s: Summary, r: ToolRow) -> str:
     """A tool row's citation grounding beside its n, and how many of its trials that count had
     their citations not checked (no checkout of the commit): missing, never a 0."""
     unchecked = sum(
@@ -289,7 +290,7 @@ def grounding_cell(s: dict, r: dict) -> str:
     return cell + (f"; not checked in {unchecked} of {r[N_TRIALS]} trial(s): no checkout" if unchecked else "")
 
 
-def add_gold_recall(doc: Doc, s: dict) -> None:
+def add_gold_recall(doc: Doc, s: Summary) -> None:
     """Scenario gold rows (scenario `gold:`): cited and mention recall per tool, and per row group."""
     view = s.get("gold_recall") or []
     if not view:
@@ -322,7 +323,7 @@ def add_gold_recall(doc: Doc, s: dict) -> None:
         doc.table(t, f"gold-recall-{model}")
 
 
-def add_model_host(doc: Doc, s: dict) -> None:
+def add_model_host(doc: Doc, s: Summary) -> None:
     """The model x host view: fairness per (model, host) for each tool, and paired differences."""
     v = s.get("model_host") or {}
     if not v.get("cells"):
@@ -371,7 +372,7 @@ def add_model_host(doc: Doc, s: dict) -> None:
         doc.table(t, "model-host-pairs")
 
 
-def add_comparisons(doc: Doc, s: dict) -> None:
+def add_comparisons(doc: Doc, s: Summary) -> None:
     """The config's `compare:` pairs: A minus B, paired over scenarios, Holm across the pairs of a model."""
     rows = s.get("comparisons") or []
     if not rows:
@@ -417,7 +418,7 @@ def add_comparisons(doc: Doc, s: dict) -> None:
     doc.table(t, "comparisons")
 
 
-def add_explorer_link(doc: Doc, s: dict) -> None:
+def add_explorer_link(doc: Doc, s: Summary) -> None:
     """The way to the trial explorer (mcptrials.report.explorer), near the top of the report."""
     text = f"every trial ({len(s['trials']):,}) in one table: filter, sort, search the answers, open a trial"
     doc.md.append(f"[Trial explorer]({EXPLORER}): {text}\n")

@@ -8,6 +8,7 @@ from mcptrials.report.explorer import EXPLORER
 from mcptrials.report.formats import esc, href, html_id
 from mcptrials.report.render import Cell, Doc, Table, html_table, md_table
 from mcptrials.core.keys import PAGES
+from mcptrials.core.rows import Summary
 
 
 PATTERN_LIST_MAX = 50  # trial links listed per (model, tool, pattern) in the report; all are in the explorer
@@ -42,7 +43,7 @@ def _pattern_table(p: dict, names: list[str], links: bool) -> Table:
     return t
 
 
-def add_patterns(doc: Doc, s: dict) -> None:
+def add_patterns(doc: Doc, s: Summary) -> None:
     """Counts per tool of each pattern (mcptrials.analyze.patterns), each linked to the trials that show it."""
     p = s.get("patterns")
     if not p:
@@ -105,7 +106,7 @@ def add_patterns(doc: Doc, s: dict) -> None:
             )
 
 
-def add_feedback(doc: Doc, s: dict) -> None:
+def add_feedback(doc: Doc, s: Summary) -> None:
     """The agent's closing feedback on its tools, one table per tool; identical texts grouped."""
     fb = s.get("feedback")
     if fb is None:
@@ -157,7 +158,7 @@ def finding_anchor(f: dict) -> str | None:
     return None if f.get("step") is None else f"step-{f['step']}"
 
 
-def trial_findings(summary: dict, page_rel: str) -> list[dict] | None:
+def trial_findings(summary: Summary, page_rel: str) -> list[dict] | None:
     """The trial's findings (summary.json patterns.findings), or None for a summary made before the
     pattern detectors (nothing is then said about patterns, rather than 'none found')."""
     if "patterns" not in summary:

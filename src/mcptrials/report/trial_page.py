@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mcptrials.report.formats import esc, f3, fnum, fsec, fusd, model_text
+from mcptrials.report.formats import error_counts, esc, f3, fnum, fsec, fusd, model_text
 from mcptrials.report.patterns import pattern_list, pattern_marks, trial_findings
 from mcptrials.report.render import Cell, Table, html_table, page
 from mcptrials.core.keys import (
@@ -24,6 +24,7 @@ from mcptrials.core.keys import (
     TOKENS_OUTPUT,
     VERIFIED_RATE,
 )
+from mcptrials.core.rows import Summary, TrialRow
 
 FOLD_CHARS = 600  # longer texts are folded into <details>
 STDERR_LINES = 15  # of a crashed server's stderr on its trial page
@@ -74,7 +75,7 @@ def _expected_tools_line(scored: dict, index: int) -> str:
     )
 
 
-def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
+def write_trial_page(row: TrialRow, runs, out: Path, summary: Summary) -> Path:
     """The page of one trial row of summary.json, at out/<row's page>; returns its path."""
     t, sc, j, meta = _read_records(runs, row)
     path = out / row["page"]
@@ -110,19 +111,18 @@ def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
     return path
 
 
-def _read_records(runs, row: dict) -> tuple[dict, dict, dict, dict]:
+def _read_records(runs, row: TrialRow) -> tuple[dict, dict, dict, dict]:
     """The trial's transcript, scored, judged and run_meta records; {} for each one not written."""
     from mcptrials.core.identity import TrialKey
 
     d = TrialKey(row[MODEL_NAME], row["host"], row["tool"], row["repo"], row["scenario"], int(row["trial"])).dir(runs)
-    recs = []
-    for name in RECORDS:
-        p = d / f"{name}.json"
-        recs.append((json.loads(p.read_text()) if p.is_file() else None) or {})
-    return tuple(recs)
+    transcript, scored, judged, meta = (
+        (json.loads(p.read_text()) if p.is_file() else None) or {} for p in (d / f"{name}.json" for name in RECORDS)
+    )
+    return transcript, scored, judged, meta
 
 
-def _summary_table(row: dict, t: dict, sc: dict, meta: dict, summary: dict) -> Table:
+def _summary_table(row: TrialRow, t: dict, sc: dict, meta: dict, summary: Summary) -> Table:
     """The trial at a glance: what ran, its verdict, fairness term by term, cost, tokens, calls."""
     missing = bool(row.get("missing"))
     verdict = "MISSING" if missing else "PASS" if row["passed"] else "FAIL"
@@ -146,9 +146,7 @@ def _summary_table(row: dict, t: dict, sc: dict, meta: dict, summary: dict) -> T
     if missing:  # not graded: no failures, fairness, adoption or citations to show
         kv.add("fairness", "– missing: not scored, left out of every mean")
         kv.add("cost / time", f"{fusd(row['cost_usd'])}, {fsec(row['wall_seconds'])} wall")
-        kv.add(
-            "errors", ", ".join(f"{k} {row[k]}" for k in ("tool_error", "protocol_error", "api_error", "harness_error"))
-        )
+        kv.add("errors", ", ".join(f"{k} {n}" for k, n in error_counts(row)))
         return kv
     if sc.get("failures"):
         kv.add("why not passed", "; ".join(sc["failures"]))
@@ -183,7 +181,7 @@ def _summary_table(row: dict, t: dict, sc: dict, meta: dict, summary: dict) -> T
         f"{row[TOKENS_CACHE_READ]}, output {row[TOKENS_OUTPUT]}",
     )
     kv.add("tool calls", f"{row['tool_calls']} ({row['tool_calls_mcp']} server, {row['tool_calls_builtin']} built-in)")
-    kv.add("errors", ", ".join(f"{k} {row[k]}" for k in ("tool_error", "protocol_error", "api_error", "harness_error")))
+    kv.add("errors", ", ".join(f"{k} {n}" for k, n in error_counts(row)))
     kv.add(
         "citations",
         f"{row['citations']} ({row['grounded']} grounded, {row['hallucinated']} hallucinated, "

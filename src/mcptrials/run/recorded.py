@@ -47,6 +47,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from mcptrials.core.identity import TrialKey
+from mcptrials.core.record_types import Cell
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.hashing import canonical_hash, file_sha256
 from mcptrials.matrix.matrix import Matrix
@@ -254,7 +255,7 @@ def _from_stream(m: Matrix, path: Path, scenario, tool: str, snapshot: dict | No
     return outcome, detail, one_answer, model_id, round(wall, 3)
 
 
-def _from_transcript(path: Path, cell: dict, host: str, where: str) -> tuple[dict | None, str | None]:
+def _from_transcript(path: Path, cell: Cell, host: str, where: str) -> tuple[dict | None, str | None]:
     """(the recorded transcript with our cell and host, None) or (None, why it is unusable)."""
     from mcptrials.matrix.schema import validate_against
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
+
 from mcptrials.core.keys import ONLY_A, ONLY_B
 
 
