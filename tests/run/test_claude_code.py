@@ -20,6 +20,7 @@ from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.schema import validate_against
 from mcptrials.grade.scoring import score_trial
 from mcptrials.grade.usage import adoption
+from mcptrials.matrix.specs import HostSpec
 from mcptrials.run.hosts.claude_code import allowed_tools, build_command, parse_stream, server_tool_names
 from mcptrials.core.records import write_json
 from mcptrials.run.runner import run_trial
@@ -127,16 +128,16 @@ def test_command_line():
     argv = build_command(
         "claude",
         "-p looks like an option",
+        host=HostSpec(
+            "cc", "claude-code", None, builtin_tools=("Read", "Grep"), bare=False, extra_args=("--effort", "low")
+        ),
         model="m",
         session_id="S",
         resume=True,
         max_turns=7,
-        builtins=["Read", "Grep"],
         allowed=allowed_tools("git", snapshot_of("git", ["git_log", "a.b"]), ["Read", "Grep"], True),
         mcp_file="/x/mcp.json",
         system_append="SYS",
-        bare=False,
-        extra_args=["--effort", "low"],
     )
     assert argv[-2:] == ["--", "-p looks like an option"]
     assert argv[argv.index("--allowedTools") + 1] == "Read,Grep,mcp__git__git_log,mcp__git__a_b"

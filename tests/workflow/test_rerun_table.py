@@ -145,6 +145,8 @@ EDITS = {
     "scenarios": lambda c, s: c.update(scenarios=["scenarios/find-helper.yaml"]),
     "splits": lambda c, s: c.update(splits=["train", "held-out"]),
     "trials": lambda c, s: c.update(trials=2),
+    "decide.alpha": lambda c, s: c.update(decide={"alpha": 0.1}),
+    "decide.margin": lambda c, s: c.update(decide={"margin": 0.1}),
     "locked": lambda c, s: c.update(locked="locked2"),
     "models.*.provider": lambda c, s: c["models"]["reference"].update(provider="openai", model="gpt-5.1"),
     "models.*.model": lambda c, s: c["models"]["reference"].update(model="ref-2"),
@@ -337,7 +339,7 @@ def test_heldout_follows_only_the_rubrics_of_the_anchor_scenarios(tmp_path):
 def test_every_rule_of_the_workflow_has_a_key():
     rules = set()
     for f in (ROOT / "workflow" / "rules").glob("*.smk"):
-        rules |= set(re.findall(r"^\s*rule (\w+):", f.read_text(), re.M))
+        rules |= set(re.findall(r"^\s*(?:rule|checkpoint) (\w+):", f.read_text(), re.M))
     assert rules == set(RULE_KEYS), f"rules without rerun keys, or keys without a rule: {rules ^ set(RULE_KEYS)}"
 
 

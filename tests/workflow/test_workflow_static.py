@@ -50,7 +50,7 @@ def test_every_rule_names_the_conda_env_and_it_installs_the_project():
     )
     for f in (ROOT / "workflow/rules").glob("*.smk"):
         text = f.read_text()
-        assert text.count("conda:") == len(re.findall(r"^\s*rule \w+:", text, re.M)), f.name
+        assert text.count("conda:") == len(re.findall(r"^\s*(?:rule|checkpoint) \w+:", text, re.M)), f.name
 
 
 def test_the_pack_plans_no_held_out_check_and_says_so():

@@ -2,8 +2,9 @@
 # Weights and pricing are its params: a change recomputes fairness and costs, nothing else.
 rule aggregate:
     input:
-        scored=trial_files(M, "scored.json"),
-        judged=trial_files(M, "judged.json"),
+        scored=sequential_input("scored.json") if SEQUENTIAL else trial_files(M, "scored.json"),
+        judged=sequential_input("judged.json") if SEQUENTIAL else trial_files(M, "judged.json"),
+        waves=sequential_input(None) if SEQUENTIAL else [],
     output:
         trials="results/aggregate/trials.csv",
         cells="results/aggregate/cells.csv",

@@ -43,6 +43,9 @@ wildcard_constraints:
     **wildcards(M),
 
 
+# A run in waves (trials: {min, max, until: decided}): workflow/rules/sequential.smk.
+SEQUENTIAL = M.sequential is not None
+
 # rule -> job key -> a hash of everything that rule's job depends on (mcptrials.dag.rerun).
 RERUN = rule_params(M)
 # The per-trial rules' one lookup each (mcptrials.dag.params): the rerun hash plus what the
@@ -131,9 +134,14 @@ if workflow.is_main_process:
         "then aggregate, "
         + (f"the held-out check ({LOCKED})" if HAS_ANCHOR else "no held-out anchor")
         + " and report; "
-        + plan_line(PLAN),
+        + plan_line(PLAN, waves=SEQUENTIAL),
         file=sys.stderr,
     )
+    if SEQUENTIAL:  # the waves planned so far, the most that may follow, and what the run can cost
+        from mcptrials.analyze.wave_cost import wave_cost_line
+        from mcptrials.dag.waves import waves_line
+
+        print(f"mcptrials {waves_line(M)}; {wave_cost_line(M)}", file=sys.stderr)
     REFUSALS = refusals(M, plan=PLAN)
     for line in REFUSALS:
         print(f"mcptrials: warning: a real run refuses to start: {line}", file=sys.stderr)

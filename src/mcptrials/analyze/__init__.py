@@ -12,6 +12,8 @@ tables are pandas groupings of one trial frame.
     feedback          the trials' patterns and the agent's feedback on the tools
     patterns          the pattern detectors: behaviours worth reading a transcript for
     lock              the held-out lock and its gold
+    sequential        a run in waves: each wave's decisions (the checkpoints' records) and summary.json `sequential`
+    wave_cost         what a run in waves can cost: the least, the expected (from the history) and the most
 
 May import: judge, grade, run, providers, cost, prepare, matrix, core, stats.
 """

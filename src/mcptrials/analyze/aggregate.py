@@ -72,6 +72,7 @@ from mcptrials.analyze.records_summary import (
     judge_noise,
     server_profile,
 )
+from mcptrials.analyze.sequential import ran_keys, sequential_summary
 from mcptrials.analyze.tables import (
     INTERVAL_METHOD,
     VERDICT_METHOD,
@@ -104,7 +105,8 @@ from mcptrials.core.keys import MODEL_NAME, RANK
 
 def aggregate(m: Matrix, runs) -> Summary:
     """Read every trial of the matrix and compute the tables and the summary (no writing)."""
-    records = load_records(m, runs)
+    # a run in waves: the trials its waves ran (mcptrials.analyze.sequential), not every cell up to max
+    records = load_records(m, runs, cells=ran_keys(m, Path(runs).parent) if m.sequential else None)
     snapshots = Path(runs).parent / "snapshots"
     rows = [raw_row(r, m) for r in records]
     findings = add_patterns(rows, records, snapshots)  # row["patterns"]: {name: count}
@@ -144,7 +146,7 @@ def aggregate(m: Matrix, runs) -> Summary:
     for r in tools:
         r["environment"] = environment_note(env, r["model"], r["tool"])
     labels = list(dict.fromkeys(trials["model"]))  # model, or model@host with several hosts
-    return {
+    out: Summary = {
         "schema": "mcptrials/summary/1",
         "identity": identity(m, records),
         "methods": {
@@ -178,6 +180,9 @@ def aggregate(m: Matrix, runs) -> Summary:
         "feedback": feedback_table(records, rows, snapshots),
         "citation_composition": citation_composition(records),
     }
+    if m.sequential:  # a run in waves: why each tool stopped, and what was not spent
+        out["sequential"] = sequential_summary(m, Path(runs).parent)
+    return out
 
 
 def csv_cell(value) -> str:

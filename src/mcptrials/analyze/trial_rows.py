@@ -105,11 +105,12 @@ def read_json(path: Path) -> dict:
         ) from None
 
 
-def load_records(m: Matrix, runs) -> list[dict[str, Any]]:
-    """The four records of every trial of the current matrix, in matrix order.
+def load_records(m: Matrix, runs, cells=None) -> list[dict[str, Any]]:
+    """The four records of every trial of the current matrix, in matrix order (or of `cells`,
+    TrialKeys: a run in waves reads the trials its waves ran, mcptrials.analyze.sequential).
     A missing file is an error naming it: a trial is never silently dropped."""
     out, missing = [], []
-    for cell in m.cells():
+    for cell in m.cells() if cells is None else cells:
         d = cell.dir(runs)
         paths = {name: d / name for name in FILES}
         gone = [p for p in paths.values() if not p.is_file()]

@@ -33,6 +33,7 @@ COMMANDS = {
     "verify-lock": "cli.lock",
     "lock": "cli.lock",
     "heldout": "cli.lock",
+    "decide": "cli.decide",
     "aggregate": "cli.aggregate",
     "report": "cli.report",
     "demo-bundle": "cli.demo_bundle",

@@ -47,6 +47,10 @@ def cmd_plan(args) -> int:
     print(f"{m.path}: {matrix_line(m)}")
     if args.cost:
         print(format_plan(run_plan(m, Path(args.results)), str(args.config)))
+        if m.sequential:  # the plan above is the waves planned so far; what the whole run can cost:
+            from mcptrials.analyze.wave_cost import wave_cost_line
+
+            print(wave_cost_line(m, Path(args.results)))
     return 0
 
 

@@ -21,4 +21,8 @@ def cmd_validate(args) -> int:
     if problems:
         raise ConfigError("\n".join(problems))
     print(f"{m.path}: ok: {matrix_line(m)}")
+    if m.sequential:
+        from mcptrials.analyze.wave_cost import wave_cost_line
+
+        print(f"{m.path}: {wave_cost_line(m)}")
     return 0

@@ -1,7 +1,8 @@
 """The rows analyze writes and gate and report read, as types: one per trial (trials.csv,
 summary.json `trials`), per (model, tool, scenario) cell (cells.csv), per (model, tool)
-against the baseline (tools.csv), per configured pair (comparisons.csv) and the citations'
-composition per (model, tool); and summary.json, which holds them.
+against the baseline (tools.csv), per configured pair (comparisons.csv), the citations'
+composition per (model, tool) and, for a run in waves, where each tool stopped; and
+summary.json, which holds them.
 
 These are TypedDicts, not classes: the rows are JSON and CSV on disk and pandas frames in
 between, and a dict keeps them byte for byte as they were. Each key is spelled once, in
@@ -276,6 +277,40 @@ class CompositionRow(CitationComposition):
     n_not_checked: int
 
 
+class SequentialRow(TypedDict):
+    """One (model, host, tool) of a run in waves, the baseline too, from its last wave record:
+    summary.json `sequential` `tools` (analyze.sequential.sequential_summary). Not an owner of
+    its keys (tests/core/test_keys.py): they are the wave record's words (decide_wave)."""
+
+    host: str
+    tool: str
+    waves: int
+    trials: int  # per scenario
+    stopped: str  # 'decided: better|worse|equivalent', 'max', 'budget'; the baseline's 'with its last tool'
+    decision: NotRequired[str]  # a tool's (stats.sequential's), undecided when it did not stop decided
+    lo: float | None  # the confidence sequence's interval when it stopped; None for the baseline
+    hi: float | None
+    skipped_trials: NotRequired[list[int]]  # a tool's trial numbers with a missing pair
+    model: str  # the label, as TrialRow's
+    model_name: str
+    unspent_trials: int  # the trials max would have run beyond these
+    unspent_usd: float | None  # priced as the cost plan prices them; None when a cell's cost is unknown
+
+
+class SequentialSummary(TypedDict):
+    """summary.json `sequential`, a run in waves only (analyze.sequential.sequential_summary)."""
+
+    method: str
+    about: str
+    alpha: float
+    margin: float
+    min: int
+    max: int
+    tools: list[SequentialRow]
+    unspent_trials: int
+    unspent_usd: float | None
+
+
 class Summary(TypedDict):
     """summary.json (analyze.aggregate.aggregate): the rows typed above, and the other sections
     as the modules that make them describe them."""
@@ -303,3 +338,4 @@ class Summary(TypedDict):
     patterns: dict[str, Any]
     feedback: dict[str, Any]
     citation_composition: list[CompositionRow]
+    sequential: NotRequired[SequentialSummary]  # a run in waves only

@@ -399,10 +399,12 @@ def format_plan(plan: CostPlan, config_name: str = "") -> str:
     return "\n".join(lines)
 
 
-def plan_line(plan: CostPlan) -> str:
-    """The cost part of the workflow's plan line."""
+def plan_line(plan: CostPlan, waves: bool = False) -> str:
+    """The cost part of the workflow's plan line. `waves`: a run in waves, whose cells are priced
+    at their most trials (max); still to run are the waves planned so far."""
     nh = plan.no_history()
-    text = f"expected cost {usd(plan.expected)} (upper bound {usd(plan.upper)}"
+    what = "cost if every cell ran to max: expected" if waves else "expected cost"
+    text = f"{what} {usd(plan.expected)} (upper bound {usd(plan.upper)}"
     if nh:
         text += f"; {len(nh)} cell(s) with no history, at their upper bound"
     text += (

@@ -80,7 +80,11 @@ def planned_trials(m: Matrix, results: Path = Path("results")) -> Planned:
     max_attempts = m.config["retries"]["max_attempts"]
     planned, cache = Planned(), {}
     stage_failed = _failed_stages(m, results)
-    for key in m.cells():
+    if m.sequential:  # a run in waves: the waves planned so far (the checkpoints plan the rest)
+        from mcptrials.dag.waves import planned_keys
+
+        keys = planned_keys(m, results)
+    for key in keys if m.sequential else m.cells():
         d = key.dir(results / "runs")
         if not (d / "transcript.json").is_file():
             planned[key] = NEW
@@ -138,15 +142,17 @@ def matrix_product(m: Matrix) -> str:
     """'2 model(s) x 2 host(s) x 2 tool(s) x 4 scenario(s) x 2 trial(s) = 64 trials' for the plan
     line, saying which (model, host) pairs a host cannot drive and how many trials that leaves,
     so the product and the count always agree."""
+    seq = m.sequential  # in waves: min to max trials a cell, so the product is the most
     text = (
         f"{len(m.models)} model(s) x {len(m.hosts)} host(s) x {len(m.tools)} tool(s) x "
-        f"{len(m.run_scenarios())} scenario(s) x {m.trials} trial(s)"
+        f"{len(m.run_scenarios())} scenario(s) x "
+        + (f"{seq['min']} to {seq['max']} trial(s) in waves" if seq else f"{m.trials} trial(s)")
     )
     product = len(m.models) * len(m.hosts) * len(m.tools) * len(m.run_scenarios()) * m.trials
     n = sum(1 for _ in m.cells())
     dropped = [f"{model} under {host}" for model in m.models for host in m.hosts if not m.runs_under(model, host)]
     if not dropped:
-        return f"{text} = {n} trials"
+        return f"{text} = {'at most ' if seq else ''}{n} trials"
     return (
         f"{text} = {product}, less {product - n} for the (model, host) pair(s) the host cannot drive "
         f"({', '.join(dropped)}): {n} trials"

@@ -41,6 +41,7 @@ RULE_KEYS: dict[str, tuple[str, ...]] = {
     "transcript": ("model", "host", "tool", "scenario"),
     "scored": ("scenario",),
     "judged": ("scenario",),
+    "decide": ("model",),  # a run in waves only: the checkpoint after each wave (mcptrials.dag.waves)
     "aggregate": (),
     "verify_lock": (),
     "heldout": (),
@@ -122,6 +123,17 @@ TABLE: tuple[Entry, ...] = (
     Entry("scenarios", SHAPE, "which scenario files exist"),
     Entry("splits", SHAPE, "which scenarios run"),
     Entry("trials", SHAPE, "only the new (or fewer) trials"),
+    Entry(
+        "decide.alpha",
+        ("decide",),
+        "a run in waves: every wave's decision (and the waves that follow from it); no trial, score or judgement",
+    ),
+    Entry(
+        "decide.margin",
+        ("decide",),
+        "a run in waves: every wave's decision (and the waves that follow from it); no trial, score or judgement",
+        omit_unset=True,
+    ),
     Entry("locked", ("verify_lock", H, "report"), "the config's held-out anchor"),
     Entry("sandbox", ("index", SN), "what every process under test can reach (state checks too): everything"),
     # models.<name>

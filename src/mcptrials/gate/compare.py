@@ -26,7 +26,9 @@ only `aggregate/summary.json` (its identity and its trial rows) and `snapshots/<
    above -margin; else inconclusive, and an inconclusive result whose point estimate is below
    -margin is a "probable regression" (fails unless --lenient). The margin: --margin, else the
    config's `margin:` as HEAD's summary.json records it (the headline's smallest difference that
-   matters; decision.default_margin). Every inconclusive verdict says
+   matters; decision.default_margin). When both runs went in waves (`trials: {min, max, until:
+   decided}`) the interval is a confidence sequence's instead (gate.sequential: the trials a
+   tool ran depended on its scores). Every inconclusive verdict says
    how many scenarios would make it conclusive (scenarios_to_decide). --strict also fails every
    inconclusive one. Exit 1 on any failure, 2 when refused (the runs differ, HEAD's results are
    stale for its config, or a tool is in one run only), else 0.
@@ -54,6 +56,7 @@ from mcptrials.gate.decision import (
     scenarios_to_decide,
 )
 from mcptrials.gate.findings import DEFAULT_ERROR_RISE, counted, findings
+from mcptrials.gate.sequential import both_sequential, sequential_fairness
 from mcptrials.gate.tools_diff import tools_list_diff
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.core.rows import TrialRow
@@ -138,8 +141,11 @@ def compare_runs(
         }
         row["findings"] = findings(tool, has_server, b_all, h_all, snaps, error_rise)
         figs = paired_figures(counted(b_all), counted(h_all))
+        if both_sequential(base, head):  # trials stopped by their scores: the confidence sequence's interval
+            figs["fairness_sequential"] = sequential_fairness(counted(b_all), counted(h_all))
         row["figures"] = figs
-        gate = margin_test(figs[FAIRNESS] or {}, margin)
+        gate = margin_test(figs.get("fairness_sequential") or figs[FAIRNESS] or {}, margin)
+        gate["interval"] = (figs.get("fairness_sequential") or figs[FAIRNESS] or {}).get("method")
         gate["verdict"], row["status"] = decide(gate, figs[FAIRNESS], row["findings"], strict, lenient)
         if gate["verdict"] in ("inconclusive", PROBABLE) and figs[FAIRNESS]:
             gate["to_decide"] = scenarios_to_decide(counted(b_all), counted(h_all), figs[FAIRNESS], margin)

@@ -21,7 +21,7 @@ from mcptrials.matrix.matrix import Matrix
 from mcptrials.matrix.scenario import Scenario, load_scenario
 from mcptrials.matrix.schema import host_drives, read_yaml, validate_against
 from mcptrials.matrix.specs import Specs
-from mcptrials.matrix.tools import RECORDED, check_server_env, check_tools, resolve_variants, spec_config
+from mcptrials.matrix.tools import BASELINE, RECORDED, check_server_env, check_tools, resolve_variants, spec_config
 
 
 def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
@@ -48,6 +48,7 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
     check_hosts_and_models(path, data)
     check_compare(path, data)
     check_weights(path, data)
+    check_trials(path, data)
     m = Matrix(path=path, base_dir=path.parent, config=data, scenarios=load_scenarios(path, data), sources=sources)
     if not m.run_scenarios():
         raise ConfigError(
@@ -150,6 +151,20 @@ def check_weights(path: Path, data: dict) -> None:
     total = sum(w.values())
     if abs(total - 1.0) > 1e-6:
         raise ConfigError(f"{path}: field weights: the fairness weights sum to {total:.3f}; make them sum to 1")
+
+
+def check_trials(path: Path, data: dict) -> None:
+    """Trials in waves ({min, max, until: decided}) need min <= max and a baseline to decide against."""
+    t = data["trials"]
+    if not isinstance(t, dict):
+        return
+    if t["min"] > t["max"]:
+        raise ConfigError(f"{path}: field trials: min {t['min']} is above max {t['max']}; make min <= max")
+    if BASELINE not in data["tools"]:
+        raise ConfigError(
+            f"{path}: field trials: until: decided decides each tool against the baseline, and tools has no "
+            "`baseline`; add a baseline tool (transport: none), or give trials as a number"
+        )
 
 
 def check_compare(path: Path, data: dict) -> None:

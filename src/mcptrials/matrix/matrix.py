@@ -42,7 +42,15 @@ class Matrix:
 
     @property
     def trials(self) -> int:
-        return self.config["trials"]
+        """The most trials a cell can get: `trials`, or its `max` for a run in waves."""
+        t = self.config["trials"]
+        return t["max"] if isinstance(t, dict) else t
+
+    @property
+    def sequential(self) -> dict | None:
+        """`trials: {min, max, until}` of a run in waves (mcptrials.analyze.sequential); None for a number."""
+        t = self.config["trials"]
+        return t if isinstance(t, dict) else None
 
     def run_scenarios(self) -> list[Scenario]:
         splits = set(self.config["splits"])

@@ -9,6 +9,7 @@ trial, and the trial explorer.
 - headline: the top of the main page: what could not run, the headline tables per model, gold
   recall, the configured comparisons, models × hosts
 - identity: "The run" section: what ran and with which settings
+- sequential: a run in waves: where each tool stopped, why, and what was not spent
 - citations: citation composition, strict beside lenient, by form
 - details: adoption, scenarios, errors, server profile, judge noise
 - patterns: the patterns and feedback sections, and the pattern marks of a trial page

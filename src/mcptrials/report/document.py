@@ -32,6 +32,7 @@ from mcptrials.report.heldout import StrictHeldout, add_heldout, heldout_state, 
 from mcptrials.report.identity import add_identity
 from mcptrials.report.patterns import add_feedback, add_patterns
 from mcptrials.report.render import Doc, page
+from mcptrials.report.sequential import add_sequential
 from mcptrials.report.trial_page import write_trial_page
 from mcptrials.core.keys import PAGES
 from mcptrials.core.rows import Summary
@@ -109,6 +110,7 @@ def build_report(
     add_failed_stages(doc, summary)
     add_explorer_link(doc, summary)
     add_headline(doc, summary)
+    add_sequential(doc, summary)  # a run in waves only
     add_gold_recall(doc, summary)
     add_comparisons(doc, summary)
     add_model_host(doc, summary)

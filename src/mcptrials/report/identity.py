@@ -73,7 +73,10 @@ def add_identity(doc: Doc, s: Summary, held: dict) -> None:
         "scenarios", f"{len(ident['scenarios'])} ({', '.join(ident['scenarios'])}); splits {', '.join(ident['splits'])}"
     )
     t.add("scenario set sha256", ident["scenario_set_sha256"])
-    t.add("trials per cell", ident["trials"])
+    seq = s.get("sequential")  # a run in waves: its trials per cell depend on the decisions
+    t.add(
+        "trials per cell", f"{seq['min']} to {seq['max']}, in waves (see Trials in waves)" if seq else ident["trials"]
+    )
     j = ident["judge"]
     temp = "n/a" if j["provider"] == "reference" else ", ".join(j["temperature"]) or "–"
     t.add(

@@ -10,7 +10,7 @@ live trial: no model call, no server, no sandbox.
   `not_run` ("no recording", the file named in `outcome_detail`): missing, never a failure.
 - `format: claude-code-stream-json`: the JSON lines of `claude -p --output-format
   stream-json --verbose`, parsed by the `claude-code` host's own parser and record
-  functions (hosts/claude_code.py: parse_stream, record_step, step_answer,
+  functions (hosts/claude_code.py: parse_stream, StepStream.add_to and .answer,
   result_outcome), so both callers make the same records. One `result` event per step;
   a scenario with `one_answer: true` is one session with one result: its one final answer
   is the transcript's one step (name `one_answer`, the steps' prompts joined), and the
@@ -168,7 +168,7 @@ def sibling_wall_seconds(path: Path, meta: dict) -> float | None:
 
 
 def _seconds(part: list[dict]) -> float:
-    from mcptrials.run.hosts.claude_code import event_time
+    from mcptrials.run.hosts.stream import event_time
 
     r = next((e for e in part if e.get("type") == "result"), None)
     if r and isinstance(r.get("duration_ms"), (int, float)):
@@ -179,13 +179,8 @@ def _seconds(part: list[dict]) -> float:
 
 def _from_stream(m: Matrix, path: Path, scenario, tool: str, snapshot: dict | None, rec, meta: dict):
     """Fill rec from a stream-json recording; return (outcome, detail, one_answer, model id, wall seconds)."""
-    from mcptrials.run.hosts.claude_code import (
-        parse_stream,
-        record_step,
-        result_outcome,
-        server_tool_names,
-        step_answer,
-    )
+    from mcptrials.run.hosts.claude_code import parse_stream, result_outcome, server_tool_names
+    from mcptrials.run.hosts.stream import record_step
 
     from mcptrials.run.recorded_streams import complete
 
@@ -235,7 +230,8 @@ def _from_stream(m: Matrix, path: Path, scenario, tool: str, snapshot: dict | No
         s = parse_stream(part, i, names)
         seconds = _seconds(part)
         wall += seconds
-        srec = record_step(rec, s, i, name, prompt, relative, meta, seconds)
+        srec = record_step(rec, s, i, name, prompt, relative, seconds, None)
+        s.add_to(rec, meta)  # Claude Code's own counts
         if s.result is None:
             outcome = "harness_failed"
             detail = (
@@ -245,7 +241,7 @@ def _from_stream(m: Matrix, path: Path, scenario, tool: str, snapshot: dict | No
         else:
             outcome, detail = result_outcome(s, rec, i)
         srec["outcome"] = outcome
-        answer, feedback = step_answer(s, outcome, relative)
+        answer, feedback = s.answer(outcome, relative)
         srec["answer_text"] = answer
         if feedback:
             rec.feedback = feedback

@@ -9,9 +9,12 @@
     fairness      a trial's fairness score, its efficiency component, and its weights when some
                   of its parts are missing (the weights: the config)
     adoption      a trial's adoption score (reported, never part of fairness)
+    sequential    confidence sequences of a bounded mean (anytime-valid: looked at after every
+                  wave) and the decision against a margin read off them
 
 Every function names its formula and its source in its docstring, and is tested
-against a hand-computed case in tests/analyze/test_stats.py. Results are plain floats,
+against a hand-computed case in tests/analyze/test_stats.py (sequential: in
+tests/analyze/test_sequential_stats.py). Results are plain floats,
 ints, lists, dicts and None (never NaN), so they go straight into JSON. Callers import a
 function from the module that owns it (mcptrials.stats.intervals.mean_ci).
 
@@ -24,6 +27,9 @@ Sources:
   StataCorp, Stata Reference Manual, [R] proportion, Methods and formulas (the logit-transform interval)
   Cameron, Gelbach & Miller 2008, "Bootstrap-Based Improvements for Inference with Clustered Errors",
     Rev. Econ. Stat. 90(3):414-427
+  Waudby-Smith & Ramdas 2024, "Estimating means of bounded random variables by betting", JRSS-B 86(1)
+  Howard, Ramdas, McAuliffe & Sekhon 2021, "Time-uniform, nonparametric, nonasymptotic confidence
+    sequences", Ann. Statist. 49(2)
   Shrout & Fleiss 1979, "Intraclass Correlations: Uses in Assessing Rater Reliability",
     Psychol. Bull. 86(2):420-428
 

@@ -13,7 +13,8 @@ needs them: `HOSTS` itself is data (the workflow reads `needs_install` at parse 
   OpenAI Responses API, so it drives `openai` models only.
 - `opencode` (hosts/opencode.py): the Opencode CLI (`opencode run --format json`), the same
   way, with an OpenAI-compatible provider (Chat Completions): `openai` models only.
-- hosts/cli.py: what the CLI hosts share (npm install, the sandboxed run of one step).
+- hosts/cli.py: the CLI hosts' skeleton (docs/hosts.md, "Adding a host"), with hosts/install.py
+  (the npm install) and hosts/process.py (one run of a CLI, its stream read as it comes).
 
 Hosts use the public API of mcptrials.run.trial (the shared core) and mcptrials.prepare.servers.
 """
@@ -24,7 +25,7 @@ import importlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 
 class Host(Protocol):
@@ -37,8 +38,12 @@ class Host(Protocol):
         """Run every step of the trial (a mcptrials.run.trial.TrialContext), filling ctx.rec;
         return (outcome, detail). May raise TrialAbort; ConfigError for bad input."""
 
-    # and, for a kind with needs_install: install(host: str, spec: HostSpec, log) -> dict,
-    # the record written to results/hosts/<host>/install.json
+
+class Installable(Host, Protocol):
+    """The HOST of a kind with needs_install (a CLI host)."""
+
+    def install(self, host: str, spec, log) -> dict:
+        """Install the host's software; the record written to results/hosts/<host>/install.json."""
 
 
 @dataclass(frozen=True)
@@ -82,7 +87,7 @@ def install_host_record(m, host: str, out: Path, log=sys.stderr) -> dict:
         from mcptrials.prepare.install import drop_keys
 
         drop_keys(m)
-        rec = host_for(spec.kind).install(host, spec, log)
+        rec = cast(Installable, host_for(spec.kind)).install(host, spec, log)
     else:
         rec = {"host": host, "kind": spec.kind, "env_dir": None, "resolved": {}, "seconds": 0.0}
     write_json(Path(out), rec)

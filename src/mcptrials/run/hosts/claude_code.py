@@ -1,11 +1,7 @@
-"""Host `claude-code`: the Claude Code CLI (`claude -p --output-format stream-json`, one
-session per trial: `--session-id` then `--resume`) runs the agent loop; the harness records it
-(docs/hosts.md, "Host `claude-code`"). This module holds what is Claude Code's own: its argv
-(the server as the only MCP server, its tools allowed by name, our system prompt appended,
-`--bare`), its environment (limits, telemetry off), and the parsing of its stream-json into
-the loop's records (parse_stream, record_step, step_answer and result_outcome are shared with
-mcptrials.run.recorded, which converts a recorded stream). It keeps max_turns itself.
-"""
+"""Host `claude-code`: the Claude Code CLI (`claude -p --output-format stream-json`; one session per
+trial, `--session-id` then `--resume`) runs the agent loop and keeps max_turns (docs/hosts.md). Its
+own: argv (the server its only MCP server, its tools allowed by name, our system prompt appended),
+environment (limits, telemetry off) and stream-json parser, which run.recorded also uses."""
 
 from __future__ import annotations
 
@@ -15,38 +11,33 @@ import json
 import re
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
-from mcptrials.providers.base import Usage
-from mcptrials.run.trial import NO_RESULT, split_feedback, unanswered_call
-from mcptrials.run.hosts.cli import (
-    CliHost,
-    CliSession,
-    Stream,
-    call_record,
-    cli_env,
-    latency,
-    record_step as base_record_step,
-    unreachable_detail,
-    usage_of,
-)
+from mcptrials.matrix.specs import HostSpec
+from mcptrials.run.hosts.cli import CliHost, CliSession
+from mcptrials.run.hosts.stream import CRASHED, Stream, call_record, content_text, harness_failed, latency, safe_name
+from mcptrials.run.hosts.stream import event_time, usage_of
+from mcptrials.run.trial import split_feedback
 
-PACKAGE = "@anthropic-ai/claude-code"
 # Claude Code's built-ins -> the loop's equivalent built-in (graders count grep/list_files as searches)
 BUILTIN_EQUIVALENTS = {"Read": "read_file", "Grep": "grep", "Glob": "list_files", "LS": "list_files"}
 MCP_CODE_RE = re.compile(r"MCP error (-?\d+)")
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+# no telemetry, update checks or error reports from inside a trial
+QUIET = dict.fromkeys(["DISABLE_TELEMETRY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"], "1")
+QUIET |= dict.fromkeys(["DISABLE_AUTOUPDATER", "DISABLE_ERROR_REPORTING"], "1")
+SESSION_FIELDS = ("inputTokens", "outputTokens", "cacheCreationInputTokens", "cacheReadInputTokens")
 
 
-def mcp_tool_name(tool: str, name: str) -> str:
-    """The name Claude Code gives a server tool: mcp__<server>__<tool>."""
-    return re.sub(r"[^a-zA-Z0-9_-]", "_", f"mcp__{tool}__{name}")
+def server_tool_names(tool: str, tools: list[dict]) -> dict[str, str]:
+    """Claude Code's name of each server tool (mcp__<server>__<tool>) -> the server's own (from
+    tools/list), so `tool_calls[].tool` is `git.log`, not `git_log`, as the loop records it."""
+    return {safe_name(f"mcp__{tool}__{t['name']}"): t["name"] for t in tools}
 
 
 def allowed_tools(tool: str, snapshot: dict | None, builtins: list[str], has_server: bool) -> list[str]:
     """The built-ins plus every server tool by name; without a tool list, the whole server."""
-    names = [mcp_tool_name(tool, t["name"]) for t in (snapshot or {}).get("tools") or []]
+    names = list(server_tool_names(tool, (snapshot or {}).get("tools") or []))
     if has_server and not names:
         names = [f"mcp__{tool}"]  # a server-level rule allows all of its tools
     return [*builtins, *names]
@@ -56,60 +47,24 @@ def build_command(
     binary: str,
     prompt: str,
     *,
+    host: HostSpec,
     model: str,
     session_id: str,
     resume: bool,
     max_turns: int,
-    builtins: list[str],
     allowed: list[str],
     mcp_file: str | None,
     system_append: str,
-    bare: bool,
-    extra_args: list[str],
 ) -> list[str]:
-    argv = [
-        binary,
-        "-p",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--model",
-        model,
-        "--max-turns",
-        str(max_turns),
-        "--strict-mcp-config",
-        "--setting-sources",
-        "user",
-        "--tools",
-        ",".join(builtins),
-        "--append-system-prompt",
-        system_append,
-        *(["--resume", session_id] if resume else ["--session-id", session_id]),
-    ]
-    if mcp_file:
-        argv += ["--mcp-config", mcp_file]
-    if allowed:
-        argv += ["--allowedTools", ",".join(allowed)]
-    if bare:
-        argv.append("--bare")
+    builtins, bare, extra_args = list(host.builtin_tools or ()), host.bare, list(host.extra_args or ())
+    argv = [binary, "-p", "--output-format", "stream-json", "--verbose", "--model", model]
+    argv += ["--max-turns", str(max_turns), "--strict-mcp-config", "--setting-sources", "user"]
+    argv += ["--tools", ",".join(builtins), "--append-system-prompt", system_append]
+    argv += ["--resume" if resume else "--session-id", session_id]
+    argv += ["--mcp-config", mcp_file] if mcp_file else []
+    argv += ["--allowedTools", ",".join(allowed)] if allowed else []
     # after `--`: a prompt is never read as an option, nor swallowed by a variadic one
-    return argv + list(extra_args) + ["--", prompt]
-
-
-def event_time(event: dict) -> float | None:
-    try:
-        return datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
-    except (KeyError, TypeError, ValueError):
-        return None
-
-
-def result_text(content) -> str:
-    if isinstance(content, str):
-        return content
-    parts = []
-    for b in content or []:
-        parts.append(b.get("text", "") if b.get("type") == "text" else f"[{b.get('type')} content]")
-    return "\n".join(parts)
+    return [*argv, *(["--bare"] if bare else []), *extra_args, "--", prompt]
 
 
 @dataclass
@@ -121,99 +76,78 @@ class StepStream(Stream):
     api_retries: int = 0
     msg_usage: dict = field(default_factory=dict)  # message id -> usage (when no result event came)
 
+    def show(self, arguments) -> str:
+        return str(arguments)
 
-def server_tool_names(tool: str, tools: list[dict]) -> dict[str, str]:
-    """Claude Code's name of each server tool -> the server's own name (from tools/list), so
-    `tool_calls[].tool` is `git.log`, not `git_log`, as the loop records it."""
-    return {mcp_tool_name(tool, t["name"]): t["name"] for t in tools}
+    def add_to(self, rec, meta: dict) -> None:
+        """Claude Code's retries, usage with cache fields and own cost; its permission denials and
+        version into `meta`."""
+        rec.retries += self.api_retries
+        r, by_model = self.result or {}, (self.result or {}).get("modelUsage")
+        if isinstance(by_model, dict) and by_model:
+            # Claude Code's own count over the (resumed) session and every model it called: this
+            # step's share is what it adds to the steps before (its `usage` can leave calls out)
+            totals = [sum(x.get(k) or 0 for x in by_model.values() if isinstance(x, dict)) for k in SESSION_FIELDS]
+            rec.usage.add(usage_of(*(max(0, n - getattr(rec.usage, k)) for n, k in zip(totals, USAGE_FIELDS))))
+        else:  # no modelUsage: the result's usage, or (no result event) the replies' own, partial
+            for x in [r["usage"]] if r.get("usage") else list(self.msg_usage.values()):
+                rec.usage.add(usage_of(*(x.get(k) for k in USAGE_FIELDS)))
+        if r.get("total_cost_usd") is not None:  # cumulative over the resumed session (2.1.328)
+            rec.extra_usage["host_cost_usd"] = max(rec.extra_usage.get("host_cost_usd") or 0.0, r["total_cost_usd"])
+        if r.get("permission_denials"):
+            meta.setdefault("host_permission_denials", []).extend(r["permission_denials"])
+        if self.init and not meta.get("host_reported_version"):
+            meta["host_reported_version"] = self.init.get("claude_code_version")
+
+    def answer(self, outcome: str, relative) -> tuple[str, str]:
+        """The `result` text of a completed step; of a step stopped at its budget, that text or
+        else the prose of its last reply that has any (the partial answer)."""
+        if outcome not in ("completed", "budget_exceeded"):
+            return "", ""
+        text = (self.result or {}).get("result") or ""
+        if outcome == "budget_exceeded" and not text.strip():
+            replies = ("\n\n".join(x for x in texts if x) for texts, _ in reversed(self.replies))
+            text = next((j for j in replies if j.strip()), "")
+        return split_feedback(relative(text))
 
 
 def parse_stream(events: list[dict], step: int, tool_names: dict[str, str] | None = None) -> StepStream:
-    """Group assistant events by message id (stream-json sends one content block per event),
-    pair each tool_use with its tool_result, keep init and result apart. `tool_names`:
-    see server_tool_names (a name not in it keeps Claude Code's spelling)."""
-    s = StepStream()
-    turn_of: dict[str, int] = {}  # message id -> 1-based model call in the step
-    message_of: dict[str, dict] = {}  # message id -> its assistant turn (blocks may come after tool results)
-    pending: dict[str, tuple[dict, float | None]] = {}
+    """Group assistant events by message id (stream-json sends one content block per event), pair each
+    tool_use with its tool_result, keep init and result apart. `tool_names`: see server_tool_names."""
+    s, names = StepStream(), tool_names or {}
+    pending: dict[str, tuple[dict, float | None]] = {}  # tool_use id -> (call, when) until answered
     for ev in events:
-        kind = ev.get("type")
-        if kind == "system" and ev.get("subtype") == "init":
+        kind, sub, msg = ev.get("type"), ev.get("subtype"), ev.get("message") or {}
+        if kind == "system" and sub == "init":
             s.init = ev
-        elif kind == "system" and ev.get("subtype") == "api_retry":
+        elif kind == "system" and sub == "api_retry":
             s.api_retries += 1
         elif kind == "result":
             s.result = ev
-        elif kind == "assistant":
-            msg = ev.get("message") or {}
-            if ev.get("is_api_error_message") or msg.get("model") == "<synthetic>":
-                continue  # Claude Code's own error note, not a model reply
-            mid = msg.get("id") or ev.get("uuid")
-            if mid not in turn_of:
-                turn_of[mid] = len(turn_of) + 1
-                message_of[mid] = {"role": "assistant", "content": []}
-                s.messages.append(message_of[mid])
-                s.replies.append(([], False))
-                s.msg_usage[mid] = msg.get("usage") or {}
-            turn = turn_of[mid]
-            texts, has_tool = s.replies[turn - 1]
-            content = message_of[mid]["content"]
+        elif kind == "assistant" and not (ev.get("is_api_error_message") or msg.get("model") == "<synthetic>"):
+            mid = msg.get("id") or ev.get("uuid")  # (a synthetic one is Claude Code's own error note)
+            s.msg_usage.setdefault(mid, msg.get("usage") or {})
+            turn = s.turn(mid)
             for b in msg.get("content") or []:
                 if b.get("type") == "text":
-                    texts.append(b.get("text", ""))
+                    s.say(turn, b.get("text", ""))
                 elif b.get("type") == "tool_use":
-                    has_tool = True
-                    pending[b["id"]] = (
-                        {
-                            "id": b["id"],
-                            "step": step,
-                            "turn": turn,
-                            "name": b["name"],
-                            "arguments": b.get("input") or {},
-                        },
-                        event_time(ev),
-                    )
-                else:
-                    continue
-                content.append({k: b[k] for k in ("type", "text", "id", "name", "input") if k in b})
-            s.replies[turn - 1] = (texts, has_tool)
-        elif kind == "user":
-            content = (ev.get("message") or {}).get("content")
-            if not isinstance(content, list):
-                continue
-            results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
-            if not results:
-                continue
-            if not s.messages or s.messages[-1]["role"] != "user":
-                s.messages.append({"role": "user", "content": []})
-            for b in results:
-                text = result_text(b.get("content"))
-                is_error = bool(b.get("is_error"))
-                s.messages[-1]["content"].append(
-                    {"type": "tool_result", "tool_use_id": b.get("tool_use_id"), "content": text, "is_error": is_error}
-                )
-                call, t0 = pending.pop(b.get("tool_use_id"), (None, None))
-                if call is None:
-                    continue
-                s.calls.append(_call_record(call, text, is_error, t0, event_time(ev), tool_names or {}))
-    if (
-        pending
-    ):  # asked for, never answered (a stop, a kill, a time-out): recorded, and the turn closed, as the loop does
-        if not s.messages or s.messages[-1]["role"] != "user":
-            s.messages.append({"role": "user", "content": []})
-        s.messages[-1]["content"] += [
-            {"type": "tool_result", "tool_use_id": i, "content": NO_RESULT, "is_error": True} for i in pending
-        ]
-        last = next((t for t in map(event_time, reversed(events)) if t is not None), None)
-        for call, t0 in pending.values():
-            rec = _call_record(call, "", False, t0, last, tool_names or {})
-            s.calls.append(unanswered_call(rec, rec["latency_ms"]))
+                    s.use(turn, {k: b[k] for k in ("type", "id", "name", "input") if k in b})
+                    head = {"id": b["id"], "step": step, "turn": turn, "name": b["name"]}
+                    pending[b["id"]] = (head | {"arguments": b.get("input") or {}}, event_time(ev))
+        elif kind == "user" and isinstance(msg.get("content"), list):
+            for b in (b for b in msg["content"] if isinstance(b, dict) and b.get("type") == "tool_result"):
+                if (p := pending.pop(b.get("tool_use_id"), None)) is not None:
+                    text, is_error = content_text(b.get("content")), bool(b.get("is_error"))
+                    s.call(_call_record(p[0], text, is_error, p[1], event_time(ev), names), asked=True)
+    # asked for, never answered (a stop, a kill, a time-out): recorded, and the turn closed, as the loop does
+    last = next((t for t in map(event_time, reversed(events)) if t is not None), None)
+    for call, t0 in pending.values():
+        s.call(_call_record(call, "", False, t0, last, names), answered=False, asked=True)
     return s
 
 
-def _call_record(
-    call: dict, text: str, is_error: bool, t0: float | None, t1: float | None, tool_names: dict[str, str]
-) -> dict:
+def _call_record(call: dict, text: str, is_error: bool, t0, t1, tool_names: dict[str, str]) -> dict:
     name = call["name"]
     if name.startswith("mcp__"):
         source, tool = "mcp", tool_names.get(name) or name.split("__", 2)[-1]
@@ -222,78 +156,11 @@ def _call_record(
     return call_record(call, tool, source, text, is_error, latency(t0, t1), MCP_CODE_RE)
 
 
-def record_step(
-    rec, s: StepStream, index: int, name: str, prompt: str, relative, meta: dict, wall_seconds: float
-) -> dict:
-    """Add one parsed step to the trial's Recorder `rec` (hosts.cli.record_turns; the answer is
-    the last reply that asked for no tool), with retries, usage with cache fields, Claude Code's
-    own cost, permission denials, its version into `meta`. `relative` turns the run's absolute
-    workspace paths into repository paths."""
-    finals = [i for i, (_, has_tool) in enumerate(s.replies) if not has_tool]
-    srec = base_record_step(
-        rec, s, index, name, prompt, relative, wall_seconds, None, finals[-1] if finals else None, show=str
-    )
-    rec.retries += s.api_retries
-    r = s.result or {}
-    totals = session_usage(r.get("modelUsage"))
-    if totals is not None:
-        # Claude Code's own count over the (resumed) session and every model it called: this
-        # step's share is what it adds to the steps before (its `usage` can leave calls out)
-        u0 = rec.usage
-        rec.usage.add(usage_of(*(max(0, getattr(totals, k) - getattr(u0, k)) for k in USAGE_FIELDS)))
-    else:
-        u = r.get("usage")
-        usages = [u] if u else list(s.msg_usage.values())  # no result event: the replies' own (partial) usage
-        for x in usages:
-            rec.usage.add(usage_of(*(x.get(k) for k in USAGE_FIELDS)))
-    if r.get("total_cost_usd") is not None:  # cumulative over the resumed session (2.1.328)
-        rec.extra_usage["host_cost_usd"] = max(rec.extra_usage.get("host_cost_usd") or 0.0, r["total_cost_usd"])
-    if r.get("permission_denials"):
-        meta.setdefault("host_permission_denials", []).extend(r["permission_denials"])
-    if s.init and not meta.get("host_reported_version"):
-        meta["host_reported_version"] = s.init.get("claude_code_version")
-    return srec
-
-
-def session_usage(model_usage) -> Usage | None:
-    """The `result` event's `modelUsage` (model -> cumulative tokens of the session) summed
-    over its models; None when the event has none."""
-    if not isinstance(model_usage, dict) or not model_usage:
-        return None
-    total = usage_of(0, 0, 0, 0)
-    for x in model_usage.values():
-        if isinstance(x, dict):
-            total.add(
-                usage_of(
-                    x.get("inputTokens"),
-                    x.get("outputTokens"),
-                    x.get("cacheCreationInputTokens"),
-                    x.get("cacheReadInputTokens"),
-                )
-            )
-    return total
-
-
-def step_answer(s: StepStream, outcome: str, relative) -> tuple[str, str]:
-    """(answer_text, feedback) of a step: the `result` text of a completed step; of a step
-    stopped at its budget, that text or else the prose of its last reply that has any (the
-    partial answer); nothing for any other outcome. Feedback split off as in the loop."""
-    if outcome not in ("completed", "budget_exceeded"):
-        return "", ""
-    text = (s.result or {}).get("result") or ""
-    if outcome == "budget_exceeded" and not text.strip():
-        text = next(
-            (j for j in ("\n\n".join(x for x in texts if x) for texts, _ in reversed(s.replies)) if j.strip()), ""
-        )
-    return split_feedback(relative(text))
-
-
 def result_outcome(s: StepStream, rec, index: int, unreachable: str | None = None) -> tuple[str, str | None]:
-    """The outcome of a step from its `result` event (not None), errors into `rec`: the result's
-    subtype, an API error after retries (said as `unreachable` when the proxy could not reach
-    the API: Claude Code would blame the proxy, its "inference gateway"), a server connection
-    that closed, a reply cut at max_tokens."""
-    r = s.result
+    """The outcome of a step from its `result` event: its subtype, an API error after retries (said
+    as `unreachable` when the proxy could not reach the API: Claude Code would blame the proxy, its
+    "inference gateway"), a server connection that closed, a reply cut at max_tokens."""
+    r = s.result or {}
     sub = r.get("subtype")
     if sub == "error_max_turns":
         return "max_turns", None
@@ -304,135 +171,79 @@ def result_outcome(s: StepStream, rec, index: int, unreachable: str | None = Non
         rec.error("api_error", msg, step=index, status=r.get("api_error_status"), retries=s.api_retries)
         return "api_failed", msg
     if sub != "success" or r.get("is_error"):
-        msg = f"claude-code result {sub}: {r.get('errors') or r.get('result')}"
-        rec.error("harness_error", msg, step=index)
-        return "harness_failed", msg
-    if any(c["error_code"] == -32000 for c in s.calls):  # connection closed: the server died
-        return "server_crashed", "the MCP server's connection closed during the step"
-    if r.get("stop_reason") == "max_tokens":
-        return "budget_exceeded", None
-    return "completed", None
-
-
-def mcp_log_summary(host_home: Path) -> dict:
-    """Start-up time, protocol version and the last lines of Claude Code's MCP logs."""
-    lines, startup, protocol = [], None, None
-    for f in sorted(glob.glob(str(host_home / ".cache" / "claude-cli-nodejs" / "*" / "mcp-logs-*" / "*.jsonl"))):
-        with contextlib.suppress(OSError):
-            for raw in open(f, errors="replace"):
-                try:
-                    d = json.loads(raw)
-                except ValueError:
-                    continue
-                msg = str(d.get("debug") or d.get("error") or d.get("info") or d)
-                lines.append(msg)
-                m = re.search(r"Successfully connected .*? in (\d+)ms", msg)
-                if m and startup is None:
-                    startup = int(m.group(1)) / 1000
-                m = re.search(r'"negotiatedProtocolVersion":"([^"]+)"', msg)
-                if m and protocol is None:
-                    protocol = m.group(1)
-    return {"startup_seconds": startup, "protocol_version": protocol, "tail": "\n".join(lines[-30:])}
+        return harness_failed(rec, index, f"claude-code result {sub}: {r.get('errors') or r.get('result')}")
+    if any(c["error_code"] == -32000 for c in s.calls):
+        return CRASHED
+    return ("budget_exceeded", None) if r.get("stop_reason") == "max_tokens" else ("completed", None)
 
 
 @dataclass
 class _Session(CliSession):
-    name = "claude-code"
+    kind, package, bin_name, label = "claude-code", "@anthropic-ai/claude-code", "claude", "Claude Code"
+    api, auth, key_env, keeps_max_turns = "through the key proxy", "x-api-key", "ANTHROPIC_API_KEY", True
+    session_id: str | None = field(default_factory=lambda: str(uuid.uuid4()))  # ours: one per trial
     mcp_file: Path | None = None
-
-    def start(self) -> dict:
-        self.session_id = str(uuid.uuid4())
-        return {"host_session_id": self.session_id}
 
     def configure(self, entry: dict | None) -> None:
         if entry:
-            self.mcp_file = self.ctx.sandbox.root / "mcp-config.json"
-            self.mcp_file.write_text(json.dumps({"mcpServers": {self.ctx.tool.name: entry}}, indent=1))
+            self.mcp_file = f = self.ctx.sandbox.root / "mcp-config.json"
+            f.write_text(json.dumps({"mcpServers": {self.ctx.tool.name: entry}}, indent=1))
+            self.read_only.append(f)
 
     def command(self, index: int, prompt: str) -> tuple[list[str], dict]:
-        ctx = self.ctx
+        ctx, mcp_file = self.ctx, str(self.mcp_file) if self.mcp_file else None
         tool, model, host, lim = ctx.tool, ctx.model, ctx.host, ctx.limits
-        builtins = list(host.builtin_tools)
         argv = build_command(
             self.binary,
             prompt,
+            host=host,
             model=model.model,
-            session_id=self.session_id,
+            session_id=self.session_id or "",
             resume=index > 0,
             max_turns=lim.max_turns,
-            builtins=builtins,
-            allowed=allowed_tools(tool.name, ctx.snapshot, builtins, self.mcp_file is not None),
-            mcp_file=str(self.mcp_file) if self.mcp_file else None,
+            allowed=allowed_tools(tool.name, ctx.snapshot, list(host.builtin_tools or ()), mcp_file is not None),
+            mcp_file=mcp_file,
             system_append=ctx.system_text,
-            bare=host.bare,
-            extra_args=list(host.extra_args),
         )
-        env = cli_env(
-            HOME=str(self.host_home),
-            TMPDIR=str(ctx.sandbox.tmp),
-            ANTHROPIC_API_KEY=self.proxy.token,
-            DISABLE_TELEMETRY="1",
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-            DISABLE_AUTOUPDATER="1",
-            DISABLE_ERROR_REPORTING="1",
+        env = self.env(
+            **QUIET,
             CLAUDE_CODE_MAX_OUTPUT_TOKENS=str(ctx.reply_cap),
             MAX_MCP_OUTPUT_TOKENS=str(lim.max_result_tokens),
             CLAUDE_CODE_MAX_RETRIES=str(model.max_retries),
             MCP_TIMEOUT=str(int(tool.startup_timeout * 1000)),
             MCP_TOOL_TIMEOUT=str(int(tool.call_timeout * 1000)),
         )
-        if self.proxy.url:
-            env["ANTHROPIC_BASE_URL"] = self.proxy.url
-        return argv, env
-
-    def config_files(self) -> list:
-        return [self.mcp_file]
-
-    def step_limits(self) -> tuple:
-        return (None,)  # no limit per step (Claude Code keeps max_turns): marks the step's calls
+        return argv, env | ({"ANTHROPIC_BASE_URL": self.proxy.url} if self.proxy.url else {})
 
     def stop_on(self, ev: dict) -> bool:  # a server that did not connect: stop before spending a model call
-        if self.mcp_file and ev.get("type") == "system" and ev.get("subtype") == "init":
-            self.failed_servers.extend(s for s in ev.get("mcp_servers") or [] if s.get("status") != "connected")
+        servers = (ev.get("mcp_servers") or []) if ev.get("type") == "system" and ev.get("subtype") == "init" else []
+        if self.mcp_file and any(x.get("status") != "connected" for x in servers):
+            self.failed_servers.append(f"did not connect: {json.dumps(ev.get('mcp_servers'))}")
         return bool(self.failed_servers)
 
     def parse(self, run, index: int) -> StepStream:
-        tool = self.ctx.tool
-        return parse_stream(
-            run.events, index, server_tool_names(tool.name, (self.ctx.snapshot or {}).get("tools") or [])
-        )
-
-    def record(self, s, index, step, prompt, wall, statuses) -> dict:
-        ctx = self.ctx
-        return record_step(ctx.rec, s, index, step["name"], prompt, ctx.sandbox.relative, ctx.meta, wall)
-
-    def server_failure(self, run, s) -> str | None:
-        if self.failed_servers:
-            return (
-                f"claude-code: MCP server {self.ctx.tool.name} did not connect: {json.dumps(s.init.get('mcp_servers'))}"
-            )
-        return None
+        tools = (self.ctx.snapshot or {}).get("tools") or []
+        return parse_stream(run.events, index, server_tool_names(self.ctx.tool.name, tools))
 
     def end_outcome(self, run, s, index, statuses) -> tuple[str, str | None]:
         if s.result is None:
-            return self.harness_failed(
-                index, f"claude-code exited {run.returncode} without a result event: {run.stderr[-2000:]}"
-            )
-        return result_outcome(s, self.ctx.rec, index, unreachable_detail(self.ctx, self.proxy))
-
-    def answer(self, s, outcome: str) -> tuple[str, str]:
-        return step_answer(s, outcome, self.ctx.sandbox.relative)
+            return self.exited(run, index, "a result event")
+        return result_outcome(s, self.ctx.rec, index, self.unreachable())
 
     def finish(self) -> None:
-        logs = mcp_log_summary(self.host_home)
-        self.ctx.meta["server_startup_seconds"] = logs["startup_seconds"]
-        self.ctx.meta["server_protocol_version"] = logs["protocol_version"]
-        self.ctx.meta["server_stderr_tail"] = logs["tail"]
+        """run_meta's server fields from Claude Code's MCP logs: start-up time, protocol, last lines."""
+        lines = []
+        for f in sorted(glob.glob(f"{self.host_home}/.cache/claude-cli-nodejs/*/mcp-logs-*/*.jsonl")):
+            with contextlib.suppress(OSError):
+                for raw in open(f, errors="replace"):
+                    with contextlib.suppress(ValueError):
+                        d = json.loads(raw)
+                        lines.append(str(d.get("debug") or d.get("error") or d.get("info") or d))
+        startup = re.search(r"Successfully connected .*? in (\d+)ms", text := "\n".join(lines))
+        protocol = re.search(r'"negotiatedProtocolVersion":"([^"]+)"', text)
+        self.ctx.meta["server_startup_seconds"] = int(startup.group(1)) / 1000 if startup else None
+        self.ctx.meta["server_protocol_version"] = protocol.group(1) if protocol else None
+        self.ctx.meta["server_stderr_tail"] = "\n".join(lines[-30:])
 
 
-class ClaudeCodeHost(CliHost):
-    kind, package, bin_name, label, session = "claude-code", PACKAGE, "claude", "Claude Code", _Session
-    api, auth = "through the key proxy", "x-api-key"
-
-
-HOST = ClaudeCodeHost()
+HOST = CliHost(_Session)
