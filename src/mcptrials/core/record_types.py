@@ -75,9 +75,22 @@ class Keywords(TypedDict):
     required_passed: bool
 
 
+class CitationRates(TypedDict):
+    """grade.citations.citation_rates (the formulas there); the pooled rates of the citations'
+    composition (grade.composition.view) and the trial rows copy them."""
+
+    grounded_rate: float | None
+    hallucinated_rate: float | None
+    unresolved_rate: float | None
+    verified_rate: float | None
+    cited_recall: float | None
+    strict_grounded_rate: NotRequired[float | None]  # older records lack it
+    strict_verified_rate: NotRequired[float | None]
+
+
 class Citations(TypedDict):
-    counts: dict[str, int]
-    rates: dict[str, float | None]
+    counts: dict[str, Any]  # the integer counts, and by_form and ungrounded (grade.composition)
+    rates: CitationRates
 
 
 class StepsPassed(TypedDict):

@@ -87,6 +87,16 @@ from mcptrials.grade.citation_verification import (
     verify,
 )
 from mcptrials.grade.gittree import CommitTree
+from mcptrials.core.keys import (
+    BY_FORM,
+    CITED_RECALL,
+    GROUNDED_RATE,
+    HALLUCINATED_RATE,
+    STRICT_GROUNDED_RATE,
+    STRICT_VERIFIED_RATE,
+    UNRESOLVED_RATE,
+    VERIFIED_RATE,
+)
 
 RECALL_WINDOW = 5  # lines a citation may be from a gold line and still count for recall
 
@@ -209,15 +219,13 @@ def citation_rates(counts: dict) -> dict:
     stays grounded. Each null when its denominator is 0."""
     t = counts["total"]
     return {
-        "grounded_rate": _ratio(counts["grounded"], t),
-        "hallucinated_rate": _ratio(counts["hallucinated"], t),
-        "unresolved_rate": _ratio(counts["unresolved"], t),
-        "verified_rate": _ratio(counts["verified"], counts["verified"] + counts["mismatch"]),
-        "strict_grounded_rate": _ratio(counts["grounded"] - counts["strict_mismatch"], t),
-        "strict_verified_rate": _ratio(
-            counts["strict_verified"], counts["strict_verified"] + counts["strict_mismatch"]
-        ),
-        "cited_recall": _ratio(counts["gold_cited"], counts["gold_total"]),
+        GROUNDED_RATE: _ratio(counts["grounded"], t),
+        HALLUCINATED_RATE: _ratio(counts["hallucinated"], t),
+        UNRESOLVED_RATE: _ratio(counts["unresolved"], t),
+        VERIFIED_RATE: _ratio(counts["verified"], counts["verified"] + counts["mismatch"]),
+        STRICT_GROUNDED_RATE: _ratio(counts["grounded"] - counts["strict_mismatch"], t),
+        STRICT_VERIFIED_RATE: _ratio(counts["strict_verified"], counts["strict_verified"] + counts["strict_mismatch"]),
+        CITED_RECALL: _ratio(counts["gold_cited"], counts["gold_total"]),
     }
 
 
@@ -250,7 +258,7 @@ def _count(items: list[dict], gold: list[dict]) -> dict:
         counts["strict_na" if c["strict"] == "n/a" else f"strict_{c['strict']}"] += 1
     counts["gold_total"] = len(gold)
     counts["gold_cited"] = sum(1 for g in gold if g["cited"])
-    counts["by_form"] = composition.by_form(items)
+    counts[BY_FORM] = composition.by_form(items)
     counts["ungrounded"] = composition.ungrounded(items)
     return counts
 
@@ -313,6 +321,6 @@ def pool(step_results: list[dict]) -> Citations:
     """A trial's counts and rates: the steps' counts summed (the composition by form and the
     ungrounded kinds too), then the same rates."""
     counts = {k: sum(r["counts"].get(k, 0) for r in step_results) for k in (*COUNT_KEYS, "gold_total", "gold_cited")}
-    counts["by_form"] = composition.add_forms(r["counts"]["by_form"] for r in step_results)
+    counts[BY_FORM] = composition.add_forms(r["counts"][BY_FORM] for r in step_results)
     counts["ungrounded"] = composition.add_ungrounded(r["counts"]["ungrounded"] for r in step_results)
     return {"counts": counts, "rates": citation_rates(counts)}
