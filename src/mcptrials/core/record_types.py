@@ -71,7 +71,7 @@ class TranscriptRecord(TypedDict):
 
 
 class Keywords(TypedDict):
-    coverage: float
+    coverage: float | None  # null when the step has no keyword checks
     required_passed: bool
 
 
@@ -129,9 +129,9 @@ class Efficiency(TypedDict):
     tool_calls: int
     tool_calls_mcp: int
     tool_calls_builtin: int
-    wall_seconds: float
+    wall_seconds: float | None  # scored.schema.yaml: null when the transcript has none
     server_startup_seconds: NotRequired[float | None]
-    work_seconds: NotRequired[float]
+    work_seconds: NotRequired[float | None]
     steps: list[dict[str, Any]]
 
 

@@ -73,7 +73,7 @@ import functools
 import re
 from typing import Any
 
-from mcptrials.core.record_types import Citations
+from mcptrials.core.record_types import Citations, CitationRates
 from mcptrials.grade import composition, subjects
 from mcptrials.grade.citation_context import Answer, resolve
 from mcptrials.grade.citation_forms import citation_pattern, extract_citations, has_word, symbol_parts
@@ -207,7 +207,7 @@ def _ratio(num: int, den: int) -> float | None:
     return num / den if den else None
 
 
-def citation_rates(counts: dict) -> dict:
+def citation_rates(counts: dict) -> CitationRates:
     """grounded_rate = grounded/total, hallucinated_rate = hallucinated/total,
     unresolved_rate = unresolved/total, verified_rate = verified/(verified + mismatch) (the
     lenient ±VERIFY_WINDOW rule), cited_recall = gold_cited/gold_total (issue 4 item 3);

@@ -271,7 +271,7 @@ def _from_transcript(path: Path, cell: Cell, host: str, where: str) -> tuple[Tra
 # --- one recorded trial ---------------------------------------------------------------
 
 
-def run_recorded(m: Matrix, key: TrialKey, checkout: dict, snapshot: dict | None) -> tuple[dict, dict]:
+def run_recorded(m: Matrix, key: TrialKey, checkout: dict, snapshot: dict | None) -> tuple[TranscriptRecord, dict]:
     """The (transcript, run_meta) of one recorded trial; a fault is recorded as harness_failed,
     never raised (only bad config raises ConfigError). API-key values are scrubbed."""
     from mcptrials import __version__

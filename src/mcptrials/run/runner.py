@@ -11,9 +11,12 @@ with provider `recorded` runs nothing: its recorded file is converted (mcptrials
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from mcptrials.core.identity import TrialKey
+from mcptrials.core.record_types import TranscriptRecord
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.run.trial import run_under, scrub_secrets
@@ -32,7 +35,7 @@ def run_trial(
     index_dir: Path | None,
     out_dir: Path,
     host: str = "loop",
-) -> tuple[dict, dict]:
+) -> tuple[TranscriptRecord, dict]:
     """run_key of the trial these names make (the tests' and benches' way in)."""
     key = TrialKey(model, host, tool, m.scenarios[scenario_id].repo, scenario_id, trial)
     return run_key(m, key, checkout, snapshot, index_dir, out_dir)
@@ -40,7 +43,7 @@ def run_trial(
 
 def run_key(
     m: Matrix, key: TrialKey, checkout: dict, snapshot: dict | None, index_dir: Path | None, out_dir: Path
-) -> tuple[dict, dict]:
+) -> tuple[TranscriptRecord, dict]:
     """Run one trial in a sandbox; always return (transcript, run_meta), API keys scrubbed.
     A recorded model's trial is its recording converted (mcptrials.run.recorded): nothing runs."""
     from mcptrials.run.hosts import host_for
@@ -103,7 +106,7 @@ def run_trial_job(
     index_dir: Path | None,
     out: Path,
     inputs: dict | None = None,
-) -> tuple[dict, dict | None]:
+) -> tuple[Mapping[str, Any], dict | None]:
     """The workflow's trial job: run one trial under the budget and write its transcript (`out`)
     and run_meta.json beside it; return (transcript, attempt state: None unless its outcome is
     missing). A trial whose checkout or install failed, or that the budget stops, is not run:
@@ -142,13 +145,13 @@ def run_trial_job(
     ledger, reservation, stopped = (
         (None, None, None) if unavailable else gate(m.config, m.specs.models[model].provider, out, key.key, bound)
     )
-    if unavailable or stopped:
+    why = unavailable or stopped
+    if why:
         kept = restore_finished(out.parent)
         if kept is not None:
-            why = unavailable or stopped
             print(f"kept the finished trial of an earlier run: {why}", file=sys.stderr)
             return kept, record_attempt(out.parent, kept, m.config["retries"]["max_attempts"], kept=why)
-        transcript, meta = _not_run(m, key, unavailable or stopped)
+        transcript, meta = _not_run(m, key, why)
     else:
         transcript, meta = run_key(m, key, checkout, snapshot, index_dir, out.parent)
         if converted_without:
@@ -180,7 +183,7 @@ def run_trial_job(
     return transcript, state
 
 
-def _not_run(m: Matrix, key: TrialKey, detail: str) -> tuple[dict, dict]:
+def _not_run(m: Matrix, key: TrialKey, detail: str) -> tuple[TranscriptRecord, dict]:
     """The records of a trial that did not start (the budget stopped it, or a checkout or install
     it needs failed): outcome not_run, nothing spent."""
     from mcptrials.matrix.hashing import file_sha256

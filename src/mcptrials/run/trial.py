@@ -376,7 +376,7 @@ def run_under(
     snapshot: dict | None,
     index_dir: Path | None,
     out_dir: Path,
-) -> tuple[dict, dict]:
+) -> tuple[TranscriptRecord, dict]:
     """Run trial `key` in a sandbox under its config host, whose code is `host_impl` (a
     mcptrials.run.hosts.Host; mcptrials.run.runner.run_key looks it up); always return
     (transcript, run_meta), with the value of every API-key variable scrubbed from both."""
@@ -487,6 +487,8 @@ def transcript_record(
         **rec.extra_usage,
     }
     startup = meta.get("server_startup_seconds")
+    work = work_seconds({"steps": rec.steps, "wall_seconds": wall_seconds, "server_startup_seconds": startup})
+    assert work is not None  # never None when wall_seconds is given
     return {
         "schema": "mcptrials/transcript/1",
         "cell": key.cell(),
@@ -505,9 +507,7 @@ def transcript_record(
         "wall_seconds": wall_seconds,
         # Start-up apart from the agent's work: efficiency compares work_seconds only.
         "server_startup_seconds": startup,
-        "work_seconds": work_seconds(
-            {"steps": rec.steps, "wall_seconds": wall_seconds, "server_startup_seconds": startup}
-        ),
+        "work_seconds": work,
         "feedback_text": rec.feedback,
         "messages": rec.messages,
     }
