@@ -9,6 +9,8 @@ Layout of `locked/` (every file committed to git; see below):
                                       "items": {<id>: {"scenario", "quality": 0..1, "notes"}}}
     locked/held-out.lock             JSON {"files": {relative path: sha256},
                                            "history": [{"who", "when", "reason"}]}
+    locked/citation_labels.json      the reader's citation labels (`mcptrials label`), pinned by
+    locked/citation_labels.lock      their own lockfile of the same shape (analyze.citation_labels)
 
 `verify_lock` fails on any missing, modified or unlisted file; `lock` re-anchors on purpose
 and appends who, when and why to the history; `heldout_agreement` re-judges every frozen
@@ -32,6 +34,9 @@ from mcptrials.matrix.hashing import file_sha256
 
 LOCKFILE = "held-out.lock"
 GOLD = "gold.json"
+# The reader's citation labels and their own lockfile (analyze.citation_labels): pinned the same
+# way, but apart, so that labelling re-runs the aggregate and the report, never the judge's anchor.
+LABEL_FILES = ("citation_labels.json", "citation_labels.lock")
 HELDOUT_SCHEMA = "mcptrials/heldout/2"
 REANCHOR = 'mcptrials lock --reason "why the held-out set changed"'
 
@@ -44,18 +49,23 @@ class LockError(Exception):
 
 
 def locked_files(locked_dir) -> dict[str, Path]:
-    """Every file under locked_dir except the lockfile, by POSIX path relative to it."""
+    """Every file under locked_dir except the lockfile and the citation labels (pinned by their
+    own lockfile), by POSIX path relative to it."""
     root = Path(locked_dir)
     out = {}
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root).as_posix()
-        if p.is_file() and rel != LOCKFILE:
+        if p.is_file() and rel != LOCKFILE and rel not in LABEL_FILES:
             out[rel] = p
     return out
 
 
 def read_lockfile(locked_dir) -> dict:
-    path = Path(locked_dir) / LOCKFILE
+    return read_lock_json(Path(locked_dir) / LOCKFILE)
+
+
+def read_lock_json(path: Path) -> dict:
+    """A lockfile ({"files": {path: sha256}, "history": [...]}), read and checked."""
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
