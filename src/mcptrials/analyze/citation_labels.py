@@ -23,7 +23,7 @@ import random
 from datetime import datetime, timezone
 from pathlib import Path
 
-from mcptrials.analyze.lock import LABEL_FILES, LockError, _who, read_lock_json
+from mcptrials.analyze.lock import LABEL_FILES, LockError, _who, read_lock_json, verify_labels
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.hashing import file_sha256
 
@@ -31,7 +31,6 @@ LABELS, LABELS_LOCK = LABEL_FILES
 SCHEMA = "mcptrials/citation_labels/1"
 # the reader's verdict as a 0/1 of "the citation is right"; can't tell is no label at all
 VERDICTS = {"correct": 1, "wrong line": 0, "wrong file": 0, "can't tell": None}
-REPIN = 'mcptrials label --repin --reason "why the labels changed"'
 
 
 def grader_ok(strict) -> int:
@@ -40,11 +39,11 @@ def grader_ok(strict) -> int:
     return 1 if strict == "verified" else 0
 
 
-def occurrence_id(trial: dict, step: int, span) -> str:
-    t = trial
-    return (
-        f"{t['model']}/{t['host']}/{t['tool']}/{t['repo']}/{t['scenario']}/{t['trial']}/step{step}@{span[0]}-{span[1]}"
-    )
+def occurrence_id(trial: dict, step: int, span, file: str, lines) -> str:
+    """The trial, the step, the offsets and what is cited (one span can hold several citations: a list)."""
+    t, where = trial, "-".join(str(n) for n in lines)
+    trial_id = f"{t['model']}/{t['host']}/{t['tool']}/{t['repo']}/{t['scenario']}/{t['trial']}"
+    return f"{trial_id}/step{step}@{span[0]}-{span[1]}:{file}:{where}"
 
 
 def occurrences(records: list[dict]) -> list[dict]:
@@ -64,15 +63,16 @@ def occurrences(records: list[dict]) -> list[dict]:
                 occs = cit.get("by_occurrence") or [
                     {"span": span, "strict": cit.get("strict")} for span in cit.get("spans") or []
                 ]
+                file = cit.get("resolved_path") or cit["path_as_cited"]
                 for occ in occs:
                     span = list(occ["span"])
                     out.append(
                         {
-                            "id": occurrence_id(trial, step["index"], span),
+                            "id": occurrence_id(trial, step["index"], span, file, cit["lines"]),
                             "trial": trial,
                             "step": step["index"],
                             "span": span,
-                            "file": cit.get("resolved_path") or cit["path_as_cited"],
+                            "file": file,
                             "lines": list(cit["lines"]),
                             "commit": scored["repo_commit"],
                             "text": cit["text"],
@@ -100,7 +100,8 @@ def answer_context(answer: str, span, reach: int = 300) -> dict:
     """The answer's sentence around an occurrence: back to the previous line break or full
     stop and on to the next (at most `reach` characters either side)."""
     a, b = span
-    start = max(max(answer.rfind("\n", 0, a), answer.rfind(". ", 0, a) + 1) + 1, a - reach, 0)
+    stop = answer.rfind(". ", 0, a)
+    start = max(answer.rfind("\n", 0, a) + 1, stop + 2 if stop >= 0 else 0, a - reach)
     ends = [i for i in (answer.find("\n", b), answer.find(". ", b)) if i >= 0]
     end = min(min(ends) + 1 if ends else len(answer), b + reach)
     return {"before": answer[start:a].lstrip(), "cited": answer[a:b], "after": answer[b:end].rstrip()}
@@ -117,27 +118,6 @@ def file_context(lines_of_file: list[str] | None, lines, context: int = 4) -> di
 
 
 # --- the labels file and its lock ----------------------------------------------------
-
-
-def verify_labels(locked_dir) -> str | None:
-    """None when the labels file matches its lockfile (or neither exists), else why not."""
-    root = Path(locked_dir)
-    labels, lock = root / LABELS, root / LABELS_LOCK
-    if not labels.exists() and not lock.exists():
-        return None
-    if not lock.exists():
-        return f"{labels}: not pinned (no {LABELS_LOCK}); re-pin on purpose with `{REPIN}`"
-    try:
-        expected = read_lock_json(lock)["files"].get(LABELS)
-    except LockError as e:
-        return str(e)
-    actual = file_sha256(labels) if labels.exists() else None
-    if expected != actual:
-        return (
-            f"{labels}: modified outside `mcptrials label`: expected sha256 {expected}, actual {actual}; "
-            f"restore it from git, or re-pin on purpose with `{REPIN}`"
-        )
-    return None
 
 
 def read_labels(locked_dir) -> dict | None:

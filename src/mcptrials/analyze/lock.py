@@ -39,6 +39,7 @@ GOLD = "gold.json"
 LABEL_FILES = ("citation_labels.json", "citation_labels.lock")
 HELDOUT_SCHEMA = "mcptrials/heldout/2"
 REANCHOR = 'mcptrials lock --reason "why the held-out set changed"'
+REPIN = 'mcptrials label --repin --reason "why the labels changed"'
 
 
 class LockError(Exception):
@@ -81,7 +82,8 @@ def read_lock_json(path: Path) -> dict:
 
 def verify_lock(locked_dir) -> list[dict]:
     """Compare the files under locked_dir with the lockfile. Returns one problem per file:
-    {"kind": missing|modified|unlisted|lockfile, "path", "expected", "actual", "message"};
+    {"kind": missing|modified|unlisted|lockfile|labels, "path", "expected", "actual", "message"}
+    (labels: the citation labels drifted from their own lockfile, verify_labels);
     an empty list means the set is intact."""
     root = Path(locked_dir)
     try:
@@ -105,7 +107,33 @@ def verify_lock(locked_dir) -> list[dict]:
                 f"actual {act or '(no such file)'}",
             }
         )
+    labels = verify_labels(root)  # the reader's citation labels, against their own lockfile
+    if labels:
+        problems.append(
+            {"kind": "labels", "path": str(root / LABEL_FILES[0]), "expected": None, "actual": None, "message": labels}
+        )
     return problems
+
+
+def verify_labels(locked_dir) -> str | None:
+    """None when the labels file matches its lockfile (or neither exists), else why not."""
+    root = Path(locked_dir)
+    labels, lock = root / LABEL_FILES[0], root / LABEL_FILES[1]
+    if not labels.exists() and not lock.exists():
+        return None
+    if not lock.exists():
+        return f"{labels}: not pinned (no {LABEL_FILES[1]}); re-pin on purpose with `{REPIN}`"
+    try:
+        expected = read_lock_json(lock)["files"].get(LABEL_FILES[0])
+    except LockError as e:
+        return str(e)
+    actual = file_sha256(labels) if labels.exists() else None
+    if expected != actual:
+        return (
+            f"{labels}: modified outside `mcptrials label`: expected sha256 {expected}, actual {actual}; "
+            f"restore it from git, or re-pin on purpose with `{REPIN}`"
+        )
+    return None
 
 
 def _who() -> str:
