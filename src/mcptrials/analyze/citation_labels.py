@@ -23,7 +23,7 @@ import random
 from datetime import datetime, timezone
 from pathlib import Path
 
-from mcptrials.analyze.lock import LABEL_FILES, LockError, _who, read_lock_json, verify_labels
+from mcptrials.analyze.lock import LABEL_FILES, LockError, who_am_i, read_lock_json, verify_labels
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.hashing import file_sha256
 
@@ -145,7 +145,7 @@ def pin_labels(locked_dir, reason: str | None, who: str | None = None) -> dict:
             history = []
     if reason:
         when = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        history.append({"who": who or _who(), "when": when, "reason": reason})
+        history.append({"who": who or who_am_i(), "when": when, "reason": reason})
     data = {"files": {LABELS: file_sha256(root / LABELS)}, "history": history}
     from mcptrials.core.records import write_json
 

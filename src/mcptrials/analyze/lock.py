@@ -136,7 +136,7 @@ def verify_labels(locked_dir) -> str | None:
     return None
 
 
-def _who() -> str:
+def who_am_i() -> str:
     try:
         name = subprocess.run(["git", "config", "user.name"], capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
@@ -207,7 +207,7 @@ def write_lock(locked_dir, reason: str, who: str | None = None) -> dict:
             history = []  # a corrupt lockfile is replaced; the new entry records why
     history.append(
         {
-            "who": who or _who(),
+            "who": who or who_am_i(),
             "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "reason": reason.strip(),
         }
