@@ -27,12 +27,13 @@ def ppi_mean(grader_all, grader_labelled, reader_labelled, level: float = 0.95) 
     if len(f_lab) != len(y_lab):
         raise ValueError(f"{len(f_lab)} grader verdicts but {len(y_lab)} reader verdicts: one of each per label")
     big_n, n = len(f_all), len(f_lab)
-    out = {"estimate": None, "lo": None, "hi": None, "se": None, "rectifier": None, "level": level}
-    out.update(grader_rate=fmean(f_all) if f_all else None, N=big_n, n=n)
-    if not f_all or not n:
+    rate = fmean(f_all) if f_all else None
+    out: dict = {"estimate": None, "lo": None, "hi": None, "se": None, "rectifier": None, "level": level}
+    out.update(grader_rate=rate, N=big_n, n=n)
+    if rate is None or not n:
         return out
     rect = [float(y) - f for y, f in zip(y_lab, f_lab)]
-    theta = out["grader_rate"] + fmean(rect)
+    theta = rate + fmean(rect)
     out.update(estimate=min(1.0, max(0.0, theta)), rectifier=fmean(rect))
     if n >= 2 and big_n >= 2:
         se = math.sqrt(variance(f_all) / big_n + variance(rect) / n)
