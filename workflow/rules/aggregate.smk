@@ -5,6 +5,7 @@ rule aggregate:
         scored=sequential_input("scored.json") if SEQUENTIAL else trial_files(M, "scored.json"),
         judged=sequential_input("judged.json") if SEQUENTIAL else trial_files(M, "judged.json"),
         waves=sequential_input(None) if SEQUENTIAL else [],
+        labels=CITATION_LABELS,  # the reader's citation labels and their lockfile, when there are any
     output:
         trials="results/aggregate/trials.csv",
         cells="results/aggregate/cells.csv",

@@ -7,6 +7,7 @@ from pathlib import Path
 import shlex
 import sys
 
+from mcptrials.analyze.lock import LABEL_FILES
 from mcptrials.core.failures import dag_attempt
 from mcptrials.dag.params import config_path, rule_tables
 from mcptrials.dag.rerun import rule_params
@@ -77,8 +78,15 @@ JUDGE_RETRIES = 0 if M.specs.judge.provider in ("reference", "recorded") else No
 
 # The config's held-out anchor (`locked:`): its files are inputs of the check and the report.
 LOCKED = os.path.relpath(M.locked_dir, os.getcwd()) if M.locked_dir is not None else None
-LOCKED_FILES = sorted(str(p) for p in Path(LOCKED).rglob("*") if p.is_file()) if LOCKED else []
+# The reader's citation labels (`mcptrials label`) live there too, pinned by their own lockfile:
+# inputs of the aggregate (hence the report) only, so labelling never reruns the held-out check.
+LOCKED_FILES = (
+    sorted(str(p) for p in Path(LOCKED).rglob("*") if p.is_file() and p.relative_to(LOCKED).as_posix() not in LABEL_FILES)
+    if LOCKED
+    else []
+)
 HAS_ANCHOR = bool(LOCKED_FILES)
+CITATION_LABELS = [str(Path(LOCKED) / f) for f in LABEL_FILES if (Path(LOCKED) / f).is_file()] if LOCKED else []
 
 
 # The rules' input functions. A description variant (variant_of) runs its base's install and

@@ -49,6 +49,9 @@ records_summary and feedback what comes from the records), and this one writes t
 - environment failures (summary.json `environment_failures`; analyze.environment): a server tool
   whose calls fail with the same (normalised) error in most of its trials on a repository;
   the tool row's `environment` says so beside its verdict, which is computed as for any tool.
+- calibration (summary.json `calibration`, citation_calibration.csv; analyze.calibration): with
+  the reader's labels of a sample of citations, the strict verdict's agreement with them and
+  the prediction-powered estimate of the strict verified rate (stats.ppi) per model and tool.
 - discoverability = 1 when the trial called a server tool within the first
   `window_turns` model calls, else 0 (scored.adoption.discoverability.used_within_window).
 """
@@ -60,6 +63,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mcptrials.analyze.calibration import CSV_FIELDS as CALIBRATION_FIELDS
+from mcptrials.analyze.calibration import calibration
+from mcptrials.analyze.citation_labels import read_labels
 from mcptrials.analyze.comparisons import COMPARISON_FIELDS, comparison_rows, model_host_view
 from mcptrials.analyze.environment import METHOD as ENVIRONMENT_METHOD
 from mcptrials.analyze.environment import environment_failures, environment_note
@@ -179,6 +185,8 @@ def aggregate(m: Matrix, runs) -> Summary:
         "patterns": pattern_summary(trials, findings),
         "feedback": feedback_table(records, rows, snapshots),
         "citation_composition": citation_composition(records),
+        # the reader's labels (`mcptrials label`), when the config's locked/ holds them
+        "calibration": calibration(records, read_labels(m.locked_dir) if m.locked_dir else None),
     }
     if m.sequential:  # a run in waves: why each tool stopped, and what was not spent
         out["sequential"] = sequential_summary(m, Path(runs).parent)
@@ -222,5 +230,11 @@ def write_aggregate(result: Summary, out_dir) -> dict[str, Path]:
         write_csv(paths["patterns"], pattern_csv_rows(result["patterns"]))
     paths["comparisons"] = out / "comparisons.csv"  # with its header even when the config compares nothing
     write_csv(paths["comparisons"], result.get("comparisons", []), COMPARISON_FIELDS)
+    calib = out / "citation_calibration.csv"  # only with labels: no file rather than an empty one
+    if result.get("calibration"):
+        paths["calibration"] = calib
+        write_csv(calib, result["calibration"]["rows"], CALIBRATION_FIELDS)
+    else:
+        calib.unlink(missing_ok=True)
     write_json(paths["summary"], result)
     return paths

@@ -9,6 +9,8 @@ Layout of `locked/` (every file committed to git; see below):
                                       "items": {<id>: {"scenario", "quality": 0..1, "notes"}}}
     locked/held-out.lock             JSON {"files": {relative path: sha256},
                                            "history": [{"who", "when", "reason"}]}
+    locked/citation_labels.json      the reader's citation labels (`mcptrials label`), pinned by
+    locked/citation_labels.lock      their own lockfile of the same shape (analyze.citation_labels)
 
 `verify_lock` fails on any missing, modified or unlisted file; `lock` re-anchors on purpose
 and appends who, when and why to the history; `heldout_agreement` re-judges every frozen
@@ -32,8 +34,12 @@ from mcptrials.matrix.hashing import file_sha256
 
 LOCKFILE = "held-out.lock"
 GOLD = "gold.json"
+# The reader's citation labels and their own lockfile (analyze.citation_labels): pinned the same
+# way, but apart, so that labelling re-runs the aggregate and the report, never the judge's anchor.
+LABEL_FILES = ("citation_labels.json", "citation_labels.lock")
 HELDOUT_SCHEMA = "mcptrials/heldout/2"
 REANCHOR = 'mcptrials lock --reason "why the held-out set changed"'
+REPIN = 'mcptrials label --repin --reason "why the labels changed"'
 
 
 class LockError(Exception):
@@ -44,18 +50,23 @@ class LockError(Exception):
 
 
 def locked_files(locked_dir) -> dict[str, Path]:
-    """Every file under locked_dir except the lockfile, by POSIX path relative to it."""
+    """Every file under locked_dir except the lockfile and the citation labels (pinned by their
+    own lockfile), by POSIX path relative to it."""
     root = Path(locked_dir)
     out = {}
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root).as_posix()
-        if p.is_file() and rel != LOCKFILE:
+        if p.is_file() and rel != LOCKFILE and rel not in LABEL_FILES:
             out[rel] = p
     return out
 
 
 def read_lockfile(locked_dir) -> dict:
-    path = Path(locked_dir) / LOCKFILE
+    return read_lock_json(Path(locked_dir) / LOCKFILE)
+
+
+def read_lock_json(path: Path) -> dict:
+    """A lockfile ({"files": {path: sha256}, "history": [...]}), read and checked."""
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
@@ -71,7 +82,8 @@ def read_lockfile(locked_dir) -> dict:
 
 def verify_lock(locked_dir) -> list[dict]:
     """Compare the files under locked_dir with the lockfile. Returns one problem per file:
-    {"kind": missing|modified|unlisted|lockfile, "path", "expected", "actual", "message"};
+    {"kind": missing|modified|unlisted|lockfile|labels, "path", "expected", "actual", "message"}
+    (labels: the citation labels drifted from their own lockfile, verify_labels);
     an empty list means the set is intact."""
     root = Path(locked_dir)
     try:
@@ -95,10 +107,36 @@ def verify_lock(locked_dir) -> list[dict]:
                 f"actual {act or '(no such file)'}",
             }
         )
+    labels = verify_labels(root)  # the reader's citation labels, against their own lockfile
+    if labels:
+        problems.append(
+            {"kind": "labels", "path": str(root / LABEL_FILES[0]), "expected": None, "actual": None, "message": labels}
+        )
     return problems
 
 
-def _who() -> str:
+def verify_labels(locked_dir) -> str | None:
+    """None when the labels file matches its lockfile (or neither exists), else why not."""
+    root = Path(locked_dir)
+    labels, lock = root / LABEL_FILES[0], root / LABEL_FILES[1]
+    if not labels.exists() and not lock.exists():
+        return None
+    if not lock.exists():
+        return f"{labels}: not pinned (no {LABEL_FILES[1]}); re-pin on purpose with `{REPIN}`"
+    try:
+        expected = read_lock_json(lock)["files"].get(LABEL_FILES[0])
+    except LockError as e:
+        return str(e)
+    actual = file_sha256(labels) if labels.exists() else None
+    if expected != actual:
+        return (
+            f"{labels}: modified outside `mcptrials label`: expected sha256 {expected}, actual {actual}; "
+            f"restore it from git, or re-pin on purpose with `{REPIN}`"
+        )
+    return None
+
+
+def who_am_i() -> str:
     try:
         name = subprocess.run(["git", "config", "user.name"], capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
@@ -169,7 +207,7 @@ def write_lock(locked_dir, reason: str, who: str | None = None) -> dict:
             history = []  # a corrupt lockfile is replaced; the new entry records why
     history.append(
         {
-            "who": who or _who(),
+            "who": who or who_am_i(),
             "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "reason": reason.strip(),
         }

@@ -36,6 +36,7 @@ COMMANDS = {
     "decide": "cli.decide",
     "aggregate": "cli.aggregate",
     "report": "cli.report",
+    "label": "cli.label",
     "demo-bundle": "cli.demo_bundle",
     "serve-trials": "cli.serve_trials",
     "reruns": "cli.reruns",

@@ -28,6 +28,7 @@ from mcptrials.report.headline import (
     add_headline,
     add_model_host,
 )
+from mcptrials.report.calibration import add_calibration, calibration_warnings
 from mcptrials.report.heldout import StrictHeldout, add_heldout, heldout_state, missing_anchor
 from mcptrials.report.identity import add_identity
 from mcptrials.report.patterns import add_feedback, add_patterns
@@ -97,7 +98,7 @@ def build_report(
         + "; ".join(f"{n} = {m['label']}" for n, m in ident["models"].items())
         + f". Judge: {ident['judge']['label']}."
     )
-    warnings = list(held["warnings"])
+    warnings = list(held["warnings"]) + calibration_warnings(summary)
     if current_set_sha256 and current_set_sha256 != ident["scenario_set_sha256"]:
         warnings.append(
             "The aggregate was built from a different scenario set than the config's current one: "
@@ -117,6 +118,7 @@ def build_report(
     add_identity(doc, summary, held)
     add_adoption(doc, summary)
     add_citation_composition(doc, summary)
+    add_calibration(doc, summary)
     add_plots(doc, summary, out / "plots")
     add_scenarios(doc, summary)
     add_errors(doc, summary)

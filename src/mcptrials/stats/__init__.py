@@ -2,19 +2,21 @@
 
     pass_k        pass@k and pass^k of a task, and their means over tasks
     intervals     the mean with its (clustered) standard error and t interval; the bounded
-                  (logit-transformed) interval of a 0-1 score
+                  (logit-transformed) interval of a 0-1 score; Wilson's interval of a proportion
     paired        paired differences of two tools, Holm's adjustment, the non-inferiority margin test
     power         variance components, minimal detectable effect, scenarios needed
     agreement     the judge's spread over repeats, ICC(1,1), Spearman's rho with a bootstrap interval
     fairness      a trial's fairness score, its efficiency component, and its weights when some
                   of its parts are missing (the weights: the config)
     adoption      a trial's adoption score (reported, never part of fairness)
+    ppi           the prediction-powered estimate of a rate (a grader's rate corrected by a
+                  reader's labels on a sample), with its interval
     sequential    confidence sequences of a bounded mean (anytime-valid: looked at after every
                   wave) and the decision against a margin read off them
 
 Every function names its formula and its source in its docstring, and is tested
 against a hand-computed case in tests/analyze/test_stats.py (sequential: in
-tests/analyze/test_sequential_stats.py). Results are plain floats,
+tests/analyze/test_sequential_stats.py; ppi and Wilson in tests/analyze/test_ppi.py). Results are plain floats,
 ints, lists, dicts and None (never NaN), so they go straight into JSON. Callers import a
 function from the module that owns it (mcptrials.stats.intervals.mean_ci).
 
@@ -27,6 +29,8 @@ Sources:
   StataCorp, Stata Reference Manual, [R] proportion, Methods and formulas (the logit-transform interval)
   Cameron, Gelbach & Miller 2008, "Bootstrap-Based Improvements for Inference with Clustered Errors",
     Rev. Econ. Stat. 90(3):414-427
+  Angelopoulos, Bates, Fannjiang, Jordan & Zrnic 2023, "Prediction-powered inference", Science 382:669-674
+  Wilson 1927, "Probable inference, the law of succession, and statistical inference", JASA 22:209-212
   Waudby-Smith & Ramdas 2024, "Estimating means of bounded random variables by betting", JRSS-B 86(1)
   Howard, Ramdas, McAuliffe & Sekhon 2021, "Time-uniform, nonparametric, nonasymptotic confidence
     sequences", Ann. Statist. 49(2)

@@ -146,3 +146,24 @@ def bounded_mean_ci(scores, clusters=None, level: float = 0.95, lower: float = 0
     se_kind = "naive SE" if n_clusters is None else f"clustered SE over {n_clusters} clusters with C/(C-1) correction"
     out["method"] = f"logit-transformed t interval on [{lower:g}, {upper:g}], {se_kind}, df={df}"
     return out
+
+
+def wilson_interval(k: int, n: int, level: float = 0.95) -> dict:
+    """The Wilson score interval of a proportion k/n (Wilson 1927, JASA 22:209-212; Agresti &
+    Coull 1998, Am. Stat. 52:119-126): with p = k/n and z the normal quantile at (1+level)/2,
+        centre = (p + z^2 / (2n)) / (1 + z^2 / n),
+        half   = z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / (4 n^2)).
+    It stays in [0, 1] and is not empty at p = 0 or 1, where the normal interval collapses.
+    Returns {"p", "lo", "hi", "k", "n"}; p, lo and hi are None when n = 0."""
+    from statistics import NormalDist
+
+    check_level(level)
+    if not 0 <= k <= n:
+        raise ValueError(f"k={k}, n={n}: a proportion needs 0 <= k <= n")
+    if n == 0:
+        return {"p": None, "lo": None, "hi": None, "k": 0, "n": 0}
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return {"p": p, "lo": max(0.0, centre - half), "hi": min(1.0, centre + half), "k": k, "n": n}
