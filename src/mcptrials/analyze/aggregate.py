@@ -231,9 +231,9 @@ def write_aggregate(result: Summary, out_dir) -> dict[str, Path]:
     paths["comparisons"] = out / "comparisons.csv"  # with its header even when the config compares nothing
     write_csv(paths["comparisons"], result.get("comparisons", []), COMPARISON_FIELDS)
     calib = out / "citation_calibration.csv"  # only with labels: no file rather than an empty one
-    if result.get("calibration"):
+    if calibrated := result.get("calibration"):
         paths["calibration"] = calib
-        write_csv(calib, result["calibration"]["rows"], CALIBRATION_FIELDS)
+        write_csv(calib, calibrated["rows"], CALIBRATION_FIELDS)
     else:
         calib.unlink(missing_ok=True)
     write_json(paths["summary"], result)

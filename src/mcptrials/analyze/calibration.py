@@ -14,6 +14,7 @@ grader is calibrated by the same labels. A label whose occurrence is not in the 
 
 from __future__ import annotations
 
+from mcptrials.core.keys import N_CITATIONS
 from mcptrials.analyze.citation_labels import VERDICTS, grader_ok, occurrences
 from mcptrials.stats.intervals import wilson_interval
 from mcptrials.stats.ppi import ppi_mean
@@ -30,7 +31,7 @@ METHOD = (
 CSV_FIELDS = (
     "model",
     "tool",
-    "n_citations",
+    N_CITATIONS,
     "n_labelled",
     "n_cant_tell",
     "agreement",
@@ -65,7 +66,7 @@ def calibration(records: list[dict], labels: dict | None) -> dict | None:
             {
                 "model": model,
                 "tool": tool,
-                "n_citations": len(items),
+                N_CITATIONS: len(items),
                 "n_labelled": len(judged),
                 "n_cant_tell": len(mine) - len(judged),
                 "agreement": agree["p"],

@@ -339,3 +339,4 @@ class Summary(TypedDict):
     feedback: dict[str, Any]
     citation_composition: list[CompositionRow]
     sequential: NotRequired[SequentialSummary]  # a run in waves only
+    calibration: dict[str, Any] | None  # None without the reader's citation labels (analyze.calibration)

@@ -4,18 +4,20 @@ reader and the prediction-powered estimate of the strict verified rate beside th
 
 from __future__ import annotations
 
+from mcptrials.core.keys import N_CITATIONS
+from mcptrials.core.rows import Summary
 from mcptrials.report.formats import fci, f3, html_id, model_text
 from mcptrials.report.render import Doc, Table
 
 NO_LABELS = "no citation labels: run `mcptrials label` to check the citation grader against your own reading"
 
 
-def calibration_warnings(s: dict) -> list[str]:
+def calibration_warnings(s: Summary) -> list[str]:
     """The report's warnings (beside the held-out judge's): low or uneven agreement."""
     return list((s.get("calibration") or {}).get("warnings") or [])
 
 
-def add_calibration(doc: Doc, s: dict) -> None:
+def add_calibration(doc: Doc, s: Summary) -> None:
     cal = s.get("calibration")
     doc.h(2, "Citation grader against your labels", "citation-calibration")
     if not cal:
@@ -36,7 +38,7 @@ def add_calibration(doc: Doc, s: dict) -> None:
         for r in (r for r in cal["rows"] if r["model"] == model):
             t.add(
                 r["tool"],
-                r["n_citations"],
+                r[N_CITATIONS],
                 r["n_labelled"],
                 r["n_cant_tell"],
                 fci(r["agreement"], r["agreement_lo"], r["agreement_hi"]),
