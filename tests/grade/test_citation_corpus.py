@@ -48,6 +48,10 @@ Labelling rules (so another person labels the same way):
   what the first sets' labels do nor what the grader does: both take a code-like name
   anywhere in such a member. It decides one blind label, saleor's #36, a disagreement.)
 - Verdict: `correct` when the intended file's cited line lies inside the subject's definition
+  (its header included: the blank, comment, doc-comment, decorator, annotation or attribute
+  lines directly above it up to the previous code line, issue 34 item 2; six older labels of
+  such lines, labels.json #383 and #384, wagtail #22, ruby_llm #51, langchainrb #56 and llm_rb
+  #7, were `wrong line` and are `correct` now, each marked `relabelled`)
   or the line itself is what the sentence describes (a call site named "calls X at N" is
   correct when line N makes that call); `wrong line` when the file is right but the line is
   not (including a line past the end of the file); `no such file` when no file of the commit
@@ -248,7 +252,7 @@ def test_grader_agrees_with_the_hand_labels():
     for k in TARGETS:
         print(f"  {k}: {s[k]:.3f} (floor {FLOORS[k]}, issue 25 target {TARGETS[k]})")
     print(f"  agreement on the {s['random_n']} randomly drawn labels alone: {s['random_agreement']:.3f}")
-    assert s["wrong"] >= 30, "the corpus needs wrong-line labels for the mismatch share to mean something"
+    assert s["wrong"] >= 29, "the corpus needs wrong-line labels for the mismatch share to mean something"
     for k in TARGETS:
         assert s[k] >= FLOORS[k], f"{k} {s[k]:.3f} fell below its floor {FLOORS[k]}"
 
