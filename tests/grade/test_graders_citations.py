@@ -251,6 +251,7 @@ def test_rates_formula_hand_case():
         "verified_rate": 0.75,
         "strict_grounded_rate": 0.375,
         "strict_verified_rate": 0.5,
+        "strict_undetermined_rate": 0.0,  # strict_undetermined 0 / (2 + 2 + 0)
         "cited_recall": pytest.approx(1 / 3),
     }
     zero = dict.fromkeys(counts, 0)

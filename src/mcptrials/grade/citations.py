@@ -160,7 +160,7 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
     out = []
     for g in distinct.values():
         g["verification"] = verify(g, g["identifiers"], tree)
-        settle_strict(g, tree)
+        settle_strict(g, tree, text)
         out.append(g)
     return out
 
@@ -206,7 +206,9 @@ def citation_rates(counts: dict) -> dict:
     does not hold its subject is not grounded strictly (issue 25 item 5); a strict
     `undetermined` (a code file whose definitions are not known here, strict.py) counts in
     neither strict_verified nor strict_mismatch, so it leaves the strict verified rate alone and
-    stays grounded. Each null when its denominator is 0."""
+    stays grounded (issue 34 item 3: only a confirmed mismatch lowers fairness's citation part);
+    strict_undetermined_rate = strict_undetermined/(strict_verified + strict_mismatch +
+    strict_undetermined). Each null when its denominator is 0."""
     t = counts["total"]
     return {
         "grounded_rate": _ratio(counts["grounded"], t),
@@ -216,6 +218,10 @@ def citation_rates(counts: dict) -> dict:
         "strict_grounded_rate": _ratio(counts["grounded"] - counts["strict_mismatch"], t),
         "strict_verified_rate": _ratio(
             counts["strict_verified"], counts["strict_verified"] + counts["strict_mismatch"]
+        ),
+        "strict_undetermined_rate": _ratio(
+            counts["strict_undetermined"],
+            counts["strict_verified"] + counts["strict_mismatch"] + counts["strict_undetermined"],
         ),
         "cited_recall": _ratio(counts["gold_cited"], counts["gold_total"]),
     }

@@ -12,6 +12,7 @@ mismatch (lenient), strict_verified and strict_mismatch. From them (rates()):
     strict_grounded_rate = (grounded - strict_mismatch) / total
     verified_rate  = verified / (verified + mismatch)
     strict_verified_rate = strict_verified / (strict_verified + strict_mismatch)
+    strict_undetermined_rate = strict_undetermined / (strict_verified + strict_mismatch + strict_undetermined)
 each null when its denominator is 0.
 
 Ungrounded kinds (a citation's `ungrounded`): basename (a bare file name several files
@@ -32,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-FORM_KEYS = ("total", "grounded", "verified", "mismatch", "strict_verified", "strict_mismatch")
+FORM_KEYS = ("total", "grounded", "verified", "mismatch", "strict_verified", "strict_mismatch", "strict_undetermined")
 FORM_ORDER = (
     "path:line",
     "path:range",
@@ -58,6 +59,7 @@ def by_form(items: list[dict]) -> dict[str, dict]:
         f["mismatch"] += c["verification"] == "mismatch"
         f["strict_verified"] += c["strict"] == "verified"
         f["strict_mismatch"] += c["strict"] == "mismatch"
+        f["strict_undetermined"] += c["strict"] == "undetermined"
     return out
 
 
@@ -104,6 +106,10 @@ def rates(forms: dict[str, dict]) -> dict[str, dict]:
             "strict_grounded_rate": _ratio(f["grounded"] - f["strict_mismatch"], f["total"]),
             "verified_rate": _ratio(f["verified"], f["verified"] + f["mismatch"]),
             "strict_verified_rate": _ratio(f["strict_verified"], f["strict_verified"] + f["strict_mismatch"]),
+            "strict_undetermined_rate": _ratio(
+                f.get("strict_undetermined", 0),
+                f["strict_verified"] + f["strict_mismatch"] + f.get("strict_undetermined", 0),
+            ),
         }
         for form, f in forms.items()
     }
@@ -124,6 +130,7 @@ def view(pooled: Mapping[str, Any]) -> dict:
         "strict_grounded_rate": r["strict_grounded_rate"],
         "verified_rate": r["verified_rate"],
         "strict_verified_rate": r["strict_verified_rate"],
+        "strict_undetermined_rate": r.get("strict_undetermined_rate"),
         "by_form": rates(c["by_form"]),
         "ungrounded": ungrounded_shares(c["ungrounded"], c["total"]),
     }

@@ -7,7 +7,14 @@ from mcptrials.grade.composition import FORM_ORDER, UNGROUNDED_KINDS
 from mcptrials.report.formats import f3, html_id, model_text
 from mcptrials.report.render import Doc, Table
 
-FORM_COLUMNS = ("share", "grounded (lenient)", "grounded (strict)", "verified (lenient)", "verified (strict)")
+FORM_COLUMNS = (
+    "share",
+    "grounded (lenient)",
+    "grounded (strict)",
+    "verified (lenient)",
+    "verified (strict)",
+    "undetermined (strict)",
+)
 
 
 def add_citation_composition(doc: Doc, s: dict) -> None:
@@ -41,6 +48,7 @@ def add_citation_composition(doc: Doc, s: dict) -> None:
                 "grounded (strict)",
                 "verified (lenient)",
                 "verified (strict)",
+                "undetermined (strict)",
                 *(f"ungrounded: {k.replace('_', ' ')}" for k in UNGROUNDED_KINDS),
             ]
         )
@@ -54,6 +62,7 @@ def add_citation_composition(doc: Doc, s: dict) -> None:
                 f3(r["strict_grounded_rate"]),
                 f3(r["verified_rate"]),
                 f3(r["strict_verified_rate"]),
+                f3(r.get("strict_undetermined_rate")),
                 *(f"{r['ungrounded'][k]['n']} ({f3(r['ungrounded'][k]['share'])})" for k in UNGROUNDED_KINDS),
             )
         doc.table(t, html_id("citations-table", model))
@@ -71,6 +80,7 @@ def add_citation_composition(doc: Doc, s: dict) -> None:
                         f3(f.get("strict_grounded_rate")),
                         f3(f["verified_rate"]),
                         f3(f["strict_verified_rate"]),
+                        f3(f.get("strict_undetermined_rate")),
                     ]
                     if f
                     else ["–"] * len(FORM_COLUMNS)
