@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import inspect
 import json
 import os
 import subprocess
@@ -81,8 +82,11 @@ def vertical_answers(bench: Path, mirrors_file: Path, repos: set[str]) -> list[d
                 entry = m.repos[key.repo]
                 if entry.get("unresolved"):
                     raise SystemExit(f"{name}: {key.repo} is unresolved ({entry['unresolved']}): give its mirror")
-                t, _ = run_recorded(m, key.model, key.tool, key.scenario, key.trial,
-                                    {"url": entry["url"], "commit": entry["commit"]}, None, key.host)
+                checkout = {"url": entry["url"], "commit": entry["commit"]}
+                if len(inspect.signature(run_recorded).parameters) == 4:  # it takes the trial's key
+                    t, _ = run_recorded(m, key, checkout, None)
+                else:  # an mcptrials before that (--before): the key's names, one by one
+                    t, _ = run_recorded(m, key.model, key.tool, key.scenario, key.trial, checkout, None, key.host)
                 text = "\n\n".join(s.get("answer_text") or "" for s in t["steps"])
                 out.append({"vertical": name, "model": key.model, "arm": key.tool, "repo": key.repo,
                             "trial": key.trial, "mirror": m.repo_source(key.repo), "commit": entry["commit"],

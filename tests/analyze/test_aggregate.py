@@ -382,3 +382,42 @@ def test_what_efficiency_measured_and_rates_without_data(tables):
     # the tool's grounding is over the trials with citations, its n the citations counted
     git = find(tools, model="reference", tool="git")
     assert git["citations"] == "20"
+
+
+def test_every_row_has_its_typed_record_s_keys(tmp_path):
+    """The rows analyze casts to their types (core.rows) have exactly the declared keys: each
+    required one, and no other but a trial's per-group gold columns (`cited_recall_<group>`).
+    A run with missing trials and a compare pair, so every kind of row is there."""
+    from mcptrials.analyze.records_summary import citation_composition
+    from mcptrials.core.rows import CellRow, ComparisonRow, CompositionRow, Summary, ToolRow, TrialRow
+    from mcptrials.grade.citations import COUNT_KEYS, pool
+    from mcptrials.grade.composition import by_form, ungrounded
+
+    cfg, runs = fx.build(
+        tmp_path,
+        compare=[["git", "baseline"]],
+        missing={("sonnet", "git", "s1", 2): ("api_failed", "x"), ("reference", "baseline", "s3", 1): ("not_run", "y")},
+    )
+    *_, summary = run_aggregate(cfg, runs, tmp_path / "agg")
+    assert set(summary) == Summary.__required_keys__  # no `sequential`: trials is a number here
+    # the fixture's citations predate the composition: one trial's, made by grade's own counters
+    items = [
+        {"form": "path:line", "bucket": "grounded", "verification": "verified", "strict": "verified"},
+        {"form": "basename", "bucket": "unresolved", "verification": "n/a", "strict": "n/a", "ungrounded": "basename"},
+    ]
+    counts = {k: 0 for k in (*COUNT_KEYS, "gold_total", "gold_cited")} | {"total": 2, "grounded": 1, "unresolved": 1}
+    counts |= {"verified": 1, "strict_verified": 1, "by_form": by_form(items), "ungrounded": ungrounded(items)}
+    record = {"key": {"model": "m", "tool": "t"}, "transcript": {"outcome": "completed"}}
+    composition = citation_composition([record | {"scored": {"citations": pool([{"counts": counts}])}}])
+    for section, td, rows in (
+        ("trials", TrialRow, summary["trials"]),
+        ("cells", CellRow, summary["cells"]),
+        ("tools", ToolRow, summary["tools"]),
+        ("comparisons", ComparisonRow, summary["comparisons"]),
+        ("citation_composition", CompositionRow, composition),
+    ):
+        assert rows, section
+        for row in rows:
+            extra = {k for k in row if not k.startswith("cited_recall_")} - set(td.__annotations__)
+            assert not extra, f"{section}: keys {td.__name__} does not declare: {sorted(extra)}"
+            assert td.__required_keys__ <= set(row), f"{section}: {sorted(td.__required_keys__ - set(row))} missing"

@@ -96,6 +96,28 @@ def test_waves_stop_the_clear_tools_and_run_the_equal_one_to_max(tmp_path, monke
     assert "done after 7 wave(s)" in waves_line(m, results)
 
 
+def test_the_summary_says_where_each_tool_stopped_in_typed_rows(tmp_path, monkeypatch):
+    """summary.json `sequential` after the waves above: a row per tool and one for the baseline,
+    each with the keys core.rows declares (SequentialRow, SequentialSummary), and what was not
+    spent: (max 8 - trials) x 4 scenarios, at no cost for the reference model."""
+    from mcptrials.core.rows import SequentialRow, SequentialSummary
+
+    m = project(tmp_path)
+    fake_scores(monkeypatch)
+    run_waves(m, tmp_path / "results")
+    seq = sequential.sequential_summary(m, tmp_path / "results")
+    assert set(seq) == set(SequentialSummary.__annotations__)
+    for r in seq["tools"]:
+        assert SequentialRow.__required_keys__ <= set(r) <= set(SequentialRow.__annotations__), r["tool"]
+    by = {r["tool"]: r for r in seq["tools"]}
+    good, base = by["good"], by["baseline"]
+    assert (good["stopped"], good["waves"], good["trials"], good["unspent_trials"]) == ("decided: better", 3, 4, 16)
+    assert (by["same"]["stopped"], by["same"]["unspent_trials"]) == ("max", 0)
+    assert (base["stopped"], base["waves"], base["trials"], base["lo"]) == ("with its last tool", 7, 8, None)
+    assert "decision" not in base and good["model_name"] == "reference"
+    assert seq["unspent_trials"] == 16 + 16 and seq["unspent_usd"] == 0.0
+
+
 def test_a_wave_with_a_missing_pair_decides_on_the_others(tmp_path, monkeypatch):
     m = project(tmp_path)
     fake_scores(monkeypatch, missing={("good", "s1", 3)})

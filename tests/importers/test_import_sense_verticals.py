@@ -20,9 +20,15 @@ from mcptrials.cli import main
 from mcptrials.matrix.config import load_matrix
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.importers import sense_verticals as sv
+from mcptrials.core.identity import TrialKey
 from mcptrials.run.recorded import run_recorded
 from mcptrials.run.recorded_streams import SHAPE_THIN, complete
 from vertical_fixture import ANSWER, claude_stream, jsonl, run_import, thin_stream, write_vertical
+
+
+def key(m, model: str, host: str, tool: str, scenario: str = "tiny", trial: int = 1) -> TrialKey:
+    """The key of one trial of the imported config (its repo from the scenario)."""
+    return TrialKey(model, host, tool, m.scenarios[scenario].repo, scenario, trial)
 
 
 def test_the_thin_stream_is_completed_and_what_it_lacks_is_said():
@@ -96,7 +102,7 @@ def test_every_run_is_a_trial_and_what_is_not_says_why(tmp_path):
 def test_a_thin_recording_converts_with_its_gaps_said(tmp_path):
     _, out, commit = run_import(tmp_path)
     m = load_matrix(out / "config.yaml")
-    t, meta = run_recorded(m, "gpt-z", "sense", "tiny", 1, {"url": "x", "commit": commit}, None, "codex")
+    t, meta = run_recorded(m, key(m, "gpt-z", "codex", "sense"), {"url": "x", "commit": commit}, None)
     assert t["outcome"] == "completed" and t["steps"][0]["answer_text"] == ANSWER
     assert [c["tool"] for c in t["tool_calls"]] == ["sense_graph", "Bash"]
     assert t["tool_calls"][1]["result_text"] == "src/app.py:5"
@@ -343,7 +349,7 @@ def test_the_recorded_judge_reads_the_benchs_judgement(tmp_path):
     m = load_matrix(out / "config.yaml")
     assert m.config["judge"] == {**m.config["judge"], "provider": "recorded"}
     sc = m.scenarios["tiny"]
-    t, _ = run_recorded(m, "claude-x-1", "sense", "tiny", 1, {"url": "x", "commit": commit}, None, "claude-code")
+    t, _ = run_recorded(m, key(m, "claude-x-1", "claude-code", "sense"), {"url": "x", "commit": commit}, None)
     j = judge_recorded(m, t, sc)
     validate_against("judged.schema.yaml", j, "judged")
     assert j["judge"]["provider"] == "recorded" and j["judge"]["model"] == "judge-model-t"
@@ -359,7 +365,7 @@ def test_the_recorded_judge_reads_the_benchs_judgement(tmp_path):
     assert j["quality_mean"] == pytest.approx((s1["quality_mean"] + s2["quality_mean"]) / 2)
     assert j["recorded"]["unweighted"] == ["relationship"]
     # not a judgement, or none at all: not judged, with the reason; never a zero
-    t2, _ = run_recorded(m, "gpt-z", "baseline", "tiny", 1, {"url": "x", "commit": commit}, None, "codex")
+    t2, _ = run_recorded(m, key(m, "gpt-z", "codex", "baseline"), {"url": "x", "commit": commit}, None)
     j2 = judge_recorded(m, t2, sc)
     validate_against("judged.schema.yaml", j2, "judged")
     assert j2["quality_mean"] is None and "no `steps` list" in j2["not_judged"]
@@ -475,13 +481,9 @@ def test_the_real_verticals_import_and_every_host_parses(tmp_path):
             r = next(x for x in doc["runs"] if x["host"] == host)
             t, meta = run_recorded(
                 m,
-                r["model"],
-                r["arm"],
-                r["scenario"],
-                r["trial"],
+                key(m, r["model"], host, r["arm"], r["scenario"], r["trial"]),
                 {"url": "x", "commit": m.repos[m.scenarios[r["scenario"]].repo]["commit"]},
                 None,
-                host,
             )
             assert t["outcome"] == "completed", (doc["vertical"], host, t.get("outcome_detail"))
             assert t["steps"][0]["answer_text"].strip() and t["tool_calls"]

@@ -12,6 +12,7 @@ import pytest
 from test_codex import KEY, NS, installed, matrix, responses_api, reply, tool_call  # noqa: F401 (fixtures)
 from test_opencode import chat_api  # noqa: F401 (a fixture)
 from matrix_helpers import faulty_tool
+from mcptrials.core.identity import TrialKey
 from mcptrials.matrix.config import load_matrix
 from mcptrials.matrix.schema import validate_against
 from mcptrials.run.recorded import run_recorded
@@ -46,7 +47,12 @@ def test_a_live_and_a_recorded_codex_run_have_one_record_shape(tmp_path, install
     live, _ = run_trial(m, "gpt", "faulty", "find-helper", 1, co, None, None, tmp_path / "live" / "out", host="codex")
     _, out, commit = run_import(tmp_path / "rec")
     rm = load_matrix(out / "config.yaml")
-    recorded, _ = run_recorded(rm, "gpt-z", "sense", "tiny", 1, {"url": "x", "commit": commit}, None, "codex")
+    recorded, _ = run_recorded(
+        rm,
+        TrialKey("gpt-z", "codex", "sense", rm.scenarios["tiny"].repo, "tiny", 1),
+        {"url": "x", "commit": commit},
+        None,
+    )
     for t in (live, recorded):
         validate_against("transcript.schema.yaml", t, "transcript")
         assert t["host"] == "codex" and t["outcome"] == "completed"
@@ -107,7 +113,12 @@ def test_a_live_and_a_recorded_opencode_run_have_one_record_shape(tmp_path, open
     live, _ = run_trial(m, "q", "faulty", "find-helper", 1, co, None, None, tmp_path / "live" / "out", host="opencode")
     _, out, commit = run_import(tmp_path / "rec")
     rm = load_matrix(out / "config.yaml")
-    recorded, _ = run_recorded(rm, "gpt-z", "sense", "tiny", 1, {"url": "x", "commit": commit}, None, "codex")
+    recorded, _ = run_recorded(
+        rm,
+        TrialKey("gpt-z", "codex", "sense", rm.scenarios["tiny"].repo, "tiny", 1),
+        {"url": "x", "commit": commit},
+        None,
+    )
     for t in (live, recorded):
         validate_against("transcript.schema.yaml", t, "transcript")
         assert t["outcome"] == "completed" and t["tool_calls"], t.get("outcome_detail")

@@ -56,7 +56,9 @@ records_summary and feedback what comes from the records), and this one writes t
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from mcptrials.analyze.comparisons import COMPARISON_FIELDS, comparison_rows, model_host_view
 from mcptrials.analyze.environment import METHOD as ENVIRONMENT_METHOD
@@ -95,11 +97,13 @@ from mcptrials.analyze.trial_rows import (
     trial_frame,
 )
 from mcptrials.core.outcomes import is_missing
+from mcptrials.core.rows import Summary
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.matrix.tools import BASELINE
+from mcptrials.core.keys import MODEL_NAME, RANK
 
 
-def aggregate(m: Matrix, runs) -> dict:
+def aggregate(m: Matrix, runs) -> Summary:
     """Read every trial of the matrix and compute the tables and the summary (no writing)."""
     # a run in waves: the trials its waves ran (mcptrials.analyze.sequential), not every cell up to max
     records = load_records(m, runs, cells=ran_keys(m, Path(runs).parent) if m.sequential else None)
@@ -132,17 +136,17 @@ def aggregate(m: Matrix, runs) -> dict:
         {(t, s.repo) for t in m.tools for s in m.run_scenarios() if t != BASELINE and not m.specs.tools[t].recorded},
         {t: m.server_of(t) for t in m.tools},
     )
-    recorded = {label for label, name in zip(trials["model"], trials["model_name"]) if m.specs.models[name].recorded}
+    recorded = {label for label, name in zip(trials["model"], trials[MODEL_NAME]) if m.specs.models[name].recorded}
     for r in tools:
         if r["tool"] in dead and r["model"] not in recorded:  # no verdict for a server that never ran
-            r.update(verdict="did not start", rank=None)
+            r.update({"verdict": "did not start", RANK: None})
     # a server that ran but failed its calls the same way in most trials of a repository: named
     # beside its verdict (which stays as computed) and under "What could not run"
     env = environment_failures(records, rows)
     for r in tools:
         r["environment"] = environment_note(env, r["model"], r["tool"])
     labels = list(dict.fromkeys(trials["model"]))  # model, or model@host with several hosts
-    out = {
+    out: Summary = {
         "schema": "mcptrials/summary/1",
         "identity": identity(m, records),
         "methods": {
@@ -189,7 +193,7 @@ def csv_cell(value) -> str:
     return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
 
 
-def write_csv(path: Path, rows: list[dict], fields=None) -> None:
+def write_csv(path: Path, rows: Sequence[Mapping[str, Any]], fields=None) -> None:
     """rows as CSV, written by pandas: the columns `fields`, or every row's keys in order of
     first appearance; a header even without rows; lines end in CRLF (the csv module's excel dialect)."""
     import pandas as pd
@@ -199,7 +203,7 @@ def write_csv(path: Path, rows: list[dict], fields=None) -> None:
     table.to_csv(path, index=False, lineterminator="\r\n")
 
 
-def write_aggregate(result: dict, out_dir) -> dict[str, Path]:
+def write_aggregate(result: Summary, out_dir) -> dict[str, Path]:
     from mcptrials.core.records import write_json
 
     out = Path(out_dir)

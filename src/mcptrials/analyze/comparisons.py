@@ -3,43 +3,43 @@ models x hosts view (the same tools under every model and host), from the trial 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from mcptrials.analyze.tables import holm_columns, interval, missing_counts, per_scenario, used, verdict
 from mcptrials.analyze.trial_rows import mean
+from mcptrials.core.rows import ComparisonRow
+from mcptrials.core.keys import (
+    COST_PER_TRIAL,
+    DIFF_HI,
+    DIFF_LO,
+    DIFF_METHOD,
+    DIFF_SE,
+    FAIRNESS,
+    FAIRNESS_HI,
+    FAIRNESS_LO,
+    HOLM_T_P,
+    HOLM_WILCOXON_P,
+    MISSING_REASONS,
+    MODEL_NAME,
+    N_MISSING,
+    N_SCENARIOS,
+    N_TOTAL,
+    N_TRIALS,
+    ONLY_A,
+    ONLY_B,
+    PASS_AT_1,
+    T_P,
+    WALL_PER_TRIAL,
+    WILCOXON_P,
+)
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made (trial_rows.trial_frame)
     import pandas as pd
 
-COMPARISON_FIELDS = (
-    "model",
-    "a",
-    "b",
-    "n_scenarios",
-    "n_trials_a",
-    "n_missing_a",
-    "missing_reasons_a",
-    "n_trials_b",
-    "n_missing_b",
-    "missing_reasons_b",
-    "fairness_a",
-    "fairness_b",
-    "diff",
-    "diff_se",
-    "diff_lo",
-    "diff_hi",
-    "diff_method",
-    "t_p",
-    "wilcoxon_p",
-    "holm_t_p",
-    "holm_wilcoxon_p",
-    "verdict",
-    "only_a",
-    "only_b",
-)
+COMPARISON_FIELDS = tuple(ComparisonRow.__annotations__)  # comparisons.csv's header, in the row's order
 
 
-def comparison_rows(trials: pd.DataFrame, pairs: list, noise: float | None, margin: float) -> list[dict]:
+def comparison_rows(trials: pd.DataFrame, pairs: list, noise: float | None, margin: float) -> list[ComparisonRow]:
     """One row per (model, configured `compare:` pair [A, B]): the paired difference A minus B of
     fairness, computed exactly as a tool against the baseline in tables.tool_rows (stats.paired_difference
     over per-scenario means on [-1, 1], 95%, df = shared scenarios - 1), t and Wilcoxon p-values
@@ -47,7 +47,7 @@ def comparison_rows(trials: pd.DataFrame, pairs: list, noise: float | None, marg
     (tables.verdict against the smallest difference that matters, `margin`: better = A above B by
     more than it, worse, no practical difference, within noise). Missing trials are left out and
     counted per side."""
-    out = []
+    out: list[ComparisonRow] = []
     for model, of_model in trials.groupby("model", sort=False):
         mine = [comparison(model, of_model, a, b, noise, margin) for a, b in pairs]
         holm_columns(mine)
@@ -55,46 +55,49 @@ def comparison_rows(trials: pd.DataFrame, pairs: list, noise: float | None, marg
     return out
 
 
-def comparison(model: str, of_model: pd.DataFrame, a: str, b: str, noise: float | None, margin: float) -> dict:
-    """The row of one pair [a, b] for one model (its Holm columns None until holm_columns)."""
+def comparison(model: str, of_model: pd.DataFrame, a: str, b: str, noise: float | None, margin: float) -> ComparisonRow:
+    """The row of one pair [a, b] for one model (its Holm columns None until holm_columns); a
+    dict until it is whole, its sided keys made from the side's name."""
     from mcptrials.stats.paired import paired_difference
 
     every = {t: of_model[of_model["tool"] == t] for t in (a, b)}
     means = {t: {sc: mean(v) for sc, v in per_scenario(every[t]).items()} for t in (a, b)}
-    row = {"model": model, "a": a, "b": b, "n_scenarios": 0}
+    row: dict[str, Any] = {"model": model, "a": a, "b": b, N_SCENARIOS: 0}
     for side, t in (("a", a), ("b", b)):
         lost = missing_counts(every[t])
         row.update(
             {
                 f"n_trials_{side}": len(used(every[t])),
-                f"n_missing_{side}": lost["n_missing"],
-                f"missing_reasons_{side}": lost["missing_reasons"],
-                f"fairness_{side}": mean(used(every[t])["fairness"]),
+                f"n_missing_{side}": lost[N_MISSING],
+                f"missing_reasons_{side}": lost[MISSING_REASONS],
+                f"fairness_{side}": mean(used(every[t])[FAIRNESS]),
             }
         )
+    row.update({k: None for k in ("diff", DIFF_SE, DIFF_LO, DIFF_HI, T_P, WILCOXON_P, HOLM_T_P, HOLM_WILCOXON_P)})
     row.update(
-        {k: None for k in ("diff", "diff_se", "diff_lo", "diff_hi", "t_p", "wilcoxon_p", "holm_t_p", "holm_wilcoxon_p")}
-    )
-    row.update(
-        diff_method="no shared scenario with trials on both sides",
-        verdict="within noise",
-        only_a=sorted(set(means[a]) - set(means[b])),
-        only_b=sorted(set(means[b]) - set(means[a])),
+        {
+            DIFF_METHOD: "no shared scenario with trials on both sides",
+            "verdict": "within noise",
+            ONLY_A: sorted(set(means[a]) - set(means[b])),
+            ONLY_B: sorted(set(means[b]) - set(means[a])),
+        }
     )
     if set(means[a]) & set(means[b]):
         d = paired_difference(means[a], means[b], bounds=(-1, 1))
         row.update(
-            n_scenarios=d["n"],
-            diff=d["mean_diff"],
-            diff_se=d["se"],
-            diff_lo=d["lo"],
-            diff_hi=d["hi"],
-            diff_method=d["method"],
-            t_p=d["t_p"],
-            wilcoxon_p=d["wilcoxon_p"],
+            {
+                N_SCENARIOS: d["n"],
+                "diff": d["mean_diff"],
+                DIFF_SE: d["se"],
+                DIFF_LO: d["lo"],
+                DIFF_HI: d["hi"],
+                DIFF_METHOD: d["method"],
+                T_P: d[T_P],
+                WILCOXON_P: d[WILCOXON_P],
+            }
         )
-        row["verdict"] = verdict(row, noise, margin)
-    return row
+        row["verdict"] = verdict(cast(ComparisonRow, row), noise, margin)
+    return cast(ComparisonRow, row)
 
 
 # --- models x hosts --------------------------------------------------------------------
@@ -111,7 +114,7 @@ def model_host_view(trials: pd.DataFrame, hosts: list[str], models: list[str]) -
     first model for the same host. Empty when the run has one host and one model."""
     if len(hosts) < 2 and len(models) < 2:
         return {"hosts": hosts, "models": models, "cells": [], "pairs": []}
-    groups = dict(list(trials.groupby(["tool", "model_name", "host"], sort=False)))
+    groups = dict(list(trials.groupby(["tool", MODEL_NAME, "host"], sort=False)))
     cells, per_sc = [], {}
     for tool in dict.fromkeys(trials["tool"]):
         for model in models:
@@ -120,24 +123,24 @@ def model_host_view(trials: pd.DataFrame, hosts: list[str], models: list[str]) -
                     continue
                 every = groups[tool, model, host]
                 rs = used(every)
-                ci = interval(rs["fairness"], clusters=rs["scenario"])
+                ci = interval(rs[FAIRNESS], clusters=rs["scenario"])
                 cells.append(
                     {
                         "tool": tool,
                         "model": model,
                         "host": host,
-                        "n_trials": len(rs),
-                        "n_total": len(every),
+                        N_TRIALS: len(rs),
+                        N_TOTAL: len(every),
                         **missing_counts(every),
-                        "fairness": ci["mean"],
-                        "fairness_lo": ci["lo"],
-                        "fairness_hi": ci["hi"],
-                        "pass_at_1": sum(bool(p) for p in rs["passed"]) / len(rs) if len(rs) else None,
-                        "cost_per_trial": mean(rs["cost_usd"]),
-                        "wall_per_trial": mean(rs["wall_seconds"]),
+                        FAIRNESS: ci["mean"],
+                        FAIRNESS_LO: ci["lo"],
+                        FAIRNESS_HI: ci["hi"],
+                        PASS_AT_1: sum(bool(p) for p in rs["passed"]) / len(rs) if len(rs) else None,
+                        COST_PER_TRIAL: mean(rs["cost_usd"]),
+                        WALL_PER_TRIAL: mean(rs["wall_seconds"]),
                     }
                 )
-                sc = {s: mean(g["fairness"]) for s, g in rs.groupby("scenario", sort=False)}
+                sc = {s: mean(g[FAIRNESS]) for s, g in rs.groupby("scenario", sort=False)}
                 if sc:
                     per_sc[tool, model, host] = sc
     return {
@@ -166,10 +169,10 @@ def host_and_model_pairs(cells: list[dict], per_sc: dict, hosts: list[str], mode
                 "a": a,
                 "b": b,
                 "diff": d["mean_diff"],
-                "diff_lo": d["lo"],
-                "diff_hi": d["hi"],
-                "t_p": d["t_p"],
-                "wilcoxon_p": d["wilcoxon_p"],
+                DIFF_LO: d["lo"],
+                DIFF_HI: d["hi"],
+                T_P: d[T_P],
+                WILCOXON_P: d[WILCOXON_P],
                 "n": d["n"],
             }
         )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+from mcptrials.core.rows import TrialRow
 from mcptrials.matrix.tools import BASELINE
 
 # At least half: "most" trials, as the issue asks. An agent's own mistakes (a file that does not
@@ -125,7 +126,7 @@ def server_errors(transcript: dict) -> list[str]:
     ]
 
 
-def environment_failures(records: list[dict], rows: list[dict]) -> list[dict]:
+def environment_failures(records: list[dict], rows: list[TrialRow]) -> list[dict]:
     """summary.json `environment_failures`: per (model, tool, repo), each error that fails calls in
     most of its trials that count (MIN_TRIAL_SHARE, MIN_TRIALS): {name, model, tool, repo, error
     (as shown), error_normalised, trials_with_error, trials, share, calls, fix, page (one trial
@@ -182,7 +183,7 @@ def environment_note(failures: list[dict], model: str, tool: str) -> str | None:
     mine = [f for f in failures if (f["model"], f["tool"]) == (model, tool)]
     if not mine:
         return None
-    first = {}
+    first: dict[str, dict] = {}
     for f in mine:  # sorted most widespread first
         first.setdefault(f["repo"], f)
     parts = []

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from mcptrials.analyze.tables import having, per_group
 from mcptrials.analyze.trial_rows import read_json
+from mcptrials.core.rows import TrialRow
+from mcptrials.core.keys import PAGES
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made (trial_rows.trial_frame)
     import pandas as pd
@@ -23,7 +25,7 @@ def snapshot_of(snapshots, tool: str, repo: str, cache: dict) -> dict | None:
     return cache[tool, repo]
 
 
-def add_patterns(rows: list[dict], records: list[dict], snapshots) -> list[list[dict]]:
+def add_patterns(rows: list[TrialRow], records: list[dict], snapshots) -> list[list[dict]]:
     """mcptrials.analyze.patterns.detect over each record's transcript and scored.json (the records
     load_records already read; nothing is rerun), with the tools its snapshot offered. Sets each
     row's `patterns` ({name: count}, patterns.counts) and returns the findings, aligned with rows."""
@@ -55,7 +57,7 @@ def pattern_summary(trials: pd.DataFrame, findings: list[list[dict]]) -> dict:
             counts[name] = {
                 "trials": len(hit),
                 "findings": sum(p[name] for p in hit["patterns"]),
-                "pages": hit["page"].tolist(),
+                PAGES: hit["page"].tolist(),
             }
         ran = rs.loc[rs["outcome"].isin(RAN_THROUGH), "page"]
         unused = [{name for f in by_page[page] if f["pattern"] == "unused_tool" for name in f["tools"]} for page in ran]
@@ -83,7 +85,7 @@ def pattern_csv_rows(patterns: dict) -> list[dict]:
             "trials_showing": c["trials"],
             "trials": t["trials"],
             "findings": c["findings"],
-            "pages": " ".join(c["pages"]),
+            PAGES: " ".join(c[PAGES]),
         }
         for t in patterns["by_tool"]
         for name, c in t["patterns"].items()
@@ -111,7 +113,7 @@ def feedback_names(text: str, tool: str, snapshot: dict | None, calls: list[dict
 FEEDBACK_START = re.compile(r"feedback on the tools\s*:", re.I)
 
 
-def feedback_table(records: list[dict], rows: list[dict], snapshots) -> dict:
+def feedback_table(records: list[dict], rows: list[TrialRow], snapshots) -> dict:
     """summary.json `feedback`: per tool, every trial's closing feedback on the tools
     (transcript feedback_text, split off the answer by trial.split_feedback), with the tools it names."""
     cache: dict = {}

@@ -281,13 +281,14 @@ def unused_result(t: dict, scored=None, tools=None) -> list[dict]:
             str(c.get("resolved_path") or "") for c in ((s.get("citations") or {}).get("items") or [])
         )
     # the words each step's answer (and its citations) and every later step's hold, computed once
-    answer_words, any_answer, seen, answered = {}, {}, set(), False
+    seen: set[str] = set()
+    answer_words, any_answer, answered = {}, {}, False
     for i in sorted(steps, reverse=True):
         text = (steps[i].get("answer_text") or "") + " " + cited.get(i, "")
         seen, answered = seen | words(text), answered or bool(text.strip())
         answer_words[i], any_answer[i] = seen, answered
     # the words of the arguments of every call after call n
-    later_args = [set()] * (len(calls) + 1)
+    later_args: list[set[str]] = [set()] * (len(calls) + 1)
     for n in range(len(calls) - 1, -1, -1):
         later_args[n] = later_args[n + 1] | words(_args_text(calls[n]))
     out = []

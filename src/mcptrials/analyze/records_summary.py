@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
+from typing import Any
 
 from mcptrials.analyze.trial_rows import mean, read_json
 from mcptrials.core.outcomes import is_missing
+from mcptrials.core.rows import CompositionRow
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.matrix.tools import BASELINE
+from mcptrials.core.keys import BY_FORM, N_NOT_CHECKED, N_TRIALS
 
 
 def judge_noise(records: list[dict], w_quality: float) -> dict:
@@ -58,7 +61,7 @@ def definition_costs(m: Matrix, snapshots) -> dict:
     largest over the run's repos; None with no snapshot), `methods`, and `per_repo`."""
     out = {}
     for tool in m.tools:
-        per_repo = {}
+        per_repo: dict[str, dict[str, Any]] = {}
         for repo in m.run_repos():
             path = Path(snapshots) / tool / repo / "tools.json"
             snap = read_json(path) if path.is_file() else {}
@@ -159,13 +162,13 @@ def trial_citations(scored: dict) -> dict:
         (scored.get("answer_mapping") or {}).get("method") == "whole"
         and steps
         and steps[0]
-        and "by_form" in steps[0].get("counts", {})
+        and BY_FORM in steps[0].get("counts", {})
     ):
         return {"counts": steps[0]["counts"], "rates": steps[0].get("rates")}
     return scored["citations"]
 
 
-def citation_composition(records: list[dict]) -> list[dict]:
+def citation_composition(records: list[dict]) -> list[CompositionRow]:
     """Per (model, tool): the completed-or-failed trials' citations pooled
     (grade.citations.pool: counts summed, then the same rates) and composed
     (grade.composition.view: strict beside lenient, by form, the ungrounded kinds). A
@@ -180,7 +183,7 @@ def citation_composition(records: list[dict]) -> list[dict]:
     unchecked: dict[tuple, int] = {}
     for rec in records:
         cit = trial_citations(rec["scored"])
-        if is_missing(rec["transcript"]["outcome"]) or "by_form" not in cit["counts"]:
+        if is_missing(rec["transcript"]["outcome"]) or BY_FORM not in cit["counts"]:
             continue
         key = (rec["key"]["model"], rec["key"]["tool"])
         if rec["scored"].get("citations_not_checked"):
@@ -191,8 +194,8 @@ def citation_composition(records: list[dict]) -> list[dict]:
         {
             "model": model,
             "tool": tool,
-            "n_trials": len(cits),
-            "n_not_checked": unchecked.get((model, tool), 0),
+            N_TRIALS: len(cits),
+            N_NOT_CHECKED: unchecked.get((model, tool), 0),
             **view(pool(cits)),
         }
         for (model, tool), cits in groups.items()

@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from mcptrials.core.identity import TrialKey
+from mcptrials.core.keys import FAIRNESS, MODEL_NAME
+from mcptrials.core.rows import SequentialRow, SequentialSummary
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.matrix.tools import BASELINE
@@ -173,7 +175,7 @@ def fairness_table(m: Matrix, results, keys: list[TrialKey]) -> dict[str, dict]:
     score_rows(rows, m.config["weights"], True)
     out: dict[str, dict] = {}
     for r in rows:
-        out.setdefault(r["host"], {})[r["tool"], r["scenario"], int(r["trial"])] = r["fairness"]
+        out.setdefault(r["host"], {})[r["tool"], r["scenario"], int(r["trial"])] = r[FAIRNESS]
     return out
 
 
@@ -187,7 +189,7 @@ def wave_cost(m: Matrix, results, model: str, plan: dict[str, list[str]]) -> flo
     for host, tools in plan.items():
         for tool in tools:
             for sc in m.run_scenarios():
-                c = cell_cost(m, model, host, tool, sc.repo, sc.id, Path(results))
+                c = cell_cost(m, TrialKey(model, host, tool, sc.repo, sc.id, 1), Path(results))
                 if c.per_trial is None or c.judge_per_trial is None:
                     return None
                 total += c.per_trial + c.judge_per_trial
@@ -293,37 +295,25 @@ def per_trial_cost(m: Matrix, results, model: str, host: str, tool: str) -> floa
 
     total = 0.0
     for sc in m.run_scenarios():
-        c = cell_cost(m, model, host, tool, sc.repo, sc.id, Path(results))
+        c = cell_cost(m, TrialKey(model, host, tool, sc.repo, sc.id, 1), Path(results))
         if c.per_trial is None or c.judge_per_trial is None:
             return None
         total += c.per_trial + c.judge_per_trial
     return total
 
 
-def sequential_summary(m: Matrix, results) -> dict:
+def sequential_summary(m: Matrix, results) -> SequentialSummary:
     """summary.json `sequential`: per model, host and tool (the baseline too) the waves and trials
     run, why it stopped (`decided: better|worse|equivalent`, `max`, `budget`), the interval when it
     stopped, and what was not spent: the trials `max` would have run beyond those, priced per
     trial as the cost plan prices them (mcptrials.cost.plan)."""
-    from mcptrials.analyze.trial_rows import model_label
-
     seq = m.sequential or {}
     alpha, margin = settings(m)
-    rows = []
+    rows: list[SequentialRow] = []
     for model in m.models:
         last = chain(results, model)[-1]
-        for e in last["tools"]:
-            rows.append({**_stop(e), "model": model_label(m, model, e["host"]), "model_name": model})
-        for host, n in last["baseline_trials"].items():
-            rows.append(
-                {"model": model_label(m, model, host), "model_name": model, "host": host, "tool": BASELINE}
-                | {"waves": n - seq["min"] + 1, "trials": n, "stopped": "with its last tool", "lo": None, "hi": None}
-            )
-    n_scen = len(m.run_scenarios())
-    for r in rows:
-        cost = per_trial_cost(m, results, r["model_name"], r["host"], r["tool"])
-        r["unspent_trials"] = (seq["max"] - r["trials"]) * n_scen
-        r["unspent_usd"] = None if cost is None else (seq["max"] - r["trials"]) * cost
+        rows += [_stop(m, results, model, e) for e in last["tools"]]
+        rows += [_baseline(m, results, model, host, n) for host, n in last["baseline_trials"].items()]
     known = [r["unspent_usd"] for r in rows]
     return {
         "method": METHOD,
@@ -338,9 +328,19 @@ def sequential_summary(m: Matrix, results) -> dict:
     }
 
 
-def _stop(e: dict) -> dict:
-    """A tool's row: why it stopped in words, and the interval then."""
+def _unspent(m: Matrix, results, model: str, host: str, tool: str, trials: int) -> tuple[int, float | None]:
+    """(trials, usd) that `max` would have run beyond `trials` per scenario; usd None when unknown."""
+    left = (m.sequential or {})["max"] - trials
+    cost = per_trial_cost(m, results, model, host, tool)
+    return left * len(m.run_scenarios()), None if cost is None else left * cost
+
+
+def _stop(m: Matrix, results, model: str, e: dict) -> SequentialRow:
+    """A tool's row: why it stopped in words, the interval then, and what was not spent."""
+    from mcptrials.analyze.trial_rows import model_label
+
     stopped = f"decided: {e['decision']}" if e["state"] == DECIDED else e["state"]
+    left, usd = _unspent(m, results, model, e["host"], e["tool"], e["trials"])
     return {
         "host": e["host"],
         "tool": e["tool"],
@@ -351,4 +351,28 @@ def _stop(e: dict) -> dict:
         "lo": e["lo"],
         "hi": e["hi"],
         "skipped_trials": e.get("skipped_trials", []),
+        "model": model_label(m, model, e["host"]),
+        MODEL_NAME: model,
+        "unspent_trials": left,
+        "unspent_usd": usd,
+    }
+
+
+def _baseline(m: Matrix, results, model: str, host: str, n: int) -> SequentialRow:
+    """The baseline's row of one host: it ran `n` trials, as long as its last undecided tool."""
+    from mcptrials.analyze.trial_rows import model_label
+
+    left, usd = _unspent(m, results, model, host, BASELINE, n)
+    return {
+        "model": model_label(m, model, host),
+        MODEL_NAME: model,
+        "host": host,
+        "tool": BASELINE,
+        "waves": n - (m.sequential or {})["min"] + 1,
+        "trials": n,
+        "stopped": "with its last tool",
+        "lo": None,
+        "hi": None,
+        "unspent_trials": left,
+        "unspent_usd": usd,
     }

@@ -12,42 +12,91 @@ records' order, and None (never NaN) where nothing is left to measure.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from mcptrials.analyze.trial_rows import ERROR_KINDS, absent, mean
 from mcptrials.core.outcomes import OUTCOMES
+from mcptrials.core.rows import CellRow, ComparisonRow, ToolRow
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.matrix.tools import BASELINE
+from mcptrials.core.keys import (
+    ADOPTION_HI,
+    ADOPTION_LO,
+    CITATION_GROUNDING,
+    CITED_RECALL,
+    COST_PER_TRIAL,
+    DIFF_HI,
+    DIFF_LO,
+    DIFF_METHOD,
+    DIFF_N,
+    DIFF_SE,
+    EFFICIENCY_BASIS,
+    EXPECTED_TOOLS_PRECISION,
+    EXPECTED_TOOLS_RECALL,
+    FAILED_OUTCOMES,
+    FAIRNESS,
+    FAIRNESS_HI,
+    FAIRNESS_LO,
+    FAIRNESS_METHOD,
+    FAIRNESS_SE,
+    GOLD_ROWS,
+    HOLM_T_P,
+    HOLM_WILCOXON_P,
+    KEYWORD_COVERAGE,
+    MDE,
+    MENTION_RECALL,
+    MISSING_REASON,
+    MISSING_REASONS,
+    N_MISSING,
+    N_SCENARIOS,
+    N_TOTAL,
+    N_TRIALS,
+    PAGES,
+    PASSES,
+    PASS_AT_1,
+    PASS_AT_K,
+    PASS_HAT_K,
+    RANK,
+    STARTUP_PER_TRIAL,
+    TOKENS_PER_TRIAL,
+    TOKENS_TOTAL,
+    T_P,
+    VARIANCE,
+    VERIFIED_RATE,
+    WALL_PER_TRIAL,
+    WILCOXON_P,
+    WORK_PER_TRIAL,
+)
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made (trial_rows.trial_frame)
     import pandas as pd
 
 MEAN_FIELDS = (
-    "fairness",
+    FAIRNESS,
     "quality",
-    "keyword_coverage",
-    "citation_grounding",
+    KEYWORD_COVERAGE,
+    CITATION_GROUNDING,
     "efficiency",
     "adoption",
     "tool_fluency",
     "discoverability",
     "cost_usd",
     "wall_seconds",
-    "tokens_total",
+    TOKENS_TOTAL,
     "turns",
     "tool_calls",
-    "cited_recall",
-    "verified_rate",
+    CITED_RECALL,
+    VERIFIED_RATE,
 )
 # wall time split: the agent's working time (what efficiency compares) and the server's start-up
 TIME_SPLIT = ("work_seconds", "server_startup_seconds")
 # expected tools against the tools called (grade/usage.py): reported, never scored
-EXPECTED_TOOLS_FIELDS = ("expected_tools_precision", "expected_tools_recall")
+EXPECTED_TOOLS_FIELDS = (EXPECTED_TOOLS_PRECISION, EXPECTED_TOOLS_RECALL)
 TOOL_MEAN_FIELDS = (
     "quality",
-    "keyword_coverage",
-    "citation_grounding",
-    "verified_rate",
+    KEYWORD_COVERAGE,
+    CITATION_GROUNDING,
+    VERIFIED_RATE,
     "efficiency",
     "tool_fluency",
     "discoverability",
@@ -98,16 +147,16 @@ def total(values) -> int:
 
 def missing_counts(trials: pd.DataFrame) -> dict:
     """{n_missing, missing_reasons ('api_failed=1;not_run: budget=2', '' when none)} of some trials."""
-    gone = column(trials[trials["missing"]], "missing_reason")
+    gone = column(trials[trials["missing"]], MISSING_REASON)
     return {
-        "n_missing": len(gone),
-        "missing_reasons": ";".join(f"{why}={gone.count(why)}" for why in dict.fromkeys(gone)),
+        N_MISSING: len(gone),
+        MISSING_REASONS: ";".join(f"{why}={gone.count(why)}" for why in dict.fromkeys(gone)),
     }
 
 
 def bases(trials: pd.DataFrame) -> str | None:
     """The distinct efficiency bases of some trials, '; '-joined (None when none was scored)."""
-    found = sorted({b for b in column(trials, "efficiency_basis") if not absent(b) and b})
+    found = sorted({b for b in column(trials, EFFICIENCY_BASIS) if not absent(b) and b})
     return "; ".join(found) or None
 
 
@@ -129,7 +178,7 @@ def interval(values, clusters=None) -> dict:
     return bounded_mean_ci(values, clusters=None if clusters is None else list(clusters))
 
 
-def per_scenario(trials: pd.DataFrame, field: str = "fairness") -> dict:
+def per_scenario(trials: pd.DataFrame, field: str = FAIRNESS) -> dict:
     """scenario -> list of the trials' values (None kept out)."""
     there = having(trials, field)
     return {sc: g[field].tolist() for sc, g in there.groupby("scenario", sort=False)}
@@ -143,10 +192,10 @@ def tasks(trials: pd.DataFrame) -> dict:
 # --- cells ---------------------------------------------------------------------------------
 
 
-def cell_rows(trials: pd.DataFrame, k: int) -> list[dict]:
+def cell_rows(trials: pd.DataFrame, k: int) -> list[CellRow]:
     """One row per (model, tool, scenario): means, the fairness interval over its trials,
     pass counts and pass@1 / pass@k / pass^k with k = trials per cell."""
-    return per_group(trials, ["model", "tool", "scenario"], lambda every: cell_figures(every, k))
+    return cast(list[CellRow], per_group(trials, ["model", "tool", "scenario"], lambda every: cell_figures(every, k)))
 
 
 def cell_figures(every: pd.DataFrame, k: int) -> dict:
@@ -154,31 +203,31 @@ def cell_figures(every: pd.DataFrame, k: int) -> dict:
 
     rs = used(every)  # `n` counts the trials used; the missing ones are counted apart
     n, c = len(rs), count(rs["passed"])
-    ci = interval(rs["fairness"])
+    ci = interval(rs[FAIRNESS])
     kk = min(k, n)
     row = {
         "repo": every["repo"].iat[0],
         "suite": every["suite"].iat[0],
         "n": n,
-        "n_total": len(every),
+        N_TOTAL: len(every),
         **missing_counts(every),
-        "passes": c,
+        PASSES: c,
         "completed": count(rs["completed"]),
-        "fairness_se": ci["se"],
-        "fairness_lo": ci["lo"],
-        "fairness_hi": ci["hi"],
-        "pass_at_1": pass_at_k(n, c, 1) if n else None,
+        FAIRNESS_SE: ci["se"],
+        FAIRNESS_LO: ci["lo"],
+        FAIRNESS_HI: ci["hi"],
+        PASS_AT_1: pass_at_k(n, c, 1) if n else None,
         "k": kk,
-        "pass_at_k": pass_at_k(n, c, kk) if n else None,
-        "pass_hat_k": pass_hat_k(n, c, kk) if n else None,
+        PASS_AT_K: pass_at_k(n, c, kk) if n else None,
+        PASS_HAT_K: pass_hat_k(n, c, kk) if n else None,
     }
     row.update({f: mean(rs[f]) for f in MEAN_FIELDS})
-    row["efficiency_basis"] = bases(rs)
+    row[EFFICIENCY_BASIS] = bases(rs)
     row["citations"] = total(rs["citations"])  # the n of the citation rates
     row.update({f: mean(column(rs, f)) for f in (*TIME_SPLIT, *EXPECTED_TOOLS_FIELDS)})
     row.update({e: total(every[e]) for e in ERROR_KINDS})
     row["outcomes"] = outcome_counts(every["outcome"])
-    row["pages"] = " ".join(every["page"])
+    row[PAGES] = " ".join(every["page"])
     return row
 
 
@@ -191,7 +240,7 @@ def outcome_counts(outcomes: pd.Series) -> str:
 # --- tools ---------------------------------------------------------------------------------
 
 
-def tool_rows(trials: pd.DataFrame, k: int, noise: float | None, has_baseline: bool, margin: float) -> list[dict]:
+def tool_rows(trials: pd.DataFrame, k: int, noise: float | None, has_baseline: bool, margin: float) -> list[ToolRow]:
     """One row per (model, tool): fairness with a 95% interval clustered by scenario, the paired
     difference against the baseline (interval, t and Wilcoxon p, Holm-adjusted across the tools
     of a model), pass@1 / pass@k / pass^k averaged over scenarios, cost and time per trial,
@@ -202,10 +251,10 @@ def tool_rows(trials: pd.DataFrame, k: int, noise: float | None, has_baseline: b
     `margin:`). The verdict is `verdict`'s (better / worse beyond the margin, no practical
     difference within it, else within noise); `rank` orders only the tools that are better
     than the baseline (1 = the largest difference), so a worse tool has none."""
-    out = []
+    out: list[ToolRow] = []
     for _, of_model in trials.groupby("model", sort=False):
         base_fair = per_scenario(of_model[of_model["tool"] == BASELINE])
-        rows = per_group(of_model, ["model", "tool"], lambda every: tool_figures(every, k))
+        rows = cast(list[ToolRow], per_group(of_model, ["model", "tool"], lambda every: tool_figures(every, k)))
         for row in rows:
             mine = per_scenario(of_model[of_model["tool"] == row["tool"]])
             if row["tool"] == BASELINE:
@@ -226,59 +275,59 @@ def tool_figures(every: pd.DataFrame, k: int) -> dict:
     from mcptrials.stats.pass_k import mean_pass_at_k, mean_pass_hat_k
 
     rs = used(every)  # missing trials are left out of every figure below, and counted
-    fair = interval(rs["fairness"], clusters=rs["scenario"])
+    fair = interval(rs[FAIRNESS], clusters=rs["scenario"])
     adopted = having(rs, "adoption")
     ad = bounded_mean_ci(adopted["adoption"].tolist(), clusters=adopted["scenario"].tolist()) if len(adopted) else None
     per_task = tasks(rs)
     kk = min(min(n for n, _ in per_task.values()), k) if per_task else k
     row = {
-        "n_scenarios": len(per_task),
-        "n_trials": len(rs),
-        "n_total": len(every),
+        N_SCENARIOS: len(per_task),
+        N_TRIALS: len(rs),
+        N_TOTAL: len(every),
         **missing_counts(every),
-        "passes": count(rs["passed"]),
-        "failed_outcomes": count(not c for c in rs["completed"]),
-        "fairness": fair["mean"],
-        "fairness_se": fair["se"],
-        "fairness_lo": fair["lo"],
-        "fairness_hi": fair["hi"],
-        "fairness_method": fair["method"],
+        PASSES: count(rs["passed"]),
+        FAILED_OUTCOMES: count(not c for c in rs["completed"]),
+        FAIRNESS: fair["mean"],
+        FAIRNESS_SE: fair["se"],
+        FAIRNESS_LO: fair["lo"],
+        FAIRNESS_HI: fair["hi"],
+        FAIRNESS_METHOD: fair["method"],
         "diff": None,
-        "diff_se": None,
-        "diff_lo": None,
-        "diff_hi": None,
-        "diff_method": None,
-        "t_p": None,
-        "wilcoxon_p": None,
-        "holm_t_p": None,
-        "holm_wilcoxon_p": None,
-        "diff_n": None,
-        "mde": None,
-        "variance": None,
+        DIFF_SE: None,
+        DIFF_LO: None,
+        DIFF_HI: None,
+        DIFF_METHOD: None,
+        T_P: None,
+        WILCOXON_P: None,
+        HOLM_T_P: None,
+        HOLM_WILCOXON_P: None,
+        DIFF_N: None,
+        MDE: None,
+        VARIANCE: None,
         "verdict": "",
-        "rank": None,
-        "pass_at_1": mean_pass_at_k(per_task, 1)["mean"],
+        RANK: None,
+        PASS_AT_1: mean_pass_at_k(per_task, 1)["mean"],
         "k": kk,
-        "pass_at_k": mean_pass_at_k(per_task, kk)["mean"],
-        "pass_hat_k": mean_pass_hat_k(per_task, kk)["mean"],
-        "cost_per_trial": mean(rs["cost_usd"]),
-        "wall_per_trial": mean(rs["wall_seconds"]),
-        "work_per_trial": mean(column(rs, "work_seconds")),
-        "startup_per_trial": mean(column(rs, "server_startup_seconds")),
-        "tokens_per_trial": mean(rs["tokens_total"]),
+        PASS_AT_K: mean_pass_at_k(per_task, kk)["mean"],
+        PASS_HAT_K: mean_pass_hat_k(per_task, kk)["mean"],
+        COST_PER_TRIAL: mean(rs["cost_usd"]),
+        WALL_PER_TRIAL: mean(rs["wall_seconds"]),
+        WORK_PER_TRIAL: mean(column(rs, "work_seconds")),
+        STARTUP_PER_TRIAL: mean(column(rs, "server_startup_seconds")),
+        TOKENS_PER_TRIAL: mean(rs[TOKENS_TOTAL]),
         "adoption": ad["mean"] if ad else None,
-        "adoption_lo": ad["lo"] if ad else None,
-        "adoption_hi": ad["hi"] if ad else None,
+        ADOPTION_LO: ad["lo"] if ad else None,
+        ADOPTION_HI: ad["hi"] if ad else None,
     }
     row.update({f: mean(rs[f]) for f in TOOL_MEAN_FIELDS})
-    row["efficiency_basis"] = bases(rs)
+    row[EFFICIENCY_BASIS] = bases(rs)
     row["citations"] = total(rs["citations"])  # the n of the citation rates
     row.update({f: mean(column(rs, f)) for f in EXPECTED_TOOLS_FIELDS})
     row.update({e: total(every[e]) for e in ERROR_KINDS})
     return row
 
 
-def against_baseline(row: dict, mine: dict, base_fair: dict, noise: float | None, margin: float) -> None:
+def against_baseline(row: ToolRow, mine: dict, base_fair: dict, noise: float | None, margin: float) -> None:
     """Fill a tool row's paired difference of per-scenario fairness means against the baseline
     (stats.paired_difference on [-1, 1]), its variance components and minimum detectable
     effect (stats.variance_components, min_detectable_effect), and its verdict."""
@@ -289,37 +338,40 @@ def against_baseline(row: dict, mine: dict, base_fair: dict, noise: float | None
         {s: mean(v) for s, v in mine.items()}, {s: mean(v) for s, v in base_fair.items()}, bounds=(-1, 1)
     )
     row.update(
-        diff=d["mean_diff"],
-        diff_se=d["se"],
-        diff_lo=d["lo"],
-        diff_hi=d["hi"],
-        diff_method=d["method"],
-        t_p=d["t_p"],
-        wilcoxon_p=d["wilcoxon_p"],
-        diff_n=d["n"],
+        {
+            "diff": d["mean_diff"],
+            DIFF_SE: d["se"],
+            DIFF_LO: d["lo"],
+            DIFF_HI: d["hi"],
+            DIFF_METHOD: d["method"],
+            T_P: d[T_P],
+            WILCOXON_P: d[WILCOXON_P],
+            DIFF_N: d["n"],
+        }
     )
     vc = variance_components(mine, base_fair)
     if vc["omega2"] is not None:
-        row["variance"] = {k: vc[k] for k in ("omega2", "sigma2_a", "sigma2_b", "k_a", "k_b", "n")}
-        row["mde"] = min_detectable_effect(vc["omega2"], vc["sigma2_a"], vc["sigma2_b"], vc["k_a"], vc["k_b"], vc["n"])
+        row[VARIANCE] = {k: vc[k] for k in ("omega2", "sigma2_a", "sigma2_b", "k_a", "k_b", "n")}
+        row[MDE] = min_detectable_effect(vc["omega2"], vc["sigma2_a"], vc["sigma2_b"], vc["k_a"], vc["k_b"], vc["n"])
     row["verdict"] = verdict(row, noise, margin)
 
 
-def holm_columns(rows: list[dict]) -> None:
+def holm_columns(rows: list[ToolRow] | list[ComparisonRow]) -> None:
     """holm_t_p and holm_wilcoxon_p: stats.holm_adjust of t_p and wilcoxon_p across the rows."""
     from mcptrials.stats.paired import holm_adjust
 
-    for pkey, hkey in (("t_p", "holm_t_p"), ("wilcoxon_p", "holm_wilcoxon_p")):
-        adj = holm_adjust({i: r[pkey] for i, r in enumerate(rows)})
-        for i, r in enumerate(rows):
-            r[hkey] = adj[i]
+    t_p = holm_adjust({i: r[T_P] for i, r in enumerate(rows)})
+    wilcoxon_p = holm_adjust({i: r[WILCOXON_P] for i, r in enumerate(rows)})
+    for i, r in enumerate(rows):
+        r[HOLM_T_P], r[HOLM_WILCOXON_P] = t_p[i], wilcoxon_p[i]
 
 
-def rank_better(rows: list[dict]) -> None:
+def rank_better(rows: list[ToolRow]) -> None:
     """Set `rank` 1, 2, ... on the rows whose verdict is `better`, largest difference first.
     Only those: a tool judged worse is never "1", even when it is the only one outside the noise."""
-    for i, r in enumerate(sorted((r for r in rows if r["verdict"] == "better"), key=lambda r: -r["diff"]), 1):
-        r["rank"] = i
+    better = [r for r in rows if r["verdict"] == "better"]  # a better one has its difference
+    for i, r in enumerate(sorted(better, key=lambda r: -(r["diff"] or 0.0)), 1):
+        r[RANK] = i
 
 
 VERDICT_METHOD = (
@@ -330,15 +382,15 @@ VERDICT_METHOD = (
 )
 
 
-def verdict(row: dict, noise: float | None, margin: float) -> str:
+def verdict(row: ToolRow | ComparisonRow, noise: float | None, margin: float) -> str:
     """A paired difference's verdict: stats.practical_verdict of its interval against the smallest
     difference that matters, `margin` (better, worse, no practical difference, within noise), a
     better or worse whose |difference| is below the judge's spread `noise` (None: the judge ran
     once) being `within noise` too. Only `better` is ranked."""
     from mcptrials.stats.paired import BETTER, WITHIN_NOISE, WORSE, practical_verdict
 
-    v = practical_verdict(row["diff_lo"], row["diff_hi"], margin)
-    if v in (BETTER, WORSE) and noise is not None and abs(row["diff"]) < noise:
+    v = practical_verdict(row[DIFF_LO], row[DIFF_HI], margin)
+    if v in (BETTER, WORSE) and noise is not None and abs(row["diff"] or 0.0) < noise:
         return WITHIN_NOISE
     return v
 
@@ -352,34 +404,34 @@ def scenarios_with_data(trials: pd.DataFrame, model: str) -> int:
     return int(used(trials[trials["model"] == model])["scenario"].nunique())
 
 
-def power_line(model: str, tools: list[dict], n: int, trials: int, planned: int | None = None) -> dict:
+def power_line(model: str, tools: list[ToolRow], n: int, trials: int, planned: int | None = None) -> dict:
     """The report's power sentence for one model, from the tools' minimum detectable effects
     (stats.min_detectable_effect) and, for the noisiest tool, stats.scenarios_needed for
     POWER_TARGET with the same variance components. `n` = the scenarios with data
     (scenarios_with_data), `planned` = the run's scenarios, named beside it when more."""
     from mcptrials.stats.power import scenarios_needed
 
-    rows = [r for r in tools if r["model"] == model and r["mde"] is not None]
+    rows = [r for r in tools if r["model"] == model and r[MDE] is not None]
     counted = f"{n} scenario(s)" + (f" with data (of {planned})" if planned is not None and planned != n else "")
     text = f"with {counted} and {trials} trial(s) the smallest difference this run can detect is "
     needed = None
     if rows:
-        lo, hi = min(rows, key=lambda r: r["mde"]), max(rows, key=lambda r: r["mde"])
-        text += f"{hi['mde']:.3f}" if lo is hi else f"{lo['mde']:.3f} ({lo['tool']}) to {hi['mde']:.3f} ({hi['tool']})"
+        lo, hi = min(rows, key=lambda r: r[MDE] or 0.0), max(rows, key=lambda r: r[MDE] or 0.0)  # all have one
+        text += f"{hi[MDE]:.3f}" if lo is hi else f"{lo[MDE]:.3f} ({lo['tool']}) to {hi[MDE]:.3f} ({hi['tool']})"
         text += " in fairness (0-1; alpha 0.05 two-sided, 80% power)"
-        vc = hi["variance"]
-        if vc["omega2"] + vc["sigma2_a"] + vc["sigma2_b"] > 0:
+        vc = hi[VARIANCE]
+        if vc is not None and vc["omega2"] + vc["sigma2_a"] + vc["sigma2_b"] > 0:
             needed = scenarios_needed(POWER_TARGET, vc["omega2"], vc["sigma2_a"], vc["sigma2_b"], vc["k_a"], vc["k_b"])
             text += f"; detecting a difference of {POWER_TARGET} would need about {needed} scenarios"
     else:
         text += "not estimable (needs a baseline and at least 2 scenarios)"
     return {
         "model": model,
-        "n_scenarios": n,
+        N_SCENARIOS: n,
         "n_scenarios_planned": n if planned is None else planned,
         "trials": trials,
         "text": text,
-        "mde": {r["tool"]: r["mde"] for r in rows},
+        MDE: {r["tool"]: r[MDE] for r in rows},
         "target": POWER_TARGET,
         "scenarios_needed": needed,
     }
@@ -422,7 +474,7 @@ def scenario_flags(trials: pd.DataFrame, m: Matrix) -> list[dict]:
             "sha256": sc.sha256,
             "trials": len(rs),
             **missing_counts(every),
-            "passes": passes,
+            PASSES: passes,
             "flag": flag,
         }
 
@@ -444,7 +496,7 @@ def gold_recall_view(trials: pd.DataFrame) -> list[dict]:
     """Per (model, tool), over the trials that count of scenarios with gold rows: the mean cited
     recall, mention recall and cited recall of each row group (issue 23: beside the headline)."""
     rs = used(trials)
-    gold = having(rs, "gold_rows", lambda v: not absent(v) and bool(v))
+    gold = having(rs, GOLD_ROWS, lambda v: not absent(v) and bool(v))
 
     def figures(g):
         # a group's column is NaN for the trials whose scenario lacks it (None: there, not measured)
@@ -455,8 +507,8 @@ def gold_recall_view(trials: pd.DataFrame) -> list[dict]:
         )
         return {
             "n": len(g),
-            "cited_recall": mean(g["cited_recall"]),
-            "mention_recall": mean(g["mention_recall"]),
+            CITED_RECALL: mean(g[CITED_RECALL]),
+            MENTION_RECALL: mean(g[MENTION_RECALL]),
             "groups": {
                 name: {
                     "mean": mean(g[f"cited_recall_{name}"]),
@@ -472,7 +524,7 @@ def gold_recall_view(trials: pd.DataFrame) -> list[dict]:
 def missing_summary(trials: pd.DataFrame, max_attempts: int) -> dict:
     """summary.json `missing`: how many trials are missing and why, which ones, and a note."""
     gone = trials[trials["missing"]]
-    reasons = gone["missing_reason"]
+    reasons = gone[MISSING_REASON]
     by_reason = {why: int(n) for why, n in reasons.groupby(reasons, sort=False).size().items()}
     note = None
     if len(gone):
@@ -487,13 +539,13 @@ def missing_summary(trials: pd.DataFrame, max_attempts: int) -> dict:
             f"retries.max_attempts = {max_attempts} attempts" + (f"; {spent} have used them up" if spent else "") + ")"
         )
     return {
-        "n_trials": len(trials),
+        N_TRIALS: len(trials),
         "n_used": len(trials) - len(gone),
-        "n_missing": len(gone),
+        N_MISSING: len(gone),
         "by_reason": by_reason,
         "max_attempts": max_attempts,
         "note": note,
-        "trials": gone[["model", "tool", "scenario", "trial", "outcome", "missing_reason", "attempts"]].to_dict(
+        "trials": gone[["model", "tool", "scenario", "trial", "outcome", MISSING_REASON, "attempts"]].to_dict(
             "records"
         ),
     }

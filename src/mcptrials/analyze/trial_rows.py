@@ -11,12 +11,44 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from mcptrials.core.outcomes import COMPLETED, is_missing, missing_reason, read_attempts
+from mcptrials.core.rows import TrialRow
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.matrix.tools import BASELINE
+from mcptrials.core.keys import (
+    CITATION_GROUNDING,
+    CITATION_GROUNDING_LENIENT,
+    CITED_RECALL,
+    EFFICIENCY_BASIS,
+    EXACT_PASSED,
+    EXACT_STEPS,
+    FAIRNESS,
+    FAIRNESS_WITHOUT,
+    GOLD_ROWS,
+    GROUNDED_RATE,
+    JUDGE_COST_USD,
+    KEYWORD_COVERAGE,
+    MENTION_RECALL,
+    MISSING_REASON,
+    MODEL_NAME,
+    QUALITY_REPEATS,
+    SERVER_TOOLS_USED,
+    SERVER_TOOL_ERRORS,
+    STATE_PASSED,
+    STATE_STEPS,
+    STRICT_GROUNDED_RATE,
+    STRICT_VERIFIED_RATE,
+    TOKENS_CACHE_READ,
+    TOKENS_CACHE_WRITE,
+    TOKENS_INPUT_UNCACHED,
+    TOKENS_OUTPUT,
+    TOKENS_TOTAL,
+    VERIFIED_RATE,
+    VERIFIED_RATE_STRICT,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -25,21 +57,21 @@ ERROR_KINDS = ("tool_error", "protocol_error", "api_error", "harness_error")
 # the figures of a trial that are scores: None for a missing trial (never 0)
 SCORE_FIELDS = (
     "passed",
-    "keyword_coverage",
-    "citation_grounding",
-    "verified_rate",
-    "cited_recall",
-    "exact_passed",
-    "state_passed",
+    KEYWORD_COVERAGE,
+    CITATION_GROUNDING,
+    VERIFIED_RATE,
+    CITED_RECALL,
+    EXACT_PASSED,
+    STATE_PASSED,
     "quality",
     "efficiency",
-    "fairness",
+    FAIRNESS,
     "tool_fluency",
     "discoverability",
     "adoption",
 )
 FILES = ("transcript.json", "run_meta.json", "scored.json", "judged.json")
-GOLD_PREFIXES = ("cited_recall_", "mention_recall")
+GOLD_PREFIXES = ("cited_recall_", MENTION_RECALL)
 COST_METHOD = "recomputed from usage with the config's pricing"
 EFFICIENCY_METHOD = (
     "stats.relative_efficiency of cost and the agent's working time (work_seconds: the steps' "
@@ -73,7 +105,7 @@ def read_json(path: Path) -> dict:
         ) from None
 
 
-def load_records(m: Matrix, runs, cells=None) -> list[dict]:
+def load_records(m: Matrix, runs, cells=None) -> list[dict[str, Any]]:
     """The four records of every trial of the current matrix, in matrix order (or of `cells`,
     TrialKeys: a run in waves reads the trials its waves ran, mcptrials.analyze.sequential).
     A missing file is an error naming it: a trial is never silently dropped."""
@@ -85,10 +117,10 @@ def load_records(m: Matrix, runs, cells=None) -> list[dict]:
         if gone:
             missing += gone
             continue
-        rec = {name.removesuffix(".json"): read_json(p) for name, p in paths.items()}
+        rec: dict[str, Any] = {name.removesuffix(".json"): read_json(p) for name, p in paths.items()}
         rec["key"] = {
             "model": model_label(m, cell.model, cell.host),
-            "model_name": cell.model,
+            MODEL_NAME: cell.model,
             "host": cell.host,
             "tool": cell.tool,
             "repo": cell.repo,
@@ -120,7 +152,7 @@ def mean(values):
     return sum(vals) / len(vals) if vals else None
 
 
-def trial_frame(rows: list[dict]) -> pd.DataFrame:
+def trial_frame(rows: list[TrialRow]) -> pd.DataFrame:
     """The trial rows as one DataFrame, columns in order of first appearance, values as they
     are (dtype object), but `missing` a bool column (a row without it counts: the trials that
     count are ~missing)."""
@@ -134,7 +166,7 @@ def trial_frame(rows: list[dict]) -> pd.DataFrame:
 # --- one row per trial ----------------------------------------------------------
 
 
-def raw_row(rec: dict, m: Matrix) -> dict:
+def raw_row(rec: dict, m: Matrix) -> TrialRow:
     """Every figure of one trial that needs no other trial (efficiency and fairness come later).
     Costs come from the recorded usage at the config's pricing, not from the records' cost_usd."""
     from mcptrials.cost.pricing import judge_cost, trial_cost
@@ -148,7 +180,7 @@ def raw_row(rec: dict, m: Matrix) -> dict:
     fluency = None if k["tool"] == BASELINE else ad.get("tool_fluency")
     pricing = m.config["pricing"]
     cost, priced_as = trial_cost(pricing, t)
-    row = dict(k)
+    row: dict[str, Any] = dict(k)
     row.update(
         {
             "suite": m.scenarios[k["scenario"]].data["suite"],
@@ -157,25 +189,25 @@ def raw_row(rec: dict, m: Matrix) -> dict:
             "outcome": outcome,
             "completed": outcome == COMPLETED,
             "passed": bool(s["passed"]) and outcome == COMPLETED,
-            "keyword_coverage": s["keywords"]["coverage"],
+            KEYWORD_COVERAGE: s["keywords"]["coverage"],
             # fairness's citation part is the strict grounding (graders.citations.citation_rates)
-            "citation_grounding": cit["rates"].get("strict_grounded_rate", cit["rates"]["grounded_rate"]),
-            "citation_grounding_lenient": cit["rates"]["grounded_rate"],
-            "verified_rate_strict": cit["rates"].get("strict_verified_rate"),
+            CITATION_GROUNDING: cit["rates"].get(STRICT_GROUNDED_RATE, cit["rates"][GROUNDED_RATE]),
+            CITATION_GROUNDING_LENIENT: cit["rates"][GROUNDED_RATE],
+            VERIFIED_RATE_STRICT: cit["rates"].get(STRICT_VERIFIED_RATE),
             "citations": cit["counts"]["total"],
             "grounded": cit["counts"]["grounded"],
             "hallucinated": cit["counts"]["hallucinated"],
             "unresolved": cit["counts"]["unresolved"],
-            "verified_rate": cit["rates"]["verified_rate"],
-            "cited_recall": cit["rates"]["cited_recall"],
-            "exact_steps": s["exact"]["steps"],
-            "exact_passed": s["exact"]["passed"],
-            "state_steps": s["state"]["steps"],
-            "state_passed": s["state"]["passed"],
+            VERIFIED_RATE: cit["rates"][VERIFIED_RATE],
+            CITED_RECALL: cit["rates"][CITED_RECALL],
+            EXACT_STEPS: s["exact"]["steps"],
+            EXACT_PASSED: s["exact"]["passed"],
+            STATE_STEPS: s["state"]["steps"],
+            STATE_PASSED: s["state"]["passed"],
             "quality": j["quality_mean"],
-            "quality_repeats": len(j["quality"]),
+            QUALITY_REPEATS: len(j["quality"]),
             "efficiency": None,
-            "fairness": None,
+            FAIRNESS: None,
             "tool_fluency": fluency,
             "discoverability": disc,
             "adoption": adoption(fluency, disc),
@@ -185,10 +217,10 @@ def raw_row(rec: dict, m: Matrix) -> dict:
             **{k2: int(t["errors"].get(k2, 0)) for k2 in ERROR_KINDS},
             "tool_error_rate": ad.get("tool_error_rate"),
             # which server tools the trial called and how many of those calls failed (compare's gate)
-            "server_tools_used": sorted(ad.get("per_tool") or {}),
-            "server_tool_errors": sum(int(v.get("errors") or 0) for v in (ad.get("per_tool") or {}).values()),
+            SERVER_TOOLS_USED: sorted(ad.get("per_tool") or {}),
+            SERVER_TOOL_ERRORS: sum(int(v.get("errors") or 0) for v in (ad.get("per_tool") or {}).values()),
             **expected_tools_means(ad),
-            "judge_cost_usd": judge_cost(pricing, j),
+            JUDGE_COST_USD: judge_cost(pricing, j),
             "server_startup_seconds": meta.get("server_startup_seconds"),
             "server_peak_rss_kb": meta.get("server_peak_rss_kb"),
             "page": trial_page(k["model"], k["tool"], k["scenario"], k["trial"]),  # model = model@host when several
@@ -199,13 +231,13 @@ def raw_row(rec: dict, m: Matrix) -> dict:
             {
                 k: None
                 for k in (
-                    "citation_grounding",
+                    CITATION_GROUNDING,
                     "citations",
                     "grounded",
                     "hallucinated",
                     "unresolved",
-                    "verified_rate",
-                    "cited_recall",
+                    VERIFIED_RATE,
+                    CITED_RECALL,
                 )
             }
         )
@@ -214,13 +246,17 @@ def raw_row(rec: dict, m: Matrix) -> dict:
     row.update(gold_recall_columns(s.get("gold_recall")))
     att = rec.get("attempts")
     row.update(
-        missing=is_missing(outcome),
-        missing_reason=missing_reason(outcome, t.get("outcome_detail")),
-        attempts=int(att["runs"]) if att else 1,
+        {
+            "missing": is_missing(outcome),
+            MISSING_REASON: missing_reason(outcome, t.get("outcome_detail")),
+            "attempts": int(att["runs"]) if att else 1,
+        }
     )
     if row["missing"]:  # neither a pass nor a fail nor a zero: no score at all
         row.update({f: None for f in (*SCORE_FIELDS, *(k for k in row if k.startswith(GOLD_PREFIXES)))})
-    return row
+    # a dict until here: the gold columns are named by the scenario (TrialRow's docstring);
+    # tests/analyze/test_aggregate.py checks each row against TrialRow
+    return cast(TrialRow, row)
 
 
 def usage_columns(t: dict, eff: dict) -> dict:
@@ -229,11 +265,11 @@ def usage_columns(t: dict, eff: dict) -> dict:
 
     tokens = eff["tokens"]
     return {
-        "tokens_input_uncached": tokens["input_uncached"],
-        "tokens_cache_write": tokens["cache_write"],
-        "tokens_cache_read": tokens["cache_read"],
-        "tokens_output": tokens["output"],
-        "tokens_total": tokens["total"],
+        TOKENS_INPUT_UNCACHED: tokens["input_uncached"],
+        TOKENS_CACHE_WRITE: tokens["cache_write"],
+        TOKENS_CACHE_READ: tokens["cache_read"],
+        TOKENS_OUTPUT: tokens["output"],
+        TOKENS_TOTAL: tokens["total"],
         "turns": eff["turns"],
         "api_calls": eff.get("api_calls"),
         "retries": eff.get("retries"),
@@ -251,10 +287,10 @@ def gold_recall_columns(gold: dict | None) -> dict:
     if not gold:
         return {}
     return {
-        "cited_recall": gold["cited_recall"],
-        "mention_recall": gold["mention_recall"],
-        "gold_rows": gold["total"],
-        **{f"cited_recall_{g}": v["cited_recall"] for g, v in sorted(gold["groups"].items())},
+        CITED_RECALL: gold[CITED_RECALL],
+        MENTION_RECALL: gold[MENTION_RECALL],
+        GOLD_ROWS: gold["total"],
+        **{f"cited_recall_{g}": v[CITED_RECALL] for g, v in sorted(gold["groups"].items())},
     }
 
 
@@ -268,7 +304,7 @@ def expected_tools_means(ad: dict) -> dict:
 # --- efficiency and fairness: the figures that need other trials --------------------------
 
 
-def baseline_means(rows: list[dict]) -> dict:
+def baseline_means(rows: list[TrialRow]) -> dict:
     """(model, scenario) -> (cost, working time) references of its completed baseline trials:
     stats.efficiency_reference of each (their geometric mean, what stats.relative_efficiency
     measures every arm's trials against, the baseline's own included). Working time is
@@ -311,7 +347,7 @@ def efficiency_basis(cost, work, base_cost, base_work) -> str:
     return "cost only, no time" if has_cost else "none, 0.5"
 
 
-def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]:
+def score_rows(rows: list[TrialRow], weights: dict, has_baseline: bool) -> list[str]:
     """Fill efficiency and fairness in place; returns notes for the summary."""
     from mcptrials.stats.fairness import EFFICIENCY_EQUAL
 
@@ -319,16 +355,16 @@ def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]
     base = baseline_means(rows)
     lacking = set()
     for r in rows:
-        r["efficiency_basis"] = None
+        r[EFFICIENCY_BASIS] = None
         if r["missing"]:
             continue  # efficiency and fairness stay None
         if not has_baseline:
-            r["efficiency"], r["efficiency_basis"] = EFFICIENCY_EQUAL, "none: no baseline, 0.5"
+            r["efficiency"], r[EFFICIENCY_BASIS] = EFFICIENCY_EQUAL, "none: no baseline, 0.5"
         elif (r["model"], r["scenario"]) in base:
             set_efficiency(r, *base[(r["model"], r["scenario"])])
         else:
             lacking.add((r["model"], r["scenario"]))
-            r["efficiency"], r["efficiency_basis"] = EFFICIENCY_EQUAL, "none: no completed baseline trial, 0.5"
+            r["efficiency"], r[EFFICIENCY_BASIS] = EFFICIENCY_EQUAL, "none: no completed baseline trial, 0.5"
         set_fairness(r, weights)
     if not has_baseline:
         notes.append(
@@ -340,23 +376,23 @@ def score_rows(rows: list[dict], weights: dict, has_baseline: bool) -> list[str]
     return notes
 
 
-def set_efficiency(r: dict, base_cost, base_work) -> None:
+def set_efficiency(r: TrialRow, base_cost, base_work) -> None:
     """stats.relative_efficiency of the trial's cost and working time against its baseline's references."""
     from mcptrials.stats.fairness import relative_efficiency
 
     work = r.get("work_seconds", r["wall_seconds"])
     r["efficiency"] = relative_efficiency(r["cost_usd"], work, base_cost, base_work)
-    r["efficiency_basis"] = efficiency_basis(r["cost_usd"], work, base_cost, base_work)
+    r[EFFICIENCY_BASIS] = efficiency_basis(r["cost_usd"], work, base_cost, base_work)
 
 
-def set_fairness(r: dict, weights: dict) -> None:
+def set_fairness(r: TrialRow, weights: dict) -> None:
     """stats.fairness of a trial that counts; a part that is missing, not zero (citations not
     checked: no checkout; quality not judged: no recorded judgement) is left out with
     stats.fairness_without's weights, and `fairness_without` says which and why."""
     from mcptrials.stats.fairness import fairness, fairness_without
 
     if not r["completed"]:
-        r["fairness"] = 0.0  # a failed (attributable) trial scores 0 and counts as a fail
+        r[FAIRNESS] = 0.0  # a failed (attributable) trial scores 0 and counts as a fail
         return
     gone = {
         k: why
@@ -367,8 +403,6 @@ def set_fairness(r: dict, weights: dict) -> None:
         if why and weights[k]
     }
     rest = fairness_without(weights, gone) if gone else None
-    r["fairness"] = fairness(
-        r["keyword_coverage"], r["quality"], r["citation_grounding"], r["efficiency"], rest or weights
-    )
+    r[FAIRNESS] = fairness(r[KEYWORD_COVERAGE], r["quality"], r[CITATION_GROUNDING], r["efficiency"], rest or weights)
     if rest:
-        r["fairness_without"] = "; ".join(f"{k} ({why})" for k, why in gone.items())
+        r[FAIRNESS_WITHOUT] = "; ".join(f"{k} ({why})" for k, why in gone.items())

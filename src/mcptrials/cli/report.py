@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from mcptrials.cli.common import add_config, load_config
+from mcptrials.core.keys import PAGES
 
 
 def register(sub) -> None:
@@ -31,5 +32,5 @@ def cmd_report(args) -> int:
         return 1
     print(f"report: {Path(paths['html']).resolve()}")
     print(f"report: {Path(paths['md']).resolve()}")
-    print(f"{len(paths['pages'])} trial page(s) under {Path(args.out_dir) / 'trials'}", file=sys.stderr)
+    print(f"{len(paths[PAGES])} trial page(s) under {Path(args.out_dir) / 'trials'}", file=sys.stderr)
     return 0

@@ -10,8 +10,11 @@ A NamedTuple, so it is frozen, typed and unpacks as the bare tuple it replaces.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+from mcptrials.core.record_types import Cell
 
 FIELDS = ("model", "host", "tool", "repo", "scenario", "trial")
 RUN_DIR = "/".join("{" + f + "}" for f in FIELDS)  # under the runs folder
@@ -26,9 +29,9 @@ class TrialKey(NamedTuple):
     trial: int
 
     @classmethod
-    def of(cls, cell: dict) -> TrialKey:
+    def of(cls, cell: Mapping[str, Any]) -> TrialKey:
         """From a record's `cell` (or any mapping with the six fields)."""
-        return cls(*(cell[f] for f in FIELDS[:-1]), int(cell["trial"]))
+        return cls(cell["model"], cell["host"], cell["tool"], cell["repo"], cell["scenario"], int(cell["trial"]))
 
     @classmethod
     def from_dir(cls, runs: str | Path, folder: str | Path) -> TrialKey:
@@ -36,16 +39,19 @@ class TrialKey(NamedTuple):
         parts = Path(folder).relative_to(runs).parts
         if len(parts) != len(FIELDS):
             raise ValueError(f"{folder} is not a trial folder under {runs} ({RUN_DIR})")
-        return cls(*parts[:-1], int(parts[-1]))
+        model, host, tool, repo, scenario, trial = parts
+        return cls(model, host, tool, repo, scenario, int(trial))
 
     @property
     def key(self) -> str:
         """model/host/tool/repo/scenario/trial: the ledger's and the tables' name of the trial."""
         return "/".join(str(v) for v in self)
 
-    def cell(self) -> dict:
+    def cell(self) -> Cell:
         """The `cell` object every record carries."""
-        return self._asdict()
+        return Cell(
+            model=self.model, host=self.host, tool=self.tool, repo=self.repo, scenario=self.scenario, trial=self.trial
+        )
 
     def dir(self, runs: str | Path) -> Path:
         """The trial's folder under the runs folder."""

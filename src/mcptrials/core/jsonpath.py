@@ -41,7 +41,8 @@ def parse(path: str) -> list[tuple]:
     """The path's steps: ('member', name) | ('index', n) | ('all',) | ('filter', [names], op, value)."""
     if not isinstance(path, str) or not path.startswith("$"):
         raise ValueError(f"a JSON path starts with '$', got {path!r}; start it at the document, e.g. $.name or $[0]")
-    steps, i = [], 1
+    steps: list[tuple] = []
+    i = 1
     while i < len(path):
         rest = path[i:]
         if rest.startswith(".*") or rest.startswith("[*]"):

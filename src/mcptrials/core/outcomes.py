@@ -23,7 +23,9 @@ import glob
 import json
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 COMPLETED = "completed"
 ATTRIBUTABLE = ("completed", "max_turns", "budget_exceeded", "timed_out", "server_crashed")
@@ -65,7 +67,7 @@ def read_attempts(trial_dir) -> dict | None:
 
 def record_attempt(
     trial_dir,
-    transcript: dict,
+    transcript: Mapping[str, Any],
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     retriable: bool = True,
     kept: str | None = None,

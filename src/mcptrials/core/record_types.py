@@ -71,13 +71,27 @@ class TranscriptRecord(TypedDict):
 
 
 class Keywords(TypedDict):
-    coverage: float
+    coverage: float | None  # null when the step has no keyword checks
     required_passed: bool
 
 
+class CitationRates(TypedDict):
+    """grade.citations.citation_rates (the formulas there); the pooled rates of the citations'
+    composition (grade.composition.view) and the trial rows copy them."""
+
+    grounded_rate: float | None
+    hallucinated_rate: float | None
+    unresolved_rate: float | None
+    verified_rate: float | None
+    cited_recall: float | None
+    strict_grounded_rate: NotRequired[float | None]  # older records lack it
+    strict_verified_rate: NotRequired[float | None]
+    strict_undetermined_rate: NotRequired[float | None]  # grader 8 on (issue 34)
+
+
 class Citations(TypedDict):
-    counts: dict[str, int]
-    rates: dict[str, float | None]
+    counts: dict[str, Any]  # the integer counts, and by_form and ungrounded (grade.composition)
+    rates: CitationRates
 
 
 class StepsPassed(TypedDict):
@@ -116,9 +130,9 @@ class Efficiency(TypedDict):
     tool_calls: int
     tool_calls_mcp: int
     tool_calls_builtin: int
-    wall_seconds: float
+    wall_seconds: float | None  # scored.schema.yaml: null when the transcript has none
     server_startup_seconds: NotRequired[float | None]
-    work_seconds: NotRequired[float]
+    work_seconds: NotRequired[float | None]
     steps: list[dict[str, Any]]
 
 

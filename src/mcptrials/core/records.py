@@ -6,6 +6,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import overload
 
 
 def write_json(path, obj) -> None:
@@ -24,7 +25,11 @@ def write_json(path, obj) -> None:
         raise
 
 
-def project_path(path) -> str | None:
+@overload
+def project_path(path: None) -> None: ...
+@overload
+def project_path(path: str | os.PathLike[str]) -> str: ...
+def project_path(path: str | os.PathLike[str] | None) -> str | None:
     """A path as records keep it: relative to the project (the working directory every
     stage runs in) when it lies inside it, so a project copied elsewhere, results and
     all, still reads right; a path outside the project (a mirror elsewhere) stays as is."""

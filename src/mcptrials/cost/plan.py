@@ -29,8 +29,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from mcptrials.core.identity import TrialKey
+from mcptrials.core.record_types import JudgedRecord, TranscriptRecord
 from mcptrials.cost.budget import FREE_PROVIDERS, NOT_RUN, Ledger, budget_cap, ledger_path
 from mcptrials.cost.pricing import CACHE_READ_FACTOR, CACHE_WRITE_FACTOR, judge_cost, trial_cost
 from mcptrials.matrix.specs import JudgeSpec
@@ -219,27 +221,19 @@ def _read(path: Path) -> dict | None:
         return None
 
 
-def cell_cost(
-    m,
-    model: str,
-    host: str,
-    tool: str,
-    repo: str,
-    scenario: str,
-    results: Path = Path("results"),
-    planned: set[int] | None = None,
-) -> CellCost:
-    """The cost of one cell (its `trials` trials) over the records in `results`: see the module
-    docstring. mcptrials.run.runner reserves `per_trial` of it in the ledger before a trial starts.
+def cell_cost(m, key: TrialKey, results: Path = Path("results"), planned: set[int] | None = None) -> CellCost:
+    """The cost of the cell of trial `key` (its `trials` trials, whatever key.trial) over the
+    records in `results`: see the module docstring. mcptrials.run.runner reserves `per_trial`
+    of it in the ledger before a trial starts.
     `planned`: the numbers of the cell's trials the next run will run, new and rerun
     (mcptrials.dag.planned); without it, the trials with no transcript or a missing one."""
     results = Path(results)
     pricing = m.config["pricing"]
+    model, host, tool, repo, scenario, _ = key
     mspec = m.specs.models[model]
     sc = m.scenarios[scenario]
     mine = [
-        TrialKey(model, host, tool, repo, scenario, k).dir(results / "runs") / "transcript.json"
-        for k in range(1, m.trials + 1)
+        key._replace(trial=k).dir(results / "runs") / "transcript.json" for k in range(1, m.trials + 1)
     ]  # trials >= 1 (the schema)
     folder = mine[0].parent.parent  # the cell's folder: its trial folders, this run's and any earlier one's
     judge = _judge_part(m, scenario, folder, mine, planned)
@@ -251,7 +245,7 @@ def cell_cost(
     to_run = (
         len(planned)
         if planned is not None
-        else sum(1 for p in mine if found.get(p) is None or found[p].get("outcome") in RETRIED)
+        else sum(1 for p in mine if (t := found.get(p)) is None or t.get("outcome") in RETRIED)
     )
     price = _price(pricing, mspec)
     lim = m.specs.limits.overridden(sc.data["limits"])
@@ -271,7 +265,7 @@ def cell_cost(
     for t in found.values():
         if not t or t.get("outcome") == NOT_RUN or "usage" not in t or "cell" not in t:
             continue
-        cost, _ = trial_cost(pricing, t)
+        cost, _ = trial_cost(pricing, cast(TranscriptRecord, t))  # transcript.json, as run wrote it
         if cost is not None:
             costs.append(cost)
     if price is None and not costs:
@@ -287,7 +281,9 @@ def cell_cost(
     )
 
 
-def _judge_part(m, scenario: str, folder: Path, mine: list[Path], planned: set[int] | None = None) -> tuple:
+def _judge_part(
+    m, scenario: str, folder: Path, mine: list[Path], planned: set[int] | None = None
+) -> tuple[float | None, float | None, int]:
     """(judge_per_trial, judge_upper_per_trial, to_judge) of one cell: a paid judge's measured
     mean over the cell's judged.json records, else its bound; 0 for the reference judge. A trial
     the run will (re)run is judged again; one not judged yet is judged."""
@@ -302,7 +298,9 @@ def _judge_part(m, scenario: str, folder: Path, mine: list[Path], planned: set[i
     costs = [
         c
         for p in sorted(folder.glob("*/judged.json"))
-        if (j := _read(p)) and "usage" in j and (c := judge_cost(m.config["pricing"], j)) is not None
+        if (j := _read(p))
+        and "usage" in j
+        and (c := judge_cost(m.config["pricing"], cast(JudgedRecord, j))) is not None
     ]
     return (sum(costs) / len(costs) if costs else bound), bound, to_judge
 
@@ -317,12 +315,13 @@ def cost_plan(
     results = Path(results)
     cells = []
     seen = set()
-    for model, host, tool, repo, scenario, _trial in m.cells():
-        if (model, host, tool, scenario) in seen:
+    for key in m.cells():
+        cell = (key.model, key.host, key.tool, key.scenario)
+        if cell in seen:
             continue
-        seen.add((model, host, tool, scenario))
-        mine = None if planned is None else planned.get((model, host, tool, scenario), set())
-        cells.append(cell_cost(m, model, host, tool, repo, scenario, results, mine))
+        seen.add(cell)
+        mine = None if planned is None else planned.get(cell, set())
+        cells.append(cell_cost(m, key, results, mine))
     ledger = ledger_path(results)
     return CostPlan(cells=cells, cap=budget_cap(m.config), spent=Ledger(ledger).total(), ledger=ledger, reasons=reasons)
 
@@ -384,14 +383,14 @@ def format_plan(plan: CostPlan, config_name: str = "") -> str:
         + f", expected {usd(plan.to_spend)}; "
         f"spent so far (ledger {plan.ledger}): {usd(plan.spent)}"
     )
-    nh = [c for c in plan.no_history() if c.floor_per_trial]
-    if nh:
-        ratio = max(c.upper_per_trial / c.floor_per_trial for c in nh)
+    bounded = [c for c in plan.no_history() if c.floor_per_trial]
+    if bounded:
+        ratio = max((c.upper_per_trial or 0.0) / (c.floor_per_trial or 1.0) for c in bounded)  # both set here
         lines.append(
-            f"no history for {len(nh)} cell(s): each is planned at its upper bound, which bills every turn "
+            f"no history for {len(bounded)} cell(s): each is planned at its upper bound, which bills every turn "
             f"at budget.input_tokens_per_call input tokens; the least such a trial can cost (one call per "
             f"step reading only the system prompt and tool definitions) is "
-            f"{usd(_sum(c.floor_per_trial * c.trials for c in nh))} in all, the bound up to {ratio:,.0f}x "
+            f"{usd(_sum((c.floor_per_trial or 0.0) * c.trials for c in bounded))} in all, the bound up to {ratio:,.0f}x "
             "that. Measure them first: `mcptrials pilot` runs trial 1 of every cell, then "
             "`mcptrials plan --cost` prices the rest from it"
         )
@@ -436,7 +435,7 @@ def budget_refusal(plan: CostPlan, where: str = "") -> list[str]:
             f"{field}: the cost of model(s) {', '.join(unpriced)} cannot be estimated or capped: they have no "
             "`pricing` entry; add one (USD per million tokens) or remove the budget"
         ]
-    need = plan.spent + plan.to_spend
+    need = plan.spent + (plan.to_spend or 0.0)  # known: no cell is unpriced (above)
     if need <= plan.cap:
         return []
     nh = [c for c in plan.no_history() if c.to_run]

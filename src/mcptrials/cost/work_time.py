@@ -3,8 +3,11 @@ and compared by efficiency (grade.usage, analyze.aggregate)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
 
-def work_seconds(transcript: dict) -> float | None:
+
+def work_seconds(transcript: Mapping[str, Any]) -> float | None:
     """The agent's working time: what efficiency compares (aggregate), instead of wall time.
 
     work_seconds = sum of the steps' wall_seconds (each step's agent loop: model replies and

@@ -41,6 +41,8 @@ compare_report (the text, Markdown and JUnit); this module runs them (compare_ru
 
 from __future__ import annotations
 
+from typing import Any
+
 from mcptrials import __version__
 from mcptrials.gate.comparable import Refused, refusal_reasons, stale_reasons
 from mcptrials.gate.decision import (
@@ -57,6 +59,8 @@ from mcptrials.gate.findings import DEFAULT_ERROR_RISE, counted, findings
 from mcptrials.gate.sequential import both_sequential, sequential_fairness
 from mcptrials.gate.tools_diff import tools_list_diff
 from mcptrials.matrix.errors import ConfigError
+from mcptrials.core.rows import TrialRow
+from mcptrials.core.keys import FAIRNESS, MODEL_NAME
 
 
 def compare_runs(
@@ -78,8 +82,8 @@ def compare_runs(
     if reasons:
         raise Refused(reasons)
     margin, margin_from = (margin, "--margin") if margin is not None else default_margin(head["summary"])
-    key = lambda r: (r.get("model_name") or r["model"], r.get("host") or "loop", r["tool"])  # noqa: E731
-    groups = {"base": {}, "head": {}}
+    key = lambda r: (r.get(MODEL_NAME) or r["model"], r.get("host") or "loop", r["tool"])  # noqa: E731
+    groups: dict[str, dict[tuple[str, str, str], list[TrialRow]]] = {"base": {}, "head": {}}
     for side, res in (("base", base), ("head", head)):
         for r in res["summary"]["trials"]:
             groups[side].setdefault(key(r), []).append(r)
@@ -117,9 +121,9 @@ def compare_runs(
     for k in keys:
         model, host, tool = k
         b_all, h_all = groups["base"][k], groups["head"][k]
-        used_repos = sorted({r.get("repo") for r in b_all + h_all if r.get("repo")}) or repos
+        used_repos = sorted({r["repo"] for r in b_all + h_all if r.get("repo")}) or repos
         has_server = transports.get(tool, "stdio") != "none"
-        row = {
+        row: dict[str, Any] = {
             "model": model,
             "host": host,
             "tool": tool,
@@ -140,11 +144,11 @@ def compare_runs(
         if both_sequential(base, head):  # trials stopped by their scores: the confidence sequence's interval
             figs["fairness_sequential"] = sequential_fairness(counted(b_all), counted(h_all))
         row["figures"] = figs
-        gate = margin_test(figs.get("fairness_sequential") or figs["fairness"] or {}, margin)
-        gate["interval"] = (figs.get("fairness_sequential") or figs["fairness"] or {}).get("method")
-        gate["verdict"], row["status"] = decide(gate, figs["fairness"], row["findings"], strict, lenient)
-        if gate["verdict"] in ("inconclusive", PROBABLE) and figs["fairness"]:
-            gate["to_decide"] = scenarios_to_decide(counted(b_all), counted(h_all), figs["fairness"], margin)
+        gate = margin_test(figs.get("fairness_sequential") or figs[FAIRNESS] or {}, margin)
+        gate["interval"] = (figs.get("fairness_sequential") or figs[FAIRNESS] or {}).get("method")
+        gate["verdict"], row["status"] = decide(gate, figs[FAIRNESS], row["findings"], strict, lenient)
+        if gate["verdict"] in ("inconclusive", PROBABLE) and figs[FAIRNESS]:
+            gate["to_decide"] = scenarios_to_decide(counted(b_all), counted(h_all), figs[FAIRNESS], margin)
         row["gate"] = gate
         rows.append(row)
     bi, hi = base["summary"]["identity"], head["summary"]["identity"]

@@ -7,6 +7,7 @@ import html
 
 from mcptrials import __version__
 from mcptrials.gate.tools_diff import cut
+from mcptrials.core.keys import FAIRNESS
 
 MARKDOWN_LIMIT = 60000  # GitHub refuses comments over 65,536 characters
 
@@ -74,7 +75,7 @@ def _verdict(r: dict) -> str:
 def _row_line(r: dict) -> str:
     f = r["figures"]
     return (
-        f"{_label(r)}: {r['status'].upper()} ({_verdict(r)}); fairness {_interval(f['fairness'])}; "
+        f"{_label(r)}: {r['status'].upper()} ({_verdict(r)}); fairness {_interval(f[FAIRNESS])}; "
         f"pass rate {_interval(f['pass_rate'])}; cost {_interval(f['cost_usd'], usd=True)}; "
         f"errors {_interval(f['error_rate'])}; trials {r['n_base']} → {r['n_head']}"
         + (f" (missing {r['missing_base']} → {r['missing_head']})" if r["missing_base"] or r["missing_head"] else "")
@@ -142,7 +143,7 @@ def markdown(result: dict) -> str:
         mark = "❌" if r["status"] == "fail" else "✅"
         t.append(
             f"| {r['tool']} | {r['model']}@{r['host']} | {mark} {html.escape(_verdict(r), quote=False)} | "
-            f"{_interval(f['fairness'])} | {_interval(f['pass_rate'])} | {_interval(f['cost_usd'], usd=True)} | "
+            f"{_interval(f[FAIRNESS])} | {_interval(f['pass_rate'])} | {_interval(f['cost_usd'], usd=True)} | "
             f"{_interval(f['error_rate'])} | {r['n_base']} → {r['n_head']}"
             + (
                 f" (missing {r['missing_base']} → {r['missing_head']})"
@@ -211,7 +212,7 @@ def junit(result: dict | None, reasons: list[str] | None = None) -> str:
             else:
                 message = (
                     f"{g['verdict']}: 90% interval of Δ fairness [{_f(g['lo'], True)}, {_f(g['hi'], True)}], "
-                    f"Δ {_f((r['figures']['fairness'] or {}).get('mean_diff'), True)}, against -margin {-g['margin']:g}"
+                    f"Δ {_f((r['figures'][FAIRNESS] or {}).get('mean_diff'), True)}, against -margin {-g['margin']:g}"
                 )
             ET.SubElement(case, "failure", message=message).text = body
         ET.SubElement(case, "system-out").text = body + "\n" + (result or {}).get("test", "")

@@ -7,6 +7,8 @@ rate, cost per trial and error rate, at GATE_LEVEL; then the decision rule on fa
 from __future__ import annotations
 
 from mcptrials.analyze.trial_rows import ERROR_KINDS
+from mcptrials.core.rows import TrialRow
+from mcptrials.core.keys import FAIRNESS
 
 PROBABLE = "probable regression"
 DECISION_RULE = (
@@ -28,14 +30,14 @@ TEST_NAME = (
 # figure -> (how one trial's value is read, the bounds of a per-scenario difference: 0-1 figures
 # on [-1, 1], so their interval never leaves it; cost is unbounded, a plain paired t interval)
 METRICS = {
-    "fairness": (lambda r: r["fairness"], (-1, 1)),
+    FAIRNESS: (lambda r: r[FAIRNESS], (-1, 1)),
     "pass_rate": (lambda r: None if r["passed"] is None else float(bool(r["passed"])), (-1, 1)),
     "cost_usd": (lambda r: r["cost_usd"], None),
     "error_rate": (lambda r: float(any(int(r.get(k) or 0) for k in ERROR_KINDS)), (-1, 1)),
 }
 
 
-def _per_scenario(rows: list[dict], metric: str) -> dict:
+def _per_scenario(rows: list[TrialRow], metric: str) -> dict:
     read = METRICS[metric][0]
     out: dict = {}
     for r in rows:
@@ -45,12 +47,12 @@ def _per_scenario(rows: list[dict], metric: str) -> dict:
     return {k: sum(v) / len(v) for k, v in out.items()}
 
 
-def paired_figures(base_rows: list[dict], head_rows: list[dict], level: float = GATE_LEVEL) -> dict:
+def paired_figures(base_rows: list[TrialRow], head_rows: list[TrialRow], level: float = GATE_LEVEL) -> dict:
     """metric -> {base, head (means over the paired scenarios' means), paired_difference's dict}
     of HEAD minus BASE, for the trials that count (missing ones left out)."""
     from mcptrials.stats.paired import paired_difference
 
-    out = {}
+    out: dict[str, dict | None] = {}
     for metric, (_, bounds) in METRICS.items():
         b, h = _per_scenario(base_rows, metric), _per_scenario(head_rows, metric)
         shared = sorted(set(b) & set(h))
@@ -66,15 +68,15 @@ def paired_figures(base_rows: list[dict], head_rows: list[dict], level: float = 
     return out
 
 
-def _trial_scores(rows: list[dict]) -> dict:
+def _trial_scores(rows: list[TrialRow]) -> dict:
     out: dict = {}
     for r in rows:
-        if r.get("fairness") is not None:
-            out.setdefault(r["scenario"], []).append(float(r["fairness"]))
+        if (v := r.get(FAIRNESS)) is not None:
+            out.setdefault(r["scenario"], []).append(float(v))
     return out
 
 
-def scenarios_to_decide(b_rows: list[dict], h_rows: list[dict], diff: dict, margin: float) -> dict:
+def scenarios_to_decide(b_rows: list[TrialRow], h_rows: list[TrialRow], diff: dict, margin: float) -> dict:
     """How many scenarios would make an inconclusive gate conclusive, with the spread as measured:
     stats.power.scenarios_to_decide_margin at alpha 0.05 one-sided (the gate's 90% interval), 80% power,
     delta = |mean_diff + margin| (the estimate's distance from -margin), the variance of the paired

@@ -8,37 +8,39 @@ DEFAULT_ERROR_RISE (absolute).
 from __future__ import annotations
 
 from mcptrials.gate.tools_diff import cut, renamed_to
+from mcptrials.core.rows import TrialRow
+from mcptrials.core.keys import SERVER_TOOLS_USED, SERVER_TOOL_ERRORS
 
 DEFAULT_ERROR_RISE = 0.2  # absolute rise of the server tools' error rate that fails: the --error-rise default
 ENDED_BADLY = ("server_crashed", "timed_out")  # trial outcomes whose rising share is a finding
 
 
-def counted(rows: list[dict]) -> list[dict]:
+def counted(rows: list[TrialRow]) -> list[TrialRow]:
     """The trials that count: those not missing (a missing trial is left out and counted apart)."""
     return [r for r in rows if not r.get("missing")]
 
 
-def _share_ended_badly(rows: list[dict]) -> float | None:
+def _share_ended_badly(rows: list[TrialRow]) -> float | None:
     return sum(r.get("outcome") in ENDED_BADLY for r in rows) / len(rows) if rows else None
 
 
-def _server_error_rate(rows: list[dict]) -> float | None:
+def _server_error_rate(rows: list[TrialRow]) -> float | None:
     """Errored server-tool calls / server-tool calls, pooled over the trials (None without calls).
     A summary made before the per-trial count (server_tool_errors) falls back to tool_error_rate."""
     calls = sum(int(r.get("tool_calls_mcp") or 0) for r in rows)
     if not calls:
         return None
-    if all("server_tool_errors" in r for r in rows):
-        return sum(int(r["server_tool_errors"] or 0) for r in rows) / calls
-    rates = [r["tool_error_rate"] for r in rows if r.get("tool_error_rate") is not None]
+    if all(SERVER_TOOL_ERRORS in r for r in rows):
+        return sum(int(r[SERVER_TOOL_ERRORS] or 0) for r in rows) / calls
+    rates = [v for r in rows if (v := r.get("tool_error_rate")) is not None]
     return sum(rates) / len(rates) if rates else None
 
 
 def findings(
     tool: str,
     has_server: bool,
-    b_rows: list[dict],
-    h_rows: list[dict],
+    b_rows: list[TrialRow],
+    h_rows: list[TrialRow],
     snaps: dict,
     error_rise: float = DEFAULT_ERROR_RISE,
 ) -> list[dict]:
@@ -65,8 +67,8 @@ def findings(
                 )
             else:
                 started[repo] = hs
-        called = sorted({n for r in b_rows for n in (r.get("server_tools_used") or [])})
-        known = all("server_tools_used" in r for r in b_rows)
+        called = sorted({n for r in b_rows for n in (r.get(SERVER_TOOLS_USED) or [])})
+        known = all(SERVER_TOOLS_USED in r for r in b_rows)
         for repo, hs in started.items():
             bs = snaps[repo][0] or {}
             # a BASE summary made before server_tools_used: every tool BASE offered counts as called

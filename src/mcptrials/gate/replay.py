@@ -34,6 +34,7 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from mcptrials import __version__
 from mcptrials.matrix.config import load_matrix
@@ -154,7 +155,9 @@ def classify(base_call: dict, head: dict, roots: tuple[str, ...]) -> str:
         return head["class"]
     b, h = normalise(base_call.get("result_text") or "", roots), normalise(head.get("text") or "", roots)
     head_failed = bool(head.get("error")) or bool(head.get("is_error"))
-    if base_ok and (head_failed or (says_error(head.get("text")) and not says_error(base_call.get("result_text")))):
+    if base_ok and (
+        head_failed or (says_error(head.get("text") or "") and not says_error(base_call.get("result_text") or ""))
+    ):
         return NOW_ERROR
     if b == h and base_ok == (not head_failed):
         return IDENTICAL
@@ -379,7 +382,7 @@ async def replay_trial(m, tool: str, trial: dict, checkout: dict, index_dir, err
     cap = (trial["meta"].get("limits") or {}).get("max_result_tokens") or m.specs.limits.max_result_tokens
     sandbox = Sandbox.create(checkout["tree"], index_dir)
     roots = tuple(x for x in (old, str(sandbox.root)) if x)
-    out = {"calls": [], "error": None, "startup_seconds": None, "server_version": None}
+    out: dict[str, Any] = {"calls": [], "error": None, "startup_seconds": None, "server_version": None}
 
     def record(c, cls, text="", latency=None, detail=None):
         out["calls"].append(

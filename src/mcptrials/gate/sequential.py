@@ -11,7 +11,11 @@ as the 90% interval the margin test reads (mcptrials.stats.paired.margin_test)."
 
 from __future__ import annotations
 
+from typing import Any
+
 from mcptrials.analyze.sequential import paired_values
+from mcptrials.core.keys import FAIRNESS
+from mcptrials.core.rows import TrialRow
 from mcptrials.gate.decision import GATE_LEVEL
 from mcptrials.stats.sequential import BETTING, confidence_sequence
 
@@ -25,13 +29,15 @@ def both_sequential(base: dict, head: dict) -> bool:
     return bool(base["summary"].get("sequential")) and bool(head["summary"].get("sequential"))
 
 
-def sequential_fairness(base_rows: list[dict], head_rows: list[dict], level: float = GATE_LEVEL) -> dict | None:
+def sequential_fairness(
+    base_rows: list[TrialRow], head_rows: list[TrialRow], level: float = GATE_LEVEL
+) -> dict[str, Any] | None:
     """{mean_diff, lo, hi, n (paired differences), trials (trial numbers used), method} of HEAD -
     BASE fairness for one tool, or None when no trial number is complete on both sides."""
-    scores: dict = {}
+    scores: dict[tuple[str, str, int], float | None] = {}
     for side, rows in (("base", base_rows), ("head", head_rows)):
         for r in rows:
-            scores[side, r["scenario"], int(r["trial"])] = r.get("fairness")
+            scores[side, r["scenario"], int(r["trial"])] = r.get(FAIRNESS)
     scenarios = sorted({r["scenario"] for r in base_rows} & {r["scenario"] for r in head_rows})
     top = max((int(r["trial"]) for r in base_rows + head_rows), default=0)
     values, used, _ = paired_values(scores, "head", "base", scenarios, range(1, top + 1))

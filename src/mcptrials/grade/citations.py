@@ -73,7 +73,7 @@ import functools
 import re
 from typing import Any
 
-from mcptrials.core.record_types import Citations
+from mcptrials.core.record_types import Citations, CitationRates
 from mcptrials.grade import composition, subjects
 from mcptrials.grade.citation_context import Answer, resolve
 from mcptrials.grade.citation_forms import citation_pattern, extract_citations, has_word, symbol_parts
@@ -87,6 +87,17 @@ from mcptrials.grade.citation_verification import (
     verify,
 )
 from mcptrials.grade.gittree import CommitTree
+from mcptrials.core.keys import (
+    BY_FORM,
+    CITED_RECALL,
+    GROUNDED_RATE,
+    HALLUCINATED_RATE,
+    STRICT_GROUNDED_RATE,
+    STRICT_UNDETERMINED_RATE,
+    STRICT_VERIFIED_RATE,
+    UNRESOLVED_RATE,
+    VERIFIED_RATE,
+)
 
 RECALL_WINDOW = 5  # lines a citation may be from a gold line and still count for recall
 
@@ -197,7 +208,7 @@ def _ratio(num: int, den: int) -> float | None:
     return num / den if den else None
 
 
-def citation_rates(counts: dict) -> dict:
+def citation_rates(counts: dict) -> CitationRates:
     """grounded_rate = grounded/total, hallucinated_rate = hallucinated/total,
     unresolved_rate = unresolved/total, verified_rate = verified/(verified + mismatch) (the
     lenient ±VERIFY_WINDOW rule), cited_recall = gold_cited/gold_total (issue 4 item 3);
@@ -211,19 +222,17 @@ def citation_rates(counts: dict) -> dict:
     strict_undetermined). Each null when its denominator is 0."""
     t = counts["total"]
     return {
-        "grounded_rate": _ratio(counts["grounded"], t),
-        "hallucinated_rate": _ratio(counts["hallucinated"], t),
-        "unresolved_rate": _ratio(counts["unresolved"], t),
-        "verified_rate": _ratio(counts["verified"], counts["verified"] + counts["mismatch"]),
-        "strict_grounded_rate": _ratio(counts["grounded"] - counts["strict_mismatch"], t),
-        "strict_verified_rate": _ratio(
-            counts["strict_verified"], counts["strict_verified"] + counts["strict_mismatch"]
-        ),
-        "strict_undetermined_rate": _ratio(
+        GROUNDED_RATE: _ratio(counts["grounded"], t),
+        HALLUCINATED_RATE: _ratio(counts["hallucinated"], t),
+        UNRESOLVED_RATE: _ratio(counts["unresolved"], t),
+        VERIFIED_RATE: _ratio(counts["verified"], counts["verified"] + counts["mismatch"]),
+        STRICT_GROUNDED_RATE: _ratio(counts["grounded"] - counts["strict_mismatch"], t),
+        STRICT_VERIFIED_RATE: _ratio(counts["strict_verified"], counts["strict_verified"] + counts["strict_mismatch"]),
+        STRICT_UNDETERMINED_RATE: _ratio(
             counts["strict_undetermined"],
             counts["strict_verified"] + counts["strict_mismatch"] + counts["strict_undetermined"],
         ),
-        "cited_recall": _ratio(counts["gold_cited"], counts["gold_total"]),
+        CITED_RECALL: _ratio(counts["gold_cited"], counts["gold_total"]),
     }
 
 
@@ -256,7 +265,7 @@ def _count(items: list[dict], gold: list[dict]) -> dict:
         counts["strict_na" if c["strict"] == "n/a" else f"strict_{c['strict']}"] += 1
     counts["gold_total"] = len(gold)
     counts["gold_cited"] = sum(1 for g in gold if g["cited"])
-    counts["by_form"] = composition.by_form(items)
+    counts[BY_FORM] = composition.by_form(items)
     counts["ungrounded"] = composition.ungrounded(items)
     return counts
 
@@ -319,6 +328,6 @@ def pool(step_results: list[dict]) -> Citations:
     """A trial's counts and rates: the steps' counts summed (the composition by form and the
     ungrounded kinds too), then the same rates."""
     counts = {k: sum(r["counts"].get(k, 0) for r in step_results) for k in (*COUNT_KEYS, "gold_total", "gold_cited")}
-    counts["by_form"] = composition.add_forms(r["counts"]["by_form"] for r in step_results)
+    counts[BY_FORM] = composition.add_forms(r["counts"][BY_FORM] for r in step_results)
     counts["ungrounded"] = composition.add_ungrounded(r["counts"]["ungrounded"] for r in step_results)
     return {"counts": counts, "rates": citation_rates(counts)}

@@ -33,6 +33,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mcptrials.core.rows import CitationComposition, FormRates, UngroundedShare
+from mcptrials.core.keys import (
+    BY_FORM,
+    GROUNDED_RATE,
+    N_CITATIONS,
+    STRICT_GROUNDED_RATE,
+    STRICT_UNDETERMINED_RATE,
+    STRICT_VERIFIED_RATE,
+    VERIFIED_RATE,
+)
+
 FORM_KEYS = ("total", "grounded", "verified", "mismatch", "strict_verified", "strict_mismatch", "strict_undetermined")
 FORM_ORDER = (
     "path:line",
@@ -94,7 +105,7 @@ def _ratio(a: int, b: int) -> float | None:
     return a / b if b else None
 
 
-def rates(forms: dict[str, dict]) -> dict[str, dict]:
+def rates(forms: dict[str, dict]) -> dict[str, FormRates]:
     """{form: {n, share, grounded_rate, strict_grounded_rate, verified_rate, strict_verified_rate}}
     (formulas in the module docstring)."""
     total = sum(f["total"] for f in forms.values())
@@ -102,11 +113,11 @@ def rates(forms: dict[str, dict]) -> dict[str, dict]:
         form: {
             "n": f["total"],
             "share": _ratio(f["total"], total),
-            "grounded_rate": _ratio(f["grounded"], f["total"]),
-            "strict_grounded_rate": _ratio(f["grounded"] - f["strict_mismatch"], f["total"]),
-            "verified_rate": _ratio(f["verified"], f["verified"] + f["mismatch"]),
-            "strict_verified_rate": _ratio(f["strict_verified"], f["strict_verified"] + f["strict_mismatch"]),
-            "strict_undetermined_rate": _ratio(
+            GROUNDED_RATE: _ratio(f["grounded"], f["total"]),
+            STRICT_GROUNDED_RATE: _ratio(f["grounded"] - f["strict_mismatch"], f["total"]),
+            VERIFIED_RATE: _ratio(f["verified"], f["verified"] + f["mismatch"]),
+            STRICT_VERIFIED_RATE: _ratio(f["strict_verified"], f["strict_verified"] + f["strict_mismatch"]),
+            STRICT_UNDETERMINED_RATE: _ratio(
                 f.get("strict_undetermined", 0),
                 f["strict_verified"] + f["strict_mismatch"] + f.get("strict_undetermined", 0),
             ),
@@ -115,22 +126,22 @@ def rates(forms: dict[str, dict]) -> dict[str, dict]:
     }
 
 
-def ungrounded_shares(kinds: dict[str, int], total: int) -> dict[str, dict]:
+def ungrounded_shares(kinds: dict[str, int], total: int) -> dict[str, UngroundedShare]:
     """{kind: {"n", "share"}}, share = n / all citations (null when there are none)."""
     return {k: {"n": kinds.get(k, 0), "share": _ratio(kinds.get(k, 0), total)} for k in UNGROUNDED_KINDS}
 
 
-def view(pooled: Mapping[str, Any]) -> dict:
+def view(pooled: Mapping[str, Any]) -> CitationComposition:
     """One pooled citation score's composition (pooled: grade.citations.pool's counts and
     rates): strict beside lenient, by form (rates) and the ungrounded kinds (ungrounded_shares)."""
     c, r = pooled["counts"], pooled["rates"]
     return {
-        "n_citations": c["total"],
-        "grounded_rate": r["grounded_rate"],
-        "strict_grounded_rate": r["strict_grounded_rate"],
-        "verified_rate": r["verified_rate"],
-        "strict_verified_rate": r["strict_verified_rate"],
-        "strict_undetermined_rate": r.get("strict_undetermined_rate"),
-        "by_form": rates(c["by_form"]),
+        N_CITATIONS: c["total"],
+        GROUNDED_RATE: r[GROUNDED_RATE],
+        STRICT_GROUNDED_RATE: r[STRICT_GROUNDED_RATE],
+        VERIFIED_RATE: r[VERIFIED_RATE],
+        STRICT_VERIFIED_RATE: r[STRICT_VERIFIED_RATE],
+        STRICT_UNDETERMINED_RATE: r.get(STRICT_UNDETERMINED_RATE),
+        BY_FORM: rates(c[BY_FORM]),
         "ungrounded": ungrounded_shares(c["ungrounded"], c["total"]),
     }

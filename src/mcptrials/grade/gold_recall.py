@@ -28,6 +28,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from mcptrials.core.keys import CITED_RECALL, MENTION_RECALL
+
 RULE = "reference-bench gold recall: path pinned to a line in the answer text; no path-compaction oracle"
 _CODE_EXT = (
     ".rb",
@@ -120,8 +122,8 @@ def gold_recall(answer: str, gold: list | None) -> dict | None:
         g["mentioned"] += mentioned
         g["cited"] += cited
     for g in groups.values():
-        g["mention_recall"] = round(g["mentioned"] / g["total"], 4)
-        g["cited_recall"] = round(g["cited"] / g["total"], 4)
+        g[MENTION_RECALL] = round(g["mentioned"] / g["total"], 4)
+        g[CITED_RECALL] = round(g["cited"] / g["total"], 4)
     n = len(details)
     cited_n = sum(d["cited"] for d in details)
     mentioned_n = sum(d["mentioned"] for d in details)
@@ -130,8 +132,8 @@ def gold_recall(answer: str, gold: list | None) -> dict | None:
         "total": n,
         "mentioned": mentioned_n,
         "cited": cited_n,
-        "mention_recall": round(mentioned_n / n, 4),
-        "cited_recall": round(cited_n / n, 4),
+        MENTION_RECALL: round(mentioned_n / n, 4),
+        CITED_RECALL: round(cited_n / n, 4),
         "groups": groups,
         "details": details,
         "missed_cite": [d["id"] for d in details if not d["cited"]],

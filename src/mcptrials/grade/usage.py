@@ -17,6 +17,7 @@ from mcptrials.matrix.tools import BASELINE
 from mcptrials.cost.pricing import trial_cost
 from mcptrials.cost.work_time import work_seconds
 from mcptrials.core.record_types import Adoption, Efficiency, TranscriptRecord
+from mcptrials.core.keys import SERVER_TOOLS_USED
 
 SEARCH_BUILTINS = ("grep", "list_files")  # built-in calls that an MCP server's search competes with
 DISCOVERY_TURNS = 3
@@ -145,7 +146,7 @@ def adoption(transcript: TranscriptRecord, scenario: dict | None = None, window:
             "first_server_call_turn": first,
             "used_within_window": (first is not None and first <= window) if has_server else None,
             "distinct_server_tools": len(per_tool),
-            "server_tools_used": sorted(per_tool),
+            SERVER_TOOLS_USED: sorted(per_tool),
         },
         "tool_errors": {
             k: sum(1 for c in calls if c.get("error_kind") == k)

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from mcptrials.core.identity import TrialKey
 from mcptrials.matrix.errors import ConfigError
+from mcptrials.core.keys import CITED_RECALL, MISSING_REASON, T_P, WILCOXON_P
 
 DEPS = "dependents"
 CLOSE = 0.05  # a cell whose delta differs more than this gets a reason
@@ -127,7 +128,7 @@ def _reason(model: str, repo: str, every: list[dict], used: dict, base: Path, ru
     ]
     if gone:
         parts.append(
-            "runs we left out: " + "; ".join(f"{r['tool']} trial {r['trial']} ({r['missing_reason']})" for r in gone)
+            "runs we left out: " + "; ".join(f"{r['tool']} trial {r['trial']} ({r[MISSING_REASON]})" for r in gone)
         )
     for arm, rs in sorted(used.items()):
         for r in rs:
@@ -176,7 +177,7 @@ def board(m, vdir: Path, aggregate: Path, runs: Path) -> dict:
             gold = (m.scenarios[repo].data.get("gold") or []) if repo in m.scenarios else []
             b = theirs.get(model, {}).get(repo) or {}
             used = cells.get((model, repo), {})
-            ob, os_ = _arm(used.get("baseline", []), "cited_recall"), _arm(used.get("sense", []), "cited_recall")
+            ob, os_ = _arm(used.get("baseline", []), CITED_RECALL), _arm(used.get("sense", []), CITED_RECALL)
             db, ds = (
                 _arm(used.get("baseline", []), f"cited_recall_{DEPS}"),
                 _arm(used.get("sense", []), f"cited_recall_{DEPS}"),
@@ -242,10 +243,12 @@ def board(m, vdir: Path, aggregate: Path, runs: Path) -> dict:
         }
         pd = paired_difference(sense, basel, bounds=(-1, 1)) if sense else None
         mean.update(
-            ours_lo=(pd or {}).get("lo"),
-            ours_hi=(pd or {}).get("hi"),
-            t_p=(pd or {}).get("t_p"),
-            wilcoxon_p=(pd or {}).get("wilcoxon_p"),
+            {
+                "ours_lo": (pd or {}).get("lo"),
+                "ours_hi": (pd or {}).get("hi"),
+                T_P: (pd or {}).get(T_P),
+                WILCOXON_P: (pd or {}).get(WILCOXON_P),
+            }
         )
         for arm in ("baseline", "sense"):
             tasks = {
@@ -259,7 +262,7 @@ def board(m, vdir: Path, aggregate: Path, runs: Path) -> dict:
             mean[f"cost_usd_{arm}"] = _mean(known)
             mean[f"cost_known_{arm}"] = f"{len(known)} of {len(costs)}"
         means.append(mean)
-    holm = holm_adjust({x["model"]: x["t_p"] for x in means})
+    holm = holm_adjust({x["model"]: x[T_P] for x in means})
     for x in means:
         x["t_p_holm"] = holm[x["model"]]
         x["within_target"] = None if x["difference_delta"] is None else abs(x["difference_delta"]) <= TARGET
@@ -297,8 +300,8 @@ def markdown(vertical: str, result: dict) -> str:
             f"| {x['model']} | {x['repos_bench']} / {x['repos_ours']} | {_f(x['bench_mean_delta'], True)} | "
             f"{_f(x['ours_mean_delta'], True)} | {_f(x['difference_delta'], True)} | "
             f"{_f(x['bench_mean_deps_delta'], True)} | {_f(x['ours_mean_deps_delta'], True)} | "
-            f"[{_f(x['ours_lo'], True)}, {_f(x['ours_hi'], True)}] | {_f(x['t_p'])} ({_f(x['t_p_holm'])}) | "
-            f"{_f(x['wilcoxon_p'])} | {_f(x['pass^2_baseline'])} / {_f(x['pass^2_sense'])} | {cost} |"
+            f"[{_f(x['ours_lo'], True)}, {_f(x['ours_hi'], True)}] | {_f(x[T_P])} ({_f(x['t_p_holm'])}) | "
+            f"{_f(x[WILCOXON_P])} | {_f(x['pass^2_baseline'])} / {_f(x['pass^2_sense'])} | {cost} |"
         )
     off = [c for c in result["cells"] if c["reason"]]
     lines += [

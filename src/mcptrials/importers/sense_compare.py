@@ -30,6 +30,16 @@ import re
 from pathlib import Path
 
 from mcptrials.matrix.errors import ConfigError
+from mcptrials.core.keys import (
+    BY_FORM,
+    GROUNDED_RATE,
+    N_CITATIONS,
+    N_NOT_CHECKED,
+    N_TRIALS,
+    STRICT_GROUNDED_RATE,
+    STRICT_VERIFIED_RATE,
+    VERIFIED_RATE,
+)
 
 STATUSES = ("grounded", "unresolved", "hallucinated")
 
@@ -62,8 +72,8 @@ def our_cell(scored: dict) -> dict:
     return {
         "total": len(items),
         **counts,
-        "rate": c["rates"]["grounded_rate"],
-        "verified_rate": c["rates"]["verified_rate"],
+        "rate": c["rates"][GROUNDED_RATE],
+        VERIFIED_RATE: c["rates"][VERIFIED_RATE],
         "items": items,
     }
 
@@ -151,7 +161,7 @@ def compare(m, runs: Path, bench: Path) -> dict:
             continue
         if scored.get("citations_not_checked"):
             unchecked[(key.model, tool)] = unchecked.get((key.model, tool), 0) + 1
-        elif "by_form" in trial_citations(scored)["counts"]:
+        elif BY_FORM in trial_citations(scored)["counts"]:
             cits.setdefault((key.model, tool), []).append(trial_citations(scored))
         cells.append(
             {
@@ -159,7 +169,7 @@ def compare(m, runs: Path, bench: Path) -> dict:
                 "repo": repo,
                 "scenario": scenario,
                 **{f"bench_{k}": theirs[k] for k in ("total", *STATUSES, "rate")},
-                **{f"ours_{k}": ours[k] for k in ("total", *STATUSES, "rate", "verified_rate")},
+                **{f"ours_{k}": ours[k] for k in ("total", *STATUSES, "rate", VERIFIED_RATE)},
             }
         )
         dis += disagreements(tool, repo, ours["items"], theirs["details"])
@@ -177,8 +187,8 @@ def compare(m, runs: Path, bench: Path) -> dict:
         {
             "model": model,
             "tool": tool,
-            "n_trials": len(c),
-            "n_not_checked": unchecked.get((model, tool), 0),
+            N_TRIALS: len(c),
+            N_NOT_CHECKED: unchecked.get((model, tool), 0),
             **view(pool(c)),
         }
         for (model, tool), c in cits.items()
@@ -198,19 +208,19 @@ def composition_rows(composition: list[dict]) -> list[dict]:
             {
                 **head,
                 "form": "all",
-                "trials": c.get("n_trials"),
-                "not_checked": c.get("n_not_checked", 0),
-                "n": c["n_citations"],
-                "share": 1.0 if c["n_citations"] else None,
-                "grounded": c["grounded_rate"],
-                "grounded_strict": c["strict_grounded_rate"],
-                "verified": c["verified_rate"],
-                "verified_strict": c["strict_verified_rate"],
+                "trials": c.get(N_TRIALS),
+                "not_checked": c.get(N_NOT_CHECKED, 0),
+                "n": c[N_CITATIONS],
+                "share": 1.0 if c[N_CITATIONS] else None,
+                "grounded": c[GROUNDED_RATE],
+                "grounded_strict": c[STRICT_GROUNDED_RATE],
+                "verified": c[VERIFIED_RATE],
+                "verified_strict": c[STRICT_VERIFIED_RATE],
                 **{f"ungrounded_{k}": c["ungrounded"][k]["n"] for k in UNGROUNDED_KINDS},
                 **{f"ungrounded_{k}_share": c["ungrounded"][k]["share"] for k in UNGROUNDED_KINDS},
             }
         )
-        for form, f in c["by_form"].items():
+        for form, f in c[BY_FORM].items():
             out.append(
                 {
                     **head,
@@ -219,10 +229,10 @@ def composition_rows(composition: list[dict]) -> list[dict]:
                     "not_checked": None,
                     "n": f["n"],
                     "share": f["share"],
-                    "grounded": f["grounded_rate"],
-                    "grounded_strict": f.get("strict_grounded_rate"),
-                    "verified": f["verified_rate"],
-                    "verified_strict": f["strict_verified_rate"],
+                    "grounded": f[GROUNDED_RATE],
+                    "grounded_strict": f.get(STRICT_GROUNDED_RATE),
+                    "verified": f[VERIFIED_RATE],
+                    "verified_strict": f[STRICT_VERIFIED_RATE],
                     **{f"ungrounded_{k}": None for k in UNGROUNDED_KINDS},
                     **{f"ungrounded_{k}_share": None for k in UNGROUNDED_KINDS},
                 }
@@ -269,9 +279,9 @@ def composition_markdown(comp: list[dict]) -> list[str]:
         for c in rows:
             u = c["ungrounded"]
             lines.append(
-                f"| {c['tool']} | {c.get('n_trials', '–')} | {c.get('n_not_checked', 0)} | {c['n_citations']} | "
-                f"{_f(c['grounded_rate'])} | {_f(c['strict_grounded_rate'])} | {_f(c['verified_rate'])} | "
-                f"{_f(c['strict_verified_rate'])} | "
+                f"| {c['tool']} | {c.get(N_TRIALS, '–')} | {c.get(N_NOT_CHECKED, 0)} | {c[N_CITATIONS]} | "
+                f"{_f(c[GROUNDED_RATE])} | {_f(c[STRICT_GROUNDED_RATE])} | {_f(c[VERIFIED_RATE])} | "
+                f"{_f(c[STRICT_VERIFIED_RATE])} | "
                 + " | ".join(f"{u[k]['n']} ({_f(u[k]['share'])})" for k in UNGROUNDED_KINDS)
                 + " |"
             )
@@ -282,11 +292,11 @@ def composition_markdown(comp: list[dict]) -> list[str]:
             "|---|---|---|---|---|---|---|",
         ]
         for c in rows:
-            for form, f in sorted(c["by_form"].items(), key=lambda kv: form_rank(kv[0])):
+            for form, f in sorted(c[BY_FORM].items(), key=lambda kv: form_rank(kv[0])):
                 lines.append(
-                    f"| {c['tool']} | {form} | {_f(f['share'])} ({f['n']}) | {_f(f['grounded_rate'])} | "
-                    f"{_f(f.get('strict_grounded_rate'))} | {_f(f['verified_rate'])} | "
-                    f"{_f(f['strict_verified_rate'])} |"
+                    f"| {c['tool']} | {form} | {_f(f['share'])} ({f['n']}) | {_f(f[GROUNDED_RATE])} | "
+                    f"{_f(f.get(STRICT_GROUNDED_RATE))} | {_f(f[VERIFIED_RATE])} | "
+                    f"{_f(f[STRICT_VERIFIED_RATE])} |"
                 )
     return lines
 

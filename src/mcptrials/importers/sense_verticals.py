@@ -47,6 +47,7 @@ from mcptrials.importers.sense_bench import (
     validate_written,
 )
 from mcptrials.importers.sense_scenario import BenchImportError, convert_scenario
+from mcptrials.core.keys import GOLD_ROWS
 
 DEFAULT_HARNESS = "claude-code"  # the verticals' README: run_meta.json of Claude Code runs has no `harness`
 RUN_DIR = re.compile(r"^run-(\d+)$")
@@ -371,7 +372,7 @@ def import_vertical(
             "runs": len(runs),
             "trials": trials,
             "left_out": len(left_out),
-            "gold_rows": sum(len(sc.get("gold") or []) for _, sc in scenarios.values()),
+            GOLD_ROWS: sum(len(sc.get("gold") or []) for _, sc in scenarios.values()),
         },
         "models": {
             mo: {
@@ -568,7 +569,7 @@ def summary(doc: dict) -> str:
     c = doc["counts"]
     lines = [
         f"wrote {doc['out']}: vertical {doc['vertical']}, {c['runs']} run(s) as trials of {c['models']} model(s) "
-        f"under {c['hosts']} host(s), {c['arms']} arm(s), {c['scenarios']} scenario(s) ({c['gold_rows']} gold rows), "
+        f"under {c['hosts']} host(s), {c['arms']} arm(s), {c['scenarios']} scenario(s) ({c[GOLD_ROWS]} gold rows), "
         f"trials 1..{c['trials']}; {c['left_out']} folder(s) left out (import-report.json, left_out)",
         "  models: " + ", ".join(f"{mo} ({v['host']}, {v['runs']} runs)" for mo, v in doc["models"].items()),
     ]

@@ -6,6 +6,18 @@ from __future__ import annotations
 from mcptrials.grade.composition import FORM_ORDER, UNGROUNDED_KINDS
 from mcptrials.report.formats import f3, html_id, model_text
 from mcptrials.report.render import Doc, Table
+from mcptrials.core.keys import (
+    BY_FORM,
+    GROUNDED_RATE,
+    N_CITATIONS,
+    N_NOT_CHECKED,
+    N_TRIALS,
+    STRICT_GROUNDED_RATE,
+    STRICT_UNDETERMINED_RATE,
+    STRICT_VERIFIED_RATE,
+    VERIFIED_RATE,
+)
+from mcptrials.core.rows import Summary
 
 FORM_COLUMNS = (
     "share",
@@ -17,7 +29,7 @@ FORM_COLUMNS = (
 )
 
 
-def add_citation_composition(doc: Doc, s: dict) -> None:
+def add_citation_composition(doc: Doc, s: Summary) -> None:
     """Per model: strict beside lenient grounding and verification per tool, the ungrounded
     decomposed, and the composition by form (summary.json citation_composition)."""
     comp = s.get("citation_composition") or []
@@ -55,32 +67,32 @@ def add_citation_composition(doc: Doc, s: dict) -> None:
         for r in rows:
             t.add(
                 r["tool"],
-                r["n_trials"],
-                r.get("n_not_checked", 0),
-                r["n_citations"],
-                f3(r["grounded_rate"]),
-                f3(r["strict_grounded_rate"]),
-                f3(r["verified_rate"]),
-                f3(r["strict_verified_rate"]),
-                f3(r.get("strict_undetermined_rate")),
+                r[N_TRIALS],
+                r.get(N_NOT_CHECKED, 0),
+                r[N_CITATIONS],
+                f3(r[GROUNDED_RATE]),
+                f3(r[STRICT_GROUNDED_RATE]),
+                f3(r[VERIFIED_RATE]),
+                f3(r[STRICT_VERIFIED_RATE]),
+                f3(r.get(STRICT_UNDETERMINED_RATE)),
                 *(f"{r['ungrounded'][k]['n']} ({f3(r['ungrounded'][k]['share'])})" for k in UNGROUNDED_KINDS),
             )
         doc.table(t, html_id("citations-table", model))
-        forms = [f for f in FORM_ORDER if any(f in r["by_form"] for r in rows)]
-        forms += sorted({f for r in rows for f in r["by_form"]} - set(forms))
+        forms = [f for f in FORM_ORDER if any(f in r[BY_FORM] for r in rows)]
+        forms += sorted({f for r in rows for f in r[BY_FORM]} - set(forms))
         t = Table(["form", *(f"{r['tool']}: {h}" for r in rows for h in FORM_COLUMNS)])
         for form in forms:
             cells = []
             for r in rows:
-                f = r["by_form"].get(form)
+                f = r[BY_FORM].get(form)
                 cells += (
                     [
                         f"{f3(f['share'])} (n={f['n']})",
-                        f3(f["grounded_rate"]),
-                        f3(f.get("strict_grounded_rate")),
-                        f3(f["verified_rate"]),
-                        f3(f["strict_verified_rate"]),
-                        f3(f.get("strict_undetermined_rate")),
+                        f3(f[GROUNDED_RATE]),
+                        f3(f.get(STRICT_GROUNDED_RATE)),
+                        f3(f[VERIFIED_RATE]),
+                        f3(f[STRICT_VERIFIED_RATE]),
+                        f3(f.get(STRICT_UNDETERMINED_RATE)),
                     ]
                     if f
                     else ["–"] * len(FORM_COLUMNS)

@@ -4,11 +4,28 @@ scenario, linked to the trial pages), errors, the server profile and the judge's
 from __future__ import annotations
 
 from mcptrials.matrix.tools import BASELINE
-from mcptrials.report.formats import f3, fci, fci_missing, fnum, fsec, fusd, href, model_labels
+from mcptrials.report.formats import error_counts, f3, fci, fci_missing, fnum, fsec, fusd, href, model_labels
 from mcptrials.report.render import Cell, Doc, Table
+from mcptrials.core.keys import (
+    ADOPTION_HI,
+    ADOPTION_LO,
+    CITATION_GROUNDING,
+    EXPECTED_TOOLS_PRECISION,
+    EXPECTED_TOOLS_RECALL,
+    FAIRNESS,
+    FAIRNESS_HI,
+    FAIRNESS_LO,
+    KEYWORD_COVERAGE,
+    MISSING_REASON,
+    N_MISSING,
+    N_TOTAL,
+    PASSES,
+    PASS_HAT_K,
+)
+from mcptrials.core.rows import Summary
 
 
-def add_adoption(doc: Doc, s: dict) -> None:
+def add_adoption(doc: Doc, s: Summary) -> None:
     doc.h(2, "Adoption (reported apart, never part of fairness)", "adoption")
     from mcptrials.stats.adoption import ADOPTION_WEIGHTS as w  # the weights live in stats only
 
@@ -26,11 +43,11 @@ def add_adoption(doc: Doc, s: dict) -> None:
         t.add(
             r["model"],
             r["tool"],
-            fci(r["adoption"], r["adoption_lo"], r["adoption_hi"]),
+            fci(r["adoption"], r[ADOPTION_LO], r[ADOPTION_HI]),
             f3(r["tool_fluency"]),
             f3(r["discoverability"]),
-            f3(r.get("expected_tools_precision")),
-            f3(r.get("expected_tools_recall")),
+            f3(r.get(EXPECTED_TOOLS_PRECISION)),
+            f3(r.get(EXPECTED_TOOLS_RECALL)),
         )
     doc.table(t, "adoption-table")
     doc.p(
@@ -42,7 +59,7 @@ def add_adoption(doc: Doc, s: dict) -> None:
     )
 
 
-def never_passed_text(s: dict) -> str:
+def never_passed_text(s: Summary) -> str:
     """What a scenario no trial passes points to. With real models, most often a defect in the
     task or its grader (the seed method); when only the reference agent (no language model) ran,
     it may just be a task that needs reasoning, so the text says both."""
@@ -54,7 +71,7 @@ def never_passed_text(s: dict) -> str:
     return "no trial passes — likely a defect in the task or its grader"
 
 
-def add_scenarios(doc: Doc, s: dict) -> None:
+def add_scenarios(doc: Doc, s: Summary) -> None:
     doc.h(2, "Scenarios", "scenarios")
     t = Table(["scenario", "title", "suite", "repo", "steps", "passes", "flag"])
     for sc in s["scenarios"]:
@@ -62,14 +79,14 @@ def add_scenarios(doc: Doc, s: dict) -> None:
             "saturated": "saturated: every tool passes every trial — ready for the regression suite",
             "never_passed": never_passed_text(s),
         }.get(sc["flag"], "")
-        gone = sc.get("n_missing") or 0
+        gone = sc.get(N_MISSING) or 0
         t.add(
             sc["scenario"],
             sc["title"] or "",
             sc["suite"],
             sc["repo"],
             sc["steps"],
-            f"{sc['passes']}/{sc['trials']}" + (f" ({gone} missing)" if gone else ""),
+            f"{sc[PASSES]}/{sc['trials']}" + (f" ({gone} missing)" if gone else ""),
             Cell(flag, cls="pass" if sc["flag"] == "saturated" else "fail" if sc["flag"] else None),
         )
     doc.table(t, "scenario-flags")
@@ -79,7 +96,7 @@ def add_scenarios(doc: Doc, s: dict) -> None:
             if not cells:
                 continue
             k = max(c["k"] for c in cells) or s["identity"]["trials"]  # 0 when every trial is missing
-            n_trials = max(c.get("n_total", c["n"]) for c in cells)  # one column per trial, missing ones too
+            n_trials = max(c.get(N_TOTAL, c["n"]) for c in cells)  # one column per trial, missing ones too
             t = Table(
                 [
                     "tool",
@@ -107,7 +124,7 @@ def add_scenarios(doc: Doc, s: dict) -> None:
                     if (r["model"], r["tool"], r["scenario"]) == (model, c["tool"], sc["scenario"])
                 ]
                 links = [
-                    Cell(f"#{r['trial']} missing ({r['missing_reason']})", href=href(r["page"]), cls="noise")
+                    Cell(f"#{r['trial']} missing ({r[MISSING_REASON]})", href=href(r["page"]), cls="noise")
                     if r.get("missing")
                     else Cell(
                         f"#{r['trial']} {'pass' if r['passed'] else 'fail'}"
@@ -120,25 +137,25 @@ def add_scenarios(doc: Doc, s: dict) -> None:
                 links += [Cell("")] * (n_trials - len(links))
                 t.add(
                     c["tool"],
-                    fci_missing(c["fairness"], c["fairness_lo"], c["fairness_hi"], c["n"], c),
+                    fci_missing(c[FAIRNESS], c[FAIRNESS_LO], c[FAIRNESS_HI], c["n"], c),
                     f3(c["quality"]),
-                    f3(c["keyword_coverage"]),
-                    f3(c["citation_grounding"]),
+                    f3(c[KEYWORD_COVERAGE]),
+                    f3(c[CITATION_GROUNDING]),
                     f3(c["efficiency"]),
                     f3(c["adoption"]),
-                    f"{c['passes']}/{c['n']}" + (f" ({c['n_missing']} missing)" if c.get("n_missing") else ""),
-                    f3(c["pass_hat_k"]),
+                    f"{c[PASSES]}/{c['n']}" + (f" ({c[N_MISSING]} missing)" if c.get(N_MISSING) else ""),
+                    f3(c[PASS_HAT_K]),
                     fusd(c["cost_usd"]),
                     fsec(c["wall_seconds"]),
                     fsec(c.get("work_seconds")),
                     fsec(c.get("server_startup_seconds")),
-                    sum(c[e] for e in ("tool_error", "protocol_error", "api_error", "harness_error")),
+                    sum(n for _, n in error_counts(c)),
                     *links,
                 )
             doc.table(t, f"scenario-{model}-{sc['scenario']}")
 
 
-def add_errors(doc: Doc, s: dict) -> None:
+def add_errors(doc: Doc, s: Summary) -> None:
     doc.h(2, "Errors per tool", "errors")
     doc.p(
         "tool_error: the server answered with isError; protocol_error: MCP/JSON-RPC failures (time-outs, "
@@ -164,7 +181,7 @@ def add_errors(doc: Doc, s: dict) -> None:
             e["model"],
             e["tool"],
             e["trials"],
-            e.get("n_missing", 0),
+            e.get(N_MISSING, 0),
             e["tool_error"],
             e["protocol_error"],
             e["api_error"],
@@ -175,7 +192,7 @@ def add_errors(doc: Doc, s: dict) -> None:
     doc.table(t, "errors-table")
 
 
-def add_profile(doc: Doc, s: dict) -> None:
+def add_profile(doc: Doc, s: Summary) -> None:
     doc.h(2, "Server profile per tool", "profile")
     t = Table(
         [
@@ -191,7 +208,8 @@ def add_profile(doc: Doc, s: dict) -> None:
             "peak memory",
         ]
     )
-    methods, builtin = set(), None
+    methods: set[str] = set()
+    builtin = None
     for p in s["server_profile"]:
         server = " ".join(p["server_name"] + p["server_version"]) or (
             "built-in tools" if p["tool"] == BASELINE else "–"
@@ -251,7 +269,7 @@ def _spread_row(t: Table, name: str, sp: dict | None) -> None:
     )
 
 
-def add_judge_noise(doc: Doc, s: dict) -> None:
+def add_judge_noise(doc: Doc, s: Summary) -> None:
     jn = s["judge_noise"]
     doc.h(2, "Judge noise", "judge-noise")
     if jn["note"]:

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 from mcptrials.matrix.errors import ConfigError
+from mcptrials.matrix.specs import JudgeSpec
 from mcptrials.report.citations import add_citation_composition
 from mcptrials.report.details import add_adoption, add_errors, add_judge_noise, add_profile, add_scenarios
 from mcptrials.report.explorer import write_explorer
@@ -33,6 +34,8 @@ from mcptrials.report.patterns import add_feedback, add_patterns
 from mcptrials.report.render import Doc, page
 from mcptrials.report.sequential import add_sequential
 from mcptrials.report.trial_page import write_trial_page
+from mcptrials.core.keys import PAGES
+from mcptrials.core.rows import Summary
 
 
 # --- inputs ------------------------------------------------------------------------------
@@ -50,7 +53,7 @@ def read_optional(path) -> dict | None:
         raise ConfigError(f"{p}: not valid JSON ({e}); delete it and rerun its stage") from None
 
 
-def load_summary(aggregate_dir) -> dict:
+def load_summary(aggregate_dir) -> Summary:
     path = Path(aggregate_dir) / "summary.json"
     if not path.is_file():
         raise ConfigError(f"{path}: not found; run `mcptrials aggregate --out-dir {aggregate_dir}` first")
@@ -61,24 +64,24 @@ def load_summary(aggregate_dir) -> dict:
 
 
 def build_report(
-    summary: dict,
+    summary: Summary,
     agreement: dict | None,
     lock: dict | None,
     runs,
     out_dir,
-    judge_cfg: dict,
+    judge: JudgeSpec,
     current_set_sha256: str | None = None,
     lockfile_sha256: str | None = None,
 ) -> dict:
     """Write report.md, index.html, plots/*.png and the trial pages under out_dir.
-    judge_cfg is the config's `judge:` (threshold and strict: the held-out verdict is made here).
+    judge is the config's `judge:` (threshold and strict: the held-out verdict is made here).
     Raises StrictHeldout, before writing anything, when judge.strict is true and the check fails.
     Returns {"html", "md", "pages"} paths."""
     held = heldout_state(
         agreement,
         lock,
-        judge_cfg["threshold"],
-        judge_cfg["strict"],
+        judge.threshold,
+        judge.strict,
         lockfile_sha256,
         summary["identity"]["judge"].get("provider"),
     )
@@ -128,7 +131,7 @@ def build_report(
     html_path.write_text(page("mcptrials report", "\n".join(doc.html)))
     pages = [write_trial_page(r, runs, out, summary) for r in summary["trials"]]
     explorer = write_explorer(summary, runs, out)
-    return {"html": html_path, "md": md_path, "pages": pages, "explorer": explorer}
+    return {"html": html_path, "md": md_path, PAGES: pages, "explorer": explorer}
 
 
 # --- command ---------------------------------------------------------------------------------
@@ -139,11 +142,10 @@ def report_job(m, aggregate_dir, heldout, lock, runs, out_dir) -> dict:
     held-out agreement (`heldout`, optional) and the verified lock (`lock`, default beside
     `heldout`), or the reason the config has no anchor. Raises StrictHeldout (nothing
     written) when judge.strict is true and the held-out check fails."""
-    import dataclasses
-
     summary = load_summary(aggregate_dir)
     reason = missing_anchor(m)
     lockfile_sha256 = None
+    agreement: dict | None
     if reason:  # the same shape the held-out stage writes when its held-out scenarios have no frozen transcripts
         agreement, lock = {"anchor": None, "reason": reason, "n": 0, "rho": None}, None
     else:
@@ -155,6 +157,4 @@ def report_job(m, aggregate_dir, heldout, lock, runs, out_dir) -> dict:
         agreement = read_optional(heldout)
         lock = read_optional(lock or (Path(heldout).parent / "lock_verified.json" if heldout else None))
     current = m.scenario_set_sha256()  # differs from the aggregate's when the aggregate is stale
-    return build_report(
-        summary, agreement, lock, runs, out_dir, dataclasses.asdict(m.specs.judge), current, lockfile_sha256
-    )
+    return build_report(summary, agreement, lock, runs, out_dir, m.specs.judge, current, lockfile_sha256)

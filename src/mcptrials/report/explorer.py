@@ -23,6 +23,18 @@ from pathlib import Path
 
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.report.formats import href
+from mcptrials.core.keys import (
+    CITATION_GROUNDING,
+    EXACT_PASSED,
+    EXACT_STEPS,
+    FAIRNESS,
+    KEYWORD_COVERAGE,
+    MISSING_REASON,
+    MODEL_NAME,
+    STATE_PASSED,
+    STATE_STEPS,
+)
+from mcptrials.core.rows import Summary, TrialRow
 
 EXPLORER = "explorer.html"  # beside index.html in the report folder
 ANSWER_CAP = 2000  # characters of answer text embedded per trial: about 20 MB for 10,000 trials
@@ -40,10 +52,10 @@ COLUMNS = (
     ("trial", "trial", "link"),
     ("result", "result", "text"),
     ("outcome", "outcome", "text"),
-    ("fairness", "fairness", "frac"),
+    (FAIRNESS, "fairness", "frac"),
     ("quality", "quality", "frac"),
-    ("keyword_coverage", "keyword coverage", "frac"),
-    ("citation_grounding", "citation grounding", "frac"),
+    (KEYWORD_COVERAGE, "keyword coverage", "frac"),
+    (CITATION_GROUNDING, "citation grounding", "frac"),
     ("exact", "exact passes", "ratio"),
     ("state", "state passes", "ratio"),
     ("patterns", "patterns", "patterns"),
@@ -64,7 +76,7 @@ FILTERS = (
 )
 
 
-def result_of(row: dict) -> str:
+def result_of(row: TrialRow) -> str:
     """pass, fail or missing (an infrastructure outcome: neither a pass nor a fail)."""
     return "missing" if row.get("missing") else "pass" if row.get("passed") else "fail"
 
@@ -82,15 +94,15 @@ def answer_text(transcript: dict | None) -> str:
     return STEP_SEPARATOR.join(s["answer_text"] for s in steps if s.get("answer_text"))
 
 
-def read_answers(trials: list[dict], runs) -> dict[str, str | None]:
+def read_answers(trials: list[TrialRow], runs) -> dict[str, str | None]:
     """{trial page: full answer text} from each trial's transcript.json under runs (None when
     the file is gone: the row then says so instead of showing an empty answer)."""
     from mcptrials.core.identity import TrialKey
 
-    out = {}
+    out: dict[str, str | None] = {}
     for r in trials:
         p = (
-            TrialKey(r["model_name"], r["host"], r["tool"], r["repo"], r["scenario"], int(r["trial"])).dir(runs)
+            TrialKey(r[MODEL_NAME], r["host"], r["tool"], r["repo"], r["scenario"], int(r["trial"])).dir(runs)
             / "transcript.json"
         )
         if not p.is_file():
@@ -105,7 +117,7 @@ def read_answers(trials: list[dict], runs) -> dict[str, str | None]:
     return out
 
 
-def explorer_row(r: dict, answer: str | None, cap: int = ANSWER_CAP) -> list:
+def explorer_row(r: TrialRow, answer: str | None, cap: int = ANSWER_CAP) -> list:
     """One trial as the array the page reads (COLUMNS, then EXTRA)."""
     text = "(no transcript.json)" if answer is None else answer
     values = {
@@ -113,33 +125,33 @@ def explorer_row(r: dict, answer: str | None, cap: int = ANSWER_CAP) -> list:
             k: r.get(k)
             for k in (
                 "tool",
-                "model_name",
+                MODEL_NAME,
                 "host",
                 "scenario",
                 "trial",
                 "outcome",
-                "fairness",
+                FAIRNESS,
                 "quality",
-                "keyword_coverage",
-                "citation_grounding",
+                KEYWORD_COVERAGE,
+                CITATION_GROUNDING,
                 "cost_usd",
                 "wall_seconds",
             )
         },
-        "model": r.get("model_name") or r.get("model"),
+        "model": r.get(MODEL_NAME) or r.get("model"),
         "result": result_of(r),
-        "exact": ratio(r.get("exact_passed"), r.get("exact_steps")),
-        "state": ratio(r.get("state_passed"), r.get("state_steps")),
+        "exact": ratio(r.get(EXACT_PASSED), r.get(EXACT_STEPS)),
+        "state": ratio(r.get(STATE_PASSED), r.get(STATE_STEPS)),
         "patterns": r.get("patterns"),  # absent until the pattern detectors ran: an empty cell
         "answer": text[:cap],
         "page": href(r["page"]),
-        "why": r.get("missing_reason") if r.get("missing") else None,
+        "why": r.get(MISSING_REASON) if r.get("missing") else None,
         "answer_cut": len(text) if len(text) > cap else None,
     }
     return [values[k] for k, _, _ in COLUMNS] + [values[k] for k in EXTRA]
 
 
-def explorer_data(summary: dict, answers: dict[str, str | None], cap: int = ANSWER_CAP) -> dict:
+def explorer_data(summary: Summary, answers: dict[str, str | None], cap: int = ANSWER_CAP) -> dict:
     """Everything the page embeds: columns, one array per trial, filters, and what produced it."""
     trials = summary["trials"]
     ident = summary.get("identity") or {}
@@ -404,7 +416,7 @@ def explorer_html(data: dict) -> str:
     )
 
 
-def write_explorer(summary: dict, runs, out_dir) -> Path:
+def write_explorer(summary: Summary, runs, out_dir) -> Path:
     """Write out_dir/explorer.html for every trial of summary.json, answers read under runs."""
     path = Path(out_dir) / EXPLORER
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,16 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from mcptrials.report.render import Doc
+from mcptrials.core.keys import FAIRNESS
+from mcptrials.core.rows import Summary
 
 
-def add_plots(doc: Doc, s: dict, plot_dir: Path) -> list[str]:
+def add_plots(doc: Doc, s: Summary, plot_dir: Path) -> list[str]:
     from mcptrials.report import plots
 
     doc.h(2, "Plots", "plots")
     noise = s["judge_noise"]["fairness_noise"]
-    made = []
+    made: list[str] = []
     # missing trials are not scores: plotted nowhere (a tool whose trials are all missing has no bar)
-    tools = [r for r in s["tools"] if r["fairness"] is not None]
+    tools = [r for r in s["tools"] if r[FAIRNESS] is not None]
     trials = [r for r in s["trials"] if not r.get("missing")]
     for name, png, alt in (
         ("fairness", plots.fairness_by_tool(tools), "Fairness by tool with 95% intervals"),
@@ -32,5 +34,6 @@ def add_plots(doc: Doc, s: dict, plot_dir: Path) -> list[str]:
             continue
         plot_dir.mkdir(parents=True, exist_ok=True)
         (plot_dir / f"{name}.png").write_bytes(png)
-        made.append(doc.image(name, png, alt))
+        doc.image(name, png, alt)
+        made.append(name)
     return made

@@ -4,7 +4,12 @@ seconds, escaping, links and element ids, and the models' labels."""
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import quote
+
+from mcptrials.core.keys import MISSING_REASONS, N_MISSING
+from mcptrials.core.rows import Summary
 
 
 def f3(v) -> str:
@@ -29,20 +34,27 @@ def fsigned_ci(mean, lo, hi) -> str:
     return f"{mean:+.3f}" if lo is None else f"{mean:+.3f} [{lo:+.3f}, {hi:+.3f}]"
 
 
-def fmissing(n_used, row: dict) -> str:
+def error_counts(row: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """A trial's or a group's count of each error kind, in analyze.trial_rows.ERROR_KINDS order."""
+    from mcptrials.analyze.trial_rows import ERROR_KINDS
+
+    return [(k, row[k]) for k in ERROR_KINDS]
+
+
+def fmissing(n_used, row: Mapping[str, Any]) -> str:
     """'' for a cell that lost no trial, else 'n=3 of 4, 1 missing: api_failed' (the missing
     trials are infrastructure failures, left out of the interval beside which this stands)."""
-    gone = row.get("n_missing") or 0
+    gone = row.get(N_MISSING) or 0
     if not gone:
         return ""
     reasons = ", ".join(
         f"{why}" + (f" {c}" if int(c) != gone else "")
-        for why, _, c in (part.rpartition("=") for part in row["missing_reasons"].split(";"))
+        for why, _, c in (part.rpartition("=") for part in row[MISSING_REASONS].split(";"))
     )
     return f"n={n_used} of {n_used + gone}, {gone} missing: {reasons}"
 
 
-def fci_missing(mean, lo, hi, n_used, row: dict) -> str:
+def fci_missing(mean, lo, hi, n_used, row: Mapping[str, Any]) -> str:
     """The interval, and beside it what the cell lost (fmissing)."""
     lost = fmissing(n_used, row)
     return fci(mean, lo, hi) + (f" ({lost})" if lost else "")
@@ -82,13 +94,13 @@ def html_id(*parts) -> str:
     return "-".join("".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in str(p)) for p in parts)
 
 
-def model_labels(s: dict) -> list[str]:
+def model_labels(s: Summary) -> list[str]:
     """The units the tables compare: model names, or model@host when the run has several hosts
     (aggregate.model_label), in matrix order."""
     return list(dict.fromkeys(r["model"] for r in s["tools"])) or list(s["identity"]["models"])
 
 
-def model_text(s: dict, label: str) -> str:
+def model_text(s: Summary, label: str) -> str:
     name, _, host = label.partition("@")  # model names cannot hold '@' (config schema)
     text = s["identity"]["models"].get(name, {}).get("label", name)
     return f"{text} under host {host}" if host else text

@@ -22,6 +22,44 @@ from mcptrials.report.formats import (
     with_n,
 )
 from mcptrials.report.render import Cell, Doc, Table
+from mcptrials.core.keys import (
+    CITATION_GROUNDING,
+    CITED_RECALL,
+    COST_PER_TRIAL,
+    DIFF_HI,
+    DIFF_LO,
+    EFFICIENCY_BASIS,
+    FAILED_OUTCOMES,
+    FAIRNESS,
+    FAIRNESS_A,
+    FAIRNESS_B,
+    FAIRNESS_HI,
+    FAIRNESS_LO,
+    HOLM_T_P,
+    HOLM_WILCOXON_P,
+    KEYWORD_COVERAGE,
+    MENTION_RECALL,
+    MISSING_REASON,
+    N_MISSING,
+    N_MISSING_A,
+    N_MISSING_B,
+    N_SCENARIOS,
+    N_TRIALS,
+    N_TRIALS_A,
+    N_TRIALS_B,
+    PASS_AT_1,
+    PASS_AT_K,
+    PASS_HAT_K,
+    RANK,
+    STARTUP_PER_TRIAL,
+    TOKENS_PER_TRIAL,
+    T_P,
+    VERIFIED_RATE,
+    WALL_PER_TRIAL,
+    WILCOXON_P,
+    WORK_PER_TRIAL,
+)
+from mcptrials.core.rows import Summary, ToolRow
 
 
 VERDICT_CLASS = {
@@ -33,7 +71,7 @@ VERDICT_CLASS = {
 }
 
 
-def verdict_text(s: dict) -> str:
+def verdict_text(s: Summary) -> str:
     """The verdicts' rule with the run's margin (summary.json `margin`, the config's `margin:`)."""
     margin = s.get("margin")
     if margin is None:  # a summary made before the margin: the plain significance verdicts
@@ -49,12 +87,12 @@ def verdict_text(s: dict) -> str:
     )
 
 
-def verdict_header(s: dict) -> str:
+def verdict_header(s: Summary) -> str:
     """The verdict column's header, with the margin beside it."""
     return "verdict" if s.get("margin") is None else f"verdict (margin ±{s['margin']:g})"
 
 
-def add_failed_stages(doc: Doc, s: dict) -> None:
+def add_failed_stages(doc: Doc, s: Summary) -> None:
     """What could not run, and how to fix it: first, since every figure below lacks those trials."""
     failed = s.get("failed_stages") or []
     env = s.get("environment_failures") or []
@@ -99,11 +137,9 @@ def add_environment_failures(doc: Doc, env: list[dict], method: str | None) -> N
     doc.table(t, "environment-failures-table")
 
 
-def add_stage_failures(doc: Doc, s: dict, failed: list[dict]) -> None:
+def add_stage_failures(doc: Doc, s: Summary, failed: list[dict]) -> None:
     """The stages that failed (checkouts, installs, server starts) and the trials they left missing."""
-    lost = [
-        r for r in s["trials"] if r.get("missing_reason") in ("not_run: checkout failed", "not_run: install failed")
-    ]
+    lost = [r for r in s["trials"] if r.get(MISSING_REASON) in ("not_run: checkout failed", "not_run: install failed")]
     doc.p(
         f"{len(failed)} stage(s) failed; {len(lost)} trial(s) could not run because of them and are missing "
         "(neither a pass nor a fail nor a 0, left out of every figure below). The run exits non-zero after "
@@ -135,7 +171,7 @@ def add_stage_failures(doc: Doc, s: dict, failed: list[dict]) -> None:
     doc.table(t, "failed-stages-table")
 
 
-def add_headline(doc: Doc, s: dict) -> None:
+def add_headline(doc: Doc, s: Summary) -> None:
     ident = s["identity"]
     doc.h(2, "Headline: does the server make the answers better than no server?", "headline")
     # The answer first; how it is computed folded below the tables.
@@ -183,31 +219,29 @@ def add_headline(doc: Doc, s: dict) -> None:
         )
         for r in rows:
             vcls = VERDICT_CLASS.get(r["verdict"])
-            pass_cells = (
-                [f3(r["pass_at_1"])] if k == 1 else [f3(r["pass_at_1"]), f3(r["pass_at_k"]), f3(r["pass_hat_k"])]
-            )
+            pass_cells = [f3(r[PASS_AT_1])] if k == 1 else [f3(r[PASS_AT_1]), f3(r[PASS_AT_K]), f3(r[PASS_HAT_K])]
             verdict = (r["verdict"] or "–") + (f" ({r['environment']})" if r.get("environment") else "")
             t.add(
                 r["tool"],
-                fci_missing(r["fairness"], r["fairness_lo"], r["fairness_hi"], r["n_trials"], r),
-                Cell(fsigned_ci(r["diff"], r["diff_lo"], r["diff_hi"]), cls=vcls),
-                fp(r["holm_t_p"]),
-                fp(r["holm_wilcoxon_p"]),
+                fci_missing(r[FAIRNESS], r[FAIRNESS_LO], r[FAIRNESS_HI], r[N_TRIALS], r),
+                Cell(fsigned_ci(r["diff"], r[DIFF_LO], r[DIFF_HI]), cls=vcls),
+                fp(r[HOLM_T_P]),
+                fp(r[HOLM_WILCOXON_P]),
                 Cell(verdict, cls=vcls),
-                "–" if r["rank"] is None else r["rank"],
+                "–" if r[RANK] is None else r[RANK],
                 *pass_cells,
-                fusd(r["cost_per_trial"]),
-                fsec(r["wall_per_trial"]),
-                fsec(r.get("work_per_trial")),
-                fsec(r.get("startup_per_trial")),
-                f"{r['n_trials']} ({r['failed_outcomes']} failed; {r.get('n_missing', 0)} missing)",
+                fusd(r[COST_PER_TRIAL]),
+                fsec(r[WALL_PER_TRIAL]),
+                fsec(r.get(WORK_PER_TRIAL)),
+                fsec(r.get(STARTUP_PER_TRIAL)),
+                f"{r[N_TRIALS]} ({r[FAILED_OUTCOMES]} failed; {r.get(N_MISSING, 0)} missing)",
             )
         doc.table(t, f"headline-{model}")
-        lost = [r for r in rows if r.get("n_missing")]
+        lost = [r for r in rows if r.get(N_MISSING)]
         if lost:
             doc.p(
                 f"Missing trials (model {model}): "
-                + "; ".join(f"{r['tool']} {fmissing(r['n_trials'], r)}" for r in lost)
+                + "; ".join(f"{r['tool']} {fmissing(r[N_TRIALS], r)}" for r in lost)
                 + ". A missing trial (api_failed, harness_failed, not_run) is an infrastructure failure, not the "
                 "tool's: it is neither a pass nor a fail nor a 0, and is left out of every figure here.",
                 "note",
@@ -229,12 +263,12 @@ def add_headline(doc: Doc, s: dict) -> None:
             comp.add(
                 r["tool"],
                 f3(r["quality"]),
-                f3(r["keyword_coverage"]),
+                f3(r[KEYWORD_COVERAGE]),
                 grounding_cell(s, r),
-                f3(r.get("verified_rate")),
+                f3(r.get(VERIFIED_RATE)),
                 f3(r["efficiency"])
-                + (f" ({r['efficiency_basis']})" if r.get("efficiency_basis") not in (None, "cost and time") else ""),
-                fnum(r["tokens_per_trial"]),
+                + (f" ({r[EFFICIENCY_BASIS]})" if r.get(EFFICIENCY_BASIS) not in (None, "cost and time") else ""),
+                fnum(r[TOKENS_PER_TRIAL]),
             )
         doc.table(comp)
     for pw in s["power"]:
@@ -242,7 +276,7 @@ def add_headline(doc: Doc, s: dict) -> None:
     doc.folded("How these figures are computed", method)
 
 
-def grounding_cell(s: dict, r: dict) -> str:
+def grounding_cell(s: Summary, r: ToolRow) -> str:
     """A tool row's citation grounding beside its n, and how many of its trials that count had
     their citations not checked (no checkout of the commit): missing, never a 0."""
     unchecked = sum(
@@ -252,11 +286,11 @@ def grounding_cell(s: dict, r: dict) -> str:
         and not t.get("missing")
         and t.get("citations_not_checked")
     )
-    cell = with_n(r["citation_grounding"], r.get("citations"))
-    return cell + (f"; not checked in {unchecked} of {r['n_trials']} trial(s): no checkout" if unchecked else "")
+    cell = with_n(r[CITATION_GROUNDING], r.get("citations"))
+    return cell + (f"; not checked in {unchecked} of {r[N_TRIALS]} trial(s): no checkout" if unchecked else "")
 
 
-def add_gold_recall(doc: Doc, s: dict) -> None:
+def add_gold_recall(doc: Doc, s: Summary) -> None:
     """Scenario gold rows (scenario `gold:`): cited and mention recall per tool, and per row group."""
     view = s.get("gold_recall") or []
     if not view:
@@ -279,8 +313,8 @@ def add_gold_recall(doc: Doc, s: dict) -> None:
             t.add(
                 v["tool"],
                 v["n"],
-                f3(v["cited_recall"]),
-                f3(v["mention_recall"]),
+                f3(v[CITED_RECALL]),
+                f3(v[MENTION_RECALL]),
                 *[
                     (f"{f3(v['groups'][g]['mean'])} (n={v['groups'][g]['n']})" if g in v["groups"] else "–")
                     for g in groups
@@ -289,7 +323,7 @@ def add_gold_recall(doc: Doc, s: dict) -> None:
         doc.table(t, f"gold-recall-{model}")
 
 
-def add_model_host(doc: Doc, s: dict) -> None:
+def add_model_host(doc: Doc, s: Summary) -> None:
     """The model x host view: fairness per (model, host) for each tool, and paired differences."""
     v = s.get("model_host") or {}
     if not v.get("cells"):
@@ -313,9 +347,9 @@ def add_model_host(doc: Doc, s: dict) -> None:
                 row.append(
                     "–"
                     if c is None
-                    else f"{fci(c['fairness'], c['fairness_lo'], c['fairness_hi'])}; "
-                    f"pass@1 {f3(c['pass_at_1'])}; {fusd(c['cost_per_trial'])}; "
-                    + (fmissing(c["n_trials"], c) or f"n={c['n_trials']}")
+                    else f"{fci(c[FAIRNESS], c[FAIRNESS_LO], c[FAIRNESS_HI])}; "
+                    f"pass@1 {f3(c[PASS_AT_1])}; {fusd(c[COST_PER_TRIAL])}; "
+                    + (fmissing(c[N_TRIALS], c) or f"n={c[N_TRIALS]}")
                 )
             t.add(*row)
         doc.table(t, f"model-host-{tool}")
@@ -330,15 +364,15 @@ def add_model_host(doc: Doc, s: dict) -> None:
                 p["compare"],
                 p["fixed"],
                 f"{p['a']} − {p['b']}",
-                fsigned_ci(p["diff"], p["diff_lo"], p["diff_hi"]),
-                fp(p["t_p"]),
-                fp(p["wilcoxon_p"]),
+                fsigned_ci(p["diff"], p[DIFF_LO], p[DIFF_HI]),
+                fp(p[T_P]),
+                fp(p[WILCOXON_P]),
                 p["n"],
             )
         doc.table(t, "model-host-pairs")
 
 
-def add_comparisons(doc: Doc, s: dict) -> None:
+def add_comparisons(doc: Doc, s: Summary) -> None:
     """The config's `compare:` pairs: A minus B, paired over scenarios, Holm across the pairs of a model."""
     rows = s.get("comparisons") or []
     if not rows:
@@ -371,20 +405,20 @@ def add_comparisons(doc: Doc, s: dict) -> None:
         t.add(
             r["model"],
             f"{r['a']} − {r['b']}",
-            f3(r["fairness_a"]),
-            f3(r["fairness_b"]),
-            Cell(fsigned_ci(r["diff"], r["diff_lo"], r["diff_hi"]), cls=vcls),
-            fp(r["holm_t_p"]),
-            fp(r["holm_wilcoxon_p"]),
+            f3(r[FAIRNESS_A]),
+            f3(r[FAIRNESS_B]),
+            Cell(fsigned_ci(r["diff"], r[DIFF_LO], r[DIFF_HI]), cls=vcls),
+            fp(r[HOLM_T_P]),
+            fp(r[HOLM_WILCOXON_P]),
             Cell(r["verdict"], cls=vcls),
-            r["n_scenarios"],
-            f"{r['n_trials_a']} ({r['n_missing_a']})",
-            f"{r['n_trials_b']} ({r['n_missing_b']})",
+            r[N_SCENARIOS],
+            f"{r[N_TRIALS_A]} ({r[N_MISSING_A]})",
+            f"{r[N_TRIALS_B]} ({r[N_MISSING_B]})",
         )
     doc.table(t, "comparisons")
 
 
-def add_explorer_link(doc: Doc, s: dict) -> None:
+def add_explorer_link(doc: Doc, s: Summary) -> None:
     """The way to the trial explorer (mcptrials.report.explorer), near the top of the report."""
     text = f"every trial ({len(s['trials']):,}) in one table: filter, sort, search the answers, open a trial"
     doc.md.append(f"[Trial explorer]({EXPLORER}): {text}\n")

@@ -81,7 +81,12 @@ def heldout_state(
                     else f"the judge's agreement with gold is undefined (rho none, n={n})"
                 )
                 refuse = f"{agrees}, and judge.strict is true: {STRICT_FIX}"
-    if anchored and lockfile_sha256 and agreement.get("lockfile_sha256") not in (None, lockfile_sha256):
+    if (
+        anchored
+        and agreement is not None
+        and lockfile_sha256
+        and agreement.get("lockfile_sha256") not in (None, lockfile_sha256)
+    ):
         warnings.append(
             "The held-out agreement was computed on another lockfile than this config's anchor: "
             "rerun `mcptrials heldout` for this config."
@@ -131,6 +136,7 @@ class StrictHeldout(Exception):
 def add_heldout(doc: Doc, agreement: dict | None, held: dict) -> None:
     doc.h(2, "Held-out judge agreement", "heldout")
     doc.p(held["line"])
+    agreement = agreement or {}  # None: not computed, and then not anchored either
     if held["anchored"] and agreement.get("method"):
         doc.p("Method: " + agreement["method"], "note")
     doc.p("Lock: " + held["lock_line"])

@@ -4,6 +4,7 @@ weights, costs, sandbox) and the held-out state, one key-value table."""
 from __future__ import annotations
 
 from mcptrials.report.render import Doc, Table
+from mcptrials.core.rows import Summary
 
 
 def sandbox_line(ident: dict) -> str:
@@ -39,7 +40,7 @@ def recorded_tool_line(name: str, tl: dict) -> str:
     )
 
 
-def add_identity(doc: Doc, s: dict, held: dict) -> None:
+def add_identity(doc: Doc, s: Summary, held: dict) -> None:
     ident = s["identity"]
     doc.h(2, "The run", "identity")
     t = Table(["", ""], cls="kv")

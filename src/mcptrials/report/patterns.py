@@ -7,6 +7,8 @@ from __future__ import annotations
 from mcptrials.report.explorer import EXPLORER
 from mcptrials.report.formats import esc, href, html_id
 from mcptrials.report.render import Cell, Doc, Table, html_table, md_table
+from mcptrials.core.keys import PAGES
+from mcptrials.core.rows import Summary
 
 
 PATTERN_LIST_MAX = 50  # trial links listed per (model, tool, pattern) in the report; all are in the explorer
@@ -41,7 +43,7 @@ def _pattern_table(p: dict, names: list[str], links: bool) -> Table:
     return t
 
 
-def add_patterns(doc: Doc, s: dict) -> None:
+def add_patterns(doc: Doc, s: Summary) -> None:
     """Counts per tool of each pattern (mcptrials.analyze.patterns), each linked to the trials that show it."""
     p = s.get("patterns")
     if not p:
@@ -79,8 +81,8 @@ def add_patterns(doc: Doc, s: dict) -> None:
             title = f"{row['model']} / {row['tool']}: {name}, {c['trials']} trial(s)"
             model, _, host = row["model"].partition("@")  # a label model@host when the run has several hosts
             more = explorer_filter(model=model, **({"host": host} if host else {}), tool=row["tool"], patterns=name)
-            shown = c["pages"][:PATTERN_LIST_MAX]
-            rest = len(c["pages"]) - len(shown)
+            shown = c[PAGES][:PATTERN_LIST_MAX]
+            rest = len(c[PAGES]) - len(shown)
             items = [
                 (trials[pg]["scenario"], trials[pg]["trial"], trials[pg]["patterns"].get(name, 0), pg)
                 for pg in shown
@@ -104,7 +106,7 @@ def add_patterns(doc: Doc, s: dict) -> None:
             )
 
 
-def add_feedback(doc: Doc, s: dict) -> None:
+def add_feedback(doc: Doc, s: Summary) -> None:
     """The agent's closing feedback on its tools, one table per tool; identical texts grouped."""
     fb = s.get("feedback")
     if fb is None:
@@ -156,7 +158,7 @@ def finding_anchor(f: dict) -> str | None:
     return None if f.get("step") is None else f"step-{f['step']}"
 
 
-def trial_findings(summary: dict, page_rel: str) -> list[dict] | None:
+def trial_findings(summary: Summary, page_rel: str) -> list[dict] | None:
     """The trial's findings (summary.json patterns.findings), or None for a summary made before the
     pattern detectors (nothing is then said about patterns, rather than 'none found')."""
     if "patterns" not in summary:

@@ -4,6 +4,11 @@ is nothing to draw). Inputs are the rows of summary.json (mcptrials.analyze.aggr
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mcptrials.core.keys import DIFF_HI, DIFF_LO, FAIRNESS, FAIRNESS_HI, FAIRNESS_LO
+from mcptrials.core.rows import ToolRow
 
 DPI = 96
 BASE_COLOR = "#888888"
@@ -35,11 +40,11 @@ def _color(tool: str, tools: list) -> str:
     return COLORS[others.index(tool) % len(COLORS)]
 
 
-def _label(r: dict, models: list) -> str:
+def _label(r: Mapping[str, Any], models: list) -> str:
     return r["tool"] if len(models) == 1 else f"{r['model']} / {r['tool']}"
 
 
-def fairness_by_tool(tools: list[dict]) -> bytes | None:
+def fairness_by_tool(tools: list[ToolRow]) -> bytes | None:
     """Mean fairness per (model, tool) with its 95% interval (stats.bounded_mean_ci, clustered by scenario)."""
     if not tools:
         return None
@@ -49,13 +54,13 @@ def fairness_by_tool(tools: list[dict]) -> bytes | None:
     names = list(dict.fromkeys(r["tool"] for r in tools))
     ys = range(len(tools))[::-1]
     for y, r in zip(ys, tools):
-        lo, hi = r["fairness_lo"], r["fairness_hi"]
-        ax.barh(y, r["fairness"], color=_color(r["tool"], names), alpha=0.8)
-        if lo is not None:
+        mean, lo, hi = r[FAIRNESS], r[FAIRNESS_LO], r[FAIRNESS_HI]
+        ax.barh(y, mean, color=_color(r["tool"], names), alpha=0.8)
+        if mean is not None and lo is not None and hi is not None:  # an interval has all three
             ax.errorbar(
-                r["fairness"],
+                mean,
                 y,
-                xerr=[[r["fairness"] - lo], [hi - r["fairness"]]],
+                xerr=[[mean - lo], [hi - mean]],
                 fmt="none",
                 ecolor="black",
                 capsize=4,
@@ -63,12 +68,12 @@ def fairness_by_tool(tools: list[dict]) -> bytes | None:
     ax.set_yticks(list(ys))
     ax.set_yticklabels([_label(r, models) for r in tools])
     ax.set_xlabel("fairness (mean, 95% logit-transformed interval clustered by scenario)")
-    ax.set_xlim(0, max(1.0, max((r["fairness_hi"] or 0) for r in tools)))
+    ax.set_xlim(0, max(1.0, max((r[FAIRNESS_HI] or 0) for r in tools)))
     ax.axvline(1.0, color="#cccccc", lw=0.8)
     return _png(fig)
 
 
-def forest(tools: list[dict], noise: float | None, margin: float | None = None) -> bytes | None:
+def forest(tools: list[ToolRow], noise: float | None, margin: float | None = None) -> bytes | None:
     """Paired differences against the baseline with their 95% intervals; the shaded band is
     the judge's spread (differences inside it are not ranked), the dashed lines ±margin (the
     smallest difference that matters: better / worse only beyond them)."""
@@ -87,9 +92,9 @@ def forest(tools: list[dict], noise: float | None, margin: float | None = None) 
     ys = range(len(rows))[::-1]
     for y, r in zip(ys, rows):
         inside = r["verdict"] not in ("better", "worse")
-        color = "#999999" if inside else ("#2ca02c" if r["diff"] > 0 else "#d62728")
-        if r["diff_lo"] is not None:
-            ax.plot([r["diff_lo"], r["diff_hi"]], [y, y], color=color, lw=2)
+        color = "#999999" if inside else ("#2ca02c" if (r["diff"] or 0.0) > 0 else "#d62728")
+        if r[DIFF_LO] is not None:
+            ax.plot([r[DIFF_LO], r[DIFF_HI]], [y, y], color=color, lw=2)
         ax.plot(r["diff"], y, "s", color=color, ms=8)
     ax.set_yticks(list(ys))
     ax.set_yticklabels(
@@ -105,7 +110,7 @@ def forest(tools: list[dict], noise: float | None, margin: float | None = None) 
     return _png(fig)
 
 
-def cost_vs_quality(trials: list[dict]) -> bytes | None:
+def cost_vs_quality(trials: Sequence[Mapping[str, Any]]) -> bytes | None:
     """Judge quality against cost per trial, one panel per model (wall time for a model none of
     whose trials has a cost), one point per trial, a large marker per tool's mean."""
     if not trials:
@@ -142,7 +147,7 @@ def cost_vs_quality(trials: list[dict]) -> bytes | None:
     return _png(fig)
 
 
-def grounding_buckets(trials: list[dict]) -> bytes | None:
+def grounding_buckets(trials: Sequence[Mapping[str, Any]]) -> bytes | None:
     """Share of citations grounded / hallucinated / unresolved per (model, tool)."""
     groups = list(dict.fromkeys((r["model"], r["tool"]) for r in trials))
     if not groups:

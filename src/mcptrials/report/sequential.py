@@ -5,17 +5,18 @@ what the sequential verdict is about, which is not what the headline's interval 
 
 from __future__ import annotations
 
+from mcptrials.core.rows import SequentialRow, Summary
 from mcptrials.report.formats import fusd
 from mcptrials.report.render import Cell, Doc, Table
 
 STOP_CLASS = {"decided: better": "better", "decided: worse": "worse"}
 
 
-def interval(r: dict) -> str:
+def interval(r: SequentialRow) -> str:
     return "–" if r.get("lo") is None else f"[{r['lo']:+.3f}, {r['hi']:+.3f}]"
 
 
-def add_sequential(doc: Doc, s: dict) -> None:
+def add_sequential(doc: Doc, s: Summary) -> None:
     seq = s.get("sequential")
     if not seq:
         return

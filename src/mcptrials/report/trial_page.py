@@ -8,9 +8,23 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mcptrials.report.formats import esc, f3, fnum, fsec, fusd, model_text
+from mcptrials.report.formats import error_counts, esc, f3, fnum, fsec, fusd, model_text
 from mcptrials.report.patterns import pattern_list, pattern_marks, trial_findings
 from mcptrials.report.render import Cell, Table, html_table, page
+from mcptrials.core.keys import (
+    CITATION_GROUNDING,
+    FAIRNESS,
+    GROUNDED_RATE,
+    KEYWORD_COVERAGE,
+    MISSING_REASON,
+    MODEL_NAME,
+    TOKENS_CACHE_READ,
+    TOKENS_CACHE_WRITE,
+    TOKENS_INPUT_UNCACHED,
+    TOKENS_OUTPUT,
+    VERIFIED_RATE,
+)
+from mcptrials.core.rows import Summary, TrialRow
 
 FOLD_CHARS = 600  # longer texts are folded into <details>
 STDERR_LINES = 15  # of a crashed server's stderr on its trial page
@@ -61,7 +75,7 @@ def _expected_tools_line(scored: dict, index: int) -> str:
     )
 
 
-def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
+def write_trial_page(row: TrialRow, runs, out: Path, summary: Summary) -> Path:
     """The page of one trial row of summary.json, at out/<row's page>; returns its path."""
     t, sc, j, meta = _read_records(runs, row)
     path = out / row["page"]
@@ -81,7 +95,7 @@ def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
     missing = bool(row.get("missing"))
     if missing:  # an infrastructure failure: its records may hold grades, none of which counts
         b.append(
-            f'<p class="warning" id="missing">This trial is missing: {esc(row.get("missing_reason"))}'
+            f'<p class="warning" id="missing">This trial is missing: {esc(row.get(MISSING_REASON))}'
             + (f" ({esc(t.get('outcome_detail'))})" if t.get("outcome_detail") else "")
             + ". An infrastructure failure, not the tool's: it was not graded (no grader result, judge score "
             "or fairness is shown or counted); the next snakemake invocation retries it. What it recorded "
@@ -97,19 +111,18 @@ def write_trial_page(row: dict, runs, out: Path, summary: dict) -> Path:
     return path
 
 
-def _read_records(runs, row: dict) -> tuple[dict, dict, dict, dict]:
+def _read_records(runs, row: TrialRow) -> tuple[dict, dict, dict, dict]:
     """The trial's transcript, scored, judged and run_meta records; {} for each one not written."""
     from mcptrials.core.identity import TrialKey
 
-    d = TrialKey(row["model_name"], row["host"], row["tool"], row["repo"], row["scenario"], int(row["trial"])).dir(runs)
-    recs = []
-    for name in RECORDS:
-        p = d / f"{name}.json"
-        recs.append((json.loads(p.read_text()) if p.is_file() else None) or {})
-    return tuple(recs)
+    d = TrialKey(row[MODEL_NAME], row["host"], row["tool"], row["repo"], row["scenario"], int(row["trial"])).dir(runs)
+    transcript, scored, judged, meta = (
+        (json.loads(p.read_text()) if p.is_file() else None) or {} for p in (d / f"{name}.json" for name in RECORDS)
+    )
+    return transcript, scored, judged, meta
 
 
-def _summary_table(row: dict, t: dict, sc: dict, meta: dict, summary: dict) -> Table:
+def _summary_table(row: TrialRow, t: dict, sc: dict, meta: dict, summary: Summary) -> Table:
     """The trial at a glance: what ran, its verdict, fairness term by term, cost, tokens, calls."""
     missing = bool(row.get("missing"))
     verdict = "MISSING" if missing else "PASS" if row["passed"] else "FAIL"
@@ -123,7 +136,7 @@ def _summary_table(row: dict, t: dict, sc: dict, meta: dict, summary: dict) -> T
         Cell(
             verdict
             + (
-                f": {row['missing_reason']} (an infrastructure failure, not scored; attempt {row.get('attempts', 1)})"
+                f": {row[MISSING_REASON]} (an infrastructure failure, not scored; attempt {row.get('attempts', 1)})"
                 if missing
                 else ""
             ),
@@ -133,18 +146,16 @@ def _summary_table(row: dict, t: dict, sc: dict, meta: dict, summary: dict) -> T
     if missing:  # not graded: no failures, fairness, adoption or citations to show
         kv.add("fairness", "– missing: not scored, left out of every mean")
         kv.add("cost / time", f"{fusd(row['cost_usd'])}, {fsec(row['wall_seconds'])} wall")
-        kv.add(
-            "errors", ", ".join(f"{k} {row[k]}" for k in ("tool_error", "protocol_error", "api_error", "harness_error"))
-        )
+        kv.add("errors", ", ".join(f"{k} {n}" for k, n in error_counts(row)))
         return kv
     if sc.get("failures"):
         kv.add("why not passed", "; ".join(sc["failures"]))
     w = summary["identity"]["weights"]
     kv.add(
         "fairness",
-        f"{f3(row['fairness'])} = {w['keyword']:.2f}×keyword {f3(row['keyword_coverage'])} + "
+        f"{f3(row[FAIRNESS])} = {w['keyword']:.2f}×keyword {f3(row[KEYWORD_COVERAGE])} + "
         f"{w['quality']:.2f}×quality {f3(row['quality'])} + {w['citation']:.2f}×grounding "
-        f"{f3(row['citation_grounding'])} + {w['efficiency']:.2f}×efficiency {f3(row['efficiency'])}"
+        f"{f3(row[CITATION_GROUNDING])} + {w['efficiency']:.2f}×efficiency {f3(row['efficiency'])}"
         + (
             ""
             if row["completed"]
@@ -166,15 +177,15 @@ def _summary_table(row: dict, t: dict, sc: dict, meta: dict, summary: dict) -> T
     )
     kv.add(
         "tokens",
-        f"input {row['tokens_input_uncached']}, cache write {row['tokens_cache_write']}, cache read "
-        f"{row['tokens_cache_read']}, output {row['tokens_output']}",
+        f"input {row[TOKENS_INPUT_UNCACHED]}, cache write {row[TOKENS_CACHE_WRITE]}, cache read "
+        f"{row[TOKENS_CACHE_READ]}, output {row[TOKENS_OUTPUT]}",
     )
     kv.add("tool calls", f"{row['tool_calls']} ({row['tool_calls_mcp']} server, {row['tool_calls_builtin']} built-in)")
-    kv.add("errors", ", ".join(f"{k} {row[k]}" for k in ("tool_error", "protocol_error", "api_error", "harness_error")))
+    kv.add("errors", ", ".join(f"{k} {n}" for k, n in error_counts(row)))
     kv.add(
         "citations",
         f"{row['citations']} ({row['grounded']} grounded, {row['hallucinated']} hallucinated, "
-        f"{row['unresolved']} unresolved; verified {f3(row.get('verified_rate'))})",
+        f"{row['unresolved']} unresolved; verified {f3(row.get(VERIFIED_RATE))})",
     )
     return kv
 
@@ -286,8 +297,8 @@ def _citation_tables(cit: dict) -> list[str]:
     if cit.get("items"):
         ctab = Table(
             ["citation", "resolved", "bucket", "verification", "reason"],
-            caption=f"citations: grounded rate {f3((cit.get('rates') or {}).get('grounded_rate'))}, "
-            f"verified {f3((cit.get('rates') or {}).get('verified_rate'))}",
+            caption=f"citations: grounded rate {f3((cit.get('rates') or {}).get(GROUNDED_RATE))}, "
+            f"verified {f3((cit.get('rates') or {}).get(VERIFIED_RATE))}",
         )
         for c in cit["items"]:
             ctab.add(

@@ -47,7 +47,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from mcptrials.core.identity import TrialKey
-from mcptrials.core.record_types import TranscriptRecord
+from mcptrials.core.record_types import Cell, TranscriptRecord
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.hashing import canonical_hash, file_sha256
 from mcptrials.matrix.matrix import Matrix
@@ -251,7 +251,7 @@ def _from_stream(m: Matrix, path: Path, scenario, tool: str, snapshot: dict | No
     return outcome, detail, one_answer, model_id, round(wall, 3)
 
 
-def _from_transcript(path: Path, cell: dict, host: str, where: str) -> tuple[TranscriptRecord | None, str | None]:
+def _from_transcript(path: Path, cell: Cell, host: str, where: str) -> tuple[TranscriptRecord | None, str | None]:
     """(the recorded transcript with our cell and host, None) or (None, why it is unusable)."""
     from mcptrials.matrix.schema import validate_against
 
@@ -271,16 +271,15 @@ def _from_transcript(path: Path, cell: dict, host: str, where: str) -> tuple[Tra
 # --- one recorded trial ---------------------------------------------------------------
 
 
-def run_recorded(
-    m: Matrix, model: str, tool: str, scenario_id: str, trial: int, checkout: dict, snapshot: dict | None, host: str
-) -> tuple[dict, dict]:
+def run_recorded(m: Matrix, key: TrialKey, checkout: dict, snapshot: dict | None) -> tuple[TranscriptRecord, dict]:
     """The (transcript, run_meta) of one recorded trial; a fault is recorded as harness_failed,
     never raised (only bad config raises ConfigError). API-key values are scrubbed."""
     from mcptrials import __version__
     from mcptrials.run.trial import Recorder, now_iso, scrub_secrets, secret_values, transcript_record
 
     specs = m.specs
-    mspec, hspec = specs.models[model], specs.hosts[host]
+    model, host, tool, _, scenario_id, trial = key
+    mspec, hspec, tspec = specs.models[model], specs.hosts[host], specs.tools[tool]
     scenario = m.scenarios[scenario_id]
     if not hspec.drives(mspec.provider):
         raise ConfigError(
@@ -288,7 +287,6 @@ def run_recorded(
             f"(provider {mspec.provider}); run that model under a loop host"
         )
     t0 = time.monotonic()
-    key = TrialKey(model, host, tool, scenario.repo, scenario_id, trial)
     path = recorded_file(m, key)
     where = project_path(path, m.base_dir)
     meta = {
@@ -307,10 +305,10 @@ def run_recorded(
         "tool_spec_sha256": m.tool_hash(tool),
         "server_name": (snapshot or {}).get("server_name"),
         "server_version": (snapshot or {}).get("server_version"),
-        "tool_version_label": specs.tools[tool].version,
+        "tool_version_label": tspec.version,
         "tools_sha256": (snapshot or {}).get("tools_sha256"),
-        "tool_transport": specs.tools[tool].transport,
-        "recorded_source": specs.tools[tool].source,
+        "tool_transport": tspec.transport,
+        "recorded_source": tspec.source,
         "repo": scenario.repo,
         "repo_url": checkout["url"],
         "commit": checkout["commit"],
@@ -353,7 +351,7 @@ def run_recorded(
     if not wall and path.is_file():  # a stream without durations: the run's own record beside it, if any
         wall = sibling_wall_seconds(path, meta) or wall
     meta["ended_at"] = now_iso()
-    if specs.tools[tool].recorded:
+    if tspec.recorded:
         meta.setdefault("recorded_tools", recorded_tools({}))
         meta["tools_sha256"] = meta["recorded_tools"]["sha256"]
     if transcript is None:
@@ -363,10 +361,7 @@ def run_recorded(
         transcript = transcript_record(
             m,
             priced,
-            host,
-            tool,
-            scenario,
-            trial,
+            key,
             outcome,
             detail,
             rec,

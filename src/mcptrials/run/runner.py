@@ -11,13 +11,17 @@ with provider `recorded` runs nothing: its recorded file is converted (mcptrials
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
+from mcptrials.core.identity import TrialKey
+from mcptrials.core.record_types import TranscriptRecord
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.run.trial import run_under, scrub_secrets
 
-__all__ = ["check_trial", "run_trial", "run_trial_job", "scrub_secrets"]
+__all__ = ["check_trial", "run_key", "run_trial", "run_trial_job", "scrub_secrets"]
 
 
 def run_trial(
@@ -31,28 +35,24 @@ def run_trial(
     index_dir: Path | None,
     out_dir: Path,
     host: str = "loop",
-) -> tuple[dict, dict]:
+) -> tuple[TranscriptRecord, dict]:
+    """run_key of the trial these names make (the tests' and benches' way in)."""
+    key = TrialKey(model, host, tool, m.scenarios[scenario_id].repo, scenario_id, trial)
+    return run_key(m, key, checkout, snapshot, index_dir, out_dir)
+
+
+def run_key(
+    m: Matrix, key: TrialKey, checkout: dict, snapshot: dict | None, index_dir: Path | None, out_dir: Path
+) -> tuple[TranscriptRecord, dict]:
     """Run one trial in a sandbox; always return (transcript, run_meta), API keys scrubbed.
     A recorded model's trial is its recording converted (mcptrials.run.recorded): nothing runs."""
     from mcptrials.run.hosts import host_for
 
-    if m.specs.models[model].recorded:
+    if m.specs.models[key.model].recorded:
         from mcptrials.run.recorded import run_recorded
 
-        return run_recorded(m, model, tool, scenario_id, trial, checkout, snapshot, host)
-    return run_under(
-        host_for(m.specs.hosts[host].kind),
-        m,
-        model,
-        tool,
-        scenario_id,
-        trial,
-        checkout,
-        snapshot,
-        index_dir,
-        out_dir,
-        host,
-    )
+        return run_recorded(m, key, checkout, snapshot)
+    return run_under(host_for(m.specs.hosts[key.host].kind), m, key, checkout, snapshot, index_dir, out_dir)
 
 
 def check_trial(m: Matrix, model: str, host: str, tool: str, scenario: str) -> None:
@@ -75,7 +75,7 @@ def check_trial(m: Matrix, model: str, host: str, tool: str, scenario: str) -> N
         raise ConfigError("\n".join(missing))
 
 
-def trial_bound(m: Matrix, cell: dict, out: Path) -> tuple[float | None, float]:
+def trial_bound(m: Matrix, key: TrialKey, out: Path) -> tuple[float | None, float]:
     """(the most the trial and its judging can cost, the judge's part) under budget.max_cost_usd;
     (None, 0.0) without a budget (mcptrials.cost.budget)."""
     from mcptrials.cost.budget import FREE_PROVIDERS, results_dir_of
@@ -83,8 +83,8 @@ def trial_bound(m: Matrix, cell: dict, out: Path) -> tuple[float | None, float]:
 
     if m.config["budget"].get("max_cost_usd") is None:
         return None, 0.0
-    cost = cell_cost(m, cell["model"], cell["host"], cell["tool"], cell["repo"], cell["scenario"], results_dir_of(out))
-    provider = m.specs.models[cell["model"]].provider
+    cost = cell_cost(m, key, results_dir_of(out))
+    provider = m.specs.models[key.model].provider
     own = (
         0.0
         if provider in FREE_PROVIDERS
@@ -106,7 +106,7 @@ def run_trial_job(
     index_dir: Path | None,
     out: Path,
     inputs: dict | None = None,
-) -> tuple[dict, dict | None]:
+) -> tuple[Mapping[str, Any], dict | None]:
     """The workflow's trial job: run one trial under the budget and write its transcript (`out`)
     and run_meta.json beside it; return (transcript, attempt state: None unless its outcome is
     missing). A trial whose checkout or install failed, or that the budget stops, is not run:
@@ -122,19 +122,12 @@ def run_trial_job(
     # the budget (mcptrials.cost.budget): the trial reserves the most it and its judging can cost, or is
     # not run (no model call, no server); when it ends it settles its own cost and leaves the
     # judge's part reserved for `mcptrials judge` to settle
-    from mcptrials.cost.budget import gate, judge_key, ledger_record, trial_key
+    from mcptrials.cost.budget import gate, judge_key, ledger_record
 
     check_trial(m, model, host, tool, scenario)
     out.parent.mkdir(parents=True, exist_ok=True)
-    cell = {
-        "model": model,
-        "host": host,
-        "tool": tool,
-        "repo": m.scenarios[scenario].repo,
-        "scenario": scenario,
-        "trial": trial,
-    }
-    bound, judge_part = trial_bound(m, cell, out)
+    key = TrialKey(model, host, tool, m.scenarios[scenario].repo, scenario, trial)
+    bound, judge_part = trial_bound(m, key, out)
     checkout = read_json(checkout_json)
     snapshot = read_json(snapshot_json) if snapshot_json else None
     # a checkout or install that failed: missing data, reserved and spent nothing (mcptrials.core.failures)
@@ -150,21 +143,17 @@ def run_trial_job(
             snapshot = None  # no tools/list of ours: the recording's own, or unknown (mcptrials.run.recorded)
         unavailable = None
     ledger, reservation, stopped = (
-        (None, None, None)
-        if unavailable
-        else gate(m.config, m.specs.models[model].provider, out, trial_key(cell), bound)
+        (None, None, None) if unavailable else gate(m.config, m.specs.models[model].provider, out, key.key, bound)
     )
-    if unavailable or stopped:
+    why = unavailable or stopped
+    if why:
         kept = restore_finished(out.parent)
         if kept is not None:
-            why = unavailable or stopped
             print(f"kept the finished trial of an earlier run: {why}", file=sys.stderr)
             return kept, record_attempt(out.parent, kept, m.config["retries"]["max_attempts"], kept=why)
-        transcript, meta = _not_run(m, cell, unavailable or stopped)
+        transcript, meta = _not_run(m, key, why)
     else:
-        transcript, meta = run_trial(
-            m, model, tool, scenario, trial, checkout, snapshot, index_dir, out.parent, host=host
-        )
+        transcript, meta = run_key(m, key, checkout, snapshot, index_dir, out.parent)
         if converted_without:
             meta["converted_without"] = converted_without
         if ledger is not None:
@@ -173,7 +162,7 @@ def run_trial_job(
                     {
                         "kind": "reserve",
                         "id": f"{reservation}-judge",
-                        "trial": judge_key(cell),
+                        "trial": judge_key(key.cell()),
                         "reserve_usd": judge_part,
                     }
                 )
@@ -194,20 +183,20 @@ def run_trial_job(
     return transcript, state
 
 
-def _not_run(m: Matrix, cell: dict, detail: str) -> tuple[dict, dict]:
+def _not_run(m: Matrix, key: TrialKey, detail: str) -> tuple[TranscriptRecord, dict]:
     """The records of a trial that did not start (the budget stopped it, or a checkout or install
     it needs failed): outcome not_run, nothing spent."""
     from mcptrials.matrix.hashing import file_sha256
     from mcptrials.run.trial import SYSTEM_PROMPT, Recorder, now_iso, transcript_record
 
     at = now_iso()
-    model, scenario = m.specs.models[cell["model"]], m.scenarios[cell["scenario"]]
+    model, scenario = m.specs.models[key.model], m.scenarios[key.scenario]
     meta = {
-        "model": cell["model"],
-        "host": cell["host"],
-        "tool": cell["tool"],
-        "scenario": cell["scenario"],
-        "trial": cell["trial"],
+        "model": key.model,
+        "host": key.host,
+        "tool": key.tool,
+        "scenario": key.scenario,
+        "trial": key.trial,
         "provider": model.provider,
         "model_id": model.model,
         "repo": scenario.repo,
@@ -216,6 +205,4 @@ def _not_run(m: Matrix, cell: dict, detail: str) -> tuple[dict, dict]:
         "ended_at": at,
         "not_run": detail,
     }
-    return transcript_record(
-        m, model, cell["host"], cell["tool"], scenario, cell["trial"], "not_run", detail, Recorder(), meta, 0.0
-    ), meta
+    return transcript_record(m, model, key, "not_run", detail, Recorder(), meta, 0.0), meta

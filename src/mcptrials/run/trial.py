@@ -371,36 +371,32 @@ def process_sandbox(m: Matrix, tool: ToolSpec, folders: Sandbox):
 def run_under(
     host_impl,
     m: Matrix,
-    model: str,
-    tool: str,
-    scenario_id: str,
-    trial: int,
+    key: TrialKey,
     checkout: dict,
     snapshot: dict | None,
     index_dir: Path | None,
     out_dir: Path,
-    host: str,
-) -> tuple[dict, dict]:
-    """Run one trial in a sandbox under config host `host`, whose code is `host_impl` (a
-    mcptrials.run.hosts.Host; mcptrials.run.runner.run_trial looks it up); always return
+) -> tuple[TranscriptRecord, dict]:
+    """Run trial `key` in a sandbox under its config host, whose code is `host_impl` (a
+    mcptrials.run.hosts.Host; mcptrials.run.runner.run_key looks it up); always return
     (transcript, run_meta), with the value of every API-key variable scrubbed from both."""
     specs = m.specs
-    mspec, hspec, tspec = specs.models[model], specs.hosts[host], specs.tools[tool]
-    scenario = m.scenarios[scenario_id]
+    mspec, hspec, tspec = specs.models[key.model], specs.hosts[key.host], specs.tools[key.tool]
+    scenario = m.scenarios[key.scenario]
     lim = step_limits(m, scenario)
     started = now_iso()
     t0 = time.monotonic()
     meta = {
         "harness_version": __version__,
-        "host": host,
+        "host": key.host,
         "host_kind": hspec.kind,
         "provider": mspec.provider,
-        "model": model,
+        "model": key.model,
         "model_id": mspec.model,
         "model_params": mspec.params,
         "limits": lim.as_dict(),
-        "tool": tool,
-        "tool_spec_sha256": m.tool_hash(tool),
+        "tool": key.tool,
+        "tool_spec_sha256": m.tool_hash(key.tool),
         # the project files its server starts from, as its tools.json (this trial's input) hashed them
         "project_files": (snapshot or {}).get("project_files"),
         "server_name": (snapshot or {}).get("server_name"),
@@ -410,9 +406,9 @@ def run_under(
         "repo": scenario.repo,
         "repo_url": checkout["url"],
         "commit": checkout["commit"],
-        "scenario": scenario_id,
+        "scenario": key.scenario,
         "scenario_sha256": scenario.sha256,
-        "trial": trial,
+        "trial": key.trial,
         "system_prompt_sha256": file_sha256(SYSTEM_PROMPT),
         "started_at": started,
         "server_startup_seconds": None,
@@ -427,7 +423,7 @@ def run_under(
     try:
         if not hspec.drives(mspec.provider):
             raise ConfigError(
-                f"{m.path}: field hosts.{host}: {hspec.kind} cannot drive models.{model} "
+                f"{m.path}: field hosts.{key.host}: {hspec.kind} cannot drive models.{key.model} "
                 f"(provider {mspec.provider}); run that model under a loop host"
             )
         sandbox = Sandbox.create(checkout["tree"], index_dir)
@@ -439,7 +435,7 @@ def run_under(
             host=hspec,
             tool=tspec,
             scenario=scenario,
-            trial=trial,
+            trial=key.trial,
             limits=lim,
             snapshot=snapshot,
             sandbox=sandbox,
@@ -460,9 +456,7 @@ def run_under(
         if sandbox is not None:
             sandbox.remove()
     meta["ended_at"] = now_iso()
-    transcript = transcript_record(
-        m, mspec, host, tool, scenario, trial, outcome, detail, rec, meta, round(time.monotonic() - t0, 3)
-    )
+    transcript = transcript_record(m, mspec, key, outcome, detail, rec, meta, round(time.monotonic() - t0, 3))
     secrets = secret_values(specs)
     return scrub_secrets(transcript, secrets), scrub_secrets(meta, secrets)
 
@@ -470,10 +464,7 @@ def run_under(
 def transcript_record(
     m: Matrix,
     mspec: ModelSpec,
-    host: str,
-    tool: str,
-    scenario: Scenario,
-    trial: int,
+    key: TrialKey,
     outcome: str,
     detail,
     rec: Recorder,
@@ -496,12 +487,14 @@ def transcript_record(
         **rec.extra_usage,
     }
     startup = meta.get("server_startup_seconds")
+    work = work_seconds({"steps": rec.steps, "wall_seconds": wall_seconds, "server_startup_seconds": startup})
+    assert work is not None  # never None when wall_seconds is given
     return {
         "schema": "mcptrials/transcript/1",
-        "cell": TrialKey(mspec.name, host, tool, scenario.repo, scenario.id, trial).cell(),
+        "cell": key.cell(),
         "provider": mspec.provider,
         "model_id": mspec.model,
-        "host": host,
+        "host": key.host,
         "outcome": outcome,
         "outcome_detail": detail,
         "system_prompt_sha256": meta["system_prompt_sha256"],
@@ -514,9 +507,7 @@ def transcript_record(
         "wall_seconds": wall_seconds,
         # Start-up apart from the agent's work: efficiency compares work_seconds only.
         "server_startup_seconds": startup,
-        "work_seconds": work_seconds(
-            {"steps": rec.steps, "wall_seconds": wall_seconds, "server_startup_seconds": startup}
-        ),
+        "work_seconds": work,
         "feedback_text": rec.feedback,
         "messages": rec.messages,
     }

@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from mcptrials.stats.intervals import check_bounds, check_level, logit_interval, t_quantile
+from mcptrials.core.keys import ONLY_A, ONLY_B, T_P, WILCOXON_P
 
 
 def paired_difference(a: dict, b: dict, level: float = 0.95, bounds: tuple | None = None) -> dict:
@@ -34,7 +35,7 @@ def paired_difference(a: dict, b: dict, level: float = 0.95, bounds: tuple | Non
 
     check_level(level)
     shared = sorted(set(a) & set(b))
-    dropped = {"only_a": sorted(set(a) - set(b)), "only_b": sorted(set(b) - set(a))}
+    dropped = {ONLY_A: sorted(set(a) - set(b)), ONLY_B: sorted(set(b) - set(a))}
     n = len(shared)
     if n == 0:
         raise ValueError("paired_difference: the two tools share no scenario; pair them on the same scenarios")
@@ -48,8 +49,8 @@ def paired_difference(a: dict, b: dict, level: float = 0.95, bounds: tuple | Non
         "se": None,
         "lo": None,
         "hi": None,
-        "t_p": None,
-        "wilcoxon_p": None,
+        T_P: None,
+        WILCOXON_P: None,
         "n": n,
         "scenarios": shared,
         "dropped": dropped,
@@ -69,9 +70,9 @@ def paired_difference(a: dict, b: dict, level: float = 0.95, bounds: tuple | Non
         out["method"] = f"paired, logit-transformed t interval on [{bounds[0]:g}, {bounds[1]:g}], df={n - 1}"
     out.update(se=se, lo=lo, hi=hi)
     if se > 0:
-        out["t_p"] = float(stats.ttest_rel(xa, xb).pvalue)
+        out[T_P] = float(stats.ttest_rel(xa, xb).pvalue)
     if np.any(d != 0):
-        out["wilcoxon_p"] = float(stats.wilcoxon(d).pvalue)
+        out[WILCOXON_P] = float(stats.wilcoxon(d).pvalue)
     return out
 
 

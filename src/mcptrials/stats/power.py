@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
+from mcptrials.core.keys import ONLY_A, ONLY_B
+
 
 def variance_components(scores_a: dict, scores_b: dict) -> dict:
     """Variance components of a paired comparison, for the power formula.
@@ -31,7 +33,7 @@ def variance_components(scores_a: dict, scores_b: dict) -> dict:
     import numpy as np
 
     shared = sorted(set(scores_a) & set(scores_b))
-    dropped = {"only_a": sorted(set(scores_a) - set(scores_b)), "only_b": sorted(set(scores_b) - set(scores_a))}
+    dropped = {ONLY_A: sorted(set(scores_a) - set(scores_b)), ONLY_B: sorted(set(scores_b) - set(scores_a))}
     for side, scores in (("scores_a", scores_a), ("scores_b", scores_b)):
         for k in shared:
             if len(scores[k]) == 0:
