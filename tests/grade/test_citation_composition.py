@@ -125,10 +125,10 @@ def test_the_report_has_a_table_per_model_strict_beside_lenient_and_by_form():
     add_citation_composition(doc, {"citation_composition": comp, "identity": {"models": {}}})
     md = "\n".join(doc.md)
     assert md.count("citations per tool") == 2  # one table per model: m and n
-    assert "| sense | 2 | 0 | 6 | 0.667 | 0.500 | 0.750 | 0.667 | 0 (0.000) | 1 (0.167) | 1 (0.167) |" in md
+    assert "| sense | 2 | 0 | 6 | 0.667 | 0.500 | 0.750 | 0.667 | 0.000 | 0 (0.000) | 1 (0.167) | 1 (0.167) |" in md
     # path:line, sense: 5 citations, 3 grounded, 1 strict mismatch -> strict grounding 2/5
-    assert "| path:line | 0.833 (n=5) | 0.600 | 0.400 | 1.000 | 0.667 | 1.000 (n=2) | 0.500 | 0.500 |" in md
-    assert "| basename | 0.167 (n=1) | 1.000 | 1.000 | 0.000 | – | – | – | – | – | – |" in md
+    assert "| path:line | 0.833 (n=5) | 0.600 | 0.400 | 1.000 | 0.667 | 0.000 | 1.000 (n=2) | 0.500 | 0.500 |" in md
+    assert "| basename | 0.167 (n=1) | 1.000 | 1.000 | 0.000 | – | – | – | – | – | – | – | – |" in md
 
 
 def test_a_trial_whose_citations_were_not_checked_is_counted_not_pooled():

@@ -251,6 +251,7 @@ def test_rates_formula_hand_case():
         "verified_rate": 0.75,
         "strict_grounded_rate": 0.375,
         "strict_verified_rate": 0.5,
+        "strict_undetermined_rate": 0.0,  # strict_undetermined 0 / (2 + 2 + 0)
         "cited_recall": pytest.approx(1 / 3),
     }
     zero = dict.fromkeys(counts, 0)
@@ -289,6 +290,11 @@ def test_citations_command(repo, tmp_path, capsys, monkeypatch):
             "verification",
             "candidates",
             "spans",
+            "form",
+            "strict",
+            "subject",
+            "subject_from",
+            "occurrences",
         }
     ] * 3
     assert [(o["bucket"], o["verification"]) for o in out] == [
@@ -303,6 +309,38 @@ def test_citations_command(repo, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO("src/app.py:20"))
     assert _run_cli(["citations", "--repo", str(repo_dir), "--commit", "HEAD~1", "-"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["bucket"] == "hallucinated"
+
+
+def test_citations_command_shows_the_strict_verdict(repo, tmp_path, capsys):
+    """What fairness counts, per citation and per occurrence: the strict verdict (each of the
+    four), the form, the subject and where it came from, and why a verdict is undetermined."""
+    repo_dir, a, _ = repo
+    f = tmp_path / "answer.md"
+    f.write_text(
+        "`create_app` is at src/app.py:14. The `route` method is at src/app.py:6. "
+        "`helper` is at src/app.py:3. See src/app.py:1. The `route` method is at src/app.py:14.\n"
+    )
+    assert _run_cli(["citations", "--repo", str(repo_dir), "--commit", a, str(f)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [(o["lines"], o["form"], o["verification"], o["strict"], o["subject"], o["subject_from"]) for o in out] == [
+        ([14], "path:line", "verified", "verified", "create_app", "before"),
+        ([6], "path:line", "verified", "mismatch", "route", "before"),  # route is defined at 10
+        ([3], "path:line", "mismatch", "undetermined", "helper", "before"),
+        ([1], "path:line", "mismatch", "n/a", None, None),
+    ]
+    occ = [[(o["strict"], o["subject"], o["undetermined"]) for o in c["occurrences"]] for c in out]
+    assert occ == [
+        # cited twice: one occurrence's subject is at the line, so the citation is verified; the
+        # other's is not, but a name written beside it is, so no positive evidence of a mismatch
+        [
+            ("verified", "create_app", None),
+            ("undetermined", "route", "`create_app`, named beside it, is at the cited line"),
+        ],
+        [("mismatch", "route", None)],
+        [("undetermined", "helper", "`helper` is neither defined nor written in the cited file")],
+        [("n/a", None, None)],
+    ]
+    assert [o["span"] for o in out[0]["occurrences"]] == out[0]["spans"]
 
 
 def test_line_counting_matches_git(tmp_path):

@@ -280,10 +280,11 @@ def test_basename_resolves_by_its_subject_else_stays_ambiguous_with_candidates(t
 
 def test_a_basename_is_not_the_file_shorter_than_the_line(tree):
     # a/util.py has 6 lines, b/util.py 9: util.py:8 can only be b/util.py, whose line 8 is
-    # `def helper2():`, so `helper` is not there (strict mismatch, not ambiguous).
+    # `def helper2():`, so `helper` is not there; b/util.py never writes `helper`, so no
+    # positive evidence of a wrong line: undetermined, not ambiguous (issue 34 item 1).
     c = by_lines("Then util.py:8 (`helper`).\n", tree)[("b/util.py", 8)]
     assert c["context"]["scope"] == "file long enough" and c["bucket"] == "grounded"
-    assert c["strict"] == "mismatch"
+    assert c["strict"] == "undetermined"
     # a line-only reference after a file too short for it moves to the context's file that has it
     d = by_lines("In b/util.py `helper2` is defined; in a/util.py `helper2` (line 8) is called.\n", tree)
     assert d[("b/util.py", 8)]["context"]["scope"] in ("file long enough", "subject at the line")
@@ -350,6 +351,7 @@ def test_counts_strict_beside_lenient_and_composition_by_form(tree):
         "mismatch": 0,
         "strict_verified": 0,
         "strict_mismatch": 1,
+        "strict_undetermined": 0,
     }
     assert forms["path:range"]["strict_verified"] == 1 and forms["path:symbol"]["total"] == 1
     pooled = pool([g, g])
@@ -412,7 +414,8 @@ def test_each_occurrence_has_its_own_subject_and_verdict(tree):
     # occurrence keeps its own verdict.
     text = "`render` (pkg/transports.py:24) is wrong.\n\n- `Http` — pkg/transports.py:24\n"
     (c,) = grade(text, tree)["items"]
-    assert [o["strict"] for o in c["by_occurrence"]] == ["mismatch", "verified"]
+    # (render is written nowhere in the file: undetermined, issue 34 item 1)
+    assert [o["strict"] for o in c["by_occurrence"]] == ["undetermined", "verified"]
     assert c["strict"] == "verified" and c["subject"]["name"] == "Http"
 
 
@@ -799,7 +802,8 @@ def test_a_rails_declaration_out_of_backticks_names_its_symbol(tree):
     # `has_many :user` is about user, which line 3 (has_many :taggings) does not hold
     # (before: the word has_many, on the line, verified it)
     (c,) = grade("app/models/story.rb:3 - has_many :user\n", tree)["items"]
-    assert c["subject"]["name"] == "user" and c["strict"] == "mismatch"
+    # (story.rb never writes `user`: no evidence of a wrong line, undetermined; issue 34 item 1)
+    assert c["subject"]["name"] == "user" and c["strict"] == "undetermined"
     (d,) = grade("app/models/story.rb:3 - has_many :taggings, dependent: :destroy\n", tree)["items"]
     assert d["subject"]["name"] == "taggings" and d["strict"] == "verified"
 

@@ -300,10 +300,10 @@ def test_a_code_file_without_definitions_here_is_undetermined_not_mismatch(tree)
     c = only("`helper` (native/util.c:4) doubles its argument.", tree)
     assert (c["bucket"], c["strict"]) == ("grounded", "undetermined")
     assert only("`helper` (native/util.c:3)", tree)["strict"] == "verified"  # the line names it
-    # a name the file never writes: no definition of it can enclose the line, whatever the grammar
-    assert only("`nowhere_defined` (native/util.c:4)", tree)["strict"] == "mismatch"
-    # prose: no definition encloses a line of a README, so the line's words decide as before
-    assert only("`helper` (README.md:4)", tree)["strict"] == "mismatch"
+    # a name the file never writes, or prose (a README): nothing in the file says where the
+    # subject is instead, so no positive evidence of a wrong line (issue 34 item 1)
+    assert only("`nowhere_defined` (native/util.c:4)", tree)["strict"] == "undetermined"
+    assert only("`helper` (README.md:4)", tree)["strict"] == "undetermined"
 
 
 def test_verdict_function_directly():

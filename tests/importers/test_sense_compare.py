@@ -104,7 +104,8 @@ def test_markdown_and_csv_carry_the_composition_per_model_and_tool():
     from mcptrials.importers.sense_compare import composition_rows
 
     # one cell: 4 citations, 3 grounded (1 past the end), 2 verified / 1 mismatch leniently,
-    # 1 verified / 1 mismatch strictly: strict grounding (3 - 1) / 4 = 0.5
+    # 1 verified / 1 mismatch / 1 undetermined strictly: strict grounding (3 - 1) / 4 = 0.5,
+    # undetermined 1 / (1 + 1 + 1) = 0.333
     counts = {
         "total": 4,
         "grounded": 3,
@@ -115,7 +116,8 @@ def test_markdown_and_csv_carry_the_composition_per_model_and_tool():
         "n/a": 1,
         "strict_verified": 1,
         "strict_mismatch": 1,
-        "strict_na": 2,
+        "strict_undetermined": 1,
+        "strict_na": 1,
         "gold_total": 0,
         "gold_cited": 0,
         "by_form": {
@@ -126,6 +128,7 @@ def test_markdown_and_csv_carry_the_composition_per_model_and_tool():
                 "mismatch": 1,
                 "strict_verified": 1,
                 "strict_mismatch": 1,
+                "strict_undetermined": 1,
             }
         },
         "ungrounded": {"basename": 0, "past_eof": 1, "no_such_file": 0, "symbol_not_defined": 0, "ambiguous": 0},
@@ -134,10 +137,10 @@ def test_markdown_and_csv_carry_the_composition_per_model_and_tool():
     md = markdown({"tools": [], "cells": [], "composition": comp})
     assert "### m\n" in md
     assert (
-        "| t | 1 | 2 | 4 | 0.750 | 0.500 | 0.667 | 0.500 | 0 (0.000) | 1 (0.250) | 0 (0.000) | 0 (0.000) | 0 (0.000) |"
+        "| t | 1 | 2 | 4 | 0.750 | 0.500 | 0.667 | 0.500 | 0.333 | 0 (0.000) | 1 (0.250) | 0 (0.000) | 0 (0.000) | 0 (0.000) |"
         in md
     )
-    assert "| t | json-fields | 1.000 (4) | 0.750 | 0.500 | 0.667 | 0.500 |" in md
+    assert "| t | json-fields | 1.000 (4) | 0.750 | 0.500 | 0.667 | 0.500 | 0.333 |" in md
     rows = composition_rows(comp)
     assert [
         (
@@ -151,3 +154,4 @@ def test_markdown_and_csv_carry_the_composition_per_model_and_tool():
         )
         for r in rows
     ] == [("m", "all", 1, 2, 0.5, 1, 0.25), ("m", "json-fields", None, None, 0.5, None, None)]
+    assert [round(r["undetermined_strict"], 3) for r in rows] == [0.333, 0.333]

@@ -29,14 +29,15 @@ pytestmark = pytest.mark.slow  # the real workflow on the small vertical
 
 SENSE_ANSWER = (
     "`helper` is defined at src/util.py:1. `main` calls it at src/app.py:4-5. `helper` is util.py:1-3 "
-    "as a whole. `main` is also at src/app.py:1. It is not at src/util.py:40, and there is no src/nope.py:2."
+    "as a whole.\n\n`main` is also at src/app.py:1. It is not at src/util.py:40, and there is no src/nope.py:2."
 )
 # per sense trial, six citations (each once: the prose answer is graded whole in both steps):
 #   src/util.py:1    path:line   grounded, verified (lenient and strict: `def helper`)
 #   src/app.py:4-5   path:range  grounded, verified, verified (`def main` .. its body)
 #   util.py:1-3      basename    grounded (the one util.py), verified, verified
 #   src/app.py:1     path:line   grounded, verified leniently (`main` 3 lines below), strict mismatch (line 1
-#                                neither defines nor names `main`)
+#                                neither defines nor names `main`; in its own paragraph, else `helper`, named
+#                                beside it and imported at line 1, would leave it undetermined)
 #   src/util.py:40   path:line   past the end of the file (3 lines)
 #   src/nope.py:2    path:line   no such file at the commit
 
@@ -106,6 +107,7 @@ def test_summary_json_pools_each_model_and_tool(run):
     assert (sense["n_trials"], sense["n_not_checked"], sense["n_citations"]) == (2, 0, 12)
     assert sense["grounded_rate"] == pytest.approx(8 / 12) and sense["strict_grounded_rate"] == pytest.approx(6 / 12)
     assert sense["verified_rate"] == 1.0 and sense["strict_verified_rate"] == pytest.approx(6 / 8)
+    assert sense["strict_undetermined_rate"] == 0.0  # the one wrong line has positive evidence
     assert {k: v["n"] for k, v in sense["ungrounded"].items()} == {
         "basename": 0,
         "past_eof": 2,
@@ -137,9 +139,7 @@ def test_summary_json_pools_each_model_and_tool(run):
     assert (g["n_trials"], g["n_citations"], g["strict_verified_rate"]) == (1, 6, 0.75)
 
 
-SENSE_ROW = (
-    "| sense | 2 | 0 | 12 | 0.667 | 0.500 | 1.000 | 0.750 | 0 (0.000) | 2 (0.167) | 2 (0.167) | 0 (0.000) | 0 (0.000) |"
-)
+SENSE_ROW = "| sense | 2 | 0 | 12 | 0.667 | 0.500 | 1.000 | 0.750 | 0.000 | 0 (0.000) | 2 (0.167) | 2 (0.167) | 0 (0.000) | 0 (0.000) |"
 
 
 def test_the_reports_main_page_has_the_tables(run):
@@ -149,21 +149,23 @@ def test_the_reports_main_page_has_the_tables(run):
     claude = sec.split("citations per tool")[1]
     assert (
         "| tool | trials | not checked | citations | grounded (lenient) | grounded (strict) | verified (lenient) | "
-        "verified (strict) | ungrounded: basename | ungrounded: past eof | ungrounded: no such file | "
+        "verified (strict) | undetermined (strict) | ungrounded: basename | ungrounded: past eof | ungrounded: no such file | "
         "ungrounded: symbol not defined | ungrounded: ambiguous |"
     ) in claude
     assert "| baseline | 2 | 0 | 4 | 1.000 | 1.000 | " in claude and SENSE_ROW in claude
-    # by form, both arms side by side (baseline's five columns, then sense's); forms in FORM_ORDER
+    # by form, both arms side by side (baseline's six columns, then sense's); forms in FORM_ORDER
     assert (
         "| form | baseline: share | baseline: grounded (lenient) | baseline: grounded (strict) | "
-        "baseline: verified (lenient) | baseline: verified (strict) | sense: share |"
+        "baseline: verified (lenient) | baseline: verified (strict) | baseline: undetermined (strict) | sense: share |"
     ) in claude
     rows = [x for x in claude.splitlines() if x.startswith(("| path:", "| basename", "| json-fields"))]
     assert [x.split(" | ")[0] for x in rows] == ["| path:line", "| path:range", "| basename", "| json-fields"]
     assert rows[0].startswith("| path:line | 0.500 (n=2) | 1.000 | ")
-    assert rows[0].endswith("| 0.667 (n=8) | 0.500 | 0.250 | 1.000 | 0.500 |")
-    assert rows[1] == "| path:range | – | – | – | – | – | 0.167 (n=2) | 1.000 | 1.000 | 1.000 | 1.000 |"
-    assert rows[3].startswith("| json-fields | 0.500 (n=2) | 1.000 | ") and rows[3].endswith("| – | – | – | – | – |")
+    assert rows[0].endswith("| 0.667 (n=8) | 0.500 | 0.250 | 1.000 | 0.500 | 0.000 |")
+    assert rows[1] == "| path:range | – | – | – | – | – | – | 0.167 (n=2) | 1.000 | 1.000 | 1.000 | 1.000 | 0.000 |"
+    assert rows[3].startswith("| json-fields | 0.500 (n=2) | 1.000 | ") and rows[3].endswith(
+        "| – | – | – | – | – | – |"
+    )
     html = (run / "report/index.html").read_text()
     assert 'id="citation-composition"' in html and html.count("citation-forms-table") >= 2
 
@@ -196,11 +198,12 @@ def test_the_board_carries_the_same_composition(run):
         float(forms["path:line"]["share"]) == pytest.approx(8 / 12) and forms["path:line"]["ungrounded_past_eof"] == ""
     )
     assert float(forms["path:line"]["grounded_strict"]) == 0.25 and float(forms["path:line"]["verified_strict"]) == 0.5
+    assert float(s["undetermined_strict"]) == 0.0 and float(forms["path:line"]["undetermined_strict"]) == 0.0
     board = (run / "sense-board/board.md").read_text()
     sec = board.split("## Our citations per model and tool")[1]
     claude = sec.split("### claude-x-1@claude-code")[1].split("### ")[0]
     assert SENSE_ROW in claude
-    assert "| sense | path:line | 0.667 (8) | 0.500 | 0.250 | 1.000 | 0.500 |" in claude
+    assert "| sense | path:line | 0.667 (8) | 0.500 | 0.250 | 1.000 | 0.500 | 0.000 |" in claude
     assert (
         claude.index("| sense | path:line") < claude.index("| sense | path:range") < claude.index("| sense | basename")
     )

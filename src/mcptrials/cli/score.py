@@ -18,7 +18,9 @@ def register(sub) -> None:
     s.add_argument("--out", required=True, help="where to write scored.json")
     s.set_defaults(func=cmd_score)
 
-    c = sub.add_parser("citations", help="list the citations of one answer and how they ground at a commit")
+    c = sub.add_parser(
+        "citations", help="list the citations of one answer, how they ground at a commit and their strict verdict"
+    )
     c.add_argument("--repo", required=True, help="a git repository: a clone or a bare mirror (git clone --mirror)")
     c.add_argument("--commit", required=True, help="a commit of it: a full or short id, or any revision (tag, HEAD~1)")
     c.add_argument("--extensions", help="comma-separated citation extensions (default: the built-in list)")
@@ -46,22 +48,44 @@ def cmd_citations(args) -> int:
     exts = [e for e in args.extensions.split(",") if e] if args.extensions else None
     tree = commit_tree(args.repo, args.commit)
     items = [public_view(c) for c in analyse(text, tree, exts)]
-    keys = (
-        "path_as_cited",
-        "resolved_path",
-        "resolved_by",
-        "lines",
-        "symbol",
-        "symbol_by",
-        "bucket",
-        "verification",
-        "candidates",
-        "spans",
-    )
-    json.dump(
-        [{k: c[k] for k in keys} | ({"symlink": c["symlink"]} if c["symlink"] else {}) for c in items],
-        sys.stdout,
-        indent=2,
-    )
+    json.dump([_shown(c) for c in items], sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0
+
+
+LENIENT = (
+    "path_as_cited",
+    "resolved_path",
+    "resolved_by",
+    "lines",
+    "symbol",
+    "symbol_by",
+    "bucket",
+    "verification",
+    "candidates",
+    "spans",
+)
+
+
+def _subject(subject: dict | None) -> dict:
+    return {"subject": subject["name"] if subject else None, "subject_from": subject["from"] if subject else None}
+
+
+def _shown(c: dict) -> dict:
+    """One citation as `mcptrials citations` prints it: the lenient fields, then what fairness
+    counts (the strict verdict, the form, the subject and where it came from), then each
+    occurrence's own strict verdict, subject and, when undetermined, why."""
+    return (
+        {k: c[k] for k in LENIENT}
+        | ({"symlink": c["symlink"]} if c["symlink"] else {})
+        | {"form": c["form"], "strict": c["strict"]}
+        | _subject(c["subject"])
+        | {
+            "occurrences": [
+                {"span": o["span"], "strict": o["strict"]}
+                | _subject(o["subject"])
+                | {"undetermined": o["undetermined"]}
+                for o in c["by_occurrence"]
+            ]
+        }
+    )

@@ -86,6 +86,7 @@ class CitationRates(TypedDict):
     cited_recall: float | None
     strict_grounded_rate: NotRequired[float | None]  # older records lack it
     strict_verified_rate: NotRequired[float | None]
+    strict_undetermined_rate: NotRequired[float | None]  # grader 8 on (issue 34)
 
 
 class Citations(TypedDict):

@@ -245,6 +245,7 @@ class FormRates(TypedDict):
     strict_grounded_rate: float | None
     verified_rate: float | None
     strict_verified_rate: float | None
+    strict_undetermined_rate: float | None
 
 
 class UngroundedShare(TypedDict):
@@ -263,6 +264,7 @@ class CitationComposition(TypedDict):
     strict_grounded_rate: float | None
     verified_rate: float | None
     strict_verified_rate: float | None
+    strict_undetermined_rate: float | None  # None for records before grader 8
     by_form: dict[str, FormRates]
     ungrounded: dict[str, UngroundedShare]
 

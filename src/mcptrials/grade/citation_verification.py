@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import re
 
-from mcptrials.grade import structure
-from mcptrials.grade import subjects
+from mcptrials.grade import strict, structure, subjects
 from mcptrials.grade.citation_context import KEYWORDS, Answer, identifier
 from mcptrials.grade.citation_forms import IDENT, has_word
 from mcptrials.grade.citation_grounding import strict_verdict_at
@@ -204,7 +203,57 @@ def strict_verdict(c: dict, tree: CommitTree) -> str:
     return strict_verdict_at(tree, c["resolved_path"], c["lines"], c["subject"]["name"])
 
 
-def settle_strict(g: dict, tree: CommitTree) -> None:
+# Scopes that name a citation's subject clearly (rule 1 of docs/grading.md's list of positive
+# evidence): the clause around it, its own JSON member or the object's name; a list item's
+# head, a sentence's nearest name or another member's text may be about something else.
+CLEAR_SCOPES = frozenset(
+    (
+        "label",
+        "after",
+        "before",
+        "respectively",
+        "respectively, in another order",
+        "json field",
+        "json key",
+        "json owner",
+        "json code",
+        "table name cell",
+    )
+)
+_NAMED_BY_PLACE = frozenset(("json field", "json key", "json owner", "json code", "table name cell"))
+
+
+def written_as_code(text: str, span: list[int], subject: dict) -> bool:
+    """Whether the answer writes the subject as code near the citation (rule 2): a code-like
+    name (`Story#url`, `is_noop`, `HttpTransport`), a name in backticks or bold within its
+    lines, or a name its JSON member or table cell holds by place."""
+    name = subject["name"]
+    last = subjects.parts_of(name)[-1]
+    if subject["from"] in _NAMED_BY_PLACE or subjects._code_like(last, False) or subjects._code_like(name, False):
+        return True
+    lo = text.rfind("\n", 0, max(0, span[0] - 200)) + 1
+    hi = text.find("\n", span[1] + 200)
+    window = text[lo : len(text) if hi < 0 else hi]
+    word = rf"(?<![\w]){re.escape(last)}(?![\w])"
+    return re.search(rf"`[^`\n]*{word}[^`\n]*`|\*\*[^*\n]*{word}[^*\n]*\*\*", window) is not None
+
+
+def confirm_mismatch(g: dict, occ: dict, tree: CommitTree, text: str | None) -> str | None:
+    """Why an occurrence's strict `mismatch` is not confirmed (it is `undetermined` then), None
+    when it has positive evidence (docs/grading.md: the subject clearly named, written as code,
+    defined in the cited file away from the cited line, nothing else the clause names there)."""
+    subject = occ["subject"]
+    if subject["from"] not in CLEAR_SCOPES:
+        return f"subject from the {subject['from']} scope, not named by its clause"
+    if text is not None and not written_as_code(text, occ["span"], subject):
+        return f"`{subject['name']}` is a plain word of the answer"
+    path = tree.real(g["resolved_path"])
+    own = set(subjects.parts_of(subject["name"]))  # its qualifiers are where it lives, not other names
+    named = [n for n in [*g["identifiers"], *subject.get("group", [])] if n != subject["name"] and n not in own]
+    return strict.abstain_reason(path, tree.text(path), g["lines"], subject["name"], tree.lines(path), named)
+
+
+def settle_strict(g: dict, tree: CommitTree, text: str | None = None) -> None:
     """The strict verdict of each occurrence of a distinct citation (its own subject), then
     the citation's: verified when one occurrence's subject is at the cited line (the answer
     says once what is there, and that is right), else the verdict of the first occurrence with
@@ -231,6 +280,13 @@ def settle_strict(g: dict, tree: CommitTree) -> None:
                     "group": occ["subject"]["group"],
                 }
                 occ["strict"] = "verified"
+        occ["undetermined"] = None
+        if occ["strict"] == "mismatch":
+            why = confirm_mismatch(g, occ, tree, text)
+            if why:
+                occ["strict"], occ["undetermined"] = "undetermined", why
+        elif occ["strict"] == "undetermined":
+            occ["undetermined"] = "no definitions known for this file's language"
     occs = g["by_occurrence"]
     best = next((o for o in occs if o["strict"] == "verified"), None) or next((o for o in occs if o["subject"]), None)
     g["subject"] = best["subject"] if best else None

@@ -93,6 +93,7 @@ from mcptrials.core.keys import (
     GROUNDED_RATE,
     HALLUCINATED_RATE,
     STRICT_GROUNDED_RATE,
+    STRICT_UNDETERMINED_RATE,
     STRICT_VERIFIED_RATE,
     UNRESOLVED_RATE,
     VERIFIED_RATE,
@@ -170,7 +171,7 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
     out = []
     for g in distinct.values():
         g["verification"] = verify(g, g["identifiers"], tree)
-        settle_strict(g, tree)
+        settle_strict(g, tree, text)
         out.append(g)
     return out
 
@@ -216,7 +217,9 @@ def citation_rates(counts: dict) -> CitationRates:
     does not hold its subject is not grounded strictly (issue 25 item 5); a strict
     `undetermined` (a code file whose definitions are not known here, strict.py) counts in
     neither strict_verified nor strict_mismatch, so it leaves the strict verified rate alone and
-    stays grounded. Each null when its denominator is 0."""
+    stays grounded (issue 34 item 3: only a confirmed mismatch lowers fairness's citation part);
+    strict_undetermined_rate = strict_undetermined/(strict_verified + strict_mismatch +
+    strict_undetermined). Each null when its denominator is 0."""
     t = counts["total"]
     return {
         GROUNDED_RATE: _ratio(counts["grounded"], t),
@@ -225,6 +228,10 @@ def citation_rates(counts: dict) -> CitationRates:
         VERIFIED_RATE: _ratio(counts["verified"], counts["verified"] + counts["mismatch"]),
         STRICT_GROUNDED_RATE: _ratio(counts["grounded"] - counts["strict_mismatch"], t),
         STRICT_VERIFIED_RATE: _ratio(counts["strict_verified"], counts["strict_verified"] + counts["strict_mismatch"]),
+        STRICT_UNDETERMINED_RATE: _ratio(
+            counts["strict_undetermined"],
+            counts["strict_verified"] + counts["strict_mismatch"] + counts["strict_undetermined"],
+        ),
         CITED_RECALL: _ratio(counts["gold_cited"], counts["gold_total"]),
     }
 

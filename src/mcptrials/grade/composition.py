@@ -12,6 +12,7 @@ mismatch (lenient), strict_verified and strict_mismatch. From them (rates()):
     strict_grounded_rate = (grounded - strict_mismatch) / total
     verified_rate  = verified / (verified + mismatch)
     strict_verified_rate = strict_verified / (strict_verified + strict_mismatch)
+    strict_undetermined_rate = strict_undetermined / (strict_verified + strict_mismatch + strict_undetermined)
 each null when its denominator is 0.
 
 Ungrounded kinds (a citation's `ungrounded`): basename (a bare file name several files
@@ -38,11 +39,12 @@ from mcptrials.core.keys import (
     GROUNDED_RATE,
     N_CITATIONS,
     STRICT_GROUNDED_RATE,
+    STRICT_UNDETERMINED_RATE,
     STRICT_VERIFIED_RATE,
     VERIFIED_RATE,
 )
 
-FORM_KEYS = ("total", "grounded", "verified", "mismatch", "strict_verified", "strict_mismatch")
+FORM_KEYS = ("total", "grounded", "verified", "mismatch", "strict_verified", "strict_mismatch", "strict_undetermined")
 FORM_ORDER = (
     "path:line",
     "path:range",
@@ -68,6 +70,7 @@ def by_form(items: list[dict]) -> dict[str, dict]:
         f["mismatch"] += c["verification"] == "mismatch"
         f["strict_verified"] += c["strict"] == "verified"
         f["strict_mismatch"] += c["strict"] == "mismatch"
+        f["strict_undetermined"] += c["strict"] == "undetermined"
     return out
 
 
@@ -114,6 +117,10 @@ def rates(forms: dict[str, dict]) -> dict[str, FormRates]:
             STRICT_GROUNDED_RATE: _ratio(f["grounded"] - f["strict_mismatch"], f["total"]),
             VERIFIED_RATE: _ratio(f["verified"], f["verified"] + f["mismatch"]),
             STRICT_VERIFIED_RATE: _ratio(f["strict_verified"], f["strict_verified"] + f["strict_mismatch"]),
+            STRICT_UNDETERMINED_RATE: _ratio(
+                f.get("strict_undetermined", 0),
+                f["strict_verified"] + f["strict_mismatch"] + f.get("strict_undetermined", 0),
+            ),
         }
         for form, f in forms.items()
     }
@@ -134,6 +141,7 @@ def view(pooled: Mapping[str, Any]) -> CitationComposition:
         STRICT_GROUNDED_RATE: r[STRICT_GROUNDED_RATE],
         VERIFIED_RATE: r[VERIFIED_RATE],
         STRICT_VERIFIED_RATE: r[STRICT_VERIFIED_RATE],
+        STRICT_UNDETERMINED_RATE: r.get(STRICT_UNDETERMINED_RATE),
         BY_FORM: rates(c[BY_FORM]),
         "ungrounded": ungrounded_shares(c["ungrounded"], c["total"]),
     }

@@ -1,8 +1,9 @@
 """The strict verdict of a line citation against its subject (issue 25 item 4).
 
 verified  when a cited line lies inside a definition of the subject (tree-sitter spans, see
-          symbols.definitions, for the languages parsed there; a Python definition's
-          decorators are inside it), or a cited line's code names
+          symbols.definitions, for the languages parsed there; a definition's header
+          is inside it: the blank, comment, doc-comment, decorator, annotation and attribute
+          lines directly above it up to the previous code line), or a cited line's code names
           the qualified subject whole as written (`self.transport.notify`), or, when no definition of the
           subject's name encloses the cited line, the code of a cited line (comments cut off)
           names the subject's last component as a whole word;
@@ -133,3 +134,39 @@ def verdict(path: str, source: str, lines: list[int], subject: str | None, file_
     if any(_has_word(line, name) for line in code):
         return "verified"
     return "undetermined" if parsed is None and code_language(path) else "mismatch"
+
+
+def _enclosing(defs: list[dict], lo: int, hi: int) -> list[dict]:
+    """The definitions whose lines (header included) meet lo..hi."""
+    return [d for d in defs if d.get("outer_start", d["start"]) <= hi and lo <= d["end"]]
+
+
+def abstain_reason(path: str, source: str, lines: list[int], subject: str, file_lines: list[str], named) -> str | None:
+    """Why a `mismatch` of verdict() lacks positive evidence in the file (None: it has it):
+    the subject is defined in the file, by a definition whose containers its qualifiers name,
+    and no such definition meets the cited lines; and no name the clause names (`named`: the
+    citation's identifiers, the group of a `respectively`) is at the cited lines' code or is a
+    definition they lie in (rules 3 and 4 of docs/grading.md's list)."""
+    *qualifiers, name = parts(subject)
+    lo, hi = (lines[0], lines[0]) if len(lines) == 1 else (min(lines), max(lines))
+    defs = _defs(path, source)
+    if defs is None:
+        return "no definitions known for this file"
+    known = {d["name"] for d in defs} | {n for d in defs for c in d["containers"] for n in c}
+    own = [d for d in defs if d["name"] == name and _chain_ok(d, qualifiers, known)]
+    if not own and not any(d["name"] == name for d in defs):  # `notified_user` for `def notified_users`
+        forms = {name + "s", name + "!", name + "?", name[:-1] if name.endswith("s") else None} - {None}
+        own = [d for d in defs if d["name"] in forms and _chain_ok(d, qualifiers, known)]
+    code = [_code(file_lines[n - 1], path) for n in range(max(lo, 1), min(hi, len(file_lines)) + 1)]
+    if not own and not any(
+        _has_word(_code(line, path), name) for k, line in enumerate(file_lines, 1) if not lo <= k <= hi
+    ):
+        # a field, attribute or call the definitions do not list (`DoltDatabaseProvider.databases`,
+        # `self.transport.notify`) is still the file's when its code writes the name elsewhere
+        return f"`{subject}` is neither defined nor written in the cited file"
+    around = {d["name"] for d in _enclosing(defs, lo, hi)}
+    for n in named:
+        last = parts(n)[-1] if parts(n) else n
+        if len(last) > 1 and (last in around or any(_has_word(line, last) for line in code)):
+            return f"`{n}`, named beside it, is at the cited line"
+    return None

@@ -46,6 +46,7 @@ class JsonObject:
     end: int  # offset just past "}" (the answer's end when left open)
     members: list[Member] = field(default_factory=list)
     parent: JsonObject | None = field(default=None, repr=False, compare=False)  # the object it is in
+    key: str | None = None  # the key of the member it is the value of (`"Engine.ServeHTTP": {...}`)
 
     def get(self, *keys: str) -> list[Member]:
         wanted = {k.lower() for k in keys}
@@ -85,9 +86,10 @@ def json_objects(text: str) -> list[JsonObject]:
             break
         ch = text[i]
         if ch == "{":
+            key = stack[-1][1][0] if stack else None
             if stack:
                 stack[-1][1][0] = None  # an object value: not a scalar member
-            stack.append((JsonObject(i, n, parent=stack[-1][0] if stack else None), [None, None]))
+            stack.append((JsonObject(i, n, parent=stack[-1][0] if stack else None, key=key), [None, None]))
             i += 1
         elif ch == "}" and stack:
             obj, _ = stack.pop()

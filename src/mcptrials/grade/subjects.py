@@ -575,6 +575,11 @@ def subject(
                 )
                 if name:
                     return {"name": name, "from": "json code"}
+        # the key owning the object names it (`"Engine.ServeHTTP": {"loc": "gin.go:662", ...}`)
+        owner = objs[0].key
+        if owner and not json_key_kind(owner) and (name := code_subject(owner, is_path)):
+            if key_named is None or key_named(parts_of(name)[-1]):  # (`"shared_behaviors": {...}`: the answer's own)
+                return {"name": name, "from": "json owner"}
         # an item of an array (`"refs": ["a:1", "b:2"]`): the object's text is about the group
         listed = not json_member and not any(mem.start <= start < mem.end for mem in objs[0].members)
         for mem in (

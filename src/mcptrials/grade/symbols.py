@@ -6,8 +6,13 @@ or constant node (per language, in DEFINITIONS) whose name is the symbol's last 
 in Python and Ruby also an assignment at module or class level (Python: to a name,
 `TRANSPORTS: dict[...] = {...}` defines TRANSPORTS over the whole statement; Ruby: to a
 constant, `FLAGGABLE_DAYS = 7`), never one inside a function body. Each definition also
-keeps `outer_start`: a decorated Python definition's first decorator line (the strict
-verdict counts the decorators as part of it; `start` stays the def line).
+keeps `outer_start`, the first line of its header (the strict verdict counts the header as
+part of it; `start` stays the definition's own first line): the lines directly above it up to
+the previous line holding code, when each is blank or part of a comment, doc comment,
+decorator, annotation or attribute (`@classmethod`, `#[derive(Debug)]`, `/// doc`, `// F
+does`, a Java `/** ... */`), and a decorated Python definition's decorators. Every reader
+takes a citation of such a line to mean the definition below (tools counting lines from 0
+cite this way throughout: issue 34 item 2).
 The components before it must name the definition's enclosing containers, innermost first:
 a class or module around it, a Rust `impl` (its type or its trait), a Go method's receiver
 type. Leading components beyond the containers (a module or crate path such as
@@ -446,6 +451,58 @@ def _outer_start(lang: str, node) -> int:
     return node.start_point[0] + 1
 
 
+# Node kinds that may stand in a definition's header (HEADER_KINDS: each grammar has some of them).
+HEADER_KINDS = (
+    "comment",
+    "line_comment",
+    "block_comment",
+    "doc_comment",
+    "attribute_item",
+    "decorator",
+    "annotation",
+    "marker_annotation",
+    "attribute_list",
+)
+
+
+@lru_cache(maxsize=None)
+def _header_query(lang: str):
+    """A query capturing the nodes of HEADER_KINDS the language's grammar has (None: none)."""
+    import tree_sitter
+
+    language = _parser(lang).language
+    kinds = [t for t in HEADER_KINDS if language.id_for_node_kind(t, True) is not None]
+    return tree_sitter.Query(language, " ".join(f"({t}) @h" for t in kinds)) if kinds else None
+
+
+def _header_rows(lang: str, root, lines: list[str]) -> set[int]:
+    """0-based rows that hold nothing but header nodes (comments, decorators, attributes...)
+    or blanks: a header node counts for its rows when nothing but blanks stands before it on
+    its first row (`x = 1  # note` is a line of code)."""
+    import tree_sitter
+
+    query = _header_query(lang)
+    rows = {k for k, line in enumerate(lines) if not line.strip()}
+    if query is None:
+        return rows
+    for node in tree_sitter.QueryCursor(query).captures(root).get("h", []):
+        (r0, c0), (r1, c1) = node.start_point, node.end_point
+        if c1 == 0 and r1 > r0:  # a line comment that ends with its newline (Rust's `/// doc`)
+            r1, c1 = r1 - 1, len(lines[r1 - 1])
+        if r0 < len(lines) and not lines[r0][:c0].strip() and (r1 >= len(lines) or not lines[r1][c1:].strip()):
+            rows.update(range(r0, r1 + 1))
+    return rows
+
+
+def header_start(first: int, rows: set[int]) -> int:
+    """The first line (1-based) of the header above a definition starting at line `first`:
+    the run of header rows (0-based, _header_rows) directly above it, up to the previous code line."""
+    k = first - 1  # the definition's own row, 0-based
+    while k - 1 in rows:
+        k -= 1
+    return k + 1
+
+
 @lru_cache(maxsize=None)
 def _definition_query(lang: str):
     """A query capturing every node of the language's definition and container kinds (those
@@ -470,6 +527,7 @@ def definitions(lang: str, source: str) -> list[dict]:
     nodes = tree_sitter.QueryCursor(_definition_query(lang)).captures(tree.root_node).get("d", [])
     nodes.sort(key=lambda n: (n.start_byte, -n.end_byte))
     names_of = {n.id: _names(lang, n) for n in nodes}
+    rows = _header_rows(lang, tree.root_node, source.split("\n"))
     out: list[dict] = []
     for node in nodes:
         if kinds[node.type] not in ("def", "both") or not names_of[node.id]:
@@ -491,7 +549,7 @@ def definitions(lang: str, source: str) -> list[dict]:
                 "kind": node.type,
                 "start": span.start_point[0] + 1,
                 "end": span.end_point[0] + 1,
-                "outer_start": min(_outer_start(lang, node), span.start_point[0] + 1),
+                "outer_start": header_start(min(_outer_start(lang, node), span.start_point[0] + 1), rows),
             }
         )
     return out

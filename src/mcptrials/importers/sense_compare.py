@@ -37,6 +37,7 @@ from mcptrials.core.keys import (
     N_NOT_CHECKED,
     N_TRIALS,
     STRICT_GROUNDED_RATE,
+    STRICT_UNDETERMINED_RATE,
     STRICT_VERIFIED_RATE,
     VERIFIED_RATE,
 )
@@ -216,6 +217,7 @@ def composition_rows(composition: list[dict]) -> list[dict]:
                 "grounded_strict": c[STRICT_GROUNDED_RATE],
                 "verified": c[VERIFIED_RATE],
                 "verified_strict": c[STRICT_VERIFIED_RATE],
+                "undetermined_strict": c.get(STRICT_UNDETERMINED_RATE),
                 **{f"ungrounded_{k}": c["ungrounded"][k]["n"] for k in UNGROUNDED_KINDS},
                 **{f"ungrounded_{k}_share": c["ungrounded"][k]["share"] for k in UNGROUNDED_KINDS},
             }
@@ -233,6 +235,7 @@ def composition_rows(composition: list[dict]) -> list[dict]:
                     "grounded_strict": f.get(STRICT_GROUNDED_RATE),
                     "verified": f[VERIFIED_RATE],
                     "verified_strict": f[STRICT_VERIFIED_RATE],
+                    "undetermined_strict": f.get(STRICT_UNDETERMINED_RATE),
                     **{f"ungrounded_{k}": None for k in UNGROUNDED_KINDS},
                     **{f"ungrounded_{k}_share": None for k in UNGROUNDED_KINDS},
                 }
@@ -261,7 +264,8 @@ def composition_markdown(comp: list[dict]) -> list[str]:
         "Trials whose citations were not checked (no checkout of their commit) are left out and counted. "
         "grounded (lenient) = grounded / all; grounded (strict) = (grounded - strict mismatch) / all; verified "
         "(lenient) = verified / (verified + mismatch), +/-5 lines; verified (strict) = the line is inside the "
-        "subject's definition or names it; each ungrounded kind as n (its share of all citations); a form's "
+        "subject's definition or names it; undetermined (strict) = the share of strict verdicts with no "
+        "positive evidence either way (counted as grounded); each ungrounded kind as n (its share of all citations); a form's "
         "share of the citations and its own rates.",
     ]
     for model in dict.fromkeys(c.get("model") for c in comp):
@@ -271,32 +275,32 @@ def composition_markdown(comp: list[dict]) -> list[str]:
             f"### {model}",
             "",
             "| tool | trials | not checked | citations | grounded (lenient) | grounded (strict) | verified (lenient) "
-            "| verified (strict) | "
+            "| verified (strict) | undetermined (strict) | "
             + " | ".join(f"ungrounded: {k.replace('_', ' ')}" for k in UNGROUNDED_KINDS)
             + " |",
-            "|---|---|---|---|---|---|---|---|" + "---|" * len(UNGROUNDED_KINDS),
+            "|---|---|---|---|---|---|---|---|---|" + "---|" * len(UNGROUNDED_KINDS),
         ]
         for c in rows:
             u = c["ungrounded"]
             lines.append(
                 f"| {c['tool']} | {c.get(N_TRIALS, '–')} | {c.get(N_NOT_CHECKED, 0)} | {c[N_CITATIONS]} | "
                 f"{_f(c[GROUNDED_RATE])} | {_f(c[STRICT_GROUNDED_RATE])} | {_f(c[VERIFIED_RATE])} | "
-                f"{_f(c[STRICT_VERIFIED_RATE])} | "
+                f"{_f(c[STRICT_VERIFIED_RATE])} | {_f(c.get(STRICT_UNDETERMINED_RATE))} | "
                 + " | ".join(f"{u[k]['n']} ({_f(u[k]['share'])})" for k in UNGROUNDED_KINDS)
                 + " |"
             )
         lines += [
             "",
             "| tool | form | share (n) | grounded (lenient) | grounded (strict) | verified (lenient) | "
-            "verified (strict) |",
-            "|---|---|---|---|---|---|---|",
+            "verified (strict) | undetermined (strict) |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for c in rows:
             for form, f in sorted(c[BY_FORM].items(), key=lambda kv: form_rank(kv[0])):
                 lines.append(
                     f"| {c['tool']} | {form} | {_f(f['share'])} ({f['n']}) | {_f(f[GROUNDED_RATE])} | "
                     f"{_f(f.get(STRICT_GROUNDED_RATE))} | {_f(f[VERIFIED_RATE])} | "
-                    f"{_f(f[STRICT_VERIFIED_RATE])} |"
+                    f"{_f(f[STRICT_VERIFIED_RATE])} | {_f(f.get(STRICT_UNDETERMINED_RATE))} |"
                 )
     return lines
 

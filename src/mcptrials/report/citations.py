@@ -13,12 +13,20 @@ from mcptrials.core.keys import (
     N_NOT_CHECKED,
     N_TRIALS,
     STRICT_GROUNDED_RATE,
+    STRICT_UNDETERMINED_RATE,
     STRICT_VERIFIED_RATE,
     VERIFIED_RATE,
 )
 from mcptrials.core.rows import Summary
 
-FORM_COLUMNS = ("share", "grounded (lenient)", "grounded (strict)", "verified (lenient)", "verified (strict)")
+FORM_COLUMNS = (
+    "share",
+    "grounded (lenient)",
+    "grounded (strict)",
+    "verified (lenient)",
+    "verified (strict)",
+    "undetermined (strict)",
+)
 
 
 def add_citation_composition(doc: Doc, s: Summary) -> None:
@@ -52,6 +60,7 @@ def add_citation_composition(doc: Doc, s: Summary) -> None:
                 "grounded (strict)",
                 "verified (lenient)",
                 "verified (strict)",
+                "undetermined (strict)",
                 *(f"ungrounded: {k.replace('_', ' ')}" for k in UNGROUNDED_KINDS),
             ]
         )
@@ -65,6 +74,7 @@ def add_citation_composition(doc: Doc, s: Summary) -> None:
                 f3(r[STRICT_GROUNDED_RATE]),
                 f3(r[VERIFIED_RATE]),
                 f3(r[STRICT_VERIFIED_RATE]),
+                f3(r.get(STRICT_UNDETERMINED_RATE)),
                 *(f"{r['ungrounded'][k]['n']} ({f3(r['ungrounded'][k]['share'])})" for k in UNGROUNDED_KINDS),
             )
         doc.table(t, html_id("citations-table", model))
@@ -82,6 +92,7 @@ def add_citation_composition(doc: Doc, s: Summary) -> None:
                         f3(f.get(STRICT_GROUNDED_RATE)),
                         f3(f[VERIFIED_RATE]),
                         f3(f[STRICT_VERIFIED_RATE]),
+                        f3(f.get(STRICT_UNDETERMINED_RATE)),
                     ]
                     if f
                     else ["–"] * len(FORM_COLUMNS)
