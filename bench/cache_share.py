@@ -41,18 +41,40 @@ ANSWER = "`helper` is defined at `src/util.py:1`; it returns `x * 2`, doubling i
 def script(turns: int, chars: int) -> list[dict]:
     out = []
     for k in range(1, turns):
-        call = (tool_use("mcp__faulty__big", {"chars": chars}, id=f"toolu_b{k}") if k % 2 else
-                tool_use("mcp__faulty__echo", {"text": f"note {k}: helper is in src/util.py"}, id=f"toolu_e{k}"))
+        call = (
+            tool_use("mcp__faulty__big", {"chars": chars}, id=f"toolu_b{k}")
+            if k % 2
+            else tool_use("mcp__faulty__echo", {"text": f"note {k}: helper is in src/util.py"}, id=f"toolu_e{k}")
+        )
         out.append(reply(text(f"Step {k}: looking further."), call))
     out.append(reply(text(ANSWER)))
     return out
 
 
 def install_cc(tmp: Path) -> None:
-    cfg = write_matrix(tmp / "install", extra={"models": {"c": {"provider": "anthropic", "model": "claude-sonnet-4-6"}},
-                                               "hosts": {"cc": {"kind": "claude-code"}}})
-    subprocess.run([sys.executable, "-m", "mcptrials.cli", "install-host", "--config", str(cfg), "--host", "cc",
-                    "--out", str(tmp / "cc.json")], check=True, capture_output=True)
+    cfg = write_matrix(
+        tmp / "install",
+        extra={
+            "models": {"c": {"provider": "anthropic", "model": "claude-sonnet-4-6"}},
+            "hosts": {"cc": {"kind": "claude-code"}},
+        },
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcptrials.cli",
+            "install-host",
+            "--config",
+            str(cfg),
+            "--host",
+            "cc",
+            "--out",
+            str(tmp / "cc.json"),
+        ],
+        check=True,
+        capture_output=True,
+    )
 
 
 def run_host(tmp: Path, host: str, turns: int, chars: int) -> list[dict]:
@@ -61,11 +83,14 @@ def run_host(tmp: Path, host: str, turns: int, chars: int) -> list[dict]:
     from mcptrials.run.runner import run_trial
 
     with FakeMessagesAPI(script(turns, chars), prompt_cache=True) as api:
-        extra = {"models": {"claude": {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": api.url,
-                                       "max_retries": 0}},
-                 "hosts": {"loop": {"kind": "loop"}, "cc": {"kind": "claude-code"}},
-                 "limits": {"max_turns": turns + 2},
-                 "pricing": {"claude-sonnet-4-6": {"input": 3.0, "output": 15.0}}}
+        extra = {
+            "models": {
+                "claude": {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": api.url, "max_retries": 0}
+            },
+            "hosts": {"loop": {"kind": "loop"}, "cc": {"kind": "claude-code"}},
+            "limits": {"max_turns": turns + 2},
+            "pricing": {"claude-sonnet-4-6": {"input": 3.0, "output": 15.0}},
+        }
         d = tmp / host
         m = load_matrix(write_matrix(d, tools={"faulty": faulty_tool("ok")}, extra=extra))
         co = checkout("tiny", m.repo_source("tiny"), "repo", m.repos["tiny"]["commit"], d / "co")
@@ -76,10 +101,15 @@ def run_host(tmp: Path, host: str, turns: int, chars: int) -> list[dict]:
         rows = []
         for r in api.message_requests():
             u, body = r["reply"]["usage"], r["body"]
-            rows.append({"input": u["input_tokens"], "read": u["cache_read_input_tokens"],
-                         "write": u["cache_creation_input_tokens"],
-                         "breakpoints": json.dumps(body).count('"cache_control"'),
-                         "messages": len(body["messages"])})
+            rows.append(
+                {
+                    "input": u["input_tokens"],
+                    "read": u["cache_read_input_tokens"],
+                    "write": u["cache_creation_input_tokens"],
+                    "breakpoints": json.dumps(body).count('"cache_control"'),
+                    "messages": len(body["messages"]),
+                }
+            )
         return rows
 
 
@@ -89,11 +119,17 @@ def summary(rows: list[dict]) -> dict:
     total = sum(r["input"] + r["read"] + r["write"] for r in later)
     read = sum(r["read"] for r in later)
     every = sum(r["input"] + r["read"] + r["write"] for r in rows)
-    return {"turn1_write": rows[0]["write"], "turn1_input": rows[0]["input"], "later_total": total,
-            "later_read": read, "later_share": read / total if total else 0.0,
-            "all_total": every, "all_read": sum(r["read"] for r in rows),
-            "all_share": sum(r["read"] for r in rows) / every if every else 0.0,
-            "of_prev": read / prev if prev else 0.0}
+    return {
+        "turn1_write": rows[0]["write"],
+        "turn1_input": rows[0]["input"],
+        "later_total": total,
+        "later_read": read,
+        "later_share": read / total if total else 0.0,
+        "all_total": every,
+        "all_read": sum(r["read"] for r in rows),
+        "all_share": sum(r["read"] for r in rows) / every if every else 0.0,
+        "of_prev": read / prev if prev else 0.0,
+    }
 
 
 def main() -> None:
@@ -112,18 +148,26 @@ def main() -> None:
         for chars, host in [(int(c), h) for c in args.chars.split(",") for h in hosts]:
             rows = run_host(tmp / str(chars), host, args.turns, chars)
             results[host, chars] = summary(rows)
-            print(f"host {host}, big returns {chars} chars: turn  input  cache_read  cache_write  messages  breakpoints")
+            print(
+                f"host {host}, big returns {chars} chars: turn  input  cache_read  cache_write  messages  breakpoints"
+            )
             for k, r in enumerate(rows, 1):
-                print(f"{'':>40}{k:>4} {r['input']:>6} {r['read']:>11} {r['write']:>12} {r['messages']:>9} "
-                      f"{r['breakpoints']:>12}")
+                print(
+                    f"{'':>40}{k:>4} {r['input']:>6} {r['read']:>11} {r['write']:>12} {r['messages']:>9} "
+                    f"{r['breakpoints']:>12}"
+                )
     print()
-    print("| host | `big` chars | turn 1 writes | turn 1 uncached | input tokens, turns 2..N | of which cache read | "
-          "share | share, all turns (turn 1's writes included) | reads / previous turn's prompt |")
+    print(
+        "| host | `big` chars | turn 1 writes | turn 1 uncached | input tokens, turns 2..N | of which cache read | "
+        "share | share, all turns (turn 1's writes included) | reads / previous turn's prompt |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for (host, chars), s in results.items():
-        print(f"| {host} | {chars:,} | {s['turn1_write']:,} | {s['turn1_input']:,} | {s['later_total']:,} | "
-              f"{s['later_read']:,} | {100 * s['later_share']:.1f}% | {s['all_read']:,} of {s['all_total']:,}: "
-              f"{100 * s['all_share']:.1f}% | {100 * s['of_prev']:.1f}% |")
+        print(
+            f"| {host} | {chars:,} | {s['turn1_write']:,} | {s['turn1_input']:,} | {s['later_total']:,} | "
+            f"{s['later_read']:,} | {100 * s['later_share']:.1f}% | {s['all_read']:,} of {s['all_total']:,}: "
+            f"{100 * s['all_share']:.1f}% | {100 * s['of_prev']:.1f}% |"
+        )
 
 
 if __name__ == "__main__":

@@ -31,8 +31,14 @@ def main() -> int:
 
     print(f"{'command':22} {'modules':>7} {'median ms':>10}")
     for cmd in COMMANDS:
-        runs = [json.loads(subprocess.run([sys.executable, "-c", PROBE.format(cmd=cmd)], capture_output=True,
-                                          text=True, check=True).stdout) for _ in range(args.repeat)]
+        runs = [
+            json.loads(
+                subprocess.run(
+                    [sys.executable, "-c", PROBE.format(cmd=cmd)], capture_output=True, text=True, check=True
+                ).stdout
+            )
+            for _ in range(args.repeat)
+        ]
         ms = statistics.median(r["seconds"] for r in runs) * 1000
         print(f"{cmd:22} {len(runs[0]['modules']):>7} {ms:>10.1f}")
     return 0

@@ -35,8 +35,13 @@ def build(tmp: Path, cells: int) -> tuple[int, int]:
     (tmp / "scenarios").mkdir()
     for i in range(n_scen):
         (tmp / "scenarios" / f"s{i:05d}.yaml").write_text(yaml.safe_dump(SCENARIO))
-    cfg = {"tools": tools, "repos": {"tiny": {"url": "repo", "commit": commit}}, "scenarios": "scenarios/*.yaml",
-           "models": {"reference": {"provider": "reference"}}, "trials": trials}
+    cfg = {
+        "tools": tools,
+        "repos": {"tiny": {"url": "repo", "commit": commit}},
+        "scenarios": "scenarios/*.yaml",
+        "models": {"reference": {"provider": "reference"}},
+        "trials": trials,
+    }
     (tmp / "config.yaml").write_text(yaml.safe_dump(cfg))
     shutil.copy(ROOT / "Snakefile", tmp / "Snakefile")
     shutil.copytree(ROOT / "workflow", tmp / "workflow")
@@ -47,9 +52,25 @@ def dry_run(tmp: Path) -> tuple[float, float, float]:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     before, cpu0 = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
     t0 = time.monotonic()
-    p = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--directory", str(tmp), "--snakefile",
-                        str(tmp / "Snakefile"), "--configfile", str(tmp / "config.yaml"), "--scheduler", "greedy", "-q"],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--directory",
+            str(tmp),
+            "--snakefile",
+            str(tmp / "Snakefile"),
+            "--configfile",
+            str(tmp / "config.yaml"),
+            "--scheduler",
+            "greedy",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+    )
     wall = time.monotonic() - t0
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     peak, cpu = usage.ru_maxrss, usage.ru_utime + usage.ru_stime - cpu0

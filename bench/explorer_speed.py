@@ -40,10 +40,35 @@ from mcptrials.report.explorer import write_explorer  # noqa: E402
 CHROMIUM = "/usr/bin/chromium"
 TOOLS = ("baseline", "git", "filesystem", "search", "code-intel")
 MODELS = ("reference", "sonnet")
-RARE, COMMON = "quasarfix", "refactor"   # in ~1% and ~10% of the answers
-WORDS = ("the function", "is defined in", "src/app/models.py:42", "calls", "returns", "a list of", "orders",
-         "because", "the test", "covers", "and the", "handler", "raises", "ValueError", "when", "empty",
-         "config", "module", "imports", "line", "see", "also", "class", "Cart", "total", "discount")
+RARE, COMMON = "quasarfix", "refactor"  # in ~1% and ~10% of the answers
+WORDS = (
+    "the function",
+    "is defined in",
+    "src/app/models.py:42",
+    "calls",
+    "returns",
+    "a list of",
+    "orders",
+    "because",
+    "the test",
+    "covers",
+    "and the",
+    "handler",
+    "raises",
+    "ValueError",
+    "when",
+    "empty",
+    "config",
+    "module",
+    "imports",
+    "line",
+    "see",
+    "also",
+    "class",
+    "Cart",
+    "total",
+    "discount",
+)
 
 PROBE = r"""<script>
 (function () {
@@ -96,33 +121,62 @@ def synthetic(runs: Path, n: int) -> dict:
                     missing = rng.random() < 0.02
                     passed = not missing and rng.random() < 0.55
                     score = None if missing else round(rng.random(), 4)
-                    row = {"model": model, "model_name": model, "host": "loop", "tool": tool, "repo": "demo",
-                           "scenario": scenario, "trial": trial,
-                           "outcome": "api_failed" if missing else rng.choice(["completed"] * 9 + ["max_turns"]),
-                           "passed": passed, "missing": missing, "missing_reason": "api_failed" if missing else None,
-                           "fairness": score, "quality": score, "keyword_coverage": score,
-                           "citation_grounding": score, "exact_passed": int(passed), "exact_steps": 1,
-                           "state_passed": 0, "state_steps": 0,
-                           "cost_usd": None if model == "reference" else round(rng.random() / 10, 5),
-                           "wall_seconds": round(rng.uniform(5, 120), 2),
-                           "page": f"trials/{model}/{tool}/{scenario}/{trial}.html"}
+                    row = {
+                        "model": model,
+                        "model_name": model,
+                        "host": "loop",
+                        "tool": tool,
+                        "repo": "demo",
+                        "scenario": scenario,
+                        "trial": trial,
+                        "outcome": "api_failed" if missing else rng.choice(["completed"] * 9 + ["max_turns"]),
+                        "passed": passed,
+                        "missing": missing,
+                        "missing_reason": "api_failed" if missing else None,
+                        "fairness": score,
+                        "quality": score,
+                        "keyword_coverage": score,
+                        "citation_grounding": score,
+                        "exact_passed": int(passed),
+                        "exact_steps": 1,
+                        "state_passed": 0,
+                        "state_steps": 0,
+                        "cost_usd": None if model == "reference" else round(rng.random() / 10, 5),
+                        "wall_seconds": round(rng.uniform(5, 120), 2),
+                        "page": f"trials/{model}/{tool}/{scenario}/{trial}.html",
+                    }
                     if tool != "baseline":
                         row["patterns"] = {"repeated_call": rng.randint(0, 3), "empty_results": rng.randint(0, 2)}
                     d = runs / model / "loop" / tool / "demo" / scenario / str(trial)
                     d.mkdir(parents=True, exist_ok=True)
-                    (d / "transcript.json").write_text(json.dumps(
-                        {"steps": [{"index": 0, "answer_text": answer(rng, i)}], "messages": filler}))
+                    (d / "transcript.json").write_text(
+                        json.dumps({"steps": [{"index": 0, "answer_text": answer(rng, i)}], "messages": filler})
+                    )
                     rows.append(row)
                     i += 1
-    ident = {"harness_versions": ["bench"], "scenario_set_sha256": "0" * 64,
-             "models": {m: {"label": m} for m in MODELS}}
+    ident = {
+        "harness_versions": ["bench"],
+        "scenario_set_sha256": "0" * 64,
+        "models": {m: {"label": m} for m in MODELS},
+    }
     return {"schema": "mcptrials/summary/1", "identity": ident, "trials": rows}
 
 
 def chromium(page: Path, profile: Path) -> dict:
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-           "--window-size=1400,900", "--dump-dom", page.as_uri()]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        "--window-size=1400,900",
+        "--dump-dom",
+        page.as_uri(),
+    ]
     t0 = time.monotonic()
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     wall = time.monotonic() - t0
@@ -153,15 +207,22 @@ def main() -> None:
         probe.write_text(text.replace("</body>", PROBE + "</body>"))
         runs = [chromium(probe, tmp / f"profile{i}") for i in range(args.runs)]
 
-    med = {k: statistics.median(r[k] for r in runs) for k in
-           ("first_render", "filter", "search_first", "search_again", "sort", "process_wall")}
+    med = {
+        k: statistics.median(r[k] for r in runs)
+        for k in ("first_render", "filter", "search_first", "search_again", "sort", "process_wall")
+    }
     r0 = runs[0]
     print(f"{len(summary['trials']):,} trials (synthetic rows and transcripts made in {made:.1f} s)")
     print(f"build (read {len(summary['trials']):,} transcripts, write the page): {build:.2f} s")
-    print(f"page size: {page_mb(len(text.encode())):.1f} MB, of which embedded data {page_mb(len(data.encode())):.1f} MB")
+    print(
+        f"page size: {page_mb(len(text.encode())):.1f} MB, of which embedded data {page_mb(len(data.encode())):.1f} MB"
+    )
     print(f"rows in the DOM after the first render: {r0['rows_first']}")
-    print(f"headless Chromium, median of {len(runs)} runs (each: " + ", ".join(
-        f"{r['first_render']:.0f}" for r in runs) + " ms first render):")
+    print(
+        f"headless Chromium, median of {len(runs)} runs (each: "
+        + ", ".join(f"{r['first_render']:.0f}" for r in runs)
+        + " ms first render):"
+    )
     print("| measure | ms |\n|---|---|")
     print(f"| first render (navigation start to rows laid out) | {med['first_render']:.0f} |")
     print(f"| filter tool = git ({r0['filter_count']}) | {med['filter']:.0f} |")

@@ -96,8 +96,11 @@ def figures(rows: list[dict]) -> dict[str, str]:
         "agreement": share(sum(r["agrees"] for r in rows), len(rows)),
         "mismatch precision": share(sum(r["verdict"] == "wrong line" for r in called), len(called)),
         "wrong lines caught": share(sum(r["agrees"] for r in wrong), len(wrong)),
+        "strict undetermined": share(sum(r["strict"] == "undetermined" for r in rows), len(rows)),
     }
     for arm in sorted({r["arm"] for r in rows}):
+        mine = [r for r in rows if r["arm"] == arm]
+        out[f"agreement, {arm}"] = share(sum(r["agrees"] for r in mine), len(mine))
         correct = [r for r in rows if r["arm"] == arm and r["verdict"] == "correct"]
         out[f"correct called mismatch, {arm}"] = share(sum(r["strict"] == "mismatch" for r in correct), len(correct))
     return out

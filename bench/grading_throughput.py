@@ -46,7 +46,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGET_KB = 15.0      # issue 25: ">= 50 answers/s/core in-process on real answers of ~15 KB"
+TARGET_KB = 15.0  # issue 25: ">= 50 answers/s/core in-process on real answers of ~15 KB"
 
 
 def main() -> None:
@@ -64,10 +64,14 @@ def demo_transcripts(rounds: int) -> None:
     commit = demo["repos"]["demo"]["commit"]
     with tempfile.TemporaryDirectory(prefix="mcptrials-grade-") as d:
         tmp = Path(d)
-        cfg = {"tools": {"baseline": {"transport": "none"}},
-               "repos": {"demo": {"url": str(ROOT / demo["repos"]["demo"]["url"]), "commit": commit}},
-               "scenarios": str(ROOT / "scenarios" / "*.yaml"), "splits": ["train"],
-               "models": {"reference": {"provider": "reference"}}, "trials": 1}
+        cfg = {
+            "tools": {"baseline": {"transport": "none"}},
+            "repos": {"demo": {"url": str(ROOT / demo["repos"]["demo"]["url"]), "commit": commit}},
+            "scenarios": str(ROOT / "scenarios" / "*.yaml"),
+            "splits": ["train"],
+            "models": {"reference": {"provider": "reference"}},
+            "trials": 1,
+        }
         (tmp / "config.yaml").write_text(yaml.safe_dump(cfg))
 
         t0 = time.monotonic()
@@ -84,9 +88,11 @@ def demo_transcripts(rounds: int) -> None:
             transcript, _ = run_trial(m, "reference", "baseline", sc.path.stem, 1, co, None, None, out)
             write_json(out / "transcript.json", transcript)
             cases.append((transcript, sc, out / "transcript.json"))
-        print(f"made {len(cases)} transcripts in {time.monotonic() - t0:.1f} s "
-              f"({sum(len(t['steps']) for t, _, _ in cases)} steps, "
-              f"{sum(len(t['tool_calls']) for t, _, _ in cases)} tool calls)")
+        print(
+            f"made {len(cases)} transcripts in {time.monotonic() - t0:.1f} s "
+            f"({sum(len(t['steps']) for t, _, _ in cases)} steps, "
+            f"{sum(len(t['tool_calls']) for t, _, _ in cases)} tool calls)"
+        )
 
         t0 = time.monotonic()
         from mcptrials.grade.scoring import score_trial
@@ -104,10 +110,28 @@ def demo_transcripts(rounds: int) -> None:
         for _ in range(3):
             for _, sc, path in cases:
                 t1 = time.monotonic()
-                subprocess.run([sys.executable, "-m", "mcptrials.cli", "score", "--transcript", str(path),
-                                "--scenario", str(sc.path), "--repo-dir", co["tree"], "--commit", commit,
-                                "--config", str(tmp / "config.yaml"), "--out", str(path.parent / "scored.json")],
-                               check=True, capture_output=True)
+                subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "mcptrials.cli",
+                        "score",
+                        "--transcript",
+                        str(path),
+                        "--scenario",
+                        str(sc.path),
+                        "--repo-dir",
+                        co["tree"],
+                        "--commit",
+                        commit,
+                        "--config",
+                        str(tmp / "config.yaml"),
+                        "--out",
+                        str(path.parent / "scored.json"),
+                    ],
+                    check=True,
+                    capture_output=True,
+                )
                 walls.append(time.monotonic() - t1)
         proc = statistics.median(walls)
 
@@ -115,7 +139,6 @@ def demo_transcripts(rounds: int) -> None:
         print(f"{'score_trial, first call (imports)':<34} {1000 * first:>15.1f} {1 / first:>15.1f}")
         print(f"{'score_trial, in-process, warm':<34} {1000 * per:>15.2f} {1 / per:>15.1f}")
         print(f"{'mcptrials score, one process each':<34} {1000 * proc:>15.1f} {1 / proc:>15.2f}")
-
 
 
 def corpus_answers() -> tuple[list[tuple[str, str]], dict] | None:
@@ -126,14 +149,17 @@ def corpus_answers() -> tuple[list[tuple[str, str]], dict] | None:
     labels = json.loads(LABELS.read_text())
     sense = os.environ.get("MCPTRIALS_SENSE_MIRROR", "/work/.mirror/luuuc+sense/repo")
     mirrors = Path(os.environ.get("MCPTRIALS_MIRRORS", "/work/.mirror"))
-    repos = {n: (str(mirrors / r["fetch"].split(":", 1)[1].replace("/", "+") / "repo"), r["commit"])
-             for n, r in labels["repos"].items()}
+    repos = {
+        n: (str(mirrors / r["fetch"].split(":", 1)[1].replace("/", "+") / "repo"), r["commit"])
+        for n, r in labels["repos"].items()
+    }
     missing = [p for p in [sense] + [d for d, _ in repos.values()] if not Path(p).exists()]
     if missing:
         print(f"citation corpus: skipped, its mirrors are missing ({', '.join(missing)}): {HOW}")
         return None
-    answers = [(a["repo"], answer_text(sense, labels["bench"]["commit"], a["source"]))
-               for a in labels["answers"].values()]
+    answers = [
+        (a["repo"], answer_text(sense, labels["bench"]["commit"], a["source"])) for a in labels["answers"].values()
+    ]
     return answers, repos
 
 
@@ -167,8 +193,10 @@ def corpus() -> None:
     t0 = time.perf_counter()
     trees = {n: CommitTree(d, c) for n, (d, c) in repos.items()}
     listing = (time.perf_counter() - t0) / len(trees)
-    rows = [("cold pass (fresh tree per repo)", *_timed(answers, trees.get)),
-            ("warm pass (same trees)", *_timed(answers, trees.get))]
+    rows = [
+        ("cold pass (fresh tree per repo)", *_timed(answers, trees.get)),
+        ("warm pass (same trees)", *_timed(answers, trees.get)),
+    ]
 
     def fresh(repo):
         _empty_caches()
@@ -176,13 +204,17 @@ def corpus() -> None:
 
     rows.append(("per answer (fresh tree, caches empty)", *_timed(answers, fresh)))
     kb = sum(len(t.encode()) for _, t in answers) / len(answers) / 1024
-    print(f"\ncitation corpus: {len(answers)} real answers, mean {kb:.1f} KB; grade_citations in-process "
-          f"(a CommitTree's listing {1000 * listing:.0f} ms wall: counted only per answer)")
+    print(
+        f"\ncitation corpus: {len(answers)} real answers, mean {kb:.1f} KB; grade_citations in-process "
+        f"(a CommitTree's listing {1000 * listing:.0f} ms wall: counted only per answer)"
+    )
     total_kb = kb * len(answers)
     print(f"{'pass':<38} {'CPU s':>7} {'wall s':>7} {'answers / s (CPU)':>18} {'ms / answer':>12} {'KB / s (CPU)':>13}")
     for name, wall, cpu in rows:
-        print(f"{name:<38} {cpu:>7.3f} {wall:>7.3f} {len(answers) / cpu:>18.1f} {1000 * cpu / len(answers):>12.1f} "
-              f"{total_kb / cpu:>13.0f}")
+        print(
+            f"{name:<38} {cpu:>7.3f} {wall:>7.3f} {len(answers) / cpu:>18.1f} {1000 * cpu / len(answers):>12.1f} "
+            f"{total_kb / cpu:>13.0f}"
+        )
     # Issue 25's target is 50 answers/s of ~15 KB, i.e. 750 KB/s; these answers are larger
     # (grading time grows with an answer's citations, so with its size): both figures shown.
     print(f"issue 25 target: 50 answers/s of ~15 KB = {50 * TARGET_KB:.0f} KB/s; these answers average {kb:.1f} KB")

@@ -53,8 +53,12 @@ ANSWER = "`helper` is defined at `src/util.py:1`; it returns `x * 2`."
 HOSTS = ("loop", "claude-code", "codex", "opencode")
 # host names: the tests' own, so their installs are reused
 NAMES = {"loop": "loop", "claude-code": "cc", "codex": "codex", "opencode": "opencode"}
-MODEL = {"claude-code": ("anthropic", "claude-sonnet-4-6"), "loop": ("openai", "gpt-test"),
-         "codex": ("openai", "gpt-test"), "opencode": ("openai", "gpt-test")}
+MODEL = {
+    "claude-code": ("anthropic", "claude-sonnet-4-6"),
+    "loop": ("openai", "gpt-test"),
+    "codex": ("openai", "gpt-test"),
+    "opencode": ("openai", "gpt-test"),
+}
 
 
 def script(kind: str, steps: int, tool: bool) -> list:
@@ -66,8 +70,11 @@ def script(kind: str, steps: int, tool: bool) -> list:
         elif tool and kind == "codex":
             out.append(ra.reply(None, ra.tool_call("echo", {"text": "hi"}, namespace="mcp__faulty")))
         elif tool:
-            out.append(ra.reply(None, ra.tool_call("faulty_echo" if kind == "opencode" else "mcp__faulty__echo",
-                                                   {"text": "hi"})))
+            out.append(
+                ra.reply(
+                    None, ra.tool_call("faulty_echo" if kind == "opencode" else "mcp__faulty__echo", {"text": "hi"})
+                )
+            )
         out.append(ma.reply(ma.text(ANSWER)) if kind == "claude-code" else ra.reply(ANSWER))
     return out
 
@@ -80,9 +87,15 @@ def one_trial(kind: str, steps: int, tool: bool, scratch: Path, k: int) -> dict:
     d = scratch / f"{kind}-{'tool' if tool else 'plain'}-{k}"
     d.mkdir()
     with fake as api:
-        cfg = write_matrix(d, tools=tools, scenarios={"bench": scenario}, extra={
-            "models": {"m": {"provider": provider, "model": model, "base_url": api.url, "max_retries": 0}},
-            "hosts": {NAMES[kind]: {"kind": kind}}})
+        cfg = write_matrix(
+            d,
+            tools=tools,
+            scenarios={"bench": scenario},
+            extra={
+                "models": {"m": {"provider": provider, "model": model, "base_url": api.url, "max_retries": 0}},
+                "hosts": {NAMES[kind]: {"kind": kind}},
+            },
+        )
         m = load_matrix(cfg)
         co = checkout("tiny", m.repo_source("tiny"), "repo", m.repos["tiny"]["commit"], d / "co")
         t0 = time.monotonic()
@@ -97,9 +110,13 @@ def one_trial(kind: str, steps: int, tool: bool, scratch: Path, k: int) -> dict:
 def ensure_installed(kind: str) -> str | None:
     if not needs_install(kind):
         return None
-    d = write_matrix(Path(tempfile.mkdtemp()) / "m", extra={
-        "models": {"m": {"provider": MODEL[kind][0], "model": MODEL[kind][1]}},
-        "hosts": {NAMES[kind]: {"kind": kind}}})
+    d = write_matrix(
+        Path(tempfile.mkdtemp()) / "m",
+        extra={
+            "models": {"m": {"provider": MODEL[kind][0], "model": MODEL[kind][1]}},
+            "hosts": {NAMES[kind]: {"kind": kind}},
+        },
+    )
     spec = load_matrix(d).specs.hosts[NAMES[kind]]
     return host_for(kind).install(NAMES[kind], spec, sys.stderr)["version"]
 
@@ -125,13 +142,17 @@ def main() -> int:
         first = statistics.median(r["first"] for r in rs)
         lat = statistics.median(x for r in rs for x in r["later"]) if a.steps > 1 else float("nan")
         later[(kind, tool)] = lat
-        print(f"{kind:12} {versions[kind] or '-':9} {'tool' if tool else 'plain':7} {first:7.3f} {lat:7.3f} "
-              f"{statistics.median(r['total'] for r in rs):7.3f} {rs[0]['calls']:5d}")
+        print(
+            f"{kind:12} {versions[kind] or '-':9} {'tool' if tool else 'plain':7} {first:7.3f} {lat:7.3f} "
+            f"{statistics.median(r['total'] for r in rs):7.3f} {rs[0]['calls']:5d}"
+        )
     if "loop" in kinds:
         print("\noverhead per step against the loop (median later step minus the loop's), seconds")
         for kind in kinds:
-            print(f"{kind:12} plain {later[(kind, False)] - later[('loop', False)]:+7.3f}   "
-                  f"tool {later[(kind, True)] - later[('loop', True)]:+7.3f}")
+            print(
+                f"{kind:12} plain {later[(kind, False)] - later[('loop', False)]:+7.3f}   "
+                f"tool {later[(kind, True)] - later[('loop', True)]:+7.3f}"
+            )
     return 0
 
 

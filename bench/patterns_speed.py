@@ -31,19 +31,55 @@ from mcptrials.report import patterns as report  # noqa: E402
 from mcptrials.report.render import Doc  # noqa: E402
 from mcptrials.analyze.patterns import counts, detect  # noqa: E402
 
-TOOLS = {"tools": [{"name": n} for n in (
-    "read_file", "read_text_file", "read_media_file", "read_multiple_files", "write_file", "edit_file",
-    "create_directory", "list_directory", "list_directory_with_sizes", "directory_tree", "move_file",
-    "search_files", "get_file_info", "list_allowed_directories")]}
-WORDS = ("round_money", "subtotal", "discount", "pricing", "Decimal", "quantize", "checkout", "cart", "lines",
-         "tax", "shipping", "catalog", "orders", "models", "services", "utils", "alert", "threshold")
+TOOLS = {
+    "tools": [
+        {"name": n}
+        for n in (
+            "read_file",
+            "read_text_file",
+            "read_media_file",
+            "read_multiple_files",
+            "write_file",
+            "edit_file",
+            "create_directory",
+            "list_directory",
+            "list_directory_with_sizes",
+            "directory_tree",
+            "move_file",
+            "search_files",
+            "get_file_info",
+            "list_allowed_directories",
+        )
+    ]
+}
+WORDS = (
+    "round_money",
+    "subtotal",
+    "discount",
+    "pricing",
+    "Decimal",
+    "quantize",
+    "checkout",
+    "cart",
+    "lines",
+    "tax",
+    "shipping",
+    "catalog",
+    "orders",
+    "models",
+    "services",
+    "utils",
+    "alert",
+    "threshold",
+)
 
 
 def code_text(rng: random.Random, chars: int) -> str:
     out, n = [], 0
     while n < chars:
         line = f"acme_shop/{rng.choice(WORDS)}/{rng.choice(WORDS)}.py:{rng.randint(1, 400)}: " + " ".join(
-            rng.choice(WORDS) for _ in range(8))
+            rng.choice(WORDS) for _ in range(8)
+        )
         out.append(line)
         n += len(line) + 1
     return "\n".join(out)
@@ -53,7 +89,7 @@ def make_transcript(rng: random.Random, i: int, n_calls: int) -> dict:
     calls = []
     for k in range(n_calls):
         step, turn = k * 3 // n_calls, k % 5 + 1
-        if k and rng.random() < 0.15:   # a repeat of an earlier call
+        if k and rng.random() < 0.15:  # a repeat of an earlier call
             calls.append(dict(rng.choice(calls), step=step, turn=turn, id=f"c{k}"))
             continue
         mcp = rng.random() < 0.6
@@ -61,19 +97,44 @@ def make_transcript(rng: random.Random, i: int, n_calls: int) -> dict:
         empty = rng.random() < 0.1
         size = 30_000 if i % 50 == 0 and k == 0 else rng.randint(200, 6000)
         text = "No matches found" if empty else code_text(rng, size)
-        calls.append({"id": f"c{k}", "step": step, "turn": turn, "name": f"mcp__filesystem__{name}" if mcp else name,
-                      "tool": name, "source": "mcp" if mcp else "builtin",
-                      "arguments": {"pattern": rng.choice(WORDS), "k": k}, "result_text": text,
-                      "result_chars": len(text), "truncated": False, "is_error": rng.random() < 0.03,
-                      "error_kind": None, "latency_ms": 5.0, "result_tokens_est": len(text) // 4})
+        calls.append(
+            {
+                "id": f"c{k}",
+                "step": step,
+                "turn": turn,
+                "name": f"mcp__filesystem__{name}" if mcp else name,
+                "tool": name,
+                "source": "mcp" if mcp else "builtin",
+                "arguments": {"pattern": rng.choice(WORDS), "k": k},
+                "result_text": text,
+                "result_chars": len(text),
+                "truncated": False,
+                "is_error": rng.random() < 0.03,
+                "error_kind": None,
+                "latency_ms": 5.0,
+                "result_tokens_est": len(text) // 4,
+            }
+        )
     steps = []
     for s in range(3):
         cited = [c["result_text"].split("\n", 1)[0][:60] for c in calls if c["step"] == s][:3]
-        steps.append({"index": s, "name": f"s{s}", "prompt": f"Where is `{WORDS[s]}` used?",
-                      "answer_text": "Here is what I found:\n" + "\n".join(f"- {x}" for x in cited),
-                      "audit_text": "", "outcome": "completed", "turns": 5})
-    return {"outcome": "completed", "steps": steps, "tool_calls": calls,
-            "feedback_text": f"Feedback on the tools: `mcp__filesystem__search_files` helped ({i % 7} of 7 call(s))."}
+        steps.append(
+            {
+                "index": s,
+                "name": f"s{s}",
+                "prompt": f"Where is `{WORDS[s]}` used?",
+                "answer_text": "Here is what I found:\n" + "\n".join(f"- {x}" for x in cited),
+                "audit_text": "",
+                "outcome": "completed",
+                "turns": 5,
+            }
+        )
+    return {
+        "outcome": "completed",
+        "steps": steps,
+        "tool_calls": calls,
+        "feedback_text": f"Feedback on the tools: `mcp__filesystem__search_files` helped ({i % 7} of 7 call(s)).",
+    }
 
 
 def main() -> int:
@@ -84,9 +145,18 @@ def main() -> int:
     a = ap.parse_args()
     rng = random.Random(18)
     ts = [make_transcript(rng, i, a.calls) for i in range(a.trials)]
-    rows = [{"model": f"m{i % 2}", "tool": ("filesystem", "git", "code-index", "baseline", "other")[i % 5],
-             "scenario": f"sc{i % 50}", "trial": i // 100 + 1, "repo": "demo", "outcome": "completed",
-             "page": f"trials/m{i % 2}/t{i % 5}/sc{i % 50}/{i}.html"} for i in range(a.trials)]
+    rows = [
+        {
+            "model": f"m{i % 2}",
+            "tool": ("filesystem", "git", "code-index", "baseline", "other")[i % 5],
+            "scenario": f"sc{i % 50}",
+            "trial": i // 100 + 1,
+            "repo": "demo",
+            "outcome": "completed",
+            "page": f"trials/m{i % 2}/t{i % 5}/sc{i % 50}/{i}.html",
+        }
+        for i in range(a.trials)
+    ]
     times = {"detect": [], "summary": [], "report": []}
     for _ in range(a.runs):
         t0 = time.perf_counter()
@@ -95,10 +165,24 @@ def main() -> int:
         for r, f in zip(rows, found):
             r["patterns"] = counts(f)
         t0 = time.perf_counter()
-        summary = {"trials": rows, "patterns": pattern_summary(trial_frame(rows), found),
-                   "feedback": {"filesystem": [{"model": r["model"], "scenario": r["scenario"], "trial": r["trial"],
-                                                "outcome": "completed", "page": r["page"], "text": t["feedback_text"],
-                                                "names": ["search_files"]} for r, t in zip(rows, ts)]}}
+        summary = {
+            "trials": rows,
+            "patterns": pattern_summary(trial_frame(rows), found),
+            "feedback": {
+                "filesystem": [
+                    {
+                        "model": r["model"],
+                        "scenario": r["scenario"],
+                        "trial": r["trial"],
+                        "outcome": "completed",
+                        "page": r["page"],
+                        "text": t["feedback_text"],
+                        "names": ["search_files"],
+                    }
+                    for r, t in zip(rows, ts)
+                ]
+            },
+        }
         times["summary"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         doc = Doc()
@@ -108,13 +192,19 @@ def main() -> int:
     n_found = sum(len(f) for f in found)
     size = len(json.dumps(summary["patterns"]))
     html = len("\n".join(doc.html))
-    print(f"{a.trials:,} trials x {a.calls} calls; {n_found:,} findings "
-          f"({', '.join(f'{k} {v}' for k, v in counts([x for f in found for x in f]).items())})")
+    print(
+        f"{a.trials:,} trials x {a.calls} calls; {n_found:,} findings "
+        f"({', '.join(f'{k} {v}' for k, v in counts([x for f in found for x in f]).items())})"
+    )
     for k, v in times.items():
         med = statistics.median(v)
-        print(f"{k:8s} median {med:.2f} s ({med / a.trials * 1e6:.0f} us per trial), runs {', '.join(f'{x:.2f}' for x in v)}")
-    print(f"summary.json patterns: {size / 1e6:.1f} MB ({size / a.trials:.0f} bytes per trial); "
-          f"report sections: {html / 1e6:.2f} MB of HTML")
+        print(
+            f"{k:8s} median {med:.2f} s ({med / a.trials * 1e6:.0f} us per trial), runs {', '.join(f'{x:.2f}' for x in v)}"
+        )
+    print(
+        f"summary.json patterns: {size / 1e6:.1f} MB ({size / a.trials:.0f} bytes per trial); "
+        f"report sections: {html / 1e6:.2f} MB of HTML"
+    )
     return 0
 
 

@@ -37,8 +37,12 @@ from mcptrials.prepare.proxy import command_line  # noqa: E402
 from mcptrials.prepare.servers import proxy_script  # noqa: E402
 
 TARGET_MS = 2.0
-OVERRIDES = {"tools": {"echo": {"name": "say", "description": "Say the text back.", "parameters": {"text": "What to say."}},
-                       "big": {"description": "A long text."}}}
+OVERRIDES = {
+    "tools": {
+        "echo": {"name": "say", "description": "Say the text back.", "parameters": {"text": "What to say."}},
+        "big": {"description": "A long text."},
+    }
+}
 
 
 def p95(xs: list[float]) -> float:
@@ -69,8 +73,10 @@ async def timed(c, name: str, args: dict) -> float:
 async def measure(calls: int, big_chars: int) -> dict:
     direct = [BASE_PYTHON, str(FAULTY_SERVER), "ok"]
     proxied = command_line(BASE_PYTHON, proxy_script(), OVERRIDES, direct)
-    kinds = {"small": (("echo", {"text": "hello"}), ("say", {"text": "hello"})),
-             "big": (("big", {"chars": big_chars}), ("big", {"chars": big_chars}))}
+    kinds = {
+        "small": (("echo", {"text": "hello"}), ("say", {"text": "hello"})),
+        "big": (("big", {"chars": big_chars}), ("big", {"chars": big_chars})),
+    }
     out = {}
     with tempfile.TemporaryDirectory() as tmp, open(Path(tmp, "err.log"), "w") as errlog:
         async with client(direct, errlog) as d, client(proxied, errlog) as p:
@@ -98,19 +104,27 @@ def main() -> int:
     ap.add_argument("--big-chars", type=int, default=100_000)
     a = ap.parse_args()
     res = asyncio.run(measure(a.calls, a.big_chars))
-    print(f"proxy latency: {a.calls} calls per kind and side, python {sys.version.split()[0]}, "
-          f"load average {os.getloadavg()[0]:.2f}")
-    print(f"{'kind':6} {'direct med':>10} {'p95':>7} {'proxy med':>10} {'p95':>7} {'added med':>10} {'added p95':>10} "
-          f"{'paired med':>10}")
+    print(
+        f"proxy latency: {a.calls} calls per kind and side, python {sys.version.split()[0]}, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
+    print(
+        f"{'kind':6} {'direct med':>10} {'p95':>7} {'proxy med':>10} {'p95':>7} {'added med':>10} {'added p95':>10} "
+        f"{'paired med':>10}"
+    )
     for kind, (ds, ps) in res.items():
         added_med = statistics.median(ps) - statistics.median(ds)
         added_p95 = p95(ps) - p95(ds)
         paired = statistics.median(x - y for x, y in zip(ps, ds))
-        print(f"{kind:6} {statistics.median(ds):10.3f} {p95(ds):7.3f} {statistics.median(ps):10.3f} {p95(ps):7.3f} "
-              f"{added_med:10.3f} {added_p95:10.3f} {paired:10.3f}")
+        print(
+            f"{kind:6} {statistics.median(ds):10.3f} {p95(ds):7.3f} {statistics.median(ps):10.3f} {p95(ps):7.3f} "
+            f"{added_med:10.3f} {added_p95:10.3f} {paired:10.3f}"
+        )
     worst = max(statistics.median(ps) - statistics.median(ds) for ds, ps in res.values())
-    print(f"added per tools/call (median, worst kind): {worst:.3f} ms; target < {TARGET_MS} ms: "
-          f"{'met' if worst < TARGET_MS else 'NOT met'}")
+    print(
+        f"added per tools/call (median, worst kind): {worst:.3f} ms; target < {TARGET_MS} ms: "
+        f"{'met' if worst < TARGET_MS else 'NOT met'}"
+    )
     return 0
 
 

@@ -62,13 +62,25 @@ def compare(pairs: list[tuple[dict, dict]], graded: dict) -> dict:
     g1 = [grader_agrees(a, graded) for a, _ in pairs]
     g2 = [grader_agrees(b, graded) for _, b in pairs]
     agreed = [i for i, (a, b) in enumerate(pairs) if same_class(a, b)]
-    return {"n": n, "verdict": verdict / n, "verdict_n": verdict, "class": cls / n, "class_n": cls,
-            "subject": subject / n, "kappa": k["kappa"], "p_e": k["p_e"],
-            "grader_first": sum(g1) / n, "grader_first_n": sum(g1),
-            "grader_second": sum(g2) / n, "grader_second_n": sum(g2),
-            "agreed_n": len(agreed), "grader_agreed": sum(g1[i] for i in agreed) / len(agreed) if agreed else None,
-            "grader_agreed_k": sum(g1[i] for i in agreed),
-            "g1": g1, "g2": g2}
+    return {
+        "n": n,
+        "verdict": verdict / n,
+        "verdict_n": verdict,
+        "class": cls / n,
+        "class_n": cls,
+        "subject": subject / n,
+        "kappa": k["kappa"],
+        "p_e": k["p_e"],
+        "grader_first": sum(g1) / n,
+        "grader_first_n": sum(g1),
+        "grader_second": sum(g2) / n,
+        "grader_second_n": sum(g2),
+        "agreed_n": len(agreed),
+        "grader_agreed": sum(g1[i] for i in agreed) / len(agreed) if agreed else None,
+        "grader_agreed_k": sum(g1[i] for i in agreed),
+        "g1": g1,
+        "g2": g2,
+    }
 
 
 def main() -> None:
@@ -94,21 +106,32 @@ def main() -> None:
             if not same_class(a, b) or a.get("subject") != b.get("subject"):
                 diffs.append((name, i, a, b, s["g1"][i], s["g2"][i]))
     rows.append(("pooled", compare(pooled, pooled_graded)))
-    print(f"{'set':8} {'n':>4} {'verdict':>9} {'class':>9} {'kappa':>6} {'p_e':>5} {'subject':>8} "
-          f"{'grader~1st':>11} {'grader~2nd':>11} {'agreed':>7} {'grader~agreed':>14}")
+    print(
+        f"{'set':8} {'n':>4} {'verdict':>9} {'class':>9} {'kappa':>6} {'p_e':>5} {'subject':>8} "
+        f"{'grader~1st':>11} {'grader~2nd':>11} {'agreed':>7} {'grader~agreed':>14}"
+    )
     for name, s in rows:
-        print(f"{name:8} {s['n']:>4} {s['verdict']:>9.3f} {s['class']:>9.3f} {s['kappa']:>6.3f} {s['p_e']:>5.3f} "
-              f"{s['subject']:>8.3f} {s['grader_first']:>11.3f} {s['grader_second']:>11.3f} {s['agreed_n']:>7} "
-              f"{s['grader_agreed']:>14.3f}")
-    print("counts (pooled): verdicts agree {verdict_n}/{n}, classes {class_n}/{n}, grader agrees with the first "
-          "{grader_first_n}/{n}, with the second {grader_second_n}/{n}, on the agreed {grader_agreed_k}/{agreed_n}"
-          .format(**rows[-1][1]))
+        print(
+            f"{name:8} {s['n']:>4} {s['verdict']:>9.3f} {s['class']:>9.3f} {s['kappa']:>6.3f} {s['p_e']:>5.3f} "
+            f"{s['subject']:>8.3f} {s['grader_first']:>11.3f} {s['grader_second']:>11.3f} {s['agreed_n']:>7} "
+            f"{s['grader_agreed']:>14.3f}"
+        )
+    print(
+        "counts (pooled): verdicts agree {verdict_n}/{n}, classes {class_n}/{n}, grader agrees with the first "
+        "{grader_first_n}/{n}, with the second {grader_second_n}/{n}, on the agreed {grader_agreed_k}/{agreed_n}".format(
+            **rows[-1][1]
+        )
+    )
     if args.list:
-        print("\noccurrences where the readers differ (class, file or subject): set #index: first | second  "
-              "[grader agrees with first/second]")
+        print(
+            "\noccurrences where the readers differ (class, file or subject): set #index: first | second  "
+            "[grader agrees with first/second]"
+        )
         for name, i, a, b, g1, g2 in diffs:
+
             def show(lab):
                 return f"{lab['verdict']} file={lab['file']} subject={lab.get('subject')}"
+
             print(f"{name} #{i}: {show(a)} | {show(b)}  [{'y' if g1 else 'n'}/{'y' if g2 else 'n'}]")
 
 

@@ -45,16 +45,26 @@ def one_run(env: dict) -> tuple[float, float, str]:
         if p.returncode != 0:
             raise SystemExit(f"the replay exited {p.returncode}:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
         last = p.stdout.strip().splitlines()
-        return demo_s, replay_s, "; ".join(ln.split(":")[0] + ": " + ln.split(": ", 2)[-1]
-                                           for ln in last if ln and not ln.startswith((" ", "replay", "result")))
+        return (
+            demo_s,
+            replay_s,
+            "; ".join(
+                ln.split(":")[0] + ": " + ln.split(": ", 2)[-1]
+                for ln in last
+                if ln and not ln.startswith((" ", "replay", "result"))
+            ),
+        )
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args(argv)
-    env = dict(os.environ, MCPTRIALS_TOOLS_DIR=str(ROOT / ".tools"),
-               PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}")
+    env = dict(
+        os.environ,
+        MCPTRIALS_TOOLS_DIR=str(ROOT / ".tools"),
+        PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+    )
     if not (ROOT / ".tools").is_dir():
         print("no .tools/ here: run `make demo` once first (it installs the demo's servers)")
         return 1

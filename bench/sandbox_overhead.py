@@ -103,7 +103,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="mcptrials-bench-") as d:
         tmp = Path(d)
         m = load_matrix(write_matrix(tmp, tools=tools))
-        workspace = tmp / "repo"           # a git repository with one commit
+        workspace = tmp / "repo"  # a git repository with one commit
         (workspace / "src" / "new.py").write_text("x = 1\n")  # so `git status` has a line to print
         scratch = tmp / "scratch"
 
@@ -112,18 +112,22 @@ def main() -> None:
             config = m.specs.tools[name].config
             specs = {mech: ToolSpec.from_config(name, config, mech) for mech in MECHANISMS}
             loop = asyncio.new_event_loop()
-            counter = iter(range(10 ** 9))
+            counter = iter(range(10**9))
             try:
-                times = interleaved(args.reps, lambda mech: loop.run_until_complete(
-                    server_start(specs[mech], workspace, scratch, next(counter))))
+                times = interleaved(
+                    args.reps,
+                    lambda mech: loop.run_until_complete(server_start(specs[mech], workspace, scratch, next(counter))),
+                )
             finally:
                 loop.close()
             rows.append((f"server start: {name}", times))
         rows.append(("state check: git status", interleaved(args.reps, lambda mech: state_check(workspace, mech))))
         rows.append(("bare: true", interleaved(args.reps, bare_true)))
 
-    print(f"bwrap {bwrap_version()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}, "
-          f"{args.reps} reps each (ms)")
+    print(
+        f"bwrap {bwrap_version()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}, "
+        f"{args.reps} reps each (ms)"
+    )
     print(f"{'what':<28} {'sandbox':<11} {'min':>7} {'median':>7} {'max':>7}")
     added = {}
     for label, times in rows:

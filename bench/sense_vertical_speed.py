@@ -38,8 +38,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("bench_dir")
     ap.add_argument("--vertical", default="ruby-rails")
-    ap.add_argument("--mirrors", help="a mirrors file for the repositories (else every short commit stays unresolved "
-                                      "unless the bench's ledger has it)")
+    ap.add_argument(
+        "--mirrors",
+        help="a mirrors file for the repositories (else every short commit stays unresolved "
+        "unless the bench's ledger has it)",
+    )
     ap.add_argument("-j", type=int, default=2)
     args = ap.parse_args()
     py = sys.executable
@@ -49,26 +52,67 @@ def main() -> int:
         wd.mkdir()
         shutil.copy(ROOT / "Snakefile", wd / "Snakefile")
         shutil.copytree(ROOT / "workflow", wd / "workflow")
-        imp = [py, "-m", "mcptrials.cli", "import", "sense-bench", args.bench_dir, "--vertical", args.vertical,
-               "--out", str(out)] + (["--mirrors", args.mirrors] if args.mirrors else [])
+        imp = [
+            py,
+            "-m",
+            "mcptrials.cli",
+            "import",
+            "sense-bench",
+            args.bench_dir,
+            "--vertical",
+            args.vertical,
+            "--out",
+            str(out),
+        ] + (["--mirrors", args.mirrors] if args.mirrors else [])
         t_import = timed(imp, wd)
-        t_run = timed([py, "-m", "snakemake", "--configfile", str(out / "config.yaml"), f"-j{args.j}",
-                       "--scheduler", "greedy", "-q"], wd)
-        t_board = timed([py, "-m", "mcptrials.cli", "compare-sense-bench", "--vertical", args.vertical,
-                         "--config", str(out / "config.yaml"), "--bench", args.bench_dir], wd)
+        t_run = timed(
+            [
+                py,
+                "-m",
+                "snakemake",
+                "--configfile",
+                str(out / "config.yaml"),
+                f"-j{args.j}",
+                "--scheduler",
+                "greedy",
+                "-q",
+            ],
+            wd,
+        )
+        t_board = timed(
+            [
+                py,
+                "-m",
+                "mcptrials.cli",
+                "compare-sense-bench",
+                "--vertical",
+                args.vertical,
+                "--config",
+                str(out / "config.yaml"),
+                "--bench",
+                args.bench_dir,
+            ],
+            wd,
+        )
         rows = list(csv.DictReader((wd / "results/aggregate/trials.csv").open()))
         size = sum(os.path.getsize(p) for p in (out / "recordings").rglob("transcript.json"))
         means = list(csv.DictReader((wd / "results/sense-board/means.csv").open()))
-    print(f"vertical {args.vertical}: {len(rows)} trials ({sum(r['missing'] == 'False' for r in rows)} graded), "
-          f"recordings {size / 1e6:.0f} MB, -j {args.j} on {os.cpu_count()} cores")
-    print(f"import {t_import:.1f} s, snakemake {t_run:.1f} s, board {t_board:.1f} s, "
-          f"total {t_import + t_run + t_board:.1f} s")
+    print(
+        f"vertical {args.vertical}: {len(rows)} trials ({sum(r['missing'] == 'False' for r in rows)} graded), "
+        f"recordings {size / 1e6:.0f} MB, -j {args.j} on {os.cpu_count()} cores"
+    )
+    print(
+        f"import {t_import:.1f} s, snakemake {t_run:.1f} s, board {t_board:.1f} s, "
+        f"total {t_import + t_run + t_board:.1f} s"
+    )
     print("| model | bench mean Δ | our mean Δ | bench deps Δ | our deps Δ |")
     print("|---|---|---|---|---|")
-    f = lambda x: "–" if x in ("", None) else f"{float(x):+.2f}"   # noqa: E731
+    f = lambda x: "–" if x in ("", None) else f"{float(x):+.2f}"  # noqa: E731
     for x in means:
-        print(f"| {x['model']} | {f(x['bench_mean_delta'])} | {f(x['ours_mean_delta'])} | "
-              f"{f(x['bench_mean_deps_delta'])} | {f(x['ours_mean_deps_delta'])} |")
+        print(
+            f"| {x['model']} | {f(x['bench_mean_delta'])} | {f(x['ours_mean_delta'])} | "
+            f"{f(x['bench_mean_deps_delta'])} | {f(x['ours_mean_deps_delta'])} |"
+        )
     return 0
 
 

@@ -40,9 +40,26 @@ from workflow_helpers import copy_workflow  # noqa: E402
 
 def snakemake(wd: Path, env: dict, *args) -> float:
     t0 = time.monotonic()
-    p = subprocess.run([sys.executable, "-m", "snakemake", "--directory", str(wd), "--snakefile",
-                        str(wd / "Snakefile"), "--configfile", str(wd / "config.yaml"), "--scheduler", "greedy",
-                        "-q", *args], capture_output=True, text=True, env=env)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--directory",
+            str(wd),
+            "--snakefile",
+            str(wd / "Snakefile"),
+            "--configfile",
+            str(wd / "config.yaml"),
+            "--scheduler",
+            "greedy",
+            "-q",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     if p.returncode != 0:
         raise SystemExit(p.stdout[-2000:] + p.stderr[-3000:])
     return time.monotonic() - t0
@@ -55,22 +72,37 @@ def main() -> None:
     ap.add_argument("--models", default="reference,claude", help="comma-separated: reference, claude")
     args = ap.parse_args()
     n = args.trials
-    script = [reply(text("Searching."), tool_use("grep", {"pattern": "def helper"})),
-              reply(text("`helper` is at `src/util.py:1`; it returns `x * 2`."))]
-    with tempfile.TemporaryDirectory(prefix="mcptrials-smk-") as d, \
-            FakeMessagesAPI(script * (2 * n + 4), exhausted="repeat") as api:
+    script = [
+        reply(text("Searching."), tool_use("grep", {"pattern": "def helper"})),
+        reply(text("`helper` is at `src/util.py:1`; it returns `x * 2`.")),
+    ]
+    with (
+        tempfile.TemporaryDirectory(prefix="mcptrials-smk-") as d,
+        FakeMessagesAPI(script * (2 * n + 4), exhausted="repeat") as api,
+    ):
         wd = Path(d)
-        write_matrix(wd, trials=n, extra={"models": {
-            "reference": {"provider": "reference"},
-            "claude": {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": api.url}}})
+        write_matrix(
+            wd,
+            trials=n,
+            extra={
+                "models": {
+                    "reference": {"provider": "reference"},
+                    "claude": {"provider": "anthropic", "model": "claude-sonnet-4-6", "base_url": api.url},
+                }
+            },
+        )
         copy_workflow(wd)
-        base_env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(wd),
-                    "ANTHROPIC_API_KEY": "sk-bench"}
-        snakemake(wd, dict(base_env, MCPTRIALS_NO_WORKER="1"), "-j", "2",
-                  "results/snapshots/baseline/tiny/tools.json")
+        base_env = {
+            "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+            "HOME": str(wd),
+            "ANTHROPIC_API_KEY": "sk-bench",
+        }
+        snakemake(wd, dict(base_env, MCPTRIALS_NO_WORKER="1"), "-j", "2", "results/snapshots/baseline/tiny/tools.json")
         print(f"{n} trials per run, -j {args.jobs}; per-trial stages: transcript, scored, judged")
-        print(f"{'model':<10} {'worker':<7} {'wall s':>7} {'fixed s':>8} {'trials s':>9} {'per trial s':>12} "
-              f"{'of 60 s':>8}")
+        print(
+            f"{'model':<10} {'worker':<7} {'wall s':>7} {'fixed s':>8} {'trials s':>9} {'per trial s':>12} "
+            f"{'of 60 s':>8}"
+        )
         for model in args.models.split(","):
             dirs = [f"results/runs/{model}/loop/baseline/tiny/find-helper/{k}" for k in range(1, n + 1)]
             targets = [f"{x}/{stage}.json" for x in dirs for stage in ("scored", "judged")]
@@ -81,8 +113,11 @@ def main() -> None:
                 fixed = snakemake(wd, env, "-j", str(args.jobs), *targets)  # nothing left to do
                 trials = sum(json.loads((wd / x / "transcript.json").read_text())["wall_seconds"] for x in dirs)
                 per = (wall - fixed - trials) / n
-                print(f"{model:<10} {'yes' if worker else 'no':<7} {wall:>7.1f} {fixed:>8.1f} {trials:>9.2f} "
-                      f"{per:>12.2f} {100 * per / 60:>7.1f}%", flush=True)
+                print(
+                    f"{model:<10} {'yes' if worker else 'no':<7} {wall:>7.1f} {fixed:>8.1f} {trials:>9.2f} "
+                    f"{per:>12.2f} {100 * per / 60:>7.1f}%",
+                    flush=True,
+                )
                 if worker:
                     log = (wd / "results" / "logs" / "worker.log").read_text()
                     assert log.count("exit code 0") >= 3 * n, "the trials did not go through the worker"

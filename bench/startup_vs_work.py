@@ -36,8 +36,10 @@ def main(path: str = "results/aggregate/trials.csv") -> int:
         rest = [w - s - k for w, s, k in zip(wall, start, work)]
         med = statistics.median
         share = lambda xs: med([x / w for x, w in zip(xs, wall) if w]) * 100  # noqa: E731
-        print(f"| {tool} | {len(rs)} | {med(wall):.3f} s | {med(start):.3f} s | {med(work):.3f} s | "
-              f"{med(rest):.3f} s | {share(start):.0f}% | {share(work):.0f}% |")
+        print(
+            f"| {tool} | {len(rs)} | {med(wall):.3f} s | {med(start):.3f} s | {med(work):.3f} s | "
+            f"{med(rest):.3f} s | {share(start):.0f}% | {share(work):.0f}% |"
+        )
     return 0
 
 

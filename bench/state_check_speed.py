@@ -24,10 +24,20 @@ from mcptrials.run.workspace_state import read_state  # noqa: E402
 
 FIXTURE = ROOT / "packs" / "data" / "fixture"
 SPECS = {
-    "sql (one query)": {"sql": {"database": "tracker.db", "query": "SELECT priority FROM issues WHERE id = 140",
-                                "value": "p1", "ordered": False, "case_sensitive": False}, "required": True},
-    "unchanged_except database": {"unchanged_except": {"database": "tracker.db", "allow": [{"table": "issues", "id": 140}]},
-                                  "required": True},
+    "sql (one query)": {
+        "sql": {
+            "database": "tracker.db",
+            "query": "SELECT priority FROM issues WHERE id = 140",
+            "value": "p1",
+            "ordered": False,
+            "case_sensitive": False,
+        },
+        "required": True,
+    },
+    "unchanged_except database": {
+        "unchanged_except": {"database": "tracker.db", "allow": [{"table": "issues", "id": 140}]},
+        "required": True,
+    },
     "unchanged_except memory.jsonl": {"unchanged_except": {"file": "memory.jsonl", "allow": []}, "required": True},
 }
 
@@ -47,8 +57,7 @@ def main() -> int:
                 rec = read_state(spec, ws, FIXTURE)
                 times.append((time.perf_counter() - t0) * 1000)
             r = grade_state(spec, rec)
-            print(f"{label}: median {statistics.median(times):.1f} ms, max {max(times):.1f} ms "
-                  f"(passed {r['passed']})")
+            print(f"{label}: median {statistics.median(times):.1f} ms, max {max(times):.1f} ms (passed {r['passed']})")
     return 0
 
 

@@ -52,13 +52,22 @@ def corpus_answers() -> list[dict]:
     labels = json.loads(LABELS.read_text())
     sense = os.environ.get("MCPTRIALS_SENSE_MIRROR", "/work/.mirror/luuuc+sense/repo")
     mirrors = Path(os.environ.get("MCPTRIALS_MIRRORS", "/work/.mirror"))
-    repos = {n: {"mirror": str(mirrors / r["fetch"].split(":", 1)[1].replace("/", "+") / "repo"), "commit": r["commit"]}
-             for n, r in labels["repos"].items()}
+    repos = {
+        n: {"mirror": str(mirrors / r["fetch"].split(":", 1)[1].replace("/", "+") / "repo"), "commit": r["commit"]}
+        for n, r in labels["repos"].items()
+    }
     out = []
     for a in labels["answers"].values():
         model, arm = a["source"].split("/results/")[1].split("/")[:2]
-        out.append({"model": model, "arm": arm, "repo": a["repo"], **repos[a["repo"]],
-                    "text": answer_text(sense, labels["bench"]["commit"], a["source"]) or ""})
+        out.append(
+            {
+                "model": model,
+                "arm": arm,
+                "repo": a["repo"],
+                **repos[a["repo"]],
+                "text": answer_text(sense, labels["bench"]["commit"], a["source"]) or "",
+            }
+        )
     return out
 
 
@@ -78,7 +87,7 @@ def vertical_answers(bench: Path, mirrors_file: Path, repos: set[str]) -> list[d
             m = load_matrix(Path(tmp) / name / "config.yaml")
             for key in m.cells():
                 if key.repo not in repos or not recorded_file(m, key).is_file():
-                    continue   # a trial nobody ran (fewer runs in this cell than the most of any)
+                    continue  # a trial nobody ran (fewer runs in this cell than the most of any)
                 entry = m.repos[key.repo]
                 if entry.get("unresolved"):
                     raise SystemExit(f"{name}: {key.repo} is unresolved ({entry['unresolved']}): give its mirror")
@@ -88,9 +97,19 @@ def vertical_answers(bench: Path, mirrors_file: Path, repos: set[str]) -> list[d
                 else:  # an mcptrials before that (--before): the key's names, one by one
                     t, _ = run_recorded(m, key.model, key.tool, key.scenario, key.trial, checkout, None, key.host)
                 text = "\n\n".join(s.get("answer_text") or "" for s in t["steps"])
-                out.append({"vertical": name, "model": key.model, "arm": key.tool, "repo": key.repo,
-                            "trial": key.trial, "mirror": m.repo_source(key.repo), "commit": entry["commit"],
-                            "outcome": t["outcome"], "text": text})
+                out.append(
+                    {
+                        "vertical": name,
+                        "model": key.model,
+                        "arm": key.tool,
+                        "repo": key.repo,
+                        "trial": key.trial,
+                        "mirror": m.repo_source(key.repo),
+                        "commit": entry["commit"],
+                        "outcome": t["outcome"],
+                        "text": text,
+                    }
+                )
     return out
 
 
@@ -106,11 +125,19 @@ def grade_rows(answers: list[dict]) -> list[dict]:
     trees: dict = {}
     out = []
     for a in answers:
-        tree = trees.get((a["mirror"], a["commit"])) or trees.setdefault((a["mirror"], a["commit"]),
-                                                                         CommitTree(a["mirror"], a["commit"]))
+        tree = trees.get((a["mirror"], a["commit"])) or trees.setdefault(
+            (a["mirror"], a["commit"]), CommitTree(a["mirror"], a["commit"])
+        )
         c = grade_citations(a["text"], tree)["counts"] if a["text"].strip() else {}
-        out.append({"model": a["model"], "arm": a["arm"], "repo": a["repo"], "answered": bool(a["text"].strip()),
-                    **{k: c.get(k, 0) for k in KEYS}})
+        out.append(
+            {
+                "model": a["model"],
+                "arm": a["arm"],
+                "repo": a["repo"],
+                "answered": bool(a["text"].strip()),
+                **{k: c.get(k, 0) for k in KEYS},
+            }
+        )
     return out
 
 
@@ -137,8 +164,10 @@ def pooled(rows: list[dict], pick) -> collections.Counter:
 
 def gap(rows: list[dict], models, strict: bool) -> float | None:
     """baseline's share minus sense's, pooled over `models` (None: every model)."""
-    a, b = (share(pooled(rows, lambda r, arm=arm: r["arm"] == arm and (models is None or r["model"] in models)), strict)
-            for arm in ARMS)
+    a, b = (
+        share(pooled(rows, lambda r, arm=arm: r["arm"] == arm and (models is None or r["model"] in models)), strict)
+        for arm in ARMS
+    )
     return None if a is None or b is None else a - b
 
 
@@ -172,20 +201,28 @@ def tables(after: list[dict], before: list[dict] | None) -> str:
     b = before or []
     lines = []
     for name, key in (("arm", lambda r: r["arm"]), ("model, arm", lambda r: (r["model"], r["arm"]))):
-        lines += [f"| {name} | answers (with an answer) | before: lenient | before: strict | after: lenient | "
-                  "after: strict |", "|---|---|---|---|---|---|"]
+        lines += [
+            f"| {name} | answers (with an answer) | before: lenient | before: strict | after: lenient | "
+            "after: strict |",
+            "|---|---|---|---|---|---|",
+        ]
         for k in sorted({key(r) for r in after}):
             a = pooled(after, lambda r: key(r) == k)
             p = pooled(b, lambda r: key(r) == k)
             label = k if isinstance(k, str) else " ".join(k)
-            lines.append(f"| {label} | {a['answers']} ({a['answered']}) | {cell(p, False) if before else '–'} | "
-                         f"{cell(p, True) if before else '–'} | {cell(a, False)} | {cell(a, True)} |")
+            lines.append(
+                f"| {label} | {a['answers']} ({a['answered']}) | {cell(p, False) if before else '–'} | "
+                f"{cell(p, True) if before else '–'} | {cell(a, False)} | {cell(a, True)} |"
+            )
         lines.append("")
-    lines += ["| gap, baseline - sense | before: lenient | before: strict | after: lenient | after: strict | "
-              "removed (before lenient - after strict) |", "|---|---|---|---|---|---|"]
+    lines += [
+        "| gap, baseline - sense | before: lenient | before: strict | after: lenient | after: strict | "
+        "removed (before lenient - after strict) |",
+        "|---|---|---|---|---|---|",
+    ]
     models = sorted({r["model"] for r in after})
     groups = [("all models", None)]
-    if before:   # the models the before grader has a lenient gap for (it verifies no plain-prose citation)
+    if before:  # the models the before grader has a lenient gap for (it verifies no plain-prose citation)
         known = [m for m in models if gap(b, {m}, False) is not None]
         if len(known) < len(models):
             groups.append((f"the {len(known)} models with a before figure", set(known)))
@@ -207,7 +244,7 @@ def main() -> int:
     ap.add_argument("--repos", default="lobsters,healthchecks", help="with --verticals: the repositories")
     ap.add_argument("--rows", metavar="ANSWERS_JSON", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.rows:   # the child: grade the parent's answers with whichever grader PYTHONPATH gives
+    if args.rows:  # the child: grade the parent's answers with whichever grader PYTHONPATH gives
         json.dump(grade_rows(json.loads(Path(args.rows).read_text())), sys.stdout)
         return 0
     if args.verticals:
@@ -223,13 +260,18 @@ def main() -> int:
             json.dump(answers, f)
         try:
             env = dict(os.environ, PYTHONPATH=args.before)
-            before = json.loads(subprocess.run([sys.executable, __file__, "--rows", f.name], env=env, check=True,
-                                               capture_output=True, text=True).stdout)
+            before = json.loads(
+                subprocess.run(
+                    [sys.executable, __file__, "--rows", f.name], env=env, check=True, capture_output=True, text=True
+                ).stdout
+            )
         finally:
             os.unlink(f.name)
     n = collections.Counter(a["arm"] for a in answers)
-    print(f"{len(answers)} answers ({', '.join(f'{k} {v}' for k, v in sorted(n.items()))}) on "
-          f"{', '.join(sorted({a['repo'] for a in answers}))}\n")
+    print(
+        f"{len(answers)} answers ({', '.join(f'{k} {v}' for k, v in sorted(n.items()))}) on "
+        f"{', '.join(sorted({a['repo'] for a in answers}))}\n"
+    )
     print(tables(after, before))
     return 0
 

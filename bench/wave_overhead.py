@@ -41,7 +41,9 @@ def main() -> None:
         line = f"wave {rec['wave']} (trial {', '.join(map(str, rec['trials']))}): {end - first:.1f} s"
         if before is not None:
             gap = first - before
-            line += f"; after wave {rec['wave'] - 1}'s record: {gap:.2f} s to its first trial ({gap / (end - first):.1%})"
+            line += (
+                f"; after wave {rec['wave'] - 1}'s record: {gap:.2f} s to its first trial ({gap / (end - first):.1%})"
+            )
         print(line)
         before = end
 

@@ -34,6 +34,8 @@ def test_figures_by_hand():
     assert f["wrong lines caught"] == "1/2 = 0.500"
     assert f["correct called mismatch, baseline"] == "1/2 = 0.500"
     assert f["correct called mismatch, sense"] == "0/2 = 0.000"
+    assert f["agreement, baseline"] == "2/3 = 0.667" and f["agreement, sense"] == "1/3 = 0.333"
+    assert f["strict undetermined"] == "0/6 = 0.000"
 
 
 def test_a_label_is_found_by_an_overlapping_occurrence_of_a_line_citation():
