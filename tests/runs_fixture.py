@@ -32,6 +32,8 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from mcptrials.cli import main
+
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "src" / "mcptrials" / "schemas"
 COMMIT = "a" * 40
@@ -497,3 +499,23 @@ def find_row(rows, **key):
     hits = [r for r in rows if all(str(r[k]) == str(v) for k, v in key.items())]
     assert len(hits) == 1, (key, len(hits))
     return hits[0]
+
+
+def aggregate(cfg: Path, runs: Path, agg: Path) -> Path:
+    """`mcptrials aggregate` of the runs into agg (asserting it succeeds); returns agg."""
+    assert main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(agg)]) == 0
+    return agg
+
+
+def report(cfg: Path, runs: Path, agg: Path, out: Path, heldout: Path) -> int:
+    """`mcptrials report` of an aggregate into out; returns its exit code (a test of a refusal expects 1).
+    heldout: the held-out agreement file (a path that does not exist: no held-out numbers)."""
+    args = ["report", "--config", str(cfg), "--aggregate", str(agg), "--heldout", str(heldout)]
+    return main(args + ["--runs", str(runs), "--out-dir", str(out)])
+
+
+def aggregate_and_report(tmp: Path, cfg: Path, runs: Path) -> tuple[Path, Path]:
+    """Both stages into tmp/aggregate and tmp/report, without held-out numbers; returns (agg, out)."""
+    agg, out = aggregate(cfg, runs, tmp / "aggregate"), tmp / "report"
+    assert report(cfg, runs, agg, out, tmp / "none.json") == 0
+    return agg, out

@@ -12,7 +12,6 @@ from mcptrials.analyze.environment import (
     environment_fix,
     normalise_error,
 )
-from mcptrials.cli import main
 
 import runs_fixture as fx
 
@@ -113,25 +112,8 @@ def test_named_beside_the_verdict_and_under_what_could_not_run(tmp_path):
         fx.validate(t, "transcript.schema.yaml")
         p.write_text(json.dumps(t))
     agg, out = tmp_path / "aggregate", tmp_path / "report"
-    assert main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(agg)]) == 0
-    assert (
-        main(
-            [
-                "report",
-                "--config",
-                str(cfg),
-                "--aggregate",
-                str(agg),
-                "--heldout",
-                str(tmp_path / "heldout" / "agreement.json"),
-                "--runs",
-                str(runs),
-                "--out-dir",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    fx.aggregate(cfg, runs, agg)
+    assert fx.report(cfg, runs, agg, out, tmp_path / "heldout" / "agreement.json") == 0
     summary = json.loads((agg / "summary.json").read_text())
     [env] = summary["environment_failures"]
     assert (env["tool"], env["repo"], env["trials_with_error"], env["trials"]) == ("git", "tiny", 4, 6)

@@ -15,7 +15,6 @@ from urllib.parse import unquote
 import pytest
 
 from mcptrials.analyze import patterns as P
-from mcptrials.cli import main
 
 import runs_fixture as fx
 from browser import chromium
@@ -328,26 +327,7 @@ def built(tmp_path_factory):
     _edit(runs, "reference", "baseline", "s1", 1, repeat)
     for sc, trial, text in (("s1", 1, FEEDBACK), ("s1", 2, FEEDBACK), ("s3", 1, "```\n\n" + FEEDBACK + " More.")):
         _edit(runs, "reference", "git", sc, trial, lambda t, text=text: t.update(feedback_text=text))
-    agg, out = tmp / "aggregate", tmp / "report"
-    assert main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(agg)]) == 0
-    assert (
-        main(
-            [
-                "report",
-                "--config",
-                str(cfg),
-                "--aggregate",
-                str(agg),
-                "--heldout",
-                str(tmp / "none.json"),
-                "--runs",
-                str(runs),
-                "--out-dir",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    agg, out = fx.aggregate_and_report(tmp, cfg, runs)
     return {"summary": json.loads((agg / "summary.json").read_text()), "agg": agg, "out": out}
 
 

@@ -14,7 +14,6 @@ import runs_fixture as fx
 from fakes.messages_api import reply, text, tool_use
 from matrix_helpers import faulty_tool, write_matrix
 from mcptrials.prepare.checkout import checkout
-from mcptrials.cli import main
 from mcptrials.matrix.config import load_matrix
 from mcptrials.prepare.definition_tokens import COUNT_METHOD, ESTIMATE_METHOD, definitions_json
 from mcptrials.core.records import write_json
@@ -195,30 +194,13 @@ def test_summary_and_report_give_it_per_tool(tmp_path):
             },
         )
     agg, out = tmp_path / "aggregate", tmp_path / "report"
-    assert main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(agg)]) == 0
+    fx.aggregate(cfg, runs, agg)
     prof = {p["tool"]: p for p in json.loads((agg / "summary.json").read_text())["server_profile"]}
     d = prof["git"]["definition_tokens"]
     assert (d["tokens"], d["methods"], d["builtin_tokens"]) == (1234, ["count_tokens"], 456)
     assert d["per_repo"]["tiny"]["definition_tokens_estimate"] == 1244
     assert prof["baseline"]["definition_tokens"]["tokens"] == 0
-    assert (
-        main(
-            [
-                "report",
-                "--config",
-                str(cfg),
-                "--aggregate",
-                str(agg),
-                "--heldout",
-                str(tmp_path / "none.json"),
-                "--runs",
-                str(runs),
-                "--out-dir",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    assert fx.report(cfg, runs, agg, out, tmp_path / "none.json") == 0
     md = (out / "report.md").read_text()
     assert "tool definitions, tokens per request" in md and "1,234 (12 tools)" in md
     assert "by count_tokens" in md and "add 456 more" in md
@@ -227,7 +209,7 @@ def test_summary_and_report_give_it_per_tool(tmp_path):
 def test_no_snapshots_leaves_it_unknown(tmp_path):
     cfg, runs = fx.build(tmp_path, models=("reference",), scenarios=("s1",))
     agg = tmp_path / "aggregate"
-    assert main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(agg)]) == 0
+    fx.aggregate(cfg, runs, agg)
     prof = json.loads((agg / "summary.json").read_text())["server_profile"]
     assert all(p["definition_tokens"]["tokens"] is None for p in prof)
 

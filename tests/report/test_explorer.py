@@ -12,7 +12,6 @@ from urllib.parse import unquote
 import pytest
 
 from mcptrials.report import explorer as ex
-from mcptrials.cli import main
 from mcptrials.matrix.errors import ConfigError
 
 import runs_fixture as fx
@@ -44,31 +43,14 @@ def run(tmp_path_factory):
     t["steps"][0]["answer_text"] = LONG_ANSWER
     t_path.write_text(json.dumps(t))
     agg, out = tmp / "aggregate", tmp / "report"
-    assert main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(agg)]) == 0
+    fx.aggregate(cfg, runs, agg)
     summary = json.loads((agg / "summary.json").read_text())
     for r in summary["trials"]:
         r.pop("patterns", None)
         if patterns_of(r) is not None:
             r["patterns"] = patterns_of(r)
     (agg / "summary.json").write_text(json.dumps(summary))
-    assert (
-        main(
-            [
-                "report",
-                "--config",
-                str(cfg),
-                "--aggregate",
-                str(agg),
-                "--heldout",
-                str(tmp / "none.json"),
-                "--runs",
-                str(runs),
-                "--out-dir",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    assert fx.report(cfg, runs, agg, out, tmp / "none.json") == 0
     return {"runs": runs, "out": out, "summary": summary}
 
 

@@ -11,10 +11,10 @@ import sys
 import pytest
 
 import labels_fixture as lf
+import runs_fixture as fx
 from browser import Browser
 from matrix_helpers import ROOT
 from mcptrials.analyze.lock import verify_lock
-from mcptrials.cli import main
 
 WAIT = """new Promise(function (done) { (function poll() {
   if (document.body && document.body.getAttribute("%s") === "%s") done(true); else setTimeout(poll, 50); })(); })"""
@@ -38,10 +38,7 @@ def served(tmp_path):
 
 
 def report(p) -> str:
-    agg, out = p["tmp"] / "aggregate", p["tmp"] / "report"
-    assert main(["aggregate", "--config", str(p["config"]), "--runs", str(p["runs"]), "--out-dir", str(agg)]) == 0
-    args = ["report", "--config", str(p["config"]), "--aggregate", str(agg), "--heldout", str(p["tmp"] / "none.json")]
-    assert main(args + ["--runs", str(p["runs"]), "--out-dir", str(out)]) == 0
+    _, out = fx.aggregate_and_report(p["tmp"], p["config"], p["runs"])
     return (out / "report.md").read_text()
 
 

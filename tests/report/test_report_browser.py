@@ -7,7 +7,6 @@ from urllib.parse import unquote
 
 import pytest
 
-from mcptrials.cli import main
 
 import runs_fixture as fx
 from browser import chromium
@@ -25,26 +24,7 @@ PROBE = """<script>window.addEventListener("load", function () {
 def report(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("browser")
     cfg, runs = fx.build(tmp, models=("reference",))
-    agg, out = tmp / "aggregate", tmp / "report"
-    assert main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(agg)]) == 0
-    assert (
-        main(
-            [
-                "report",
-                "--config",
-                str(cfg),
-                "--aggregate",
-                str(agg),
-                "--heldout",
-                str(tmp / "none.json"),
-                "--runs",
-                str(runs),
-                "--out-dir",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    agg, out = fx.aggregate_and_report(tmp, cfg, runs)
     return out
 
 

@@ -6,7 +6,6 @@ points to files that exist after the run."""
 import json
 import re
 
-from mcptrials.cli import main
 
 import runs_fixture as fx
 
@@ -30,25 +29,8 @@ def report_of(tmp, trials=2, missing=None, failed_checkout=False):
             )
         )
     agg, out = tmp / "aggregate", tmp / "report"
-    assert main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(agg)]) == 0
-    assert (
-        main(
-            [
-                "report",
-                "--config",
-                str(cfg),
-                "--aggregate",
-                str(agg),
-                "--heldout",
-                str(tmp / "heldout" / "agreement.json"),
-                "--runs",
-                str(runs),
-                "--out-dir",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    fx.aggregate(cfg, runs, agg)
+    assert fx.report(cfg, runs, agg, out, tmp / "heldout" / "agreement.json") == 0
     return json.loads((agg / "summary.json").read_text()), out
 
 

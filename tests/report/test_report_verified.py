@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from mcptrials.cli import main
 
 import runs_fixture as fx
 
@@ -20,26 +19,7 @@ def built(tmp_path_factory):
     rec = json.loads(f.read_text())
     rec["citations"]["rates"]["verified_rate"] = 0.25  # 1 verified, 3 mismatch
     f.write_text(json.dumps(rec))
-    agg, out = tmp / "aggregate", tmp / "report"
-    assert main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(agg)]) == 0
-    assert (
-        main(
-            [
-                "report",
-                "--config",
-                str(cfg),
-                "--aggregate",
-                str(agg),
-                "--heldout",
-                str(tmp / "none.json"),
-                "--runs",
-                str(runs),
-                "--out-dir",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    agg, out = fx.aggregate_and_report(tmp, cfg, runs)
     return agg, out
 
 

@@ -24,7 +24,6 @@ from runs_fixture import find_row as find
 from fakes.messages_api import error, reply, text
 from matrix_helpers import write_matrix
 from mcptrials.core import outcomes
-from mcptrials.cli import main
 from mcptrials.core.outcomes import (
     ATTRIBUTABLE,
     INFRASTRUCTURE,
@@ -142,7 +141,7 @@ def agg(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("missing")
     cfg, runs = fx.build(tmp, missing=MISSING)
     out = tmp / "aggregate"
-    assert main(["aggregate", "--config", str(cfg), "--runs", str(runs), "--out-dir", str(out)]) == 0
+    fx.aggregate(cfg, runs, out)
     read = lambda name: list(csv.DictReader(open(out / name)))  # noqa: E731
     return (
         tmp,
@@ -234,24 +233,7 @@ def test_summary_carries_the_counts(agg):
 def test_the_report_says_what_each_cell_lost(agg):
     tmp, cfg, runs, out = agg[:4]
     rep = tmp / "report"
-    assert (
-        main(
-            [
-                "report",
-                "--config",
-                str(cfg),
-                "--aggregate",
-                str(out),
-                "--runs",
-                str(runs),
-                "--out-dir",
-                str(rep),
-                "--heldout",
-                str(tmp / "none.json"),
-            ]
-        )
-        == 0
-    )
+    assert fx.report(cfg, runs, out, rep, tmp / "none.json") == 0
     md = (rep / "report.md").read_text()
     # headline (tool rows) and the per-scenario cell beside their intervals
     assert re.search(r"\| git \| 0\.551 \[[^]]+\] \(n=5 of 6, 1 missing: api_failed\) \|", md), md[:3000]
