@@ -11,7 +11,8 @@ Figures, per set and pooled (labels are matched to the grader's occurrences by t
 - extraction recall: share of labels with a grader occurrence of a line citation (an item
   whose lines are not null) overlapping the label's span; also for line-only labels apart;
 - agreement: test_citation_corpus's `agrees` on that occurrence (its own strict verdict), a
-  label the grader did not extract counting as a disagreement;
+  label the grader did not extract counting as a disagreement; also within each label verdict
+  (a `correct` label agrees only with `verified`, so an `undetermined` one does not agree);
 - mismatch precision: of the labels whose occurrence the grader calls strict `mismatch`, the
   share labelled `wrong line`;
 - wrong lines caught: of the `wrong line` labels, the share the grader calls strict `mismatch`
@@ -22,12 +23,13 @@ Figures, per set and pooled (labels are matched to the grader's occurrences by t
 Needs the mirrors of tests/grade/test_citation_corpus.py (MCPTRIALS_SENSE_MIRROR,
 MCPTRIALS_MIRRORS) and no network; answer texts and code are read from them at run time.
 
-    python bench/first_seen_citations.py [SET ...]    (default: the first-seen sets on disk: rails)
+    python bench/first_seen_citations.py [SET ...]    (default: the sets not yet graded when committed: dolt_aside, ruby_aside)
 """
 
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 import json
 import os
 import sys
@@ -40,13 +42,15 @@ sys.path.insert(0, str(ROOT / "src"))
 from test_citation_corpus import agrees, graded_answers, mirror  # noqa: E402
 
 SETS = ROOT / "tests" / "fixtures" / "citation_corpus"
-DEFAULT = ("rails",)
+DEFAULT = ("dolt_aside", "ruby_aside")
 
 
 def arm_of(source: str) -> str:
-    """The arm of a bench answer: results/<model>/<arm>/<repo>/..."""
+    """The arm of a bench answer: results/<model>/[<set-aside folder>/]<arm>/<repo>/run-N/...
+    (the folder two above run-N, so a folder the bench's author set aside, `_partial-...`, is skipped)."""
     parts = source.split("/")
-    return parts[parts.index("results") + 2]
+    run = next(i for i, p in enumerate(parts) if p.startswith("run-"))
+    return parts[run - 2]
 
 
 def found(label: dict, items: list[dict]) -> tuple[dict | None, dict | None]:
@@ -98,6 +102,13 @@ def figures(rows: list[dict]) -> dict[str, str]:
         "wrong lines caught": share(sum(r["agrees"] for r in wrong), len(wrong)),
         "strict undetermined": share(sum(r["strict"] == "undetermined" for r in rows), len(rows)),
     }
+    correct = [r for r in rows if r["verdict"] == "correct"]
+    said = Counter("not extracted" if not r["found"] else (r["strict"] or "none") for r in correct)
+    out["strict on 'correct' labels"] = ", ".join(f"{n} {v}" for v, n in sorted(said.items(), key=lambda x: -x[1]))
+    # where the disagreements are: agreement within each label verdict present
+    for verdict in sorted({r["verdict"] for r in rows}):
+        mine = [r for r in rows if r["verdict"] == verdict]
+        out[f"  agreement on '{verdict}'"] = share(sum(r["agrees"] for r in mine), len(mine))
     for arm in sorted({r["arm"] for r in rows}):
         mine = [r for r in rows if r["arm"] == arm]
         out[f"agreement, {arm}"] = share(sum(r["agrees"] for r in mine), len(mine))

@@ -36,6 +36,9 @@ def test_figures_by_hand():
     assert f["correct called mismatch, sense"] == "0/2 = 0.000"
     assert f["agreement, baseline"] == "2/3 = 0.667" and f["agreement, sense"] == "1/3 = 0.333"
     assert f["strict undetermined"] == "0/6 = 0.000"
+    assert f["strict on 'correct' labels"] == "2 verified, 1 mismatch, 1 not extracted"
+    # within each verdict: correct 2 of 4 agree (rows 1 and 5), wrong line 1 of 2
+    assert f["  agreement on 'correct'"] == "2/4 = 0.500" and f["  agreement on 'wrong line'"] == "1/2 = 0.500"
 
 
 def test_a_label_is_found_by_an_overlapping_occurrence_of_a_line_citation():
@@ -51,3 +54,5 @@ def test_a_label_is_found_by_an_overlapping_occurrence_of_a_line_citation():
 
 def test_the_arm_is_read_from_the_bench_path():
     assert fsc.arm_of("bench/verticals/go/results/glm-5.2_cloud/sense/consul/run-1/transcript.json") == "sense"
+    aside = "bench/verticals/go/results/kimi-for-coding_k3/_partial-cap-interrupted-20260723/baseline/dolt/run-1/t.json"
+    assert fsc.arm_of(aside) == "baseline"
