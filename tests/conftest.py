@@ -10,20 +10,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from fakes.messages_api import FakeMessagesAPI  # noqa: E402
+from host_helpers import started_apis  # noqa: E402
 
 
 @pytest.fixture
 def fake_api(tmp_path):
     """Factory: ``fake_api(script, **kwargs)`` starts a FakeMessagesAPI on 127.0.0.1 (port 0),
     logging to a JSONL file under tmp_path; every server started is stopped at teardown."""
-    servers = []
-
-    def start(script=None, **kwargs):
-        kwargs.setdefault("log_path", tmp_path / f"requests{len(servers)}.jsonl")
-        api = FakeMessagesAPI(script, **kwargs).start()
-        servers.append(api)
-        return api
-
-    yield start
-    for api in servers:
-        api.stop()
+    yield from started_apis(FakeMessagesAPI, tmp_path, "requests")

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from fakes.messages_api import check_tool_pairing, error, hang, reply, text, tool_use
+from host_helpers import install_host
 from matrix_helpers import ROOT, SCENARIO, faulty_tool, write_matrix
 from mcptrials.prepare.checkout import checkout
 from mcptrials.matrix.config import load_matrix
@@ -58,28 +59,7 @@ def installed(tmp_path_factory):
     """Claude Code for host `cc` and the git server, installed as the workflow does
     (each reused when already there)."""
     out = tmp_path_factory.mktemp("install")
-    cfg = write_matrix(
-        out / "m",
-        extra={
-            "models": {"c": {"provider": "anthropic", "model": "claude-sonnet-4-6"}},
-            "hosts": {"cc": {"kind": "claude-code"}},
-        },
-    )
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mcptrials.cli",
-            "install-host",
-            "--config",
-            str(cfg),
-            "--host",
-            "cc",
-            "--out",
-            str(out / "cc.json"),
-        ],
-        check=True,
-    )
+    record = install_host(out, "cc", "claude-code", {"provider": "anthropic", "model": "claude-sonnet-4-6"})
     if not (ROOT / ".tools/git/bin/mcp-server-git").exists():
         subprocess.run(
             [
@@ -96,7 +76,7 @@ def installed(tmp_path_factory):
             ],
             check=True,
         )
-    return json.loads((out / "cc.json").read_text())
+    return record
 
 
 def matrix(tmp_path, api, tools, scenarios=None, limits=None):

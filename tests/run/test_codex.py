@@ -4,12 +4,11 @@ sandboxed, with the fault-injecting test server and the hostile server. Its tran
 
 import hashlib
 import json
-import subprocess
-import sys
 
 import pytest
 
 from fakes.responses_api import FakeResponsesAPI, error, failed, function_tool_names, hang, reply, tool_call
+from host_helpers import install_host, started_apis
 from matrix_helpers import BASE_PYTHON, SCENARIO, faulty_tool, write_matrix
 from mcptrials.prepare.checkout import checkout
 from mcptrials.matrix.config import load_matrix
@@ -31,43 +30,13 @@ NS = "mcp__faulty"
 
 @pytest.fixture
 def responses_api(tmp_path):
-    servers = []
-
-    def start(script=None, **kw):
-        kw.setdefault("log_path", tmp_path / f"responses{len(servers)}.jsonl")
-        api = FakeResponsesAPI(script, **kw).start()
-        servers.append(api)
-        return api
-
-    yield start
-    for api in servers:
-        api.stop()
+    yield from started_apis(FakeResponsesAPI, tmp_path, "responses")
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """Codex for host `codex`, installed as the workflow does (reused when there)."""
-    out = tmp_path_factory.mktemp("install")
-    cfg = write_matrix(
-        out / "m",
-        extra={"models": {"g": {"provider": "openai", "model": MODEL}}, "hosts": {"codex": {"kind": "codex"}}},
-    )
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mcptrials.cli",
-            "install-host",
-            "--config",
-            str(cfg),
-            "--host",
-            "codex",
-            "--out",
-            str(out / "codex.json"),
-        ],
-        check=True,
-    )
-    return json.loads((out / "codex.json").read_text())
+    return install_host(tmp_path_factory.mktemp("install"), "codex", "codex", {"provider": "openai", "model": MODEL})
 
 
 def matrix(tmp_path, api, tools, scenarios=None, limits=None, host=None, sandbox=None):

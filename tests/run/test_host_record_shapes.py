@@ -66,34 +66,12 @@ def test_a_live_and_a_recorded_codex_run_have_one_record_shape(tmp_path, install
 @pytest.fixture(scope="module")
 def opencode_installed(tmp_path_factory):
     """Opencode for host `opencode`, installed as the workflow does (reused when there)."""
-    import json
-    import subprocess
-    import sys
-
-    from matrix_helpers import write_matrix
+    from host_helpers import install_host
     from test_opencode import MODEL
 
-    out = tmp_path_factory.mktemp("install")
-    cfg = write_matrix(
-        out / "m",
-        extra={"models": {"q": {"provider": "openai", "model": MODEL}}, "hosts": {"opencode": {"kind": "opencode"}}},
+    return install_host(
+        tmp_path_factory.mktemp("install"), "opencode", "opencode", {"provider": "openai", "model": MODEL}
     )
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mcptrials.cli",
-            "install-host",
-            "--config",
-            str(cfg),
-            "--host",
-            "opencode",
-            "--out",
-            str(out / "opencode.json"),
-        ],
-        check=True,
-    )
-    return json.loads((out / "opencode.json").read_text())
 
 
 def test_a_live_and_a_recorded_opencode_run_have_one_record_shape(tmp_path, opencode_installed, chat_api, monkeypatch):

@@ -8,6 +8,7 @@ import json
 import openai
 import pytest
 
+from host_helpers import started_apis
 from fakes.openai_api import FakeOpenAIAPI, error, hang, malformed, reply, spawn, tool_call
 from matrix_helpers import write_matrix
 from mcptrials.prepare.checkout import checkout
@@ -25,17 +26,7 @@ KEY = "sk-openai-test-0123456789abcdef"
 
 @pytest.fixture
 def fake_openai(tmp_path):
-    servers = []
-
-    def start(script=None, **kw):
-        kw.setdefault("log_path", tmp_path / f"openai{len(servers)}.jsonl")
-        api = FakeOpenAIAPI(script, **kw).start()
-        servers.append(api)
-        return api
-
-    yield start
-    for api in servers:
-        api.stop()
+    yield from started_apis(FakeOpenAIAPI, tmp_path, "openai")
 
 
 def complete(provider, system, messages, tools, max_tokens=512):

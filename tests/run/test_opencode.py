@@ -6,13 +6,12 @@ validates against the transcript schema and is graded."""
 import hashlib
 import json
 import re
-import subprocess
-import sys
 import tempfile
 
 import pytest
 
 from fakes.openai_api import FakeOpenAIAPI, error, hang, reply, tool_call
+from host_helpers import install_host, started_apis
 from matrix_helpers import BASE_PYTHON, SCENARIO, faulty_tool, write_matrix
 from mcptrials.prepare.checkout import checkout
 from mcptrials.matrix.config import load_matrix
@@ -32,43 +31,15 @@ WS_RE = re.compile(re.escape(tempfile.gettempdir()) + r"/mcptrials-trial-[^/\\\"
 
 @pytest.fixture
 def chat_api(tmp_path):
-    servers = []
-
-    def start(script=None, **kw):
-        kw.setdefault("log_path", tmp_path / f"chat{len(servers)}.jsonl")
-        api = FakeOpenAIAPI(script, **kw).start()
-        servers.append(api)
-        return api
-
-    yield start
-    for api in servers:
-        api.stop()
+    yield from started_apis(FakeOpenAIAPI, tmp_path, "chat")
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """Opencode for host `opencode`, installed as the workflow does (reused when there)."""
-    out = tmp_path_factory.mktemp("install")
-    cfg = write_matrix(
-        out / "m",
-        extra={"models": {"q": {"provider": "openai", "model": MODEL}}, "hosts": {"opencode": {"kind": "opencode"}}},
+    return install_host(
+        tmp_path_factory.mktemp("install"), "opencode", "opencode", {"provider": "openai", "model": MODEL}
     )
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mcptrials.cli",
-            "install-host",
-            "--config",
-            str(cfg),
-            "--host",
-            "opencode",
-            "--out",
-            str(out / "opencode.json"),
-        ],
-        check=True,
-    )
-    return json.loads((out / "opencode.json").read_text())
 
 
 def matrix(tmp_path, api, tools, scenarios=None, limits=None, sandbox=None, max_retries=0):
