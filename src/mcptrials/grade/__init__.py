@@ -1,13 +1,10 @@
 """Deterministic graders: they turn one transcript into scored.json without calling a model.
 
 Each grader reads only `steps[i].answer_text` (the prose a developer gets), never the
-tool calls or the audit text. Modules: keywords, citations (the citation grader's entry
-point, over citation_forms: the forms found in the text, citation_context: the answer's
-context, citation_lines: line lists and line-only references, citation_grounding: resolution
-to a file and the buckets, citation_verification: lenient and strict; with gittree: the
-repository read from git objects at the pinned commit; subjects, strict, structure, symbols,
-composition), exact, state, usage (efficiency figures and adoption), gold_recall, answer_map
-and scoring (one trial's record). This package imports no pandas, scipy or matplotlib.
+tool calls or the audit text. Modules: keywords, citations (the citation grader, its own
+subpackage: see citations/__init__.py), gittree (the repository read from git objects at the
+pinned commit), exact, state, usage (efficiency figures and adoption), gold_recall,
+answer_map and scoring (one trial's record). This package imports no pandas, scipy or matplotlib.
 
 May import: run, providers, cost, prepare, matrix, core, stats.
 """

@@ -14,8 +14,8 @@ import bisect
 import itertools
 import re
 
-from mcptrials.grade.citation_context import Answer
-from mcptrials.grade.citation_forms import DASH
+from mcptrials.grade.citations.context import Answer
+from mcptrials.grade.citations.extract import DASH
 
 LINE_KEYS = ("line", "lines", "line_number", "start_line", "line_start")
 END_LINE_KEYS = ("end_line", "line_end")

@@ -3,7 +3,7 @@
 scopes around a citation (closest first), and the backticked identifiers of its sentences.
 
 resolve() is a path's resolution at the commit alone (exact, else a unique suffix); Answer
-settles what the commit leaves ambiguous (rules in citations.py's module docstring).
+settles what the commit leaves ambiguous (rules in grading.py's module docstring).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import bisect
 import re
 from collections.abc import Callable
 
-from mcptrials.grade import structure
-from mcptrials.grade.citation_forms import SYMBOL, citation_pattern, extract_citations, mention_pattern, symbol_parts
+from mcptrials.grade.citations import structure
+from mcptrials.grade.citations.extract import SYMBOL, citation_pattern, extract_citations, mention_pattern, symbol_parts
 from mcptrials.grade.gittree import CommitTree
 
 FILE_KEYS = ("file", "path", "file_path", "filepath", "filename")
@@ -74,8 +74,8 @@ class Answer:
     """One answer's text with what a reader resolves a citation from: the file paths it
     names (with or without a locator), its JSON objects, tables, lists and paragraphs."""
 
-    # set by their users, once per answer: the path test (grade.citations.analyse) and the
-    # groups of adjacent citations (grade.citation_verification.respectively)
+    # set by their users, once per answer: the path test (grade.citations.grading.analyse) and the
+    # groups of adjacent citations (grade.citations.verify.respectively)
     is_path: Callable[[str], bool]
     _own_spans: list[tuple[int, int]]
     _own_index: dict[tuple[int, int], int]

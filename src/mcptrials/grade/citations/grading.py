@@ -59,9 +59,9 @@ answer (for a JSON line member, from its key to its value).
 Each distinct (path, locator) counts once per step: the key is the resolved path when
 there is one (so src/a.py:3 and a.py:3 are one citation), else the path as cited.
 
-The steps live in citation_forms (the forms), citation_lines (line lists and line-only
-references), citation_context (the answer's context), citation_grounding (resolution and the
-buckets) and citation_verification (lenient and strict); this module runs them per answer
+The steps live in extract (the forms), lines (line lists and line-only references), context
+(the answer's context), grounding (resolution and the buckets) and verify (lenient and
+strict); this module runs them per answer
 (analyse), counts them and pools a trial's steps.
 """
 
@@ -74,12 +74,12 @@ import re
 from typing import Any
 
 from mcptrials.core.record_types import Citations, CitationRates
-from mcptrials.grade import composition, subjects
-from mcptrials.grade.citation_context import Answer, resolve
-from mcptrials.grade.citation_forms import citation_pattern, extract_citations, has_word, symbol_parts
-from mcptrials.grade.citation_grounding import ground
-from mcptrials.grade.citation_lines import line_only_citations, listed_lines
-from mcptrials.grade.citation_verification import (
+from mcptrials.grade.citations import composition, subjects
+from mcptrials.grade.citations.context import Answer, resolve
+from mcptrials.grade.citations.extract import citation_pattern, extract_citations, has_word, symbol_parts
+from mcptrials.grade.citations.grounding import ground
+from mcptrials.grade.citations.lines import line_only_citations, listed_lines
+from mcptrials.grade.citations.verify import (
     citation_subject,
     context_identifiers,
     respectively,

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import re
 
-from mcptrials.grade import strict, structure, subjects
-from mcptrials.grade.citation_context import KEYWORDS, Answer, identifier
-from mcptrials.grade.citation_forms import IDENT, has_word
-from mcptrials.grade.citation_grounding import strict_verdict_at
+from mcptrials.grade.citations import strict, structure, subjects
+from mcptrials.grade.citations.context import KEYWORDS, Answer, identifier
+from mcptrials.grade.citations.extract import IDENT, has_word
+from mcptrials.grade.citations.grounding import strict_verdict_at
 from mcptrials.grade.gittree import CommitTree
 
 VERIFY_WINDOW = 5  # lines either side of a single cited line that verification searches
@@ -87,7 +87,7 @@ def verify(c: dict, identifiers: list[str], tree: CommitTree) -> str:
 
 
 def citation_subject(ans: Answer, c: dict, before: int, after: int) -> dict | None:
-    """The subject of one citation occurrence (grade/subjects.py), read around its whole
+    """The subject of one citation occurrence (grade/citations/subjects.py), read around its whole
     text (a list of lines `lines 72, 74, 76` has one subject for every number)."""
     lo, hi = c.get("subject_span") or (c["start"], c["end"])
     text = ans.text
@@ -196,7 +196,7 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
 
 
 def strict_verdict(c: dict, tree: CommitTree) -> str:
-    """The strict verdict of a grounded line citation against its subject (grade/strict.py);
+    """The strict verdict of a grounded line citation against its subject (grade/citations/strict.py);
     n/a for a citation that is not grounded, a symbol citation, or one without a subject."""
     if c["bucket"] != "grounded" or c["lines"] is None or not c["subject"]:
         return "n/a"

@@ -51,7 +51,7 @@ as a careful reader reads it, from the narrowest scope first (issue 25 item 3):
 6. "sentence": the nearest code-like name of its sentence that the cited file names (the
    widest scope: a name the file lacks is about something else).
 
-Before all of these, "respectively" (citation_verification.respectively): one of a group of
+Before all of these, "respectively" (verify.respectively): one of a group of
 citations joined by `/` or `,` right after as many names joined by `/` takes the name in
 its place (`` `hidden_by`/`not_hidden_by` `:148`/`:151` ``: :151 is about not_hidden_by),
 with the group's names kept: a line where the name in its place is not but another name of
@@ -62,7 +62,7 @@ lower-case name or its plural (`moderation: moderation.rb:15`, `has_one :story_t
 story_text.rb:3), or a lower-case folder of its path (`checkout: saleor/checkout/search/
 indexing.py:190`), is dropped (names_its_file): the word names the file, not a place in it.
 So is a subject from the wider scopes (json text, list item, sentence) of a citation in a
-run of three or more joined by commas (`a.go:1, b.go:2, c.go:3`; citations._runs): the text
+run of three or more joined by commas (`a.go:1, b.go:2, c.go:3`; grading._runs): the text
 is about the group.
 
 A name right after `instead of` or `rather than` is the one not meant (`uses `a` instead of
@@ -96,7 +96,7 @@ from __future__ import annotations
 
 import re
 
-from mcptrials.grade import structure
+from mcptrials.grade.citations import structure
 
 IDENT = r"[A-Za-z_]\w*[?!]?"
 QUALIFIED = rf"{IDENT}(?:(?:\.|::|#){IDENT})*"
