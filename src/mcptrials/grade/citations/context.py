@@ -13,23 +13,14 @@ import re
 from collections.abc import Callable
 
 from mcptrials.grade.citations import structure
-from mcptrials.grade.citations.extract import SYMBOL, citation_pattern, extract_citations, mention_pattern, symbol_parts
+from mcptrials.grade.citations.extract import citation_pattern, extract_citations, mention_pattern, symbol_parts
+from mcptrials.grade.citations.lexicon import CODE_KEYWORDS, FILE_KEYS, SYMBOL
 from mcptrials.grade.gittree import CommitTree
 
-FILE_KEYS = ("file", "path", "file_path", "filepath", "filename")
 
 _SENTENCE_END = re.compile(r"\s(?:(?<=[.!?]\s)\s*|(?<=\n))")  # (?<=[.!?])\s+|\n, led by \s: faster
 _BACKTICK = re.compile(r"`([^`\n]+)`")
 _IDENT_SPAN = re.compile(rf"^(?P<id>{SYMBOL})(?:<.*>)?(?:\(.*\))?$")
-# Words a signature or a backticked span may start with that name no definition.
-KEYWORDS = frozenset(
-    """
-    fn func def class struct impl pub async await const let var static public private protected
-    internal void return for if while where self Self this mut type interface trait enum module
-    export function final abstract override unsafe extern crate super new in of dyn ref mod use
-    package import from lambda end do then else true false None null nil True False
-""".split()
-)
 
 
 def identifier(span: str, extensions=None) -> str | None:
@@ -39,7 +30,7 @@ def identifier(span: str, extensions=None) -> str | None:
     if not idm or citation_pattern(extensions).search(inner + ":1"):  # a file name such as `app.py` is not one
         return None
     name = symbol_parts(idm.group("id"))[-1]
-    return name if len(name) > 1 and name not in KEYWORDS else None
+    return name if len(name) > 1 and name not in CODE_KEYWORDS else None
 
 
 def resolve(path: str, tree: CommitTree) -> tuple[str | None, list[str]]:

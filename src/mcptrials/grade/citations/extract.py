@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from mcptrials.grade.citations.lexicon import DASH, SYMBOL
+
 DEFAULT_EXTENSIONS = [
     # source
     "py",
@@ -131,10 +133,6 @@ DEFAULT_EXTENSIONS = [
     "Procfile",
     "Jenkinsfile",
 ]
-
-IDENT = r"[A-Za-z_]\w*"
-SYMBOL = rf"{IDENT}(?:(?:\.|::|#){IDENT})*"
-DASH = "[-\u2013\u2014]"
 
 
 def _split_extensions(extensions) -> tuple[list[str], list[str]]:

@@ -74,7 +74,8 @@ import re
 from typing import Any
 
 from mcptrials.core.record_types import Citations, CitationRates
-from mcptrials.grade.citations import composition, subjects
+from mcptrials.grade.citations import composition
+from mcptrials.grade.citations.names import names_its_file
 from mcptrials.grade.citations.context import Answer, resolve
 from mcptrials.grade.citations.extract import citation_pattern, extract_citations, has_word, symbol_parts
 from mcptrials.grade.citations.grounding import ground
@@ -152,7 +153,7 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
             ):
                 subj = None  # `types.py:106,111,253 - GraphQL types`, `a.go:1, b.go:2, c.go:3`: about the group
         g = ground(c, tree, ans, subj["name"] if subj and c["lines"] else None)
-        if subj and subjects.names_its_file(subj["name"], g["resolved_path"]):
+        if subj and names_its_file(subj["name"], g["resolved_path"]):
             subj = None  # `moderation: moderation.rb:15`: the word names the file, not a place in it
         key = (g["resolved_path"] or g["path"], tuple(g["lines"]) if g["lines"] else None, g["symbol"])
         idents = context_identifiers(ans, c)

@@ -15,10 +15,7 @@ import itertools
 import re
 
 from mcptrials.grade.citations.context import Answer
-from mcptrials.grade.citations.extract import DASH
-
-LINE_KEYS = ("line", "lines", "line_number", "start_line", "line_start")
-END_LINE_KEYS = ("end_line", "line_end")
+from mcptrials.grade.citations.lexicon import DASH, END_LINE_KEYS, LINE_KEYS
 
 
 def _line_citation(
