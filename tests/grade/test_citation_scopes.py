@@ -145,3 +145,22 @@ def test_subject_takes_the_first_scope_that_names_one():
     start = text.index("app/")
     got = subject(text, start, start + 21, objects=[], before=0, after=len(text), is_path=is_path)
     assert got == {"name": "Story.load", "from": "before"}
+
+
+def test_one_lexicon_for_identifiers_and_subjects():
+    """The lenient check's identifiers and the subject's names read the same keywords: a Ruby
+    declaration or an article is neither; a constructor's `new` is no identifier to look for at
+    a line, but a subject keeps it (`Spree::Order.new` is about Spree::Order)."""
+    from mcptrials.grade.citations.context import identifier
+    from mcptrials.grade.citations.names import clean_name, code_subject
+
+    assert [identifier(w) for w in ("include", "prepend", "attr_reader", "the", "Foo.new", "Foo.bar")] == [
+        None,
+        None,
+        None,
+        None,
+        None,
+        "bar",
+    ]
+    assert [clean_name(w) for w in ("include", "the", "Spree::Order.new")] == [None, None, "Spree::Order.new"]
+    assert code_subject("include Token", is_path) == "Token"

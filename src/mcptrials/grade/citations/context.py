@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from mcptrials.grade.citations import structure
 from mcptrials.grade.citations.extract import citation_pattern, extract_citations, mention_pattern, symbol_parts
-from mcptrials.grade.citations.lexicon import CODE_KEYWORDS, FILE_KEYS, SYMBOL
+from mcptrials.grade.citations.lexicon import CONSTRUCTORS, KEYWORDS, FILE_KEYS, SYMBOL
 from mcptrials.grade.gittree import CommitTree
 
 
@@ -30,7 +30,7 @@ def identifier(span: str, extensions=None) -> str | None:
     if not idm or citation_pattern(extensions).search(inner + ":1"):  # a file name such as `app.py` is not one
         return None
     name = symbol_parts(idm.group("id"))[-1]
-    return name if len(name) > 1 and name not in CODE_KEYWORDS else None
+    return name if len(name) > 1 and name not in KEYWORDS | CONSTRUCTORS else None
 
 
 def resolve(path: str, tree: CommitTree) -> tuple[str | None, list[str]]:

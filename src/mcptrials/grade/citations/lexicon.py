@@ -13,15 +13,8 @@ NAME = r"[A-Za-z_]\w*[?!]?"
 QUALIFIED = rf"{NAME}(?:(?:\.|::|#){NAME})*"
 DASH = "[-\u2013\u2014]"  # hyphen, en dash, em dash: a range's separator
 
-# Words a signature or a backticked span may start with that name no definition.
-CODE_KEYWORDS = frozenset(
-    """
-    fn func def class struct impl pub async await const let var static public private protected
-    internal void return for if while where self Self this mut type interface trait enum module
-    export function final abstract override unsafe extern crate super new in of dyn ref mod use
-    package import from lambda end do then else true false None null nil True False
-""".split()
-)
+# Words that name no definition: a signature's or a code span's keywords (`def`, `class`...), Ruby's
+# declarations (`include`, `attr_reader`...) and the articles and conjunctions of prose.
 KEYWORDS = frozenset(
     """
     fn func def class struct impl pub async await const let var static public private protected
@@ -32,6 +25,9 @@ KEYWORDS = frozenset(
     and or not is the a an
 """.split()
 )
+# A constructor's name (`Foo.new`): no identifier to look for at a line (every caller writes it),
+# but a subject keeps it (`Spree::Order.new` is about Spree::Order).
+CONSTRUCTORS = frozenset(("new",))
 # Capitalised words that start prose rather than name a definition (`path:74: Check if ...`).
 PROSE_WORDS = frozenset(
     """
@@ -74,20 +70,9 @@ PREPOSITIONS = frozenset(("at", "in", "on"))  # `notify at path:96`: a label joi
 # JSON member keys. A name of the code: IDENT_KEYS; where something is: FILE_KEYS, LINE_KEYS,
 # END_LINE_KEYS and any key made of LOCATOR_PARTS; prose about it: PROSE_KEYS; its group:
 # GROUP_KEYS; a quote of the cited line's code: CODE_KEYS.
-CONTEXT_IDENT_KEYS = (
-    "signature",
-    "symbol",
-    "name",
-    "function",
-    "method",
-    "class",
-    "struct",
-    "trait",
-    "interface",
-    "identifier",
-    "definition",
+IDENT_KEYS = frozenset(
+    "name symbol function method class struct trait interface identifier definition module signature".split()
 )
-IDENT_KEYS = frozenset(CONTEXT_IDENT_KEYS + ("module",))
 FILE_KEYS = ("file", "path", "file_path", "filepath", "filename")
 LINE_KEYS = ("line", "lines", "line_number", "start_line", "line_start")
 END_LINE_KEYS = ("end_line", "line_end")

@@ -21,7 +21,7 @@ from mcptrials.grade.citations import strict, structure, subjects
 from mcptrials.grade.citations.context import Answer, identifier
 from mcptrials.grade.citations.extract import has_word
 from mcptrials.grade.citations.grounding import strict_verdict_at
-from mcptrials.grade.citations.lexicon import CODE_KEYWORDS, CONTEXT_IDENT_KEYS, IDENT, QUALIFIED
+from mcptrials.grade.citations.lexicon import CONSTRUCTORS, KEYWORDS, IDENT_KEYS, IDENT, QUALIFIED
 from mcptrials.grade.citations.names import clean_name, code_like, parts_of
 from mcptrials.grade.gittree import CommitTree
 
@@ -32,9 +32,9 @@ def signature_names(sig: str) -> list[str]:
     """What a signature defines: the name before its first parameter or type list
     (`fn call(self)` -> call, `func (r *R) Handle(w)` -> Handle); else its identifiers."""
     for m in re.finditer(rf"({IDENT})\s*[(<\[]", sig):
-        if m.group(1) not in CODE_KEYWORDS:
+        if m.group(1) not in KEYWORDS | CONSTRUCTORS:
             return [m.group(1)]
-    return [w for w in re.findall(IDENT, sig) if len(w) > 1 and w not in CODE_KEYWORDS]
+    return [w for w in re.findall(IDENT, sig) if len(w) > 1 and w not in KEYWORDS | CONSTRUCTORS]
 
 
 def context_identifiers(ans: Answer, c: dict) -> list[str]:
@@ -52,7 +52,7 @@ def context_identifiers(ans: Answer, c: dict) -> list[str]:
         names += [n for cell, _, _ in row.name_cells if (n := identifier(cell, exts))]
     objs = structure.enclosing_objects(ans.objects, c["start"])
     if objs:
-        for mem in objs[0].get(*CONTEXT_IDENT_KEYS):
+        for mem in objs[0].get(*IDENT_KEYS):
             if not isinstance(mem.value, str):
                 continue
             if mem.key.lower() == "signature":
