@@ -234,12 +234,14 @@ class Answer:
                         out.append(m)
         return out[:64]
 
-    def line_file(self, pos: int, obj=None, near_only: bool = False) -> tuple[dict, str] | None:
+    def line_file(self, pos: int, obj=None, near_only: bool = False, wide: bool = False) -> tuple[dict, str] | None:
         """The file a line-only reference at pos refers to, and the scope it came from: the
         `file` field of its JSON object (obj: only that one); else, in the first of its
         innermost JSON object, table row (file column), list item and paragraph that names a
         file of the commit, the nearest such path before pos (else the first one after).
-        near_only: only its list item, else its line (a bare "(32-37)")."""
+        near_only: only its list item, else its line (a bare "(32-37)"). wide (an explicit
+        "line N"): then its markdown section before it too, under a heading (the file a list of
+        "`exec_queries` (line 1436)" is about was named above the list)."""
         if near_only:
             item = structure.list_item_bounds(self.text, pos) or structure.line_bounds(self.text, pos)
             named = [m for m in self.mentions_in(item[0], pos) if self.names_a_file(m["path"])]
@@ -260,6 +262,9 @@ class Answer:
             in_item = structure.list_item_bounds(self.text, pos)
             scopes = [("list item", *in_item)] if in_item else []
             scopes.append(("paragraph", *structure.paragraph_bounds(self.text, pos)))
+        head = structure.section_start(self.text, pos) if wide and not objs else 0
+        if head:  # (under a heading: a headless answer's paragraphs are no section about one file)
+            scopes.append(("section", head, pos))
         for scope, lo, hi in scopes:
             before = [m for m in self.mentions_in(lo, pos) if self.names_a_file(m["path"])]
             after = [m for m in self.mentions_in(pos, hi) if self.names_a_file(m["path"])]
