@@ -175,7 +175,7 @@ def _empty_caches() -> None:
 
 
 def _timed(answers, tree_of) -> tuple[float, float]:
-    from mcptrials.grade.citations import grade_citations
+    from mcptrials.grade.citations.grading import grade_citations
 
     w0, c0 = time.perf_counter(), time.process_time()
     for repo, text in answers:

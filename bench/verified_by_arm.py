@@ -117,7 +117,7 @@ def grade_rows(answers: list[dict]) -> list[dict]:
     """Each answer's citation counts by the importable grader (mcptrials.grade, or the old
     layout's mcptrials.graders)."""
     try:
-        from mcptrials.grade.citations import grade_citations
+        from mcptrials.grade.citations.grading import grade_citations
         from mcptrials.grade.gittree import CommitTree
     except ImportError:
         from mcptrials.graders.citations import grade_citations

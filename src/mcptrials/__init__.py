@@ -9,7 +9,7 @@ the floors below it, never one above (tests/workflow/test_import_graph.py checks
     cost           pricing, working time, the cost plan, the budget
     providers      the model providers (anthropic, openai) and the reference agent: the trial and the judge use them
     run            the trial: its core, its job, the hosts, the key proxy, recorded runs
-    grade          the deterministic graders (scored.json)
+    grade          the deterministic graders (scored.json); grade.citations, the citation grader, a subpackage
     judge          the LLM judge (judged.json)
     analyze        aggregate (summary.json, tables), the transcripts' patterns and the held-out lock
     gate           compare and replay: the regression gate

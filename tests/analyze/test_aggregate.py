@@ -390,8 +390,8 @@ def test_every_row_has_its_typed_record_s_keys(tmp_path):
     A run with missing trials and a compare pair, so every kind of row is there."""
     from mcptrials.analyze.records_summary import citation_composition
     from mcptrials.core.rows import CellRow, ComparisonRow, CompositionRow, Summary, ToolRow, TrialRow
-    from mcptrials.grade.citations import COUNT_KEYS, pool
-    from mcptrials.grade.composition import by_form, ungrounded
+    from mcptrials.grade.citations.grading import COUNT_KEYS, pool
+    from mcptrials.grade.citations.composition import by_form, ungrounded
 
     cfg, runs = fx.build(
         tmp_path,

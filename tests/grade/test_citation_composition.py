@@ -5,7 +5,7 @@ compare-sense-bench (per model and tool). Every figure below is worked out by ha
 import pytest
 
 from mcptrials.analyze.records_summary import citation_composition
-from mcptrials.grade.composition import ungrounded_shares
+from mcptrials.grade.citations.composition import ungrounded_shares
 from mcptrials.report.citations import add_citation_composition
 from mcptrials.report.render import Doc
 

@@ -111,7 +111,7 @@ from pathlib import Path
 
 import pytest
 
-from mcptrials.grade.citations import grade_citations
+from mcptrials.grade.citations.grading import grade_citations
 from mcptrials.grade.gittree import CommitTree
 
 LABELS = Path(__file__).parents[1] / "fixtures" / "citation_corpus" / "labels.json"

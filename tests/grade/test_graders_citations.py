@@ -8,8 +8,8 @@ import pytest
 
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.cli import score as graders_cli
-from mcptrials.grade.citation_forms import extract_citations
-from mcptrials.grade.citations import citation_rates, grade_citations
+from mcptrials.grade.citations.extract import extract_citations
+from mcptrials.grade.citations.grading import citation_rates, grade_citations
 from mcptrials.grade.gittree import commit_tree
 
 APP = '''"""The app."""

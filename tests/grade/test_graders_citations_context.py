@@ -7,9 +7,9 @@ import json
 import pytest
 
 from matrix_helpers import make_repo
-from mcptrials.grade.citations import grade_citations
+from mcptrials.grade.citations.grading import grade_citations
 from mcptrials.grade.gittree import commit_tree
-from mcptrials.grade.structure import json_objects, list_item_bounds, table_row
+from mcptrials.grade.citations.structure import json_objects, list_item_bounds, table_row
 
 
 def numbered(*lines):

@@ -6,7 +6,7 @@ was worked out by hand from the numbered fixture files."""
 import pytest
 
 from matrix_helpers import make_repo
-from mcptrials.grade.citations import grade_citations, pool
+from mcptrials.grade.citations.grading import grade_citations, pool
 from mcptrials.grade.gittree import commit_tree
 
 

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from mcptrials.grade.citations import grade_citations
+from mcptrials.grade.citations.grading import grade_citations
 from mcptrials.grade.gittree import commit_tree
 
 GUIDE = "".join(f"Guide line {n}.\n" for n in range(1, 61))  # 60 lines

@@ -5,9 +5,9 @@ unresolved (a name that is only used, a method under the wrong container)."""
 import pytest
 
 from matrix_helpers import make_repo
-from mcptrials.grade.citations import grade_citations
+from mcptrials.grade.citations.grading import grade_citations
 from mcptrials.grade.gittree import commit_tree
-from mcptrials.grade.symbols import language_of
+from mcptrials.grade.citations.symbols import language_of
 
 SOURCES = {
     "src/flask/app.py": (

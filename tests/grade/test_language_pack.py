@@ -5,6 +5,7 @@ here gets the strict verdict `undetermined`, never `mismatch`, where a definitio
 
 import json
 import re
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from matrix_helpers import make_repo
-from mcptrials.grade import composition, strict
-from mcptrials.grade.citations import citation_rates, grade_citations
+from mcptrials.grade.citations import composition, strict
+from mcptrials.grade.citations.grading import citation_rates, grade_citations
 from mcptrials.grade.gittree import commit_tree
-from mcptrials.grade.symbols import (
+from mcptrials.grade.citations.symbols import (
     CODE_WITHOUT_DEFINITIONS,
     DEFINITIONS,
     _EXT_LANG,
@@ -211,7 +212,7 @@ def test_the_grammars_ship_in_the_wheel_and_load_offline():
         "import socket\n"
         "def refuse(*a, **k): raise OSError('network used')\n"
         "socket.socket.connect = refuse; socket.create_connection = refuse; socket.getaddrinfo = refuse\n"
-        "from mcptrials.grade.symbols import definitions\n"
+        "from mcptrials.grade.citations.symbols import definitions\n"
         "srcs = {'kotlin': 'class A { fun f() = 1 }\\n', 'php': '<?php class A { function f() {} }',\n"
         "        'csharp': 'class A { void F() {} }', 'swift': 'class A { func f() {} }',\n"
         "        'scala': 'class A { def f = 1 }'}\n"
@@ -221,7 +222,12 @@ def test_the_grammars_ship_in_the_wheel_and_load_offline():
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"},
+        # (PYTHONPATH passed through: the source under test, not the installed package's)
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": "/nonexistent",
+            **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"},
+        },
         timeout=120,
     )
     assert out.returncode == 0, out.stderr
@@ -339,7 +345,7 @@ def test_docs_list_the_languages_with_definitions_and_their_files():
     want: dict[str, set] = {}
     for ext, lang in _EXT_LANG.items():
         want.setdefault(lang, set()).add("." + ext)
-    from mcptrials.grade.symbols import _NAME_LANG
+    from mcptrials.grade.citations.symbols import _NAME_LANG
 
     for name, lang in _NAME_LANG.items():
         want[lang].add(name)
@@ -351,7 +357,7 @@ def test_a_python_assignment_statement_in_either_grammar_shape():
     grammars wrap it in an expression_statement (the statement whose lines it covers)."""
     from types import SimpleNamespace as N
 
-    from mcptrials.grade.symbols import _statement
+    from mcptrials.grade.citations.symbols import _statement
 
     module = N(type="module", parent=None)
     bare = N(type="assignment", parent=module)

@@ -3,9 +3,9 @@ of docs/grading.md's list on plain strings, no repository)."""
 
 from __future__ import annotations
 
-from mcptrials.grade import structure, subjects
-from mcptrials.grade.citation_verification import CLEAR_SCOPES, written_as_code
-from mcptrials.grade.strict import abstain_reason, verdict
+from mcptrials.grade.citations import structure, subjects
+from mcptrials.grade.citations.verify import CLEAR_SCOPES, written_as_code
+from mcptrials.grade.citations.strict import abstain_reason, verdict
 
 SOURCE = "class Engine:\n    def serve(self):\n        return 1\n\n    def handle(self):\n        return self.serve()\n"
 LINES = SOURCE.split("\n")
@@ -82,7 +82,7 @@ def test_an_owning_key_the_file_never_names_is_the_answers_own_structure():
 
 
 def test_fairness_citation_part_counts_only_confirmed_mismatches_hand_computed():
-    from mcptrials.grade.citations import citation_rates, empty_counts
+    from mcptrials.grade.citations.grading import citation_rates, empty_counts
 
     counts = dict(empty_counts(), total=10, grounded=8, strict_verified=3, strict_mismatch=2, strict_undetermined=3)
     r = citation_rates(counts)

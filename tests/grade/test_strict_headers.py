@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcptrials.grade.strict import verdict
+from mcptrials.grade.citations.strict import verdict
 
 PYTHON = 'LIMIT = 1\n\n# routes\n@app.route(\n    "/a")\ndef handler():\n    return LIMIT\n'
 JAVA = "class Box {\n  int size;\n\n  /**\n   * Opens it.\n   */\n  @Override\n  public void open() {}\n}\n"

@@ -99,8 +99,8 @@ def test_markdown_names_both_sides():
 
 
 def test_markdown_and_csv_carry_the_composition_per_model_and_tool():
-    from mcptrials.grade.citations import pool
-    from mcptrials.grade.composition import view
+    from mcptrials.grade.citations.grading import pool
+    from mcptrials.grade.citations.composition import view
     from mcptrials.importers.sense_compare import composition_rows
 
     # one cell: 4 citations, 3 grounded (1 past the end), 2 verified / 1 mismatch leniently,

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from mcptrials.matrix.config import load_matrix, read_config_files
-from mcptrials.grade.citation_forms import extract_citations
+from mcptrials.grade.citations.extract import extract_citations
 from mcptrials.grade.exact import grade_exact
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -301,3 +301,20 @@ def test_modules_use_each_others_public_api():
             if target and target.startswith("mcptrials"):
                 found |= {(name, target, n) for n in names if n.startswith("_") and not n.startswith("__")}
     assert found <= KNOWN_PRIVATE, f"private names imported from another module: {sorted(found - KNOWN_PRIVATE)}"
+
+
+def test_the_citation_grader_imports_only_itself_and_gittree_of_grade():
+    """grade.citations (its __init__ says so) imports, of grade, only its own modules and
+    grade.gittree: the other graders are its siblings, not its parts."""
+    edges, _ = graph()
+    found = sorted(
+        f"{a} -> {b}"
+        for a, targets in edges.items()
+        if a.startswith("mcptrials.grade.citations")
+        for b in targets
+        if b.startswith("mcptrials.grade")
+        and not b.startswith("mcptrials.grade.citations")
+        and b not in ("mcptrials.grade", "mcptrials.grade.gittree")
+    )
+    assert any(a.startswith("mcptrials.grade.citations.") for a in edges), "the subpackage is not seen"
+    assert not found, "grade.citations imports other graders:\n" + "\n".join(found)

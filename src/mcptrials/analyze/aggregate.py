@@ -41,7 +41,7 @@ records_summary and feedback what comes from the records), and this one writes t
   an answer without citations has no grounding (None, which fairness counts as 0).
 - citation composition (summary.json `citation_composition`, per model and tool): the trials'
   citations pooled, strict beside lenient, by form and the ungrounded kinds
-  (citation_composition; formulas in grade.composition; trials whose citations were not
+  (citation_composition; formulas in grade.citations.composition; trials whose citations were not
   checked left out and counted, n_not_checked);
 - citations verified = verified / (verified + mismatch) (scored.citations.rates.verified_rate),
   per cell and tool the mean over the trials that have one; shown beside grounding, never in

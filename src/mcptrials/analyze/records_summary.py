@@ -170,14 +170,14 @@ def trial_citations(scored: dict) -> dict:
 
 def citation_composition(records: list[dict]) -> list[CompositionRow]:
     """Per (model, tool): the completed-or-failed trials' citations pooled
-    (grade.citations.pool: counts summed, then the same rates) and composed
-    (grade.composition.view: strict beside lenient, by form, the ungrounded kinds). A
+    (grade.citations.grading.pool: counts summed, then the same rates) and composed
+    (grade.citations.composition.view: strict beside lenient, by form, the ungrounded kinds). A
     missing trial, and one scored before the composition existed, are left out; so is a trial
     whose citations were not checked (no checkout of its commit: `citations_not_checked`),
     counted as `n_not_checked` (`n_trials` counts the trials pooled). A (model, tool) with no
     trial pooled has no row. Each trial's citations are counted once (trial_citations)."""
-    from mcptrials.grade.citations import pool
-    from mcptrials.grade.composition import view
+    from mcptrials.grade.citations.grading import pool
+    from mcptrials.grade.citations.composition import view
 
     groups: dict[tuple, list] = {}
     unchecked: dict[tuple, int] = {}

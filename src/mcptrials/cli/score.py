@@ -36,7 +36,7 @@ def cmd_score(args) -> int:
 
 
 def cmd_citations(args) -> int:
-    from mcptrials.grade.citations import analyse, public_view
+    from mcptrials.grade.citations.grading import analyse, public_view
     from mcptrials.grade.gittree import commit_tree
 
     from mcptrials.matrix.errors import ConfigError

@@ -76,8 +76,8 @@ class Keywords(TypedDict):
 
 
 class CitationRates(TypedDict):
-    """grade.citations.citation_rates (the formulas there); the pooled rates of the citations'
-    composition (grade.composition.view) and the trial rows copy them."""
+    """grade.citations.grading.citation_rates (the formulas there); the pooled rates of the citations'
+    composition (grade.citations.composition.view) and the trial rows copy them."""
 
     grounded_rate: float | None
     hallucinated_rate: float | None
@@ -90,7 +90,7 @@ class CitationRates(TypedDict):
 
 
 class Citations(TypedDict):
-    counts: dict[str, Any]  # the integer counts, and by_form and ungrounded (grade.composition)
+    counts: dict[str, Any]  # the integer counts, and by_form and ungrounded (grade.citations.composition)
     rates: CitationRates
 
 

@@ -237,7 +237,7 @@ class ComparisonRow(TypedDict):
 
 
 class FormRates(TypedDict):
-    """One citation form's count, share and rates (grade.composition.rates)."""
+    """One citation form's count, share and rates (grade.citations.composition.rates)."""
 
     n: int
     share: float | None
@@ -249,14 +249,14 @@ class FormRates(TypedDict):
 
 
 class UngroundedShare(TypedDict):
-    """One ungrounded kind's count and share of all citations (grade.composition.ungrounded_shares)."""
+    """One ungrounded kind's count and share of all citations (grade.citations.composition.ungrounded_shares)."""
 
     n: int
     share: float | None
 
 
 class CitationComposition(TypedDict):
-    """A pooled citation score composed (grade.composition.view): strict beside lenient, by form
+    """A pooled citation score composed (grade.citations.composition.view): strict beside lenient, by form
     and the ungrounded kinds."""
 
     n_citations: int

@@ -13,7 +13,7 @@ from __future__ import annotations
 from mcptrials.matrix.hashing import canonical_hash
 from mcptrials.matrix.scenario import grading_part
 from mcptrials.grade import GRADER_VERSION
-from mcptrials.grade import citations
+from mcptrials.grade.citations import grading
 from mcptrials.grade import keywords
 from mcptrials.grade.answer_map import step_answers
 from mcptrials.grade.exact import grade_exact
@@ -34,7 +34,7 @@ def _step(i: int, spec: dict, tstep: dict | None, tree, extensions, source: str)
     answer = (tstep or {}).get("answer_text") or ""
     kw = keywords.grade_keywords(spec["checks"], answer, f"{where}.checks")
     cit = (
-        citations.grade_citations(answer, tree, (spec.get("citations") or {}).get("gold", []), extensions)
+        grading.grade_citations(answer, tree, (spec.get("citations") or {}).get("gold", []), extensions)
         if tree is not None
         else not_checked_citations()
     )
@@ -88,8 +88,8 @@ def exact_failure(ex: dict) -> str:
 def not_checked_citations() -> dict:
     """A step's citations when the repository has no checkout: nothing found, nothing
     counted, every rate null (missing, never zero); the trial says why (citations_not_checked)."""
-    counts = citations.empty_counts()
-    return {"items": [], "gold": [], "counts": counts, "rates": citations.citation_rates(counts)}
+    counts = grading.empty_counts()
+    return {"items": [], "gold": [], "counts": counts, "rates": grading.citation_rates(counts)}
 
 
 def score_trial(
@@ -139,7 +139,7 @@ def score_trial(
         "passed": not failures,
         "failures": failures,
         "keywords": keywords.pool([s["keywords"] for s in steps]),
-        "citations": citations.pool([s["citations"] for s in steps]),
+        "citations": grading.pool([s["citations"] for s in steps]),
         "gold_recall": gold_recall(whole_answer(transcript), scenario.get("gold")),
         "exact": {"steps": len(exacts), "passed": sum(1 for e in exacts if e["passed"])},
         "state": {"steps": len(states), "passed": sum(1 for e in states if e["passed"])},

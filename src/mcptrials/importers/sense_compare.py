@@ -16,7 +16,7 @@ hallucinated, and `details` with `file`, `locator`, `status`) and writes:
   line): a different status, or found by one side only;
 - `composition.csv` and a section of `comparison.md`: per model and tool our citations pooled
   over its cells, strict beside lenient grounding and verification, the ungrounded kinds and
-  the composition by form (grade.composition.view, the formulas there). The vertical board
+  the composition by form (grade.citations.composition.view, the formulas there). The vertical board
   (sense_board) writes the same table and section from the run's summary.json.
 
 It reads the bench's records, never changes them; nothing of them is copied into the project.
@@ -143,8 +143,8 @@ def compare(m, runs: Path, bench: Path) -> dict:
     from mcptrials.stats.intervals import bounded_mean_ci
 
     from mcptrials.analyze.records_summary import trial_citations
-    from mcptrials.grade.citations import pool
-    from mcptrials.grade.composition import view
+    from mcptrials.grade.citations.grading import pool
+    from mcptrials.grade.citations.composition import view
 
     cells: list[dict] = []
     dis: list[dict] = []
@@ -200,7 +200,7 @@ def compare(m, runs: Path, bench: Path) -> dict:
 def composition_rows(composition: list[dict]) -> list[dict]:
     """composition.csv: one row per model, tool and form (form "all" first, with the
     ungrounded kinds; a form's row has its own rates, its ungrounded columns empty)."""
-    from mcptrials.grade.composition import UNGROUNDED_KINDS
+    from mcptrials.grade.citations.composition import UNGROUNDED_KINDS
 
     out = []
     for c in composition:
@@ -244,8 +244,8 @@ def composition_rows(composition: list[dict]) -> list[dict]:
 
 
 def form_rank(form: str) -> tuple:
-    """A form's place in the tables: grade.composition.FORM_ORDER, then any other by name."""
-    from mcptrials.grade.composition import FORM_ORDER
+    """A form's place in the tables: grade.citations.composition.FORM_ORDER, then any other by name."""
+    from mcptrials.grade.citations.composition import FORM_ORDER
 
     return (FORM_ORDER.index(form), "") if form in FORM_ORDER else (len(FORM_ORDER), form)
 
@@ -253,7 +253,7 @@ def form_rank(form: str) -> tuple:
 def composition_markdown(comp: list[dict]) -> list[str]:
     """The markdown section of the composition (comparison.md, board.md): per model, a table
     per tool of strict beside lenient and the ungrounded kinds, then the forms."""
-    from mcptrials.grade.composition import UNGROUNDED_KINDS
+    from mcptrials.grade.citations.composition import UNGROUNDED_KINDS
 
     if not comp:
         return []

@@ -51,12 +51,12 @@ def _same_path(a: str, b: str) -> bool:
 
 def gold_cited(gold: str, answer: str) -> bool:
     """Whether the answer cites a gold location, without the repository (the graders'
-    citation parser, mcptrials.grade.citation_forms.extract_citations, finds the citations).
+    citation parser, mcptrials.grade.citations.extract.extract_citations, finds the citations).
     path:N or path:N-M: the answer cites the same path (or one ending with it, or it with
     that ending) at a line or range at most RECALL_WINDOW (5) lines from [N, M].
     path:Symbol: the answer cites that path and names every part of the symbol as a word."""
-    from mcptrials.grade.citation_forms import extract_citations
-    from mcptrials.grade.citations import RECALL_WINDOW
+    from mcptrials.grade.citations.extract import extract_citations
+    from mcptrials.grade.citations.grading import RECALL_WINDOW
 
     parsed = extract_citations(gold)
     if not parsed:

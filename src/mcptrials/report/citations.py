@@ -3,7 +3,7 @@ tool, the ungrounded decomposed, and the citations by form."""
 
 from __future__ import annotations
 
-from mcptrials.grade.composition import FORM_ORDER, UNGROUNDED_KINDS
+from mcptrials.grade.citations.composition import FORM_ORDER, UNGROUNDED_KINDS
 from mcptrials.report.formats import f3, html_id, model_text
 from mcptrials.report.render import Doc, Table
 from mcptrials.core.keys import (
@@ -41,7 +41,7 @@ def add_citation_composition(doc: Doc, s: Summary) -> None:
         "of their commit, are left out and counted). grounded (lenient) = grounded / all citations; grounded "
         "(strict) = (grounded - strict mismatch) / all citations, the citation part of fairness; verified "
         "(lenient) = verified / (verified + mismatch) with the +/-5-line window; verified (strict) = the cited "
-        "line is inside the definition of the citation's subject or names it (grade.strict), a citation "
+        "line is inside the definition of the citation's subject or names it (grade.citations.strict), a citation "
         "into a code file whose definitions are not known here (undetermined) counting as neither. Ungrounded: "
         "each kind's share of all citations. By form: a form's share of the citations, and its own rates: "
         "a grader lenient with one form is lenient with whichever arm writes it.",

@@ -21,16 +21,16 @@ Buckets: grounded (resolved; every cited line within 1..EOF; a cited symbol has 
 in the file: see symbols.py, symbol_by "tree-sitter", its lines in symbol_lines; for a
 language without a grammar, symbol_by "regex": every component occurs as a whole word),
 hallucinated (resolved but a cited line is below 1 or past EOF: a range ending past EOF
-included), unresolved (not resolved, or the symbol is absent). The whole rule: citations.py.
+included), unresolved (not resolved, or the symbol is absent). The whole rule: grading.py.
 """
 
 from __future__ import annotations
 
-from mcptrials.grade import strict
-from mcptrials.grade.citation_context import Answer, resolve
-from mcptrials.grade.citation_forms import has_word, symbol_parts
+from mcptrials.grade.citations import strict
+from mcptrials.grade.citations.context import Answer, resolve
+from mcptrials.grade.citations.extract import has_word, symbol_parts
 from mcptrials.grade.gittree import CommitTree
-from mcptrials.grade.symbols import find_definition
+from mcptrials.grade.citations.symbols import find_definition
 
 
 def strict_verdict_at(tree: CommitTree, path: str, lines: list[int], subject: str | None) -> str:

@@ -3,7 +3,7 @@
 scopes around a citation (closest first), and the backticked identifiers of its sentences.
 
 resolve() is a path's resolution at the commit alone (exact, else a unique suffix); Answer
-settles what the commit leaves ambiguous (rules in citations.py's module docstring).
+settles what the commit leaves ambiguous (rules in grading.py's module docstring).
 """
 
 from __future__ import annotations
@@ -12,24 +12,15 @@ import bisect
 import re
 from collections.abc import Callable
 
-from mcptrials.grade import structure
-from mcptrials.grade.citation_forms import SYMBOL, citation_pattern, extract_citations, mention_pattern, symbol_parts
+from mcptrials.grade.citations import structure
+from mcptrials.grade.citations.extract import citation_pattern, extract_citations, mention_pattern, symbol_parts
+from mcptrials.grade.citations.lexicon import CONSTRUCTORS, KEYWORDS, FILE_KEYS, SYMBOL
 from mcptrials.grade.gittree import CommitTree
 
-FILE_KEYS = ("file", "path", "file_path", "filepath", "filename")
 
 _SENTENCE_END = re.compile(r"\s(?:(?<=[.!?]\s)\s*|(?<=\n))")  # (?<=[.!?])\s+|\n, led by \s: faster
 _BACKTICK = re.compile(r"`([^`\n]+)`")
 _IDENT_SPAN = re.compile(rf"^(?P<id>{SYMBOL})(?:<.*>)?(?:\(.*\))?$")
-# Words a signature or a backticked span may start with that name no definition.
-KEYWORDS = frozenset(
-    """
-    fn func def class struct impl pub async await const let var static public private protected
-    internal void return for if while where self Self this mut type interface trait enum module
-    export function final abstract override unsafe extern crate super new in of dyn ref mod use
-    package import from lambda end do then else true false None null nil True False
-""".split()
-)
 
 
 def identifier(span: str, extensions=None) -> str | None:
@@ -39,7 +30,7 @@ def identifier(span: str, extensions=None) -> str | None:
     if not idm or citation_pattern(extensions).search(inner + ":1"):  # a file name such as `app.py` is not one
         return None
     name = symbol_parts(idm.group("id"))[-1]
-    return name if len(name) > 1 and name not in KEYWORDS else None
+    return name if len(name) > 1 and name not in KEYWORDS | CONSTRUCTORS else None
 
 
 def resolve(path: str, tree: CommitTree) -> tuple[str | None, list[str]]:
@@ -74,8 +65,8 @@ class Answer:
     """One answer's text with what a reader resolves a citation from: the file paths it
     names (with or without a locator), its JSON objects, tables, lists and paragraphs."""
 
-    # set by their users, once per answer: the path test (grade.citations.analyse) and the
-    # groups of adjacent citations (grade.citation_verification.respectively)
+    # set by their users, once per answer: the path test (grade.citations.grading.analyse) and the
+    # groups of adjacent citations (grade.citations.verify.respectively)
     is_path: Callable[[str], bool]
     _own_spans: list[tuple[int, int]]
     _own_index: dict[tuple[int, int], int]
@@ -243,12 +234,14 @@ class Answer:
                         out.append(m)
         return out[:64]
 
-    def line_file(self, pos: int, obj=None, near_only: bool = False) -> tuple[dict, str] | None:
+    def line_file(self, pos: int, obj=None, near_only: bool = False, wide: bool = False) -> tuple[dict, str] | None:
         """The file a line-only reference at pos refers to, and the scope it came from: the
         `file` field of its JSON object (obj: only that one); else, in the first of its
         innermost JSON object, table row (file column), list item and paragraph that names a
         file of the commit, the nearest such path before pos (else the first one after).
-        near_only: only its list item, else its line (a bare "(32-37)")."""
+        near_only: only its list item, else its line (a bare "(32-37)"). wide (an explicit
+        "line N"): then its markdown section before it too, under a heading (the file a list of
+        "`exec_queries` (line 1436)" is about was named above the list)."""
         if near_only:
             item = structure.list_item_bounds(self.text, pos) or structure.line_bounds(self.text, pos)
             named = [m for m in self.mentions_in(item[0], pos) if self.names_a_file(m["path"])]
@@ -269,6 +262,9 @@ class Answer:
             in_item = structure.list_item_bounds(self.text, pos)
             scopes = [("list item", *in_item)] if in_item else []
             scopes.append(("paragraph", *structure.paragraph_bounds(self.text, pos)))
+        head = structure.section_start(self.text, pos) if wide and not objs else 0
+        if head:  # (under a heading: a headless answer's paragraphs are no section about one file)
+            scopes.append(("section", head, pos))
         for scope, lo, hi in scopes:
             before = [m for m in self.mentions_in(lo, pos) if self.names_a_file(m["path"])]
             after = [m for m in self.mentions_in(pos, hi) if self.names_a_file(m["path"])]

@@ -14,17 +14,15 @@ import bisect
 import itertools
 import re
 
-from mcptrials.grade.citation_context import Answer
-from mcptrials.grade.citation_forms import DASH
-
-LINE_KEYS = ("line", "lines", "line_number", "start_line", "line_start")
-END_LINE_KEYS = ("end_line", "line_end")
+from mcptrials.grade.citations.context import Answer
+from mcptrials.grade.citations.lexicon import DASH, END_LINE_KEYS, LINE_KEYS
+from mcptrials.grade.citations.names import code_like
 
 
 def _line_citation(
-    ans: Answer, start: int, end: int, lines: list[int], obj=None, form="line-in-context", near_only=False
+    ans: Answer, start: int, end: int, lines: list[int], obj=None, form="line-in-context", near_only=False, wide=False
 ) -> dict | None:
-    got = ans.line_file(start, obj, near_only)
+    got = ans.line_file(start, obj, near_only, wide)
     if got is None:
         return None
     mention, scope = got
@@ -55,6 +53,13 @@ def _lines_of(l1, l2) -> list[int]:
 # `,457`, `, 82`, `, :23` (one space; not `, 20 tests`: a number a word follows is a count, not a line)
 _LINE_LIST = re.compile(rf"(?:,:?L?\d+(?:{DASH}L?\d+)?|, :?L?\d+(?:{DASH}L?\d+)?(?! +[a-z]))+(?!\w|\.\d)")
 _LINE_LIST_ITEM = re.compile(rf", ?:?L?(?P<l1>\d+)(?:{DASH}L?(?P<l2>\d+))?")
+# `relation.rb:1250/1473/1485`, `named.rb:175/:181`: more lines after a slash (not `a.rb:3/b.rb`)
+_SLASH_LIST = re.compile(rf"(?:/:?L?\d+(?:{DASH}L?\d+)?)+(?![\w/]|\.\d)")
+_SLASH_LIST_ITEM = re.compile(rf"/:?L?(?P<l1>\d+)(?:{DASH}L?(?P<l2>\d+))?")
+# `` `query_methods.rb:1206`, `1238`, `1654` ``: more lines, each a bare number in its own code
+# span (a `` `:14` `` is a line-only reference of its own: _COLON_LINE)
+_TICK_LIST = re.compile(rf"`(?:, ?`L?\d+(?:{DASH}L?\d+)?`)+")
+_TICK_LIST_ITEM = re.compile(rf", ?`L?(?P<l1>\d+)(?:{DASH}L?(?P<l2>\d+))?`")
 _NUM = rf"L?\d+(?:\s*(?:{DASH}|to)\s*L?\d+)?"
 _ONE_NUM = re.compile(rf"L?(?P<l1>\d+)(?:\s*(?:{DASH}|to)\s*L?(?P<l2>\d+))?")
 # "line 5", "lines 5-9", "line ~327", "(lines 72, 74, 76)", "lines 5, 9 and 12". The letter comes
@@ -63,6 +68,25 @@ _PROSE_LINE = re.compile(rf"[Ll](?<![\w:/.#][Ll])ines?\s+~?\s*(?P<nums>{_NUM}(?:
 _COLON_LINE = re.compile(rf"`:L?(?P<nums>\d+(?:\s?{DASH}\s?L?\d+)?)`")
 _L_LINE = re.compile(rf"(?P<nums>L(?<![\w:/.#`-]L)\d+(?:{DASH}L?\d+)?)(?![\w.])")  # "at L129"
 _PAREN_RANGE = re.compile(rf"\((?P<nums>\d+\s*{DASH}\s*\d+)\)")  # "(32-37)"
+# Line-only forms a reader follows to the file named nearest in its list item or line (issue 34
+# item 5): `create() at :64`, `-> :43 merge!`, `(:22) → (:44)`, `:353/:1212` (a `:N` after no word
+# or digit); `... at 1597`, `ctx.push() @1596`; `test_request_dispatching (129)` (a number in
+# parentheses right after a code-like name).
+_BARE_COLON = re.compile(rf"(?<![\w:.#\[\]\-\"])(?<![A-Za-z_][/)]):L?(?P<nums>\d+(?:{DASH}L?\d+)?)(?![\w:]|\.\d)")
+_AT_NUMBER = re.compile(rf"(?:(?<=\sat )|(?<=\s@)|(?<=\s@ ))(?P<nums>\d+(?:{DASH}\d+)?)(?![\w:%]|\.\d)")
+_NAME_PAREN = re.compile(r"(?P<name>`[^`\n]+`|[A-Za-z_][\w.:#]*(?:\(\))?) ?\((?P<nums>\d+)\)")
+# What a number after `at` or in parentheses is when it is not a line: a count or a measure (a
+# word or unit follows), a date, a step, a port, a version.
+_NOT_A_LINE_AFTER = re.compile(
+    r"\s*(?:%|-\d|/\d|(?:ms|s|secs?|seconds?|minutes?|hours?|days?|bytes?|[kmg]b|px|times|items?|lines|levels?|"
+    r"files?|tests?|calls?|rows?|records?|x|percent)\b)"
+)
+_NOT_A_LINE_BEFORE = re.compile(
+    r"\b(?:port|ports|listen|listens|listening|localhost|addr|address|host|on|serve|serves|step|steps|phase|"
+    r"stage|version|since|in|year|jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec|january|february|march|"
+    r"april|june|july|august|september|october|november|december)\W{0,3}$",
+    re.IGNORECASE,
+)
 _LINES_VALUE = re.compile(rf"\s*{_NUM}(?:\s*(?:,|and|&)\s*{_NUM})*\s*")
 
 
@@ -75,14 +99,23 @@ def _numbers(ans_text: str, lo: int, hi: int):
 def listed_lines(text: str, citations: list[dict]) -> list[dict]:
     """More lines of the same file after a line citation, comma-separated (with at most one
     space): `summary.go:346,457`, `types.py:73, 82` and `response.rb:19, :23` cite the second
-    line too (its text runs from the path to the item)."""
+    line too (its text runs from the path to the item); so do `relation.rb:1250/1473` and
+    `` `query_methods.rb:1206`, `1238` ``."""
     out = []
     for c in citations:
-        m = _LINE_LIST.match(text, c["end"]) if c["lines"] else None
+        m, items = None, _LINE_LIST_ITEM
+        for rx, items in (
+            (_LINE_LIST, _LINE_LIST_ITEM),
+            (_SLASH_LIST, _SLASH_LIST_ITEM),
+            (_TICK_LIST, _TICK_LIST_ITEM),
+        ):
+            m = rx.match(text, c["end"]) if c["lines"] else None
+            if m:
+                break
         if m:
             c["form"] = "path:list" if c["form"] in ("path:line", "path:range") else c["form"]
             c["subject_span"] = [c["start"], m.end()]
-        for item in _LINE_LIST_ITEM.finditer(m.group(0)) if m else ():
+        for item in items.finditer(m.group(0)) if m else ():
             start, end = c["end"] + item.start("l1"), c["end"] + item.end()
             while text[start - 1] in "L:":  # the item's own `L` or `:` (`, L82`, `, :23`)
                 start -= 1
@@ -136,12 +169,46 @@ def line_only_citations(ans: Answer, taken: list[dict]) -> list[dict]:
         for m in rx.finditer(ans.text):
             if not free(m.start(), m.end()):
                 continue
-            nums = list(_numbers(ans.text, m.start("nums"), m.end("nums")))
-            for k, (a, b, lines) in enumerate(nums):
-                # one number: the whole match is its text; a list: each number, the first from "lines"
-                a, b = (m.start(), m.end()) if len(nums) == 1 else (m.start() if k == 0 else a, b)
-                c = _line_citation(ans, a, b, lines, near_only=near)
-                if c:
-                    c["subject_span"] = [m.start(), m.end()]
-                    out.append(c)
+            out += _prose_citations(ans, m, near, wide=rx is _PROSE_LINE)
+    found = sorted((c["start"], c["end"]) for c in out)
+    for rx in (_BARE_COLON, _AT_NUMBER, _NAME_PAREN):
+        for m in rx.finditer(ans.text):
+            a, b = m.start("nums"), m.end("nums")
+            if not free(a, b) or any(s < b and a < e for s, e in found) or not_a_line(ans.text, m):
+                continue
+            got = _prose_citations(ans, m, True)
+            found += [(c["start"], c["end"]) for c in got]
+            out += got
     return out
+
+
+def _prose_citations(ans: Answer, m: re.Match, near: bool, wide: bool = False) -> list[dict]:
+    """The line-only citations of one prose match (its numbers), each with its file from the context."""
+    out = []
+    nums = list(_numbers(ans.text, m.start("nums"), m.end("nums")))
+    for k, (a, b, lines) in enumerate(nums):
+        # one number: the whole match is its text; a list: each number, the first from "lines"
+        a, b = (m.start(), m.end()) if len(nums) == 1 else (m.start() if k == 0 else a, b)
+        c = _line_citation(ans, a, b, lines, near_only=near, wide=wide)
+        if c:
+            c["subject_span"] = [m.start(), m.end()]
+            out.append(c)
+    return out
+
+
+def not_a_line(text: str, m: re.Match) -> bool:
+    """Whether the number of a `:N`, `at N`, `@N` or `name (N)` match is something else than a
+    line: a count or a measure (`at 3 levels`, `at 100%`), a date (`at 2024-05-01`, `since 2019`),
+    a step, a version or a port (`listens on :8080`); or, after a name, a
+    name that is not code-like (`Step (3)`, `tests (20)`)."""
+    b = m.end("nums")
+    head = m.start("name") if "name" in m.re.groupindex else m.start()
+    before = text[max(0, head - 24) : head]
+    if _NOT_A_LINE_BEFORE.search(before.removesuffix(" at ").removesuffix(" @").rstrip()):
+        return True
+    if m.re is _BARE_COLON:
+        return False  # (a JSON key's `":1`, a time's `12:30`, a slice's `[:5]`: never matched)
+    if m.re is _NAME_PAREN:
+        name = m.group("name")
+        return not (name.startswith("`") or code_like(name.removesuffix("()"), name.endswith("()")))
+    return _NOT_A_LINE_AFTER.match(text, b) is not None

@@ -17,35 +17,24 @@ from __future__ import annotations
 
 import re
 
-from mcptrials.grade import strict, structure, subjects
-from mcptrials.grade.citation_context import KEYWORDS, Answer, identifier
-from mcptrials.grade.citation_forms import IDENT, has_word
-from mcptrials.grade.citation_grounding import strict_verdict_at
+from mcptrials.grade.citations import strict, structure, subjects
+from mcptrials.grade.citations.context import Answer, identifier
+from mcptrials.grade.citations.extract import has_word
+from mcptrials.grade.citations.grounding import strict_verdict_at
+from mcptrials.grade.citations.lexicon import CONSTRUCTORS, KEYWORDS, IDENT_KEYS, IDENT, QUALIFIED
+from mcptrials.grade.citations.names import clean_name, code_like, parts_of
 from mcptrials.grade.gittree import CommitTree
 
 VERIFY_WINDOW = 5  # lines either side of a single cited line that verification searches
-IDENT_KEYS = (
-    "signature",
-    "symbol",
-    "name",
-    "function",
-    "method",
-    "class",
-    "struct",
-    "trait",
-    "interface",
-    "identifier",
-    "definition",
-)
 
 
 def signature_names(sig: str) -> list[str]:
     """What a signature defines: the name before its first parameter or type list
     (`fn call(self)` -> call, `func (r *R) Handle(w)` -> Handle); else its identifiers."""
     for m in re.finditer(rf"({IDENT})\s*[(<\[]", sig):
-        if m.group(1) not in KEYWORDS:
+        if m.group(1) not in KEYWORDS | CONSTRUCTORS:
             return [m.group(1)]
-    return [w for w in re.findall(IDENT, sig) if len(w) > 1 and w not in KEYWORDS]
+    return [w for w in re.findall(IDENT, sig) if len(w) > 1 and w not in KEYWORDS | CONSTRUCTORS]
 
 
 def context_identifiers(ans: Answer, c: dict) -> list[str]:
@@ -87,7 +76,7 @@ def verify(c: dict, identifiers: list[str], tree: CommitTree) -> str:
 
 
 def citation_subject(ans: Answer, c: dict, before: int, after: int) -> dict | None:
-    """The subject of one citation occurrence (grade/subjects.py), read around its whole
+    """The subject of one citation occurrence (grade/citations/subjects.py), read around its whole
     text (a list of lines `lines 72, 74, 76` has one subject for every number)."""
     lo, hi = c.get("subject_span") or (c["start"], c["end"])
     text = ans.text
@@ -128,7 +117,7 @@ _KIND_PLURAL = re.compile(
 )
 _JOIN = re.compile(r"[\s`]*(?:[/,]|\sand\s)[\s`]*")
 _AT_END = re.compile(r"\s(?:at|in)\s*$")
-_NAME_AT_END = re.compile(rf"`?(?P<n>{subjects.QUALIFIED})`?\s*$")
+_NAME_AT_END = re.compile(rf"`?(?P<n>{QUALIFIED})`?\s*$")
 _NAME_JOIN_AT_END = re.compile(r"`?\s*(?:/|,\s*and|\sand|,)\s*`?$")
 _NAME_CHARS = re.compile(r"[\w?!.:#`\s]*")  # every character a _NAME_AT_END match may hold
 
@@ -187,16 +176,16 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
         return None
     # names in a comma list are code (`` `a`, `b`, and `c` at x:1, x:2, x:3 ``), not prose
     # words (`validation, covering x:93 and x:302`)
-    if commas and not all(n.startswith("`") or subjects._code_like(n.strip("`"), False) for n in names):
+    if commas and not all(n.startswith("`") or code_like(n.strip("`"), False) for n in names):
         return None
     names = [n.strip("`") for n in names]
     name = names[k - first]
-    group = [n for n in names if subjects._clean(n)]
-    return {"name": name, "from": "respectively", "group": group} if subjects._clean(name) else None
+    group = [n for n in names if clean_name(n)]
+    return {"name": name, "from": "respectively", "group": group} if clean_name(name) else None
 
 
 def strict_verdict(c: dict, tree: CommitTree) -> str:
-    """The strict verdict of a grounded line citation against its subject (grade/strict.py);
+    """The strict verdict of a grounded line citation against its subject (grade/citations/strict.py);
     n/a for a citation that is not grounded, a symbol citation, or one without a subject."""
     if c["bucket"] != "grounded" or c["lines"] is None or not c["subject"]:
         return "n/a"
@@ -228,8 +217,8 @@ def written_as_code(text: str, span: list[int], subject: dict) -> bool:
     name (`Story#url`, `is_noop`, `HttpTransport`), a name in backticks or bold within its
     lines, or a name its JSON member or table cell holds by place."""
     name = subject["name"]
-    last = subjects.parts_of(name)[-1]
-    if subject["from"] in _NAMED_BY_PLACE or subjects._code_like(last, False) or subjects._code_like(name, False):
+    last = parts_of(name)[-1]
+    if subject["from"] in _NAMED_BY_PLACE or code_like(last, False) or code_like(name, False):
         return True
     lo = text.rfind("\n", 0, max(0, span[0] - 200)) + 1
     hi = text.find("\n", span[1] + 200)
@@ -248,7 +237,7 @@ def confirm_mismatch(g: dict, occ: dict, tree: CommitTree, text: str | None) -> 
     if text is not None and not written_as_code(text, occ["span"], subject):
         return f"`{subject['name']}` is a plain word of the answer"
     path = tree.real(g["resolved_path"])
-    own = set(subjects.parts_of(subject["name"]))  # its qualifiers are where it lives, not other names
+    own = set(parts_of(subject["name"]))  # its qualifiers are where it lives, not other names
     named = [n for n in [*g["identifiers"], *subject.get("group", [])] if n != subject["name"] and n not in own]
     return strict.abstain_reason(path, tree.text(path), g["lines"], subject["name"], tree.lines(path), named)
 

@@ -20,7 +20,7 @@ share, not settled by the context), past_eof (a line outside 1..EOF), no_such_fi
 symbol_not_defined, ambiguous (a partial path several files end with); each with
     share = n_kind / total_all     (ungrounded_shares)
 
-view() puts one pooled score (grade.citations.pool over a tool's trials: counts summed,
+view() puts one pooled score (grade.citations.grading.pool over a tool's trials: counts summed,
 then citation_rates) together: the lenient grounded_rate and verified_rate beside the strict
 strict_grounded_rate = (grounded - strict_mismatch) / total and strict_verified_rate =
 strict_verified / (strict_verified + strict_mismatch), the composition by form and the
@@ -132,7 +132,7 @@ def ungrounded_shares(kinds: dict[str, int], total: int) -> dict[str, Ungrounded
 
 
 def view(pooled: Mapping[str, Any]) -> CitationComposition:
-    """One pooled citation score's composition (pooled: grade.citations.pool's counts and
+    """One pooled citation score's composition (pooled: grade.citations.grading.pool's counts and
     rates): strict beside lenient, by form (rates) and the ungrounded kinds (ungrounded_shares)."""
     c, r = pooled["counts"], pooled["rates"]
     return {

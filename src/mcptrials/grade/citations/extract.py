@@ -7,12 +7,14 @@ extension-less names such as Makefile). Backticks around the path, the citation 
 path alone (`a.py`:10), brackets, markdown links [x](src/a.py#L3), GitHub blob URLs and
 trailing punctuation do not break it; a leading ./ is stripped. A path alone, without a
 line or symbol, is not a citation (but a mention: mention_pattern). The rest of the grader
-is in citations.py (its module docstring has the whole rule).
+is in grading.py (its module docstring has the whole rule).
 """
 
 from __future__ import annotations
 
 import re
+
+from mcptrials.grade.citations.lexicon import DASH, SYMBOL
 
 DEFAULT_EXTENSIONS = [
     # source
@@ -131,10 +133,6 @@ DEFAULT_EXTENSIONS = [
     "Procfile",
     "Jenkinsfile",
 ]
-
-IDENT = r"[A-Za-z_]\w*"
-SYMBOL = rf"{IDENT}(?:(?:\.|::|#){IDENT})*"
-DASH = "[-\u2013\u2014]"
 
 
 def _split_extensions(extensions) -> tuple[list[str], list[str]]:

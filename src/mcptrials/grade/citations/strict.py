@@ -34,8 +34,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from mcptrials.grade.citation_forms import is_word_char, occurs_bounded
-from mcptrials.grade.symbols import code_language, definitions, language_of
+from mcptrials.grade.citations.extract import is_word_char, occurs_bounded
+from mcptrials.grade.citations.symbols import code_language, definitions, language_of
 
 _HASH_COMMENT = {"python", "ruby"}
 _SLASH_COMMENT = {"go", "rust", "java", "typescript", "tsx", "javascript", "kotlin", "php", "csharp", "swift", "scala"}

@@ -59,9 +59,9 @@ answer (for a JSON line member, from its key to its value).
 Each distinct (path, locator) counts once per step: the key is the resolved path when
 there is one (so src/a.py:3 and a.py:3 are one citation), else the path as cited.
 
-The steps live in citation_forms (the forms), citation_lines (line lists and line-only
-references), citation_context (the answer's context), citation_grounding (resolution and the
-buckets) and citation_verification (lenient and strict); this module runs them per answer
+The steps live in extract (the forms), lines (line lists and line-only references), context
+(the answer's context), grounding (resolution and the buckets) and verify (lenient and
+strict); this module runs them per answer
 (analyse), counts them and pools a trial's steps.
 """
 
@@ -74,12 +74,13 @@ import re
 from typing import Any
 
 from mcptrials.core.record_types import Citations, CitationRates
-from mcptrials.grade import composition, subjects
-from mcptrials.grade.citation_context import Answer, resolve
-from mcptrials.grade.citation_forms import citation_pattern, extract_citations, has_word, symbol_parts
-from mcptrials.grade.citation_grounding import ground
-from mcptrials.grade.citation_lines import line_only_citations, listed_lines
-from mcptrials.grade.citation_verification import (
+from mcptrials.grade.citations import composition
+from mcptrials.grade.citations.names import names_its_file
+from mcptrials.grade.citations.context import Answer, resolve
+from mcptrials.grade.citations.extract import citation_pattern, extract_citations, has_word, symbol_parts
+from mcptrials.grade.citations.grounding import ground
+from mcptrials.grade.citations.lines import line_only_citations, listed_lines
+from mcptrials.grade.citations.verify import (
     citation_subject,
     context_identifiers,
     respectively,
@@ -152,7 +153,7 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
             ):
                 subj = None  # `types.py:106,111,253 - GraphQL types`, `a.go:1, b.go:2, c.go:3`: about the group
         g = ground(c, tree, ans, subj["name"] if subj and c["lines"] else None)
-        if subj and subjects.names_its_file(subj["name"], g["resolved_path"]):
+        if subj and names_its_file(subj["name"], g["resolved_path"]):
             subj = None  # `moderation: moderation.rb:15`: the word names the file, not a place in it
         key = (g["resolved_path"] or g["path"], tuple(g["lines"]) if g["lines"] else None, g["symbol"])
         idents = context_identifiers(ans, c)
