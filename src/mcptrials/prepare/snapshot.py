@@ -190,6 +190,8 @@ def override_mismatch_message(path, spec: ToolSpec, problems: dict, detail: str)
     OVERRIDE_MISMATCH data: unknown_tools, unknown_parameters, name_clashes)."""
     where = f"{path}: field tools.{spec.name}.overrides.tools"
     fix = f"name only tools and parameters the server of tools.{spec.variant_of} lists (its tools.json snapshot)"
+    if (spec.overrides or {}).get("ablation"):  # an ablation arm: its names come from the base's `ablate`
+        where = f"{path}: field tools.{spec.variant_of}.ablate (arm {spec.name})"
     if problems.get("unknown_tools"):
         name = problems["unknown_tools"][0]
         return (
