@@ -188,6 +188,9 @@ def aggregate(m: Matrix, runs) -> Summary:
         # the reader's labels (`mcptrials label`), when the config's locked/ holds them
         "calibration": calibration(records, read_labels(m.locked_dir) if m.locked_dir else None),
     }
+    from mcptrials.analyze.contribution import contribution_view
+
+    out["contribution"] = contribution_view(m, trials, records, margin)  # ablation arms only (else empty)
     if m.sequential:  # a run in waves: why each tool stopped, and what was not spent
         out["sequential"] = sequential_summary(m, Path(runs).parent)
     return out
@@ -230,6 +233,15 @@ def write_aggregate(result: Summary, out_dir) -> dict[str, Path]:
         write_csv(paths["patterns"], pattern_csv_rows(result["patterns"]))
     paths["comparisons"] = out / "comparisons.csv"  # with its header even when the config compares nothing
     write_csv(paths["comparisons"], result.get("comparisons", []), COMPARISON_FIELDS)
+    contrib = result.get("contribution") or {}
+    if contrib.get("leave_one_out") or contrib.get("shapley"):  # ablation arms only: no file otherwise
+        from mcptrials.analyze.contribution import LOO_FIELDS, SHAPLEY_FIELDS
+
+        paths["contribution"] = out / "contribution.csv"
+        write_csv(paths["contribution"], contrib["leave_one_out"], LOO_FIELDS)
+        if contrib.get("shapley"):
+            paths["shapley"] = out / "shapley.csv"
+            write_csv(paths["shapley"], contrib["shapley"], SHAPLEY_FIELDS)
     calib = out / "citation_calibration.csv"  # only with labels: no file rather than an empty one
     if calibrated := result.get("calibration"):
         paths["calibration"] = calib
