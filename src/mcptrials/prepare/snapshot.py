@@ -163,6 +163,8 @@ def make_snapshot(
                     "stderr_tail": stderr_tail(errlog),
                 }
         rec.update(data)
+        if not data.get("error"):
+            check_conformance(m.path, spec, rec)
         from mcptrials.prepare.builtins import BUILTIN_TOOLS
 
         rec["builtin_tools"] = BUILTIN_TOOLS
@@ -171,9 +173,25 @@ def make_snapshot(
     rec.update(variant_record(spec))
     from mcptrials.prepare.definition_tokens import definition_tokens, not_started
 
-    rec.update(not_started() if rec.get("error") else definition_tokens(m, tool, rec["tools"], count=count_tokens))
+    instructions = rec.get("instructions") if spec.instructions else None  # what the agent's prompt gets
+    rec.update(
+        not_started()
+        if rec.get("error")
+        else definition_tokens(m, tool, rec["tools"], count=count_tokens, instructions=instructions)
+    )
     write_json(out, rec)
     return rec
+
+
+def check_conformance(path, spec: ToolSpec, rec: dict) -> None:
+    """The server's definitions against the MCP specification (mcptrials.prepare.conformance):
+    refused with the tool, field and fix, or recorded in `conformance` with `conformance: warn`."""
+    from mcptrials.prepare.conformance import conformance_message, conformance_problems
+
+    problems = conformance_problems(rec["tools"])
+    if problems and spec.config.get("conformance") != "warn":
+        raise ConfigError(conformance_message(path, spec.name, problems))
+    rec["conformance"] = problems
 
 
 def variant_record(spec: ToolSpec) -> dict:

@@ -1,0 +1,62 @@
+"""Conformance at snapshot time (issue 37 item 6): tool definitions that break the MCP
+specification are refused with the tool, the field and the fix, or recorded with
+`conformance: warn`; the snapshot records the protocol version and the instructions."""
+
+from __future__ import annotations
+
+import pytest
+
+from matrix_helpers import faulty_tool
+from mcptrials.matrix.errors import ConfigError
+from mcptrials.prepare.conformance import conformance_problems
+from variant_helpers import variant_project, variant_snapshot
+
+OBJ = {"type": "object", "properties": {"q": {"type": "string"}}}
+
+
+def test_names_schemas_and_duplicates_by_hand():
+    tools = [
+        {"name": "ok.tool-1_x", "input_schema": OBJ},
+        {"name": "has space", "input_schema": OBJ},
+        {"name": "x" * 129, "input_schema": OBJ},
+        {"name": "ok.tool-1_x", "input_schema": OBJ},
+        {"name": "arr", "input_schema": {"type": "array"}},
+        {"name": "bad", "input_schema": {"type": "object", "properties": 5}},
+        {"name": "out", "input_schema": OBJ, "output_schema": {"type": "object", "required": "q"}},
+        {"name": "fine_out", "input_schema": OBJ, "output_schema": {"type": "object"}},
+    ]
+    got = [(p["tool"], p["field"]) for p in conformance_problems(tools)]
+    assert got == [
+        ("has space", "name"),
+        ("x" * 129, "name"),
+        ("ok.tool-1_x", "name"),
+        ("arr", "inputSchema"),
+        ("bad", "inputSchema"),
+        ("out", "outputSchema"),
+    ]
+    probs = {(p["tool"], p["field"]): p for p in conformance_problems(tools)}
+    assert "listed twice" in probs["ok.tool-1_x", "name"]["problem"]
+    assert "type 'array'" in probs["arr", "inputSchema"]["problem"]
+    assert "not a valid JSON Schema" in probs["bad", "inputSchema"]["problem"]
+    assert conformance_problems([{"name": "a", "input_schema": OBJ}]) == []
+
+
+def test_a_bad_name_stops_the_snapshot_or_is_recorded_with_warn(tmp_path):
+    bad = faulty_tool("ok", env={"FAULT_MODE": "ok", "FAULT_TOOL_PREFIX": "my tool "})
+    m, _ = variant_project(tmp_path, {"baseline": {"transport": "none"}, "faulty": bad})
+    with pytest.raises(ConfigError) as e:
+        variant_snapshot(m, tmp_path, "faulty")
+    msg = str(e.value)
+    assert (
+        "field tools.faulty: the server's tools/list breaks the MCP specification: tool 'my tool echo', field name"
+        in msg
+    )
+    assert "rename it with 1-128 of A-Z a-z 0-9 _ - ." in msg and "set `conformance: warn` on tools.faulty" in msg
+    m2, _ = variant_project(
+        tmp_path / "w", {"baseline": {"transport": "none"}, "faulty": dict(bad, conformance="warn")}
+    )
+    snap = variant_snapshot(m2, tmp_path / "w", "faulty")
+    assert [p["tool"] for p in snap["conformance"]] == ["my tool echo", "my tool big", "my tool fail"]
+    assert snap["protocol_version"] == "2025-11-25" and snap["instructions"] == "A test server in mode ok."
+    good, _ = variant_project(tmp_path / "g", {"baseline": {"transport": "none"}, "faulty": faulty_tool("ok")})
+    assert variant_snapshot(good, tmp_path / "g", "faulty")["conformance"] == []
