@@ -83,3 +83,43 @@ def test_shapley_of_subset_arms_sums_to_full_minus_empty(tmp_path):
     doc = Doc()
     add_contribution(doc, {"contribution": c, "margin": 0.05})
     assert "the values sum to +0.600; v(full) − v(empty) = 0.600 − 0.000 = +0.600" in "\n".join(doc.md)
+
+
+def test_pareto_front_and_the_smallest_surface_within_the_margin(tmp_path):
+    from mcptrials.analyze.contribution import pareto_front, surface_rows
+
+    # (tokens, fairness): B dominates C (fewer tokens, more fairness); A, B, D are on the front
+    assert pareto_front([(100, 0.70), (60, 0.68), (80, 0.60), (20, 0.30)]) == [True, True, False, True]
+    assert pareto_front([(10, 0.5), (10, 0.5)]) == [True, True]  # equal points dominate neither
+    arms = {"s-without-a": {"of": "s"}, "s-without-b": {"of": "s"}, "s-without-c": {"of": "s"}}
+    rows = [
+        {"model": "m", "tool": "s", "fairness": 0.70},
+        {"model": "m", "tool": "s-without-a", "fairness": 0.68},
+        {"model": "m", "tool": "s-without-b", "fairness": 0.60},
+        {"model": "m", "tool": "s-without-c", "fairness": 0.30},
+    ]
+    costs = {
+        "s": {"tokens": 100},
+        "s-without-a": {"tokens": 60},
+        "s-without-b": {"tokens": 80},
+        "s-without-c": {"tokens": 20},
+    }
+    out = surface_rows(arms, rows, costs, margin=0.05)
+    assert [(r["arm"], r["pareto"], r["smallest_within_margin"]) for r in out] == [
+        ("s", True, False),
+        ("s-without-a", True, True),  # 0.68 >= 0.70 - 0.05 with 60 tokens; c (0.30) is not within it
+        ("s-without-b", False, False),
+        ("s-without-c", True, False),
+    ]
+    doc = Doc()
+    add_contribution(
+        doc,
+        {"contribution": {"leave_one_out": [], "shapley": [], "surface": out, "method": "m"}, "margin": 0.05},
+        tmp_path,
+    )
+    md = "\n".join(doc.md)
+    assert (
+        "the smallest surface within the margin (0.05) of the full server is s-without-a: 60 definition tokens against 100"
+        in md
+    )
+    assert (tmp_path / "tokens_fairness.png").read_bytes()[:4] == b"\x89PNG"

@@ -51,7 +51,21 @@ def test_ablate_demo_plans_runs_and_reports(tmp_path):
     search = rows["search_code_advanced"]
     assert search["calls_arm"] == "0" and int(search["calls_full"]) > 0 and search["diff_lo"] and search["diff_hi"]
     report = (tmp_path / "results" / "report" / "report.md").read_text()
-    assert "Which tools help: each tool's contribution" in report
+    assert "Which tools help: each tool's contribution" in report and "Tokens against fairness" in report
+    with open(tmp_path / "results" / "aggregate" / "surface.csv", newline="") as f:
+        surface = {r["arm"]: r for r in csv.DictReader(f)}
+    assert set(surface) == {"code-index", arm, "code-index-without-find_files"}
+    assert int(surface[arm]["definition_tokens"]) < int(surface["code-index"]["definition_tokens"])
+    assert sum(r["smallest_within_margin"] == "True" for r in surface.values()) == 1
+    assert (tmp_path / "results" / "report" / "plots" / "tokens_fairness.png").is_file()
+    print(
+        "\n"
+        + "\n".join(
+            f"{a}: {r['definition_tokens']} tokens, fairness {r['fairness']}, pareto {r['pareto']}, "
+            f"smallest {r['smallest_within_margin']}"
+            for a, r in surface.items()
+        )
+    )
     print(
         "\n"
         + "\n".join(

@@ -190,7 +190,8 @@ def aggregate(m: Matrix, runs) -> Summary:
     }
     from mcptrials.analyze.contribution import contribution_view
 
-    out["contribution"] = contribution_view(m, trials, records, margin)  # ablation arms only (else empty)
+    # ablation arms only (else empty lists)
+    out["contribution"] = contribution_view(m, trials, records, margin, tools, definition_costs(m, snapshots))
     if m.sequential:  # a run in waves: why each tool stopped, and what was not spent
         out["sequential"] = sequential_summary(m, Path(runs).parent)
     return out
@@ -235,10 +236,12 @@ def write_aggregate(result: Summary, out_dir) -> dict[str, Path]:
     write_csv(paths["comparisons"], result.get("comparisons", []), COMPARISON_FIELDS)
     contrib = result.get("contribution") or {}
     if contrib.get("leave_one_out") or contrib.get("shapley"):  # ablation arms only: no file otherwise
-        from mcptrials.analyze.contribution import LOO_FIELDS, SHAPLEY_FIELDS
+        from mcptrials.analyze.contribution import LOO_FIELDS, SHAPLEY_FIELDS, SURFACE_FIELDS
 
         paths["contribution"] = out / "contribution.csv"
         write_csv(paths["contribution"], contrib["leave_one_out"], LOO_FIELDS)
+        paths["surface"] = out / "surface.csv"  # tokens against fairness
+        write_csv(paths["surface"], contrib.get("surface") or [], SURFACE_FIELDS)
         if contrib.get("shapley"):
             paths["shapley"] = out / "shapley.csv"
             write_csv(paths["shapley"], contrib["shapley"], SHAPLEY_FIELDS)

@@ -69,12 +69,22 @@ def call_counts(records: list[dict]) -> dict[tuple[str, str], dict[str, int]]:
     return out
 
 
-def contribution_view(m: Matrix, trials: pd.DataFrame, records: list[dict], margin: float) -> dict[str, Any]:
-    """summary.json `contribution`: {leave_one_out: rows, shapley: rows, method}; empty lists without arms."""
+def contribution_view(
+    m: Matrix,
+    trials: pd.DataFrame,
+    records: list[dict],
+    margin: float,
+    tool_rows: list | None = None,
+    costs: dict | None = None,
+) -> dict[str, Any]:
+    """summary.json `contribution`: {leave_one_out, shapley, surface: rows, method}; empty lists
+    without arms. `tool_rows`: the summary's tool rows (fairness with its interval); `costs`:
+    tool -> its definition tokens (analyze.records_summary.definition_costs)."""
     arms = {t: a for t, spec in m.tools.items() if (a := ablation_of(spec))}
-    out: dict[str, Any] = {"leave_one_out": [], "shapley": [], "method": METHOD}
+    out: dict[str, Any] = {"leave_one_out": [], "shapley": [], "surface": [], "method": METHOD}
     if not arms:
         return out
+    out["surface"] = surface_rows(arms, tool_rows or [], costs or {}, margin)
     calls = call_counts(records)
     for model, of_model in trials.groupby("model", sort=False):
         means = {
@@ -173,3 +183,64 @@ def shapley_rows(m, model: str, base: str, meta: dict, means: dict, calls: dict)
         )
         for p in players
     ]
+
+
+SURFACE_FIELDS = (
+    "model",
+    "tool",
+    "arm",
+    "definition_tokens",
+    "fairness",
+    "fairness_lo",
+    "fairness_hi",
+    "pareto",
+    "smallest_within_margin",
+)
+
+
+def pareto_front(points: list[tuple[float, float]]) -> list[bool]:
+    """Whether each (tokens, fairness) point is on the Pareto front: no other point has at most its
+    tokens and at least its fairness, with one of the two strictly (fewer tokens, more fairness)."""
+    return [
+        not any(t2 <= t and f2 >= f and (t2 < t or f2 > f) for j, (t2, f2) in enumerate(points) if j != i)
+        for i, (t, f) in enumerate(points)
+    ]
+
+
+def surface_rows(arms: dict, tool_rows: list, costs: dict, margin: float) -> list[dict]:
+    """Tokens against fairness per model and ablated server: the full server and each arm with its
+    definition tokens (tools + instructions) and fairness, on the Pareto front or not, and the
+    smallest surface (fewest tokens) whose fairness is within `margin` of the full server's
+    (point estimates: fairness >= full - margin)."""
+    out: list[dict] = []
+    by = {(r["model"], r["tool"]): r for r in tool_rows}
+    for model in dict.fromkeys(r["model"] for r in tool_rows):
+        for base in dict.fromkeys(a["of"] for a in arms.values()):
+            names = [base, *(t for t, a in arms.items() if a["of"] == base)]
+            rows: list[dict[str, Any]] = []
+            for t in names:
+                r = by.get((model, t))
+                tokens = (costs.get(t) or {}).get("tokens")
+                if r is None or r.get("fairness") is None or tokens is None:
+                    continue
+                rows.append(
+                    dict[str, Any](dict.fromkeys(SURFACE_FIELDS))
+                    | {
+                        "model": model,
+                        "tool": base,
+                        "arm": t,
+                        "definition_tokens": tokens,
+                        "fairness": r["fairness"],
+                        "fairness_lo": r.get("fairness_lo"),
+                        "fairness_hi": r.get("fairness_hi"),
+                        "smallest_within_margin": False,
+                    }
+                )
+            for r, on in zip(rows, pareto_front([(r["definition_tokens"], r["fairness"]) for r in rows])):
+                r["pareto"] = on
+            full = next((r for r in rows if r["arm"] == base), None)
+            near = [r for r in rows if full is not None and r["fairness"] >= full["fairness"] - margin]
+            if near:
+                min(near, key=lambda r: (r["definition_tokens"], -r["fairness"]))["smallest_within_margin"] = True
+            out += rows
+    return out

@@ -115,7 +115,7 @@ def build_report(
     add_sequential(doc, summary)  # a run in waves only
     add_gold_recall(doc, summary)
     add_comparisons(doc, summary)
-    add_contribution(doc, summary)  # ablation arms only
+    add_contribution(doc, summary, out / "plots")  # ablation arms only
     add_model_host(doc, summary)
     add_identity(doc, summary, held)
     add_adoption(doc, summary)
