@@ -67,6 +67,7 @@ from mcptrials.analyze.calibration import CSV_FIELDS as CALIBRATION_FIELDS
 from mcptrials.analyze.calibration import calibration
 from mcptrials.analyze.citation_labels import read_labels
 from mcptrials.analyze.comparisons import COMPARISON_FIELDS, comparison_rows, model_host_view
+from mcptrials.analyze.contribution import contribution_view
 from mcptrials.analyze.environment import METHOD as ENVIRONMENT_METHOD
 from mcptrials.analyze.environment import environment_failures, environment_note
 from mcptrials.analyze.feedback import add_patterns, feedback_table, pattern_csv_rows, pattern_summary
@@ -75,6 +76,7 @@ from mcptrials.analyze.records_summary import (
     citation_composition,
     definition_costs,
     did_not_start,
+    offered_names,
     judge_noise,
     server_profile,
 )
@@ -173,7 +175,7 @@ def aggregate(m: Matrix, runs) -> Summary:
         "comparisons": comparison_rows(trials, m.config["compare"], noise["fairness_noise"], margin),
         "judge_noise": noise,
         "errors": error_taxonomy(trials),
-        "server_profile": server_profile(records, definition_costs(m, snapshots)),
+        "server_profile": server_profile(records, definition_costs(m, snapshots), offered_names(m, snapshots)),
         "scenarios": scenario_flags(trials, m),
         "pass_hat_curve": pass_hat_curve(trials, m.trials),
         "power": [
@@ -187,11 +189,9 @@ def aggregate(m: Matrix, runs) -> Summary:
         "citation_composition": citation_composition(records),
         # the reader's labels (`mcptrials label`), when the config's locked/ holds them
         "calibration": calibration(records, read_labels(m.locked_dir) if m.locked_dir else None),
+        # each tool's contribution from ablation arms (empty lists without any)
+        "contribution": contribution_view(m, trials, records, margin, tools, definition_costs(m, snapshots)),
     }
-    from mcptrials.analyze.contribution import contribution_view
-
-    # ablation arms only (else empty lists)
-    out["contribution"] = contribution_view(m, trials, records, margin, tools, definition_costs(m, snapshots))
     if m.sequential:  # a run in waves: why each tool stopped, and what was not spent
         out["sequential"] = sequential_summary(m, Path(runs).parent)
     return out
