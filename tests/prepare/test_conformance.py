@@ -60,3 +60,25 @@ def test_a_bad_name_stops_the_snapshot_or_is_recorded_with_warn(tmp_path):
     assert snap["protocol_version"] == "2025-11-25" and snap["instructions"] == "A test server in mode ok."
     good, _ = variant_project(tmp_path / "g", {"baseline": {"transport": "none"}, "faulty": faulty_tool("ok")})
     assert variant_snapshot(good, tmp_path / "g", "faulty")["conformance"] == []
+
+
+def test_structured_content_that_breaks_the_output_schema_is_a_pattern_of_the_trial(tmp_path, fake_api, monkeypatch):
+    """A server that does it on purpose (the fixture's FAULT_STRUCTURED): its snapshot records the
+    outputSchema, the loop's call is refused by the client's check, and the trial's patterns name it."""
+    from fakes.messages_api import reply, text, tool_use
+    from mcptrials.analyze.patterns import detect
+    from mcptrials.run.runner import run_trial
+    from variant_helpers import KEY, anthropic_extra
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    api = fake_api([reply(tool_use("mcp__faulty__stats", {}, id="toolu_1")), reply(text("`src/util.py:1`."))])
+    tool = faulty_tool("ok", env={"FAULT_MODE": "ok", "FAULT_STRUCTURED": "1"})
+    m, co = variant_project(tmp_path, {"baseline": {"transport": "none"}, "faulty": tool}, extra=anthropic_extra(api))
+    snap = variant_snapshot(m, tmp_path, "faulty")
+    stats = next(t for t in snap["tools"] if t["name"] == "stats")
+    assert stats["output_schema"]["required"] == ["count"] and snap["conformance"] == []
+    t, _ = run_trial(m, "claude", "faulty", "find-helper", 1, co, snap, None, tmp_path / "out", host="loop")
+    (c,) = [c for c in t["tool_calls"] if c["source"] == "mcp"]
+    assert c["is_error"] and "Invalid structured content returned by tool stats" in c["result_text"]
+    found = [f for f in detect(t) if f["pattern"] == "invalid_structured_content"]
+    assert len(found) == 1 and found[0]["call"] == t["tool_calls"].index(c)

@@ -1,12 +1,15 @@
 """Issue 37, done when (on the demo): code-index with `ablate: leave_one_out` (configs/ablate-demo.yaml)
 plans, runs and reports through the real workflow and the real server: the arm without the
 search tool never calls it (its transcripts, and the proxy refuses it), and the report's
-contribution table has a row per left-out tool with its interval."""
+contribution table has a row per left-out tool with its interval; and the subsets run on the data
+pack's memory server (configs/ablate-data.yaml) gives Shapley values that sum to the full server's
+difference from the empty surface."""
 
 from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -21,20 +24,30 @@ pytestmark = pytest.mark.slow
 CONFIG = "configs/ablate-demo.yaml"
 
 
-def test_ablate_demo_plans_runs_and_reports(tmp_path):
+def run_config(tmp_path, config: str, files: dict[str, str]):
+    """The workflow on a copy of `config` (its paths relative to configs/) and the project files it
+    names (source -> destination under tmp_path): a dry run, then the run."""
     copy_workflow(tmp_path)
     (tmp_path / "configs").mkdir()
-    shutil.copy(ROOT / CONFIG, tmp_path / CONFIG)
-    (tmp_path / "demo").mkdir()
-    shutil.copy(ROOT / "demo" / "shop.bundle", tmp_path / "demo" / "shop.bundle")
-    shutil.copytree(ROOT / "scenarios", tmp_path / "scenarios")
+    shutil.copy(ROOT / config, tmp_path / config)
+    for src, dest in files.items():
+        (tmp_path / dest).parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if (ROOT / src).is_dir() else shutil.copy)(ROOT / src, tmp_path / dest)
     cmd = [sys.executable, "-m", "snakemake", "--directory", str(tmp_path), "--snakefile", str(tmp_path / "Snakefile")]
-    cmd += ["--configfile", str(tmp_path / CONFIG), "--scheduler", "greedy"]
-    env = workflow_env(tmp_path)
+    cmd += ["--configfile", str(tmp_path / config), "--scheduler", "greedy"]
+    # The install rule re-installs (a fresh environment each time): into this test's own tools folder,
+    # so the servers other tests share are never removed under them; npm and pip need the machine's
+    # certificate settings to reach the registry (as tests/workflow/test_data_pack.py does).
+    certs = {k: os.environ[k] for k in ("NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "PIP_CERT") if k in os.environ}
+    env = {**workflow_env(tmp_path), "MCPTRIALS_TOOLS_DIR": str(tmp_path / "tools"), **certs}
     dry = subprocess.run([*cmd, "-n"], capture_output=True, text=True, env=env, timeout=300)
     assert dry.returncode == 0, dry.stderr[-3000:]
     p = subprocess.run([*cmd, "-j2"], capture_output=True, text=True, env=env, timeout=1800)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-4000:]
+
+
+def test_ablate_demo_plans_runs_and_reports(tmp_path):
+    run_config(tmp_path, CONFIG, {"demo/shop.bundle": "demo/shop.bundle", "scenarios": "scenarios"})
     runs = tmp_path / "results" / "runs" / "reference" / "loop"
     arm = "code-index-without-search_code_advanced"
     called = {
@@ -72,3 +85,15 @@ def test_ablate_demo_plans_runs_and_reports(tmp_path):
             f"{k}: diff {r['diff']} [{r['diff_lo']}, {r['diff_hi']}] calls {r['calls_full']}" for k, r in rows.items()
         )
     )
+
+
+def test_memory_subsets_shapley_values_sum_to_full_minus_empty(tmp_path):
+    files = {"packs/data/fixture.bundle": "packs/data/fixture.bundle", "packs/data/scenarios": "packs/data/scenarios"}
+    run_config(tmp_path, "configs/ablate-data.yaml", files)
+    with open(tmp_path / "results" / "aggregate" / "shapley.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["name"] for r in rows] == ["read_graph", "search_nodes", "open_nodes"]
+    assert {r["method"] for r in rows} == {"exact"}
+    total = sum(float(r["shapley"]) for r in rows)
+    assert total == pytest.approx(float(rows[0]["v_full"]) - float(rows[0]["v_empty"]), abs=1e-9)
+    print("\n" + "\n".join(f"{r['name']}: {float(r['shapley']):+.4f} (calls {r['calls_full']})" for r in rows))

@@ -397,6 +397,24 @@ def confused_tools(t: dict, scored=None, tools=None) -> list[dict]:
     return out
 
 
+# What the mcp client says when a result's structuredContent does not validate against the tool's
+# outputSchema, or is missing though the tool declares one (mcp/client/session.py: it raises, and
+# the loop host records a protocol error with this text).
+STRUCTURED_RE = re.compile(
+    r"Invalid structured content returned by tool|has an output schema but did not return structured content"
+)
+
+
+def invalid_structured_content(t: dict, scored=None, tools=None) -> list[dict]:
+    """A server-tool result whose structuredContent the client refused against the tool's
+    outputSchema (or that is missing though the tool declares one)."""
+    return [
+        finding("invalid_structured_content", c.get("step"), c.get("turn"), n, (c.get("result_text") or "")[:300])
+        for n, c in enumerate(t.get("tool_calls") or [])
+        if c.get("source") == "mcp" and c.get("is_error") and STRUCTURED_RE.search(c.get("result_text") or "")
+    ]
+
+
 class Pattern(NamedTuple):
     description: str
     detector: Callable[..., list[dict]]
@@ -423,6 +441,10 @@ PATTERNS: dict[str, Pattern] = {
         f"a call to a server tool right after one to another with the same arguments, the two descriptions "
         f"sharing {CONFUSABLE_OVERLAP:.0%} or more of their words",
         confused_tools,
+    ),
+    "invalid_structured_content": Pattern(
+        "a result whose structuredContent does not validate against the tool's outputSchema (the client refused it)",
+        invalid_structured_content,
     ),
 }
 
