@@ -53,7 +53,7 @@ def test_leave_one_out_is_the_paired_difference_with_holm_and_calls(tmp_path):
     assert echo["holm_t_p"] == approx(holm_adjust({"echo": d["t_p"], "big": None})["echo"]) == approx(d["t_p"])
     assert (echo["calls_full"], echo["calls_arm"], echo["note"]) == (4, 0, None)
     assert big["diff"] == 0 and big["calls_full"] == 0 and "contributes nothing by construction" in big["note"]
-    assert echo["fairness_full"] == approx(0.7) and echo["fairness_without"] == approx(0.5)
+    assert echo["fairness_full"] == approx(0.7) and echo["fairness_arm"] == approx(0.5)
     doc = Doc()
     add_contribution(doc, {"contribution": c, "margin": 0.05})
     md = "\n".join(doc.md)

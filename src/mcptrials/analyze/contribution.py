@@ -19,7 +19,19 @@ from typing import TYPE_CHECKING, Any
 
 from mcptrials.analyze.tables import per_scenario, used
 from mcptrials.analyze.trial_rows import mean
-from mcptrials.core.keys import DIFF_HI, DIFF_LO, DIFF_SE, HOLM_T_P, HOLM_WILCOXON_P, T_P, WILCOXON_P
+from mcptrials.core.keys import (
+    DIFF_HI,
+    DIFF_LO,
+    DIFF_SE,
+    FAIRNESS,
+    FAIRNESS_HI,
+    FAIRNESS_LO,
+    HOLM_T_P,
+    HOLM_WILCOXON_P,
+    N_SCENARIOS,
+    T_P,
+    WILCOXON_P,
+)
 from mcptrials.matrix.ablation import ablation_of, sample_orders
 
 if TYPE_CHECKING:
@@ -34,12 +46,12 @@ LOO_FIELDS = (
     "left_out",
     "arm",
     "fairness_full",
-    "fairness_without",
+    "fairness_arm",
     "diff",
     DIFF_SE,
     DIFF_LO,
     DIFF_HI,
-    "n_scenarios",
+    N_SCENARIOS,
     T_P,
     WILCOXON_P,
     HOLM_T_P,
@@ -110,9 +122,10 @@ def leave_one_out_rows(m, model: str, base: str, arms: dict, means: dict, calls:
             continue
         name = INSTRUCTIONS if a["kind"] == INSTRUCTIONS else m.tools[arm]["overrides"]["hide"][0]
         row: dict[str, Any] = dict.fromkeys(LOO_FIELDS)
-        row.update(model=model, tool=base, left_out=name, arm=arm, n_scenarios=0, verdict="within noise")
+        row.update(model=model, tool=base, left_out=name, arm=arm, verdict="within noise")
+        row[N_SCENARIOS] = 0
         row["fairness_full"] = _v(means.get(base))
-        row["fairness_without"] = _v(means.get(arm))
+        row["fairness_arm"] = _v(means.get(arm))
         if name != INSTRUCTIONS:
             row["calls_full"] = full_calls.get(name, 0)
             row["calls_arm"] = calls.get((model, arm), {}).get(name, 0)
@@ -127,7 +140,7 @@ def leave_one_out_rows(m, model: str, base: str, arms: dict, means: dict, calls:
                     DIFF_SE: d["se"],
                     DIFF_LO: d["lo"],
                     DIFF_HI: d["hi"],
-                    "n_scenarios": d["n"],
+                    N_SCENARIOS: d["n"],
                     T_P: d[T_P],
                     WILCOXON_P: d[WILCOXON_P],
                 }
@@ -190,9 +203,9 @@ SURFACE_FIELDS = (
     "tool",
     "arm",
     "definition_tokens",
-    "fairness",
-    "fairness_lo",
-    "fairness_hi",
+    FAIRNESS,
+    FAIRNESS_LO,
+    FAIRNESS_HI,
     "pareto",
     "smallest_within_margin",
 )
@@ -221,7 +234,7 @@ def surface_rows(arms: dict, tool_rows: list, costs: dict, margin: float) -> lis
             for t in names:
                 r = by.get((model, t))
                 tokens = (costs.get(t) or {}).get("tokens")
-                if r is None or r.get("fairness") is None or tokens is None:
+                if r is None or r.get(FAIRNESS) is None or tokens is None:
                     continue
                 rows.append(
                     dict[str, Any](dict.fromkeys(SURFACE_FIELDS))
@@ -230,17 +243,17 @@ def surface_rows(arms: dict, tool_rows: list, costs: dict, margin: float) -> lis
                         "tool": base,
                         "arm": t,
                         "definition_tokens": tokens,
-                        "fairness": r["fairness"],
-                        "fairness_lo": r.get("fairness_lo"),
-                        "fairness_hi": r.get("fairness_hi"),
+                        FAIRNESS: r[FAIRNESS],
+                        FAIRNESS_LO: r.get(FAIRNESS_LO),
+                        FAIRNESS_HI: r.get(FAIRNESS_HI),
                         "smallest_within_margin": False,
                     }
                 )
-            for r, on in zip(rows, pareto_front([(r["definition_tokens"], r["fairness"]) for r in rows])):
+            for r, on in zip(rows, pareto_front([(r["definition_tokens"], r[FAIRNESS]) for r in rows])):
                 r["pareto"] = on
             full = next((r for r in rows if r["arm"] == base), None)
-            near = [r for r in rows if full is not None and r["fairness"] >= full["fairness"] - margin]
+            near = [r for r in rows if full is not None and r[FAIRNESS] >= full[FAIRNESS] - margin]
             if near:
-                min(near, key=lambda r: (r["definition_tokens"], -r["fairness"]))["smallest_within_margin"] = True
+                min(near, key=lambda r: (r["definition_tokens"], -r[FAIRNESS]))["smallest_within_margin"] = True
             out += rows
     return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcptrials.core.keys import DIFF_HI, DIFF_LO, HOLM_T_P
+from mcptrials.core.keys import DIFF_HI, DIFF_LO, FAIRNESS, FAIRNESS_HI, FAIRNESS_LO, HOLM_T_P
 from mcptrials.core.rows import Summary
 from mcptrials.report.formats import f3, fci, fp, fsigned_ci
 from mcptrials.report.render import Cell, Doc, Table
@@ -33,7 +33,7 @@ def add_surface(doc: Doc, c: dict, margin, plot_dir: Path | None = None) -> None
             r["tool"],
             r["arm"],
             r["definition_tokens"],
-            fci(r["fairness"], r["fairness_lo"], r["fairness_hi"]),
+            fci(r[FAIRNESS], r[FAIRNESS_LO], r[FAIRNESS_HI]),
             "yes" if r["pareto"] else "",
             Cell("yes", cls="better") if r["smallest_within_margin"] else "",
         )
@@ -44,7 +44,7 @@ def add_surface(doc: Doc, c: dict, margin, plot_dir: Path | None = None) -> None
             doc.p(
                 f"{r['model']}, {r['tool']}: the smallest surface within the margin ({margin}) of the full server is "
                 f"{r['arm']}: {r['definition_tokens']} definition tokens against {full['definition_tokens']}, fairness "
-                f"{r['fairness']:.3f} against {full['fairness']:.3f} (point estimates; chosen on this run's scenarios, "
+                f"{r[FAIRNESS]:.3f} against {full[FAIRNESS]:.3f} (point estimates; chosen on this run's scenarios, "
                 "not confirmed on held-out ones)."
             )
     from mcptrials.report import plots

@@ -217,19 +217,15 @@ def tokens_vs_fairness(rows: Sequence[Mapping[str, Any]]) -> bytes | None:
         mine = [r for r in rows if (r["model"], r["tool"]) == key]
         color = COLORS[i % len(COLORS)]
         for r in mine:
-            lo, hi = r.get("fairness_lo"), r.get("fairness_hi")
-            err = [[r["fairness"] - lo], [hi - r["fairness"]]] if lo is not None and hi is not None else None
+            lo, hi = r.get(FAIRNESS_LO), r.get(FAIRNESS_HI)
+            err = [[r[FAIRNESS] - lo], [hi - r[FAIRNESS]]] if lo is not None and hi is not None else None
             full = r["arm"] == r["tool"]
-            ax.errorbar(
-                r["definition_tokens"], r["fairness"], yerr=err, fmt="s" if full else "o", color=color, capsize=3
-            )
+            ax.errorbar(r["definition_tokens"], r[FAIRNESS], yerr=err, fmt="s" if full else "o", color=color, capsize=3)
             if r.get("smallest_within_margin"):
-                ax.scatter([r["definition_tokens"]], [r["fairness"]], s=260, facecolors="none", edgecolors="black")
+                ax.scatter([r["definition_tokens"]], [r[FAIRNESS]], s=260, facecolors="none", edgecolors="black")
             name = r["arm"].removeprefix(r["tool"] + "-")
-            ax.annotate(
-                name if not full else f"{r['tool']} (full)", (r["definition_tokens"], r["fairness"]), fontsize=7
-            )
-        front = sorted((r["definition_tokens"], r["fairness"]) for r in mine if r.get("pareto"))
+            ax.annotate(name if not full else f"{r['tool']} (full)", (r["definition_tokens"], r[FAIRNESS]), fontsize=7)
+        front = sorted((r["definition_tokens"], r[FAIRNESS]) for r in mine if r.get("pareto"))
         if front:
             ax.plot(
                 [p[0] for p in front],
