@@ -82,3 +82,16 @@ def test_structured_content_that_breaks_the_output_schema_is_a_pattern_of_the_tr
     assert c["is_error"] and "Invalid structured content returned by tool stats" in c["result_text"]
     found = [f for f in detect(t) if f["pattern"] == "invalid_structured_content"]
     assert len(found) == 1 and found[0]["call"] == t["tool_calls"].index(c)
+
+
+def test_a_tool_entry_name_so_long_that_two_tools_would_share_a_model_name_is_refused(tmp_path):
+    # mcp__ + 47 characters + __ is 54, leaving 10 of the 64 for the tool's name: prefix_long_echo and
+    # prefix_long_big are both cut to prefix_lon
+    name = "f" * 47
+    bad = faulty_tool("ok", env={"FAULT_MODE": "ok", "FAULT_TOOL_PREFIX": "prefix_long_"}, conformance="warn")
+    m, _ = variant_project(tmp_path, {"baseline": {"transport": "none"}, name: bad})
+    with pytest.raises(
+        ConfigError,
+        match=rf"field tools\.{name}: the model would see tools 'prefix_long_echo' and 'prefix_long_big' under one name",
+    ):
+        variant_snapshot(m, tmp_path, name)

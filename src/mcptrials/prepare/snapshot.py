@@ -188,6 +188,18 @@ def check_conformance(path, spec: ToolSpec, rec: dict) -> None:
     refused with the tool, field and fix, or recorded in `conformance` with `conformance: warn`."""
     from mcptrials.prepare.conformance import conformance_message, conformance_problems
 
+    from mcptrials.prepare.tooldefs import model_tool_name
+
+    seen: dict[str, str] = {}
+    for t in rec["tools"]:  # ours, not the server's: a long tool entry name (an ablation arm's) cut to 64
+        shown = model_tool_name(spec.name, str(t.get("name")))
+        if shown in seen and seen[shown] != t.get("name"):
+            raise ConfigError(
+                f"{path}: field tools.{spec.name}: the model would see tools {seen[shown]!r} and {t.get('name')!r} "
+                f"under one name, {shown!r} (mcp__<tool>__<name> is cut to 64 characters); give the tool entry a "
+                "shorter name"
+            )
+        seen[shown] = str(t.get("name"))
     problems = conformance_problems(rec["tools"])
     if problems and spec.config.get("conformance") != "warn":
         raise ConfigError(conformance_message(path, spec.name, problems))
