@@ -146,6 +146,36 @@ CASES = {
         transcript([SEARCH]),
         None,
     ),
+    "invalid_structured_content": (
+        transcript(
+            [
+                SEARCH,
+                call(
+                    0,
+                    2,
+                    "mcp__srv__stats",
+                    {},
+                    "MCP protocol error: RuntimeError: Invalid structured content returned by tool stats: "
+                    "'count' is a required property",
+                    error=True,
+                ),
+            ]
+        ),
+        transcript([SEARCH, call(0, 2, "mcp__srv__stats", {}, "MCP error -32602: Unknown tool: stats", error=True)]),
+        None,
+    ),
+    # search: {search, text, repository, pattern}; grep_text: {search, text, repository, regex}: 3 of 5 shared, 60%
+    "confused_tools": (
+        transcript([SEARCH, call(0, 2, "mcp__srv__grep_text", {"q": "helper"}, "src/util.py:1: def helper(x)")]),
+        transcript([SEARCH, call(0, 2, "mcp__srv__grep_text", {"q": "def helper"}, "src/util.py:1: def helper(x)")]),
+        {
+            "tools": [
+                {"name": "search", "description": "Search the repository for a text pattern."},
+                {"name": "grep_text", "description": "Search the repository text with a regex."},
+                {"name": "outline", "description": "The outline of one module."},
+            ]
+        },
+    ),
 }
 
 

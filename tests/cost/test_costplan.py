@@ -227,3 +227,20 @@ def test_a_recorded_judge_costs_nothing_in_the_plan(tmp_path):
     assert judge_bound(m, "find-helper") == 0.0
     plan = cost_plan(m, tmp_path / "results")
     assert plan.expected == 0.0 and plan.upper == 0.0
+
+
+def test_the_ablation_arms_are_planned_apart(tmp_path):
+    from matrix_helpers import faulty_tool
+
+    path = project(tmp_path)
+    import yaml
+
+    cfg = yaml.safe_load(path.read_text())
+    cfg["tools"] = {"baseline": {"transport": "none"}, "faulty": faulty_tool(ablate={"leave_one_out": ["echo", "big"]})}
+    path.write_text(yaml.safe_dump(cfg))
+    plan = cost_plan(load_matrix(path), tmp_path / "results")
+    assert plan.ablation == {"faulty-without-echo": "faulty", "faulty-without-big": "faulty"}
+    line = next(ln for ln in format_plan(plan).splitlines() if ln.startswith("of which ablation"))
+    # 2 arms x 1 scenario x 2 trials x 2 models = 8 trials; claude's 4 at the upper bound, reference free
+    assert line.startswith("of which ablation of tools.faulty (2 arm(s)): 8 trial(s), expected $0.6300")
+    assert 4 * UB_TRIAL == pytest.approx(0.63) and "still to run 8 ($0.6300)" in line

@@ -52,7 +52,11 @@ HEADS = {
     "errors": search_tool(version="2", FAULT_ERROR_ON="helper"),
     "slow": search_tool("slow", version="2", FAULT_SLOW_SECONDS="0.3"),
 }
-REPLAY_ONLY = {"empty": search_tool(version="2", FAULT_EMPTY="1")}
+REPLAY_ONLY = {
+    "empty": search_tool(version="2", FAULT_EMPTY="1"),
+    # a surface with faults on purpose: every result over the cap, a tool with a broken outputSchema
+    "surface": search_tool("huge", version="2", FAULT_STRUCTURED="1"),
+}
 
 
 def set_tool(wd: Path, spec: dict) -> None:
@@ -323,3 +327,17 @@ def test_the_documented_ci_commands_on_real_runs(runs, tmp_path, monkeypatch, ca
     assert main(words("compare")) == 1
     assert "FINDING tool_gone: search_code" in capsys.readouterr().out
     assert "renamed to find_code" in (ws / "comment.md").read_text()
+
+
+def test_replay_names_what_is_wrong_with_heads_surface(runs, tmp_path, monkeypatch, capsys):
+    """Issue 37 item 5 through replay: HEAD's results over the host's limit (150,000 characters
+    against the cap of 25,000 tokens) with the trials that show them, and the tools HEAD offers
+    that no BASE trial called."""
+    _, res, md, _ = replay(tmp_path, runs, "surface", monkeypatch)
+    out = capsys.readouterr().out
+    found = res["tools"]["search"]["surface"]
+    over = [f for f in found if f["kind"] == "result over the host's limit"]
+    assert over and all(f["tool"] == "search_code" and f["trials"] for f in over)
+    never = sorted(f["tool"] for f in found if f["kind"] == "never called")
+    assert never == ["big", "echo", "fail", "stats"]
+    assert "surface: result over the host's limit: search_code" in out and "surface finding(s)" in md

@@ -258,3 +258,57 @@ def test_without_config_a_tool_head_lacks_names_the_config_base_was_run_with(tmp
     assert main(["replay", str(base), "--config", "config.yaml"]) == 2
     err = capsys.readouterr().err
     assert "add it back" in err and "BASE was run with" not in err
+
+
+def test_surface_findings_name_the_trials_that_show_them():
+    from mcptrials.gate.replay_output import text_report
+    from mcptrials.gate.surface import CONFUSED, INVALID_STRUCTURED, NEVER_CALLED, OVER_CAP, surface_findings
+
+    tools = [
+        {"name": "search", "description": "Search the repository for a text pattern."},
+        {"name": "grep_text", "description": "Search the repository text with a regex."},
+        {"name": "stats", "description": "Count the files."},
+        {"name": "outline", "description": "The outline of one module."},
+    ]
+
+    def c(tool, args, **extra):
+        return {"tool": tool, "arguments": args, "detail": None, "head_over_cap": False, "class": IDENTICAL} | extra
+
+    calls = [
+        c("search", {"q": "x"}, head_over_cap=True),
+        c("grep_text", {"q": "x"}),
+        c(
+            "stats",
+            {},
+            detail="RuntimeError: Invalid structured content returned by tool stats: 'many' is not of type 'integer'",
+        ),
+    ]
+    items = [([{"path": "runs/m/loop/srv/r/s/1"}, {"path": "runs/m/loop/srv/r/s/2"}], {"tools": tools, "calls": calls})]
+    got = [(f["kind"], f["tool"], len(f["trials"])) for f in surface_findings(items)]
+    assert got == [
+        (OVER_CAP, "search", 2),
+        (CONFUSED, "grep_text", 2),
+        (INVALID_STRUCTURED, "stats", 2),
+        (NEVER_CALLED, "outline", 0),
+    ]
+    rep = {
+        "tools": {
+            "srv": {
+                "status": "pass",
+                "calls": 3,
+                "trials": 2,
+                "replayed": 1,
+                "counts": {k: 0 for k in (IDENTICAL,)},
+                "did_not_start": None,
+                "differences": [],
+                "slower": [],
+                "surface": surface_findings(items),
+            }
+        },
+        "fails_on": [],
+        "failed": [],
+        "slower_than_base": {"ratio": 1.5, "ms": 20.0},
+    }
+    text = text_report(rep)
+    assert "surface: confused tools: grep_text right after search with the same arguments" in text
+    assert "(runs/m/loop/srv/r/s/1 and 1 more)" in text

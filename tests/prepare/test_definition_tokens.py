@@ -71,13 +71,15 @@ def test_counted_by_the_endpoint_with_the_tools_the_loop_sends(tmp_path, fake_ap
     none, builtin, full = (r["body"] for r in count_requests(api))
     assert "tools" not in none and [t["name"] for t in builtin["tools"]] == ["read_file", "grep", "list_files"]
     with_tools, without = fake_count(api, full), fake_count(api, builtin)
-    assert snap["definition_tokens"] == with_tools - without > 0
+    # the server's instructions count too (chars/4): "A test server in mode ok." is 25 chars, 6 tokens
+    assert snap["instructions"] == "A test server in mode ok." and snap["instructions_tokens"] == 25 // 4 == 6
+    assert snap["definition_tokens"] == with_tools - without + 6 > 6
     assert snap["definition_tokens_method"] == COUNT_METHOD and snap["definition_tokens_model"] == MODEL
     assert snap["definition_tokens_error"] is None
     assert snap["builtin_definition_tokens"] == without - fake_count(api, none)
     assert snap["definition_tools"] == len(snap["tools"]) > 0
     server_defs = full["tools"][3:]
-    assert snap["definition_tokens_estimate"] == len(definitions_json(server_defs)) // 4
+    assert snap["definition_tokens_estimate"] == len(definitions_json(server_defs)) // 4 + 6
     # what was counted is what the loop sends with every request (less its cache breakpoint)
     api.requests.clear()
     t, _ = run_trial(m, "claude", "echo", "find-helper", 1, co, snap, None, tmp_path / "out")
@@ -87,7 +89,8 @@ def test_counted_by_the_endpoint_with_the_tools_the_loop_sends(tmp_path, fake_ap
         d.pop("cache_control", None)
     assert sent == full["tools"]
     assert (
-        json.loads((tmp_path / "snap" / "echo" / "tools.json").read_text())["definition_tokens"] == with_tools - without
+        json.loads((tmp_path / "snap" / "echo" / "tools.json").read_text())["definition_tokens"]
+        == with_tools - without + 6
     )
 
 

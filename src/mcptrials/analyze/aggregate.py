@@ -67,6 +67,7 @@ from mcptrials.analyze.calibration import CSV_FIELDS as CALIBRATION_FIELDS
 from mcptrials.analyze.calibration import calibration
 from mcptrials.analyze.citation_labels import read_labels
 from mcptrials.analyze.comparisons import COMPARISON_FIELDS, comparison_rows, model_host_view
+from mcptrials.analyze.contribution import contribution_view
 from mcptrials.analyze.environment import METHOD as ENVIRONMENT_METHOD
 from mcptrials.analyze.environment import environment_failures, environment_note
 from mcptrials.analyze.feedback import add_patterns, feedback_table, pattern_csv_rows, pattern_summary
@@ -75,6 +76,7 @@ from mcptrials.analyze.records_summary import (
     citation_composition,
     definition_costs,
     did_not_start,
+    offered_names,
     judge_noise,
     server_profile,
 )
@@ -173,7 +175,7 @@ def aggregate(m: Matrix, runs) -> Summary:
         "comparisons": comparison_rows(trials, m.config["compare"], noise["fairness_noise"], margin),
         "judge_noise": noise,
         "errors": error_taxonomy(trials),
-        "server_profile": server_profile(records, definition_costs(m, snapshots)),
+        "server_profile": server_profile(records, definition_costs(m, snapshots), offered_names(m, snapshots)),
         "scenarios": scenario_flags(trials, m),
         "pass_hat_curve": pass_hat_curve(trials, m.trials),
         "power": [
@@ -187,6 +189,8 @@ def aggregate(m: Matrix, runs) -> Summary:
         "citation_composition": citation_composition(records),
         # the reader's labels (`mcptrials label`), when the config's locked/ holds them
         "calibration": calibration(records, read_labels(m.locked_dir) if m.locked_dir else None),
+        # each tool's contribution from ablation arms (empty lists without any)
+        "contribution": contribution_view(m, trials, records, margin, tools, definition_costs(m, snapshots)),
     }
     if m.sequential:  # a run in waves: why each tool stopped, and what was not spent
         out["sequential"] = sequential_summary(m, Path(runs).parent)
@@ -230,6 +234,17 @@ def write_aggregate(result: Summary, out_dir) -> dict[str, Path]:
         write_csv(paths["patterns"], pattern_csv_rows(result["patterns"]))
     paths["comparisons"] = out / "comparisons.csv"  # with its header even when the config compares nothing
     write_csv(paths["comparisons"], result.get("comparisons", []), COMPARISON_FIELDS)
+    contrib = result.get("contribution") or {}
+    if contrib.get("leave_one_out") or contrib.get("shapley"):  # ablation arms only: no file otherwise
+        from mcptrials.analyze.contribution import LOO_FIELDS, SHAPLEY_FIELDS, SURFACE_FIELDS
+
+        paths["contribution"] = out / "contribution.csv"
+        write_csv(paths["contribution"], contrib["leave_one_out"], LOO_FIELDS)
+        paths["surface"] = out / "surface.csv"  # tokens against fairness
+        write_csv(paths["surface"], contrib.get("surface") or [], SURFACE_FIELDS)
+        if contrib.get("shapley"):
+            paths["shapley"] = out / "shapley.csv"
+            write_csv(paths["shapley"], contrib["shapley"], SHAPLEY_FIELDS)
     calib = out / "citation_calibration.csv"  # only with labels: no file rather than an empty one
     if calibrated := result.get("calibration"):
         paths["calibration"] = calib

@@ -52,6 +52,11 @@ await lambda print string value values type name names list dict test tests code
 )
 # The step outcomes of a limit the step ran into (mcptrials.core.outcomes, hosts/loop.py).
 LIMIT_OUTCOMES = ("max_turns", "timed_out", "budget_exceeded")
+# Two tool descriptions sharing at least this share of their distinctive words (Jaccard: shared /
+# either) read alike to a model: a call to one then the other with the same arguments is a confusion.
+# Half: "Search the code for a text" and "Find a text in the files" share little; two search tools
+# worded from one template share most of their words.
+CONFUSABLE_OVERLAP = 0.5
 # The outcomes of a trial whose server stayed up to the end: its tools were available throughout,
 # so a tool it never called was a choice (a crash or a missing trial says nothing about that).
 RAN_THROUGH = (COMPLETED,) + LIMIT_OUTCOMES
@@ -62,6 +67,7 @@ THRESHOLDS = {
     "LARGE_RESULT_CHARS": LARGE_RESULT_CHARS,
     "MANY_EMPTY_RESULTS": MANY_EMPTY_RESULTS,
     "MIN_TOKEN_CHARS": MIN_TOKEN_CHARS,
+    "CONFUSABLE_OVERLAP": CONFUSABLE_OVERLAP,
     "LIMIT_OUTCOMES": list(LIMIT_OUTCOMES),
     "RAN_THROUGH": list(RAN_THROUGH),
 }
@@ -345,6 +351,70 @@ def limit_reached(t: dict, scored=None, tools=None) -> list[dict]:
     return out
 
 
+def confusable_pairs(tools) -> dict[frozenset[str], float]:
+    """Pairs of server tools whose descriptions share CONFUSABLE_OVERLAP or more of their
+    distinctive words (words(); Jaccard), with that share; from a tools snapshot or its list."""
+    defs = (tools.get("tools") or []) if isinstance(tools, dict) else (tools or [])
+    ws = {t["name"]: words(t.get("description") or "") for t in defs if isinstance(t, dict) and t.get("name")}
+    out = {}
+    names = list(ws)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            union = ws[a] | ws[b]
+            share = len(ws[a] & ws[b]) / len(union) if union else 0.0
+            if share >= CONFUSABLE_OVERLAP:
+                out[frozenset((a, b))] = share
+    return out
+
+
+def confused_tools(t: dict, scored=None, tools=None) -> list[dict]:
+    """A server-tool call right after a call to another server tool with the same arguments, when
+    the two tools' descriptions are near-duplicates (confusable_pairs): the model tried one for the
+    other."""
+    pairs = confusable_pairs(tools)
+    if not pairs:
+        return []
+    out: list[dict] = []
+    prev: tuple[int, dict] | None = None
+    for n, c in enumerate(t.get("tool_calls") or []):
+        if c.get("source") != "mcp":
+            continue
+        if prev is not None:
+            k, p = prev
+            pair = frozenset((p.get("tool"), c.get("tool")))
+            if p.get("tool") != c.get("tool") and pair in pairs and _key(p)[1] == _key(c)[1]:
+                out.append(
+                    finding(
+                        "confused_tools",
+                        c.get("step"),
+                        c.get("turn"),
+                        n,
+                        f"{c.get('tool')} with the same arguments as {p.get('tool')} at {_at(p, k)}; their "
+                        f"descriptions share {pairs[pair]:.0%} of their words",
+                    )
+                )
+        prev = (n, c)
+    return out
+
+
+# What the mcp client says when a result's structuredContent does not validate against the tool's
+# outputSchema, or is missing though the tool declares one (mcp/client/session.py: it raises, and
+# the loop host records a protocol error with this text).
+STRUCTURED_RE = re.compile(
+    r"Invalid structured content returned by tool|has an output schema but did not return structured content"
+)
+
+
+def invalid_structured_content(t: dict, scored=None, tools=None) -> list[dict]:
+    """A server-tool result whose structuredContent the client refused against the tool's
+    outputSchema (or that is missing though the tool declares one)."""
+    return [
+        finding("invalid_structured_content", c.get("step"), c.get("turn"), n, (c.get("result_text") or "")[:300])
+        for n, c in enumerate(t.get("tool_calls") or [])
+        if c.get("source") == "mcp" and c.get("is_error") and STRUCTURED_RE.search(c.get("result_text") or "")
+    ]
+
+
 class Pattern(NamedTuple):
     description: str
     detector: Callable[..., list[dict]]
@@ -367,6 +437,15 @@ PATTERNS: dict[str, Pattern] = {
         "a non-empty result whose distinctive words never reach the answer or a later call", unused_result
     ),
     "limit_reached": Pattern("a step ended at its turn, time or output-token limit", limit_reached),
+    "confused_tools": Pattern(
+        f"a call to a server tool right after one to another with the same arguments, the two descriptions "
+        f"sharing {CONFUSABLE_OVERLAP:.0%} or more of their words",
+        confused_tools,
+    ),
+    "invalid_structured_content": Pattern(
+        "a result whose structuredContent does not validate against the tool's outputSchema (the client refused it)",
+        invalid_structured_content,
+    ),
 }
 
 

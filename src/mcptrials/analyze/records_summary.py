@@ -96,10 +96,26 @@ def definition_costs(m: Matrix, snapshots) -> dict:
     return out
 
 
-def server_profile(records: list[dict], definitions: dict | None = None) -> list[dict]:
+def offered_names(m: Matrix, snapshots) -> dict[str, list[str]]:
+    """tool -> the server tools its snapshots list (union over the run's repos, in listing order)."""
+    out: dict[str, list[str]] = {}
+    for tool in m.tools:
+        names: dict[str, None] = {}
+        for repo in m.run_repos():
+            path = Path(snapshots) / tool / repo / "tools.json"
+            for t in (read_json(path) if path.is_file() else {}).get("tools") or []:
+                names.setdefault(str(t.get("name")))
+        out[tool] = list(names)
+    return out
+
+
+def server_profile(
+    records: list[dict], definitions: dict | None = None, offered: dict[str, list[str]] | None = None
+) -> list[dict]:
     """Per tool: server name/version, start-up time, tool-call latency p50/p95, result sizes,
-    peak memory (run_meta and the transcripts' tool calls), and what its tool definitions
-    add to every request (`definition_tokens`, from definition_costs)."""
+    peak memory (run_meta and the transcripts' tool calls), what its tool definitions
+    add to every request (`definition_tokens`, from definition_costs), and `never_called`: the
+    server tools its snapshot offered that no trial of the run called (None: no snapshot known)."""
     out = []
     for tool in dict.fromkeys(r["key"]["tool"] for r in records):
         rs = [r for r in records if r["key"]["tool"] == tool]
@@ -131,6 +147,9 @@ def server_profile(records: list[dict], definitions: dict | None = None) -> list
                 "truncated_results": sum(1 for c in calls if c.get("truncated")),
                 "peak_rss_kb_max": max(rss) if rss else None,
                 "definition_tokens": (definitions or {}).get(tool),
+                "never_called": None
+                if offered is None or tool == BASELINE
+                else [n for n in offered.get(tool, []) if n not in {c["tool"] for c in calls}],
             }
         )
     return out

@@ -341,4 +341,5 @@ class Summary(TypedDict):
     feedback: dict[str, Any]
     citation_composition: list[CompositionRow]
     sequential: NotRequired[SequentialSummary]  # a run in waves only
+    contribution: dict[str, Any]  # each tool's contribution from ablation arms (analyze.contribution)
     calibration: dict[str, Any] | None  # None without the reader's citation labels (analyze.calibration)

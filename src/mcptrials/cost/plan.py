@@ -27,7 +27,7 @@ This module imports nothing of mcptrials but the cost formula and the ledger: co
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
@@ -186,6 +186,7 @@ class CostPlan:
     spent: float  # the ledger's total
     ledger: Path
     reasons: str = ""  # why the trials still to run run: '8 rerun: server files changed, 2 new'
+    ablation: dict[str, str] = field(default_factory=dict)  # ablation arm -> the tool it ablates (matrix.ablation)
 
     @property
     def expected(self) -> float | None:
@@ -323,7 +324,17 @@ def cost_plan(
         mine = None if planned is None else planned.get(cell, set())
         cells.append(cell_cost(m, key, results, mine))
     ledger = ledger_path(results)
-    return CostPlan(cells=cells, cap=budget_cap(m.config), spent=Ledger(ledger).total(), ledger=ledger, reasons=reasons)
+    from mcptrials.matrix.ablation import ablation_of
+
+    arms = {t: a["of"] for t, spec in m.tools.items() if (a := ablation_of(spec))}
+    return CostPlan(
+        cells=cells,
+        cap=budget_cap(m.config),
+        spent=Ledger(ledger).total(),
+        ledger=ledger,
+        reasons=reasons,
+        ablation=arms,
+    )
 
 
 def usd(x: float | None) -> str:
@@ -383,6 +394,7 @@ def format_plan(plan: CostPlan, config_name: str = "") -> str:
         + f", expected {usd(plan.to_spend)}; "
         f"spent so far (ledger {plan.ledger}): {usd(plan.spent)}"
     )
+    lines += ablation_lines(plan)
     bounded = [c for c in plan.no_history() if c.floor_per_trial]
     if bounded:
         ratio = max((c.upper_per_trial or 0.0) / (c.floor_per_trial or 1.0) for c in bounded)  # both set here
@@ -397,6 +409,20 @@ def format_plan(plan: CostPlan, config_name: str = "") -> str:
     if plan.cap is not None:
         lines.append(f"budget: max_cost_usd ${plan.cap:.2f}: " + ("; ".join(budget_refusal(plan)) or "the run fits"))
     return "\n".join(lines)
+
+
+def ablation_lines(plan: CostPlan) -> list[str]:
+    """The ablation arms' part of the plan, apart: per ablated tool, its arms' trials and cost."""
+    out = []
+    for base in dict.fromkeys(plan.ablation.values()):
+        cs = [c for c in plan.cells if plan.ablation.get(c.tool) == base]
+        arms = len({c.tool for c in cs})
+        out.append(
+            f"of which ablation of tools.{base} ({arms} arm(s)): {sum(c.trials for c in cs)} trial(s), expected "
+            f"{usd(_sum(c.expected for c in cs))}, upper bound {usd(_sum(c.upper for c in cs))}, still to run "
+            f"{sum(c.to_run for c in cs)} ({usd(_sum(c.to_spend for c in cs))})"
+        )
+    return out
 
 
 def plan_line(plan: CostPlan, waves: bool = False) -> str:

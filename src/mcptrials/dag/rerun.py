@@ -109,6 +109,18 @@ TABLE: tuple[Entry, ...] = (
         "what the proxy rewrites in tools/list: the variant's snapshot, then its trials",
         omit_unset=True,
     ),
+    Entry(
+        "tools.*.ablate",
+        NONE,
+        "expanded at load into ablation arms, new tools of their own (variants: their snapshots and trials), "
+        "and removed from the entry: the ablated server itself reruns nothing",
+    ),
+    Entry(
+        "tools.*.conformance",
+        (SN,),
+        "whether definitions that break the MCP specification stop the snapshot or are flagged in it",
+        omit_unset=True,
+    ),
     # repos.<name>
     Entry("repos.*.url", ("checkout",), "a different repository"),
     Entry("repos.*.commit", ("checkout", SC), "a different tree: everything of that repo (graders read the commit)"),

@@ -38,6 +38,7 @@ from typing import Any
 
 from mcptrials import __version__
 from mcptrials.matrix.config import load_matrix
+from mcptrials.gate.surface import surface_findings
 from mcptrials.matrix.errors import ConfigError
 
 IDENTICAL, NOW_EMPTY, CHANGED = "identical", "now empty", "changed"
@@ -384,9 +385,10 @@ async def replay_trial(m, tool: str, trial: dict, checkout: dict, index_dir, err
     roots = tuple(x for x in (old, str(sandbox.root)) if x)
     out: dict[str, Any] = {"calls": [], "error": None, "startup_seconds": None, "server_version": None}
 
-    def record(c, cls, text="", latency=None, detail=None):
+    def record(c, cls, text="", latency=None, detail=None, **extra):
         out["calls"].append(
-            {
+            extra
+            | {
                 "step": c.get("step"),
                 "tool": c["tool"],
                 "arguments": c.get("arguments"),
@@ -404,7 +406,8 @@ async def replay_trial(m, tool: str, trial: dict, checkout: dict, index_dir, err
         try:
             async with open_server(spec, sandbox.values(), errlog, m.specs.key_env_names()) as s:
                 out["startup_seconds"], out["server_version"] = round(s.startup_seconds, 3), s.server_version
-                live = {t["name"] for t in await s.list_tools()}
+                out["tools"] = await s.list_tools()  # HEAD's surface (gate.surface)
+                live = {t["name"] for t in out["tools"]}
                 gone = None
                 for c in calls:
                     if c["tool"] not in live:
@@ -419,7 +422,8 @@ async def replay_trial(m, tool: str, trial: dict, checkout: dict, index_dir, err
                         r = await s.client.call_tool(
                             c["tool"], rebase(c.get("arguments") or {}, old, str(sandbox.root))
                         )
-                        head.update(text=cap_text(result_text(r), cap)[0], is_error=bool(r.is_error))
+                        text, cut = cap_text(result_text(r), cap)
+                        head.update(text=text, is_error=bool(r.is_error), over_cap=cut)
                     except MCPError as e:
                         head.update(error=f"MCP error: {e}", text=f"MCP error: {e}")
                         if "closed" in str(e).lower():  # the server is gone for the rest of the trial
@@ -427,7 +431,8 @@ async def replay_trial(m, tool: str, trial: dict, checkout: dict, index_dir, err
                     except Exception as e:  # noqa: BLE001 - a broken result is HEAD's error, recorded
                         head.update(error=f"{type(e).__name__}: {e}", text=f"{type(e).__name__}: {e}")
                     latency = round((time.monotonic() - t0) * 1000, 2)
-                    record(c, classify(c, head, roots), head["text"], latency, head["error"])
+                    cls = classify(c, head, roots)
+                    record(c, cls, head["text"], latency, head["error"], head_over_cap=head.get("over_cap", False))
         except Exception as e:  # noqa: BLE001 - the server did not start (or died at start)
             leaf = leaf_error(e)
             if not out["calls"]:
@@ -569,6 +574,7 @@ def summarise(replays: dict, strict: bool) -> dict:
                 for c, g in slower[:SLOWEST]
             ],
             "differences": diffs,
+            "surface": surface_findings(items),  # what is wrong with HEAD's surface (gate.surface)
         }
     return {
         "tools": tools,

@@ -26,6 +26,11 @@ def _slower_than(result: dict) -> str:
     return f"a call that took over {t['ratio']:g} times as long as in BASE and over {t['ms']:g} ms more"
 
 
+def _trials(f: dict) -> str:
+    t = f["trials"]
+    return "" if not t else f" ({t[0]}{' and %d more' % (len(t) - 1) if len(t) > 1 else ''})"
+
+
 def text_report(result: dict) -> str:
     lines = [
         f"replay: BASE's recorded tool calls sent to HEAD's servers (no model); fails on: "
@@ -51,6 +56,7 @@ def text_report(result: dict) -> str:
                 f"  slow: {s['tool']} {_args(s['arguments'])}: {s['base_latency_ms']} ms in BASE, "
                 f"{s['head_latency_ms']} ms in HEAD"
             )
+        lines += [f"  surface: {f['kind']}: {f['detail'][:200]}{_trials(f)}" for f in v.get("surface") or []]
     lines.append(
         f"result: {len(result['failed'])} tool(s) fail: {', '.join(result['failed'])}"
         if result["failed"]
@@ -109,6 +115,12 @@ def markdown(result: dict) -> str:
             details.append(
                 f"<details><summary>{tool}: {len(v['differences'])} call(s) not identical</summary>\n\n"
                 + "\n".join(body)
+                + "\n\n</details>\n"
+            )
+        if v.get("surface"):  # what is wrong with HEAD's surface (gate.surface), never a failure by itself
+            details.append(
+                f"<details><summary>{tool}: {len(v['surface'])} surface finding(s)</summary>\n\n"
+                + "\n".join(f"- **{f['kind']}**: {html.escape(f['detail'][:200])}{_trials(f)}" for f in v["surface"])
                 + "\n\n</details>\n"
             )
     text += "\n" + "\n".join(details)

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from mcptrials.core.identity import FIELDS
+from mcptrials.matrix.ablation import expand_ablations
 from mcptrials.matrix.errors import ConfigError
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.matrix.scenario import Scenario, load_scenario
@@ -40,6 +41,7 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
     raw_tools = tools if isinstance(tools, dict) else {}
     given = {n: set(t) for n, t in raw_tools.items() if isinstance(t, dict)}
     validate_against("config.schema.yaml", data, str(path))
+    expand_ablations(path, data)  # the arms are variants: resolved with the others next
     resolve_variants(path, data, given)
     check_tools(path, data, raw_tools)
     for name, spec in data["repos"].items():

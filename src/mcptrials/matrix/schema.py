@@ -101,6 +101,8 @@ def _explain(err) -> str:
     if v in ("anyOf", "oneOf") and all(set(b) == {"required"} for b in schema[v]):  # a choice of keys
         keys = ", ".join(b["required"][0] for b in schema[v])
         return f"give {'exactly one' if v == 'oneOf' else 'at least one'} of: {keys}"
+    if v == "oneOf" and schema.get("x-fix"):  # a field of several forms: say which
+        return f"{err.instance!r} is not allowed; {schema['x-fix']}"
     return err.message
 
 

@@ -17,6 +17,10 @@ The estimate is always recorded too (`definition_tokens_estimate`), so the two c
 compared. `builtin_definition_tokens` is what the built-ins cost by the same method (by
 count_tokens: with the built-ins minus no tools at all, so it includes the API's own
 tool-use preamble); the same for every tool, the baseline included.
+
+The server's `instructions` (when the tool entry passes them to the agent's prompt, its
+`instructions: true`) count too: chars/4 of them, recorded apart in `instructions_tokens` and
+added to `definition_tokens` by either method (a host sends them with every request as well).
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ def count_tokens(spec, key: str, tool_sets: list[list[dict]]) -> list[int]:
 def not_started() -> dict:
     """The fields for a server that did not start: nothing is known of its definitions."""
     return {
+        "instructions_tokens": None,
         "definition_tokens": None,
         "definition_tokens_method": "none: the server did not start",
         "definition_tokens_model": None,
@@ -85,12 +90,23 @@ def not_started() -> dict:
     }
 
 
-def definition_tokens(m, tool: str, server_tools: list[dict], count: bool = True) -> dict:
-    """The snapshot's definition_tokens fields for `tool` with its tools/list `server_tools`.
+def instructions_tokens(instructions: str | None) -> int:
+    """chars/4 of the server's `instructions` the agent's system prompt gets (0 without)."""
+    return len(instructions) // CHARS_PER_TOKEN if instructions else 0
+
+
+def definition_tokens(
+    m, tool: str, server_tools: list[dict], count: bool = True, instructions: str | None = None
+) -> dict:
+    """The snapshot's definition_tokens fields for `tool` with its tools/list `server_tools` and
+    the `instructions` the agent's prompt gets (None: none, or the entry's `instructions: false`):
+    tools + instructions, the instructions always by the estimate (`instructions_tokens`).
     `count=False` (a dry run): the estimate, no request."""
     builtin, server, _ = tool_definitions(tool, server_tools)
-    est = estimate_tokens(server)
+    extra = instructions_tokens(instructions)
+    est = estimate_tokens(server) + extra
     rec = {
+        "instructions_tokens": extra,
         "definition_tokens": est,
         "definition_tokens_method": ESTIMATE_METHOD,
         "definition_tokens_model": None,
@@ -113,7 +129,7 @@ def definition_tokens(m, tool: str, server_tools: list[dict], count: bool = True
         rec["definition_tokens_error"] = f"count_tokens with models.{spec.name} ({spec.model}) failed: {msg}"
         return rec
     rec.update(
-        definition_tokens=with_all - with_builtin if server else 0,
+        definition_tokens=(with_all - with_builtin if server else 0) + extra,
         definition_tokens_method=COUNT_METHOD,
         definition_tokens_model=spec.model,
         builtin_definition_tokens=with_builtin - none,

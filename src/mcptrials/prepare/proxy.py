@@ -6,7 +6,7 @@ A tool entry with `variant_of: BASE` and `overrides` runs BASE's server behind t
 
 The proxy is the first process of the server's sandbox and the server is its child: it
 relays newline-delimited JSON-RPC messages (the MCP stdio transport) between its own
-stdin/stdout and the server's, and changes exactly three things:
+stdin/stdout and the server's, and changes exactly these things:
 
 - the result of every `tools/list` request of the client: each overridden tool gets its
   new `name`, `description` and parameter descriptions (`inputSchema.properties.<p>
@@ -18,7 +18,13 @@ stdin/stdout and the server's, and changes exactly three things:
 - a `tools/list` whose last page shows that an override names a tool or parameter the
   server does not list, or that a new name clashes with another tool's, is answered with
   JSON-RPC error OVERRIDE_MISMATCH instead (the snapshot turns it into a config error
-  naming the field and the fix, before any trial).
+  naming the field and the fix, before any trial);
+- for an ablation arm (mcptrials.matrix.ablation; `hide` and `instructions: false` in the
+  overrides): the tools in `hide` are left out of `tools/list` and a call to one is answered
+  like a renamed-away name (-32602 "Unknown tool", as the spec's example and our fixture
+  server answer an unknown tool; a `hide` name the server does not list is a mismatch), and
+  with `instructions: false` the `instructions` field of the `initialize` or `server/discover`
+  result is removed, so no host sees them.
 
 Every other message passes byte for byte: notifications, other requests and responses in
 both directions (the server's own requests too), errors and ids. A message the proxy
@@ -43,6 +49,8 @@ from typing import Any
 # "connection closed" in the mcp client): the overrides do not fit the server's tool list.
 OVERRIDE_MISMATCH = -32050
 UNKNOWN_TOOL = -32602  # invalid params: the spec's own example for an unknown tool name
+# the requests whose result carries the server's `instructions` (the 2026-07-28 probe, the older handshake)
+HANDSHAKES = ("initialize", "server/discover")
 
 
 def _key(msg_id) -> tuple:
@@ -60,8 +68,11 @@ class Rewriter:
         self.tools: dict[str, dict] = dict((overrides or {}).get("tools") or {})
         # new name -> the server's own name, and the renamed-away old names
         self.to_server = {o["name"]: old for old, o in self.tools.items() if o.get("name") and o["name"] != old}
-        self.hidden = set(self.to_server.values()) - set(self.to_server)
-        self.pending: dict[tuple, bool] = {}  # ids of the client's tools/list requests in flight
+        # an ablation arm (mcptrials.matrix.ablation): tools left out, and the server's instructions dropped
+        self.left_out = set((overrides or {}).get("hide") or ())
+        self.keep_instructions = (overrides or {}).get("instructions", True) is not False
+        self.hidden = (set(self.to_server.values()) - set(self.to_server)) | self.left_out
+        self.pending: dict[tuple, str] = {}  # ids of the client's requests whose answer the proxy reads
         self.seen: list[dict] = []  # the server's tools of the listing so far (pagination)
         self.lock = threading.Lock()
 
@@ -92,9 +103,13 @@ class Rewriter:
         if not isinstance(m, dict) or "method" not in m:
             return m, None, False  # a response to the server's own request, or junk: as it is
         method, params = m.get("method"), m.get("params")
+        if method in HANDSHAKES and "id" in m and not self.keep_instructions:
+            with self.lock:
+                self.pending[_key(m["id"])] = "handshake"
+            return m, None, False
         if method == "tools/list" and "id" in m:
             with self.lock:
-                self.pending[_key(m["id"])] = True
+                self.pending[_key(m["id"])] = "list"
                 if not (isinstance(params, dict) and params.get("cursor")):
                     self.seen = []  # a new listing from the first page
             return m, None, False
@@ -133,15 +148,22 @@ class Rewriter:
         if not isinstance(m, dict) or "method" in m or "id" not in m:
             return m  # a notification or a request of the server's: as it is
         with self.lock:
-            if self.pending.pop(_key(m["id"]), None) is None:
-                return m
+            kind = self.pending.pop(_key(m["id"]), None)
+        if kind is None:
+            return m
         result = m.get("result")
+        if kind == "handshake":  # an ablation arm without the server's instructions
+            return (
+                dict(m, result={k: v for k, v in result.items() if k != "instructions"})
+                if isinstance(result, dict)
+                else m
+            )
         if not isinstance(result, dict) or not isinstance(result.get("tools"), list):
             return m  # an error (or an odd result): the client sees it as the server sent it
         self.seen += [t for t in result["tools"] if isinstance(t, dict)]
-        tools = [self.rewrite_tool(t) for t in result["tools"]]
+        tools = [self.rewrite_tool(t) for t in result["tools"] if not self._left_out(t)]
         if not result.get("nextCursor"):
-            problems = mismatch(self.tools, self.seen)
+            problems = mismatch(dict({n: {} for n in self.left_out}, **self.tools), self.seen)
             if problems:
                 return {
                     "jsonrpc": m.get("jsonrpc", "2.0"),
@@ -153,6 +175,9 @@ class Rewriter:
                     },
                 }
         return dict(m, result=dict(result, tools=tools))
+
+    def _left_out(self, tool) -> bool:
+        return isinstance(tool, dict) and tool.get("name") in self.left_out
 
     def rewrite_tool(self, tool):
         """One tool as the model sees it under the overrides (a copy; unknown parameters skipped)."""

@@ -187,7 +187,14 @@ class ServerSession:
     async def list_tools(self) -> list[dict]:
         result = await self.client.list_tools()
         return [
-            {"name": t.name, "description": t.description or "", "input_schema": t.input_schema} for t in result.tools
+            {
+                "name": t.name,
+                "description": t.description or "",
+                "input_schema": t.input_schema,
+                # only when the server gives one (prepare.conformance checks it): older records stay as they were
+                **({"output_schema": t.output_schema} if getattr(t, "output_schema", None) is not None else {}),
+            }
+            for t in result.tools
         ]
 
     def peak_rss_kb(self) -> int | None:

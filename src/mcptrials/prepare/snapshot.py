@@ -163,6 +163,8 @@ def make_snapshot(
                     "stderr_tail": stderr_tail(errlog),
                 }
         rec.update(data)
+        if not data.get("error"):
+            check_conformance(m.path, spec, rec)
         from mcptrials.prepare.builtins import BUILTIN_TOOLS
 
         rec["builtin_tools"] = BUILTIN_TOOLS
@@ -171,9 +173,37 @@ def make_snapshot(
     rec.update(variant_record(spec))
     from mcptrials.prepare.definition_tokens import definition_tokens, not_started
 
-    rec.update(not_started() if rec.get("error") else definition_tokens(m, tool, rec["tools"], count=count_tokens))
+    instructions = rec.get("instructions") if spec.instructions else None  # what the agent's prompt gets
+    rec.update(
+        not_started()
+        if rec.get("error")
+        else definition_tokens(m, tool, rec["tools"], count=count_tokens, instructions=instructions)
+    )
     write_json(out, rec)
     return rec
+
+
+def check_conformance(path, spec: ToolSpec, rec: dict) -> None:
+    """The server's definitions against the MCP specification (mcptrials.prepare.conformance):
+    refused with the tool, field and fix, or recorded in `conformance` with `conformance: warn`."""
+    from mcptrials.prepare.conformance import conformance_message, conformance_problems
+
+    from mcptrials.prepare.tooldefs import model_tool_name
+
+    seen: dict[str, str] = {}
+    for t in rec["tools"]:  # ours, not the server's: a long tool entry name (an ablation arm's) cut to 64
+        shown = model_tool_name(spec.name, str(t.get("name")))
+        if shown in seen and seen[shown] != t.get("name"):
+            raise ConfigError(
+                f"{path}: field tools.{spec.name}: the model would see tools {seen[shown]!r} and {t.get('name')!r} "
+                f"under one name, {shown!r} (mcp__<tool>__<name> is cut to 64 characters); give the tool entry a "
+                "shorter name"
+            )
+        seen[shown] = str(t.get("name"))
+    problems = conformance_problems(rec["tools"])
+    if problems and spec.config.get("conformance") != "warn":
+        raise ConfigError(conformance_message(path, spec.name, problems))
+    rec["conformance"] = problems
 
 
 def variant_record(spec: ToolSpec) -> dict:
@@ -190,6 +220,8 @@ def override_mismatch_message(path, spec: ToolSpec, problems: dict, detail: str)
     OVERRIDE_MISMATCH data: unknown_tools, unknown_parameters, name_clashes)."""
     where = f"{path}: field tools.{spec.name}.overrides.tools"
     fix = f"name only tools and parameters the server of tools.{spec.variant_of} lists (its tools.json snapshot)"
+    if (spec.overrides or {}).get("ablation"):  # an ablation arm: its names come from the base's `ablate`
+        where = f"{path}: field tools.{spec.variant_of}.ablate (arm {spec.name})"
     if problems.get("unknown_tools"):
         name = problems["unknown_tools"][0]
         return (

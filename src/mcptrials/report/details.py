@@ -230,6 +230,14 @@ def add_profile(doc: Doc, s: Summary) -> None:
             "–" if p["peak_rss_kb_max"] is None else f"{p['peak_rss_kb_max'] / 1024:.1f} MiB",
         )
     doc.table(t, "profile-table")
+    for p in s["server_profile"]:
+        if p.get("never_called"):  # a tool never called contributes nothing, and costs its definition on every request
+            doc.p(
+                f"{p['tool']}: {len(p['never_called'])} server tool(s) never called in any trial of this run: "
+                + ", ".join(p["never_called"])
+                + ". Each still costs its definition on every request; an ablation arm without them "
+                "(docs/ablation.md) measures whether anything is lost."
+            )
     if methods:
         doc.p(
             "Tool definitions: the input tokens the server's tool definitions add to every request of the loop "

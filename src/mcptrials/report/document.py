@@ -33,6 +33,7 @@ from mcptrials.report.heldout import StrictHeldout, add_heldout, heldout_state, 
 from mcptrials.report.identity import add_identity
 from mcptrials.report.patterns import add_feedback, add_patterns
 from mcptrials.report.render import Doc, page
+from mcptrials.report.contribution import add_contribution
 from mcptrials.report.sequential import add_sequential
 from mcptrials.report.trial_page import write_trial_page
 from mcptrials.core.keys import PAGES
@@ -114,6 +115,7 @@ def build_report(
     add_sequential(doc, summary)  # a run in waves only
     add_gold_recall(doc, summary)
     add_comparisons(doc, summary)
+    add_contribution(doc, summary, out / "plots")  # ablation arms only
     add_model_host(doc, summary)
     add_identity(doc, summary, held)
     add_adoption(doc, summary)

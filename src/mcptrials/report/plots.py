@@ -202,3 +202,40 @@ def pass_hat_k_curve(curves: list[dict]) -> bytes | None:
     ax.set_ylim(-0.05, 1.05)
     ax.legend(fontsize=8)
     return _png(fig)
+
+
+def tokens_vs_fairness(rows: Sequence[Mapping[str, Any]]) -> bytes | None:
+    """Each ablation arm and its full server (summary.json contribution.surface): definition tokens
+    against fairness with its 95% interval; the Pareto front joined, the smallest surface within the
+    margin of the full server ringed."""
+    if not rows:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    groups = list(dict.fromkeys((r["model"], r["tool"]) for r in rows))
+    for i, key in enumerate(groups):
+        mine = [r for r in rows if (r["model"], r["tool"]) == key]
+        color = COLORS[i % len(COLORS)]
+        for r in mine:
+            lo, hi = r.get(FAIRNESS_LO), r.get(FAIRNESS_HI)
+            err = [[r[FAIRNESS] - lo], [hi - r[FAIRNESS]]] if lo is not None and hi is not None else None
+            full = r["arm"] == r["tool"]
+            ax.errorbar(r["definition_tokens"], r[FAIRNESS], yerr=err, fmt="s" if full else "o", color=color, capsize=3)
+            if r.get("smallest_within_margin"):
+                ax.scatter([r["definition_tokens"]], [r[FAIRNESS]], s=260, facecolors="none", edgecolors="black")
+            name = r["arm"].removeprefix(r["tool"] + "-")
+            ax.annotate(name if not full else f"{r['tool']} (full)", (r["definition_tokens"], r[FAIRNESS]), fontsize=7)
+        front = sorted((r["definition_tokens"], r[FAIRNESS]) for r in mine if r.get("pareto"))
+        if front:
+            ax.plot(
+                [p[0] for p in front],
+                [p[1] for p in front],
+                "--",
+                color=color,
+                lw=1,
+                label=f"{key[0]} / {key[1]}: Pareto front",
+            )
+    ax.set_xlabel("tool-definition tokens per request (tools + instructions)")
+    ax.set_ylabel("fairness (mean, 95% interval)")
+    ax.legend(fontsize=7, loc="best")
+    return _png(fig)

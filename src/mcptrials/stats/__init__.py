@@ -13,10 +13,13 @@
                   reader's labels on a sample), with its interval
     sequential    confidence sequences of a bounded mean (anytime-valid: looked at after every
                   wave) and the decision against a margin read off them
+    shapley       each tool's Shapley value over a server's tools: exact, and the
+                  permutation-sampling estimate with its standard error
 
 Every function names its formula and its source in its docstring, and is tested
 against a hand-computed case in tests/analyze/test_stats.py (sequential: in
-tests/analyze/test_sequential_stats.py; ppi and Wilson in tests/analyze/test_ppi.py). Results are plain floats,
+tests/analyze/test_sequential_stats.py; ppi and Wilson in tests/analyze/test_ppi.py; shapley in
+tests/analyze/test_shapley.py). Results are plain floats,
 ints, lists, dicts and None (never NaN), so they go straight into JSON. Callers import a
 function from the module that owns it (mcptrials.stats.intervals.mean_ci).
 
@@ -34,6 +37,9 @@ Sources:
   Waudby-Smith & Ramdas 2024, "Estimating means of bounded random variables by betting", JRSS-B 86(1)
   Howard, Ramdas, McAuliffe & Sekhon 2021, "Time-uniform, nonparametric, nonasymptotic confidence
     sequences", Ann. Statist. 49(2)
+  Shapley 1953, "A value for n-person games", Contributions to the Theory of Games II, 307-317
+  Castro, Gomez & Tejada 2009, "Polynomial calculation of the Shapley value based on sampling",
+    Computers & Operations Research 36(5):1726-1730
   Shrout & Fleiss 1979, "Intraclass Correlations: Uses in Assessing Rater Reliability",
     Psychol. Bull. 86(2):420-428
 
