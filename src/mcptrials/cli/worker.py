@@ -95,6 +95,11 @@ def preload() -> list[str]:
 
     for path in sorted(SCHEMA_DIR.glob("*.yaml")):
         schema._schema(path.name)
+    # The sandbox's bwrap version (a `bwrap --version` process), asked once here rather than
+    # in every trial (its lru_cache is inherited by the forked children).
+    from mcptrials.prepare.sandbox import bwrap_version
+
+    bwrap_version()
     # The SDK imports its resources lazily; building a client once pulls them in.
     import anthropic
 
