@@ -30,6 +30,8 @@ Printed per harness and delay, medians of `--repeats` runs at N and at N/2:
   cpu/trial    CPU of the run at N / N
   marginal     (CPU at N - CPU at N/2) / (N - N/2): what one further trial costs, start-up aside
   wall         wall of the run at N
+  top process  the same two figures for the top process alone: Snakemake's own share (its
+               scheduling, DAG and job spawning; issue 38 item 3), or inspect's whole run
 and the ratios mcptrials / inspect. Another process loading the machine slows the wall figures
 more than the CPU ones; say so with the numbers.
 """
@@ -55,15 +57,26 @@ MODEL = "claude-sonnet-4-6"
 ANSWER = "`helper` is at `src/util.py:1`; it returns `x * 2`."
 PROMPT = "Where is the function `helper` defined, and what does it return? Cite file:line."
 
-# The wrapper: runs argv, then writes {wall, cpu} of its whole process tree to the file argv[1].
+# The wrapper: runs argv, then writes {wall, cpu, own} of its whole process tree to the file
+# argv[1]; `own` is the top process's own CPU (Snakemake's, or inspect's), read from its
+# /proc stat every 50 ms while it runs (so up to 50 ms short).
 WRAPPER = textwrap.dedent(
     """
-    import json, resource, subprocess, sys, time
+    import json, os, resource, subprocess, sys, time
+    tick = os.sysconf("SC_CLK_TCK")
     t0 = time.monotonic()
-    code = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=open(sys.argv[1] + ".err", "w")).returncode
+    p = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=open(sys.argv[1] + ".err", "w"))
+    own = 0.0
+    while p.poll() is None:
+        try:
+            f = open(f"/proc/{p.pid}/stat").read().rsplit(")", 1)[1].split()
+            own = (int(f[11]) + int(f[12])) / tick
+        except (OSError, IndexError):
+            pass
+        time.sleep(0.05)
     wall = time.monotonic() - t0
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    json.dump({"code": code, "wall": wall, "cpu": r.ru_utime + r.ru_stime}, open(sys.argv[1], "w"))
+    json.dump({"code": p.returncode, "wall": wall, "cpu": r.ru_utime + r.ru_stime, "own": own}, open(sys.argv[1], "w"))
     """
 )
 
@@ -133,10 +146,14 @@ def summarize(runs_n: list[dict], n: int, runs_m: list[dict], m: int) -> dict:
     """Medians of the repeats at N (and at M for the marginal figure)."""
     cpu_n = statistics.median(r["cpu"] for r in runs_n)
     cpu_m = statistics.median(r["cpu"] for r in runs_m)
+    own_n = statistics.median(r["own"] for r in runs_n)
+    own_m = statistics.median(r["own"] for r in runs_m)
     return {
         "cpu_per_trial": per_trial(cpu_n, n),
         "marginal_cpu": marginal(cpu_n, n, cpu_m, m),
         "wall": statistics.median(r["wall"] for r in runs_n),
+        "own_per_trial": per_trial(own_n, n),
+        "own_marginal": marginal(own_n, n, own_m, m),
     }
 
 
@@ -294,8 +311,9 @@ def main() -> None:
                     each = ", ".join(f"{r['cpu']:.1f}/{r['wall']:.1f}" for r in at_n)
                     print(
                         f"{h:<10} delay {delay:g} s: cpu/trial {s['cpu_per_trial']:.3f} s, marginal "
-                        f"{s['marginal_cpu']:.3f} s, wall {s['wall']:.1f} s  (runs at N: "
-                        f"{each} cpu/wall s)",
+                        f"{s['marginal_cpu']:.3f} s, wall {s['wall']:.1f} s; of which the top process "
+                        f"({'snakemake' if h == 'mcptrials' else 'inspect'}) {s['own_per_trial']:.3f} s, marginal "
+                        f"{s['own_marginal']:.3f} s  (runs at N: {each} cpu/wall s)",
                         flush=True,
                     )
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -22,12 +22,19 @@ def test_per_trial_and_marginal():
 
 def test_summary_takes_medians():
     # CPU at 96: 30, 33, 31 -> median 31 (0.32292 a trial); at 48: 16, 18, 17 -> 17; (31 - 17) / 48 = 0.29167
-    at_n = [{"cpu": 30.0, "wall": 20.0}, {"cpu": 33.0, "wall": 19.0}, {"cpu": 31.0, "wall": 25.0}]
-    at_m = [{"cpu": 16.0, "wall": 9.0}, {"cpu": 18.0, "wall": 9.0}, {"cpu": 17.0, "wall": 9.0}]
+    at_n = [{"cpu": 30.0, "wall": 20.0, "own": 4.0}, {"cpu": 33.0, "wall": 19.0, "own": 5.0}]
+    at_n.append({"cpu": 31.0, "wall": 25.0, "own": 6.0})
+    at_m = [
+        {"cpu": 16.0, "wall": 9.0, "own": 3.0},
+        {"cpu": 18.0, "wall": 9.0, "own": 3.0},
+        {"cpu": 17.0, "wall": 9.0, "own": 3.0},
+    ]
     s = peer.summarize(at_n, 96, at_m, 48)
     assert s["cpu_per_trial"] == pytest.approx(31 / 96)
     assert s["marginal_cpu"] == pytest.approx(14 / 48)
     assert s["wall"] == 20.0
+    # the top process alone: median 5 at 96 (0.05208 a trial), 3 at 48: (5 - 3) / 48 = 0.041667
+    assert s["own_per_trial"] == pytest.approx(5 / 96) and s["own_marginal"] == pytest.approx(2 / 48)
     assert peer.ratio(0.3, 0.075) == pytest.approx(4.0)
 
 
