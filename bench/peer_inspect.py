@@ -219,7 +219,11 @@ class Ours:
         shutil.rmtree(runs, ignore_errors=True)
         dirs = [runs / f"claude/loop/baseline/tiny/find-helper/{k}" for k in range(1, n + 1)]
         targets = [str((d / f"{s}.json").relative_to(self.wd)) for d in dirs for s in ("scored", "judged")]
+        log = self.wd / "results" / "logs" / "worker.log"
+        log.unlink(missing_ok=True)
         res = measured(snakemake_cmd(self.wd, "-j", str(jobs), *targets), self.env, self.wd)
+        if "MCPTRIALS_NO_WORKER" not in self.env:  # every per-trial job went through the warm worker
+            assert log.read_text().count("exit code 0") >= 3 * n, "the trials did not go through the worker"
         for d in dirs:  # graded, every one, and the answer found
             scored = json.loads((d / "scored.json").read_text())
             json.loads((d / "judged.json").read_text())
