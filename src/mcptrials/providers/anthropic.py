@@ -48,7 +48,8 @@ def tls_context(cert_env: tuple[str | None, str | None]):
     CA store costs ~20 ms of CPU a client. The warm worker builds it before forking its trials."""
     from anthropic import _base_client
 
-    http = getattr(_base_client, "httpx2", None) or _base_client.httpx  # the package the SDK speaks through
+    names = vars(_base_client)
+    http = names.get("httpx2") or names["httpx"]  # the package the SDK speaks through (httpx2 in anthropic 2.x)
     return http.create_ssl_context()
 
 
