@@ -238,8 +238,7 @@ class Ours:
 def inspect_venv(path: Path | None, tmp: Path) -> Path:
     venv = path or tmp / "inspect-venv"
     if not (venv / "bin" / "inspect").exists():
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-        subprocess.run([str(venv / "bin" / "python"), "-m", "ensurepip", "-q"], check=True, capture_output=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", INSPECT, "anthropic"]
         subprocess.run(pip, check=True, capture_output=True)
     return venv
