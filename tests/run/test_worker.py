@@ -312,3 +312,41 @@ def test_score_and_judge_through_worker_equal_in_process(project):
         assert records[0] == records[1], stage
         assert served(project, out.parent / f"{stage}-worker.json")
         assert not served(project, out.parent / f"{stage}-local.json")
+
+
+# The workflow's client: delegate.py run as a bare script (workflow/rules/common.smk's `mcptrials`).
+DELEGATE_SCRIPT = Path(__file__).resolve().parents[2] / "src" / "mcptrials" / "cli" / "delegate.py"
+
+
+def test_the_bare_script_client_delegates_and_says_when_nothing_ran(project, tmp_path):
+    from mcptrials.cli.delegate import NOT_DELEGATED
+
+    cmd, out = run_trial_cmd(project, "echo", 5)
+    script = [sys.executable, "-S", "-I", str(DELEGATE_SCRIPT), *cmd[3:]]  # no site-packages, no mcptrials
+    p = subprocess.run(script, capture_output=True, text=True, env=env(project["sock"]), timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("reference/loop/echo/find-helper/5: completed")  # the child wrote to its stdout
+    assert json.loads(out.read_text())["outcome"] == "completed" and served(project, out)
+    # no worker answering, or a command the worker does not run: nothing ran, the shell runs it in-process
+    for argv, sock in ((cmd[3:], tmp_path / "missing.sock"), (["validate"], project["sock"])):
+        p = subprocess.run([sys.executable, "-S", "-I", str(DELEGATE_SCRIPT), *argv], env=env(sock), timeout=60)
+        assert p.returncode == NOT_DELEGATED
+
+
+def test_the_client_writes_and_reads_the_protocol_as_json_does():
+    from mcptrials.cli.delegate import decode_reply, encode_request
+
+    env_ = {"A": 'q"b\\s\nt\t\x01é', "B": ""}
+    body = encode_request(["run-trial", "a b"], "/w", env_)
+    assert (
+        body
+        == b'{"argv": ["run-trial", "a b"], "cwd": "/w", "env": {"A": "q\\"b\\\\s\\u000at\\u0009\\u0001\xc3\xa9", "B": ""}}'
+    )
+    assert json.loads(body) == {"argv": ["run-trial", "a b"], "cwd": "/w", "env": env_}
+    odd = {"X": "\udcff"}  # an undecodable byte of the environment (surrogateescape): json's escape
+    assert json.loads(encode_request([], "/", odd)) == {"argv": [], "cwd": "/", "env": odd}
+    assert decode_reply(b'{"exit_code": 0}\n') == {"exit_code": 0}
+    assert decode_reply(b'{"exit_code": -9}\n') == {"exit_code": -9}
+    assert decode_reply(b'{"exit_code": 1, "error": "bad"}\n') == {"exit_code": 1, "error": "bad"}
+    with pytest.raises(ValueError):
+        decode_reply(b"")

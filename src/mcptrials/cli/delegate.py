@@ -5,18 +5,58 @@ MCPTRIALS_WORKER names a socket that answers, the worker's forked child runs the
 with this process's stdout, stderr, environment and working directory, and its exit code
 is returned; otherwise None, and the command runs in-process. Stdlib only, and nothing
 of mcptrials, so a delegating process stays light. The protocol is in worker.py.
+
+Run as a script (`python -S -I delegate.py <argv>`: no site-packages, no mcptrials package,
+~8 ms of CPU where `python -m mcptrials.cli` costs ~40 ms: hence `_socket` and the small
+JSON writer and reader here, which import nothing the interpreter has not loaded) it is the workflow's client: the
+shell function `mcptrials` (workflow/rules/common.smk) calls it for the per-trial stages when
+$MCPTRIALS_WORKER is set, and runs `python -m mcptrials.cli` itself on exit code NOT_DELEGATED.
 """
 
 from __future__ import annotations
 
-import json
+import _socket  # the C module: `socket` imports enum and selectors, `json` imports re (~8 ms a client)
 import os
-import socket
 import struct
 import sys
 
 ENV = "MCPTRIALS_WORKER"
 DELEGATED = ("run-trial", "score", "judge")  # the per-trial stages, run once per trial
+# The script's exit code for "nothing ran here: run the command in-process" (EX_TEMPFAIL,
+# sysexits.h); no mcptrials command exits with it.
+NOT_DELEGATED = 75
+
+
+# JSON's escapes for a string (RFC 8259 section 7): the quote, the backslash, control characters.
+_ESCAPES = {i: f"\\u{i:04x}" for i in range(0x20)} | {ord('"'): '\\"', ord("\\"): "\\\\"}
+
+
+def _string(s: str) -> str:
+    return '"' + s.translate(_ESCAPES) + '"'
+
+
+def encode_request(argv: list[str], cwd: str, env: dict[str, str]) -> bytes:
+    """The request's JSON body, {"argv", "cwd", "env"}, as json.dumps would read back."""
+    items = ", ".join(f"{_string(k)}: {_string(v)}" for k, v in env.items())
+    text = f'{{"argv": [{", ".join(map(_string, argv))}], "cwd": {_string(cwd)}, "env": {{{items}}}}}'
+    try:
+        return text.encode()
+    except UnicodeEncodeError:  # an undecodable byte kept as a lone surrogate: json escapes it
+        import json
+
+        return json.dumps({"argv": argv, "cwd": cwd, "env": env}).encode()
+
+
+def decode_reply(answer: bytes) -> dict:
+    """The worker's answer line: {"exit_code": N} read by hand, anything else by json (ValueError
+    when it is no JSON, e.g. empty: the worker closed the connection without an answer)."""
+    head, line = b'{"exit_code": ', answer.strip()
+    code = line[len(head) : -1]
+    if line.startswith(head) and line.endswith(b"}") and code.lstrip(b"-").isdigit():
+        return {"exit_code": int(code)}
+    import json
+
+    return json.loads(answer)
 
 
 def delegate(argv: list[str]) -> int | None:
@@ -25,18 +65,20 @@ def delegate(argv: list[str]) -> int | None:
     path = os.environ.get(ENV)
     if not path or not argv or argv[0] not in DELEGATED:
         return None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.connect(path)
     except OSError:  # missing, stale (nobody listening), or a path too long for a socket
         sock.close()
         return None
-    with sock:
-        body = json.dumps({"argv": list(argv), "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+    try:
+        body = encode_request(list(argv), os.getcwd(), dict(os.environ))
+        data = struct.pack(">I", len(body)) + body
         sys.stdout.flush()
         sys.stderr.flush()
-        try:
-            socket.send_fds(sock, [struct.pack(">I", len(body)) + body], [1, 2])
+        try:  # the request with this process's stdout and stderr (as socket.send_fds sends them)
+            sent = sock.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("2i", 1, 2))])
+            sock.sendall(data[sent:])
         except OSError:
             return None  # the worker went away before taking the request: nothing ran
         answer = b""
@@ -45,8 +87,10 @@ def delegate(argv: list[str]) -> int | None:
             if not chunk:
                 break
             answer += chunk
+    finally:
+        sock.close()
     try:
-        reply = json.loads(answer)
+        reply = decode_reply(answer)
     except ValueError:
         print(
             f"mcptrials: error: the trial worker at {path} closed the connection without a result; "
@@ -57,3 +101,8 @@ def delegate(argv: list[str]) -> int | None:
     if reply.get("error"):
         print(f"mcptrials: error: {reply['error']}", file=sys.stderr)
     return int(reply["exit_code"])
+
+
+if __name__ == "__main__":
+    _code = delegate(sys.argv[1:])
+    sys.exit(NOT_DELEGATED if _code is None else _code)

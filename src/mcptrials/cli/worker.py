@@ -79,6 +79,9 @@ def preload() -> list[str]:
         "mcptrials.cli.run_trial",
         "mcptrials.cli.score",
         "mcptrials.cli.judge",
+        # imported inside the commands (lazily, for a light `mcptrials --help`)
+        "mcptrials.dag.rerun",
+        "mcptrials.matrix.projectfiles",
         "openai",
         "mcptrials.providers.openai",
     ]
@@ -95,10 +98,35 @@ def preload() -> list[str]:
 
     for path in sorted(SCHEMA_DIR.glob("*.yaml")):
         schema._schema(path.name)
+        schema._validator(path.name)  # and their validators (a class built per schema)
+    # The graders' regular expressions for the default extensions, compiled on first use.
+    from mcptrials.grade.citation_forms import citation_pattern, mention_pattern
+
+    citation_pattern()
+    mention_pattern()
+    # The sandbox's bwrap version (a `bwrap --version` process), asked once here rather than
+    # in every trial (its lru_cache is inherited by the forked children).
+    from mcptrials.prepare.sandbox import bwrap_version
+    from mcptrials.providers.anthropic import cert_env, tls_context
+
+    bwrap_version()
+    tls_context(cert_env())  # the CA store, loaded once (~20 ms a trial otherwise)
     # The SDK imports its resources lazily; building a client once pulls them in.
     import anthropic
 
     anthropic.AsyncAnthropic(api_key="preload", base_url="http://127.0.0.1:9").messages  # noqa: B018
+    # Reading a reply builds its pydantic schemas on first use (~30 ms of CPU in every trial
+    # otherwise): read one with each block a trial's replies hold.
+    anthropic.types.Message.construct(
+        id="msg_preload",
+        type="message",
+        role="assistant",
+        model="preload",
+        content=[{"type": "text", "text": "."}, {"type": "tool_use", "id": "t", "name": "n", "input": {}}],
+        stop_reason="tool_use",
+        stop_sequence=None,
+        usage={"input_tokens": 1, "output_tokens": 1},
+    )
     return loaded
 
 

@@ -7,6 +7,7 @@ input file with a parse error that says where.
 from __future__ import annotations
 
 import copy
+import functools
 from pathlib import Path
 
 import yaml
@@ -36,6 +37,7 @@ def _schema(name: str) -> dict:
     return _SCHEMAS[name]
 
 
+@functools.lru_cache(maxsize=None)  # stateless (defaults are set on the instance): built once a process
 def _validator(schema_name: str):
     import jsonschema
     from referencing import Registry

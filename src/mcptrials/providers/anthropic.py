@@ -13,6 +13,8 @@ temperature/top_p/top_k with a 400, and the SDK no longer takes them.
 from __future__ import annotations
 
 import copy
+import functools
+import os
 
 from mcptrials.providers.base import Provider, ProviderError, Reply, Usage
 
@@ -39,6 +41,22 @@ def with_cache_breakpoints(system: list[dict], tools: list[dict], messages: list
     return system, tools, messages
 
 
+@functools.lru_cache(maxsize=4)
+def tls_context(cert_env: tuple[str | None, str | None]):
+    """The TLS settings the SDK's HTTP client would build (its HTTP package's create_ssl_context,
+    which reads `cert_env`: $SSL_CERT_FILE, $SSL_CERT_DIR), built once per process: loading the
+    CA store costs ~20 ms of CPU a client. The warm worker builds it before forking its trials."""
+    from anthropic import _base_client
+
+    names = vars(_base_client)
+    http = names.get("httpx2") or names["httpx"]  # the package the SDK speaks through (httpx2 in anthropic 2.x)
+    return http.create_ssl_context()
+
+
+def cert_env() -> tuple[str | None, str | None]:
+    return os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+
+
 class AnthropicProvider(Provider):
     name = "anthropic"
 
@@ -49,8 +67,9 @@ class AnthropicProvider(Provider):
 
         self._anthropic = anthropic
         self.model = model
+        http_client = anthropic.DefaultAsyncHttpxClient(verify=tls_context(cert_env()))
         self.client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
+            api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout, http_client=http_client
         )
 
     async def complete(
