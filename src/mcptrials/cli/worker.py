@@ -100,7 +100,7 @@ def preload() -> list[str]:
         schema._schema(path.name)
         schema._validator(path.name)  # and their validators (a class built per schema)
     # The graders' regular expressions for the default extensions, compiled on first use.
-    from mcptrials.grade.citation_forms import citation_pattern, mention_pattern
+    from mcptrials.grade.citations.extract import citation_pattern, mention_pattern
 
     citation_pattern()
     mention_pattern()
