@@ -21,7 +21,7 @@ from mcptrials.grade.citations import strict, structure, subjects
 from mcptrials.grade.citations.context import Answer, identifier
 from mcptrials.grade.citations.extract import has_word
 from mcptrials.grade.citations.grounding import strict_verdict_at
-from mcptrials.grade.citations.lexicon import CONSTRUCTORS, KEYWORDS, IDENT_KEYS, IDENT, QUALIFIED
+from mcptrials.grade.citations.lexicon import CONSTRUCTORS, DECLARATION_WORDS, KEYWORDS, IDENT_KEYS, IDENT, QUALIFIED
 from mcptrials.grade.citations.names import clean_name, code_like, parts_of
 from mcptrials.grade.gittree import CommitTree
 
@@ -224,7 +224,18 @@ def written_as_code(text: str, span: list[int], subject: dict) -> bool:
     hi = text.find("\n", span[1] + 200)
     window = text[lo : len(text) if hi < 0 else hi]
     word = rf"(?<![\w]){re.escape(last)}(?![\w])"
-    return re.search(rf"`[^`\n]*{word}[^`\n]*`|\*\*[^*\n]*{word}[^*\n]*\*\*", window) is not None
+    if re.search(rf"`[^`\n]*{word}[^`\n]*`|\*\*[^*\n]*{word}[^*\n]*\*\*", window):
+        return True
+    return declared(window, last)
+
+
+def declared(text: str, name: str) -> bool:
+    """Whether `text` writes a Rails declaration of `name` out of backticks (`has_many :orders`):
+    code by its form (grader 10), as a code span is."""
+    return (
+        re.search(rf"(?<![\w:])(?:{'|'.join(sorted(DECLARATION_WORDS))})\s+:{re.escape(name)}(?![\w?!])", text)
+        is not None
+    )
 
 
 def confirm_mismatch(g: dict, occ: dict, tree: CommitTree, text: str | None) -> str | None:
