@@ -84,3 +84,35 @@ def test_a_rails_declaration_out_of_backticks_is_written_as_code():
     assert declared("store.rb:11 - has_many :orders", "orders")
     assert not declared("store.rb:11 - has many orders", "orders")
     assert not declared("has_many :orders_count", "orders")
+
+
+GO_METHODS = """package a
+
+type allocRunner struct {
+	rpcClient RPCer
+}
+
+func (ar *allocRunner) hooks() {
+	newCSIHook(ar.rpcClient)
+}
+
+func other() {
+	x := 1
+}
+"""
+
+
+def test_a_line_in_a_method_of_the_subjects_own_type_is_no_evidence_of_a_wrong_line():
+    lines = GO_METHODS.splitlines()
+    assert verdict("a.go", GO_METHODS, 8, "allocRunner") == "mismatch"  # the plain verdict
+    why = strict.abstain_reason("a.go", GO_METHODS, [8], "allocRunner", lines, [])
+    assert why == "the cited line lies in `allocRunner`'s code"
+    assert strict.abstain_reason("a.go", GO_METHODS, [12], "allocRunner", lines, []) is None
+
+
+def test_a_rails_declaration_beside_the_citation_names_its_subject_in_any_scope():
+    from mcptrials.grade.citations.verify import _window
+
+    text = '{"file": "app/models/time_entry.rb", "line": 20, "usage": "belongs_to :issue; deletion cascades"}'
+    assert declared(_window(text, [10, 30]), "issue")
+    assert not declared(_window(text, [10, 30]), "project")
