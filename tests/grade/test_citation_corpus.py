@@ -274,8 +274,8 @@ OTHER_SETS = {
         0.84,
     ),  # grader 7: 0.87 (undetermined wrong lines, issue 34); grader 10: 0.846 (holder members)
     "nomad": ("development", 0.85),  # grader 7: 0.88 (undetermined wrong lines, issue 34)
-    "langchainrb": ("development", 0.76),
-    "llm_rb": ("blind", 0.83),  # grader 7: 0.86 (undetermined wrong lines, issue 34)
+    "langchainrb": ("development", 0.79),  # grader 10: 0.800 (grader 9: 0.767)
+    "llm_rb": ("blind", 0.84),  # grader 7: 0.86 (undetermined wrong lines, issue 34); grader 10: 0.850
 }
 
 
