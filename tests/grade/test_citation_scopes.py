@@ -170,3 +170,9 @@ def test_json_field_a_holder_member_names_the_object():
     # grader 10: `"holder": "dsess.DoltSession", "file": "...:45"` names what the line holds
     text = '{"holder": "dsess.DoltSession", "file": "go/sqle/dsess/session.go:45", "impact": "commits fail"}'
     assert json_scopes.json_field(site(text, "go/sqle/dsess/session.go:45")) == "dsess.DoltSession"
+
+
+def test_json_field_an_interface_member_is_not_the_objects_name():
+    # grader 10: the interface a struct satisfies, beside the struct's line, is not what the line holds
+    text = '{"area": "Node Drainer", "file": "nomad/drainer/drainer.go:132", "interface": "RaftApplier"}'
+    assert json_scopes.json_field(site(text, "nomad/drainer/drainer.go:132")) is None
