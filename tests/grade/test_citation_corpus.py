@@ -269,10 +269,10 @@ OTHER_SETS = {
     "redmine": ("development", 0.94),  # grader 7: 0.98 (undetermined wrong lines, issue 34)
     "saleor": ("development", 0.87),  # grader 7: 0.92 (undetermined wrong lines, issue 34)
     "solidus": ("development", 0.88),
-    "dolt": ("development", 0.82),  # grader 7: 0.87 (undetermined wrong lines, issue 34)
+    "dolt": ("development", 0.84),  # grader 7: 0.87 (undetermined wrong lines); grader 10: 0.846
     "nomad": ("development", 0.85),  # grader 7: 0.88 (undetermined wrong lines, issue 34)
-    "langchainrb": ("development", 0.76),
-    "llm_rb": ("blind", 0.83),  # grader 7: 0.86 (undetermined wrong lines, issue 34)
+    "langchainrb": ("development", 0.79),  # grader 10: 0.800 (grader 9: 0.767)
+    "llm_rb": ("blind", 0.84),  # grader 7: 0.86 (undetermined wrong lines, issue 34); grader 10: 0.850
 }
 
 

@@ -164,3 +164,15 @@ def test_one_lexicon_for_identifiers_and_subjects():
     ]
     assert [clean_name(w) for w in ("include", "the", "Spree::Order.new")] == [None, None, "Spree::Order.new"]
     assert code_subject("include Token", is_path) == "Token"
+
+
+def test_json_field_a_holder_member_names_the_object():
+    # grader 10: `"holder": "dsess.DoltSession", "file": "...:45"` names what the line holds
+    text = '{"holder": "dsess.DoltSession", "file": "go/sqle/dsess/session.go:45", "impact": "commits fail"}'
+    assert json_scopes.json_field(site(text, "go/sqle/dsess/session.go:45")) == "dsess.DoltSession"
+
+
+def test_json_field_an_interface_member_is_not_the_objects_name():
+    # grader 10: the interface a struct satisfies, beside the struct's line, is not what the line holds
+    text = '{"area": "Node Drainer", "file": "nomad/drainer/drainer.go:132", "interface": "RaftApplier"}'
+    assert json_scopes.json_field(site(text, "nomad/drainer/drainer.go:132")) is None

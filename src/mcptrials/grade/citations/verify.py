@@ -21,7 +21,7 @@ from mcptrials.grade.citations import strict, structure, subjects
 from mcptrials.grade.citations.context import Answer, identifier
 from mcptrials.grade.citations.extract import has_word
 from mcptrials.grade.citations.grounding import strict_verdict_at
-from mcptrials.grade.citations.lexicon import CONSTRUCTORS, KEYWORDS, IDENT_KEYS, IDENT, QUALIFIED
+from mcptrials.grade.citations.lexicon import CONSTRUCTORS, DECLARATION_WORDS, KEYWORDS, IDENT_KEYS, IDENT, QUALIFIED
 from mcptrials.grade.citations.names import clean_name, code_like, parts_of
 from mcptrials.grade.gittree import CommitTree
 
@@ -212,6 +212,13 @@ CLEAR_SCOPES = frozenset(
 _NAMED_BY_PLACE = frozenset(("json field", "json key", "json owner", "json code", "table name cell"))
 
 
+def _window(text: str, span: list[int]) -> str:
+    """The lines within 200 characters of a citation's span."""
+    lo = text.rfind("\n", 0, max(0, span[0] - 200)) + 1
+    hi = text.find("\n", span[1] + 200)
+    return text[lo : len(text) if hi < 0 else hi]
+
+
 def written_as_code(text: str, span: list[int], subject: dict) -> bool:
     """Whether the answer writes the subject as code near the citation (rule 2): a code-like
     name (`Story#url`, `is_noop`, `HttpTransport`), a name in backticks or bold within its
@@ -220,11 +227,20 @@ def written_as_code(text: str, span: list[int], subject: dict) -> bool:
     last = parts_of(name)[-1]
     if subject["from"] in _NAMED_BY_PLACE or code_like(last, False) or code_like(name, False):
         return True
-    lo = text.rfind("\n", 0, max(0, span[0] - 200)) + 1
-    hi = text.find("\n", span[1] + 200)
-    window = text[lo : len(text) if hi < 0 else hi]
+    window = _window(text, span)
     word = rf"(?<![\w]){re.escape(last)}(?![\w])"
-    return re.search(rf"`[^`\n]*{word}[^`\n]*`|\*\*[^*\n]*{word}[^*\n]*\*\*", window) is not None
+    if re.search(rf"`[^`\n]*{word}[^`\n]*`|\*\*[^*\n]*{word}[^*\n]*\*\*", window):
+        return True
+    return declared(window, last)
+
+
+def declared(text: str, name: str) -> bool:
+    """Whether `text` writes a Rails declaration of `name` out of backticks (`has_many :orders`):
+    code by its form (grader 10), as a code span is."""
+    return (
+        re.search(rf"(?<![\w:])(?:{'|'.join(sorted(DECLARATION_WORDS))})\s+:{re.escape(name)}(?![\w?!])", text)
+        is not None
+    )
 
 
 def confirm_mismatch(g: dict, occ: dict, tree: CommitTree, text: str | None) -> str | None:
@@ -232,7 +248,11 @@ def confirm_mismatch(g: dict, occ: dict, tree: CommitTree, text: str | None) -> 
     when it has positive evidence (docs/grading.md: the subject clearly named, written as code,
     defined in the cited file away from the cited line, nothing else the clause names there)."""
     subject = occ["subject"]
-    if subject["from"] not in CLEAR_SCOPES:
+    if subject["from"] not in CLEAR_SCOPES and not (
+        text is not None and declared(_window(text, occ["span"]), subject["name"])
+    ):
+        # (a Rails declaration quoted beside the citation names its subject in any scope:
+        # `"usage": "belongs_to :issue; ..."`, grader 10)
         return f"subject from the {subject['from']} scope, not named by its clause"
     if text is not None and not written_as_code(text, occ["span"], subject):
         return f"`{subject['name']}` is a plain word of the answer"
