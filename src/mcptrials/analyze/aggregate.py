@@ -68,6 +68,7 @@ from mcptrials.analyze.calibration import calibration
 from mcptrials.analyze.citation_labels import read_labels
 from mcptrials.analyze.comparisons import COMPARISON_FIELDS, comparison_rows, model_host_view
 from mcptrials.analyze.contribution import contribution_view
+from mcptrials.analyze.result_limits import host_limits
 from mcptrials.analyze.environment import METHOD as ENVIRONMENT_METHOD
 from mcptrials.analyze.environment import environment_failures, environment_note
 from mcptrials.analyze.feedback import add_patterns, feedback_table, pattern_csv_rows, pattern_summary
@@ -181,7 +182,12 @@ def aggregate(m: Matrix, runs) -> Summary:
         "comparisons": comparison_rows(trials, m.config["compare"], noise["fairness_noise"], margin),
         "judge_noise": noise,
         "errors": error_taxonomy(trials),
-        "server_profile": server_profile(records, definition_costs(m, snapshots), offered_names(m, snapshots)),
+        "server_profile": server_profile(
+            records,
+            definition_costs(m, snapshots),
+            offered_names(m, snapshots),
+            host_limits(m.config["limits"]["max_result_tokens"]),
+        ),
         "scenarios": scenario_flags(trials, m),
         "pass_hat_curve": pass_hat_curve(trials, m.trials),
         "power": [
