@@ -123,3 +123,77 @@ def test_pareto_front_and_the_smallest_surface_within_the_margin(tmp_path):
         in md
     )
     assert (tmp_path / "tokens_fairness.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_held_out_verdict_against_the_margin():
+    from mcptrials.analyze.contribution import NOT_CONFIRMED, held_out_verdict
+
+    assert held_out_verdict(None, 0.05) == NOT_CONFIRMED  # no held-out trials: never an improvement
+    assert held_out_verdict(-0.06, 0.05) == "did not hold"  # lost more than the margin
+    assert held_out_verdict(-0.05, 0.05) == "held"  # exactly -margin is within it
+    assert held_out_verdict(+0.10, 0.05) == "held"
+
+
+def test_a_confirmed_arm_shows_train_and_held_out_side_by_side(tmp_path):
+    from matrix_helpers import SCENARIO
+
+    scenarios = {s: SCENARIO for s in ("s1", "s2", "s3")} | {h: dict(SCENARIO, split="held-out") for h in ("h1", "h2")}
+    ablate = {"leave_one_out": ["echo", "big"], "confirm": ["faulty-without-echo"]}
+    tools = {"baseline": {"transport": "none"}, "faulty": faulty_tool(ablate=ablate)}
+    m = load_matrix(write_matrix(tmp_path, tools=tools, scenarios=scenarios))
+    full = {"s1": [0.8], "s2": [0.6], "s3": [0.7], "h1": [0.9], "h2": [0.7]}
+    # train: arm - full = 0, 0, 0 (the tool looked useless); held-out: -0.2, -0.1: mean -0.15 < -0.05
+    no_echo = {"s1": [0.8], "s2": [0.6], "s3": [0.7], "h1": [0.7], "h2": [0.6]}
+    every = frame({"faulty": full, "faulty-without-echo": no_echo, "faulty-without-big": full})
+    train = every[~every["scenario"].isin(["h1", "h2"])]
+    c = contribution_view(m, train, [], margin=0.05, every_trial=every)
+    (row,) = c["confirmation"]
+    assert (row["arm"], row["tool"], row["train_n"], row["heldout_n"]) == ("faulty-without-echo", "faulty", 3, 2)
+    assert row["train_diff"] == approx(0.0) and row["heldout_diff"] == approx(-0.15)
+    assert row["verdict"] == "did not hold"
+    held = {r["arm"]: r["held_out"] for r in c["leave_one_out"]}
+    assert held == {"faulty-without-echo": "did not hold", "faulty-without-big": "not confirmed on held-out"}
+    # the train difference alone is what the leave-one-out row shows: 0 over s1-s3
+    assert next(r for r in c["leave_one_out"] if r["left_out"] == "echo")["diff"] == approx(0.0)
+    doc = Doc()
+    add_contribution(doc, {"contribution": c, "margin": 0.05})
+    md = "\n".join(doc.md)
+    assert "Confirmed on held-out scenarios" in md and "did not hold" in md and "-0.150 [" in md
+    assert "not confirmed on held-out" in md
+
+
+def test_the_confirmation_through_aggregate_and_report(tmp_path):
+    """A hand-made runs tree (tests/runs_fixture.py): git ablated without git_log, that arm confirmed
+    on the held-out scenario h1, where it is judged as the baseline is (lower quality): did not hold."""
+    import csv
+    import json
+    import shutil
+
+    import yaml
+
+    from runs_fixture import aggregate_and_report, build, write_trial
+
+    arm = "git-without-git_log"
+    cfg, runs = build(tmp_path, scenarios=("s1", "s2", "s3", "h1"), models=("reference",))
+    held = tmp_path / "scenarios" / "h1.yaml"
+    held.write_text(yaml.safe_dump(dict(yaml.safe_load(held.read_text()), split="held-out")))
+    data = yaml.safe_load(cfg.read_text())
+    data["tools"]["git"]["ablate"] = {"leave_one_out": ["git_log"], "confirm": [arm]}
+    cfg.write_text(yaml.safe_dump(data))
+    for sc in ("s1", "s2", "s3", "h1"):
+        for n in (1, 2):
+            write_trial(runs, "reference", arm, sc, n)
+    for n in (1, 2):  # on h1 the arm's answers are judged as the baseline's
+        shutil.copy(
+            runs / f"reference/loop/baseline/tiny/h1/{n}/judged.json", runs / f"reference/loop/{arm}/tiny/h1/{n}"
+        )
+    agg, out = aggregate_and_report(tmp_path, cfg, runs)
+    with open(agg / "confirmation.csv", newline="") as f:
+        (row,) = csv.DictReader(f)
+    assert (row["arm"], row["train_n"], row["heldout_n"], row["verdict"]) == (arm, "3", "1", "did not hold")
+    assert float(row["train_diff"]) == approx(0.0) and float(row["heldout_diff"]) < -0.05
+    summary = json.loads((agg / "summary.json").read_text())
+    # the held-out trials count in the confirmation only: no tool row or trial row has h1
+    assert {t["scenario"] for t in summary["trials"]} == {"s1", "s2", "s3"}
+    report = (out / "report.md").read_text()
+    assert "Confirmed on held-out scenarios" in report and "did not hold" in report

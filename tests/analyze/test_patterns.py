@@ -164,6 +164,17 @@ CASES = {
         transcript([SEARCH, call(0, 2, "mcp__srv__stats", {}, "MCP error -32602: Unknown tool: stats", error=True)]),
         None,
     ),
+    "read_only_wrote": (
+        transcript(
+            [
+                SEARCH,
+                call(0, 2, "mcp__srv__peek", {}, "README.md")
+                | {"workspace_changed": {"count": 1, "paths": [".peek-cache"]}},
+            ]
+        ),
+        transcript([SEARCH, call(0, 2, "mcp__srv__peek", {}, "README.md")]),
+        None,
+    ),
     # search: {search, text, repository, pattern}; grep_text: {search, text, repository, regex}: 3 of 5 shared, 60%
     "confused_tools": (
         transcript([SEARCH, call(0, 2, "mcp__srv__grep_text", {"q": "helper"}, "src/util.py:1: def helper(x)")]),

@@ -244,3 +244,25 @@ def test_the_ablation_arms_are_planned_apart(tmp_path):
     # 2 arms x 1 scenario x 2 trials x 2 models = 8 trials; claude's 4 at the upper bound, reference free
     assert line.startswith("of which ablation of tools.faulty (2 arm(s)): 8 trial(s), expected $0.6300")
     assert 4 * UB_TRIAL == pytest.approx(0.63) and "still to run 8 ($0.6300)" in line
+
+
+def test_the_confirmation_on_held_out_is_planned_apart(tmp_path):
+    import yaml
+
+    from matrix_helpers import faulty_tool
+
+    path = project(tmp_path)
+    cfg = yaml.safe_load(path.read_text())
+    ablate = {"leave_one_out": ["echo", "big"], "confirm": ["faulty-without-echo"]}
+    cfg["tools"] = {"baseline": {"transport": "none"}, "faulty": faulty_tool(ablate=ablate)}
+    path.write_text(yaml.safe_dump(cfg))
+    held = path.parent / "scenarios" / "held.yaml"
+    sc = yaml.safe_load(next(p for p in held.parent.glob("*.yaml")).read_text())
+    held.write_text(yaml.safe_dump(dict(sc, split="held-out")))
+    lines = format_plan(cost_plan(load_matrix(path), tmp_path / "results")).splitlines()
+    # baseline, faulty and the arm on 1 held-out scenario x 2 trials x 2 models = 12 trials
+    line = next(ln for ln in lines if ln.startswith("of which the confirmation"))
+    assert line.startswith("of which the confirmation on 1 held-out scenario(s) (3 tool(s)): 12 trial(s)")
+    # the arms' own line counts their train trials only, as without confirm
+    arms = next(ln for ln in lines if ln.startswith("of which ablation"))
+    assert arms.startswith("of which ablation of tools.faulty (2 arm(s)): 8 trial(s), expected $0.6300")

@@ -338,6 +338,11 @@ def test_replay_names_what_is_wrong_with_heads_surface(runs, tmp_path, monkeypat
     found = res["tools"]["search"]["surface"]
     over = [f for f in found if f["kind"] == "result over the host's limit"]
     assert over and all(f["tool"] == "search_code" and f["trials"] for f in over)
+    # 150,000 characters = 37,500 tokens: over every host's limit, each named
+    assert (
+        "about 37,500 tokens, over claude-code's 25,000, codex's 25,000, loop's 25,000, opencode's 12,800"
+        in (over[0]["detail"])
+    )
     never = sorted(f["tool"] for f in found if f["kind"] == "never called")
     assert never == ["big", "echo", "fail", "stats"]
     assert "surface: result over the host's limit: search_code" in out and "surface finding(s)" in md

@@ -285,6 +285,17 @@ def test_surface_findings_name_the_trials_that_show_them():
     ]
     items = [([{"path": "runs/m/loop/srv/r/s/1"}, {"path": "runs/m/loop/srv/r/s/2"}], {"tools": tools, "calls": calls})]
     got = [(f["kind"], f["tool"], len(f["trials"])) for f in surface_findings(items)]
+    # HEAD's whole result of 60,000 characters (15,000 tokens): over opencode's 12,800 only
+    from mcptrials.analyze.result_limits import host_limits
+
+    sized = [
+        (
+            [{"path": "runs/m/loop/srv/r/s/1"}],
+            {"tools": tools, "calls": [c("search", {}, head_chars=60_000)], "limits": host_limits(25_000)},
+        )
+    ]
+    (over,) = [f for f in surface_findings(sized) if f["kind"] == OVER_CAP]
+    assert over["detail"] == "search {}: about 15,000 tokens, over opencode's 12,800"
     assert got == [
         (OVER_CAP, "search", 2),
         (CONFUSED, "grep_text", 2),

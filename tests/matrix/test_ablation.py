@@ -118,3 +118,32 @@ def test_an_arm_name_taken_by_another_tool_is_refused(tmp_path):
     t = dict(tools({"leave_one_out": ["echo"]}), **{"faulty-without-echo": faulty_tool("ok")})
     with pytest.raises(ConfigError, match=r"field tools\.faulty\.ablate: the arm faulty-without-echo is also a tool"):
         load_matrix(write_matrix(tmp_path, tools=t))
+
+
+def test_confirm_adds_the_arm_its_server_and_the_baseline_on_held_out_scenarios(tmp_path):
+    from matrix_helpers import SCENARIO
+
+    scenarios = {"t1": SCENARIO, "t2": SCENARIO, "h1": dict(SCENARIO, split="held-out")}
+    ablate = {"leave_one_out": ["echo", "big"], "confirm": ["faulty-without-echo"]}
+    m = load_matrix(write_matrix(tmp_path, tools=tools(ablate), scenarios=scenarios, trials=2))
+    assert m.confirmed == {"faulty-without-echo": "faulty"}
+    assert [s.id for s in m.run_scenarios()] == ["t1", "t2"] and [s.id for s in m.confirm_scenarios()] == ["h1"]
+    held = [(k.tool, k.trial) for k in m.cells() if k.scenario == "h1"]
+    # baseline, full server and the confirmed arm, 2 trials each; the other arm never on held-out
+    assert held == [(t, n) for t in ("baseline", "faulty", "faulty-without-echo") for n in (1, 2)]
+    assert sum(1 for _ in m.cells()) == 4 * 2 * 2 + 6
+    # confirming changes no tool entry: the arm's train trials are not rerun
+    plain = load_matrix(
+        write_matrix(tmp_path / "p", tools=tools({"leave_one_out": ["echo", "big"]}), scenarios=scenarios)
+    )
+    assert m.tools == plain.tools and not plain.confirm_scenarios() and sum(1 for _ in plain.cells()) == 8
+    from mcptrials.dag.planned import matrix_product
+
+    assert matrix_product(m).endswith(
+        "= 16 trials, and 6 trial(s) confirming ablation arms on held-out scenario(s) (ablate.confirm)"
+    )
+
+
+def test_confirm_must_name_an_arm(tmp_path):
+    with pytest.raises(ConfigError, match=r"tools.faulty.ablate.confirm: echo is not an arm of tools.faulty"):
+        load_matrix(write_matrix(tmp_path, tools=tools({"leave_one_out": ["echo"], "confirm": ["echo"]})))

@@ -97,3 +97,16 @@ def test_memory_subsets_shapley_values_sum_to_full_minus_empty(tmp_path):
     total = sum(float(r["shapley"]) for r in rows)
     assert total == pytest.approx(float(rows[0]["v_full"]) - float(rows[0]["v_empty"]), abs=1e-9)
     print("\n" + "\n".join(f"{r['name']}: {float(r['shapley']):+.4f} (calls {r['calls_full']})" for r in rows))
+
+
+def test_ablate_demo_confirms_the_arm_without_the_search_on_held_out(tmp_path):
+    """The demo's confirmed arm (configs/ablate-demo.yaml `confirm:`) through the workflow: its train and
+    held-out differences side by side in confirmation.csv and the report."""
+    run_config(tmp_path, CONFIG, {"demo/shop.bundle": "demo/shop.bundle", "scenarios": "scenarios"})
+    with open(tmp_path / "results" / "aggregate" / "confirmation.csv", newline="") as f:
+        (row,) = csv.DictReader(f)
+    assert row["arm"] == "code-index-without-search_code_advanced" and row["heldout_n"] == "1"
+    assert row["verdict"] in ("held", "did not hold") and int(row["train_n"]) == 4
+    report = (tmp_path / "results" / "report" / "report.md").read_text()
+    assert "Confirmed on held-out scenarios" in report and row["verdict"] in report
+    print(f"\ntrain {row['train_diff']} held-out {row['heldout_diff']}: {row['verdict']}")

@@ -68,6 +68,7 @@ from mcptrials.analyze.calibration import calibration
 from mcptrials.analyze.citation_labels import read_labels
 from mcptrials.analyze.comparisons import COMPARISON_FIELDS, comparison_rows, model_host_view
 from mcptrials.analyze.contribution import contribution_view
+from mcptrials.analyze.result_limits import host_limits
 from mcptrials.analyze.environment import METHOD as ENVIRONMENT_METHOD
 from mcptrials.analyze.environment import environment_failures, environment_note
 from mcptrials.analyze.feedback import add_patterns, feedback_table, pattern_csv_rows, pattern_summary
@@ -116,11 +117,17 @@ def aggregate(m: Matrix, runs) -> Summary:
     # a run in waves: the trials its waves ran (mcptrials.analyze.sequential), not every cell up to max
     records = load_records(m, runs, cells=ran_keys(m, Path(runs).parent) if m.sequential else None)
     snapshots = Path(runs).parent / "snapshots"
-    rows = [raw_row(r, m) for r in records]
+    # the confirmation's trials on held-out scenarios (ablate.confirm) count in its table only
+    held = {s.id for s in m.confirm_scenarios()}
+    confirming = [r for r in records if r["key"]["scenario"] in held]
+    records = [r for r in records if r["key"]["scenario"] not in held]
+    rows, confirm_rows = [raw_row(r, m) for r in records], [raw_row(r, m) for r in confirming]
     findings = add_patterns(rows, records, snapshots)  # row["patterns"]: {name: count}
+    add_patterns(confirm_rows, confirming, snapshots)
     has_baseline = BASELINE in m.tools
     weights = m.config["weights"]
     notes = score_rows(rows, weights, has_baseline)
+    score_rows(confirm_rows, weights, has_baseline)
     trials = trial_frame(rows)
     notes += pricing_notes(trials)
     missing = missing_summary(trials, m.config["retries"]["max_attempts"])
@@ -175,7 +182,12 @@ def aggregate(m: Matrix, runs) -> Summary:
         "comparisons": comparison_rows(trials, m.config["compare"], noise["fairness_noise"], margin),
         "judge_noise": noise,
         "errors": error_taxonomy(trials),
-        "server_profile": server_profile(records, definition_costs(m, snapshots), offered_names(m, snapshots)),
+        "server_profile": server_profile(
+            records,
+            definition_costs(m, snapshots),
+            offered_names(m, snapshots),
+            host_limits(m.config["limits"]["max_result_tokens"]),
+        ),
         "scenarios": scenario_flags(trials, m),
         "pass_hat_curve": pass_hat_curve(trials, m.trials),
         "power": [
@@ -190,7 +202,15 @@ def aggregate(m: Matrix, runs) -> Summary:
         # the reader's labels (`mcptrials label`), when the config's locked/ holds them
         "calibration": calibration(records, read_labels(m.locked_dir) if m.locked_dir else None),
         # each tool's contribution from ablation arms (empty lists without any)
-        "contribution": contribution_view(m, trials, records, margin, tools, definition_costs(m, snapshots)),
+        "contribution": contribution_view(
+            m,
+            trials,
+            records,
+            margin,
+            tools,
+            definition_costs(m, snapshots),
+            trial_frame(rows + confirm_rows) if confirm_rows else trials,
+        ),
     }
     if m.sequential:  # a run in waves: why each tool stopped, and what was not spent
         out["sequential"] = sequential_summary(m, Path(runs).parent)
@@ -245,6 +265,11 @@ def write_aggregate(result: Summary, out_dir) -> dict[str, Path]:
         if contrib.get("shapley"):
             paths["shapley"] = out / "shapley.csv"
             write_csv(paths["shapley"], contrib["shapley"], SHAPLEY_FIELDS)
+        if contrib.get("confirmation"):  # the arms confirmed on held-out scenarios (ablate.confirm)
+            from mcptrials.analyze.contribution import CONFIRM_FIELDS
+
+            paths["confirmation"] = out / "confirmation.csv"
+            write_csv(paths["confirmation"], contrib["confirmation"], CONFIRM_FIELDS)
     calib = out / "citation_calibration.csv"  # only with labels: no file rather than an empty one
     if calibrated := result.get("calibration"):
         paths["calibration"] = calib

@@ -11,6 +11,9 @@
   the arm offering exactly S (the full server for all of them), and each tool's value
   (stats.shapley): exact over all subsets, or the permutation-sampling estimate with its SE
   over the orders the config drew (matrix.ablation.sample_orders, the same seed).
+- confirmation (`ablate.confirm`): each confirmed arm's difference from its full server (arm minus
+  full) on the train scenarios and on the held-out ones, and whether the choice held there; every
+  other arm's leave-one-out row says it was not confirmed on held-out.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ LOO_FIELDS = (
     "calls_full",
     "calls_arm",
     "note",
+    "held_out",
 )
 SHAPLEY_FIELDS = ("model", "tool", "name", "shapley", "se", "method", "v_full", "v_empty", "calls_full")
 METHOD = (
@@ -88,15 +92,18 @@ def contribution_view(
     margin: float,
     tool_rows: list | None = None,
     costs: dict | None = None,
+    every_trial: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
-    """summary.json `contribution`: {leave_one_out, shapley, surface: rows, method}; empty lists
-    without arms. `tool_rows`: the summary's tool rows (fairness with its interval); `costs`:
-    tool -> its definition tokens (analyze.records_summary.definition_costs)."""
+    """summary.json `contribution`: {leave_one_out, shapley, surface, confirmation: rows, method};
+    empty lists without arms. `tool_rows`: the summary's tool rows (fairness with its interval);
+    `costs`: tool -> its definition tokens (analyze.records_summary.definition_costs);
+    `every_trial`: the run's trials and the confirmation's on held-out scenarios (default `trials`)."""
     arms = {t: a for t, spec in m.tools.items() if (a := ablation_of(spec))}
-    out: dict[str, Any] = {"leave_one_out": [], "shapley": [], "surface": [], "method": METHOD}
+    out: dict[str, Any] = {"leave_one_out": [], "shapley": [], "surface": [], "confirmation": [], "method": METHOD}
     if not arms:
         return out
     out["surface"] = surface_rows(arms, tool_rows or [], costs or {}, margin)
+    out["confirmation"] = confirmation_rows(m, trials if every_trial is None else every_trial, margin)
     calls = call_counts(records)
     for model, of_model in trials.groupby("model", sort=False):
         means = {
@@ -108,6 +115,61 @@ def contribution_view(
             subsets = [a for a in mine.values() if a["kind"] == "subsets"]
             if subsets:
                 out["shapley"] += shapley_rows(m, str(model), base, subsets[0], means, calls)
+    held = {(r["model"], r["arm"]): r["verdict"] for r in out["confirmation"]}
+    for r in out["leave_one_out"]:
+        r["held_out"] = held.get((r["model"], r["arm"]), NOT_CONFIRMED)
+    return out
+
+
+NOT_CONFIRMED = "not confirmed on held-out"
+CONFIRM_FIELDS = (
+    "model",
+    "tool",
+    "arm",
+    "train_diff",
+    "train_lo",
+    "train_hi",
+    "train_n",
+    "heldout_diff",
+    "heldout_lo",
+    "heldout_hi",
+    "heldout_n",
+    "verdict",
+)
+
+
+def held_out_verdict(heldout_diff: float | None, margin: float) -> str:
+    """Whether an arm chosen on train held on the held-out scenarios, from its held-out difference
+    (arm minus full server, mean over scenarios of fairness): "did not hold" when it is below
+    -margin (the arm lost more than the smallest difference that matters), "held" otherwise, and
+    NOT_CONFIRMED without held-out trials: a choice is never called an improvement from train alone.
+    Source: this project, issue 37 item 4."""
+    if heldout_diff is None:
+        return NOT_CONFIRMED
+    return "did not hold" if heldout_diff < -margin else "held"
+
+
+def confirmation_rows(m, trials: pd.DataFrame, margin: float) -> list[dict]:
+    """Per model and confirmed arm (`ablate.confirm`): the paired difference of fairness, arm minus its
+    full server, on the train scenarios and on the held-out ones side by side, and the verdict."""
+    from mcptrials.stats.paired import paired_difference
+
+    split = {sc: s.split for sc, s in m.scenarios.items()}
+    out: list[dict] = []
+    for model, of_model in trials.groupby("model", sort=False):
+        for arm, base in m.confirmed.items():
+            row: dict[str, Any] = {"model": str(model), "tool": base, "arm": arm, "train_n": 0, "heldout_n": 0}
+            for part, name in (("train", "train"), ("heldout", "held-out")):
+                mine = of_model[of_model["scenario"].map(split) == name]
+                a, b = (
+                    {sc: mean(v) for sc, v in per_scenario(used(mine[mine["tool"] == t])).items()} for t in (arm, base)
+                )
+                if set(a) & set(b):
+                    d = paired_difference(a, b, bounds=(-1, 1))
+                    row |= {f"{part}_diff": d["mean_diff"], f"{part}_lo": d["lo"], f"{part}_hi": d["hi"]}
+                    row[f"{part}_n"] = d["n"]
+            out.append(dict(dict.fromkeys(CONFIRM_FIELDS), **row))
+            out[-1]["verdict"] = held_out_verdict(out[-1]["heldout_diff"], margin)
     return out
 
 

@@ -415,6 +415,18 @@ def invalid_structured_content(t: dict, scored=None, tools=None) -> list[dict]:
     ]
 
 
+def read_only_wrote(t: dict, scored=None, tools=None) -> list[dict]:
+    """A call to a server tool annotated readOnlyHint: true after which the workspace's files
+    had changed (the host recorded `workspace_changed`, prepare.tree_state)."""
+    out = []
+    for n, c in enumerate(t.get("tool_calls") or []):
+        if w := c.get("workspace_changed"):
+            paths = ", ".join(w["paths"][:5]) + (" …" if w["count"] > 5 else "")
+            detail = f"{c.get('tool')} is annotated readOnlyHint and changed {w['count']} path(s): {paths}"
+            out.append(finding("read_only_wrote", c.get("step"), c.get("turn"), n, detail))
+    return out
+
+
 class Pattern(NamedTuple):
     description: str
     detector: Callable[..., list[dict]]
@@ -445,6 +457,9 @@ PATTERNS: dict[str, Pattern] = {
     "invalid_structured_content": Pattern(
         "a result whose structuredContent does not validate against the tool's outputSchema (the client refused it)",
         invalid_structured_content,
+    ),
+    "read_only_wrote": Pattern(
+        "a call to a tool annotated readOnlyHint: true that changed the workspace's files", read_only_wrote
     ),
 }
 

@@ -8,12 +8,13 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from mcptrials.analyze.result_limits import over_host_limits, over_limits, result_tokens
 from mcptrials.analyze.trial_rows import mean, read_json
 from mcptrials.core.outcomes import is_missing
 from mcptrials.core.rows import CompositionRow
 from mcptrials.matrix.matrix import Matrix
 from mcptrials.matrix.tools import BASELINE
-from mcptrials.core.keys import BY_FORM, N_NOT_CHECKED, N_TRIALS
+from mcptrials.core.keys import BY_FORM, MODEL_NAME, N_NOT_CHECKED, N_TRIALS
 
 
 def judge_noise(records: list[dict], w_quality: float) -> dict:
@@ -110,12 +111,17 @@ def offered_names(m: Matrix, snapshots) -> dict[str, list[str]]:
 
 
 def server_profile(
-    records: list[dict], definitions: dict | None = None, offered: dict[str, list[str]] | None = None
+    records: list[dict],
+    definitions: dict | None = None,
+    offered: dict[str, list[str]] | None = None,
+    limits: dict | None = None,
 ) -> list[dict]:
     """Per tool: server name/version, start-up time, tool-call latency p50/p95, result sizes,
     peak memory (run_meta and the transcripts' tool calls), what its tool definitions
     add to every request (`definition_tokens`, from definition_costs), and `never_called`: the
-    server tools its snapshot offered that no trial of the run called (None: no snapshot known)."""
+    server tools its snapshot offered that no trial of the run called (None: no snapshot known),
+    and `over_host_limit`: per host, its server's results over that host's limit
+    (analyze.result_limits; `limits`: host_limits of the config), with the trials that show them."""
     out = []
     for tool in dict.fromkeys(r["key"]["tool"] for r in records):
         rs = [r for r in records if r["key"]["tool"] == tool]
@@ -150,9 +156,24 @@ def server_profile(
                 "never_called": None
                 if offered is None or tool == BASELINE
                 else [n for n in offered.get(tool, []) if n not in {c["tool"] for c in calls}],
+                "over_host_limit": over_host_limits(
+                    [
+                        (trial_path(r), c)
+                        for r in rs
+                        for c in r["transcript"]["tool_calls"]
+                        if c["source"] == "mcp" and over_limits(result_tokens(c), limits or {})
+                    ],
+                    limits or {},
+                ),
             }
         )
     return out
+
+
+def trial_path(rec: dict) -> str:
+    """A record's trial folder under results/runs: model/host/tool/repo/scenario/trial."""
+    k = rec["key"]
+    return "/".join(str(k[f]) for f in (MODEL_NAME, "host", "tool", "repo", "scenario", "trial"))
 
 
 def did_not_start(failed: list[dict], used: set[tuple[str, str]], install_of: dict[str, str]) -> set[str]:

@@ -33,11 +33,14 @@ def error_exit(e: Exception) -> int:
 
 def matrix_line(m) -> str:
     """The matrix's shape and its number of trials (`validate`, `plan`)."""
-    cells = sum(1 for _ in m.cells())
+    held = {sc.id for sc in m.confirm_scenarios()}  # ablate.confirm's trials, counted apart
+    cells = sum(1 for k in m.cells() if k.scenario not in held)
+    more = sum(1 for k in m.cells() if k.scenario in held)
     seq = m.sequential  # in waves: min to max trials a cell, so the count is the most
     return (
         f"{len(m.models)} model(s) x {len(m.hosts)} host(s) x {len(m.tools)} tool(s) x "
         f"{len(m.run_scenarios())} scenario(s) x "
         + (f"{seq['min']} to {seq['max']} trial(s) in waves = at most " if seq else f"{m.trials} trial(s) = ")
         + f"{cells} trials"
+        + (f", and {more} trial(s) confirming ablation arms on held-out scenario(s) (ablate.confirm)" if more else "")
     )

@@ -187,6 +187,9 @@ class CostPlan:
     ledger: Path
     reasons: str = ""  # why the trials still to run run: '8 rerun: server files changed, 2 new'
     ablation: dict[str, str] = field(default_factory=dict)  # ablation arm -> the tool it ablates (matrix.ablation)
+    confirm: set[str] = field(
+        default_factory=set
+    )  # the held-out scenarios of ablate.confirm (Matrix.confirm_scenarios)
 
     @property
     def expected(self) -> float | None:
@@ -334,6 +337,7 @@ def cost_plan(
         ledger=ledger,
         reasons=reasons,
         ablation=arms,
+        confirm={sc.id for sc in m.confirm_scenarios()},
     )
 
 
@@ -412,13 +416,20 @@ def format_plan(plan: CostPlan, config_name: str = "") -> str:
 
 
 def ablation_lines(plan: CostPlan) -> list[str]:
-    """The ablation arms' part of the plan, apart: per ablated tool, its arms' trials and cost."""
+    """The ablation arms' part of the plan, apart: per ablated tool, its arms' trials and cost on the run's
+    scenarios, then the confirmation's (arms, full servers and baseline on held-out scenarios)."""
     out = []
-    for base in dict.fromkeys(plan.ablation.values()):
-        cs = [c for c in plan.cells if plan.ablation.get(c.tool) == base]
-        arms = len({c.tool for c in cs})
+    parts: list[tuple[str, str, list[CellCost]]] = [
+        (f"ablation of tools.{base}", "arm", [c for c in plan.cells if plan.ablation.get(c.tool) == base])
+        for base in dict.fromkeys(plan.ablation.values())
+    ]
+    parts = [(what, unit, [c for c in cs if c.scenario not in plan.confirm]) for what, unit, cs in parts]
+    if plan.confirm:
+        held = [c for c in plan.cells if c.scenario in plan.confirm]
+        parts.append((f"the confirmation on {len(plan.confirm)} held-out scenario(s)", "tool", held))
+    for what, unit, cs in parts:
         out.append(
-            f"of which ablation of tools.{base} ({arms} arm(s)): {sum(c.trials for c in cs)} trial(s), expected "
+            f"of which {what} ({len({c.tool for c in cs})} {unit}(s)): {sum(c.trials for c in cs)} trial(s), expected "
             f"{usd(_sum(c.expected for c in cs))}, upper bound {usd(_sum(c.upper for c in cs))}, still to run "
             f"{sum(c.to_run for c in cs)} ({usd(_sum(c.to_spend for c in cs))})"
         )

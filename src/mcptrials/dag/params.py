@@ -103,14 +103,14 @@ class RuleTables:
 def rule_tables(m: Matrix, rerun: dict, runs: str = RUNS) -> RuleTables:
     """The lookups of the per-trial rules of matrix `m`, given its rerun keys (`rule_params(m)`)
     and the runs folder (where missing trials' attempts are found)."""
-    scenario_file = {sc.id: project_path(str(sc.path)) for sc in m.run_scenarios()}
+    scenario_file = {sc.id: project_path(str(sc.path)) for sc in m.trial_scenarios()}
     scored = {
         sc.id: {
             "rerun": rerun["scored"][(sc.id,)],
             "scenario": scenario_file[sc.id],
             "commit": m.repos[sc.repo]["commit"],
         }
-        for sc in m.run_scenarios()
+        for sc in m.trial_scenarios()
     }
     judged = {s: {"rerun": rerun["judged"][(s,)], "scenario": f} for s, f in scenario_file.items()}
     judged_rec = {k: dict(judged[k[3]], judgement=sha) for k, sha in recorded_judgements(m).items()}

@@ -150,11 +150,16 @@ def matrix_product(m: Matrix) -> str:
         + (f"{seq['min']} to {seq['max']} trial(s) in waves" if seq else f"{m.trials} trial(s)")
     )
     product = len(m.models) * len(m.hosts) * len(m.tools) * len(m.run_scenarios()) * m.trials
-    n = sum(1 for _ in m.cells())
+    held = {sc.id for sc in m.confirm_scenarios()}
+    n = sum(1 for k in m.cells() if k.scenario not in held)
+    more = sum(1 for k in m.cells() if k.scenario in held)
+    more_text = (
+        f", and {more} trial(s) confirming ablation arms on held-out scenario(s) (ablate.confirm)" if more else ""
+    )
     dropped = [f"{model} under {host}" for model in m.models for host in m.hosts if not m.runs_under(model, host)]
     if not dropped:
-        return f"{text} = {'at most ' if seq else ''}{n} trials"
+        return f"{text} = {'at most ' if seq else ''}{n} trials{more_text}"
     return (
         f"{text} = {product}, less {product - n} for the (model, host) pair(s) the host cannot drive "
-        f"({', '.join(dropped)}): {n} trials"
+        f"({', '.join(dropped)}): {n} trials{more_text}"
     )

@@ -113,7 +113,8 @@ TABLE: tuple[Entry, ...] = (
         "tools.*.ablate",
         NONE,
         "expanded at load into ablation arms, new tools of their own (variants: their snapshots and trials), "
-        "and removed from the entry: the ablated server itself reruns nothing",
+        "and removed from the entry: the ablated server itself reruns nothing; `confirm` adds trials on the "
+        "held-out scenarios (new cells) and reruns none",
     ),
     Entry(
         "tools.*.conformance",
@@ -369,7 +370,7 @@ def heldout_scenarios(m: Matrix) -> list[str]:
 
 def _entities(m: Matrix, rule: str) -> dict[str, list[str]]:
     """Every entity of each dimension a rule's jobs can see (the run's, not the config's)."""
-    scen = heldout_scenarios(m) if rule == H else [s.id for s in m.run_scenarios()]
+    scen = heldout_scenarios(m) if rule == H else [s.id for s in m.trial_scenarios()]
     return {
         "tool": list(m.tools),
         "repo": m.run_repos(),

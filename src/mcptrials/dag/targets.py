@@ -45,7 +45,7 @@ def wildcards(m) -> dict[str, str]:
         "host": m.hosts,
         "tool": m.tools,
         "repo": m.repos,
-        "scenario": [sc.id for sc in m.run_scenarios()],
+        "scenario": [sc.id for sc in m.trial_scenarios()],
         "trial": range(1, m.trials + 1),
     }
     return {f: _alternation(values[f]) for f in FIELDS}

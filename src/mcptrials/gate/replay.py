@@ -38,6 +38,7 @@ from typing import Any
 
 from mcptrials import __version__
 from mcptrials.matrix.config import load_matrix
+from mcptrials.analyze.result_limits import host_limits
 from mcptrials.gate.surface import surface_findings
 from mcptrials.matrix.errors import ConfigError
 
@@ -375,6 +376,7 @@ async def replay_trial(m, tool: str, trial: dict, checkout: dict, index_dir, err
 
     from mcptrials.run.hosts.loop import result_text
     from mcptrials.prepare.servers import leaf_error, open_server, stderr_tail
+    from mcptrials.prepare.tree_state import changed, fingerprint
     from mcptrials.run.trial import Sandbox, cap_text
 
     spec = m.specs.tools[tool]
@@ -384,6 +386,7 @@ async def replay_trial(m, tool: str, trial: dict, checkout: dict, index_dir, err
     sandbox = Sandbox.create(checkout["tree"], index_dir)
     roots = tuple(x for x in (old, str(sandbox.root)) if x)
     out: dict[str, Any] = {"calls": [], "error": None, "startup_seconds": None, "server_version": None}
+    out["limits"] = host_limits(cap)  # each host's limit on one result, against HEAD's (gate.surface)
 
     def record(c, cls, text="", latency=None, detail=None, **extra):
         out["calls"].append(
@@ -416,14 +419,15 @@ async def replay_trial(m, tool: str, trial: dict, checkout: dict, index_dir, err
                     if gone:
                         record(c, NOW_ERROR, detail=gone)
                         continue
+                    ro = fingerprint(sandbox.workspace) if c["tool"] in s.read_only else None  # readOnlyHint
                     t0 = time.monotonic()
-                    head = {"error": None, "is_error": False, "text": ""}
+                    head: dict[str, Any] = {"error": None, "is_error": False, "text": ""}
                     try:
                         r = await s.client.call_tool(
                             c["tool"], rebase(c.get("arguments") or {}, old, str(sandbox.root))
                         )
-                        text, cut = cap_text(result_text(r), cap)
-                        head.update(text=text, is_error=bool(r.is_error), over_cap=cut)
+                        text, cut = cap_text(whole := result_text(r), cap)
+                        head.update(text=text, is_error=bool(r.is_error), over_cap=cut, chars=len(whole))
                     except MCPError as e:
                         head.update(error=f"MCP error: {e}", text=f"MCP error: {e}")
                         if "closed" in str(e).lower():  # the server is gone for the rest of the trial
@@ -432,7 +436,9 @@ async def replay_trial(m, tool: str, trial: dict, checkout: dict, index_dir, err
                         head.update(error=f"{type(e).__name__}: {e}", text=f"{type(e).__name__}: {e}")
                     latency = round((time.monotonic() - t0) * 1000, 2)
                     cls = classify(c, head, roots)
-                    record(c, cls, head["text"], latency, head["error"], head_over_cap=head.get("over_cap", False))
+                    over = {"head_over_cap": head.get("over_cap", False), "head_chars": head.get("chars")}
+                    over["head_wrote"] = changed(ro, fingerprint(sandbox.workspace)) if ro is not None else []
+                    record(c, cls, head["text"], latency, head["error"], **over)
         except Exception as e:  # noqa: BLE001 - the server did not start (or died at start)
             leaf = leaf_error(e)
             if not out["calls"]:

@@ -27,6 +27,10 @@ Subsets: `all` runs every proper subset (2^n - 1 arms; at most 6 tools, so 63 ar
 gives the exact Shapley value; `{sample: N}` draws N random orders of the tools (seeded by
 `ablate.seed`) and runs every prefix of each: the arms the permutation-sampling estimate
 needs (mcptrials.stats.shapley), at most N*(n-1)+1 arms.
+
+`confirm: [arm, ...]` names arms to confirm on the held-out split: each, and its full server,
+also run on the config's held-out scenarios (Matrix.confirm_scenarios), and the report sets
+their train and held-out differences side by side (mcptrials.analyze.contribution).
 """
 
 from __future__ import annotations
@@ -41,6 +45,10 @@ from pathlib import Path
 from mcptrials.matrix.errors import ConfigError
 
 MAX_ALL_SUBSETS = 6  # 2^6 - 1 = 63 arms; beyond, sample orders
+# The loaded config's arms to confirm on the held-out split (arm -> its full server), set by
+# expand_ablations from `ablate.confirm`: kept out of the tool entries, so confirming an arm
+# adds its held-out trials and reruns none of its train ones.
+CONFIRM = "ablation_confirm"
 
 
 def arm_name(tool: str, left_out: list[str] | str) -> str:
@@ -135,6 +143,7 @@ def expand_ablations(path: Path, data: dict, results: Path = Path("results")) ->
     if not any("ablate" in spec for spec in tools.values()):
         return
     out: dict[str, dict] = {}
+    confirm: dict[str, str] = {}
     for name, spec in tools.items():
         ablate = spec.pop("ablate", None)
         out[name] = spec
@@ -147,14 +156,30 @@ def expand_ablations(path: Path, data: dict, results: Path = Path("results")) ->
                 + ("is itself a variant: put `ablate` on its base" if spec.get("variant_of") else "has transport ")
                 + ("" if spec.get("variant_of") else f"{spec['transport']}: remove `ablate` or use transport stdio")
             )
-        for arm, overrides in _arms(path, name, ablate, data, results).items():
+        arms = _arms(path, name, ablate, data, results)
+        for arm, overrides in arms.items():
             if arm in tools or arm in out:
                 raise ConfigError(
                     f"{where}: the arm {arm} is also a tool of the config; rename that tool or remove `ablate`"
                 )
             out[arm] = dict(copy.deepcopy(spec), variant_of=name, overrides=overrides)
+        confirm.update(confirmed_arms(where, name, ablate, list(arms)))
     tools.clear()
     tools.update(out)
+    if confirm:
+        data[CONFIRM] = confirm
+
+
+def confirmed_arms(where: str, tool: str, ablate, arms: list[str]) -> dict[str, str]:
+    """arm -> its full server, for `ablate.confirm` (each must be one of the arms just expanded)."""
+    names = (ablate.get("confirm") or []) if isinstance(ablate, dict) else []
+    unknown = [a for a in names if a not in arms]
+    if unknown:
+        raise ConfigError(
+            f"{where}.confirm: {', '.join(unknown)} is not an arm of tools.{tool} (its arms: "
+            f"{', '.join(arms) or 'none'}); name an arm by its full name, e.g. {arms[0] if arms else tool + '-without-x'}"
+        )
+    return dict.fromkeys(names, tool)
 
 
 def ablation_of(spec: dict) -> dict | None:

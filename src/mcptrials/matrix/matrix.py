@@ -8,11 +8,12 @@ import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mcptrials.matrix.ablation import CONFIRM
 from mcptrials.matrix.hashing import canonical_hash
 from mcptrials.matrix.scenario import Scenario
 from mcptrials.matrix.schema import host_drives
 from mcptrials.matrix.specs import Specs
-from mcptrials.matrix.tools import RECORDED, spec_config
+from mcptrials.matrix.tools import BASELINE, RECORDED, spec_config
 
 
 @dataclass
@@ -56,6 +57,23 @@ class Matrix:
         splits = set(self.config["splits"])
         return [s for s in self.scenarios.values() if s.split in splits]
 
+    @property
+    def confirmed(self) -> dict[str, str]:
+        """Ablation arms to confirm on the held-out split -> their full server (`ablate.confirm`)."""
+        return self.config.get(CONFIRM) or {}
+
+    def confirm_scenarios(self) -> list[Scenario]:
+        """The held-out scenarios the confirmed arms and their full servers run on beyond `splits`
+        (none without a confirmed arm, or when `splits` already runs the held-out split for all)."""
+        if not self.confirmed:
+            return []
+        splits = set(self.config["splits"])
+        return [s for s in self.scenarios.values() if s.split == "held-out" and s.split not in splits]
+
+    def trial_scenarios(self) -> list[Scenario]:
+        """Every scenario some trial runs: the run's, then the confirmation's."""
+        return self.run_scenarios() + self.confirm_scenarios()
+
     def scenario_set_sha256(self) -> str:
         """One hash of the run's scenario files (id -> file sha256): names the scenario set."""
         return canonical_hash({s.id: s.sha256 for s in self.run_scenarios()})
@@ -63,7 +81,7 @@ class Matrix:
     def run_repos(self) -> list[str]:
         """The repos the run's scenarios use, in config order: only these are checked out,
         snapshotted and named in the report (a pack narrowed to one repo runs one)."""
-        used = {s.repo for s in self.run_scenarios()}
+        used = {s.repo for s in self.trial_scenarios()}
         return [r for r in self.repos if r in used]
 
     @property
@@ -116,7 +134,9 @@ class Matrix:
 
     def cells(self):
         """Every trial of the run (core.identity.TrialKey), trial counted from 1; a (model, host)
-        pair the host cannot drive is left out."""
+        pair the host cannot drive is left out. Then the confirmation's: each confirmed arm and its
+        full server (and the baseline) on the held-out scenarios (mcptrials.matrix.ablation; the aggregate keeps them
+        out of every table but the confirmation's)."""
         from mcptrials.core.identity import TrialKey
 
         for model in self.models:
@@ -125,5 +145,13 @@ class Matrix:
                     continue
                 for tool in self.tools:
                     for sc in self.run_scenarios():
+                        for trial in range(1, self.trials + 1):
+                            yield TrialKey(model, host, tool, sc.repo, sc.id, trial)
+                # the baseline too: fairness's efficiency is relative to it, on held-out as on train
+                confirming = [
+                    t for t in self.tools if t in self.confirmed or t in self.confirmed.values() or t == BASELINE
+                ]
+                for tool in confirming:
+                    for sc in self.confirm_scenarios():
                         for trial in range(1, self.trials + 1):
                             yield TrialKey(model, host, tool, sc.repo, sc.id, trial)

@@ -165,6 +165,7 @@ class ServerSession:
     errlog_path: Path
     pid_root: int = field(default_factory=os.getpid)
     sandbox: dict = field(default_factory=dict)  # the sandbox's record (sandbox.ProcessSandbox.record)
+    read_only: set[str] = field(default_factory=set)  # tools annotated readOnlyHint: true (list_tools)
 
     @property
     def server_name(self) -> str | None:
@@ -185,7 +186,10 @@ class ServerSession:
         return self.client.instructions
 
     async def list_tools(self) -> list[dict]:
+        from mcptrials.prepare.tree_state import read_only_tools
+
         result = await self.client.list_tools()
+        self.read_only = read_only_tools(result.tools)  # kept out of the list: a snapshot's hash stays as it was
         return [
             {
                 "name": t.name,

@@ -14,6 +14,8 @@ from mcptrials.report.formats import f3, fci, fp, fsigned_ci
 from mcptrials.report.render import Cell, Doc, Table
 
 VERDICT_CLASS = {"better": "better", "worse": "worse"}
+HELD_CLASS = {"held": "better", "did not hold": "worse"}
+NOT_CONFIRMED = "not confirmed on held-out"  # analyze.contribution's word for an arm without held-out trials
 
 
 def add_surface(doc: Doc, c: dict, margin, plot_dir: Path | None = None) -> None:
@@ -44,8 +46,9 @@ def add_surface(doc: Doc, c: dict, margin, plot_dir: Path | None = None) -> None
             doc.p(
                 f"{r['model']}, {r['tool']}: the smallest surface within the margin ({margin}) of the full server is "
                 f"{r['arm']}: {r['definition_tokens']} definition tokens against {full['definition_tokens']}, fairness "
-                f"{r[FAIRNESS]:.3f} against {full[FAIRNESS]:.3f} (point estimates; chosen on this run's scenarios, "
-                "not confirmed on held-out ones)."
+                f"{r[FAIRNESS]:.3f} against {full[FAIRNESS]:.3f} (point estimates; chosen on this run's scenarios: "
+                + held_out_word(c, r["model"], r["arm"])
+                + ")."
             )
     from mcptrials.report import plots
 
@@ -55,6 +58,14 @@ def add_surface(doc: Doc, c: dict, margin, plot_dir: Path | None = None) -> None
             plot_dir.mkdir(parents=True, exist_ok=True)
             (plot_dir / "tokens_fairness.png").write_bytes(png)
         doc.image("tokens_fairness", png, "Definition tokens against fairness, Pareto front marked")
+
+
+def held_out_word(c: dict, model, arm) -> str:
+    """What the held-out split says of an arm chosen on train: its confirmation's verdict, or not confirmed."""
+    r = next((x for x in c.get("confirmation") or [] if (x["model"], x["arm"]) == (model, arm)), None)
+    if r is None or r["verdict"] == NOT_CONFIRMED:
+        return "not confirmed on held-out ones"
+    return f"on held-out ones it {r['verdict']}, {r['heldout_diff']:+.3f} against the full server"
 
 
 def add_contribution(doc: Doc, s: Summary, plot_dir: Path | None = None) -> None:
@@ -79,8 +90,10 @@ def add_contribution(doc: Doc, s: Summary, plot_dir: Path | None = None) -> None
                 "verdict",
                 "calls (full)",
                 "calls (arm)",
+                "held-out",
             ],
-            caption="leave one out; calls: to the left-out tool in the full server's trials and in the arm's",
+            caption="leave one out; calls: to the left-out tool in the full server's trials and in the arm's; "
+            "held-out: the arm's confirmation on the held-out scenarios (ablate.confirm)",
         )
         for r in c["leave_one_out"]:
             t.add(
@@ -92,6 +105,7 @@ def add_contribution(doc: Doc, s: Summary, plot_dir: Path | None = None) -> None
                 Cell(r["verdict"], cls=VERDICT_CLASS.get(r["verdict"])),
                 "–" if r["calls_full"] is None else r["calls_full"],
                 "–" if r["calls_arm"] is None else r["calls_arm"],
+                Cell(r.get("held_out") or NOT_CONFIRMED, cls=HELD_CLASS.get(r.get("held_out"))),
             )
         doc.table(t, "contribution-loo")
     if c.get("shapley"):
@@ -109,4 +123,30 @@ def add_contribution(doc: Doc, s: Summary, plot_dir: Path | None = None) -> None
                 f"{key[0]}, {key[1]}: the values sum to {total:+.3f}; v(full) − v(empty) = "
                 f"{rows[0]['v_full']:.3f} − {rows[0]['v_empty']:.3f} = {rows[0]['v_full'] - rows[0]['v_empty']:+.3f}."
             )
+    add_confirmation(doc, c, s.get("margin"))
     add_surface(doc, c, s.get("margin"), plot_dir)
+
+
+def add_confirmation(doc: Doc, c: dict, margin) -> None:
+    """Each confirmed arm's train and held-out differences side by side, and whether it held."""
+    rows = c.get("confirmation") or []
+    if not rows:
+        return
+    doc.h(3, "Confirmed on held-out scenarios", "contribution-confirmation")
+    doc.p(
+        "An arm chosen on the run's (train) scenarios is run again, with its full server, on the held-out ones "
+        f"(ablate.confirm). Difference: the arm's fairness minus the full server's, paired over scenarios; 'did not "
+        f"hold' when the held-out difference is below −margin (−{margin}), 'held' otherwise. An arm without "
+        "held-out trials is not confirmed, whatever its train difference."
+    )
+    t = Table(["model", "server", "arm", "train: arm − full [95%]", "held-out: arm − full [95%]", "verdict"])
+    for r in rows:
+        t.add(
+            r["model"],
+            r["tool"],
+            r["arm"],
+            fsigned_ci(r["train_diff"], r["train_lo"], r["train_hi"]) + f" (n={r['train_n']})",
+            fsigned_ci(r["heldout_diff"], r["heldout_lo"], r["heldout_hi"]) + f" (n={r['heldout_n']})",
+            Cell(r["verdict"], cls=HELD_CLASS.get(r["verdict"])),
+        )
+    doc.table(t, "contribution-confirmation-table")

@@ -231,6 +231,13 @@ def add_profile(doc: Doc, s: Summary) -> None:
         )
     doc.table(t, "profile-table")
     for p in s["server_profile"]:
+        for host, o in (p.get("over_host_limit") or {}).items():  # the host cuts these before its model reads them
+            doc.p(
+                f"{p['tool']}: {o['calls']} result(s) over {host}'s limit of {o['limit']:,} tokens (largest "
+                f"{o['max_tokens']:,}; {o['source']}), in {len(o['trials'])} trial(s): "
+                + ", ".join(o["trials"][:5])
+                + (" …" if len(o["trials"]) > 5 else "")
+            )
         if p.get("never_called"):  # a tool never called contributes nothing, and costs its definition on every request
             doc.p(
                 f"{p['tool']}: {len(p['never_called'])} server tool(s) never called in any trial of this run: "

@@ -239,6 +239,11 @@ class Loop:
         from mcptrials.prepare.servers import mcp_error_code
 
         assert self.server is not None  # only a tool with a server lists MCP tools to call
+        from mcptrials.prepare.tree_state import MAX_NAMED, changed, fingerprint
+
+        # a tool that says it only reads: the workspace's state around its call (prepare.tree_state)
+        ws = self.ctx.sandbox.workspace if call["tool"] in getattr(self.server.live, "read_only", ()) else None
+        before = fingerprint(ws) if ws is not None else None
         try:
             result = await self.server.client.call_tool(call["tool"], call["arguments"])
         except MCPError as e:
@@ -253,6 +258,8 @@ class Loop:
             self.rec.error("protocol_error", f"{call['tool']}: {type(e).__name__}: {e}", step=step)
             return f"MCP protocol error: {type(e).__name__}: {str(e)[:500]}", True
         text = result_text(result)
+        if ws is not None and before is not None and (diff := changed(before, fingerprint(ws))):
+            call["workspace_changed"] = {"count": len(diff), "paths": diff[:MAX_NAMED]}
         if result.is_error:
             call["error_kind"] = "tool_error"
             self.rec.error("tool_error", f"{call['tool']}: {text[:300]}", step=step)
