@@ -8,6 +8,7 @@ import json
 import math
 
 import pytest
+import yaml
 
 from matrix_helpers import faulty_tool, write_matrix
 from mcptrials.matrix.ablation import ablation_of, sample_orders, subsets_of
@@ -147,3 +148,12 @@ def test_confirm_adds_the_arm_its_server_and_the_baseline_on_held_out_scenarios(
 def test_confirm_must_name_an_arm(tmp_path):
     with pytest.raises(ConfigError, match=r"tools.faulty.ablate.confirm: echo is not an arm of tools.faulty"):
         load_matrix(write_matrix(tmp_path, tools=tools({"leave_one_out": ["echo"], "confirm": ["echo"]})))
+
+
+def test_confirm_with_trials_in_waves_is_refused(tmp_path):
+    cfg = write_matrix(tmp_path, tools=tools({"leave_one_out": ["echo"], "confirm": ["faulty-without-echo"]}))
+    data = yaml.safe_load(cfg.read_text())
+    data["trials"] = {"min": 2, "max": 6, "until": "decided"}
+    cfg.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(ConfigError, match=r"field tools\.\*\.ablate\.confirm: .* field trials is in waves"):
+        load_matrix(cfg)

@@ -166,6 +166,14 @@ def expand_ablations(path: Path, data: dict, results: Path = Path("results")) ->
         confirm.update(confirmed_arms(where, name, ablate, list(arms)))
     tools.clear()
     tools.update(out)
+    if confirm and isinstance(data.get("trials"), dict):
+        # a confirmation is one fixed set of held-out trials; waves decide how many trials a cell
+        # needs from the train cells only, so the two have no agreed meaning together yet
+        raise ConfigError(
+            f"{path}: field tools.*.ablate.confirm: confirming an arm on the held-out split needs a fixed "
+            f"number of trials, and field trials is in waves ({{min, max}}); set trials to a number for "
+            f"the confirmation run, or remove `confirm`"
+        )
     if confirm:
         data[CONFIRM] = confirm
 
