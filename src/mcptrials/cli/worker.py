@@ -5,7 +5,10 @@ Why: `import anthropic` takes ~2.5 s and `import mcp` ~1.6 s here, so every
 trial). The worker imports them (and the trial core, hosts, graders and judge, and parses the JSON
 schemas) once, listens on a Unix socket, and for each request forks a child that runs
 exactly `mcptrials ARGS`: the same argv parsing, records and exit code. The parent never
-runs a trial and starts no threads, so forking it is safe.
+runs a trial and starts no threads, so forking it is safe. Before forking it reads what every
+child would read again (`warm`): the request's config and scenarios, parsed and validated into
+mcptrials.matrix.memo (keyed by content, so an edited file is never served stale), and a scoring
+request's file listing of the commit; the children inherit both.
 
 The per-trial commands `mcptrials run-trial`, `score` and `judge` delegate to the worker
 named by env MCPTRIALS_WORKER when that is set and the socket answers
