@@ -350,3 +350,70 @@ def test_the_client_writes_and_reads_the_protocol_as_json_does():
     assert decode_reply(b'{"exit_code": 1, "error": "bad"}\n') == {"exit_code": 1, "error": "bad"}
     with pytest.raises(ValueError):
         decode_reply(b"")
+
+
+def _edit_keeping_stat(path: Path, old: str, new: str) -> None:
+    """Replace `old` by `new` (same length) in place, then put the old mtime back: only the
+    content tells the change (the worker's caches are keyed by it, mcptrials.matrix.memo)."""
+    st = path.stat()
+    text = path.read_text()
+    assert len(old) == len(new) and old in text
+    path.write_text(text.replace(old, new))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns, path.stat().st_ino) == (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def test_an_edited_config_or_scenario_is_seen_by_the_next_child(project, tmp_path):
+    """The worker reads the config and scenarios once in its parent (for its children to
+    inherit); an edit between two requests, even one that keeps the files' size and mtime,
+    is what the next child sees, as a process of its own would."""
+    wd = tmp_path / "p"
+    wd.mkdir()
+    config = write_matrix(wd)
+    co = wd / "co" / "checkout.json"
+    run = [sys.executable, "-m", "mcptrials.cli"]
+    assert (
+        subprocess.run([*run, "checkout", "--config", str(config), "--repo", "tiny", "--out", str(co)]).returncode == 0
+    )
+    trial = [*run, "run-trial", "--config", str(config), "--model", "reference", "--tool", "baseline"]
+    trial += [
+        "--scenario",
+        "find-helper",
+        "--trial",
+        "1",
+        "--checkout",
+        str(co),
+        "--out",
+        str(wd / "r" / "transcript.json"),
+    ]
+    p = subprocess.run(trial, capture_output=True, text=True, env=env(project["sock"]), timeout=120)
+    assert p.returncode == 0, p.stderr
+    co_data = json.loads(co.read_text())
+    scenario = wd / "scenarios" / "find-helper.yaml"
+
+    def score(name, worker):
+        cmd = [
+            *run,
+            "score",
+            "--config",
+            str(config),
+            "--transcript",
+            str(wd / "r" / "transcript.json"),
+            "--scenario",
+            str(scenario),
+        ]
+        cmd += ["--repo-dir", co_data["tree"], "--commit", co_data["commit"], "--out", str(wd / f"{name}.json")]
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env(project["sock"] if worker else None))
+        assert p.returncode == 0, p.stderr
+        assert served(project, wd / f"{name}.json") == worker
+        return json.loads((wd / f"{name}.json").read_text())
+
+    before = score("before", True)
+    _edit_keeping_stat(scenario, "value: helper", "value: hexper")  # the required word is no longer in the answer
+    after, local = score("after", True), score("local", False)
+    assert after == local and after != before
+    # the config: a model's provider made invalid, then the trial refused with the in-process message
+    _edit_keeping_stat(config, "provider: reference", "provider: referencx")
+    pw = subprocess.run(trial, capture_output=True, text=True, env=env(project["sock"]), timeout=60)
+    pi = subprocess.run(trial, capture_output=True, text=True, env=env(), timeout=60)
+    assert pw.returncode == pi.returncode == 2 and pw.stderr == pi.stderr and "referencx" in pw.stderr

@@ -5,7 +5,10 @@ Why: `import anthropic` takes ~2.5 s and `import mcp` ~1.6 s here, so every
 trial). The worker imports them (and the trial core, hosts, graders and judge, and parses the JSON
 schemas) once, listens on a Unix socket, and for each request forks a child that runs
 exactly `mcptrials ARGS`: the same argv parsing, records and exit code. The parent never
-runs a trial and starts no threads, so forking it is safe.
+runs a trial and starts no threads, so forking it is safe. Before forking it reads what every
+child would read again (`warm`): the request's config and scenarios, parsed and validated into
+mcptrials.matrix.memo (keyed by content, so an edited file is never served stale), and a scoring
+request's file listing of the commit; the children inherit both.
 
 The per-trial commands `mcptrials run-trial`, `score` and `judge` delegate to the worker
 named by env MCPTRIALS_WORKER when that is set and the socket answers
@@ -81,6 +84,14 @@ def preload() -> list[str]:
         "mcptrials.cli.judge",
         # imported inside the commands (lazily, for a light `mcptrials --help`)
         "mcptrials.dag.rerun",
+        "mcptrials.core.failures",
+        "mcptrials.core.outcomes",
+        "mcptrials.cost.budget",
+        "mcptrials.cost.plan",
+        # imported by the SDK's HTTP client on its first request (~15 ms of CPU a trial otherwise)
+        "anyio._backends._asyncio",
+        "anyio.streams.stapled",
+        "concurrent.futures.thread",
         "mcptrials.matrix.projectfiles",
         "openai",
         "mcptrials.providers.openai",
@@ -117,7 +128,7 @@ def preload() -> list[str]:
     anthropic.AsyncAnthropic(api_key="preload", base_url="http://127.0.0.1:9").messages  # noqa: B018
     # Reading a reply builds its pydantic schemas on first use (~30 ms of CPU in every trial
     # otherwise): read one with each block a trial's replies hold.
-    anthropic.types.Message.construct(
+    message: dict = dict(
         id="msg_preload",
         type="message",
         role="assistant",
@@ -127,7 +138,71 @@ def preload() -> list[str]:
         stop_sequence=None,
         usage={"input_tokens": 1, "output_tokens": 1},
     )
+    anthropic.types.Message.construct(**message)
+    # and dumping its blocks (providers.anthropic) builds their serializers (~8 ms otherwise)
+    for block in anthropic.types.Message.model_validate(message).content:
+        block.model_dump(exclude_none=True, include={"type", "text", "id", "name", "input"})
     return loaded
+
+
+# config argument and cwd -> the stat of each file its last warm-up read (config and scenarios)
+_warmed: dict[tuple[str, str], tuple] = {}
+
+
+def _stat(path: str) -> tuple:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (path,)
+    return (path, st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def warm(argv: list, cwd: str) -> None:
+    """Before forking a request's child: read its config and scenarios here, in the parent, so
+    the child (and every later one) finds them parsed and validated in mcptrials.matrix.memo.
+    The memo is keyed by content, so what a child gets never depends on this: the stat of the
+    files only says when to read them again (a changed file is read again; one changed
+    within the clock's resolution is a miss in the child, which then parses it itself)."""
+    repo_dir, commit = _opt(argv, "--repo-dir"), _opt(argv, "--commit")
+    if argv and argv[0] == "score" and repo_dir and commit:
+        _warm_tree(os.path.join(cwd, repo_dir), commit)
+    config = _opt(argv, "--config")
+    if not config:
+        return
+    key = (config, cwd)
+    files = _warmed.get(key)
+    if files is not None and all(_stat(f[0]) == f for f in files):
+        return
+    from mcptrials.matrix.config import load_matrix
+
+    here = os.getcwd()
+    try:
+        os.chdir(cwd)
+        m = load_matrix(config)
+        paths = [*m.sources, *(str(sc.path.resolve()) for sc in m.scenarios.values())]
+        _warmed[key] = tuple(_stat(p) for p in paths)
+    except Exception:  # noqa: BLE001 - the child reads the config itself and reports what is wrong
+        _warmed[key] = tuple(_stat(os.path.join(cwd, p)) for p in config.split(os.pathsep) if p)
+    finally:
+        os.chdir(here)
+
+
+def _opt(argv: list, name: str) -> str | None:
+    return argv[argv.index(name) + 1] if name in argv[:-1] else None
+
+
+def _warm_tree(repo_dir: str, commit: str) -> None:
+    """The commit's file listing (two git processes: the commit resolved, its tree listed), read
+    once per checkout and commit here and inherited by every scoring child (grade.gittree caches
+    it by the real path and the commit, whose id fixes its content). Its persistent `git
+    cat-file` processes are ended here: a child starts its own when it reads a file's text, never
+    one shared with another child."""
+    from mcptrials.grade.gittree import commit_tree
+
+    try:
+        commit_tree(repo_dir, commit).repo.git.clear_cache()
+    except Exception:  # noqa: BLE001 - the child reads the tree itself and reports what is wrong
+        pass
 
 
 def _read_request(conn: socket.socket) -> tuple[dict, list[int]]:
@@ -307,6 +382,7 @@ class _Loop:
             _reply(conn, {"exit_code": 1, "error": f"trial worker: bad request: {e}"})
             conn.close()
             return
+        warm(req["argv"], req.get("cwd") or "/")
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 from pathlib import Path
 
 import yaml
 
 from mcptrials.core.paths import SCHEMA_DIR
+from mcptrials.matrix import memo
 from mcptrials.matrix.errors import ConfigError
 
 # libyaml's parser when present: parsing the schemas is most of a stage's start-up time.
@@ -109,11 +111,34 @@ def _explain(err) -> str:
 
 
 def validate_against(schema_name: str, data, source: str) -> None:
-    """Validate `data` in place (filling defaults); raise ConfigError naming `source`."""
+    """Validate `data` in place (filling defaults); raise ConfigError naming `source`. Valid data
+    seen before (the same schema, equal data: mcptrials.matrix.memo) gets the defaults it got then."""
+    given = memo.pickled(data) if isinstance(data, dict) else None
+    key = ("valid", schema_name, given) if given is not None else None
+    filled = memo.get(key) if key else memo.MISS
+    if filled is not memo.MISS:
+        _fill_in_place(data, filled)
+        return
     errors = sorted(_validator(schema_name).iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         lines = [f"{source}: field {_field_path(e)}: {_explain(e)}" for e in errors[:10]]
         raise ConfigError("\n".join(lines))
+    if key:
+        memo.put(key, data)
+
+
+def _fill_in_place(data, filled) -> None:
+    """Add to `data` the defaults `filled` (the same data, validated) has, into the same objects
+    the validator would have filled (a caller may hold a part of `data` taken before)."""
+    if isinstance(data, dict) and isinstance(filled, dict):
+        for k, v in filled.items():
+            if k in data:
+                _fill_in_place(data[k], v)
+            else:
+                data[k] = v
+    elif isinstance(data, list) and isinstance(filled, list):
+        for mine, theirs in zip(data, filled):
+            _fill_in_place(mine, theirs)
 
 
 def validate_section(section: str, data: dict, source: str) -> None:
@@ -133,8 +158,14 @@ def validate_section(section: str, data: dict, source: str) -> None:
 def read_yaml(path: Path, what: str):
     """The YAML file's data; a missing file or a parse error (with its line and column) is a ConfigError."""
     try:
-        with open(path) as f:
-            return _yaml_load(f)
+        with open(path, "rb") as f:
+            raw = f.read()
+        key = ("yaml", hashlib.sha256(raw).digest())  # the parse is a function of the bytes alone
+        data = memo.get(key)
+        if data is memo.MISS:
+            data = _yaml_load(raw)
+            memo.put(key, data)
+        return data
     except FileNotFoundError:
         raise ConfigError(f"{path}: {what} not found; check the path") from None
     except yaml.YAMLError as e:
