@@ -77,6 +77,7 @@ from mcptrials.core.record_types import Citations, CitationRates
 from mcptrials.grade.citations import composition
 from mcptrials.grade.citations.names import names_its_file
 from mcptrials.grade.citations.context import Answer, resolve
+from mcptrials.grade.citations.evidence import attached_elsewhere, clause_names
 from mcptrials.grade.citations.extract import citation_pattern, extract_citations, has_word, symbol_parts
 from mcptrials.grade.citations.grounding import ground
 from mcptrials.grade.citations.lines import line_only_citations, listed_lines
@@ -137,6 +138,7 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
     distinct: dict[tuple, dict] = {}
     listed = collections.Counter(tuple(c["subject_span"]) for c in found if c.get("subject_span"))
     in_run = _runs(text, spans)
+    clauses: dict[tuple[int, int], list[str]] = {}  # each occurrence's clause names (rule 4)
     for c in found:
         lo, hi = c.get("subject_span") or (c["start"], c["end"])
         k = bisect.bisect_right(ends, lo) - 1
@@ -157,6 +159,9 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
             subj = None  # `moderation: moderation.rb:15`: the word names the file, not a place in it
         key = (g["resolved_path"] or g["path"], tuple(g["lines"]) if g["lines"] else None, g["symbol"])
         idents = context_identifiers(ans, c)
+        clauses[(c["start"], c["end"])] = clause_names(
+            text, lo, hi, ends[k] if k >= 0 else 0, starts[j] if j < len(starts) else len(text), ans.is_path
+        )
         if key in distinct:
             d = distinct[key]
             d["occurrences"] += 1
@@ -169,10 +174,11 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
             g["identifiers"] = list(dict.fromkeys(idents))
             g["by_occurrence"] = [{"span": [c["start"], c["end"]], "subject": subj}]
             distinct[key] = g
+    attached = attached_elsewhere([(tuple(o["span"]), o["subject"]) for g in distinct.values() for o in g["by_occurrence"]])
     out = []
     for g in distinct.values():
         g["verification"] = verify(g, g["identifiers"], tree)
-        settle_strict(g, tree, text)
+        settle_strict(g, tree, text, (clauses, attached))
         out.append(g)
     return out
 

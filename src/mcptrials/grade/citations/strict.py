@@ -183,12 +183,15 @@ def _enclosing(defs: list[dict], lo: int, hi: int) -> list[dict]:
     return [d for d in defs if d.get("outer_start", d["start"]) <= hi and lo <= d["end"]]
 
 
-def abstain_reason(path: str, source: str, lines: list[int], subject: str, file_lines: list[str], named) -> str | None:
+def abstain_reason(
+    path: str, source: str, lines: list[int], subject: str, file_lines: list[str], named, in_code=()
+) -> str | None:
     """Why a `mismatch` of verdict() lacks positive evidence in the file (None: it has it):
     the subject is defined in the file, by a definition whose containers its qualifiers name,
     and no such definition meets the cited lines; and no name the clause names (`named`: the
     citation's identifiers, the group of a `respectively`) is at the cited lines' code or is a
-    definition they lie in (rules 3 and 4 of docs/grading.md's list)."""
+    definition they lie in, and no code-like name of its clause (`in_code`) is at their code
+    (rules 3 and 4 of docs/grading.md's list)."""
     *qualifiers, name = parts(subject)
     lo, hi = (lines[0], lines[0]) if len(lines) == 1 else (min(lines), max(lines))
     defs = _defs(path, source)
@@ -214,4 +217,8 @@ def abstain_reason(path: str, source: str, lines: list[int], subject: str, file_
         last = parts(n)[-1] if parts(n) else n
         if len(last) > 1 and (last in around or any(_has_word(line, last) for line in code)):
             return f"`{n}`, named beside it, is at the cited line"
+    for n in in_code:  # grader 11: a code-like name of the clause, when the line's code writes it
+        last = parts(n)[-1] if parts(n) else n
+        if len(last) > 1 and any(_has_word(line, last) for line in code):
+            return f"`{n}`, named in its clause, is at the cited line"
     return None

@@ -19,6 +19,7 @@ import re
 
 from mcptrials.grade.citations import strict, structure, subjects
 from mcptrials.grade.citations.context import Answer, identifier
+from mcptrials.grade.citations.evidence import rivals
 from mcptrials.grade.citations.extract import has_word
 from mcptrials.grade.citations.grounding import strict_verdict_at
 from mcptrials.grade.citations.lexicon import CONSTRUCTORS, DECLARATION_WORDS, KEYWORDS, IDENT_KEYS, IDENT, QUALIFIED
@@ -243,7 +244,7 @@ def declared(text: str, name: str) -> bool:
     )
 
 
-def confirm_mismatch(g: dict, occ: dict, tree: CommitTree, text: str | None) -> str | None:
+def confirm_mismatch(g: dict, occ: dict, tree: CommitTree, text: str | None, around=None) -> str | None:
     """Why an occurrence's strict `mismatch` is not confirmed (it is `undetermined` then), None
     when it has positive evidence (docs/grading.md: the subject clearly named, written as code,
     defined in the cited file away from the cited line, nothing else the clause names there)."""
@@ -258,11 +259,15 @@ def confirm_mismatch(g: dict, occ: dict, tree: CommitTree, text: str | None) -> 
         return f"`{subject['name']}` is a plain word of the answer"
     path = tree.real(g["resolved_path"])
     own = set(parts_of(subject["name"]))  # its qualifiers are where it lives, not other names
-    named = [n for n in [*g["identifiers"], *subject.get("group", [])] if n != subject["name"] and n not in own]
-    return strict.abstain_reason(path, tree.text(path), g["lines"], subject["name"], tree.lines(path), named)
+    span = tuple(occ["span"])
+    clause, attached = ({}, {}) if around is None else around
+    wide = rivals(g["identifiers"], attached, span)
+    named = [n for n in [*wide, *subject.get("group", [])] if n != subject["name"] and n not in own]
+    in_code = [n for n in clause.get(span, []) if n != subject["name"] and n not in own]
+    return strict.abstain_reason(path, tree.text(path), g["lines"], subject["name"], tree.lines(path), named, in_code)
 
 
-def settle_strict(g: dict, tree: CommitTree, text: str | None = None) -> None:
+def settle_strict(g: dict, tree: CommitTree, text: str | None = None, around=None) -> None:
     """The strict verdict of each occurrence of a distinct citation (its own subject), then
     the citation's: verified when one occurrence's subject is at the cited line (the answer
     says once what is there, and that is right), else the verdict of the first occurrence with
@@ -291,7 +296,7 @@ def settle_strict(g: dict, tree: CommitTree, text: str | None = None) -> None:
                 occ["strict"] = "verified"
         occ["undetermined"] = None
         if occ["strict"] == "mismatch":
-            why = confirm_mismatch(g, occ, tree, text)
+            why = confirm_mismatch(g, occ, tree, text, around)
             if why:
                 occ["strict"], occ["undetermined"] = "undetermined", why
         elif occ["strict"] == "undetermined":

@@ -1,0 +1,46 @@
+"""Grader 11's rules of positive evidence for a strict `mismatch` (rule 4), on plain strings."""
+
+from __future__ import annotations
+
+from mcptrials.grade.citations import strict
+from mcptrials.grade.citations.evidence import attached_elsewhere, clause_names, rivals
+
+PY = """def fulfil(line):
+    stock = line.variant.stocks.first()
+    return stock
+
+
+def other():
+    pass
+"""
+
+
+def no_path(s: str) -> bool:
+    return "/" in s or s.endswith(".py")
+
+
+def test_the_clause_code_like_names_are_read_both_sides_of_the_citation():
+    text = "card fulfillment reads line.variant.stocks and variant.product: a/utils.py:2, next `x_y` b.py:9"
+    lo = text.index("a/utils.py:2")
+    hi = lo + len("a/utils.py:2")
+    names = clause_names(text, lo, hi, 0, text.index("b.py:9"), no_path)
+    assert names == ["line.variant.stocks", "variant.product"]  # the clause ends at the comma
+
+
+def test_a_clause_name_at_the_line_s_code_leaves_a_mismatch_undetermined():
+    lines = PY.splitlines()
+    # the subject `other` is defined at line 6, not 2, but `line.variant.stocks`, named in the clause, is at 2
+    why = strict.abstain_reason("a.py", PY, [2], "other", lines, [], ["line.variant.stocks"])
+    assert why == "`line.variant.stocks`, named in its clause, is at the cited line"
+    # a clause name only enclosing the line (`fulfil` calls ... at :2) is no such evidence
+    assert strict.abstain_reason("a.py", PY, [2], "other", lines, [], ["fulfil"]) is None
+
+
+def test_a_name_attached_to_a_nearby_citation_is_not_a_rival():
+    attached = attached_elsewhere([((10, 20), {"name": "RateLimitError", "from": "label"}), ((40, 50), None)])
+    assert attached == {"RateLimitError": {(10, 20)}}
+    assert rivals(["RateLimitError", "ServerError"], attached, (40, 50)) == ["ServerError"]
+    assert rivals(["RateLimitError"], attached, (10, 20)) == ["RateLimitError"]  # its own citation's
+    assert rivals(["RateLimitError"], attached, (900, 910)) == ["RateLimitError"]  # attached far away
+    # a name from a wide scope (a sentence, a list item) attaches to no single citation
+    assert attached_elsewhere([((1, 2), {"name": "x_y", "from": "sentence"})]) == {}
