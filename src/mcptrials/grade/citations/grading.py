@@ -174,7 +174,9 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
             g["identifiers"] = list(dict.fromkeys(idents))
             g["by_occurrence"] = [{"span": [c["start"], c["end"]], "subject": subj}]
             distinct[key] = g
-    attached = attached_elsewhere([(tuple(o["span"]), o["subject"]) for g in distinct.values() for o in g["by_occurrence"]])
+    attached = attached_elsewhere(
+        [(tuple(o["span"]), o["subject"]) for g in distinct.values() for o in g["by_occurrence"]]
+    )
     out = []
     for g in distinct.values():
         g["verification"] = verify(g, g["identifiers"], tree)

@@ -87,4 +87,6 @@ PROSE_KEYS = frozenset(
     "reason risk why note notes description usage purpose impact dependency depends_how "
     "details summary explanation comment rationale effect consequence".split()
 )
+# A key naming the kind of place its value is (`"field": "path:57"`, grader 11): the owner's locator.
+KIND_KEY_PARTS = frozenset("field definition def declaration decl impl implementation constructor struct".split())
 GROUP_KEYS = frozenset("subsystem category group area section tier severity priority level status".split())

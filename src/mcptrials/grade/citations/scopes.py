@@ -27,6 +27,9 @@ from mcptrials.grade.citations.names import (
     tokens,
 )
 
+# a line of its own right after a name: `` `name` (`:67`) ``, `name (line 67)`, `Name:23`
+_OWN_LINE = re.compile(r"[\s(`]*:L?\d+\b|\s*\(\s*(?:line\s+)?\d+\s*\)")
+_COLON_LINE = re.compile(r"`?:L?\d+\b")
 _NEGATED = re.compile(r"(?:instead of|rather than)\s*$")
 _KEY_BEFORE = re.compile(r'"(?P<key>[A-Za-z_][\w?!]*)"\s*:\s*"$')
 
@@ -146,6 +149,7 @@ def _after(text: str, start: int, end: int, is_path) -> str | None:
     end = m.end() + conj.start() if conj else end
     toks = list(tokens(text, m.end(), end, is_path))
     names = [t for t in toks if t[1] not in LEAD_WORDS and t[1].split(".")[0] not in LEAD_WORDS]
+    toks = [t for t in toks if not _COLON_LINE.match(text, t[3])]  # `RequestAdapter:23` is its own line's
     for pos, name, strong, _ in toks:
         word = name.split(".")[0]
         if strong and (opened or len([w for w in WORD.findall(text[m.end() : pos]) if w not in LEAD_WORDS]) < 3):
@@ -307,4 +311,6 @@ def _table_cell_name(text: str, start: int, end: int, is_path) -> str | None:
     ):
         return None
     tick = re.match(r"`([^`\n]+)`", row.cells[k + 1][0])
-    return code_subject(tick.group(1), is_path) if tick else None
+    if not tick or _OWN_LINE.match(row.cells[k + 1][0], tick.end()):
+        return None  # (`` `to_openai_format` (`:67`) ``: the span has its own line, grader 11)
+    return code_subject(tick.group(1), is_path)
