@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mcptrials.grade.citations import strict
-from mcptrials.grade.citations.evidence import attached_elsewhere, clause_names, rivals
+from mcptrials.grade.citations.evidence import attached_elsewhere, clause_names, rivals, settle_lists
 
 PY = """def fulfil(line):
     stock = line.variant.stocks.first()
@@ -25,6 +25,10 @@ def test_the_clause_code_like_names_are_read_both_sides_of_the_citation():
     hi = lo + len("a/utils.py:2")
     names = clause_names(text, lo, hi, 0, text.index("b.py:9"), no_path)
     assert names == ["line.variant.stocks", "variant.product"]  # the clause ends at the comma
+    text = "- `a/order_contents.rb:9` – skips `Handler::Cart` when `order.completed?`.\n"
+    lo = text.index("a/order")
+    names = clause_names(text, lo, lo + len("a/order_contents.rb:9"), 0, len(text), no_path)
+    assert names == ["Handler::Cart", "order.completed?"]  # (the citation's own backticks are its)
 
 
 def test_a_clause_name_at_the_line_s_code_leaves_a_mismatch_undetermined():
@@ -44,3 +48,15 @@ def test_a_name_attached_to_a_nearby_citation_is_not_a_rival():
     assert rivals(["RateLimitError"], attached, (900, 910)) == ["RateLimitError"]  # attached far away
     # a name from a wide scope (a sentence, a list item) attaches to no single citation
     assert attached_elsewhere([((1, 2), {"name": "x_y", "from": "sentence"})]) == {}
+
+
+def test_a_name_at_one_line_of_its_list_leaves_the_others_undetermined():
+    def occ(strict_, name):
+        return {"strict": strict_, "subject": {"name": name, "from": "after"}, "undetermined": None}
+
+    a, b, c = occ("verified", "Revision"), occ("mismatch", "Revision"), occ("mismatch", "Other")
+    elsewhere = occ("mismatch", "Revision")
+    settle_lists([((0, 9), a), ((0, 9), b), ((0, 9), c), ((50, 59), elsewhere)])
+    assert b["strict"] == "undetermined" and b["undetermined"] == "`Revision` is at another line of its list"
+    assert c["strict"] == "mismatch"  # another name: not covered by the list's
+    assert elsewhere["strict"] == "mismatch"  # another list

@@ -17,6 +17,10 @@ ATTACHING_SCOPES = frozenset(("label", "after", "respectively"))
 def clause_names(text: str, lo: int, hi: int, before: int, after: int, is_path) -> list[str]:
     """The code-like names of the clause around text[lo:hi] (the citation), stopping at the
     previous citation's end (before) and the next one's start (after)."""
+    while lo > before and text[lo - 1] == "`":  # the citation's own backticks belong to it
+        lo -= 1
+    while hi < min(after, len(text)) and text[hi] == "`":
+        hi += 1
     a = safe_start(text, clause_start(text, lo, before), lo)
     b = clause_end(text, hi, after)
     return [name for _, name, strong, _ in [*tokens(text, a, lo, is_path), *tokens(text, hi, b, is_path)] if strong]
@@ -44,3 +48,18 @@ def rivals(identifiers: list[str], attached: dict, span: tuple[int, int]) -> lis
         return bool(spans) and span not in spans and any(abs(s[0] - span[0]) <= NEAR for s in spans)
 
     return [n for n in identifiers if not elsewhere(n)]
+
+
+def settle_lists(occurrences: list[tuple[tuple[int, int], dict]]) -> None:
+    """Grader 11: one name for a list of lines (`` `Site.get_site_root_paths` `sites.py:90/:218` ``,
+    `revisions.py:30,89 (Revision page filtering)`) is about the list: when it is at one of them,
+    another line of the list that lacks it is what the description covers there, not a wrong line
+    (`undetermined`). `occurrences`: (the list's span, an occurrence with its strict verdict)."""
+    found: dict[tuple[int, int], set[str]] = {}
+    for span, occ in occurrences:
+        if occ["strict"] == "verified" and occ["subject"]:
+            found.setdefault(span, set()).add(occ["subject"]["name"])
+    for span, occ in occurrences:
+        if occ["strict"] == "mismatch" and occ["subject"]["name"] in found.get(span, ()):
+            occ["strict"] = "undetermined"
+            occ["undetermined"] = f"`{occ['subject']['name']}` is at another line of its list"

@@ -77,7 +77,7 @@ from mcptrials.core.record_types import Citations, CitationRates
 from mcptrials.grade.citations import composition
 from mcptrials.grade.citations.names import names_its_file
 from mcptrials.grade.citations.context import Answer, resolve
-from mcptrials.grade.citations.evidence import attached_elsewhere, clause_names
+from mcptrials.grade.citations.evidence import attached_elsewhere, clause_names, settle_lists
 from mcptrials.grade.citations.extract import citation_pattern, extract_citations, has_word, symbol_parts
 from mcptrials.grade.citations.grounding import ground
 from mcptrials.grade.citations.lines import line_only_citations, listed_lines
@@ -85,6 +85,7 @@ from mcptrials.grade.citations.verify import (
     citation_subject,
     context_identifiers,
     respectively,
+    settle_citation,
     settle_strict,
     verify,
 )
@@ -139,6 +140,7 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
     listed = collections.Counter(tuple(c["subject_span"]) for c in found if c.get("subject_span"))
     in_run = _runs(text, spans)
     clauses: dict[tuple[int, int], list[str]] = {}  # each occurrence's clause names (rule 4)
+    list_of = {(c["start"], c["end"]): tuple(c["subject_span"]) for c in found if c.get("subject_span")}
     for c in found:
         lo, hi = c.get("subject_span") or (c["start"], c["end"])
         k = bisect.bisect_right(ends, lo) - 1
@@ -182,6 +184,10 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
         g["verification"] = verify(g, g["identifiers"], tree)
         settle_strict(g, tree, text, (clauses, attached))
         out.append(g)
+    listed_occs = [(list_of[span], o) for g in out for o in g["by_occurrence"] if (span := tuple(o["span"])) in list_of]
+    settle_lists(listed_occs)
+    for g in out:
+        settle_citation(g)  # again, after settle_lists
     return out
 
 

@@ -317,6 +317,11 @@ def settle_strict(g: dict, tree: CommitTree, text: str | None = None, around=Non
                 occ["strict"], occ["undetermined"] = "undetermined", why
         elif occ["strict"] == "undetermined":
             occ["undetermined"] = "no definitions known for this file's language"
+    settle_citation(g)
+
+
+def settle_citation(g: dict) -> None:
+    """The citation's subject and strict verdict from its occurrences' (settle_strict's docstring)."""
     occs = g["by_occurrence"]
     best = next((o for o in occs if o["strict"] == "verified"), None) or next((o for o in occs if o["subject"]), None)
     g["subject"] = best["subject"] if best else None
