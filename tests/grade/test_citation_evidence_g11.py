@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mcptrials.grade.citations import strict
 from mcptrials.grade.citations.evidence import attached_elsewhere, clause_names, rivals, settle_lists
+from mcptrials.grade.citations.verify import written_as_code
 
 PY = """def fulfil(line):
     stock = line.variant.stocks.first()
@@ -60,3 +61,11 @@ def test_a_name_at_one_line_of_its_list_leaves_the_others_undetermined():
     assert b["strict"] == "undetermined" and b["undetermined"] == "`Revision` is at another line of its list"
     assert c["strict"] == "mismatch"  # another name: not covered by the list's
     assert elsewhere["strict"] == "mismatch"  # another list
+
+
+def test_a_word_between_two_code_spans_is_not_written_as_code():
+    text = "if remote add to `remotes` at `Rakefile:7`; add to console task at `Rakefile:49-53`"
+    span = [text.index("Rakefile:49"), len(text) - 1]
+    assert not written_as_code(text, span, {"name": "task", "from": "label"})
+    assert written_as_code(text, span, {"name": "remotes", "from": "label"})  # in a code span of its lines
+    assert written_as_code("the **task** at `Rakefile:4`", [16, 26], {"name": "task", "from": "label"})  # bold

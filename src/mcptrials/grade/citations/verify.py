@@ -245,8 +245,12 @@ def written_as_code(text: str, span: list[int], subject: dict) -> bool:
     if subject["from"] in _NAMED_BY_PLACE or code_like(last, False) or code_like(name, False):
         return True
     window = _window(text, span)
-    word = rf"(?<![\w]){re.escape(last)}(?![\w])"
-    if re.search(rf"`[^`\n]*{word}[^`\n]*`|\*\*[^*\n]*{word}[^*\n]*\*\*", window):
+    word = re.compile(rf"(?<![\w]){re.escape(last)}(?![\w])")
+    lo = text.rfind("\n", 0, max(0, span[0] - 200)) + 1  # the window's start (a line's)
+    # code spans paired from each line's start (grader 11: the prose between two spans is not one)
+    if any(word.search(text, a, b) for a, b in structure.code_spans(text, lo, lo + len(window))):
+        return True
+    if re.search(rf"\*\*[^*\n]*{word.pattern}[^*\n]*\*\*", window):
         return True
     return declared(window, last)
 
