@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcptrials.grade.citations import strict
+from mcptrials.grade.citations import json_scopes, scopes, strict, structure
 from mcptrials.grade.citations.evidence import attached_elsewhere, clause_names, rivals, settle_lists
 from mcptrials.grade.citations.verify import written_as_code
 
@@ -18,6 +18,11 @@ def other():
 
 def no_path(s: str) -> bool:
     return "/" in s or s.endswith(".py")
+
+
+def site(text: str, cite: str) -> scopes.Site:
+    start = text.index(cite)
+    return scopes.Site(text, start, start + len(cite), structure.json_objects(text), is_path=no_path)
 
 
 def test_the_clause_code_like_names_are_read_both_sides_of_the_citation():
@@ -69,3 +74,34 @@ def test_a_word_between_two_code_spans_is_not_written_as_code():
     assert not written_as_code(text, span, {"name": "task", "from": "label"})
     assert written_as_code(text, span, {"name": "remotes", "from": "label"})  # in a code span of its lines
     assert written_as_code("the **task** at `Rakefile:4`", [16, 26], {"name": "task", "from": "label"})  # bold
+
+
+RB = """class Issue
+  def move(project)
+    children.each do |child|
+      next unless child.project_id == 1
+      child.save
+    end
+  end
+end
+"""
+
+
+def test_a_line_in_a_block_its_subject_opens_is_no_confirmed_mismatch():
+    lines = RB.splitlines()
+    assert strict.opens_block(lines, 4, "each", "a.rb")  # line 3 opens the block of line 4
+    assert not strict.opens_block(lines, 4, "save", "a.rb")
+    assert strict.abstain_reason("a.rb", RB, [4], "children.each", lines, []) == (
+        "the cited line lies in a block opened by `each`"
+    )
+    # a definition's first line is no such opener: `def move(project)` over line 3
+    assert not strict.opens_block(lines, 3, "project", "a.rb", {2})
+
+
+def test_a_name_member_holding_a_sentence_is_a_description_not_the_objects_name():
+    text = '{"file": "lib/a/openai_message.rb:6", "method": "to_hash returns format for API call"}'
+    assert json_scopes.json_field(site(text, "lib/a/openai_message.rb:6")) is None
+    text = '{"file": "lib/a/openai_message.rb:6", "method": "to_hash"}'
+    assert json_scopes.json_field(site(text, "lib/a/openai_message.rb:6")) == "to_hash"
+    text = '{"file": "lib/a/openai_message.rb:6", "signature": "def to_hash(a, b) -> Hash of roles"}'
+    assert json_scopes.json_field(site(text, "lib/a/openai_message.rb:6")) == "to_hash"  # a call: code

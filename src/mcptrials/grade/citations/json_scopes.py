@@ -19,6 +19,9 @@ from mcptrials.grade.citations.names import clean_name, code_subject, instructio
 from mcptrials.grade.citations.scopes import Site
 
 _LINE_VALUE = re.compile(r"\s*L?\d+(?:\s*[-\u2013,]\s*L?\d+)*\s*")  # `"line": "72-93"`: where, not what
+# a name and a sentence about it (`"method": "to_hash returns format for API call"`, grader 11): a
+# description beside the object, not its name (no call, no declaration: four words or more)
+_PROSE_VALUE = re.compile(r"[^\s(:]+(?:\s+[A-Za-z][\w/.-]*){3,}\s*$")
 _NAMED_KIND = re.compile(
     r"(?P<name>[A-Z]\w+(?:::[A-Z]\w+)*)\s+(?:model|class|module|controller|concern|job|"
     r"helper|mailer|mailbox|struct|trait|interface)\b"
@@ -44,7 +47,7 @@ def _first_member_name(site: Site) -> tuple[str, str] | None:
     the citation's subject, in the object's order."""
     objs, start, is_path = site.objs, site.start, site.reader
     for mem in objs[0].members if objs else []:
-        if mem.key.lower() in IDENT_KEYS and isinstance(mem.value, str):
+        if mem.key.lower() in IDENT_KEYS and isinstance(mem.value, str) and not _PROSE_VALUE.match(mem.value):
             name = code_subject(mem.value, is_path)
             if name:
                 return "json field", name

@@ -178,6 +178,26 @@ def stands_for_body(defs: list[dict], lo: int, hi: int, subject: str, path: str,
     return False
 
 
+def _indent(line: str) -> int:
+    return len(line.expandtabs()) - len(line.expandtabs().lstrip())
+
+
+def opens_block(file_lines: list[str], lo: int, name: str, path: str, def_starts=frozenset(), reach: int = 12) -> bool:
+    """Grader 11: the cited line lies in a block (a `do` block, a literal, a call's arguments) whose
+    opening line, the nearest line above it indented less (at most `reach` lines up), names the
+    subject (`children.each do |child|` over a line of its body; `validators: []V{` over an element);
+    not a definition's first line (`def __init__(self, permanent)` over `self.message = ...`: the
+    definitions decide there)."""
+    if not 1 < lo <= len(file_lines) or not file_lines[lo - 1].strip():
+        return False
+    indent = _indent(file_lines[lo - 1])
+    for k in range(lo - 1, max(0, lo - 1 - reach), -1):
+        line = file_lines[k - 1]
+        if line.strip() and _indent(line) < indent:
+            return k not in def_starts and _has_word(_code(line, path), name)
+    return False
+
+
 def _enclosing(defs: list[dict], lo: int, hi: int) -> list[dict]:
     """The definitions whose lines (header included) meet lo..hi."""
     return [d for d in defs if d.get("outer_start", d["start"]) <= hi and lo <= d["end"]]
@@ -208,6 +228,8 @@ def abstain_reason(
         # a field, attribute or call the definitions do not list (`DoltDatabaseProvider.databases`,
         # `self.transport.notify`) is still the file's when its code writes the name elsewhere
         return f"`{subject}` is neither defined nor written in the cited file"
+    if opens_block(file_lines, lo, name, path, {d["start"] for d in defs}):
+        return f"the cited line lies in a block opened by `{name}`"
     around = {d["name"] for d in _enclosing(defs, lo, hi)}
     if name in {n for d in _enclosing(defs, lo, hi) for c in d["containers"] for n in c}:
         # grader 10: the line is in a method of the subject's own type (`allocRunner` at a line
