@@ -105,3 +105,8 @@ def test_a_name_member_holding_a_sentence_is_a_description_not_the_objects_name(
     assert json_scopes.json_field(site(text, "lib/a/openai_message.rb:6")) == "to_hash"
     text = '{"file": "lib/a/openai_message.rb:6", "signature": "def to_hash(a, b) -> Hash of roles"}'
     assert json_scopes.json_field(site(text, "lib/a/openai_message.rb:6")) == "to_hash"  # a call: code
+
+
+def test_a_condition_opens_no_such_block():
+    lines = ["def f(self):", "    if self.transport().is_noop(flip):", "        return"]
+    assert not strict.opens_block(lines, 3, "transport", "a.py")

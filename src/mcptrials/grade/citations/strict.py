@@ -182,11 +182,16 @@ def _indent(line: str) -> int:
     return len(line.expandtabs()) - len(line.expandtabs().lstrip())
 
 
+# a line opening a block of values or statements: `... do |x|`, `... {`, `[`, `(`; not a condition or loop
+_OPENER = re.compile(r"(?:\bdo(?:\s*\|[^|]*\|)?|[{\[(])$")
+_CONTROL = re.compile(r"(?:if|elif|else|unless|while|until|for|switch|select|case|when|try|catch|match)\b")
+
+
 def opens_block(file_lines: list[str], lo: int, name: str, path: str, def_starts=frozenset(), reach: int = 12) -> bool:
     """Grader 11: the cited line lies in a block (a `do` block, a literal, a call's arguments) whose
     opening line, the nearest line above it indented less (at most `reach` lines up), names the
     subject (`children.each do |child|` over a line of its body; `validators: []V{` over an element);
-    not a definition's first line (`def __init__(self, permanent)` over `self.message = ...`: the
+    not a condition or a loop (`if self.transport().is_noop(flip):`), nor a definition's first line (`def __init__(self, permanent)` over `self.message = ...`: the
     definitions decide there)."""
     if not 1 < lo <= len(file_lines) or not file_lines[lo - 1].strip():
         return False
@@ -194,7 +199,13 @@ def opens_block(file_lines: list[str], lo: int, name: str, path: str, def_starts
     for k in range(lo - 1, max(0, lo - 1 - reach), -1):
         line = file_lines[k - 1]
         if line.strip() and _indent(line) < indent:
-            return k not in def_starts and _has_word(_code(line, path), name)
+            code = _code(line, path).strip()
+            return (
+                k not in def_starts
+                and bool(_OPENER.search(code))
+                and not _CONTROL.match(code)
+                and _has_word(code, name)
+            )
     return False
 
 
