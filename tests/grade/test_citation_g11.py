@@ -92,3 +92,33 @@ def test_a_name_with_a_line_of_its_own_is_not_the_subject_of_the_citation_before
     assert scopes.table_name_cell(site(row.replace("Name", "Provider"), "lib/a/m.rb:7")) is None
     row = "| Provider | Where | Format |\n|---|---|---|\n| MistralAI | `lib/a/m.rb:7` | `to_openai_format` |\n"
     assert scopes.table_name_cell(site(row, "lib/a/m.rb:7")) == "to_openai_format"
+
+
+def test_a_table_without_a_name_column_takes_the_code_span_before_or_the_declaration_after():
+    row = "| Dependent | file:line | What |\n|---|---|---|\n| `get_listing` | `a/fetch.py:220` | lookup |\n"
+    assert scopes.table_name_cell(site(row, "a/fetch.py:220")) == "get_listing"
+    row = "| File | Line | Category |\n|---|---|---|\n| a/issue.rb:83 | validate :validate_issue | validator |\n"
+    assert scopes.table_name_cell(site(row, "a/issue.rb:83")) == "validate_issue"
+
+
+def test_a_class_name_key_is_a_name_whatever_its_words():
+    assert json_scopes.json_key_kind("WhereClause") is None  # not a locator for its `where`
+    assert json_scopes.json_key_kind("where") == "locator"
+
+
+def test_a_label_naming_the_file_gives_way_to_the_next_scope_of_the_clause(tree):
+    # `response` names lib/response.rb itself; the name right after is the subject
+    (c,) = by_lines("response: lib/response.rb:6 chat_completion reads raw\n", tree).values()
+    assert c["subject"] == {"name": "chat_completion", "from": "after"} and c["strict"] == "verified"
+
+
+def test_a_class_line_for_a_call_its_body_makes_is_undetermined():
+    from mcptrials.grade.citations import strict
+
+    src = 'class Decoder\n  def feed(x)\n    parser.parse!(x)\n    log("parser.run!")\n  end\nend\n'
+    lines = src.splitlines()
+    assert strict.abstain_reason("a.rb", src, [1], "parser.parse!", lines, []) == (
+        "the cited line opens a definition whose code writes `parser.parse!`"
+    )
+    # written only in a string: no such call, the mismatch stands (confirmed: None)
+    assert strict.abstain_reason("a.rb", src, [1], "parser.run!", lines, []) is None

@@ -146,8 +146,9 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
         k = bisect.bisect_right(ends, lo) - 1
         j = bisect.bisect_right(starts, hi - 1)
         subj = respectively(ans, found, c)  # the name in its place wins over the rest
+        bounds = (ends[k] if k >= 0 else 0, starts[j] if j < len(starts) else len(text))
         if subj is None:
-            subj = citation_subject(ans, c, ends[k] if k >= 0 else 0, starts[j] if j < len(starts) else len(text))
+            subj = citation_subject(ans, c, *bounds)
             if subj and (
                 subj["from"] in ("label", "after", "before", "sentence")
                 and c["form"] == "path:list"
@@ -158,7 +159,12 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
                 subj = None  # `types.py:106,111,253 - GraphQL types`, `a.go:1, b.go:2, c.go:3`: about the group
         g = ground(c, tree, ans, subj["name"] if subj and c["lines"] else None)
         if subj and names_its_file(subj["name"], g["resolved_path"]):
-            subj = None  # `moderation: moderation.rb:15`: the word names the file, not a place in it
+            # `moderation: moderation.rb:15`: the word names the file, not a place in it; the next scope decides
+            subj = citation_subject(ans, c, bounds[0], bounds[1], skip=frozenset((subj["name"],)))
+            if subj and (
+                subj["from"] not in ("label", "after", "before") or names_its_file(subj["name"], g["resolved_path"])
+            ):
+                subj = None  # (only the clause's own name: `warehouse: path:705 get_order_lines...`)
         key = (g["resolved_path"] or g["path"], tuple(g["lines"]) if g["lines"] else None, g["symbol"])
         idents = context_identifiers(ans, c)
         clauses[(c["start"], c["end"])] = clause_names(

@@ -22,6 +22,7 @@ _LINE_VALUE = re.compile(r"\s*L?\d+(?:\s*[-\u2013,]\s*L?\d+)*\s*")  # `"line": "
 # a name and a sentence about it (`"method": "to_hash returns format for API call"`, grader 11): a
 # description beside the object, not its name (no call, no declaration: four words or more)
 _PROSE_VALUE = re.compile(r"[^\s(:]+(?:\s+[A-Za-z][\w/.-]*){3,}\s*$")
+_CLASS_NAME = re.compile(r"[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+")  # CamelCase: `WhereClause`
 _NAMED_KIND = re.compile(
     r"(?P<name>[A-Z]\w+(?:::[A-Z]\w+)*)\s+(?:model|class|module|controller|concern|job|"
     r"helper|mailer|mailbox|struct|trait|interface)\b"
@@ -124,6 +125,8 @@ def json_key_kind(key: str) -> str | None:
     `depends_how`), "group" (`subsystem`, `category`), "kind" (`field`, `impl_def`: the kind of
     place, KIND_KEY_PARTS) or None (a key that may be a name)."""
     k = key.lower()
+    if _CLASS_NAME.fullmatch(key):
+        return None  # a class's name (`"WhereClause": "path:6"`), whatever words it is made of (grader 11)
     words = set(re.split(r"[_\-\s]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", key).lower()))
     if words & LOCATOR_PARTS:
         return "locator"

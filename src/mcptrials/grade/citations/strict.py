@@ -43,6 +43,7 @@ _SLASH_COMMENT = {"go", "rust", "java", "typescript", "tsx", "javascript", "kotl
 CONSTRUCTOR_DEFINITIONS = {"new": ("initialize",)}
 # Type definitions made of their field list: the first line stands for the fields (grader 10).
 FIELD_LIST_KINDS = frozenset(("type_spec", "struct_item", "struct_specifier", "interface_declaration"))
+_STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'")  # a one-line string literal
 _EXT_HASH = {"sh", "bash", "zsh", "yaml", "yml", "toml", "rb", "py", "pl", "r", "cfg", "conf", "ini", "mk"}
 
 
@@ -239,6 +240,15 @@ def abstain_reason(
         # a field, attribute or call the definitions do not list (`DoltDatabaseProvider.databases`,
         # `self.transport.notify`) is still the file's when its code writes the name elsewhere
         return f"`{subject}` is neither defined nor written in the cited file"
+    if qualifiers and any(
+        _has_chain(_STRING.sub('""', _code(file_lines[k - 1], path)), subject)
+        for d in _opened(defs, lo, hi)
+        for k in range(d["start"] + 1, min(d["end"], len(file_lines)) + 1)
+    ):
+        # grader 11: a class's first line for a call its code makes (`class PreviewOnEditView` for
+        # `Page.objects.select_related(...)` in its body, not in a string) may mean the class: not a
+        # confirmed mismatch
+        return f"the cited line opens a definition whose code writes `{subject}`"
     if opens_block(file_lines, lo, name, path, {d["start"] for d in defs}):
         return f"the cited line lies in a block opened by `{name}`"
     around = {d["name"] for d in _enclosing(defs, lo, hi)}

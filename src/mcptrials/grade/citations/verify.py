@@ -76,7 +76,7 @@ def verify(c: dict, identifiers: list[str], tree: CommitTree) -> str:
     return "verified" if any(has_word(window, i) for i in identifiers) else "mismatch"
 
 
-def citation_subject(ans: Answer, c: dict, before: int, after: int) -> dict | None:
+def citation_subject(ans: Answer, c: dict, before: int, after: int, skip=frozenset()) -> dict | None:
     """The subject of one citation occurrence (grade/citations/subjects.py), read around its whole
     text (a list of lines `lines 72, 74, 76` has one subject for every number)."""
     lo, hi = c.get("subject_span") or (c["start"], c["end"])
@@ -109,6 +109,7 @@ def citation_subject(ans: Answer, c: dict, before: int, after: int) -> dict | No
         json_member=bool(c.get("json_member")),
         key_named=key_named,
         plain_named=None if c.get("may_move") else key_named,
+        skip=skip,
     )
 
 
