@@ -122,3 +122,17 @@ def test_a_class_line_for_a_call_its_body_makes_is_undetermined():
     )
     # written only in a string: no such call, the mismatch stands (confirmed: None)
     assert strict.abstain_reason("a.rb", src, [1], "parser.run!", lines, []) is None
+
+
+def test_names_joined_by_slashes_before_a_parenthesised_list_pair_up_in_order(tree):
+    text = "hooks role_name/chat_completion/tool_calls (lib/response.rb:2,6,10) are overridable\n"
+    got = by_lines(text, tree)
+    assert [got[("lib/response.rb", n)]["subject"]["name"] for n in (2, 6, 10)] == [
+        "role_name",
+        "chat_completion",
+        "tool_calls",
+    ]
+    assert got[("lib/response.rb", 6)]["subject"]["from"] == "respectively"
+    # plain words (`enable/disable`) are no such group
+    got = by_lines("leadership enable/disable (lib/response.rb:2,6)\n", tree)
+    assert all(c["subject"] is None or c["subject"]["from"] != "respectively" for c in got.values())

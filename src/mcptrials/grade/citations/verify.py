@@ -160,7 +160,8 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
     names: list[str] = []
     pos, commas, joins, cut = lo, False, [], False
     colon = _COLON_END.search(text, max(0, pos - 4), pos)  # `role/chat_completion/tool_calls: x:9, x:17, x:21`
-    pos = colon.start() if colon else pos
+    paren = None if colon else _PAREN_END.search(text, max(0, pos - 4), pos)  # `a/b/c (x.rb:8,15,62)`
+    pos = colon.start() if colon else paren.start() if paren else pos
     at = None if colon else _AT_END.search(text[max(0, pos - 6) : pos])  # `a and b at x:1 and y:2`
     pos = max(0, pos - 6) + at.start() if at else pos
     kind = _KIND_PLURAL.search(text, max(0, pos - 20), pos)  # `send/_read_replies helpers at`, `a/b assocs x:1,x:2`
@@ -184,10 +185,8 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
     # words (`validation, covering x:93 and x:302`)
     if commas and not all(n.startswith("`") or code_like(n.strip("`"), False) for n in names):
         return None
-    if colon and (
-        cut or not all("/" in j for j in joins) or 2 * sum(code_like(n.strip("`"), False) for n in names) <= len(names)
-    ):
-        return None  # (names joined by slashes only, all of them, most written as code: not `registry/catalog:`)
+    if (colon or paren) and not _slash_group(names, joins, cut, ans.is_path):
+        return None
     names = [n.strip("`") for n in names]
     name = names[k - first]
     group = [n for n in names if clean_name(n)]
@@ -195,11 +194,25 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
     return {"name": name, "from": scope, "group": group} if clean_name(name) else None
 
 
+def _slash_group(names: list[str], joins: list[str], cut: bool, is_path) -> bool:
+    """Grader 11: names before a colon or an opening `(` are a group when joined by slashes only,
+    all of them (no more before), most written as code, none a path: not `registry/catalog:`, nor
+    `enable/disable (`, nor the folders of `app/models/story.rb (lines 296, 297)`."""
+    bare = [n.strip("`") for n in names]
+    return (
+        not cut
+        and all("/" in j for j in joins)
+        and 2 * sum(code_like(n, False) for n in bare) > len(bare)
+        and not any(is_path(n) for n in bare)
+    )
+
+
 # Grader 11: names joined by slashes before a colon and as many citations state no order (`role/
 # chat_completion/tool_calls: x:9, x:17, x:21` cite the three in file order): each line is checked
 # against the group, and a line holding none of them is undetermined, not a mismatch.
 UNORDERED = "group before a colon"
 _COLON_END = re.compile(r":[ \t`*]*$")
+_PAREN_END = re.compile(r"\s\([ \t`]*$")
 
 
 def strict_verdict(c: dict, tree: CommitTree) -> str:
