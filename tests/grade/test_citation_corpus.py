@@ -272,7 +272,7 @@ OTHER_SETS = {
     "dolt": ("development", 0.84),  # grader 7: 0.87 (undetermined wrong lines); grader 10: 0.846
     "nomad": ("development", 0.85),  # grader 7: 0.88 (undetermined wrong lines, issue 34)
     "langchainrb": ("development", 0.79),  # grader 10: 0.800 (grader 9: 0.767)
-    "llm_rb": ("blind", 0.84),  # grader 7: 0.86 (undetermined wrong lines, issue 34); grader 10: 0.850
+    "llm_rb": ("blind", 0.85),  # grader 7: 0.86 (undetermined wrong lines, issue 34); grader 10: 0.850; 11: 0.867
 }
 
 
