@@ -127,12 +127,18 @@ def test_a_class_line_for_a_call_its_body_makes_is_undetermined():
 def test_names_joined_by_slashes_before_a_parenthesised_list_pair_up_in_order(tree):
     text = "hooks role_name/chat_completion/tool_calls (lib/response.rb:2,6,10) are overridable\n"
     got = by_lines(text, tree)
-    assert [got[("lib/response.rb", n)]["subject"]["name"] for n in (2, 6, 10)] == [
-        "role_name",
-        "chat_completion",
-        "tool_calls",
-    ]
+    assert got[("lib/response.rb", 2)]["subject"] is None  # `role_name` is written nowhere in the file
+    assert [got[("lib/response.rb", n)]["subject"]["name"] for n in (6, 10)] == ["chat_completion", "tool_calls"]
     assert got[("lib/response.rb", 6)]["subject"]["from"] == "respectively"
     # plain words (`enable/disable`) are no such group
     got = by_lines("leadership enable/disable (lib/response.rb:2,6)\n", tree)
     assert all(c["subject"] is None or c["subject"]["from"] != "respectively" for c in got.values())
+
+
+def test_a_name_the_cited_file_never_writes_is_no_subject(tree):
+    # `request_building` is written nowhere in lib/response.rb: nothing to check at any of its lines
+    (c,) = by_lines('{"component": "request_building", "file": "lib/response.rb:13"}', tree).values()
+    assert c["subject"] is None and c["strict"] == "n/a"
+    # a `component` member names the object like `name` (lexicon IDENT_KEYS): a confirmed wrong line
+    (c,) = by_lines('{"component": "Response#tool_calls", "file": "lib/response.rb:3"}', tree).values()
+    assert c["subject"] == {"name": "Response#tool_calls", "from": "json field"} and c["strict"] == "mismatch"

@@ -72,7 +72,7 @@ PREPOSITIONS = frozenset(("at", "in", "on"))  # `notify at path:96`: a label joi
 # END_LINE_KEYS and any key made of LOCATOR_PARTS; prose about it: PROSE_KEYS; its group:
 # GROUP_KEYS; a quote of the cited line's code: CODE_KEYS.
 IDENT_KEYS = frozenset(
-    "name symbol function method class struct trait identifier definition module signature holder".split()
+    "name symbol function method class struct trait identifier definition module signature holder component".split()
 )
 FILE_KEYS = ("file", "path", "file_path", "filepath", "filename")
 LINE_KEYS = ("line", "lines", "line_number", "start_line", "line_start")
