@@ -245,7 +245,8 @@ TARGETS = {"agreement": 0.95, "verified_of_correct": 0.80, "mismatch_of_wrong": 
 # positive evidence (subject from a sentence, list item or another JSON member's text; a name
 # the file never writes; another name of the clause at the line) is now `undetermined`, which
 # this mapping counts as a disagreement. Was 0.97 / 0.99 (grader 7: 0.973, 31/31).
-FLOORS = {"agreement": 0.95, "verified_of_correct": 0.97, "mismatch_of_wrong": 0.68}
+# Grader 11: mismatch_of_wrong 21/29 = 0.724 (grader 10: 20/29 = 0.690), agreement 0.956.
+FLOORS = {"agreement": 0.95, "verified_of_correct": 0.97, "mismatch_of_wrong": 0.71}
 
 
 def test_grader_agrees_with_the_hand_labels():
@@ -265,14 +266,14 @@ def test_grader_agrees_with_the_hand_labels():
 OTHER_SETS = {
     "netbox": ("development", 0.95),  # grader 7: 0.96 (undetermined wrong lines, issue 34)
     "wagtail": ("development", 0.89),
-    "ruby_llm": ("development", 0.89),
+    "ruby_llm": ("development", 0.90),  # grader 11: 0.912
     "redmine": ("development", 0.94),  # grader 7: 0.98 (undetermined wrong lines, issue 34)
     "saleor": ("development", 0.87),  # grader 7: 0.92 (undetermined wrong lines, issue 34)
-    "solidus": ("development", 0.88),
-    "dolt": ("development", 0.84),  # grader 7: 0.87 (undetermined wrong lines); grader 10: 0.846
+    "solidus": ("development", 0.89),  # grader 11: 0.907
+    "dolt": ("development", 0.86),  # grader 7: 0.87 (undetermined wrong lines); grader 10: 0.846; 11: 0.872
     "nomad": ("development", 0.85),  # grader 7: 0.88 (undetermined wrong lines, issue 34)
     "langchainrb": ("development", 0.79),  # grader 10: 0.800 (grader 9: 0.767)
-    "llm_rb": ("blind", 0.84),  # grader 7: 0.86 (undetermined wrong lines, issue 34); grader 10: 0.850
+    "llm_rb": ("blind", 0.85),  # grader 7: 0.86 (undetermined wrong lines, issue 34); grader 10: 0.850; 11: 0.867
 }
 
 

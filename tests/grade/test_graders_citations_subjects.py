@@ -281,10 +281,11 @@ def test_basename_resolves_by_its_subject_else_stays_ambiguous_with_candidates(t
 def test_a_basename_is_not_the_file_shorter_than_the_line(tree):
     # a/util.py has 6 lines, b/util.py 9: util.py:8 can only be b/util.py, whose line 8 is
     # `def helper2():`, so `helper` is not there; b/util.py never writes `helper`, so no
-    # positive evidence of a wrong line: undetermined, not ambiguous (issue 34 item 1).
+    # positive evidence of a wrong line, not ambiguous (issue 34 item 1); a name the file never
+    # writes is no subject there (grader 11): n/a, undetermined before.
     c = by_lines("Then util.py:8 (`helper`).\n", tree)[("b/util.py", 8)]
     assert c["context"]["scope"] == "file long enough" and c["bucket"] == "grounded"
-    assert c["strict"] == "undetermined"
+    assert c["strict"] == "n/a"
     # a line-only reference after a file too short for it moves to the context's file that has it
     d = by_lines("In b/util.py `helper2` is defined; in a/util.py `helper2` (line 8) is called.\n", tree)
     assert d[("b/util.py", 8)]["context"]["scope"] in ("file long enough", "subject at the line")
@@ -417,8 +418,9 @@ def test_each_occurrence_has_its_own_subject_and_verdict(tree):
     # occurrence keeps its own verdict.
     text = "`render` (pkg/transports.py:24) is wrong.\n\n- `Http` — pkg/transports.py:24\n"
     (c,) = grade(text, tree)["items"]
-    # (render is written nowhere in the file: undetermined, issue 34 item 1)
-    assert [o["strict"] for o in c["by_occurrence"]] == ["undetermined", "verified"]
+    # (render is defined at 19; `Http`, at the line, is attached to the other occurrence, not a
+    # rival of this one: a confirmed mismatch since grader 11, undetermined before)
+    assert [o["strict"] for o in c["by_occurrence"]] == ["mismatch", "verified"]
     assert c["strict"] == "verified" and c["subject"]["name"] == "Http"
 
 

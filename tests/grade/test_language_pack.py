@@ -306,9 +306,10 @@ def test_a_code_file_without_definitions_here_is_undetermined_not_mismatch(tree)
     c = only("`helper` (native/util.c:4) doubles its argument.", tree)
     assert (c["bucket"], c["strict"]) == ("grounded", "undetermined")
     assert only("`helper` (native/util.c:3)", tree)["strict"] == "verified"  # the line names it
-    # a name the file never writes, or prose (a README): nothing in the file says where the
-    # subject is instead, so no positive evidence of a wrong line (issue 34 item 1)
-    assert only("`nowhere_defined` (native/util.c:4)", tree)["strict"] == "undetermined"
+    # a name the file never writes: no subject there (grader 11; undetermined before); prose (a
+    # README): nothing in the file says where the subject is instead, so no positive evidence of
+    # a wrong line (issue 34 item 1)
+    assert only("`nowhere_defined` (native/util.c:4)", tree)["strict"] == "n/a"
     assert only("`helper` (README.md:4)", tree)["strict"] == "undetermined"
 
 

@@ -10,6 +10,7 @@ Modules, in the order a citation passes through them:
     subjects     the subject of a citation: the name the answer says is at the place
     symbols      definitions from tree-sitter grammars
     strict       the strict verdict (verified, mismatch, undetermined) at a cited line
+    evidence     what else the answer names around a citation, for a confirmed mismatch (rule 4)
     verify       the lenient and the strict verification of a grounded line citation
     composition  the composition by form: strict beside lenient, the ungrounded kinds
     grading      the entry point: one answer's citations (grade_citations), counts, pooling

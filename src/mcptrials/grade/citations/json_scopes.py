@@ -7,11 +7,22 @@ from __future__ import annotations
 
 import re
 
-from mcptrials.grade.citations.lexicon import CODE_KEYS, GROUP_KEYS, IDENT_KEYS, LOCATOR_PARTS, PROSE_KEYS
+from mcptrials.grade.citations.lexicon import (
+    CODE_KEYS,
+    GROUP_KEYS,
+    IDENT_KEYS,
+    KIND_KEY_PARTS,
+    LOCATOR_PARTS,
+    PROSE_KEYS,
+)
 from mcptrials.grade.citations.names import clean_name, code_subject, instruction, parts_of, tokens
 from mcptrials.grade.citations.scopes import Site
 
 _LINE_VALUE = re.compile(r"\s*L?\d+(?:\s*[-\u2013,]\s*L?\d+)*\s*")  # `"line": "72-93"`: where, not what
+# a name and a sentence about it (`"method": "to_hash returns format for API call"`, grader 11): a
+# description beside the object, not its name (no call, no declaration: four words or more)
+_PROSE_VALUE = re.compile(r"[^\s(:]+(?:\s+[A-Za-z][\w/.-]*){3,}\s*$")
+_CLASS_NAME = re.compile(r"[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+")  # CamelCase: `WhereClause`
 _NAMED_KIND = re.compile(
     r"(?P<name>[A-Z]\w+(?:::[A-Z]\w+)*)\s+(?:model|class|module|controller|concern|job|"
     r"helper|mailer|mailbox|struct|trait|interface)\b"
@@ -37,7 +48,7 @@ def _first_member_name(site: Site) -> tuple[str, str] | None:
     the citation's subject, in the object's order."""
     objs, start, is_path = site.objs, site.start, site.reader
     for mem in objs[0].members if objs else []:
-        if mem.key.lower() in IDENT_KEYS and isinstance(mem.value, str):
+        if mem.key.lower() in IDENT_KEYS and isinstance(mem.value, str) and not _PROSE_VALUE.match(mem.value):
             name = code_subject(mem.value, is_path)
             if name:
                 return "json field", name
@@ -70,8 +81,11 @@ def json_code(site: Site) -> str | None:
 
 
 def json_owner(site: Site) -> str | None:
-    """3d. The key owning the citation's object names it (`"Engine.ServeHTTP": {"loc": "gin.go:662"}`)."""
-    if not site.objs:
+    """3d. The key owning the citation's object names it (`"Engine.ServeHTTP": {"loc": "gin.go:662"}`),
+    when the citation is a locator of the object; a member of its own key is labelled by that key
+    (`"ollama": {"response_adapter_completion": "path:4"}`: not Ollama, grader 11); a key naming the
+    kind of place (`"sstructs.Planner": {"field": "path:57"}`: KIND_KEY_PARTS) locates the owner."""
+    if not site.objs or (site.key is not None and json_key_kind(site.key.group("key")) not in ("locator", "kind")):
         return None
     owner = site.objs[0].key
     if owner and not json_key_kind(owner) and (name := code_subject(owner, site.reader)):
@@ -93,6 +107,7 @@ def json_text(site: Site) -> str | None:
     listed = not site.json_member and not any(mem.start <= start < mem.end for mem in objs[0].members)
     for mem in [] if labelled or listed else objs[0].members:
         kind_of_key = json_key_kind(mem.key)
+        kind_of_key = None if kind_of_key == "kind" else kind_of_key  # (a kind of place may hold a name)
         if kind_of_key in ("locator", "group"):
             continue
         values = mem.value if isinstance(mem.value, list) else [mem.value]
@@ -107,8 +122,14 @@ def json_text(site: Site) -> str | None:
 
 def json_key_kind(key: str) -> str | None:
     """ "locator" (`file`, `file_line`, `refs`, `verification`), "prose" (`reason`, `risk`,
-    `depends_how`), "group" (`subsystem`, `category`) or None (a key that may be a name)."""
+    `depends_how`), "group" (`subsystem`, `category`), "kind" (`field`, `impl_def`: the kind of
+    place, KIND_KEY_PARTS) or None (a key that may be a name)."""
     k = key.lower()
-    if set(re.split(r"[_\-\s]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", key).lower())) & LOCATOR_PARTS:
+    if _CLASS_NAME.fullmatch(key):
+        return None  # a class's name (`"WhereClause": "path:6"`), whatever words it is made of (grader 11)
+    words = set(re.split(r"[_\-\s]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", key).lower()))
+    if words & LOCATOR_PARTS:
         return "locator"
+    if words <= KIND_KEY_PARTS:
+        return "kind"
     return "prose" if k in PROSE_KEYS else "group" if k in GROUP_KEYS else None

@@ -72,7 +72,7 @@ PREPOSITIONS = frozenset(("at", "in", "on"))  # `notify at path:96`: a label joi
 # END_LINE_KEYS and any key made of LOCATOR_PARTS; prose about it: PROSE_KEYS; its group:
 # GROUP_KEYS; a quote of the cited line's code: CODE_KEYS.
 IDENT_KEYS = frozenset(
-    "name symbol function method class struct trait identifier definition module signature holder".split()
+    "name symbol function method class struct trait identifier definition module signature holder component".split()
 )
 FILE_KEYS = ("file", "path", "file_path", "filepath", "filename")
 LINE_KEYS = ("line", "lines", "line_number", "start_line", "line_start")
@@ -87,4 +87,6 @@ PROSE_KEYS = frozenset(
     "reason risk why note notes description usage purpose impact dependency depends_how "
     "details summary explanation comment rationale effect consequence".split()
 )
+# A key naming the kind of place its value is (`"field": "path:57"`, grader 11): the owner's locator.
+KIND_KEY_PARTS = frozenset("field definition def declaration decl impl implementation constructor struct".split())
 GROUP_KEYS = frozenset("subsystem category group area section tier severity priority level status".split())

@@ -13,7 +13,14 @@ from functools import cached_property
 from typing import Any
 
 from mcptrials.grade.citations import structure
-from mcptrials.grade.citations.lexicon import KIND_WORDS, LEAD_WORDS, PLACE_VERBS, PREPOSITIONS, PROSE_WORDS
+from mcptrials.grade.citations.lexicon import (
+    DECLARATION_WORDS,
+    KIND_WORDS,
+    LEAD_WORDS,
+    PLACE_VERBS,
+    PREPOSITIONS,
+    PROSE_WORDS,
+)
 from mcptrials.grade.citations.names import (
     parts_of,
     WINDOW,
@@ -27,6 +34,11 @@ from mcptrials.grade.citations.names import (
     tokens,
 )
 
+# a line of its own right after a name: `` `name` (`:67`) ``, `name (line 67)`, `Name:23`
+_OWN_LINE = re.compile(r"[\s(`]*:L?\d+\b|\s*\(\s*(?:line\s+)?\d+\s*\)")
+_CODE_CELL = re.compile(r"\s*`([^`\n]+)`\s*")  # a cell that is one code span alone
+_DECLARATION_CELL = re.compile(rf"\s*(?:{'|'.join(sorted(DECLARATION_WORDS))})\s+:(?P<s>[A-Za-z_]\w*[?!]?)")
+_COLON_LINE = re.compile(r"`?:L?\d+\b")
 _NEGATED = re.compile(r"(?:instead of|rather than)\s*$")
 _KEY_BEFORE = re.compile(r'"(?P<key>[A-Za-z_][\w?!]*)"\s*:\s*"$')
 
@@ -146,6 +158,7 @@ def _after(text: str, start: int, end: int, is_path) -> str | None:
     end = m.end() + conj.start() if conj else end
     toks = list(tokens(text, m.end(), end, is_path))
     names = [t for t in toks if t[1] not in LEAD_WORDS and t[1].split(".")[0] not in LEAD_WORDS]
+    toks = [t for t in toks if not _COLON_LINE.match(text, t[3])]  # `RequestAdapter:23` is its own line's
     for pos, name, strong, _ in toks:
         word = name.split(".")[0]
         if strong and (opened or len([w for w in WORD.findall(text[m.end() : pos]) if w not in LEAD_WORDS]) < 3):
@@ -288,9 +301,10 @@ def _parent_item_head(text: str, item_start: int, is_path) -> str | None:
 
 
 def _table_cell_name(text: str, start: int, end: int, is_path) -> str | None:
-    """The identifier of the citation's table row's symbol/name column; without such a column,
-    the code span opening the cell right after a cell that is the citation alone
-    (`` | `path:410` | `PromotionRule.gifts` | ... | ``)."""
+    """The identifier of the citation's table row's symbol/name column; without such a column, for
+    a cell that is the citation alone: the cell right before it when that is one code span alone
+    (`` | `get_listing` | `path:220` | ``), else the Rails declaration or the code span opening the
+    cell right after it (`` | `path:410` | `PromotionRule.gifts` | ... | ``)."""
     row = structure.table_row(text, start)
     if not row:
         return None
@@ -299,12 +313,17 @@ def _table_cell_name(text: str, start: int, end: int, is_path) -> str | None:
         if name:
             return name
     k = next((k for k, (_, a, b) in enumerate(row.cells) if a <= start < b), None)
-    if (
-        row.name_cells
-        or k is None
-        or k + 1 >= len(row.cells)
-        or row.cells[k][0].strip("`* ") != text[start:end].strip("`* ")
-    ):
+    if row.name_cells or k is None or row.cells[k][0].strip("`* ") != text[start:end].strip("`* "):
         return None
-    tick = re.match(r"`([^`\n]+)`", row.cells[k + 1][0])
-    return code_subject(tick.group(1), is_path) if tick else None
+    if k > 0 and (alone := _CODE_CELL.fullmatch(row.cells[k - 1][0])):
+        return code_subject(alone.group(1), is_path)  # `| `get_listing` | `path:220` | ... |`, grader 11
+    if k + 1 >= len(row.cells):
+        return None
+    nxt = row.cells[k + 1][0]
+    decl = _DECLARATION_CELL.match(nxt)
+    if decl:
+        return decl.group("s")  # `| path:83 | validate :validate_issue |`, grader 11
+    tick = re.match(r"`([^`\n]+)`", nxt)
+    if not tick or _OWN_LINE.match(nxt, tick.end()):
+        return None  # (`` `to_openai_format` (`:67`) ``: the span has its own line, grader 11)
+    return code_subject(tick.group(1), is_path)

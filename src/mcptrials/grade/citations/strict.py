@@ -43,6 +43,7 @@ _SLASH_COMMENT = {"go", "rust", "java", "typescript", "tsx", "javascript", "kotl
 CONSTRUCTOR_DEFINITIONS = {"new": ("initialize",)}
 # Type definitions made of their field list: the first line stands for the fields (grader 10).
 FIELD_LIST_KINDS = frozenset(("type_spec", "struct_item", "struct_specifier", "interface_declaration"))
+_STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'")  # a one-line string literal
 _EXT_HASH = {"sh", "bash", "zsh", "yaml", "yml", "toml", "rb", "py", "pl", "r", "cfg", "conf", "ini", "mk"}
 
 
@@ -178,17 +179,51 @@ def stands_for_body(defs: list[dict], lo: int, hi: int, subject: str, path: str,
     return False
 
 
+def _indent(line: str) -> int:
+    return len(line.expandtabs()) - len(line.expandtabs().lstrip())
+
+
+# a line opening a block of values or statements: `... do |x|`, `... {`, `[`, `(`; not a condition or loop
+_OPENER = re.compile(r"(?:\bdo(?:\s*\|[^|]*\|)?|[{\[(])$")
+_CONTROL = re.compile(r"(?:if|elif|else|unless|while|until|for|switch|select|case|when|try|catch|match)\b")
+
+
+def opens_block(file_lines: list[str], lo: int, name: str, path: str, def_starts=frozenset(), reach: int = 12) -> bool:
+    """Grader 11: the cited line lies in a block (a `do` block, a literal, a call's arguments) whose
+    opening line, the nearest line above it indented less (at most `reach` lines up), names the
+    subject (`children.each do |child|` over a line of its body; `validators: []V{` over an element);
+    not a condition or a loop (`if self.transport().is_noop(flip):`), nor a definition's first line (`def __init__(self, permanent)` over `self.message = ...`: the
+    definitions decide there)."""
+    if not 1 < lo <= len(file_lines) or not file_lines[lo - 1].strip():
+        return False
+    indent = _indent(file_lines[lo - 1])
+    for k in range(lo - 1, max(0, lo - 1 - reach), -1):
+        line = file_lines[k - 1]
+        if line.strip() and _indent(line) < indent:
+            code = _code(line, path).strip()
+            return (
+                k not in def_starts
+                and bool(_OPENER.search(code))
+                and not _CONTROL.match(code)
+                and _has_word(code, name)
+            )
+    return False
+
+
 def _enclosing(defs: list[dict], lo: int, hi: int) -> list[dict]:
     """The definitions whose lines (header included) meet lo..hi."""
     return [d for d in defs if d.get("outer_start", d["start"]) <= hi and lo <= d["end"]]
 
 
-def abstain_reason(path: str, source: str, lines: list[int], subject: str, file_lines: list[str], named) -> str | None:
+def abstain_reason(
+    path: str, source: str, lines: list[int], subject: str, file_lines: list[str], named, in_code=()
+) -> str | None:
     """Why a `mismatch` of verdict() lacks positive evidence in the file (None: it has it):
     the subject is defined in the file, by a definition whose containers its qualifiers name,
     and no such definition meets the cited lines; and no name the clause names (`named`: the
     citation's identifiers, the group of a `respectively`) is at the cited lines' code or is a
-    definition they lie in (rules 3 and 4 of docs/grading.md's list)."""
+    definition they lie in, and no code-like name of its clause (`in_code`) is at their code
+    (rules 3 and 4 of docs/grading.md's list)."""
     *qualifiers, name = parts(subject)
     lo, hi = (lines[0], lines[0]) if len(lines) == 1 else (min(lines), max(lines))
     defs = _defs(path, source)
@@ -205,6 +240,17 @@ def abstain_reason(path: str, source: str, lines: list[int], subject: str, file_
         # a field, attribute or call the definitions do not list (`DoltDatabaseProvider.databases`,
         # `self.transport.notify`) is still the file's when its code writes the name elsewhere
         return f"`{subject}` is neither defined nor written in the cited file"
+    if qualifiers and any(
+        _has_chain(_STRING.sub('""', _code(file_lines[k - 1], path)), subject)
+        for d in _opened(defs, lo, hi)
+        for k in range(d["start"] + 1, min(d["end"], len(file_lines)) + 1)
+    ):
+        # grader 11: a class's first line for a call its code makes (`class PreviewOnEditView` for
+        # `Page.objects.select_related(...)` in its body, not in a string) may mean the class: not a
+        # confirmed mismatch
+        return f"the cited line opens a definition whose code writes `{subject}`"
+    if opens_block(file_lines, lo, name, path, {d["start"] for d in defs}):
+        return f"the cited line lies in a block opened by `{name}`"
     around = {d["name"] for d in _enclosing(defs, lo, hi)}
     if name in {n for d in _enclosing(defs, lo, hi) for c in d["containers"] for n in c}:
         # grader 10: the line is in a method of the subject's own type (`allocRunner` at a line
@@ -214,4 +260,8 @@ def abstain_reason(path: str, source: str, lines: list[int], subject: str, file_
         last = parts(n)[-1] if parts(n) else n
         if len(last) > 1 and (last in around or any(_has_word(line, last) for line in code)):
             return f"`{n}`, named beside it, is at the cited line"
+    for n in in_code:  # grader 11: a code-like name of the clause, when the line's code writes it
+        last = parts(n)[-1] if parts(n) else n
+        if len(last) > 1 and any(_has_word(line, last) for line in code):
+            return f"`{n}`, named in its clause, is at the cited line"
     return None

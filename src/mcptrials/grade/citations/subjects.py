@@ -60,7 +60,8 @@ the group is takes that one ("respectively, in another order", settle_strict).
 After all of these, once the file is resolved, a subject that is the cited file's own
 lower-case name or its plural (`moderation: moderation.rb:15`, `has_one :story_text` ->
 story_text.rb:3), or a lower-case folder of its path (`checkout: saleor/checkout/search/
-indexing.py:190`), is dropped (names_its_file): the word names the file, not a place in it.
+indexing.py:190`), is dropped (names_its_file): the word names the file, not a place in it, and
+the next scope decides (grader 11: `warehouse: path:705 get_order_lines_with_track_inventory`).
 So is a subject from the wider scopes (json text, list item, sentence) of a citation in a
 run of three or more joined by commas (`a.go:1, b.go:2, c.go:3`; grading._runs): the text
 is about the group.
@@ -126,12 +127,13 @@ def subject(
     json_member: bool = False,
     key_named=None,
     plain_named=None,
+    skip=frozenset(),
 ) -> dict | None:
     """The subject of the citation text[start:end]: the first of SCOPES that names one (Site says
-    what the arguments are)."""
+    what the arguments are), a name of `skip` (one that names the cited file) not counted."""
     site = Site(text, start, end, objects, before, after, is_path, json_member, key_named, plain_named)
     for scope, read in SCOPES:
         name = read(site)
-        if name:
+        if name and name not in skip:
             return {"name": name, "from": scope}
     return None

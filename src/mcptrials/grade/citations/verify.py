@@ -19,6 +19,7 @@ import re
 
 from mcptrials.grade.citations import strict, structure, subjects
 from mcptrials.grade.citations.context import Answer, identifier
+from mcptrials.grade.citations.evidence import rivals
 from mcptrials.grade.citations.extract import has_word
 from mcptrials.grade.citations.grounding import strict_verdict_at
 from mcptrials.grade.citations.lexicon import CONSTRUCTORS, DECLARATION_WORDS, KEYWORDS, IDENT_KEYS, IDENT, QUALIFIED
@@ -75,7 +76,7 @@ def verify(c: dict, identifiers: list[str], tree: CommitTree) -> str:
     return "verified" if any(has_word(window, i) for i in identifiers) else "mismatch"
 
 
-def citation_subject(ans: Answer, c: dict, before: int, after: int) -> dict | None:
+def citation_subject(ans: Answer, c: dict, before: int, after: int, skip=frozenset()) -> dict | None:
     """The subject of one citation occurrence (grade/citations/subjects.py), read around its whole
     text (a list of lines `lines 72, 74, 76` has one subject for every number)."""
     lo, hi = c.get("subject_span") or (c["start"], c["end"])
@@ -108,6 +109,7 @@ def citation_subject(ans: Answer, c: dict, before: int, after: int) -> dict | No
         json_member=bool(c.get("json_member")),
         key_named=key_named,
         plain_named=None if c.get("may_move") else key_named,
+        skip=skip,
     )
 
 
@@ -156,8 +158,11 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
     while lo > 0 and text[lo - 1] in "`":
         lo -= 1
     names: list[str] = []
-    pos, commas = lo, False
-    at = _AT_END.search(text[max(0, pos - 6) : pos])  # `a and b at x:1 and y:2`
+    pos, commas, joins, cut = lo, False, [], False
+    colon = _COLON_END.search(text, max(0, pos - 4), pos)  # `role/chat_completion/tool_calls: x:9, x:17, x:21`
+    paren = None if colon else _PAREN_END.search(text, max(0, pos - 4), pos)  # `a/b/c (x.rb:8,15,62)`
+    pos = colon.start() if colon else paren.start() if paren else pos
+    at = None if colon else _AT_END.search(text[max(0, pos - 6) : pos])  # `a and b at x:1 and y:2`
     pos = max(0, pos - 6) + at.start() if at else pos
     kind = _KIND_PLURAL.search(text, max(0, pos - 20), pos)  # `send/_read_replies helpers at`, `a/b assocs x:1,x:2`
     pos = kind.start() if kind else pos
@@ -169,8 +174,10 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
         pos = max(0, pos - 120) + m.start()
         j = _NAME_JOIN_AT_END.search(text[max(0, pos - 6) : pos])
         if not j or len(names) > last - first:
+            cut = j is not None  # more names joined before: the group is not the one named
             break
         commas = commas or "," in j.group(0)
+        joins.append(j.group(0))
         pos = max(0, pos - 6) + j.start()
     if len(names) != last - first + 1:
         return None
@@ -178,10 +185,34 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
     # words (`validation, covering x:93 and x:302`)
     if commas and not all(n.startswith("`") or code_like(n.strip("`"), False) for n in names):
         return None
+    if (colon or paren) and not _slash_group(names, joins, cut, ans.is_path):
+        return None
     names = [n.strip("`") for n in names]
     name = names[k - first]
     group = [n for n in names if clean_name(n)]
-    return {"name": name, "from": "respectively", "group": group} if clean_name(name) else None
+    scope = UNORDERED if colon else "respectively"
+    return {"name": name, "from": scope, "group": group} if clean_name(name) else None
+
+
+def _slash_group(names: list[str], joins: list[str], cut: bool, is_path) -> bool:
+    """Grader 11: names before a colon or an opening `(` are a group when joined by slashes only,
+    all of them (no more before), most written as code, none a path: not `registry/catalog:`, nor
+    `enable/disable (`, nor the folders of `app/models/story.rb (lines 296, 297)`."""
+    bare = [n.strip("`") for n in names]
+    return (
+        not cut
+        and all("/" in j for j in joins)
+        and 2 * sum(code_like(n, False) for n in bare) > len(bare)
+        and not any(is_path(n) for n in bare)
+    )
+
+
+# Grader 11: names joined by slashes before a colon and as many citations state no order (`role/
+# chat_completion/tool_calls: x:9, x:17, x:21` cite the three in file order): each line is checked
+# against the group, and a line holding none of them is undetermined, not a mismatch.
+UNORDERED = "group before a colon"
+_COLON_END = re.compile(r":[ \t`*]*$")
+_PAREN_END = re.compile(r"\s\([ \t`]*$")
 
 
 def strict_verdict(c: dict, tree: CommitTree) -> str:
@@ -228,8 +259,12 @@ def written_as_code(text: str, span: list[int], subject: dict) -> bool:
     if subject["from"] in _NAMED_BY_PLACE or code_like(last, False) or code_like(name, False):
         return True
     window = _window(text, span)
-    word = rf"(?<![\w]){re.escape(last)}(?![\w])"
-    if re.search(rf"`[^`\n]*{word}[^`\n]*`|\*\*[^*\n]*{word}[^*\n]*\*\*", window):
+    word = re.compile(rf"(?<![\w]){re.escape(last)}(?![\w])")
+    lo = text.rfind("\n", 0, max(0, span[0] - 200)) + 1  # the window's start (a line's)
+    # code spans paired from each line's start (grader 11: the prose between two spans is not one)
+    if any(word.search(text, a, b) for a, b in structure.code_spans(text, lo, lo + len(window))):
+        return True
+    if re.search(rf"\*\*[^*\n]*{word.pattern}[^*\n]*\*\*", window):
         return True
     return declared(window, last)
 
@@ -243,7 +278,7 @@ def declared(text: str, name: str) -> bool:
     )
 
 
-def confirm_mismatch(g: dict, occ: dict, tree: CommitTree, text: str | None) -> str | None:
+def confirm_mismatch(g: dict, occ: dict, tree: CommitTree, text: str | None, around=None) -> str | None:
     """Why an occurrence's strict `mismatch` is not confirmed (it is `undetermined` then), None
     when it has positive evidence (docs/grading.md: the subject clearly named, written as code,
     defined in the cited file away from the cited line, nothing else the clause names there)."""
@@ -258,11 +293,23 @@ def confirm_mismatch(g: dict, occ: dict, tree: CommitTree, text: str | None) -> 
         return f"`{subject['name']}` is a plain word of the answer"
     path = tree.real(g["resolved_path"])
     own = set(parts_of(subject["name"]))  # its qualifiers are where it lives, not other names
-    named = [n for n in [*g["identifiers"], *subject.get("group", [])] if n != subject["name"] and n not in own]
-    return strict.abstain_reason(path, tree.text(path), g["lines"], subject["name"], tree.lines(path), named)
+    span = tuple(occ["span"])
+    clause, attached = ({}, {}) if around is None else around
+    wide = rivals(g["identifiers"], attached, span)
+    named = [n for n in [*wide, *subject.get("group", [])] if n != subject["name"] and n not in own]
+    in_code = [n for n in clause.get(span, []) if n != subject["name"] and n not in own]
+    return strict.abstain_reason(path, tree.text(path), g["lines"], subject["name"], tree.lines(path), named, in_code)
 
 
-def settle_strict(g: dict, tree: CommitTree, text: str | None = None) -> None:
+def written_in_file(name: str, g: dict, tree: CommitTree) -> bool:
+    """Whether the cited file writes the name's last part (or a form a definition of it goes by:
+    strict.forms) as a whole word."""
+    last = parts_of(name)[-1]
+    source = tree.text(tree.real(g["resolved_path"]))
+    return any(has_word(source, w) for w in {last} | strict.forms(last))
+
+
+def settle_strict(g: dict, tree: CommitTree, text: str | None = None, around=None) -> None:
     """The strict verdict of each occurrence of a distinct citation (its own subject), then
     the citation's: verified when one occurrence's subject is at the cited line (the answer
     says once what is there, and that is right), else the verdict of the first occurrence with
@@ -291,11 +338,20 @@ def settle_strict(g: dict, tree: CommitTree, text: str | None = None) -> None:
                 occ["strict"] = "verified"
         occ["undetermined"] = None
         if occ["strict"] == "mismatch":
-            why = confirm_mismatch(g, occ, tree, text)
-            if why:
+            why = confirm_mismatch(g, occ, tree, text, around)
+            if why and not written_in_file(occ["subject"]["name"], g, tree):
+                # grader 11: a name the cited file never writes is checked at none of its lines: no
+                # subject, as a capitalised word the file never names (`"component": "request_building"`)
+                occ["subject"], occ["strict"] = None, "n/a"
+            elif why:
                 occ["strict"], occ["undetermined"] = "undetermined", why
         elif occ["strict"] == "undetermined":
             occ["undetermined"] = "no definitions known for this file's language"
+    settle_citation(g)
+
+
+def settle_citation(g: dict) -> None:
+    """The citation's subject and strict verdict from its occurrences' (settle_strict's docstring)."""
     occs = g["by_occurrence"]
     best = next((o for o in occs if o["strict"] == "verified"), None) or next((o for o in occs if o["subject"]), None)
     g["subject"] = best["subject"] if best else None
