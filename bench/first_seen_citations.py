@@ -23,7 +23,8 @@ Figures, per set and pooled (labels are matched to the grader's occurrences by t
 Needs the mirrors of tests/grade/test_citation_corpus.py (MCPTRIALS_SENSE_MIRROR,
 MCPTRIALS_MIRRORS) and no network; answer texts and code are read from them at run time.
 
-    python bench/first_seen_citations.py [SET ...]    (default: the sets not yet graded when committed: dolt_aside, ruby_aside)
+    python bench/first_seen_citations.py [SET ...]    (default: the sets no grader was tuned on:
+    go_rails_later, ruby_later, python_later)
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from test_citation_corpus import agrees, graded_answers, mirror  # noqa: E402
 
 SETS = ROOT / "tests" / "fixtures" / "citation_corpus"
-DEFAULT = ("dolt_aside", "ruby_aside")
+DEFAULT = ("go_rails_later", "ruby_later", "python_later")
 
 
 def arm_of(source: str) -> str:

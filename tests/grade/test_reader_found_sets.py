@@ -1,10 +1,15 @@
 """Floors on the label sets whose references a reader found (bench/first_seen_citations.py):
-rails, dolt_aside, ruby_aside, go_seen, ruby_seen and python_seen. Each was committed before any
+rails, dolt_aside, ruby_aside, go_seen, ruby_seen and python_seen, then go_rails_later, ruby_later
+and python_later. Each was committed before any
 grader graded it and first graded by grader 8 (rails by grader 7, python_seen by grader 9); grader 9
 (grader 10 for python_seen) is the first grader built after them and graded them once
 (docs/grading.md gives those first-graded figures). They are
 development sets now: a floor sits just below grader 11's figure, so a change that grades them
 worse fails; raise a floor when the grader does better, never lower one to pass.
+
+The three `_later` sets were committed while grader 11 was built in another worktree, which never
+read them, and first graded by grader 10 and grader 11 after both were built (their floors sit
+just below grader 11's first-graded figures; docs/grading.md gives graders 6, 10 and 11 on them).
 
 Needs the mirrors of tests/grade/test_citation_corpus.py; skipped without them.
 """
@@ -35,13 +40,22 @@ FLOORS = {
     "ruby_seen": (0.96, 0.78),  # 500/518 = 0.965, 412/518 = 0.795 (grader 10: 391/518 = 0.755)
     # committed after grader 9 was built, first graded by it (0.951, 0.826), then by grader 10
     "python_seen": (0.95, 0.84),  # 548/576 = 0.951, 490/576 = 0.851 (grader 10: 478/576 = 0.830)
+    # first graded by grader 11 (grader 10's agreement in brackets: the same extraction)
+    "go_rails_later": (0.97, 0.76),  # 204/210 = 0.971, 162/210 = 0.771 (161/210 = 0.767)
+    "ruby_later": (0.93, 0.73),  # 235/252 = 0.933, 186/252 = 0.738 (184/252 = 0.730)
+    "python_later": (0.93, 0.84),  # 180/192 = 0.938, 164/192 = 0.854 (163/192 = 0.849)
 }
+LATER = ("go_rails_later", "ruby_later", "python_later")
 # Pooled over the five sets, the precision of strict `mismatch` (labelled `wrong line` of those called
 # `mismatch`) and the wrong lines caught (issue 34's targets 0.90 and 0.80): grader 9 10/40 = 0.250
 # and 10/25 = 0.400; grader 10 18/32 = 0.562 and 18/25 = 0.720. With python_seen (the pool of six
 # sets, a new base, not a lowered floor): grader 10 33/50 = 0.660 and 37/53 = 0.698; grader 11 38/39 = 0.974
 # and 42/53 = 0.792.
 POOLED_FLOORS = {"mismatch precision": 0.96, "wrong lines caught": 0.78}
+# The three later sets pooled, first graded by grader 11: 11/19 = 0.579 and 13/17 = 0.765 (grader 10:
+# 11/20 = 0.550 and 13/17; grader 6: 14/77 = 0.182 and 16/17 = 0.941). Kept apart, not pooled with
+# the development sets, so that neither pool's figure hides the other's.
+LATER_POOLED_FLOORS = {"mismatch precision": 0.57, "wrong lines caught": 0.76}
 # Between arms, the share of correct citations called `mismatch` may differ by this much at most
 # (issue 34's done-when); pooled over the five sets, grader 9: baseline 10/297, sense 11/353;
 # grader 10: 5/297, 2/353; with python_seen 6/458, 3/507; grader 11: 1/458, 0/507.
@@ -79,8 +93,13 @@ def test_correct_citations_are_called_mismatch_alike_in_both_arms():
     assert abs(called["baseline"] - called["sense"]) <= ARM_GAP, called
 
 
-def test_pooled_mismatch_precision_and_wrong_lines_caught_hold_their_floors():
-    rows = [r for name in sorted(FLOORS) for r in rows_of(name)]
+@pytest.mark.parametrize(
+    "names, floors",
+    [(sorted(set(FLOORS) - set(LATER)), POOLED_FLOORS), (LATER, LATER_POOLED_FLOORS)],
+    ids=["development", "later"],
+)
+def test_pooled_mismatch_precision_and_wrong_lines_caught_hold_their_floors(names, floors):
+    rows = [r for name in names for r in rows_of(name)]
     called = [r for r in rows if r["strict"] == "mismatch"]
     wrong = [r for r in rows if r["verdict"] == "wrong line"]
     got = {
@@ -88,5 +107,5 @@ def test_pooled_mismatch_precision_and_wrong_lines_caught_hold_their_floors():
         "wrong lines caught": share(wrong, lambda r: r["agrees"]),
     }
     print(f"\npooled: {got}")
-    for k, floor in POOLED_FLOORS.items():
+    for k, floor in floors.items():
         assert got[k] >= floor, f"{k} {got[k]:.3f} fell below its floor {floor}"
