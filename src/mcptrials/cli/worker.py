@@ -527,7 +527,7 @@ class _Loop:
             _child(req, fds, self.listeners, conn, [self.wake_r, self.wake_w], self.run_argv)
         for fd in fds:
             os.close(fd)
-        print(f"child {pid}: mcptrials {' '.join(req['argv'])}", flush=True)
+        print(f"child {pid}{' (shell client)' if shell else ''}: mcptrials {' '.join(req['argv'])}", flush=True)
         conn.setblocking(False)
         self.children[pid] = conn
         if shell:
