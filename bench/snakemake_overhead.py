@@ -126,4 +126,5 @@ def main() -> None:
 
 if __name__ == "__main__":
     os.environ.pop("MCPTRIALS_WORKER", None)
+    os.environ.pop("MCPTRIALS_WORKER_TCP", None)
     main()

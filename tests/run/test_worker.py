@@ -5,6 +5,7 @@ that dies is a failed job, not a hung one. Real processes throughout: the worker
 
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -81,10 +82,10 @@ def project(tmp_path_factory, api):
         check=True,
         capture_output=True,
     )
-    sock = tmp / "w.sock"
+    sock, tcp = tmp / "w.sock", tmp / "w.tcp"
     log = open(tmp / "worker.log", "w")
     worker = subprocess.Popen(
-        [sys.executable, "-m", "mcptrials.cli", "serve-trials", "--socket", str(sock)],
+        [sys.executable, "-m", "mcptrials.cli", "serve-trials", "--socket", str(sock), "--tcp-file", str(tcp)],
         stdout=log,
         stderr=subprocess.STDOUT,
         env={"PATH": PATH, "HOME": str(tmp), **LIBRARY},
@@ -93,7 +94,7 @@ def project(tmp_path_factory, api):
     while not sock.exists():
         assert worker.poll() is None and time.monotonic() < deadline, (tmp / "worker.log").read_text()
         time.sleep(0.05)
-    yield {"dir": tmp, "sock": sock, "worker": worker, "dump": dump}
+    yield {"dir": tmp, "sock": sock, "tcp": tcp, "worker": worker, "dump": dump}
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(timeout=20) == 0
     assert not sock.exists()  # the worker removes its socket on the way out
@@ -417,3 +418,45 @@ def test_an_edited_config_or_scenario_is_seen_by_the_next_child(project, tmp_pat
     pw = subprocess.run(trial, capture_output=True, text=True, env=env(project["sock"]), timeout=60)
     pi = subprocess.run(trial, capture_output=True, text=True, env=env(), timeout=60)
     assert pw.returncode == pi.returncode == 2 and pw.stderr == pi.stderr and "referencx" in pw.stderr
+
+
+def shell_job(p, cmd: list[str], log: Path) -> list[str]:
+    """`cmd` (`mcptrials ...`) as a workflow job runs it: bash with the shell prefix's function
+    (mcptrials.cli.delegate.shell_function), $MCPTRIALS_WORKER_TCP set, output to its log."""
+    from mcptrials.cli.delegate import TCP_ENV, shell_function
+
+    function = shell_function(shlex.quote(sys.executable))
+    script = f"set -euo pipefail; {function} export {TCP_ENV}={shlex.quote(str(p['tcp']))}; "
+    return ["bash", "-c", script + f"mcptrials {shlex.join(cmd[3:])} > {shlex.quote(str(log))} 2>&1"]
+
+
+def test_trial_through_the_shell_client_equals_in_process(project, tmp_path):
+    cmd_w, out_w = run_trial_cmd(project, "echo", 21, model="claude")
+    cmd_i, out_i = run_trial_cmd(project, "echo", 22, model="claude")
+    pw = subprocess.run(shell_job(project, cmd_w, tmp_path / "job.log"), env=env(), timeout=120)
+    pi = subprocess.run(cmd_i, capture_output=True, text=True, env=env(), timeout=120)
+    assert pw.returncode == 0 == pi.returncode, (tmp_path / "job.log").read_text() + pi.stderr
+    assert (tmp_path / "job.log").read_text().startswith("claude/loop/echo/find-helper/21: completed")
+    tw, ti = json.loads(out_w.read_text()), json.loads(out_i.read_text())
+    assert tw["outcome"] == "completed" and essence(tw) == essence(ti)
+    assert served(project, out_w) and not served(project, out_i), (tmp_path / "job.log").read_text()[:3000] + (
+        project["dir"] / "worker.log"
+    ).read_text()
+    assert KEY not in (tmp_path / "job.log").read_text() + out_w.read_text()
+
+
+def test_shell_client_gone_stops_its_trial(project, tmp_path):
+    cmd, out = run_trial_cmd(project, "slow", 23, model="claude")
+    client = subprocess.Popen(shell_job(project, cmd, tmp_path / "job.log"), env=env())
+    deadline = time.monotonic() + 60
+    while not (kids := children_of(project["worker"].pid)):
+        assert time.monotonic() < deadline and client.poll() is None
+        time.sleep(0.05)
+    client.kill()  # as Snakemake kills a job's shell
+    client.wait()
+    deadline = time.monotonic() + 15
+    while Path(f"/proc/{kids[0]}").exists() and kids[0] in children_of(project["worker"].pid):
+        assert time.monotonic() < deadline, "the trial of a gone shell client is still running"
+        time.sleep(0.05)
+    time.sleep(3.5)  # past the slow call: a surviving trial would have written its records
+    assert not out.exists()

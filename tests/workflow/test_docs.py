@@ -174,6 +174,7 @@ def run_env(copy: Path) -> dict[str, str]:
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONPATH"] = str(copy / "src")
     env.pop("MCPTRIALS_WORKER", None)
+    env.pop("MCPTRIALS_WORKER_TCP", None)
     return env
 
 

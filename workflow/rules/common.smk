@@ -8,8 +8,7 @@ import shlex
 import sys
 
 from mcptrials.analyze.lock import LABEL_FILES
-import mcptrials.cli.delegate as delegate_module
-from mcptrials.cli.delegate import NOT_DELEGATED
+from mcptrials.cli.delegate import shell_function
 from mcptrials.core.failures import dag_attempt
 from mcptrials.dag.params import config_path, rule_tables
 from mcptrials.dag.rerun import rule_params
@@ -33,18 +32,14 @@ except ConfigError as e:
 # not in the rules: a rule's code (its shell string) is then the same in any folder and on
 # any machine, and a moved project reruns nothing. Every path in a command is quoted.
 PYTHON = shlex.quote(sys.executable)
-# With the warm worker on ($MCPTRIALS_WORKER, workflow/rules/worker.smk), the per-trial stages
-# go to it through its client run as a bare script (mcptrials.cli.delegate: no site-packages,
-# ~10 ms of CPU a job instead of ~40 ms); its exit code 75 (nothing ran) falls back in-process.
-DELEGATE = shlex.quote(str(Path(delegate_module.__file__).resolve()))
-# (the prefix is formatted like a command: its own braces are doubled, twice in an f-string)
+# With the warm worker on ($MCPTRIALS_WORKER_TCP, workflow/rules/worker.smk), the per-trial
+# stages go to it from bash itself (mcptrials.cli.delegate.shell_function: no client process
+# a job); its exit code 75 (nothing ran) falls back in-process. Snakemake formats the prefix
+# once: the function's own braces are doubled.
 shell.prefix(
     "set -euo pipefail; "
-    f"mcptrials() {{{{ local rc=0; "
-    f'if [ -n "${{{{MCPTRIALS_WORKER:-}}}}" ]; then case "${{{{1:-}}}}" in run-trial|score|judge) '
-    f'{PYTHON} -S -I {DELEGATE} "$@" || rc=$?; [ "$rc" = {NOT_DELEGATED} ] || return "$rc";; esac; fi; '
-    f'{PYTHON} -m mcptrials.cli "$@"; }}}}; '
-    f"export MCPTRIALS_CONFIG={shlex.quote(CONFIG_PATH)}; "
+    + shell_function(PYTHON).replace("{", "{{").replace("}", "}}")
+    + f"export MCPTRIALS_CONFIG={shlex.quote(CONFIG_PATH)}; "
 )
 
 # Each wildcard is an alternation of the matrix's values: a target with a mistyped model,

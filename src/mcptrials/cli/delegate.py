@@ -1,4 +1,4 @@
-"""The trial worker's client: hand `mcptrials <argv>` to the warm worker (mcptrials.cli.worker).
+"""The trial worker's clients: hand `mcptrials <argv>` to the warm worker (mcptrials.cli.worker).
 
 `mcptrials run-trial`, `score` and `judge` call `delegate` first: when env
 MCPTRIALS_WORKER names a socket that answers, the worker's forked child runs the command
@@ -6,11 +6,14 @@ with this process's stdout, stderr, environment and working directory, and its e
 is returned; otherwise None, and the command runs in-process. Stdlib only, and nothing
 of mcptrials, so a delegating process stays light. The protocol is in worker.py.
 
-Run as a script (`python -S -I delegate.py <argv>`: no site-packages, no mcptrials package,
-~8 ms of CPU where `python -m mcptrials.cli` costs ~40 ms: hence `_socket` and the small
-JSON writer and reader here, which import nothing the interpreter has not loaded) it is the workflow's client: the
-shell function `mcptrials` (workflow/rules/common.smk) calls it for the per-trial stages when
-$MCPTRIALS_WORKER is set, and runs `python -m mcptrials.cli` itself on exit code NOT_DELEGATED.
+The workflow's jobs start no client process at all: the shell function `mcptrials` of the
+workflow's shell prefix (`shell_function`, used by workflow/rules/common.smk) hands the
+per-trial stages to the worker from bash itself, over TCP on 127.0.0.1 (bash's /dev/tcp),
+when $MCPTRIALS_WORKER_TCP names the worker's port file; its exit code NOT_DELEGATED (75:
+nothing ran) runs `python -m mcptrials.cli` instead. Run as a script (`python -S -I
+delegate.py <argv>`: no site-packages, no mcptrials package, ~8 ms of CPU where `python -m
+mcptrials.cli` costs ~40 ms: hence `_socket` and the small JSON writer and reader here) this
+module is a light client for the Unix socket, with the same exit code 75.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import struct
 import sys
 
 ENV = "MCPTRIALS_WORKER"
+# The worker's port file for the shell client: "PORT TOKEN\n", mode 0600 (worker.py).
+TCP_ENV = "MCPTRIALS_WORKER_TCP"
 DELEGATED = ("run-trial", "score", "judge")  # the per-trial stages, run once per trial
 # The script's exit code for "nothing ran here: run the command in-process" (EX_TEMPFAIL,
 # sysexits.h); no mcptrials command exits with it.
@@ -29,6 +34,36 @@ NOT_DELEGATED = 75
 
 # JSON's escapes for a string (RFC 8259 section 7): the quote, the backslash, control characters.
 _ESCAPES = {i: f"\\u{i:04x}" for i in range(0x20)} | {ord('"'): '\\"', ord("\\"): "\\\\"}
+
+
+def shell_function(python: str) -> str:
+    """The bash function `mcptrials` (one line, for a shell prefix; `python` shell-quoted).
+
+    For run-trial, score and judge, with $MCPTRIALS_WORKER_TCP set: read the port and the
+    token from that file, connect to 127.0.0.1:PORT (no process started: bash's /dev/tcp),
+    send the request (worker.py: token, $BASHPID, two fds that are copies of stdout and
+    stderr, argc, argv, the exported variables, each ending in a NUL, then one more NUL), and
+    return the exit code of the worker's answer line ("CODE" or "CODE MESSAGE"). The worker
+    opens those copies and the working directory through /proc/$BASHPID, so the child writes
+    to the job's log. Nothing reachable (no file, no listener) or the answer 75: `python -m
+    mcptrials.cli` runs the command. Only
+    the exported variables that are set are sent, as a process's environment holds them; the
+    one fork, `$(compgen -e)`, costs ~1 ms (enumerating names by prefix in bash costs more)."""
+    return (
+        f'mcptrials() {{ local rc=0; if [ -n "${{{TCP_ENV}:-}}" ]; then case "${{1:-}}" in '
+        f'{"|".join(DELEGATED)}) _mcptrials_worker "$@" || rc=$?; [ "$rc" = {NOT_DELEGATED} ] || return "$rc";; '
+        f'esac; fi; {python} -m mcptrials.cli "$@"; }}; '
+        "_mcptrials_worker() { local port='' tok='' fd out err n rc='' msg=''; local -a env=(); "
+        'for n in $(compgen -e); do [ -z "${!n+x}" ] || env+=("$n=${!n}"); done; '
+        f'{{ read -r port tok < "${TCP_ENV}" && exec {{fd}}<>"/dev/tcp/127.0.0.1/$port"; }} 2>/dev/null '
+        f"|| return {NOT_DELEGATED}; exec {{out}}>&1 {{err}}>&2; "
+        """printf '%s\\0' "$tok" "$BASHPID" "$out" "$err" "$#" "$@" "${env[@]}" "" >&"$fd"; """
+        """read -r rc msg <&"$fd" || :; exec {fd}>&- {out}>&- {err}>&-; """
+        '[ -z "$msg" ] || echo "mcptrials: error: $msg" >>/dev/stderr; '
+        '[ -n "$rc" ] || { echo "mcptrials: error: the trial worker closed the connection without a result; '
+        'the trial is counted as failed (rerun it, or set MCPTRIALS_NO_WORKER=1 to run in-process)" >>/dev/stderr; '
+        'return 1; }; return "$rc"; }; '
+    )
 
 
 def _string(s: str) -> str:

@@ -9,6 +9,11 @@ def register(sub) -> None:
         help="a warm worker that runs `mcptrials run-trial` requests in forked children (see MCPTRIALS_WORKER)",
     )
     p.add_argument("--socket", required=True, help="the Unix socket to listen on, e.g. results/.worker.sock")
+    p.add_argument(
+        "--tcp-file",
+        help="also listen on 127.0.0.1 for the workflow's shell client, and write the port and a token here "
+        "(mode 0600), e.g. results/.worker.tcp",
+    )
     p.add_argument("--watch-pid", type=int, help="stop when this process (e.g. Snakemake) is gone")
     # run_argv: set by the CLI's parser (cli.main), the entry point each child runs
     p.set_defaults(func=cmd_serve_trials)
@@ -17,4 +22,4 @@ def register(sub) -> None:
 def cmd_serve_trials(args) -> int:
     from mcptrials.cli.worker import serve
 
-    return serve(args.socket, args.run_argv, args.watch_pid)
+    return serve(args.socket, args.run_argv, args.watch_pid, args.tcp_file)

@@ -28,11 +28,33 @@ it still passes a server only the variables its config allows, and scrubs record
 its working directory. If the client goes away (Snakemake killed the job), the child's
 process group (the trial and its server) is terminated, as it would be in-process.
 The socket is created with mode 0600: only the same user can ask for a trial.
+
+The shell client (`--tcp-file PATH`; mcptrials.cli.delegate.shell_function, the workflow's
+jobs): bash cannot open a Unix socket or pass descriptors, so the worker also listens on
+127.0.0.1 (a free port) and writes "PORT TOKEN\n" to PATH (mode 0600, in results/, which no
+sandbox mounts; removed on the way out). The token is random per worker and is in no
+environment: a process that cannot read the file (a sandboxed server with the network
+shared, another user) cannot ask for a trial. One request per connection:
+  client -> worker  fields, each ending in a NUL byte: the token, the client's pid, the
+                    numbers of two of its descriptors that are its stdout and stderr, the
+                    number of arguments N, the N arguments, then the environment's
+                    NAME=VALUE entries, then an empty field (one more NUL). Bytes as they
+                    are: any argument, value or name but a NUL passes intact.
+  worker -> client  one line when the child has ended: "CODE" or "CODE MESSAGE" (the
+                    message on one line). "75" (NOT_DELEGATED) when nothing ran: the
+                    client's stdout, stderr or working directory could not be opened
+                    through /proc/PID (e.g. a socket), so the client runs the command itself.
+A request with a wrong token is answered "1 ..." and nothing else is read of it. The child
+writes to the client's own stdout and stderr, opened anew through /proc/PID/fd/N in append
+mode (a job's log is truncated by its shell first, so its content is the same as with the
+descriptors themselves). Copies of them, not 1 and 2: bash points its fd 1 at the socket
+while it writes the request, and the worker may read the request before bash puts it back.
 """
 
 from __future__ import annotations
 
 import gc
+import hmac
 import json
 import os
 import selectors
@@ -41,7 +63,7 @@ import socket
 import struct
 import sys
 
-from mcptrials.cli.delegate import ENV
+from mcptrials.cli.delegate import ENV, NOT_DELEGATED, TCP_ENV
 
 MAX_REQUEST = 4 * 1024 * 1024
 
@@ -224,8 +246,68 @@ def _read_request(conn: socket.socket) -> tuple[dict, list[int]]:
     return req, list(fds)
 
 
+class Refused(ValueError):
+    """A shell request whose token is not the worker's."""
+
+
+class NotHere(Exception):
+    """A shell request the worker cannot serve (its client's stdout, stderr or working directory
+    cannot be opened): answered NOT_DELEGATED, and the client runs the command itself."""
+
+
+def parse_shell_request(data: bytes) -> tuple[bytes, int, tuple[int, int], list[str], dict[str, str]] | None:
+    """(token, pid, (stdout fd, stderr fd), argv, env) of a shell client's request (the protocol
+    above), None while `data` is not all of it yet; ValueError when it is no such request. Bytes
+    are read as os.environ and sys.argv read them (os.fsdecode: undecodable bytes kept as surrogates)."""
+    fields = data.split(b"\0")[:-1]  # each field ends in a NUL: what follows the last is unfinished
+    if len(fields) < 5:
+        return None
+    if not all(f.isdigit() for f in fields[1:5]):
+        raise ValueError("the pid, the descriptors and the number of arguments must be numbers")
+    n = int(fields[4])
+    try:
+        end = fields.index(b"", 5 + n)
+    except ValueError:
+        return None
+    if end != len(fields) - 1:
+        raise ValueError("bytes after the end of the request")
+    env = {}
+    for entry in fields[5 + n : end]:
+        name, eq, value = os.fsdecode(entry).partition("=")
+        if not (name and eq):
+            raise ValueError("an environment entry is not NAME=VALUE")
+        env[name] = value
+    argv = [os.fsdecode(a) for a in fields[5 : 5 + n]]
+    return fields[0], int(fields[1]), (int(fields[2]), int(fields[3])), argv, env
+
+
+def _read_shell_request(conn: socket.socket, token: bytes) -> tuple[dict, list[int]]:
+    """A shell client's request, and its stdout and stderr opened through /proc (see above)."""
+    data = b""
+    while (parsed := parse_shell_request(data)) is None:
+        chunk = conn.recv(65536)
+        if not chunk:
+            raise ValueError("connection closed mid-request")
+        data += chunk
+        if b"\0" in data and not hmac.compare_digest(data.split(b"\0", 1)[0], token):
+            raise Refused("refused: not this worker's token")
+        if len(data) > MAX_REQUEST:
+            raise ValueError(f"request of over {MAX_REQUEST} bytes is too large")
+    _token, pid, outputs, argv, env = parsed
+    fds: list[int] = []
+    try:
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+        for n in outputs:
+            fds.append(os.open(f"/proc/{pid}/fd/{n}", os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC))
+    except OSError as e:
+        for fd in fds:
+            os.close(fd)
+        raise NotHere(str(e)) from e
+    return {"argv": argv, "cwd": cwd, "env": env}, fds
+
+
 def _child(
-    req: dict, fds: list[int], listener: socket.socket, conn: socket.socket, wakeup: list[int], run_argv
+    req: dict, fds: list[int], listeners: list[socket.socket], conn: socket.socket, wakeup: list[int], run_argv
 ) -> None:
     """In the forked child: become `mcptrials run-trial` for the client, then exit."""
     import tempfile
@@ -238,7 +320,8 @@ def _child(
         for sig in (signal.SIGCHLD, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        listener.close()
+        for listener in listeners:
+            listener.close()
         conn.close()
         for fd in wakeup:
             os.close(fd)
@@ -253,7 +336,7 @@ def _child(
                 os.close(fd)
         os.chdir(req.get("cwd") or "/")
         os.environ.clear()
-        os.environ.update({k: v for k, v in req["env"].items() if k != ENV})  # never delegate again
+        os.environ.update({k: v for k, v in req["env"].items() if k not in (ENV, TCP_ENV)})  # never delegate again
         tempfile.tempdir = None  # recomputed from the client's TMPDIR
         sys.argv = ["mcptrials", *req["argv"]]
         try:
@@ -274,10 +357,13 @@ def _child(
             os._exit(code & 0xFF)
 
 
-def serve(path: str, run_argv, watch_pid: int | None = None) -> int:
-    """Listen on `path` until SIGTERM/SIGINT (or until `watch_pid` is gone); fork a child
-    per request, which runs `run_argv(argv)` (cli.main). Binds before importing, so
-    clients queue instead of falling back."""
+def serve(path: str, run_argv, watch_pid: int | None = None, tcp_file: str | None = None) -> int:
+    """Listen on `path` (and on 127.0.0.1 for the shell client, its port and token written to
+    `tcp_file`) until SIGTERM/SIGINT (or until `watch_pid` is gone); fork a child per
+    request, which runs `run_argv(argv)` (cli.main). Binds before importing, so clients
+    queue instead of falling back; the port file first, so a client that finds the socket
+    finds both."""
+    tcp = _bind_tcp(tcp_file) if tcp_file else None
     listener = _bind(path)
     ino = os.stat(path).st_ino
     loaded = preload()
@@ -294,12 +380,13 @@ def serve(path: str, run_argv, watch_pid: int | None = None) -> int:
         )
         listener.close()
         os.unlink(path)
+        _unbind_tcp(tcp, tcp_file)
         return 1
     print(
         f"mcptrials serve-trials: pid {os.getpid()} listening on {path} (preloaded {len(loaded)} modules)", flush=True
     )
 
-    loop = _Loop(listener, run_argv)
+    loop = _Loop(listener, run_argv, tcp)
     try:
         loop.run(watch_pid)
     finally:
@@ -310,6 +397,7 @@ def serve(path: str, run_argv, watch_pid: int | None = None) -> int:
                 os.unlink(path)
         except FileNotFoundError:
             pass
+        _unbind_tcp(tcp, tcp_file)
     return 0
 
 
@@ -328,9 +416,47 @@ def _bind(path: str) -> socket.socket:
     return listener
 
 
-def _reply(conn: socket.socket, obj: dict) -> None:
+def _bind_tcp(tcp_file: str) -> tuple[socket.socket, bytes]:
+    """The shell client's listener on 127.0.0.1 (a free port) and its token, both written to
+    `tcp_file` ("PORT TOKEN\n", mode 0600, replaced in one rename)."""
+    import secrets
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(128)
+    token = secrets.token_hex(16)
+    os.makedirs(os.path.dirname(os.path.abspath(tcp_file)), exist_ok=True)
+    tmp = f"{tcp_file}.{os.getpid()}"
+    if os.path.lexists(tmp):
+        os.unlink(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(f"{listener.getsockname()[1]} {token}\n")
+    os.replace(tmp, tcp_file)
+    return listener, token.encode()
+
+
+def _unbind_tcp(tcp: tuple[socket.socket, bytes] | None, tcp_file: str | None) -> None:
+    """Close the shell client's listener and remove its port file (if it is still this worker's)."""
+    if tcp is None or not tcp_file:
+        return
+    tcp[0].close()
     try:
-        conn.sendall((json.dumps(obj) + "\n").encode())
+        with open(tcp_file) as f:
+            if f.read().split()[1:] == [tcp[1].decode()]:
+                os.unlink(tcp_file)
+    except (OSError, IndexError):
+        pass
+
+
+def _reply(conn: socket.socket, obj: dict, shell: bool = False) -> None:
+    """The answer: a JSON line, or for a shell client "CODE" or "CODE MESSAGE" (one line)."""
+    if shell:
+        line = " ".join([str(obj["exit_code"]), *([" ".join(obj["error"].split())] if obj.get("error") else [])])
+    else:
+        line = json.dumps(obj)
+    try:
+        conn.sendall((line + "\n").encode())
     except OSError:
         pass  # the client is gone; nothing to tell
 
@@ -339,8 +465,11 @@ class _Loop:
     """The worker's event loop: the listener, a pipe that signals wake it through (SIGCHLD
     to reap, SIGTERM/SIGINT to stop), and the children (pid -> its client's connection)."""
 
-    def __init__(self, listener: socket.socket, run_argv):
+    def __init__(self, listener: socket.socket, run_argv, tcp: tuple[socket.socket, bytes] | None = None):
         self.listener, self.run_argv = listener, run_argv
+        self.tcp: socket.socket | None = tcp[0] if tcp else None
+        self.token = tcp[1] if tcp else b""
+        self.listeners = [listener, *([self.tcp] if self.tcp else [])]
         self.stopping: list[bool] = []
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
@@ -350,15 +479,17 @@ class _Loop:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: self.stopping.append(True))
         self.sel = selectors.DefaultSelector()
-        self.sel.register(listener, selectors.EVENT_READ)
+        for sock in self.listeners:
+            self.sel.register(sock, selectors.EVENT_READ)
         self.sel.register(self.wake_r, selectors.EVENT_READ)
         self.children: dict[int, socket.socket] = {}
+        self.shell: set[socket.socket] = set()  # the connections of shell clients (their answer's form)
 
     def run(self, watch_pid: int | None) -> None:
         while not self.stopping:
             for key, _ in self.sel.select(timeout=1.0):
-                if key.fileobj is self.listener:
-                    self.accept()
+                if (listener := next((s for s in self.listeners if s is key.fileobj), None)) is not None:
+                    self.accept(listener)
                 elif key.fileobj == self.wake_r:
                     try:
                         while os.read(self.wake_r, 512):
@@ -372,14 +503,20 @@ class _Loop:
                 print(f"mcptrials serve-trials: process {watch_pid} is gone; stopping", flush=True)
                 break
 
-    def accept(self) -> None:
+    def accept(self, listener: socket.socket) -> None:
         """Read one request and fork its child; a bad request is answered with exit code 1."""
-        conn, _ = self.listener.accept()
+        conn, _ = listener.accept()
         conn.settimeout(10)
+        shell = listener is self.tcp
         try:
-            req, fds = _read_request(conn)
+            req, fds = _read_shell_request(conn, self.token) if shell else _read_request(conn)
+        except NotHere as e:
+            print(f"not served here (the client runs it in-process): {e}", flush=True)
+            _reply(conn, {"exit_code": NOT_DELEGATED}, shell)
+            conn.close()
+            return
         except (OSError, ValueError) as e:
-            _reply(conn, {"exit_code": 1, "error": f"trial worker: bad request: {e}"})
+            _reply(conn, {"exit_code": 1, "error": f"trial worker: bad request: {e}"}, shell)
             conn.close()
             return
         warm(req["argv"], req.get("cwd") or "/")
@@ -387,12 +524,14 @@ class _Loop:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            _child(req, fds, self.listener, conn, [self.wake_r, self.wake_w], self.run_argv)
+            _child(req, fds, self.listeners, conn, [self.wake_r, self.wake_w], self.run_argv)
         for fd in fds:
             os.close(fd)
-        print(f"child {pid}: mcptrials {' '.join(req['argv'])}", flush=True)
+        print(f"child {pid}{' (shell client)' if shell else ''}: mcptrials {' '.join(req['argv'])}", flush=True)
         conn.setblocking(False)
         self.children[pid] = conn
+        if shell:
+            self.shell.add(conn)
         self.sel.register(conn, selectors.EVENT_READ, pid)
 
     def check_client(self, key) -> None:
@@ -427,7 +566,7 @@ class _Loop:
             if os.WIFSIGNALED(status):
                 sig = os.WTERMSIG(status)
                 print(f"child {pid}: killed by signal {sig}", flush=True)
-                _reply(
+                self.answer(
                     conn,
                     {
                         "exit_code": 128 + sig,
@@ -437,8 +576,13 @@ class _Loop:
                 )
             else:
                 print(f"child {pid}: exit code {os.waitstatus_to_exitcode(status)}", flush=True)
-                _reply(conn, {"exit_code": os.waitstatus_to_exitcode(status)})
-            conn.close()
+                self.answer(conn, {"exit_code": os.waitstatus_to_exitcode(status)})
+
+    def answer(self, conn: socket.socket, obj: dict) -> None:
+        """Tell a child's client how it ended (in its client's form), and close the connection."""
+        _reply(conn, obj, conn in self.shell)
+        self.shell.discard(conn)
+        conn.close()
 
     def stop_children(self) -> None:
         """On the way out: end every running child and tell its client the worker stopped."""
@@ -449,8 +593,7 @@ class _Loop:
                 os.waitpid(pid, 0)
             except ChildProcessError:
                 pass
-            _reply(conn, {"exit_code": 1, "error": "the trial worker stopped during the trial"})
-            conn.close()
+            self.answer(conn, {"exit_code": 1, "error": "the trial worker stopped during the trial"})
 
 
 def _kill_group(pid: int, sig: int) -> None:
