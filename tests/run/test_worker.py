@@ -260,21 +260,27 @@ def test_crashing_child_is_a_failed_job(project):
     assert project["worker"].poll() is None  # the worker itself goes on
 
 
-def test_client_gone_stops_its_trial(project):
-    cmd, out = run_trial_cmd(project, "slow", 10, model="claude")
-    client = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env(project["sock"]))
+def assert_killed_job_stops_its_trial(project, client: subprocess.Popen, out: Path) -> None:
+    """Kill a job's process once the worker has forked its trial (as Snakemake kills a job): the
+    trial's child must end, and never write its records."""
     deadline = time.monotonic() + 60
     while not (kids := children_of(project["worker"].pid)):
-        assert time.monotonic() < deadline
+        assert time.monotonic() < deadline and client.poll() is None
         time.sleep(0.05)
-    client.kill()  # as Snakemake kills a job
+    client.kill()
     client.wait()
     deadline = time.monotonic() + 15
     while Path(f"/proc/{kids[0]}").exists() and kids[0] in children_of(project["worker"].pid):
-        assert time.monotonic() < deadline, "the trial of a gone client is still running"
+        assert time.monotonic() < deadline, "the trial of a gone job is still running"
         time.sleep(0.05)
     time.sleep(3.5)  # past the slow call: a surviving trial would have written its records
     assert not out.exists()
+
+
+def test_client_gone_stops_its_trial(project):
+    cmd, out = run_trial_cmd(project, "slow", 10, model="claude")
+    client = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env(project["sock"]))
+    assert_killed_job_stops_its_trial(project, client, out)
 
 
 def test_score_and_judge_through_worker_equal_in_process(project):
@@ -448,15 +454,4 @@ def test_trial_through_the_shell_client_equals_in_process(project, tmp_path):
 def test_shell_client_gone_stops_its_trial(project, tmp_path):
     cmd, out = run_trial_cmd(project, "slow", 23, model="claude")
     client = subprocess.Popen(shell_job(project, cmd, tmp_path / "job.log"), env=env())
-    deadline = time.monotonic() + 60
-    while not (kids := children_of(project["worker"].pid)):
-        assert time.monotonic() < deadline and client.poll() is None
-        time.sleep(0.05)
-    client.kill()  # as Snakemake kills a job's shell
-    client.wait()
-    deadline = time.monotonic() + 15
-    while Path(f"/proc/{kids[0]}").exists() and kids[0] in children_of(project["worker"].pid):
-        assert time.monotonic() < deadline, "the trial of a gone shell client is still running"
-        time.sleep(0.05)
-    time.sleep(3.5)  # past the slow call: a surviving trial would have written its records
-    assert not out.exists()
+    assert_killed_job_stops_its_trial(project, client, out)
