@@ -1,11 +1,11 @@
 """One trial: what every host shares, and `run_under`, which runs one under a host.
 
 The core owns the sandbox (a fresh copy of the checkout, or the checkout itself read-only,
-its own HOME and TMPDIR, a copy of the tool's index output), the server session as the harness's MCP client sees it
-(start-up time, instructions, the live tool list and its hash, shut-down), the
-`Recorder` every host fills, the limits, the tool-result cap, state checks, the feedback
-split, `TrialAbort`, and the records: `run_under` assembles transcript and run_meta and
-scrubs API-key values out of both before returning them.
+its own HOME and TMPDIR, a copy of the tool's index output), the server session as the
+harness's MCP client sees it (start-up time, instructions, the live tool list and its hash,
+shut-down), the `Recorder` every host fills, the limits, the tool-result cap, state checks,
+the feedback split, `TrialAbort`, and the records: `run_under` assembles transcript and
+run_meta and scrubs API-key values out of both before returning them.
 
 A host (mcptrials.run.hosts) gets a `TrialContext` and runs the steps. A fault inside the
 trial (server crash or hang, garbage, API errors, time-outs, a bug of ours) is recorded
