@@ -2,6 +2,7 @@
 
     python bench/peer_inspect.py [--trials 96] [-j 48] [--delays 0,2] [--repeats 3]
                                  [--harness both|mcptrials|inspect] [--venv DIR]
+                                 [--workspace read-only|copy]
 
 The same tiny task in both harnesses: N trials of one tool call (`grep` for the helper in the
 tiny test repo) and one answer, against the same local fake of the Messages API
@@ -14,7 +15,9 @@ other the tool call, so replies do not depend on arrival order. Replies come at 
              scenario, the baseline tool, model `claude` on the fake); the checkout and tool
              snapshot are made first (not timed), then one `snakemake -j J` builds every
              trial's scored.json and judged.json (transcript, scored, judged: the warm worker
-             on, as a local run has it).
+             on, as a local run has it). The scenario says `workspace: read-only` (the
+             trial reads the shared checkout, nothing copied), as Inspect's task reads the
+             files where they are; `--workspace copy` measures a copy per trial.
   inspect    `inspect eval` of a task with the same prompt, a `grep` tool over the same files
              and an `includes` scorer, `--max-connections J --max-samples J`, in its own
              temporary venv with inspect-ai (pinned, INSPECT) and anthropic: never a
@@ -195,14 +198,15 @@ def snakemake_cmd(wd: Path, *args: str) -> list[str]:
 
 
 class Ours:
-    def __init__(self, tmp: Path, url: str, n: int):
-        from matrix_helpers import TOOLS_ENV, write_matrix
+    def __init__(self, tmp: Path, url: str, n: int, workspace: str):
+        from matrix_helpers import SCENARIO, TOOLS_ENV, write_matrix
         from workflow_helpers import copy_workflow
 
         self.wd = tmp / "mcptrials"
         self.wd.mkdir()
+        self.workspace = workspace
         extra = {"models": {"claude": {"provider": "anthropic", "model": MODEL, "base_url": url}}}
-        write_matrix(self.wd, trials=n, extra=extra)
+        write_matrix(self.wd, trials=n, scenarios={"find-helper": dict(SCENARIO, workspace=workspace)}, extra=extra)
         copy_workflow(self.wd)
         self.env = {
             "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
@@ -224,7 +228,8 @@ class Ours:
         res = measured(snakemake_cmd(self.wd, "-j", str(jobs), *targets), self.env, self.wd)
         if "MCPTRIALS_NO_WORKER" not in self.env:  # every per-trial job went through the warm worker
             assert log.read_text().count("exit code 0") >= 3 * n, "the trials did not go through the worker"
-        for d in dirs:  # graded, every one, and the answer found
+        for d in dirs:  # graded, every one, and the answer found, in the workspace asked for
+            assert json.loads((d / "run_meta.json").read_text())["workspace"] == self.workspace, d
             scored = json.loads((d / "scored.json").read_text())
             json.loads((d / "judged.json").read_text())
             assert ANSWER in (d / "transcript.json").read_text(), f"{d}: the answer is missing"
@@ -288,6 +293,7 @@ def main() -> None:
     ap.add_argument("--harness", choices=("both", "mcptrials", "inspect"), default="both")
     ap.add_argument("--venv", type=Path, help="inspect's venv: reused if it exists, else made there")
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--workspace", choices=("read-only", "copy"), default="read-only", help="mcptrials' scenario's")
     args = ap.parse_args()
     from fakes.messages_api import FakeMessagesAPI
 
@@ -296,6 +302,9 @@ def main() -> None:
     print(
         f"{n} trials (marginal: {n} minus {m}), {args.jobs} at once, median of {args.repeats}; cores: {os.cpu_count()}"
     )
+    if "mcptrials" in harnesses:
+        why = " (Inspect's task copies nothing either)" if args.workspace == "read-only" else ""
+        print(f"mcptrials' scenario: workspace: {args.workspace}{why}")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     results: dict = {}
     with tempfile.TemporaryDirectory(prefix="mcptrials-peer-") as d:
@@ -306,7 +315,9 @@ def main() -> None:
                     sub = tmp / f"{h}-{delay}"
                     sub.mkdir()
                     runner = (
-                        Ours(sub, api.url, n) if h == "mcptrials" else Peer(sub, api.url, inspect_venv(args.venv, tmp))
+                        Ours(sub, api.url, n, args.workspace)
+                        if h == "mcptrials"
+                        else Peer(sub, api.url, inspect_venv(args.venv, tmp))
                     )
                     at_n = [runner.run(n, args.jobs) for _ in range(args.repeats)]
                     at_m = [runner.run(m, args.jobs) for _ in range(args.repeats)]

@@ -190,6 +190,7 @@ EDITS = {
     "scenario.limits": lambda c, s: s["find-helper"].update(limits={"max_turns": 3}),
     "scenario.rubric": lambda c, s: s["find-helper"]["rubric"]["criteria"][0].update(question="Where?"),
     "scenario.one_answer": lambda c, s: s["find-helper"].update(one_answer=True),
+    "scenario.workspace": lambda c, s: s["find-helper"].update(workspace="read-only"),
     "scenario.steps.name": _step(lambda st: st.update(name="find")),
     "scenario.steps.prompt": _step(lambda st: st.update(prompt="Where is `helper` defined? Cite file:line.")),
     "scenario.steps.answer_key": _step(lambda st: st.update(answer_key="Where")),
@@ -232,6 +233,7 @@ EDITS_ON_VARIANT = {  # a project with a variant of echo, and echo2, the same se
 }
 CC_ONLY = {"hosts.*.kind", "hosts.*.builtin_tools", "hosts.*.bare", "hosts.*.extra_args", "hosts.*.version"}
 RECORDED_ONLY = {"models.*.format", "models.*.path"}
+LOOP_ONLY = {"scenario.workspace"}  # refused beside a claude-code host (matrix.config.check_read_only_workspaces)
 PROMPTS = ("prompt:system.md", "prompt:judge.md")
 
 
@@ -303,8 +305,9 @@ def test_each_edit_changes_exactly_the_params_its_row_names(tmp_path):
     wd = make_project(tmp_path, cc=True)
     # hosts.*.kind is left out here: a new kind brings its own defaults (a claude-code host's
     # version), so the edit is several fields at once; the DAG test covers it.
-    fields = [f for f, fn in EDITS.items() if fn is not None and f != "hosts.*.kind"]
+    fields = [f for f, fn in EDITS.items() if fn is not None and f != "hosts.*.kind" and f not in LOOP_ONLY]
     _check_rows_in_process(wd, fields, EDITS)
+    _check_rows_in_process(make_project(tmp_path / "loop-only"), list(LOOP_ONLY), EDITS)
     # the state check's parts, on a step that has one
     cfg, scen = read_project(wd)
     scen["find-helper"]["steps"][0]["state_check"] = dict(CHECK)
@@ -315,6 +318,23 @@ def test_each_edit_changes_exactly_the_params_its_row_names(tmp_path):
     cfg["tools"].update({"echo2": copy.deepcopy(cfg["tools"]["echo"]), "echo-v": copy.deepcopy(VARIANT)})
     write_project(wd, cfg, scen)
     _check_rows_in_process(wd, list(EDITS_ON_VARIANT), EDITS_ON_VARIANT)
+
+
+def test_a_scenario_workspace_left_at_its_default_changes_no_rerun_key(tmp_path):
+    """`workspace` came after results existed: absent or `copy` (the schema's default), every
+    job's params are what they were without the field; `read-only` changes the transcripts'."""
+    wd = make_project(tmp_path)
+    base = rule_params(load_matrix(wd / "config.yaml"))
+    cfg, scen = read_project(wd)
+    assert "workspace" not in scen["find-helper"]
+    scen["find-helper"]["workspace"] = "copy"
+    write_project(wd, cfg, scen)
+    assert rule_params(load_matrix(wd / "config.yaml")) == base
+    scen["find-helper"]["workspace"] = "read-only"
+    write_project(wd, cfg, scen)
+    changed = changed_params(base, rule_params(load_matrix(wd / "config.yaml")))
+    assert {rule for rule, keys in changed.items() if keys} == {"transcript"}
+    assert {k[3] for k in changed["transcript"]} == {"find-helper"}
 
 
 def test_heldout_follows_only_the_rubrics_of_the_anchor_scenarios(tmp_path):

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from mcptrials.matrix.hashing import canonical_hash, file_sha256
 from mcptrials.matrix.matrix import Matrix
+from mcptrials.matrix.schema import scenario_default
 from mcptrials.core.paths import PROMPT_DIR
 from mcptrials.core.identity import TrialKey
 
@@ -61,6 +62,9 @@ class Entry:
     omit_unset: bool = False
     # carried by the transcript params of recorded models only (what their conversion reads)
     recorded_only: bool = False
+    # a top-level scenario part left out of the params while it is the schema's default: a
+    # field added after results exist reruns nothing until a scenario sets another value
+    omit_default: bool = False
 
 
 T, SN, SC, J, H = "transcript", "tools_snapshot", "scored", "judged", "heldout"
@@ -226,6 +230,12 @@ TABLE: tuple[Entry, ...] = (
         omit_unset=True,
         recorded_only=True,
     ),
+    Entry(
+        "scenario.workspace",
+        (T,),
+        "its trials (whether their servers may write into the workspace); left out while it is the default, copy",
+        omit_default=True,
+    ),
     Entry("scenario.steps.name", (T, J), "its trials"),
     Entry("scenario.steps.prompt", (T, J), "its trials"),
     Entry(
@@ -323,6 +333,13 @@ def _unset(value) -> bool:
     return value is None or (isinstance(value, list) and all(v is None for v in value))
 
 
+def _omitted(e: Entry, value) -> bool:
+    """Whether a field's value is left out of the params (omit_unset, omit_default)."""
+    if e.omit_unset and _unset(value):
+        return True
+    return e.omit_default and value == scenario_default(e.field.removeprefix("scenario."))
+
+
 def _recorded_part(m: Matrix, scenario: str) -> dict:
     """What a recorded model's trial jobs depend on beyond the table's model fields: the
     recorded_only scenario parts (each trial's own file is in `recorded_trials`)."""
@@ -330,7 +347,7 @@ def _recorded_part(m: Matrix, scenario: str) -> dict:
         e.field: v
         for e in TABLE
         if e.recorded_only
-        if not (e.omit_unset and _unset(v := _value(e.field, m.scenarios[scenario].data)))
+        if not _omitted(e, v := _value(e.field, m.scenarios[scenario].data))
     }
 
 
@@ -429,12 +446,12 @@ def rule_params(m: Matrix) -> dict[str, dict]:
             elif dim == "scenario":
                 for s in ents["scenario"]:
                     v = _value(f, m.scenarios[s].data)
-                    if not (e.omit_unset and _unset(v)):
+                    if not _omitted(e, v):
                         per["scenario"].setdefault(s, {})[f] = v
             else:
                 for k in ents[dim]:
                     v = _value(f, m.config, k)
-                    if not (e.omit_unset and _unset(v)):
+                    if not _omitted(e, v):
                         per[dim].setdefault(k, {})[f] = v
         recorded = {k for k, spec in m.models.items() if spec["provider"] == "recorded"} if rule == T else set()
         free = {d: per[d] for d in per if d not in dims and per[d]}  # all entities of unfixed dims
@@ -523,7 +540,7 @@ def _scoped_values(m: Matrix, rule: str, named: dict[str, str]) -> dict[str, obj
                         out[_label(f, k)] = v
                     continue
                 v = _value(f, m.scenarios[k].data) if dim == "scenario" else _value(f, m.config, k)
-                if not (e.omit_unset and _unset(v)):
+                if not _omitted(e, v):
                     out[f if dim == "scenario" and fixed is not None else _label(f, k)] = v
     return out
 

@@ -57,7 +57,22 @@ def load_matrix(config_path, overrides: dict | None = None) -> Matrix:
         raise ConfigError(
             f"{path}: field splits: no scenario is in splits {data['splits']}; add scenarios or change `splits`"
         )
+    check_read_only_workspaces(m)
     return m
+
+
+def check_read_only_workspaces(m: Matrix) -> None:
+    """A scenario with `workspace: read-only` runs under hosts of kind loop only: a CLI agent
+    (claude-code, codex, opencode) edits files with its own tools, which a read-only workspace
+    would break, not measure."""
+    read_only = [sc for sc in m.trial_scenarios() if sc.data["workspace"] == "read-only"]
+    for host, spec in m.hosts.items():
+        if read_only and spec["kind"] != "loop" and any(m.runs_under(model, host) for model in m.models):
+            raise ConfigError(
+                f"{read_only[0].path}: field workspace: read-only, but the config's host {host!r} (kind "
+                f"{spec['kind']}) runs it, and its agent edits files; drop `workspace: read-only`, or run the "
+                "scenario under hosts of kind loop only"
+            )
 
 
 def read_config_files(config_path) -> tuple[Path, dict]:

@@ -182,4 +182,9 @@ def load_scenario(path: Path) -> Scenario:
             exact_mode(step["exact_answer"], f"{path}: field steps.{i}.exact_answer")
         if step.get("state_check"):
             check_state_spec(step["state_check"], f"{path}: field steps.{i}.state_check")
+            if data["workspace"] == "read-only":
+                raise ConfigError(
+                    f"{path}: field workspace: read-only, but step {step['name']!r} has a state_check, which reads "
+                    "what the trial left in its workspace; drop `workspace: read-only` or the state check"
+                )
     return Scenario(id=path.stem, path=path, data=data, sha256=file_sha256(path))

@@ -72,6 +72,12 @@ def config_default(field: str):
     return copy.deepcopy(_schema("config.schema.yaml")["properties"][field]["default"])
 
 
+def scenario_default(field: str):
+    """The scenario schema's default of a top-level field (`workspace`): what a scenario that
+    does not set it gets (the rerun table leaves such a value out of the rerun keys)."""
+    return copy.deepcopy(_schema("scenario.schema.yaml")["properties"][field]["default"])
+
+
 def host_drives() -> dict[str, list[str] | None]:
     """Host kind -> the providers it can drive (None: any), as the config schema declares it
     (`x-drives` of a host's `kind`): data, so config knows it without importing host code."""

@@ -17,8 +17,10 @@ harness starts, every `index` and `state_check` command and the CLI hosts (claud
   that exist), the Python the tools' venvs are made from (`sys.base_prefix`) read-only,
   the tool's own install read-only, the paths the tool lists in `read_only`, and read-write
   the trial's workspace, its index copy, a fresh HOME and TMPDIR; a fresh /tmp, /dev and
-  /proc. Nothing of the project (config, scenarios, locked, results, other trials) and
-  nothing of the user's home is mounted.
+  /proc. A read-only workspace (a scenario's `workspace: read-only`) is a symlink to the
+  shared checkout, bound read-only at the workspace path (`bind_args`). Nothing of the
+  project (config, scenarios, locked, results, other trials) and nothing of the user's home
+  is mounted.
 
 `sandbox: none` (config, or per tool) runs the command as it is, recorded in run_meta and
 flagged in the report. `check_available()` stops a run before any job on a machine without
@@ -105,7 +107,7 @@ class ProcessSandbox:
         cmd += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         for m in self.mounts:
             if os.path.exists(m.path):
-                cmd += ["--ro-bind" if m.mode == "ro" else "--bind", m.path, m.path]
+                cmd += bind_args(m)
         if cwd:
             cmd += ["--chdir", str(cwd)]
         return cmd + ["--", *argv], {}
@@ -122,8 +124,23 @@ class ProcessSandbox:
             "version": bwrap_version(),
             "network": self.network,
             "mounts": [{"path": d, "mode": "ro"} for d in SYSTEM_DIRS if os.path.lexists(d)]
-            + [{"path": project_path(m.path), "mode": m.mode} for m in self.mounts if os.path.exists(m.path)],
+            + [{"path": project_path(m.path), "mode": bound_mode(m)} for m in self.mounts if os.path.exists(m.path)],
         }
+
+
+def bound_mode(m: Mount) -> str:
+    """The mode a mount gets: a path that is itself a symlink is always read-only (bind_args)."""
+    return "ro" if os.path.islink(m.path) else m.mode
+
+
+def bind_args(m: Mount) -> list[str]:
+    """bwrap's arguments for one mount, at its own path. A mount that is a symlink (a trial's
+    read-only workspace, mcptrials.run.trial.Sandbox: a link to the shared checkout) is bound
+    read-only to where it leads, whatever mode asked for it: bwrap would follow the link, and a
+    read-write bind would let a server change the checkout every trial shares."""
+    if os.path.islink(m.path):
+        return ["--ro-bind", os.path.realpath(m.path), m.path]
+    return ["--ro-bind" if m.mode == "ro" else "--bind", m.path, m.path]
 
 
 def is_system(path: str) -> bool:

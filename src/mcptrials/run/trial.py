@@ -1,11 +1,11 @@
 """One trial: what every host shares, and `run_under`, which runs one under a host.
 
-The core owns the sandbox (a fresh copy of the checkout, its own HOME and TMPDIR, a copy
-of the tool's index output), the server session as the harness's MCP client sees it
-(start-up time, instructions, the live tool list and its hash, shut-down), the
-`Recorder` every host fills, the limits, the tool-result cap, state checks, the feedback
-split, `TrialAbort`, and the records: `run_under` assembles transcript and run_meta and
-scrubs API-key values out of both before returning them.
+The core owns the sandbox (a fresh copy of the checkout, or the checkout itself read-only,
+its own HOME and TMPDIR, a copy of the tool's index output), the server session as the
+harness's MCP client sees it (start-up time, instructions, the live tool list and its hash,
+shut-down), the `Recorder` every host fills, the limits, the tool-result cap, state checks,
+the feedback split, `TrialAbort`, and the records: `run_under` assembles transcript and
+run_meta and scrubs API-key values out of both before returning them.
 
 A host (mcptrials.run.hosts) gets a `TrialContext` and runs the steps. A fault inside the
 trial (server crash or hang, garbage, API errors, time-outs, a bug of ours) is recorded
@@ -37,6 +37,7 @@ from mcptrials.core.paths import PROMPT_DIR
 from mcptrials.core.identity import TrialKey
 from mcptrials.core.record_types import TranscriptErrors, TranscriptRecord, TranscriptUsage
 from mcptrials.providers.base import Usage
+from mcptrials.prepare.sandbox import NONE
 from mcptrials.prepare.servers import ServerSession, leaf_error, mcp_error_code, open_server, stderr_tail
 from mcptrials.prepare.snapshot import tools_hash, variant_record
 from mcptrials.matrix.specs import HostSpec, Limits, ModelSpec, Specs, ToolSpec
@@ -179,10 +180,20 @@ class Recorder:
         )
 
 
+COPY, READ_ONLY = "copy", "read-only"  # a scenario's `workspace` (scenario.schema.yaml)
+
+
 @dataclass
 class Sandbox:
-    """The trial's own folders, removed at the end: workspace (a copy of the checkout: the
-    repository only, no scenarios or gold), home, tmp, index (a copy of the index output)."""
+    """The trial's own folders, removed at the end: workspace (the repository only, no
+    scenarios or gold), home, tmp, index (a copy of the index output).
+
+    The workspace is a copy of the checkout (mode copy), or (read-only) a symlink to the
+    shared checkout itself: nothing copied. Every bubblewrap sandbox binds such a link
+    read-only at the workspace path (prepare.sandbox.bind_args), so only a trial whose
+    processes are all sandboxed may have one (run_under decides); the harness's own readers
+    (built-in tools, the reference agent) follow the link and keep their containment checks
+    on where it leads. `remove` deletes the link, never what it points to."""
 
     root: Path
     workspace: Path
@@ -190,12 +201,17 @@ class Sandbox:
     tmp: Path
     index: Path
     origin: Path | None = None  # the checkout the workspace was copied from: the state at the pinned commit
+    mode: str = COPY
 
     @classmethod
-    def create(cls, tree: str, index_dir: Path | None) -> Sandbox:
+    def create(cls, tree: str, index_dir: Path | None, mode: str = COPY) -> Sandbox:
         root = Path(tempfile.mkdtemp(prefix="mcptrials-trial-"))
-        sb = cls(root, root / "workspace", root / "home", root / "tmp", root / "index", origin=Path(tree).resolve())
-        shutil.copytree(tree, sb.workspace, symlinks=True)
+        origin = Path(tree).resolve()
+        sb = cls(root, root / "workspace", root / "home", root / "tmp", root / "index", origin=origin, mode=mode)
+        if mode == READ_ONLY:
+            sb.workspace.symlink_to(origin, target_is_directory=True)
+        else:
+            shutil.copytree(tree, sb.workspace, symlinks=True)
         sb.home.mkdir()
         sb.tmp.mkdir()
         if index_dir and Path(index_dir).exists():
@@ -368,6 +384,14 @@ def process_sandbox(m: Matrix, tool: ToolSpec, folders: Sandbox):
     return ProcessSandbox(mechanism=m.specs.sandbox).rw(folders.workspace)
 
 
+def workspace_mode(m: Matrix, tool: ToolSpec, scenario: Scenario) -> str:
+    """The trial's workspace: the scenario's `workspace`, but a copy wherever the processes
+    under test run unsandboxed (`sandbox: none`: nothing would keep them from writing)."""
+    asked = scenario.data["workspace"]
+    mechanism = tool.sandbox if tool.has_server else m.specs.sandbox  # as process_sandbox
+    return COPY if asked == READ_ONLY and mechanism == NONE else asked
+
+
 def run_under(
     host_impl,
     m: Matrix,
@@ -426,7 +450,11 @@ def run_under(
                 f"{m.path}: field hosts.{key.host}: {hspec.kind} cannot drive models.{key.model} "
                 f"(provider {mspec.provider}); run that model under a loop host"
             )
-        sandbox = Sandbox.create(checkout["tree"], index_dir)
+        mode = workspace_mode(m, tspec, scenario)
+        meta["workspace"] = mode
+        if mode != scenario.data["workspace"]:
+            meta["workspace_note"] = "read-only asked; copied: with sandbox none a server could write into the checkout"
+        sandbox = Sandbox.create(checkout["tree"], index_dir, mode)
         meta["index_files"] = sum(1 for p in sandbox.index.rglob("*") if p.is_file())
         meta["sandbox"] = process_sandbox(m, tspec, sandbox).record()  # a host may record its own
         ctx = TrialContext(
