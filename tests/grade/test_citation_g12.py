@@ -29,13 +29,12 @@ def reason(line: int, subject: str, in_code=()) -> str | None:
     return strict.abstain_reason("a.go", GO, [line], subject, LINES, [], list(in_code))
 
 
-def test_the_header_above_the_subjects_owner_is_no_confirmed_mismatch():
-    # `Entry.db` at the blank line or doc comment above `type Entry struct`: readers differ
-    assert strict.verdict("a.go", GO, [6], "Entry.db", LINES) == "mismatch"
-    assert reason(6, "Entry.db") == "the cited line is in the header of `Entry`"
-    assert reason(7, "Entry.db") == "the cited line is in the header of `Entry`"
-    # a wrong field of the owner's body is still a wrong line
-    assert reason(10, "Entry.db") is None
+def test_the_header_above_the_subjects_owner_stays_a_wrong_line():
+    # `Entry.db` at the doc comment above `type Entry struct`: the field has its own line (dolt #5;
+    # tried as an abstention in grader 12 and left out: it cost a wrong line caught on dolt)
+    assert strict.verdict("a.go", GO, [7], "Entry.db", LINES) == "mismatch"
+    assert reason(7, "Entry.db") is None
+    assert reason(10, "Entry.db") is None  # a wrong field of the owner's body
 
 
 def test_the_owner_of_a_member_named_beside_it_holding_the_line_is_no_confirmed_mismatch():

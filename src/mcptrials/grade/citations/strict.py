@@ -267,26 +267,23 @@ def abstain_reason(
     return fields_reason(defs, lo, hi, qualifiers, list(in_code))
 
 
-def holds_fields(defs: list[dict], lo: int, hi: int, name: str, header_only: bool = False) -> bool:
+def holds_fields(defs: list[dict], lo: int, hi: int, name: str) -> bool:
     """Whether a type made of its field list (FIELD_LIST_KINDS) named `name` holds lines lo..hi,
-    its header included (only its header, the lines above its first line, with header_only)."""
+    its header included."""
     return any(
         d["name"] == name
         and d["kind"] in FIELD_LIST_KINDS
         and d.get("outer_start", d["start"]) <= lo
-        and hi <= (d["start"] - 1 if header_only else d["end"])
+        and hi <= d["end"]
         for d in defs
     )
 
 
 def fields_reason(defs: list[dict], lo: int, hi: int, qualifiers: list[str], names) -> str | None:
-    """Grader 12: a struct's lines a reader may take for the named thing (rule 4, an abstention):
-    the header above the subject's owner (a blank or doc-comment line above `type branchState
-    struct`, cited for `branchState.dbData`: readers differ on it), or the struct owning a member
-    the clause names (`names`), holding the cited lines (`` `hooksDatabase.Database` + `.db` —
-    path:26 `` with `type hooksDatabase struct` at 26)."""
-    if qualifiers and holds_fields(defs, lo, hi, qualifiers[-1], header_only=True):
-        return f"the cited line is in the header of `{qualifiers[-1]}`"
+    """Grader 12: the struct owning a member the clause names (`names`), holding the cited lines,
+    may be what a reader takes them for (rule 4, an abstention): `` `hooksDatabase.Database` +
+    `.db` — path:26 `` with `type hooksDatabase struct` at 26. (Not the header above the subject's
+    own owner: a doc comment cited for a field is a wrong line, dolt #5.)"""
     for n in names:
         for part in parts(n)[:-1]:
             if part not in qualifiers and len(part) > 1 and holds_fields(defs, lo, hi, part):
