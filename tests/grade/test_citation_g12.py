@@ -51,9 +51,9 @@ def test_the_owner_of_a_member_named_beside_it_holding_the_line_is_no_confirmed_
 @pytest.mark.parametrize(
     "text, nums",
     [
-        ("adapters/anthropic.rb — to_anthropic_format:58, disable_parallel_tool_use:85", ["58", "85"]),
-        ("`store/nbs/generational_chunk_store.go:40`, `Root:307`, `Commit:314`", ["307", "314"]),
-        ('"overrides": ["notify@45", "is_noop@39"]', ["45", "39"]),
+        ("pkg/adapter.rb — to_wire_format:58, drop_parallel_calls:85", ["58", "85"]),
+        ("`store/chunks.go:40`, `Root:307`, `Commit:314`", ["307", "314"]),
+        ('"hooks": ["send@45", "skip_send@39"]', ["45", "39"]),
         ("the server on localhost:8080", []),  # a port
         ("Step:3 then x:1", []),  # a step; a one-letter name
         ("ratio 3:1, at 12:30, pkg@1.2.3", []),  # numbers, a time, a version
@@ -70,7 +70,7 @@ def test_a_name_joined_to_a_line(text, nums):
     "text, nums",
     [
         (
-            "| `Discord` | `discord/transport.py:11` | `notify` at `19`, overrides `fix_asterisks` at `25` |",
+            "| `Chat` | `chat/sender.py:11` | `send` at `19`, overrides `escape` at `25` |",
             ["19", "25"],
         ),
         ("retries at `3 times`", []),  # a count, in a code span too
@@ -101,10 +101,10 @@ def pairs(text: str, path: str, k: int) -> list[str | None]:
 
 
 def test_names_and_a_list_of_lines_pair_up_in_order():
-    text = "- `commithook.srcDB`, `.destDB`, `.destDBF` (lazy factory) — `cluster/commithook.go:50,52,47`."
-    assert pairs(text, "cluster/", 3) == ["commithook.srcDB", "destDB", "destDBF"]
-    row = "| | `clear_primary_ip`, `clear_oob_ip`, `update_children_depth` | `ipam/signals.py:54,70,20` |"
-    assert pairs(row, "ipam/", 3) == ["clear_primary_ip", "clear_oob_ip", "update_children_depth"]
+    text = "- `hook.src`, `.dest`, `.destF` (a factory) — `cluster/hook.go:50,52,47`."
+    assert pairs(text, "cluster/", 3) == ["hook.src", "dest", "destF"]
+    row = "| | `clear_a`, `clear_b`, `update_depth` | `ipam/hooks.py:54,70,20` |"
+    assert pairs(row, "ipam/", 3) == ["clear_a", "clear_b", "update_depth"]
     # counts that differ, or prose between, pair nothing
     assert pairs("`a_b`, `c_d` — x.py:1,2,3", "x.py", 3) == [None] * 3
     assert pairs("`a_b`, `c_d` are used by x.py:1,2", "x.py", 2) == [None] * 2
@@ -114,8 +114,6 @@ def test_a_name_member_opening_with_a_qualified_name_names_it_whole():
     def lead(value: str, name: str) -> str:
         return json_scopes._whole_lead(value, name, lambda s: "/" in s)
 
-    assert lead("OpenAIResponse#completion extracts choices[0].message.content", "OpenAIResponse") == (
-        "OpenAIResponse#completion"
-    )
+    assert lead("ChatResponse#content reads the first choice", "ChatResponse") == ("ChatResponse#content")
     assert lead("notify(self, check)", "notify") == "notify"  # no longer name at its head
     assert lead("Foo.bar", "Foo.bar") == "Foo.bar"

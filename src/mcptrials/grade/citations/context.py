@@ -240,7 +240,7 @@ class Answer:
 
     def _object_file(self, pos: int) -> tuple[dict, str] | None:
         """Grader 12: a bare line inside a JSON string whose line names no file (`"overrides":
-        ["notify@45"]` beside `"ref": "hc/integrations/whatsapp/transport.py:17"`) takes its
+        ["send@45"]` beside `"ref": "pkg/chat/sender.py:17"`) takes its
         innermost object's file field, else the nearest file that object names before it."""
         objs = structure.enclosing_objects(self.objects, pos)
         if not objs:

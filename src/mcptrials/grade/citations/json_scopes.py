@@ -70,7 +70,7 @@ def _first_member_name(site: Site) -> tuple[str, str] | None:
 
 def _whole_lead(value: str, name: str, is_path) -> str:
     """Grader 12: a name member opening with a qualified name names it whole (`"method":
-    "OpenAIResponse#completion extracts ..."` is OpenAIResponse#completion, not the class)."""
+    "ChatResponse#content reads ..."` is ChatResponse#content, not the class)."""
     lead = code_subject(value.split()[0], is_path) if value.split() else None
     return lead if lead and len(lead) > len(name) and lead.startswith(name) else name
 

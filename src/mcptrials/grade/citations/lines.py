@@ -76,7 +76,7 @@ _BARE_COLON = re.compile(rf"(?<![\w:.#\[\]\-\"])(?<![A-Za-z_][/)]):L?(?P<nums>\d
 _AT_NUMBER = re.compile(rf"(?:(?<=\sat )|(?<=\sat `)|(?<=\s@)|(?<=\s@ ))(?P<nums>\d+(?:{DASH}\d+)?)(?![\w:%]|\.\d)")
 _NAME_PAREN = re.compile(r"(?P<name>`[^`\n]+`|[A-Za-z_][\w.:#]*(?:\(\))?) ?\((?P<nums>\d+)\)")
 # Grader 12: `name:N` and `name@N` after a file named in the same list item or line
-# (`adapters/anthropic.rb — disable_parallel_tool_use:85`, `Root:307`, `notify@45`): a name
+# (`pkg/adapter.rb — drop_parallel_calls:85`, `Root:307`, `send@45`): a name
 # joined to a line; after a colon only a code-like or capitalised name (not `ratio:3`, `step:2`).
 _NAME_JOINED = re.compile(
     rf"(?<![\w/.:#@-])(?P<name>[A-Za-z_][\w?!]*)(?P<join>[:@])(?P<nums>\d+(?:{DASH}\d+)?)(?![\w:@/]|\.\d)"
@@ -205,7 +205,7 @@ def _prose_citations(ans: Answer, m: re.Match, near: bool, wide: bool = False) -
 
 
 def joined_subject(name: str, is_path) -> str | None:
-    """Grader 12: the name a line is joined to (`` `models`(66) ``, `Root:307`, `notify@45`) is its
+    """Grader 12: the name a line is joined to (`` `models`(66) ``, `Root:307`, `send@45`) is its
     subject, as a label is: the name a code span holds, else the word itself."""
     if name.startswith("`"):
         return code_subject(name.strip("`"), is_path)
@@ -234,8 +234,8 @@ def not_a_line(text: str, m: re.Match) -> bool:
 
 def joined_name(name: str, join: str) -> bool:
     """Whether `name` joined to a number by `join` reads as a name and its line (_NAME_JOINED):
-    after `@` any identifier (`notify@45`), after `:` a code-like one (`build_tool_choice:13`,
-    `PageSubscription:2849`) or a capitalised word (`Root:307`, `Call:36`)."""
+    after `@` any identifier (`send@45`), after `:` a code-like one (`pick_tool:13`,
+    `PageSubscriber:284`) or a capitalised word (`Root:307`, `Call:36`)."""
     if len(name) < 2 or name.lower() in _NOT_A_LINE_NAMES:
         return False
     return join == "@" or code_like(name, False) or name[0].isupper()

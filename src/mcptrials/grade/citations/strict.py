@@ -281,8 +281,8 @@ def holds_fields(defs: list[dict], lo: int, hi: int, name: str) -> bool:
 
 def fields_reason(defs: list[dict], lo: int, hi: int, qualifiers: list[str], names) -> str | None:
     """Grader 12: the struct owning a member the clause names (`names`), holding the cited lines,
-    may be what a reader takes them for (rule 4, an abstention): `` `hooksDatabase.Database` +
-    `.db` — path:26 `` with `type hooksDatabase struct` at 26. (Not the header above the subject's
+    may be what a reader takes them for (rule 4, an abstention): `` `Entry.Database` +
+    `.db` — path:26 `` with `type Entry struct` at 26. (Not the header above the subject's
     own owner: a doc comment cited for a field is a wrong line, dolt #5.)"""
     for n in names:
         for part in parts(n)[:-1]:

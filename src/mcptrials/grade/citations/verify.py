@@ -195,7 +195,7 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
 
 
 # Grader 12: code spans joined by `,`, `/`, `+` or `and` right before a path's list of lines,
-# past a parenthetical, a dash, colon or table bar (`` `srcDB`, `.destDB`, `.destDBF` — `commithook.go:50,52,47` ``)
+# past a parenthetical, a dash, colon or table bar (`` `src`, `.dest`, `.destF` — `hook.go:50,52,47` ``)
 _SPANS_BEFORE_LIST = re.compile(
     r"(?:`[^`\n]+`\s*(?:,\s*and|,|/|\+|and)\s*)+`[^`\n]+`(?:\s*\([^()`\n]*\))?[\s*|:\u2014\u2013-]*`?$"
 )
