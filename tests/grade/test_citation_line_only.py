@@ -140,3 +140,14 @@ def test_numbers_that_are_no_line_are_not_extracted(tree):
         '- {"file": "src/auth.go", "rank":1}\n'
     )
     assert found(text, tree) == [("src/app.py", [3], "path:line")]
+
+
+def test_grader_12_a_name_joined_to_a_line_takes_its_json_objects_file_and_is_its_subject(tree):
+    # `"overrides": ["f3@5"]` beside `"ref": "src/app.py:1"`: the line names no file, its object does
+    text = '{"name": "App", "ref": "src/app.py:1", "overrides": ["f3@5", "f9@8"]}'
+    items = {tuple(c["lines"]): c for c in grade_citations(text, tree)["items"] if c["lines"]}
+    assert items[(5,)]["resolved_path"] == "src/app.py" and items[(5,)]["subject"]["name"] == "f3"
+    assert items[(5,)]["strict"] == "verified"  # def f3 at 5
+    assert items[(8,)]["strict"] == "undetermined"  # f9 is at 17; a plain word, so no confirmed mismatch (rule 2)
+    # outside JSON a line whose item names no file is still no citation
+    assert found("- overrides f3@5 and f9@17\n", tree) == []

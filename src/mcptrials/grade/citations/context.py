@@ -238,6 +238,19 @@ class Answer:
                         out.append(m)
         return out[:64]
 
+    def _object_file(self, pos: int) -> tuple[dict, str] | None:
+        """Grader 12: a bare line inside a JSON string whose line names no file (`"overrides":
+        ["send@45"]` beside `"ref": "pkg/chat/sender.py:17"`) takes its
+        innermost object's file field, else the nearest file that object names before it."""
+        objs = structure.enclosing_objects(self.objects, pos)
+        if not objs:
+            return None
+        fields = self.file_fields(objs[0])
+        if fields:
+            return fields[0], "json file field"
+        before = [m for m in self.mentions_in(objs[0].start, pos) if self.names_a_file(m["path"])]
+        return (before[-1], "json object") if before else None
+
     def line_file(self, pos: int, obj=None, near_only: bool = False, wide: bool = False) -> tuple[dict, str] | None:
         """The file a line-only reference at pos refers to, and the scope it came from: the
         `file` field of its JSON object (obj: only that one); else, in the first of its
@@ -249,7 +262,9 @@ class Answer:
         if near_only:
             item = structure.list_item_bounds(self.text, pos) or structure.line_bounds(self.text, pos)
             named = [m for m in self.mentions_in(item[0], pos) if self.names_a_file(m["path"])]
-            return (named[-1], "list item") if named else None
+            if named:
+                return named[-1], "list item"
+            return self._object_file(pos)
         if obj is not None:
             fields = self.file_fields(obj)
             return (fields[0], "json file field") if fields else None

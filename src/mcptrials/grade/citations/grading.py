@@ -84,6 +84,7 @@ from mcptrials.grade.citations.lines import line_only_citations, listed_lines
 from mcptrials.grade.citations.verify import (
     citation_subject,
     context_identifiers,
+    listed_pairs,
     respectively,
     settle_citation,
     settle_strict,
@@ -139,13 +140,22 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
     distinct: dict[tuple, dict] = {}
     listed = collections.Counter(tuple(c["subject_span"]) for c in found if c.get("subject_span"))
     in_run = _runs(text, spans)
+    members: dict[tuple[int, int], list[int]] = {}  # a list of lines' span: its lines' starts, in order
+    for c in sorted(found, key=lambda c: c["start"]):
+        if c.get("subject_span") and c["form"] == "path:list":
+            members.setdefault(tuple(c["subject_span"]), []).append(c["start"])
     clauses: dict[tuple[int, int], list[str]] = {}  # each occurrence's clause names (rule 4)
     list_of = {(c["start"], c["end"]): tuple(c["subject_span"]) for c in found if c.get("subject_span")}
     for c in found:
         lo, hi = c.get("subject_span") or (c["start"], c["end"])
         k = bisect.bisect_right(ends, lo) - 1
         j = bisect.bisect_right(starts, hi - 1)
-        subj = respectively(ans, found, c)  # the name in its place wins over the rest
+        # the name a line-only reference is joined to (`name (N)`, `name:N`) is its label; else the name
+        # in its place wins over the rest
+        subj = {"name": c["named"], "from": "label"} if c.get("named") else respectively(ans, found, c)
+        if subj is None and c.get("subject_span") and (lo, hi) in members:
+            # `a`, `b`, `c` — path:1,2,3: names and lines listed in the same order pair up
+            subj = listed_pairs(text, lo, len(members[(lo, hi)]), members[(lo, hi)].index(c["start"]), ans.is_path)
         bounds = (ends[k] if k >= 0 else 0, starts[j] if j < len(starts) else len(text))
         if subj is None:
             subj = citation_subject(ans, c, *bounds)
@@ -153,7 +163,7 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
                 subj["from"] in ("label", "after", "before", "sentence")
                 and c["form"] == "path:list"
                 and listed[(lo, hi)] >= 3
-                or subj["from"] in ("json text", "list item", "sentence")
+                or subj["from"] in ("before", "json text", "list item", "sentence")
                 and in_run[(lo, hi)] >= 3
             ):
                 subj = None  # `types.py:106,111,253 - GraphQL types`, `a.go:1, b.go:2, c.go:3`: about the group

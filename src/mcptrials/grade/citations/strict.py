@@ -264,4 +264,28 @@ def abstain_reason(
         last = parts(n)[-1] if parts(n) else n
         if len(last) > 1 and any(_has_word(line, last) for line in code):
             return f"`{n}`, named in its clause, is at the cited line"
+    return fields_reason(defs, lo, hi, qualifiers, list(in_code))
+
+
+def holds_fields(defs: list[dict], lo: int, hi: int, name: str) -> bool:
+    """Whether a type made of its field list (FIELD_LIST_KINDS) named `name` holds lines lo..hi,
+    its header included."""
+    return any(
+        d["name"] == name
+        and d["kind"] in FIELD_LIST_KINDS
+        and d.get("outer_start", d["start"]) <= lo
+        and hi <= d["end"]
+        for d in defs
+    )
+
+
+def fields_reason(defs: list[dict], lo: int, hi: int, qualifiers: list[str], names) -> str | None:
+    """Grader 12: the struct owning a member the clause names (`names`), holding the cited lines,
+    may be what a reader takes them for (rule 4, an abstention): `` `Entry.Database` +
+    `.db` — path:26 `` with `type Entry struct` at 26. (Not the header above the subject's
+    own owner: a doc comment cited for a field is a wrong line, dolt #5.)"""
+    for n in names:
+        for part in parts(n)[:-1]:
+            if part not in qualifiers and len(part) > 1 and holds_fields(defs, lo, hi, part):
+                return f"`{part}`, named beside it, is a struct holding the cited line"
     return None

@@ -23,7 +23,7 @@ from mcptrials.grade.citations.evidence import rivals
 from mcptrials.grade.citations.extract import has_word
 from mcptrials.grade.citations.grounding import strict_verdict_at
 from mcptrials.grade.citations.lexicon import CONSTRUCTORS, DECLARATION_WORDS, KEYWORDS, IDENT_KEYS, IDENT, QUALIFIED
-from mcptrials.grade.citations.names import clean_name, code_like, parts_of
+from mcptrials.grade.citations.names import clean_name, code_like, code_subject, parts_of
 from mcptrials.grade.gittree import CommitTree
 
 VERIFY_WINDOW = 5  # lines either side of a single cited line that verification searches
@@ -192,6 +192,28 @@ def respectively(ans: Answer, found: list[dict], c: dict) -> dict | None:
     group = [n for n in names if clean_name(n)]
     scope = UNORDERED if colon else "respectively"
     return {"name": name, "from": scope, "group": group} if clean_name(name) else None
+
+
+# Grader 12: code spans joined by `,`, `/`, `+` or `and` right before a path's list of lines,
+# past a parenthetical, a dash, colon or table bar (`` `src`, `.dest`, `.destF` — `hook.go:50,52,47` ``)
+_SPANS_BEFORE_LIST = re.compile(
+    r"(?:`[^`\n]+`\s*(?:,\s*and|,|/|\+|and)\s*)+`[^`\n]+`(?:\s*\([^()`\n]*\))?[\s*|:\u2014\u2013-]*`?$"
+)
+
+
+def listed_pairs(text: str, lo: int, k: int, index: int, is_path) -> dict | None:
+    """Names and lines listed in the same order pair up (the labelling rules): as many code spans
+    right before a path's list of k lines (text[lo:] starts the list) name them in order; the
+    index-th line takes the index-th name, with the names as its group (settle_strict)."""
+    start = text.rfind("\n", 0, lo) + 1
+    m = _SPANS_BEFORE_LIST.search(text, max(start, lo - 400), lo)
+    if not m:
+        return None
+    spans = re.findall(r"`([^`\n]+)`", m.group(0))
+    names = [code_subject(s.lstrip("."), is_path) for s in spans]
+    if len(names) != k or not all(names):
+        return None
+    return {"name": names[index], "from": "respectively", "group": names}
 
 
 def _slash_group(names: list[str], joins: list[str], cut: bool, is_path) -> bool:
