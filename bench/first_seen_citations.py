@@ -24,7 +24,7 @@ Needs the mirrors of tests/grade/test_citation_corpus.py (MCPTRIALS_SENSE_MIRROR
 MCPTRIALS_MIRRORS) and no network; answer texts and code are read from them at run time.
 
     python bench/first_seen_citations.py [SET ...]    (default: the sets no grader was tuned on:
-    go_rails_later, ruby_later, python_later)
+    later2_go_ruby, later2_python, first graded by grader 12)
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from test_citation_corpus import agrees, graded_answers, mirror  # noqa: E402
 
 SETS = ROOT / "tests" / "fixtures" / "citation_corpus"
-DEFAULT = ("go_rails_later", "ruby_later", "python_later")
+DEFAULT = ("later2_go_ruby", "later2_python")
 
 
 def arm_of(source: str) -> str:

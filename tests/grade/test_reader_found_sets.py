@@ -1,6 +1,6 @@
 """Floors on the label sets whose references a reader found (bench/first_seen_citations.py):
 rails, dolt_aside, ruby_aside, go_seen, ruby_seen and python_seen, then go_rails_later, ruby_later
-and python_later. Each was committed before any
+and python_later, then later2_go_ruby and later2_python. Each was committed before any
 grader graded it and first graded by grader 8 (rails by grader 7, python_seen by grader 9); grader 9
 (grader 10 for python_seen) is the first grader built after them and graded them once
 (docs/grading.md gives those first-graded figures). They are
@@ -12,6 +12,10 @@ read them, and first graded by grader 10 and grader 11 after both were built (th
 just below grader 11's first-graded figures; docs/grading.md gives graders 6, 10 and 11 on them). Grader 12
 was built on them as development sets (half of their answers read, docs/grading.md); their floors sit just
 below its figures.
+
+The two `later2_` sets were committed while grader 12 was built in another worktree, which never read
+them, and first graded by graders 6, 11 and 12 after grader 12 was built (docs/grading.md); their
+floors sit just below grader 12's first-graded figures. No rule has been made on them yet.
 
 Needs the mirrors of tests/grade/test_citation_corpus.py; skipped without them.
 """
@@ -47,8 +51,12 @@ FLOORS = {
     "go_rails_later": (0.97, 0.77),  # 204/210 = 0.971, 162/210 = 0.771 (161/210 = 0.767); grader 12: 0.976, 0.776
     "ruby_later": (0.93, 0.74),  # 235/252 = 0.933, 186/252 = 0.738 (184/252 = 0.730); grader 12: 0.940, 0.750
     "python_later": (0.96, 0.88),  # 180/192 = 0.938, 164/192 = 0.854 (163/192 = 0.849); grader 12: 0.969, 0.891
+    # first graded by grader 12 (grader 11's figures in brackets)
+    "later2_go_ruby": (0.94, 0.75),  # 242/256 = 0.945, 194/256 = 0.758 (238/256 = 0.930, 193/256 = 0.754)
+    "later2_python": (0.95, 0.87),  # 276/288 = 0.958, 253/288 = 0.878 (270/288 = 0.938, 245/288 = 0.851)
 }
 LATER = ("go_rails_later", "ruby_later", "python_later")
+LATER2 = ("later2_go_ruby", "later2_python")
 # Pooled over the five sets, the precision of strict `mismatch` (labelled `wrong line` of those called
 # `mismatch`) and the wrong lines caught (issue 34's targets 0.90 and 0.80): grader 9 10/40 = 0.250
 # and 10/25 = 0.400; grader 10 18/32 = 0.562 and 18/25 = 0.720. With python_seen (the pool of six
@@ -61,6 +69,9 @@ POOLED_FLOORS = {"mismatch precision": 0.99, "wrong lines caught": 0.78}
 # the development sets, so that neither pool's figure hides the other's.
 # Grader 12 (the later sets now development): 12/19 = 0.632 and 14/17 = 0.824.
 LATER_POOLED_FLOORS = {"mismatch precision": 0.62, "wrong lines caught": 0.81}
+# The two later2 sets pooled, first graded by grader 12: 12/18 = 0.667 and 17/24 = 0.708 (grader 11:
+# 11/17 = 0.647 and 16/24 = 0.667; grader 6: 16/54 = 0.296 and 21/24 = 0.875). Kept apart as well.
+LATER2_POOLED_FLOORS = {"mismatch precision": 0.66, "wrong lines caught": 0.70}
 # Between arms, the share of correct citations called `mismatch` may differ by this much at most
 # (issue 34's done-when); pooled over the five sets, grader 9: baseline 10/297, sense 11/353;
 # grader 10: 5/297, 2/353; with python_seen 6/458, 3/507; grader 11: 1/458, 0/507.
@@ -100,8 +111,12 @@ def test_correct_citations_are_called_mismatch_alike_in_both_arms():
 
 @pytest.mark.parametrize(
     "names, floors",
-    [(sorted(set(FLOORS) - set(LATER)), POOLED_FLOORS), (LATER, LATER_POOLED_FLOORS)],
-    ids=["development", "later"],
+    [
+        (sorted(set(FLOORS) - set(LATER) - set(LATER2)), POOLED_FLOORS),
+        (LATER, LATER_POOLED_FLOORS),
+        (LATER2, LATER2_POOLED_FLOORS),
+    ],
+    ids=["development", "later", "later2"],
 )
 def test_pooled_mismatch_precision_and_wrong_lines_caught_hold_their_floors(names, floors):
     rows = [r for name in names for r in rows_of(name)]
