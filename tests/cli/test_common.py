@@ -116,9 +116,9 @@ def test_the_worker_preloads_the_modules_of_the_commands_it_runs():
     import importlib.util
     import re
 
-    from mcptrials.cli import worker
+    from mcptrials.cli import preload
 
-    names = set(re.findall(r'"(mcptrials(?:\.[a-z_]+)*)"', inspect.getsource(worker.preload)))
+    names = set(re.findall(r'"(mcptrials(?:\.[a-z_]+)*)"', inspect.getsource(preload.preload)))
     assert all(importlib.util.find_spec(n) for n in names), names
     assert {*(f"mcptrials.{COMMANDS[c]}" for c in ("run-trial", "score", "judge"))} <= names
 
@@ -127,7 +127,7 @@ def test_the_worker_imports_an_sdk_only_for_a_config_that_uses_it():
     """`sdks_for`: a model SDK for each provider among the models and the judge, the MCP client
     for a tool with a server or a host that is not the built-in loop; none for the reference
     model with built-in tools."""
-    from mcptrials.cli.worker import sdks_for
+    from mcptrials.cli.preload import sdks_for
 
     def config(models=("reference",), judge="reference", transports=("none",), kinds=("loop",)):
         return {
@@ -151,9 +151,9 @@ def test_the_worker_preloads_no_sdk_before_a_request_asks_for_one():
     """The worker's first preloads leave the SDKs out (each costs 0.7-2.2 s of CPU to import);
     `preload_sdks` imports the ones named, once."""
     code = (
-        "import sys; from mcptrials.cli import worker; worker.preload(); "
+        "import sys; from mcptrials.cli import preload; preload.preload(); "
         "print(sorted(m for m in ('anthropic', 'openai', 'mcp') if m in sys.modules)); "
-        "print(worker.preload_sdks({'mcp'}), worker.preload_sdks({'mcp'}), 'mcp' in sys.modules, 'anthropic' in sys.modules)"
+        "print(preload.preload_sdks({'mcp'}), preload.preload_sdks({'mcp'}), 'mcp' in sys.modules, 'anthropic' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["[]", "['mcp', 'mcp.client.stdio'] [] True False"]

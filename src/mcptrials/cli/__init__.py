@@ -3,8 +3,9 @@
 Each subcommand's module here (cli/<name>.py) is a thin layer: it parses the arguments, loads
 the matrix (cli.common: the one `--config CONFIG`), calls the stage's library function, prints
 and returns the exit code. The work itself is in the stage packages below. Beside them, the
-warm trial worker (worker: `mcptrials serve-trials`) and its client (delegate): the worker runs
-commands, so it sits here, on the top floor, and preloads their modules by name.
+warm trial worker (worker: `mcptrials serve-trials`), what it imports before forking (preload) and
+its client (delegate): the worker runs commands, so it sits here, on the top floor, and preloads
+their modules by name.
 
 May import: everything; nothing imports it (the worker runs commands through `main`, which the
 command that starts it hands it).
