@@ -157,3 +157,28 @@ def test_the_worker_preloads_no_sdk_before_a_request_asks_for_one():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.splitlines() == ["[]", "['mcp', 'mcp.client.stdio'] [] True False"]
+
+
+def test_main_parses_with_the_parsers_warmed_ahead(monkeypatch, capsys):
+    """`warm_parsers` (the worker's, before forking): `main` then parses those commands with the
+    parsers built ahead, and a parser used twice parses as a fresh one does; any other command
+    is built on demand."""
+    import mcptrials.cli as cli
+
+    monkeypatch.delenv("MCPTRIALS_WORKER", raising=False)
+    monkeypatch.setattr(cli, "_PARSERS", {})
+    cli.warm_parsers(["judge"])
+    argv = ["judge", "--config", "c.yaml", "--transcript", "t.json", "--scenario", "s.yaml", "--out", "o.json"]
+    fresh = vars(cli.build_parser("judge").parse_args(argv))
+    assert vars(cli._PARSERS["judge"].parse_args(argv)) == vars(cli._PARSERS["judge"].parse_args(argv)) == fresh
+
+    def built_again(only=None):
+        raise AssertionError(f"parser of {only} built again")
+
+    monkeypatch.setattr(cli, "build_parser", built_again)
+    with pytest.raises(SystemExit) as e:
+        cli.main([*argv, "--no-such-flag"])
+    assert e.value.code == 2
+    assert "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
+    with pytest.raises(AssertionError, match="parser of score built again"):
+        cli.main(["score", "--out", "o.json"])
