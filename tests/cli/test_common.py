@@ -116,8 +116,69 @@ def test_the_worker_preloads_the_modules_of_the_commands_it_runs():
     import importlib.util
     import re
 
-    from mcptrials.cli import worker
+    from mcptrials.cli import preload
 
-    names = set(re.findall(r'"(mcptrials(?:\.[a-z_]+)*)"', inspect.getsource(worker.preload)))
+    names = set(re.findall(r'"(mcptrials(?:\.[a-z_]+)*)"', inspect.getsource(preload.preload)))
     assert all(importlib.util.find_spec(n) for n in names), names
     assert {*(f"mcptrials.{COMMANDS[c]}" for c in ("run-trial", "score", "judge"))} <= names
+
+
+def test_the_worker_imports_an_sdk_only_for_a_config_that_uses_it():
+    """`sdks_for`: a model SDK for each provider among the models and the judge, the MCP client
+    for a tool with a server or a host that is not the built-in loop; none for the reference
+    model with built-in tools."""
+    from mcptrials.cli.preload import sdks_for
+
+    def config(models=("reference",), judge="reference", transports=("none",), kinds=("loop",)):
+        return {
+            "models": {f"m{i}": {"provider": p} for i, p in enumerate(models)},
+            "judge": {"provider": judge},
+            "tools": {f"t{i}": {"transport": t} for i, t in enumerate(transports)},
+            "hosts": {f"h{i}": {"kind": k} for i, k in enumerate(kinds)},
+        }
+
+    assert sdks_for(config()) == set()
+    assert sdks_for(config(models=("reference", "recorded"), transports=("none", "recorded"))) == set()
+    assert sdks_for(config(models=("anthropic", "reference"))) == {"anthropic"}
+    assert sdks_for(config(judge="openai")) == {"openai"}
+    assert sdks_for(config(models=("openai",), judge="anthropic")) == {"anthropic", "openai"}
+    assert sdks_for(config(transports=("none", "stdio"))) == {"mcp"}
+    assert sdks_for(config(transports=("http",))) == {"mcp"}
+    assert sdks_for(config(kinds=("loop", "claude-code"))) == {"mcp"}
+
+
+def test_the_worker_preloads_no_sdk_before_a_request_asks_for_one():
+    """The worker's first preloads leave the SDKs out (each costs 0.7-2.2 s of CPU to import);
+    `preload_sdks` imports the ones named, once."""
+    code = (
+        "import sys; from mcptrials.cli import preload; preload.preload(); "
+        "print(sorted(m for m in ('anthropic', 'openai', 'mcp') if m in sys.modules)); "
+        "print(preload.preload_sdks({'mcp'}), preload.preload_sdks({'mcp'}), 'mcp' in sys.modules, 'anthropic' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["[]", "['mcp', 'mcp.client.stdio'] [] True False"]
+
+
+def test_main_parses_with_the_parsers_warmed_ahead(monkeypatch, capsys):
+    """`warm_parsers` (the worker's, before forking): `main` then parses those commands with the
+    parsers built ahead, and a parser used twice parses as a fresh one does; any other command
+    is built on demand."""
+    import mcptrials.cli as cli
+
+    monkeypatch.delenv("MCPTRIALS_WORKER", raising=False)
+    monkeypatch.setattr(cli, "_PARSERS", {})
+    cli.warm_parsers(["judge"])
+    argv = ["judge", "--config", "c.yaml", "--transcript", "t.json", "--scenario", "s.yaml", "--out", "o.json"]
+    fresh = vars(cli.build_parser("judge").parse_args(argv))
+    assert vars(cli._PARSERS["judge"].parse_args(argv)) == vars(cli._PARSERS["judge"].parse_args(argv)) == fresh
+
+    def built_again(only=None):
+        raise AssertionError(f"parser of {only} built again")
+
+    monkeypatch.setattr(cli, "build_parser", built_again)
+    with pytest.raises(SystemExit) as e:
+        cli.main([*argv, "--no-such-flag"])
+    assert e.value.code == 2
+    assert "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
+    with pytest.raises(AssertionError, match="parser of score built again"):
+        cli.main(["score", "--out", "o.json"])

@@ -285,7 +285,7 @@ def test_an_import_by_string_is_read_and_an_upward_one_fails(tmp_path):
 def test_the_real_string_imports_are_in_the_graph():
     _, raw = graph()
     assert {"mcptrials.cli.run_trial", "mcptrials.grade.scoring", "mcptrials.judge.judging"} <= raw[
-        "mcptrials.cli.worker"
+        "mcptrials.cli.preload"  # the worker's preloads
     ]
 
 

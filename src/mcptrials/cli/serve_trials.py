@@ -15,11 +15,12 @@ def register(sub) -> None:
         "(mode 0600), e.g. results/.worker.tcp",
     )
     p.add_argument("--watch-pid", type=int, help="stop when this process (e.g. Snakemake) is gone")
-    # run_argv: set by the CLI's parser (cli.main), the entry point each child runs
+    # run_argv and warm_parsers: set by the CLI's parser (cli.main, the entry point each child runs)
     p.set_defaults(func=cmd_serve_trials)
 
 
 def cmd_serve_trials(args) -> int:
     from mcptrials.cli.worker import serve
 
+    args.warm_parsers(["run-trial", "score", "judge"])  # the commands the worker runs, parsed in its children
     return serve(args.socket, args.run_argv, args.watch_pid, args.tcp_file)

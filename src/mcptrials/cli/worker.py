@@ -2,9 +2,10 @@
 
 Why: `import anthropic` takes ~2.5 s and `import mcp` ~1.6 s here, so every
 `mcptrials run-trial` process paid ~4 s before its trial started (7% of a 60-second
-trial). The worker imports them (and the trial core, hosts, graders and judge, and parses the JSON
-schemas) once, listens on a Unix socket, and for each request forks a child that runs
-exactly `mcptrials ARGS`: the same argv parsing, records and exit code. The parent never
+trial). The worker imports the trial core, hosts, graders and judge (and parses the JSON schemas)
+once, and each SDK the first time a request's config uses it (cli.preload: a config of the reference
+model with built-in tools imports neither); it listens on a Unix socket, and for each request forks
+a child that runs exactly `mcptrials ARGS`: the same argv parsing, records and exit code. The parent never
 runs a trial and starts no threads, so forking it is safe. Before forking it reads what every
 child would read again (`warm`): the request's config and scenarios, parsed and validated into
 mcptrials.matrix.memo (keyed by content, so an edited file is never served stale), and a scoring
@@ -62,109 +63,15 @@ import signal
 import socket
 import struct
 import sys
+import threading
 
 from mcptrials.cli.delegate import ENV, NOT_DELEGATED, TCP_ENV
+from mcptrials.cli.preload import preload, preload_sdks, sdks_for
 
 MAX_REQUEST = 4 * 1024 * 1024
 
 
 # --- the worker --------------------------------------------------------------------------
-
-
-def preload() -> list[str]:
-    """Import what a trial needs, once, in the parent (the reason the worker exists)."""
-    import importlib
-
-    loaded = []
-    names = [
-        "anthropic",
-        "mcp",
-        "mcp.client.stdio",
-        "psutil",
-        "jsonschema",
-        "referencing",
-        "yaml",
-        "git",
-        "mcptrials.run.runner",
-        "mcptrials.run.trial",
-        "mcptrials.run.hosts.loop",
-        "mcptrials.prepare.servers",
-        "mcptrials.prepare.snapshot",
-        "mcptrials.prepare.builtins",
-        "mcptrials.core.records",
-        "mcptrials.providers.anthropic",
-        "mcptrials.providers.reference",
-        "mcptrials.cost.pricing",
-        "mcptrials.grade.scoring",
-        "mcptrials.judge.judging",
-        "mcptrials.run.hosts",
-        # the commands the worker runs (cli.COMMANDS of run-trial, score, judge); the package
-        # mcptrials.cli itself is imported before this module is
-        "mcptrials.cli.common",
-        "mcptrials.cli.run_trial",
-        "mcptrials.cli.score",
-        "mcptrials.cli.judge",
-        # imported inside the commands (lazily, for a light `mcptrials --help`)
-        "mcptrials.dag.rerun",
-        "mcptrials.core.failures",
-        "mcptrials.core.outcomes",
-        "mcptrials.cost.budget",
-        "mcptrials.cost.plan",
-        # imported by the SDK's HTTP client on its first request (~15 ms of CPU a trial otherwise)
-        "anyio._backends._asyncio",
-        "anyio.streams.stapled",
-        "concurrent.futures.thread",
-        "mcptrials.matrix.projectfiles",
-        "openai",
-        "mcptrials.providers.openai",
-    ]
-    for name in names:
-        try:
-            importlib.import_module(name)
-            loaded.append(name)
-        except ImportError:  # an optional part (e.g. a provider another install lacks)
-            pass
-    # The parsed JSON schemas (config, scenario, records) are cached by the schema module:
-    # parse them once here rather than in every child (~0.2 s of pure-Python YAML each).
-    from mcptrials.matrix import schema
-    from mcptrials.core.paths import SCHEMA_DIR
-
-    for path in sorted(SCHEMA_DIR.glob("*.yaml")):
-        schema._schema(path.name)
-        schema._validator(path.name)  # and their validators (a class built per schema)
-    # The graders' regular expressions for the default extensions, compiled on first use.
-    from mcptrials.grade.citations.extract import citation_pattern, mention_pattern
-
-    citation_pattern()
-    mention_pattern()
-    # The sandbox's bwrap version (a `bwrap --version` process), asked once here rather than
-    # in every trial (its lru_cache is inherited by the forked children).
-    from mcptrials.prepare.sandbox import bwrap_version
-    from mcptrials.providers.anthropic import cert_env, tls_context
-
-    bwrap_version()
-    tls_context(cert_env())  # the CA store, loaded once (~20 ms a trial otherwise)
-    # The SDK imports its resources lazily; building a client once pulls them in.
-    import anthropic
-
-    anthropic.AsyncAnthropic(api_key="preload", base_url="http://127.0.0.1:9").messages  # noqa: B018
-    # Reading a reply builds its pydantic schemas on first use (~30 ms of CPU in every trial
-    # otherwise): read one with each block a trial's replies hold.
-    message: dict = dict(
-        id="msg_preload",
-        type="message",
-        role="assistant",
-        model="preload",
-        content=[{"type": "text", "text": "."}, {"type": "tool_use", "id": "t", "name": "n", "input": {}}],
-        stop_reason="tool_use",
-        stop_sequence=None,
-        usage={"input_tokens": 1, "output_tokens": 1},
-    )
-    anthropic.types.Message.construct(**message)
-    # and dumping its blocks (providers.anthropic) builds their serializers (~8 ms otherwise)
-    for block in anthropic.types.Message.model_validate(message).content:
-        block.model_dump(exclude_none=True, include={"type", "text", "id", "name", "input"})
-    return loaded
 
 
 # config argument and cwd -> the stat of each file its last warm-up read (config and scenarios)
@@ -184,7 +91,8 @@ def warm(argv: list, cwd: str) -> None:
     the child (and every later one) finds them parsed and validated in mcptrials.matrix.memo.
     The memo is keyed by content, so what a child gets never depends on this: the stat of the
     files only says when to read them again (a changed file is read again; one changed
-    within the clock's resolution is a miss in the child, which then parses it itself)."""
+    within the clock's resolution is a miss in the child, which then parses it itself). The SDKs
+    the config's trials use are imported here the first time (`preload_sdks`)."""
     repo_dir, commit = _opt(argv, "--repo-dir"), _opt(argv, "--commit")
     if argv and argv[0] == "score" and repo_dir and commit:
         _warm_tree(os.path.join(cwd, repo_dir), commit)
@@ -203,6 +111,8 @@ def warm(argv: list, cwd: str) -> None:
         m = load_matrix(config)
         paths = [*m.sources, *(str(sc.path.resolve()) for sc in m.scenarios.values())]
         _warmed[key] = tuple(_stat(p) for p in paths)
+        if preload_sdks(sdks_for(m.config)):
+            gc.freeze()  # out of the collector's reach, as serve() does with the first preloads
     except Exception:  # noqa: BLE001 - the child reads the config itself and reports what is wrong
         _warmed[key] = tuple(_stat(os.path.join(cwd, p)) for p in config.split(os.pathsep) if p)
     finally:
@@ -370,8 +280,6 @@ def serve(path: str, run_argv, watch_pid: int | None = None, tcp_file: str | Non
     # Move everything imported so far out of the collector's reach: a child's collections
     # would otherwise walk (and so copy, page by page) the whole inherited heap.
     gc.freeze()
-    import threading
-
     if threading.active_count() > 1:  # forking a process with threads can deadlock its children
         print(
             f"mcptrials serve-trials: error: a preloaded module started a thread "
@@ -520,6 +428,13 @@ class _Loop:
             conn.close()
             return
         warm(req["argv"], req.get("cwd") or "/")
+        if threading.active_count() > 1:  # an SDK's preload started a thread: never fork from it
+            print(f"not served here (a preload started a thread: {[t.name for t in threading.enumerate()]})")
+            _reply(conn, {"exit_code": NOT_DELEGATED}, shell)
+            conn.close()
+            for fd in fds:
+                os.close(fd)
+            return
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
