@@ -77,6 +77,7 @@ from mcptrials.core.record_types import Citations, CitationRates
 from mcptrials.grade.citations import composition
 from mcptrials.grade.citations.names import names_its_file
 from mcptrials.grade.citations.context import Answer, resolve
+from mcptrials.grade.citations.weak import weak_names
 from mcptrials.grade.citations.evidence import attached_elsewhere, clause_names, settle_lists
 from mcptrials.grade.citations.extract import citation_pattern, extract_citations, has_word, symbol_parts
 from mcptrials.grade.citations.grounding import ground
@@ -180,17 +181,19 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
         clauses[(c["start"], c["end"])] = clause_names(
             text, lo, hi, ends[k] if k >= 0 else 0, starts[j] if j < len(starts) else len(text), ans.is_path
         )
+        grouped = in_run[(lo, hi)] >= 3 or c["form"] == "path:list" and listed[(lo, hi)] >= 3
+        weak = weak_names(text, lo, hi, *bounds, ans.is_path, ans.objects) if g["lines"] and not grouped else []
         if key in distinct:
             d = distinct[key]
             d["occurrences"] += 1
             d["spans"].append([c["start"], c["end"]])
             d["identifiers"] += [i for i in idents if i not in d["identifiers"]]
-            d["by_occurrence"].append({"span": [c["start"], c["end"]], "subject": subj})
+            d["by_occurrence"].append({"span": [c["start"], c["end"]], "subject": subj, "weak": weak})
         else:
             g["occurrences"] = 1
             g["spans"] = [[c["start"], c["end"]]]
             g["identifiers"] = list(dict.fromkeys(idents))
-            g["by_occurrence"] = [{"span": [c["start"], c["end"]], "subject": subj}]
+            g["by_occurrence"] = [{"span": [c["start"], c["end"]], "subject": subj, "weak": weak}]
             distinct[key] = g
     attached = attached_elsewhere(
         [(tuple(o["span"]), o["subject"]) for g in distinct.values() for o in g["by_occurrence"]]
