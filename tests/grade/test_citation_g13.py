@@ -21,19 +21,14 @@ def is_path(s: str) -> bool:
 @pytest.mark.parametrize(
     "text, cited, names",
     [
-        # the words of its clause after it, then before it, nearest first
-        (
-            '"lib/q.rb:1653 excluding extracts Relation"',
-            "lib/q.rb:1653",
-            [("excluding", False), ("extracts", False), ("Relation", False)],
-        ),
+        # the two nearest names of its clause after it, then the two before it
+        ('"lib/q.rb:1653 excluding extracts Relation"', "lib/q.rb:1653", [("excluding", False), ("extracts", False)]),
+        # deeper in the description: what the line does (`can :manage, Spree::Order`), not its name
+        ("- `lib/p.rb:36` – CanCan manage `Spree::Order`", "lib/p.rb:36", [("CanCan", True), ("manage", False)]),
         ("table (Arel::Table) - lib/r.rb:72, model", "lib/r.rb:72", [("Arel::Table", True), ("table", False)]),
-        # a code-like name of an instruction (`Add to X` names nothing for the clear scopes)
-        (
-            "- `lib/m.rb:26-40` - add to `PREFERENCE` array",
-            "lib/m.rb:26-40",
-            [("add", False), ("PREFERENCE", True), ("array", False)],
-        ),
+        # an instruction after it names what to change (grader 8), none; a verb alone is a name
+        ("- `lib/m.rb:26-40` - add to `PREFERENCE` array", "lib/m.rb:26-40", []),
+        ("- `lib/c.rb:151` create", "lib/c.rb:151", [("create", False)]),
         # a table row's first cell
         ("| Keyring | nomad/keyring.go:23 |", "nomad/keyring.go:23", [("Keyring", False)]),
         # short plain words are none; a clause ends at a comma
@@ -136,3 +131,13 @@ def test_a_line_joined_to_a_name_in_a_json_string_takes_an_enclosing_objects_fil
     text = '{"contract": "lib/base.rb", "required": {"overrides": ["m2@5", "m3@8"]}}'
     items = {tuple(c["lines"]): c for c in grade_citations(text, tree)["items"] if c["lines"]}
     assert items[(5,)]["resolved_path"] == "lib/base.rb" and items[(5,)]["strict"] == "verified"
+
+
+def test_a_plain_word_verifies_by_the_innermost_definition_only():
+    # `Chat endpoint defaults to ... at chat.rb:8`: class Chat holds line 8 only around the method
+    # that holds it; the word names the file's class, not the line
+    src = "class Chat\n  def url\n    'x'\n  end\nend\n"
+    lines_of = src.split("\n")
+    assert strict.defined_at("a.rb", src, [3], "Chat", lines_of) is False
+    assert strict.defined_at("a.rb", src, [3], "url", lines_of) is True
+    assert strict.defined_at("a.rb", src, [1], "Chat", lines_of) is True  # the line opens it

@@ -156,8 +156,16 @@ def defined_at(path: str, source: str, lines: list[int], name: str, file_lines: 
     declares = re.compile(rf"{_DECLARES.pattern}{re.escape(name)}(?![\w?!])")
     if any(declares.search(line) for line in code):
         return True
-    defs = _defs(path, source) or []
-    return any(d["name"] in {name} | forms(name) for d in _enclosing(defs, lo, hi))
+    names = {name} | forms(name)
+    around = _enclosing(_defs(path, source) or [], lo, hi)
+    if not around:
+        return False
+    # the innermost definition holding the lines, or one they open: not a class or module around
+    # the whole file (`Chat endpoint ... at chat.rb:8` inside `class Chat`'s method is about the method)
+    innermost = max(around, key=lambda d: d.get("outer_start", d["start"]))
+    return innermost["name"] in names or any(
+        d["name"] in names and lo <= d.get("outer_start", d["start"]) <= hi for d in around
+    )
 
 
 def forms(name: str) -> set[str]:

@@ -1,6 +1,6 @@
 """Names that can only verify (grader 13, issue 34): when no scope gives a citation a subject, the
-names a reader may still have meant, in the places a subject stands: the words of its clause after
-it, then before it, nearest first (`path:151 create`, `path:1653 excluding extracts ...`, `model
+names a reader may still have meant, in the places a subject stands: the two nearest names of its
+clause after it, then the two before it (`path:151 create`, `path:1653 excluding extracts ...`, `model
 (Base subclass) - path:72`), also inside an instruction (`` path:26-40 - add to `PROVIDER_PREFERENCE` ``);
 its table row's first cell (`| Keyring | path:23 |`); the code-like names of the line a citation
 heads (`` `story.rb` (line 67): `` over `` - `Mastodon.delete_post(@story)` ``); the first word of
@@ -19,10 +19,12 @@ import re
 
 from mcptrials.grade.citations import structure
 from mcptrials.grade.citations.lexicon import END_LINE_KEYS, FILE_KEYS, LINE_KEYS
-from mcptrials.grade.citations.names import clause_end, clause_start, safe_start, tokens
+from mcptrials.grade.citations.names import clause_end, clause_start, instruction, safe_start, tokens
 
+_LEAD = re.compile(r"[\s`*)\]:\u2013\u2014-]*(?:(?:line|lines?)\s+[\d\s,-]+)?[\s`*)\]:\u2013\u2014-]*")
 _LOCATORS = frozenset((*FILE_KEYS, *LINE_KEYS, *END_LINE_KEYS))
-# Names taken from the line a citation heads.
+# Names taken on each side of a citation (and from the line it heads): `CanCan manage `Spree::Order``
+# after a line of `can :manage, Spree::Order` describes the line, it does not name it.
 NEAR = 2
 # Shorter plain words are no names a line can be checked against (`id`, `to`, `db`).
 MIN_PLAIN = 3
@@ -32,16 +34,23 @@ def weak_names(text: str, lo: int, hi: int, before: int, after: int, is_path, ob
     """The weak candidates of the citation text[lo:hi] (module docstring), nearest first: after it,
     before it, its table row's first cell, the line a header citation opens, its JSON object's
     members' first words; each with whether the answer writes it as code. `before`/`after`: the
-    neighbouring citations' end and start (its clause stops there); objects: the answer's JSON objects."""
+    neighbouring citations' end and start (its clause stops there); objects: [the object of a JSON
+    "line" member] (else empty). An instruction after it (`- add to X`) names what to change: none."""
     while lo > before and text[lo - 1] in "`*[":
         lo -= 1
     while hi < min(after, len(text)) and text[hi] in "`*]":
         hi += 1
     a = safe_start(text, clause_start(text, lo, before), lo)
     b = clause_end(text, hi, after)
-    right = [(n, strong) for _, n, strong, _ in tokens(text, hi, b, is_path)]
+    found = list(tokens(text, hi, b, is_path))
+    lead = _LEAD.match(text, hi)
+    if len(found) > 1 and lead and instruction(text, lead.end()):
+        # `path:26-40 - add to `PROVIDER_PREFERENCE``: what to change, grader 8 (a verb alone,
+        # `path:151 create`, is a name)
+        found = []
+    right = [(n, strong) for _, n, strong, _ in found]
     left = [(n, strong) for _, n, strong, _ in tokens(text, a, lo, is_path)][::-1]
-    out = right + left
+    out = right[:NEAR] + left[:NEAR]  # a subject stands right beside it: deeper words are what the line does
     row = structure.table_row(text, lo)
     if row and row.cells and not row.cells[0][1] <= lo < row.cells[0][2]:
         cell, s, e = row.cells[0]
@@ -67,13 +76,11 @@ def _opened_line(text: str, hi: int, after: int, is_path) -> list[tuple[str, boo
 
 
 def _member_leads(text: str, pos: int, objects, is_path) -> list[tuple[str, bool]]:
-    """The first word of each string member of the JSON object the citation is in (`"line": 23,
-    "usage": "Gantt helper consumes ..."`): the word a description opens with names its thing."""
-    objs = structure.enclosing_objects(objects, pos) if objects else []
-    if not objs:
-        return []
+    """The first word of each other string member of a JSON "line" member's object, `objects` (`"line":
+    23, "usage": "Gantt helper consumes ..."`): the word its description opens with names its thing.
+    (Not for a member of its own, `"defaults": "path:143"`: its siblings are other facts.)"""
     out = []
-    for mem in objs[0].members:
+    for mem in objects[0].members if objects else []:
         if isinstance(mem.value, str) and mem.key.lower() not in _LOCATORS and not mem.start <= pos < mem.end:
             out += [(n, strong) for _, n, strong, _ in tokens(text, mem.start + 1, mem.end - 1, is_path)][:1]
     return out
