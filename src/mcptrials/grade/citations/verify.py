@@ -355,7 +355,10 @@ def settle_strict(g: dict, tree: CommitTree, text: str | None = None, around=Non
     the citation's: verified when one occurrence's subject is at the cited line (the answer
     says once what is there, and that is right), else the verdict of the first occurrence with
     a subject (mismatch, or undetermined where the file's definitions are not known), else
-    n/a; its subject is that occurrence's (the first verified one, else the first found)."""
+    n/a; its subject is that occurrence's (the first verified one, else the first found). Grader 13:
+    an unconfirmed mismatch whose subject no clear scope gives is no subject (n/a), else another name
+    of its context at the line is what it cites (verified); an occurrence without a subject takes
+    the first of its weak names (weak.py) at the line, and only then."""
     seen: dict[str | None, str] = {}
 
     def judged(subject: dict | None) -> str:
