@@ -23,8 +23,8 @@ Figures, per set and pooled (labels are matched to the grader's occurrences by t
 Needs the mirrors of tests/grade/test_citation_corpus.py (MCPTRIALS_SENSE_MIRROR,
 MCPTRIALS_MIRRORS) and no network; answer texts and code are read from them at run time.
 
-    python bench/first_seen_citations.py [SET ...]    (default: the sets no grader was tuned on:
-    later2_go_ruby, later2_python, first graded by grader 12)
+    python bench/first_seen_citations.py [SET ...]    (default: later2_go_ruby, later2_python, first
+    graded by grader 12; development sets since grader 13, docs/grading.md)
 """
 
 from __future__ import annotations

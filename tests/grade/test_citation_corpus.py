@@ -268,9 +268,9 @@ OTHER_SETS = {
     "wagtail": ("development", 0.89),
     "ruby_llm": ("development", 0.90),  # grader 11: 0.912
     "redmine": ("development", 0.94),  # grader 7: 0.98 (undetermined wrong lines, issue 34)
-    "saleor": ("development", 0.87),  # grader 7: 0.92 (undetermined wrong lines, issue 34)
+    "saleor": ("development", 0.91),  # grader 7: 0.92 (undetermined wrong lines, issue 34); grader 13: 0.926
     "solidus": ("development", 0.90),  # grader 11: 0.907; grader 12 the same
-    "dolt": ("development", 0.86),  # grader 7: 0.87 (undetermined wrong lines); grader 10: 0.846; 11: 0.872
+    "dolt": ("development", 0.91),  # grader 7: 0.87 (undetermined wrong lines); grader 10: 0.846; 11: 0.872; 13: 0.923
     "nomad": ("development", 0.85),  # grader 7: 0.88 (undetermined wrong lines, issue 34)
     "langchainrb": ("development", 0.79),  # grader 10: 0.800 (grader 9: 0.767)
     "llm_rb": (

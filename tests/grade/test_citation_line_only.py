@@ -148,6 +148,8 @@ def test_grader_12_a_name_joined_to_a_line_takes_its_json_objects_file_and_is_it
     items = {tuple(c["lines"]): c for c in grade_citations(text, tree)["items"] if c["lines"]}
     assert items[(5,)]["resolved_path"] == "src/app.py" and items[(5,)]["subject"]["name"] == "f3"
     assert items[(5,)]["strict"] == "verified"  # def f3 at 5
-    assert items[(8,)]["strict"] == "undetermined"  # f9 is at 17; a plain word, so no confirmed mismatch (rule 2)
+    # f9 is at 17; a plain word not at the line, so no confirmed mismatch (rule 2), and since grader 13
+    # no subject either (n/a; undetermined before)
+    assert items[(8,)]["strict"] == "n/a"
     # outside JSON a line whose item names no file is still no citation
     assert found("- overrides f3@5 and f9@17\n", tree) == []

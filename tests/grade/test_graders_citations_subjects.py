@@ -380,7 +380,8 @@ def test_a_module_level_assignment_is_a_definition_over_its_whole_statement(tree
 
 def test_a_plain_word_before_a_parenthetical_is_prose_not_the_subject(tree):
     # "the re-raise logic (path:14)": `logic` names nothing; no code-like name in the
-    # clause, so no subject (n/a), not a mismatch against `logic`.
+    # clause, so no subject from the scopes, not a mismatch against `logic`; nor (grader 13, weak.py)
+    # `Transport`: its class holds line 14 only around the method that holds it, not as the line's own
     (c,) = grade("Transport has the re-raise logic (pkg/transports.py:14), kept as is.\n", tree)["items"]
     assert c["subject"] is None and c["strict"] == "n/a"
 

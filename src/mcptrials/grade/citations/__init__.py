@@ -11,6 +11,7 @@ Modules, in the order a citation passes through them:
     symbols      definitions from tree-sitter grammars
     strict       the strict verdict (verified, mismatch, undetermined) at a cited line
     evidence     what else the answer names around a citation, for a confirmed mismatch (rule 4)
+    weak         names a reader may have meant when no scope gives a subject: they only verify
     verify       the lenient and the strict verification of a grounded line citation
     composition  the composition by form: strict beside lenient, the ungrounded kinds
     grading      the entry point: one answer's citations (grade_citations), counts, pooling

@@ -74,9 +74,10 @@ import re
 from typing import Any
 
 from mcptrials.core.record_types import Citations, CitationRates
-from mcptrials.grade.citations import composition
+from mcptrials.grade.citations import composition, structure
 from mcptrials.grade.citations.names import names_its_file
 from mcptrials.grade.citations.context import Answer, resolve
+from mcptrials.grade.citations.weak import weak_names
 from mcptrials.grade.citations.evidence import attached_elsewhere, clause_names, settle_lists
 from mcptrials.grade.citations.extract import citation_pattern, extract_citations, has_word, symbol_parts
 from mcptrials.grade.citations.grounding import ground
@@ -140,6 +141,12 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
     distinct: dict[tuple, dict] = {}
     listed = collections.Counter(tuple(c["subject_span"]) for c in found if c.get("subject_span"))
     in_run = _runs(text, spans)
+    shared = collections.Counter((c["start"], c["end"]) for c in found)  # `"lines": "63, 70, 77"`: one span
+
+    def member_of(c: dict) -> list:
+        """The JSON object of a JSON "line" member (its record, whose other members describe it), else none."""
+        return structure.enclosing_objects(ans.objects, c["start"])[:1] if c.get("json_member") else []
+
     members: dict[tuple[int, int], list[int]] = {}  # a list of lines' span: its lines' starts, in order
     for c in sorted(found, key=lambda c: c["start"]):
         if c.get("subject_span") and c["form"] == "path:list":
@@ -180,17 +187,20 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
         clauses[(c["start"], c["end"])] = clause_names(
             text, lo, hi, ends[k] if k >= 0 else 0, starts[j] if j < len(starts) else len(text), ans.is_path
         )
+        # a run or list of three or more lines is about the group: no weak name (weak.py) for one of them
+        grouped = in_run[(lo, hi)] >= 3 or listed[(lo, hi)] >= 3 or shared[(lo, hi)] >= 3
+        weak = [] if grouped or not g["lines"] else weak_names(text, lo, hi, *bounds, ans.is_path, member_of(c))
         if key in distinct:
             d = distinct[key]
             d["occurrences"] += 1
             d["spans"].append([c["start"], c["end"]])
             d["identifiers"] += [i for i in idents if i not in d["identifiers"]]
-            d["by_occurrence"].append({"span": [c["start"], c["end"]], "subject": subj})
+            d["by_occurrence"].append({"span": [c["start"], c["end"]], "subject": subj, "weak": weak})
         else:
             g["occurrences"] = 1
             g["spans"] = [[c["start"], c["end"]]]
             g["identifiers"] = list(dict.fromkeys(idents))
-            g["by_occurrence"] = [{"span": [c["start"], c["end"]], "subject": subj}]
+            g["by_occurrence"] = [{"span": [c["start"], c["end"]], "subject": subj, "weak": weak}]
             distinct[key] = g
     attached = attached_elsewhere(
         [(tuple(o["span"]), o["subject"]) for g in distinct.values() for o in g["by_occurrence"]]

@@ -65,7 +65,8 @@ _ONE_NUM = re.compile(rf"L?(?P<l1>\d+)(?:\s*(?:{DASH}|to)\s*L?(?P<l2>\d+))?")
 # "line 5", "lines 5-9", "line ~327", "(lines 72, 74, 76)", "lines 5, 9 and 12". The letter comes
 # before the lookbehind (which then looks past it) so that re skips to each L: the same matches, faster.
 _PROSE_LINE = re.compile(rf"[Ll](?<![\w:/.#][Ll])ines?\s+~?\s*(?P<nums>{_NUM}(?:\s*(?:,|and|&)\s*{_NUM})*)(?![\w])")
-_COLON_LINE = re.compile(rf"`:L?(?P<nums>\d+(?:\s?{DASH}\s?L?\d+)?)`")
+# (grader 13: also a list in the span, `` `:78,129-131` ``, `` `:132/2099` ``, `` `:163-164, 215-217` ``)
+_COLON_LINE = re.compile(rf"`:L?(?P<nums>\d+(?:\s?{DASH}\s?L?\d+)?(?:(?:, ?|/):?L?\d+(?:{DASH}L?\d+)?)*)`")
 _L_LINE = re.compile(rf"(?P<nums>L(?<![\w:/.#`-]L)\d+(?:{DASH}L?\d+)?)(?![\w.])")  # "at L129"
 _PAREN_RANGE = re.compile(rf"\((?P<nums>\d+\s*{DASH}\s*\d+)\)")  # "(32-37)"
 # Line-only forms a reader follows to the file named nearest in its list item or line (issue 34

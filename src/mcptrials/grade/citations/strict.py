@@ -35,6 +35,7 @@ import re
 from functools import lru_cache
 
 from mcptrials.grade.citations.extract import is_word_char, occurs_bounded
+from mcptrials.grade.citations.lexicon import DECLARATION_WORDS
 from mcptrials.grade.citations.symbols import code_language, definitions, language_of
 
 _HASH_COMMENT = {"python", "ruby"}
@@ -45,6 +46,9 @@ CONSTRUCTOR_DEFINITIONS = {"new": ("initialize",)}
 FIELD_LIST_KINDS = frozenset(("type_spec", "struct_item", "struct_specifier", "interface_declaration"))
 _STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'")  # a one-line string literal
 _EXT_HASH = {"sh", "bash", "zsh", "yaml", "yml", "toml", "rb", "py", "pl", "r", "cfg", "conf", "ini", "mk"}
+
+
+_DECLARES = re.compile(rf"(?<![\w:])(?:{'|'.join(sorted(DECLARATION_WORDS))})\s+:")
 
 
 def parts(subject: str) -> list[str]:
@@ -142,6 +146,26 @@ def verdict(path: str, source: str, lines: list[int], subject: str | None, file_
     if any(_has_word(line, name) for line in code):
         return "verified"
     return "undetermined" if parsed is None and code_language(path) else "mismatch"
+
+
+def defined_at(path: str, source: str, lines: list[int], name: str, file_lines: list[str]) -> bool:
+    """Grader 13: whether a definition of `name` (or a form it goes by) holds the cited lines, its
+    header included, or their code declares it the Rails way (`has_many :refunds`, `scope :visible`)."""
+    lo, hi = (lines[0], lines[0]) if len(lines) == 1 else (min(lines), max(lines))
+    code = [_code(file_lines[n - 1], path) for n in range(max(lo, 1), min(hi, len(file_lines)) + 1)]
+    declares = re.compile(rf"{_DECLARES.pattern}{re.escape(name)}(?![\w?!])")
+    if any(declares.search(line) for line in code):
+        return True
+    names = {name} | forms(name)
+    around = _enclosing(_defs(path, source) or [], lo, hi)
+    if not around:
+        return False
+    # the innermost definition holding the lines, or one they open: not a class or module around
+    # the whole file (`Chat endpoint ... at chat.rb:8` inside `class Chat`'s method is about the method)
+    innermost = max(around, key=lambda d: d.get("outer_start", d["start"]))
+    return innermost["name"] in names or any(
+        d["name"] in names and lo <= d.get("outer_start", d["start"]) <= hi for d in around
+    )
 
 
 def forms(name: str) -> set[str]:

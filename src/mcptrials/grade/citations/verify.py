@@ -300,27 +300,46 @@ def declared(text: str, name: str) -> bool:
     )
 
 
-def confirm_mismatch(g: dict, occ: dict, tree: CommitTree, text: str | None, around=None) -> str | None:
-    """Why an occurrence's strict `mismatch` is not confirmed (it is `undetermined` then), None
-    when it has positive evidence (docs/grading.md: the subject clearly named, written as code,
-    defined in the cited file away from the cited line, nothing else the clause names there)."""
+def unclear_subject(occ: dict, text: str | None) -> str | None:
+    """Why an occurrence's subject is not one its answer clearly names (rules 1 and 2 of the
+    positive evidence), None when it is: from a clear scope (or a Rails declaration quoted beside
+    the citation, in any scope: `"usage": "belongs_to :issue; ..."`, grader 10), written as code."""
     subject = occ["subject"]
     if subject["from"] not in CLEAR_SCOPES and not (
         text is not None and declared(_window(text, occ["span"]), subject["name"])
     ):
-        # (a Rails declaration quoted beside the citation names its subject in any scope:
-        # `"usage": "belongs_to :issue; ..."`, grader 10)
         return f"subject from the {subject['from']} scope, not named by its clause"
     if text is not None and not written_as_code(text, occ["span"], subject):
         return f"`{subject['name']}` is a plain word of the answer"
-    path = tree.real(g["resolved_path"])
-    own = set(parts_of(subject["name"]))  # its qualifiers are where it lives, not other names
+    return None
+
+
+def rival_names(g: dict, occ: dict, around=None) -> tuple[list[str], list[str]]:
+    """The other names the citation's context names (rule 4): the citation's identifiers not
+    attached to another citation and its respectively group; and its clause's code-like names.
+    Not the subject's own qualifiers (where it lives)."""
+    subject = occ["subject"]
+    own = set(parts_of(subject["name"]))
     span = tuple(occ["span"])
     clause, attached = ({}, {}) if around is None else around
     wide = rivals(g["identifiers"], attached, span)
     named = [n for n in [*wide, *subject.get("group", [])] if n != subject["name"] and n not in own]
     in_code = [n for n in clause.get(span, []) if n != subject["name"] and n not in own]
-    return strict.abstain_reason(path, tree.text(path), g["lines"], subject["name"], tree.lines(path), named, in_code)
+    return named, in_code
+
+
+def confirm_mismatch(g: dict, occ: dict, tree: CommitTree, text: str | None, around=None) -> str | None:
+    """Why an occurrence's strict `mismatch` is not confirmed (it is `undetermined` then), None
+    when it has positive evidence (docs/grading.md: the subject clearly named, written as code,
+    defined in the cited file away from the cited line, nothing else the clause names there)."""
+    why = unclear_subject(occ, text)
+    if why:
+        return why
+    path = tree.real(g["resolved_path"])
+    named, in_code = rival_names(g, occ, around)
+    return strict.abstain_reason(
+        path, tree.text(path), g["lines"], occ["subject"]["name"], tree.lines(path), named, in_code
+    )
 
 
 def written_in_file(name: str, g: dict, tree: CommitTree) -> bool:
@@ -336,7 +355,10 @@ def settle_strict(g: dict, tree: CommitTree, text: str | None = None, around=Non
     the citation's: verified when one occurrence's subject is at the cited line (the answer
     says once what is there, and that is right), else the verdict of the first occurrence with
     a subject (mismatch, or undetermined where the file's definitions are not known), else
-    n/a; its subject is that occurrence's (the first verified one, else the first found)."""
+    n/a; its subject is that occurrence's (the first verified one, else the first found). Grader 13:
+    an unconfirmed mismatch whose subject no clear scope gives is no subject (n/a), else another name
+    of its context at the line is what it cites (verified); an occurrence without a subject takes
+    the first of its weak names (weak.py) at the line, and only then."""
     seen: dict[str | None, str] = {}
 
     def judged(subject: dict | None) -> str:
@@ -344,6 +366,10 @@ def settle_strict(g: dict, tree: CommitTree, text: str | None = None, around=Non
         if name not in seen:
             seen[name] = strict_verdict(dict(g, subject=subject), tree)
         return seen[name]
+
+    def defined_at(name: str) -> bool:
+        path = tree.real(g["resolved_path"])
+        return strict.defined_at(path, tree.text(path), g["lines"], name, tree.lines(path))
 
     for occ in g["by_occurrence"]:
         occ["strict"] = judged(occ["subject"])
@@ -365,10 +391,26 @@ def settle_strict(g: dict, tree: CommitTree, text: str | None = None, around=Non
                 # grader 11: a name the cited file never writes is checked at none of its lines: no
                 # subject, as a capitalised word the file never names (`"component": "request_building"`)
                 occ["subject"], occ["strict"] = None, "n/a"
+            elif why and occ["subject"]["from"] != UNORDERED and unclear_subject(occ, text):
+                # grader 13: a name no clear scope gives, not at the line, is no subject a reader
+                # checks the line against (`n/a`; the weak names below may still verify it)
+                occ["subject"], occ["strict"] = None, "n/a"
             elif why:
-                occ["strict"], occ["undetermined"] = "undetermined", why
+                # grader 13: another name the context names, at the cited line, is what it cites
+                named, in_code = rival_names(g, occ, around)
+                other = next((n for n in [*named, *in_code] if judged({"name": n}) == "verified"), None)
+                if other:
+                    occ["subject"], occ["strict"] = {"name": other, "from": "named beside it, at the line"}, "verified"
+                else:
+                    occ["strict"], occ["undetermined"] = "undetermined", why
         elif occ["strict"] == "undetermined":
             occ["undetermined"] = "no definitions known for this file's language"
+        weak = occ.pop("weak", ())
+        if occ["strict"] == "n/a" and g["bucket"] == "grounded" and g["lines"]:
+            # grader 13 (weak.py): a name a reader may have meant is the subject only where it is at the line
+            name = next((n for n, code in weak if judged({"name": n}) == "verified" and (code or defined_at(n))), None)
+            if name:
+                occ["subject"], occ["strict"] = {"name": name, "from": "weak, at the line"}, "verified"
     settle_citation(g)
 
 
