@@ -23,8 +23,8 @@ Figures, per set and pooled (labels are matched to the grader's occurrences by t
 Needs the mirrors of tests/grade/test_citation_corpus.py (MCPTRIALS_SENSE_MIRROR,
 MCPTRIALS_MIRRORS) and no network; answer texts and code are read from them at run time.
 
-    python bench/first_seen_citations.py [SET ...]    (default: later2_go_ruby, later2_python, first
-    graded by grader 12; development sets since grader 13, docs/grading.md)
+    python bench/first_seen_citations.py [SET ...]    (default: later3_go_ruby, later3_python, the
+    sets no grader was built on, first graded by grader 13; docs/grading.md)
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from test_citation_corpus import agrees, graded_answers, mirror  # noqa: E402
 
 SETS = ROOT / "tests" / "fixtures" / "citation_corpus"
-DEFAULT = ("later2_go_ruby", "later2_python")
+DEFAULT = ("later3_go_ruby", "later3_python")
 
 
 def arm_of(source: str) -> str:
