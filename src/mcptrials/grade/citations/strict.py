@@ -115,7 +115,7 @@ def verdict(path: str, source: str, lines: list[int], subject: str | None, file_
     if not subject:
         return "n/a"
     *qualifiers, name = parts(subject)
-    lo, hi = (lines[0], lines[0]) if len(lines) == 1 else (min(lines), max(lines))
+    lo, hi = min(lines), max(lines)
     code = [_code(file_lines[n - 1], path) for n in range(max(lo, 1), min(hi, len(file_lines)) + 1)]
     # What the cited lines' code says is read first: it verifies without the parse (a bare
     # name's word there verifies whatever the definitions are; a qualified one's whole chain
@@ -151,7 +151,7 @@ def verdict(path: str, source: str, lines: list[int], subject: str | None, file_
 def defined_at(path: str, source: str, lines: list[int], name: str, file_lines: list[str]) -> bool:
     """Grader 13: whether a definition of `name` (or a form it goes by) holds the cited lines, its
     header included, or their code declares it the Rails way (`has_many :refunds`, `scope :visible`)."""
-    lo, hi = (lines[0], lines[0]) if len(lines) == 1 else (min(lines), max(lines))
+    lo, hi = min(lines), max(lines)
     code = [_code(file_lines[n - 1], path) for n in range(max(lo, 1), min(hi, len(file_lines)) + 1)]
     declares = re.compile(rf"{_DECLARES.pattern}{re.escape(name)}(?![\w?!])")
     if any(declares.search(line) for line in code):
@@ -249,7 +249,7 @@ def abstain_reason(
     definition they lie in, and no code-like name of its clause (`in_code`) is at their code
     (rules 3 and 4 of docs/grading.md's list)."""
     *qualifiers, name = parts(subject)
-    lo, hi = (lines[0], lines[0]) if len(lines) == 1 else (min(lines), max(lines))
+    lo, hi = min(lines), max(lines)
     defs = _defs(path, source)
     if defs is None:
         return "no definitions known for this file"

@@ -53,7 +53,7 @@ def weak_names(text: str, lo: int, hi: int, before: int, after: int, is_path, ob
     out = right[:NEAR] + left[:NEAR]  # a subject stands right beside it: deeper words are what the line does
     row = structure.table_row(text, lo)
     if row and row.cells and not row.cells[0][1] <= lo < row.cells[0][2]:
-        cell, s, e = row.cells[0]
+        _, s, e = row.cells[0]
         out += [(n, strong) for _, n, strong, _ in tokens(text, s, e, is_path)][:1]
     out += _opened_line(text, hi, after, is_path)
     out += _member_leads(text, lo, objects, is_path)
