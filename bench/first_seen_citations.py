@@ -17,6 +17,8 @@ Figures, per set and pooled (labels are matched to the grader's occurrences by t
   share labelled `wrong line`;
 - wrong lines caught: of the `wrong line` labels, the share the grader calls strict `mismatch`
   (or past the end of the file, bucket `hallucinated`) in the intended file (as `agrees`);
+- agreement, mismatch precision and wrong lines caught each with its 95% interval, clustered by
+  answer (`with_interval`);
 - correct called mismatch, per arm: of the `correct` labels of the arm's answers (the arm is
   the bench path's results/<model>/<arm>/), the share the grader calls strict `mismatch`.
 
@@ -41,6 +43,7 @@ sys.path.insert(0, str(ROOT / "tests" / "grade"))
 sys.path.insert(0, str(ROOT / "src"))
 
 from test_citation_corpus import agrees, graded_answers, mirror  # noqa: E402
+from mcptrials.stats.intervals import bounded_mean_ci  # noqa: E402
 
 SETS = ROOT / "tests" / "fixtures" / "citation_corpus"
 DEFAULT = ("later3_go_ruby", "later3_python")
@@ -74,6 +77,7 @@ def judge(labels: dict, graded: dict) -> list[dict]:
         ok = item is not None and agrees(lab, dict(item, strict=strict))
         rows.append(
             {
+                "answer": lab["sha256"],
                 "arm": arm_of(labels["answers"][lab["sha256"]]["source"]),
                 "form": lab.get("form", "path"),
                 "verdict": lab["verdict"],
@@ -89,6 +93,18 @@ def share(num: int, den: int) -> str:
     return f"{num}/{den} = {num / den:.3f}" if den else "-"
 
 
+def with_interval(rows: list[dict], hit) -> str:
+    """The share of `rows` for which `hit` holds and its 95% interval, clustered by answer (a set
+    labels two or three references of each answer, and an answer's references are not independent):
+    stats.intervals.bounded_mean_ci, the logit-transformed t interval with a clustered standard error."""
+    if not rows:
+        return "-"
+    hits = [bool(hit(r)) for r in rows]
+    ci = bounded_mean_ci([float(h) for h in hits], [r["answer"] for r in rows])
+    bounds = "" if ci["lo"] is None else f" [{ci['lo']:.3f}, {ci['hi']:.3f}]"
+    return share(sum(hits), len(hits)) + bounds
+
+
 def figures(rows: list[dict]) -> dict[str, str]:
     """The table's figures for a set's rows (module docstring)."""
     line_only = [r for r in rows if r["form"] == "line-only"]
@@ -98,9 +114,10 @@ def figures(rows: list[dict]) -> dict[str, str]:
         "labels": str(len(rows)),
         "extraction recall": share(sum(r["found"] for r in rows), len(rows)),
         "  line-only": share(sum(r["found"] for r in line_only), len(line_only)),
-        "agreement": share(sum(r["agrees"] for r in rows), len(rows)),
-        "mismatch precision": share(sum(r["verdict"] == "wrong line" for r in called), len(called)),
-        "wrong lines caught": share(sum(r["agrees"] for r in wrong), len(wrong)),
+        # each of these with its 95% interval, clustered by answer
+        "agreement": with_interval(rows, lambda r: r["agrees"]),
+        "mismatch precision": with_interval(called, lambda r: r["verdict"] == "wrong line"),
+        "wrong lines caught": with_interval(wrong, lambda r: r["agrees"]),
         "strict undetermined": share(sum(r["strict"] == "undetermined" for r in rows), len(rows)),
     }
     correct = [r for r in rows if r["verdict"] == "correct"]
