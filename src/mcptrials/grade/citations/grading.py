@@ -144,8 +144,15 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
     shared = collections.Counter((c["start"], c["end"]) for c in found)  # `"lines": "63, 70, 77"`: one span
 
     def member_of(c: dict) -> list:
-        """The JSON object of a JSON "line" member (its record, whose other members describe it), else none."""
-        return structure.enclosing_objects(ans.objects, c["start"])[:1] if c.get("json_member") else []
+        """The JSON object of a JSON "line" member (its record, whose other members describe it), else none;
+        grader 14: also of a citation in a string member of its own (`{"behavior": "acts_as_watchable",
+        "called_at": "path:50"}`), not of an item of an array (`"refs": ["a:1", "b:2"]`: about the group)."""
+        objs = structure.enclosing_objects(ans.objects, c["start"])[:1]
+        if c.get("json_member") or any(
+            isinstance(m.value, str) and m.start <= c["start"] < m.end for m in (objs[0].members if objs else ())
+        ):
+            return objs
+        return []
 
     members: dict[tuple[int, int], list[int]] = {}  # a list of lines' span: its lines' starts, in order
     for c in sorted(found, key=lambda c: c["start"]):

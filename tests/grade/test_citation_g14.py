@@ -1,0 +1,52 @@
+"""Grader 14's rules (issue 34), on plain strings (no repository): a sibling JSON member gives a
+name only when its text opens with it (json_scopes.json_text); the first word of each other member
+of the JSON object a citation stands in is a weak name (weak.py), which only verifies."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcptrials.grade.citations import json_scopes, scopes, structure
+from mcptrials.grade.citations.weak import weak_names
+
+
+def is_path(s: str) -> bool:
+    return "/" in s or s.endswith((".rb", ".py", ".go"))
+
+
+def site(text: str, cite: str) -> scopes.Site:
+    start = text.index(cite)
+    return scopes.Site(text, start, start + len(cite), structure.json_objects(text), is_path=is_path)
+
+
+@pytest.mark.parametrize(
+    "text, name",
+    [
+        # the member's text opens with the name: it names the object
+        ('{"what": "Utils.normalize used by Story#url=", "file": "app/q/story.rb:4"}', "Utils.normalize"),
+        ('{"what": "`Cart#add` adds a row", "file": "app/q/story.rb:4"}', "Cart#add"),
+        ('{"what": "Tally model counts", "file": "app/q/story.rb:4"}', "Tally"),
+        # prose first: the names deeper in it are what the line does, not its name
+        ('{"file": "app/q/story.rb:4", "usage": "prepends Alpha::Beta onto Gamma"}', None),
+        ('{"file": "app/q/story.rb:4", "use": "the `Widget.build` call"}', None),
+        ('{"file": "app/q/story.rb:4", "why": "stats read Story.created_at"}', None),
+    ],
+)
+def test_a_sibling_member_names_the_object_only_when_its_text_opens_with_the_name(text, name):
+    assert json_scopes.json_text(site(text, "app/q/story.rb:4")) == name
+
+
+def weak_of(text: str, cite: str, in_member: bool) -> list[tuple[str, bool]]:
+    s = text.index(cite)
+    objs = structure.enclosing_objects(structure.json_objects(text), s)[:1] if in_member else []
+    return weak_names(text, s, s + len(cite), 0, len(text), is_path, objs)
+
+
+def test_the_other_members_of_a_citations_own_object_give_weak_names():
+    text = '{"behavior": "acts_as_thing", "called_at": "app/m/issue.rb:50", "count": 3}'
+    assert weak_of(text, "app/m/issue.rb:50", True) == [("acts_as_thing", True)]
+    text = '{"file": "app/c/stories.rb:123-137", "use": "preview"}'
+    assert weak_of(text, "app/c/stories.rb:123-137", True) == [("preview", False)]
+    # the grader passes no object for an item of an array of refs (grading.member_of): about the group
+    text = '{"what": "Story#url", "refs": ["a/b.rb:1", "a/c.rb:2"]}'
+    assert weak_of(text, "a/b.rb:1", False) == []
