@@ -1,13 +1,17 @@
 """Grader 14's rules (issue 34), on plain strings (no repository): a sibling JSON member gives a
 name only when its text opens with it (json_scopes.json_text); the first word of each other member
-of the JSON object a citation stands in is a weak name (weak.py), which only verifies."""
+of the JSON object a citation stands in is a weak name (weak.py), which only verifies; a bare number
+in a table's line column cites the row's file."""
 
 from __future__ import annotations
 
 import pytest
 
+from matrix_helpers import make_repo
 from mcptrials.grade.citations import json_scopes, scopes, structure
+from mcptrials.grade.citations.grading import grade_citations
 from mcptrials.grade.citations.weak import weak_names
+from mcptrials.grade.gittree import commit_tree
 
 
 def is_path(s: str) -> bool:
@@ -50,3 +54,30 @@ def test_the_other_members_of_a_citations_own_object_give_weak_names():
     # the grader passes no object for an item of an array of refs (grading.member_of): about the group
     text = '{"what": "Story#url", "refs": ["a/b.rb:1", "a/c.rb:2"]}'
     assert weak_of(text, "a/b.rb:1", False) == []
+
+
+FILES = {"lib/call.rb": "class Call\n  def notify\n    1\n  end\nend\n", "lib/sms.rb": "class Sms\nend\n"}
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    root = tmp_path_factory.mktemp("g14") / "repo"
+    return commit_tree(str(root), make_repo(root, FILES))
+
+
+@pytest.mark.parametrize(
+    "header, row, cited",
+    [
+        ("| Name | File | Line | Notes |", "| Call | `lib/call.rb` | 2 | sends |", [[2]]),
+        ("| Name | File | Line(s) |", "| Call | lib/call.rb | `2-4` |", [[2, 4]]),
+        # not under a line column: a count
+        ("| Name | File | Calls |", "| Call | lib/call.rb | 2 |", []),
+        # the file cell gives its own line: the number is no second citation
+        ("| Name | File | Line |", "| Call | lib/call.rb:1 | 2 |", [[1]]),
+    ],
+)
+def test_a_number_in_a_tables_line_column_cites_the_rows_file(tree, header, row, cited):
+    text = f"{header}\n|{'---|' * header.count(' | ')}---|\n{row}\n"
+    items = [c for c in grade_citations(text, tree)["items"] if c["lines"]]
+    assert [c["lines"] for c in items] == cited
+    assert all(c["resolved_path"] == "lib/call.rb" for c in items)
