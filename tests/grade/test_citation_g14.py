@@ -81,3 +81,24 @@ def test_a_number_in_a_tables_line_column_cites_the_rows_file(tree, header, row,
     items = [c for c in grade_citations(text, tree)["items"] if c["lines"]]
     assert [c["lines"] for c in items] == cited
     assert all(c["resolved_path"] == "lib/call.rb" for c in items)
+
+
+@pytest.mark.parametrize(
+    "text, cited, names",
+    [
+        # a heading citation with a bold mark after its colon: the code-like names of the line below
+        ("2. **Checks (`app/i.rb:172`):**\n   - `visible?` method checks\n", "app/i.rb:172", ["visible?"]),
+        # no colon, but a code block right below: its first line
+        (
+            "3. **Parse** (`lib/p.rb:16`)\n   ```ruby\n   def initialize(stream)\n   ```\n",
+            "lib/p.rb:16",
+            ["initialize"],
+        ),
+        # no colon and no code block: the next line is another item, not what the citation heads
+        ("- **Parse** (`lib/p.rb:16`)\n- `other_thing` next\n", "lib/p.rb:16", []),
+    ],
+)
+def test_a_heading_citation_takes_the_names_of_the_line_or_code_block_below(text, cited, names):
+    s = text.index(cited)
+    got = weak_names(text, s, s + len(cited), 0, len(text), is_path)
+    assert [n for n, strong in got if strong and n not in ("Checks", "Parse")] == names

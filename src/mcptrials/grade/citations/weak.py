@@ -61,7 +61,9 @@ def weak_names(text: str, lo: int, hi: int, before: int, after: int, is_path, ob
 
 
 # the rest of a line that a citation heads: closing marks and a colon (`` `story.rb` (line 67): ``)
-_HEADS = re.compile(r"[\s`*)\]]*:[ \t]*\n")
+# grader 14: a bold mark after the colon (`` (`issue.rb:172`):** ``), or no colon before a code block
+# (`` (`parser.rb:16`) `` over ```` ```ruby ```` and `def initialize(stream)`)
+_HEADS = re.compile(r"[\s`*)\]]*:[ \t*]*\n|[ \t`*)\]]*\n[ \t]*```[\w+-]*[ \t]*\n")
 
 
 def _opened_line(text: str, hi: int, after: int, is_path) -> list[tuple[str, bool]]:
