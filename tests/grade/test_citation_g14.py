@@ -1,14 +1,14 @@
-"""Grader 14's rules (issue 34), on plain strings (no repository): a sibling JSON member gives a
-name only when its text opens with it (json_scopes.json_text); the first word of each other member
-of the JSON object a citation stands in is a weak name (weak.py), which only verifies; a bare number
-in a table's line column cites the row's file."""
+"""Grader 14's rules (issue 34), on plain strings and a small repository: the first word of each
+other member of the JSON object a citation stands in (under a key that locates it) is a weak name
+(weak.py), which only verifies; so are the names of the line or code block a heading citation opens;
+a bare number in a table's line column cites the row's file."""
 
 from __future__ import annotations
 
 import pytest
 
 from matrix_helpers import make_repo
-from mcptrials.grade.citations import json_scopes, scopes, structure
+from mcptrials.grade.citations import structure
 from mcptrials.grade.citations.grading import grade_citations
 from mcptrials.grade.citations.weak import weak_names
 from mcptrials.grade.gittree import commit_tree
@@ -16,28 +16,6 @@ from mcptrials.grade.gittree import commit_tree
 
 def is_path(s: str) -> bool:
     return "/" in s or s.endswith((".rb", ".py", ".go"))
-
-
-def site(text: str, cite: str) -> scopes.Site:
-    start = text.index(cite)
-    return scopes.Site(text, start, start + len(cite), structure.json_objects(text), is_path=is_path)
-
-
-@pytest.mark.parametrize(
-    "text, name",
-    [
-        # the member's text opens with the name: it names the object
-        ('{"what": "Utils.normalize used by Story#url=", "file": "app/q/story.rb:4"}', "Utils.normalize"),
-        ('{"what": "`Cart#add` adds a row", "file": "app/q/story.rb:4"}', "Cart#add"),
-        ('{"what": "Tally model counts", "file": "app/q/story.rb:4"}', "Tally"),
-        # prose first: the names deeper in it are what the line does, not its name
-        ('{"file": "app/q/story.rb:4", "usage": "prepends Alpha::Beta onto Gamma"}', None),
-        ('{"file": "app/q/story.rb:4", "use": "the `Widget.build` call"}', None),
-        ('{"file": "app/q/story.rb:4", "why": "stats read Story.created_at"}', None),
-    ],
-)
-def test_a_sibling_member_names_the_object_only_when_its_text_opens_with_the_name(text, name):
-    assert json_scopes.json_text(site(text, "app/q/story.rb:4")) == name
 
 
 def weak_of(text: str, cite: str, in_member: bool) -> list[tuple[str, bool]]:

@@ -119,20 +119,12 @@ def json_text(site: Site) -> str | None:
             continue
         values = mem.value if isinstance(mem.value, list) else [mem.value]
         for v in (v for v in values if isinstance(v, str) and not instruction(v.lstrip(), 0)):
-            # grader 14: the text's first name, as the labelling rules read a sibling member (only
-            # when its text starts with the name: `"usage": "prepends RelationQueries ..."` is prose)
-            first = next(tokens(v, 0, len(v), site.reader), None)
-            name = first[1] if first and first[2] and _opens(v, first[0]) else None
+            name = next((n for _, n, strong, _ in tokens(v, 0, len(v), site.reader) if strong), None)
             kind = _NAMED_KIND.match(v) if kind_of_key is None else None  # prose: code-like names only
             name = name or (kind.group("name") if kind else None)
             if name and (key_named is None or key_named(parts_of(name)[-1])):
                 return name
     return None
-
-
-def _opens(value: str, pos: int) -> bool:
-    """Whether a name at value[pos:] opens the member's text (past quotes, backticks, bold marks)."""
-    return not value[:pos].strip(" \t\n`*'\"([")
 
 
 def json_key_kind(key: str) -> str | None:
