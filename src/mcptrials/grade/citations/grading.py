@@ -77,6 +77,7 @@ from mcptrials.core.record_types import Citations, CitationRates
 from mcptrials.grade.citations import composition, structure
 from mcptrials.grade.citations.names import names_its_file
 from mcptrials.grade.citations.context import Answer, resolve
+from mcptrials.grade.citations.json_scopes import json_key_kind
 from mcptrials.grade.citations.weak import weak_names
 from mcptrials.grade.citations.evidence import attached_elsewhere, clause_names, settle_lists
 from mcptrials.grade.citations.extract import citation_pattern, extract_citations, has_word, symbol_parts
@@ -115,6 +116,11 @@ def _is_path(extensions):
 _RUN_GAP = re.compile(r"[\s`*,;]*")
 
 
+def _locating(key: str) -> bool:
+    """Grader 14: a JSON key that says where its value is (`file`, `ref`, `implementation`, `called_at`)."""
+    return json_key_kind(key) in ("locator", "kind") or key.lower().endswith(("_at", "_in"))
+
+
 def _runs(text: str, spans: list[tuple[int, int]]) -> dict[tuple[int, int], int]:
     """{span: how many citations its run holds}: a run is citations joined by nothing but
     commas, semicolons, spaces and backticks (`a.go:1, b.go:2, c.go:3`)."""
@@ -144,8 +150,17 @@ def analyse(text: str, tree: CommitTree, extensions=None) -> list[dict]:
     shared = collections.Counter((c["start"], c["end"]) for c in found)  # `"lines": "63, 70, 77"`: one span
 
     def member_of(c: dict) -> list:
-        """The JSON object of a JSON "line" member (its record, whose other members describe it), else none."""
-        return structure.enclosing_objects(ans.objects, c["start"])[:1] if c.get("json_member") else []
+        """The JSON object of a JSON "line" member (its record, whose other members describe it), else none;
+        grader 14: also of a citation in a string member of its own (`{"behavior": "acts_as_watchable",
+        "called_at": "path:50"}`) whose key locates it (a locator, a kind of place, `x_at`: not `"defaults":
+        "path:143"`, a fact of its own beside the others), not of an item of an array (`"refs": ["a:1", "b:2"]`)."""
+        objs = structure.enclosing_objects(ans.objects, c["start"])[:1]
+        if c.get("json_member") or any(
+            isinstance(m.value, str) and m.start <= c["start"] < m.end and _locating(m.key)
+            for m in (objs[0].members if objs else ())
+        ):
+            return objs
+        return []
 
     members: dict[tuple[int, int], list[int]] = {}  # a list of lines' span: its lines' starts, in order
     for c in sorted(found, key=lambda c: c["start"]):

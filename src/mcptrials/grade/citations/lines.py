@@ -14,6 +14,7 @@ import bisect
 import itertools
 import re
 
+from mcptrials.grade.citations import structure
 from mcptrials.grade.citations.context import Answer
 from mcptrials.grade.citations.lexicon import DASH, END_LINE_KEYS, LINE_KEYS
 from mcptrials.grade.citations.names import clean_name, code_like, code_subject
@@ -177,6 +178,7 @@ def line_only_citations(ans: Answer, taken: list[dict]) -> list[dict]:
             if not free(m.start(), m.end()):
                 continue
             out += _prose_citations(ans, m, near, wide=rx is _PROSE_LINE)
+    out += _line_cells(ans, free)
     found = sorted((c["start"], c["end"]) for c in out)
     for rx in (_BARE_COLON, _AT_NUMBER, _NAME_PAREN, _NAME_JOINED):
         for m in rx.finditer(ans.text):
@@ -186,6 +188,29 @@ def line_only_citations(ans: Answer, taken: list[dict]) -> list[dict]:
             got = _prose_citations(ans, m, True)
             found += [(c["start"], c["end"]) for c in got]
             out += got
+    return out
+
+
+# a table cell holding a bare line or range, `` `17` ``, `42-199`
+_CELL_NUMBER = re.compile(rf"(?<=\|)[ \t]*`?(?P<nums>L?\d+(?:\s*{DASH}\s*L?\d+)?)`?[ \t]*(?=\|)")
+
+
+def _line_cells(ans: Answer, free) -> list[dict]:
+    """Grader 14: a bare number in a table's line column, its file in the row's file column (`| Call |
+    hc/call/transport.py | 17 |` under `| Name | File | Line |`); not when the file cell gives a line itself."""
+    out = []
+    for m in _CELL_NUMBER.finditer(ans.text):
+        a, b = m.start("nums"), m.end("nums")
+        if not free(a, b):
+            continue
+        row = structure.table_row(ans.text, a)
+        if not row or not row.file_cell or re.search(r":\d", row.file_cell[0]):
+            continue
+        if any(s <= a < e for _, s, e in row.line_cells):
+            for lines in (ls for _, _, ls in _numbers(ans.text, a, b)):
+                c = _line_citation(ans, a, b, lines)
+                if c:
+                    out.append(c)
     return out
 
 

@@ -270,11 +270,16 @@ _NAME_HEADER = re.compile(
 )
 
 
+# grader 14: a column of lines beside the file column (`| File | Line(s) |`)
+_LINE_HEADER = re.compile(r"\**(?:lines?|line\(s\)|line ?(?:#|no\.?|numbers?)|L#?)\**", re.I)
+
+
 @dataclass
 class TableRow:
     cells: list[tuple[str, int, int]]
     file_cell: tuple[str, int, int] | None  # the cell under a file / path / location header
     name_cells: list[tuple[str, int, int]] = field(default_factory=list)  # under a symbol / name / type... header
+    line_cells: list[tuple[str, int, int]] = field(default_factory=list)  # under a `Line` / `Lines` header (grader 14)
 
 
 def table_row(text: str, pos: int) -> TableRow | None:
@@ -293,4 +298,5 @@ def table_row(text: str, pos: int) -> TableRow | None:
     col = next((k for k, h in enumerate(header) if _FILE_HEADER.search(h)), None)
     file_cell = cells[col] if col is not None and col < len(cells) else None
     names = [cells[k] for k, h in enumerate(header) if k < len(cells) and k != col and _NAME_HEADER.search(h)]
-    return TableRow(cells, file_cell, names)
+    line_cells = [cells[k] for k, h in enumerate(header) if k < len(cells) and k != col and _LINE_HEADER.fullmatch(h)]
+    return TableRow(cells, file_cell, names, line_cells)

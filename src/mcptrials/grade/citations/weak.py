@@ -61,7 +61,9 @@ def weak_names(text: str, lo: int, hi: int, before: int, after: int, is_path, ob
 
 
 # the rest of a line that a citation heads: closing marks and a colon (`` `story.rb` (line 67): ``)
-_HEADS = re.compile(r"[\s`*)\]]*:[ \t]*\n")
+# grader 14: a bold mark after the colon (`` (`issue.rb:172`):** ``), or no colon before a code block
+# (`` (`parser.rb:16`) `` over ```` ```ruby ```` and `def initialize(stream)`)
+_HEADS = re.compile(r"[\s`*)\]]*:[ \t*]*\n|[ \t`*)\]]*\n[ \t]*```[\w+-]*[ \t]*\n")
 
 
 def _opened_line(text: str, hi: int, after: int, is_path) -> list[tuple[str, bool]]:
@@ -78,7 +80,9 @@ def _opened_line(text: str, hi: int, after: int, is_path) -> list[tuple[str, boo
 def _member_leads(text: str, pos: int, objects, is_path) -> list[tuple[str, bool]]:
     """The first word of each other string member of a JSON "line" member's object, `objects` (`"line":
     23, "usage": "Gantt helper consumes ..."`): the word its description opens with names its thing.
-    (Not for a member of its own, `"defaults": "path:143"`: its siblings are other facts.)"""
+    (Not for a member of its own, `"defaults": "path:143"`: its siblings are other facts.) Grader 14:
+    also for a citation in a string member of the object (grading.member_of), `{"behavior":
+    "acts_as_watchable", "called_at": "path:50"}`."""
     out = []
     for mem in objects[0].members if objects else []:
         if isinstance(mem.value, str) and mem.key.lower() not in _LOCATORS and not mem.start <= pos < mem.end:
