@@ -25,8 +25,8 @@ Figures, per set and pooled (labels are matched to the grader's occurrences by t
 Needs the mirrors of tests/grade/test_citation_corpus.py (MCPTRIALS_SENSE_MIRROR,
 MCPTRIALS_MIRRORS) and no network; answer texts and code are read from them at run time.
 
-    python bench/first_seen_citations.py [SET ...]    (default: later3_go_ruby, later3_python, the
-    sets no grader was built on, first graded by grader 13; docs/grading.md)
+    python bench/first_seen_citations.py [SET ...]    (default: later4_go_ruby, later4_python, the
+    sets no grader was built on, first graded by grader 14; docs/grading.md)
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from test_citation_corpus import agrees, graded_answers, mirror  # noqa: E402
 from mcptrials.stats.intervals import bounded_mean_ci  # noqa: E402
 
 SETS = ROOT / "tests" / "fixtures" / "citation_corpus"
-DEFAULT = ("later3_go_ruby", "later3_python")
+DEFAULT = ("later4_go_ruby", "later4_python")
 
 
 def arm_of(source: str) -> str:
