@@ -44,6 +44,22 @@ def tree(tmp_path_factory):
 
 
 @pytest.mark.parametrize(
+    "key, strict",
+    [
+        ("called_at", "verified"),  # a key that locates the citation: its siblings describe it
+        ("file", "verified"),
+        ("defaults", "n/a"),  # a fact of its own beside the others: their words are not about it
+    ],
+)
+def test_only_a_locating_key_lets_a_citations_siblings_name_it(tree, key, strict):
+    text = '{"behavior": "notify sends it", "%s": "lib/call.rb:2", "count": 3}' % key
+    (item,) = [c for c in grade_citations(text, tree)["items"] if c["lines"]]
+    occ = item["by_occurrence"][0]
+    assert occ["strict"] == strict
+    assert (occ["subject"] or {}).get("name") == ("notify" if strict == "verified" else None)
+
+
+@pytest.mark.parametrize(
     "header, row, cited",
     [
         ("| Name | File | Line | Notes |", "| Call | `lib/call.rb` | 2 | sends |", [[2]]),
